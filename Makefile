@@ -1,0 +1,39 @@
+# Every target installs what it needs: a fresh clone runs `make serve` or `make test` and nothing else.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+REFERENCE ?= ../shared/data
+URBAN_DATA_DIR ?= data/snapshot
+PORT ?= 8000
+export URBAN_DATA_DIR
+
+.PHONY: install snapshot serve test bench loadtest clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+$(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
+	$(PY) -m geo.snapshot build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
+
+snapshot: $(URBAN_DATA_DIR)/manifest.json
+
+serve: install snapshot
+	$(PY) -m app.serve --port $(PORT)
+
+test: install
+	$(PY) -m pytest
+
+bench: install snapshot
+	$(PY) -m bench
+
+loadtest: install snapshot
+	$(PY) -m bench.loadtest
+
+clean:
+	rm -rf $(VENV) data/snapshot instance .pytest_cache .hypothesis
