@@ -7,7 +7,7 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install snapshot serve test bench loadtest clean
+.PHONY: install browser snapshot serve test bench loadtest clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,15 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.to
 
 install: $(VENV)/.installed
 
+# The portal's browser tests drive Debian's Chromium through chromedriver.
+CHROMEDRIVER := /usr/bin/chromedriver
+$(CHROMEDRIVER):
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	else echo "browser tests need Debian chromium + chromium-driver: sudo apt-get install chromium chromium-driver"; exit 1; fi
+
+browser: $(CHROMEDRIVER)
+
 $(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
 	$(PY) -m geo.snapshot build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
 
@@ -26,7 +35,7 @@ snapshot: $(URBAN_DATA_DIR)/manifest.json
 serve: install snapshot
 	$(PY) -m app.serve --port $(PORT)
 
-test: install
+test: install browser
 	$(PY) -m pytest
 
 bench: install snapshot
