@@ -1,0 +1,282 @@
+"""``urban``: command-line client of the Urban Conditions REST API.
+
+A thin layer over :mod:`urban_client.api`: it sends the options unchanged, prints a readable summary (or the
+API's body byte-for-byte with ``--json``) and turns every failure into a message on stderr and an exit code
+(see :class:`ExitCode` and docs/cli.md). It never prints the key and never shows a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from enum import IntEnum
+
+import click
+from rich.console import Console
+
+from urban_client import __version__
+from urban_client.api import ApiClient, ApiError, NetworkError, target_params
+from urban_client.config import ConfigError, parse_timeout, read_file, resolve, write_file
+
+
+class ExitCode(IntEnum):
+    """Process exit status of every ``urban`` command (documented in docs/cli.md)."""
+
+    OK = 0
+    ERROR = 1  # unexpected server answer (500, invalid response) or internal error
+    USAGE = 2  # bad command line or configuration; API 400 (missing_target, invalid_coordinates, ...)
+    AUTH = 3  # API 401 missing_key / invalid_key, 403 plan_required
+    QUOTA = 4  # API 429 quota_exceeded / rate_limited
+    NOT_FOUND = 5  # API 404 location_not_found
+    OUTSIDE_AREA = 6  # API 422 outside_service_area
+    UPSTREAM = 7  # API 502 upstream_error, 503 service_unavailable
+    NETWORK = 8  # connection refused, DNS failure, timeout, invalid base URL
+
+
+STATUS_EXIT = {400: ExitCode.USAGE, 401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
+               422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA, 502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
+
+HINTS = {
+    "missing_key": "Set URBAN_API_KEY or run `urban configure` to store a key.",
+    "invalid_key": "The key is unknown or revoked; `urban configure --show` tells where it is read from.",
+    "plan_required": "The account's plan has no API access (Developer, API and Pro plans do).",
+    "quota_exceeded": "The daily quota resets at 00:00 UTC.",
+    "upstream_error": "An upstream source failed; retry shortly.",
+    "service_unavailable": "The service is temporarily unavailable; retry shortly.",
+    "location_not_found": "`urban locations` lists your saved location ids.",
+    "outside_service_area": "The service covers Flanders and Brussels only.",
+}
+
+
+def exit_code_for(error: ApiError) -> ExitCode:
+    """The exit code of an API error: by status, with 5xx other than 502/503 as ERROR."""
+    return STATUS_EXIT.get(error.status, ExitCode.USAGE if 400 <= error.status < 500 else ExitCode.ERROR)
+
+
+class Coordinate(click.ParamType):
+    """A decimal number of degrees; passed to the API exactly as typed (the API validates the range)."""
+
+    name = "DEGREES"
+
+    def convert(self, value, param, ctx):
+        text = str(value).strip()
+        try:
+            number = float(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a number of degrees", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return text
+
+
+def _stderr(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _fail(error: Exception) -> "NoReturn":  # noqa: F821
+    """Report an API or network error on stderr and exit with its code."""
+    if isinstance(error, ApiError):
+        _stderr(f"Error: {error.code}: {error.message} (HTTP {error.status})")
+        hint = HINTS.get(error.code)
+        if error.code == "quota_exceeded" and error.retry_after is not None:
+            hours, minutes = divmod(max(error.retry_after, 0) // 60, 60)
+            hint = f"The daily quota resets at 00:00 UTC (in {hours} h {minutes:02d} min)."
+        if hint:
+            _stderr(hint)
+        raise SystemExit(exit_code_for(error))
+    _stderr(f"Error: network: {error}")
+    _stderr("Check that the API is reachable (URBAN_BASE_URL or --base-url), or raise --timeout.")
+    raise SystemExit(ExitCode.NETWORK)
+
+
+def _write_body(body: bytes) -> None:
+    sys.stdout.flush()
+    sys.stdout.buffer.write(body)
+    sys.stdout.buffer.flush()
+
+
+def _client(ctx: click.Context) -> ApiClient:
+    opts = ctx.find_root().params
+    try:
+        settings = resolve(base_url=opts.get("base_url"), timeout=opts.get("timeout"))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    return ApiClient(settings.base_url, settings.api_key, settings.timeout)
+
+
+def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str] | None = None) -> None:
+    """Call one endpoint and print its body (``--json``) or its summary; exit with the error's code."""
+    from urban_client.render import RENDERERS, render_quota
+
+    client = _client(ctx)
+    try:
+        response = client.get(endpoint, params)
+    except ApiError as error:
+        if as_json and error.body:
+            _write_body(error.body)
+        _fail(error)
+    except NetworkError as error:
+        _fail(error)
+    if as_json:
+        _write_body(response.body)
+        return
+    console = Console(highlight=False)
+    RENDERERS[endpoint](response.data, console)
+    render_quota(response.rate_limit, console)
+
+
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print the API's JSON body unchanged (byte-for-byte) and nothing else on stdout.")
+
+
+def target_options(fn):
+    """``--location-id`` or ``--lat``/``--lng``: the point a data command is about."""
+    fn = click.option("--lng", type=Coordinate(), metavar="DEGREES",
+                      help="Longitude in degrees (with --lat), e.g. 4.4025.")(fn)
+    fn = click.option("--lat", type=Coordinate(), metavar="DEGREES",
+                      help="Latitude in degrees (with --lng), e.g. 51.2194.")(fn)
+    fn = click.option("--location-id", metavar="ID",
+                      help="One of your saved location ids (see `urban locations`); not with --lat/--lng.")(fn)
+    return fn
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--base-url", metavar="URL",
+              help="API root including /api/v1 (default: URBAN_BASE_URL, the config file, "
+                   "or http://127.0.0.1:8000/api/v1).")
+@click.option("--timeout", type=float, metavar="SECONDS",
+              help="Seconds to wait for connecting and for each read (default: URBAN_TIMEOUT, config, or 10).")
+@click.version_option(__version__, "--version", prog_name="urban", message="%(prog)s %(version)s",
+                      help="Show the version and exit.")
+def cli(base_url, timeout):
+    """Road works, transit disruptions, air quality and briefings for any point in Flanders and Brussels.
+
+    The key is read from URBAN_API_KEY or from the file written by `urban configure`.
+    Exit codes: 0 ok, 1 other error, 2 usage, 3 auth, 4 quota, 5 not found, 6 outside service area,
+    7 upstream, 8 network.
+    """
+    if timeout is not None:
+        try:
+            parse_timeout(timeout)
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--timeout") from None
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def locations(ctx, as_json):
+    """List your saved monitored locations (their ids work with --location-id)."""
+    _run(ctx, "locations", as_json)
+
+
+@cli.command()
+@target_options
+@json_option
+@click.pass_context
+def disruptions(ctx, location_id, lat, lng, as_json):
+    """Road works within 2 km and transit detours affecting a point, nearest first."""
+    _run(ctx, "disruptions", as_json, target_params(location_id, lat, lng))
+
+
+@cli.command("air-quality")
+@target_options
+@json_option
+@click.pass_context
+def air_quality(ctx, location_id, lat, lng, as_json):
+    """Latest measured NO2 at the nearest station, thresholds verdict and low-emission-zone status."""
+    _run(ctx, "air-quality", as_json, target_params(location_id, lat, lng))
+
+
+@cli.command()
+@target_options
+@json_option
+@click.pass_context
+def briefing(ctx, location_id, lat, lng, as_json):
+    """Operations briefing for the next 24 hours: risk, headline, key facts, best and worst windows."""
+    _run(ctx, "briefing", as_json, target_params(location_id, lat, lng))
+
+
+@cli.command()
+@click.option("--base-url", "new_base_url", metavar="URL", help="Store this API root in the config file.")
+@click.option("--timeout", "new_timeout", type=float, metavar="SECONDS",
+              help="Store this timeout in the config file.")
+@click.option("--show", is_flag=True,
+              help="Show the config file path and effective settings (never the key) and exit.")
+@click.pass_context
+def configure(ctx, new_base_url, new_timeout, show):
+    """Store your API key (read hidden from the terminal, or from stdin) in a config file with mode 0600.
+
+    The file is $URBAN_CONFIG, else $XDG_CONFIG_HOME/urban/config.ini, else ~/.config/urban/config.ini.
+    An empty key keeps the stored one.
+    """
+    root = ctx.find_root().params
+    try:
+        settings = resolve(base_url=root.get("base_url"), timeout=root.get("timeout"))
+        stored = read_file(settings.config_path)
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    if show:
+        source = {"env": "set (from URBAN_API_KEY)", "file": "set (from the config file)"}.get(
+            settings.key_source, "not set")
+        click.echo(f"Config file: {settings.config_path}")
+        click.echo(f"Base URL:    {settings.base_url}")
+        click.echo(f"Timeout:     {settings.timeout:g} s")
+        click.echo(f"API key:     {source}")
+        return
+    if sys.stdin.isatty():
+        key = click.prompt("API key (input hidden; empty keeps the stored key)", hide_input=True,
+                           default="", show_default=False, err=True)
+    else:
+        key = sys.stdin.readline()
+    key = key.strip()
+    if key and (any(c.isspace() for c in key) or not key.isprintable()):
+        raise click.UsageError("the key must be one word of printable characters")
+    values = dict(stored)
+    if key:
+        values["api_key"] = key
+    if new_base_url:
+        values["base_url"] = new_base_url.rstrip("/")
+    if new_timeout is not None:
+        try:
+            values["timeout"] = f"{parse_timeout(new_timeout):g}"
+        except ConfigError as exc:
+            raise click.BadParameter(str(exc), param_hint="--timeout") from None
+    if not values.get("api_key"):
+        raise click.UsageError("no key given and none stored")
+    try:
+        write_file(settings.config_path, values)
+    except OSError as exc:
+        raise click.UsageError(f"cannot write {settings.config_path}: {exc.strerror or exc}") from None
+    click.echo(f"Saved to {settings.config_path} (mode 0600).", err=True)
+
+
+@cli.command()
+@click.pass_context
+def mcp(ctx):
+    """Run the MCP server on stdio: four read-only tools for agent clients, using the same key and base URL."""
+    from urban_client.mcp_server import serve_stdio
+
+    client = _client(ctx)
+    serve_stdio(client)
+
+
+def main(argv=None) -> int:
+    """Console-script entry point: run ``urban`` and return its exit status (never a traceback)."""
+    try:
+        cli.main(args=argv, prog_name="urban", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else ExitCode.ERROR)
+    except BrokenPipeError:
+        return ExitCode.ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # last resort: a bug must still not print a traceback
+        _stderr(f"Error: internal: {exc.__class__.__name__}: {exc}")
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

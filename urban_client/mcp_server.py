@@ -1,0 +1,149 @@
+"""MCP server (``urban mcp``): the four data endpoints as read-only tools for agent clients.
+
+Built on the low-level ``mcp.server.Server`` of the official SDK so each tool declares exactly the REST shapes:
+the input schema (a saved ``locationId`` or a ``lat``/``lng`` pair), the output schema (the REST body) and
+read-only / idempotent annotations. A successful call returns the REST body unchanged, as text and as
+structured content. An API error comes back as a tool error (``isError``) whose text is
+``{"error": code, "message": message, "status": http_status}`` with the API's own code and message.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import jsonschema
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+
+from urban_client import __version__, schemas
+from urban_client.api import ApiClient, ApiError, NetworkError, target_params
+
+TARGET_HELP = ("Give either locationId (a saved location from list_locations) or both lat and lng "
+               "(decimal degrees, a point in Flanders or Brussels); not both.")
+ERRORS_HELP = ("On failure the result is an error whose text is JSON with the API's error code and message, "
+               "e.g. outside_service_area (point outside Flanders/Brussels: do not retry), location_not_found "
+               "(call list_locations), quota_exceeded (daily quota reached; resets 00:00 UTC), "
+               "upstream_error (retry shortly), missing_key/invalid_key (the user must configure a key).")
+
+INSTRUCTIONS = (
+    "Urban Conditions Service for Flanders and Brussels (Belgium). For a point, get_disruptions lists road "
+    "works within 2 km and De Lijn detours, get_air_quality gives the latest measured NO2 (µg/m³) at the "
+    "nearest station with WHO/EU threshold verdict and Antwerp low-emission-zone status, and get_briefing "
+    "summarises the next 24 hours. Use list_locations to find the user's saved location ids. Data values "
+    "(statuses, descriptions) are in Dutch. Every call counts against the user's daily API quota."
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool: the REST endpoint it wraps and what an agent sees."""
+
+    name: str
+    endpoint: str
+    title: str
+    description: str
+    input_schema: dict
+    output_schema: dict
+    targeted: bool
+
+
+TOOLS = (
+    ToolSpec(
+        "list_locations", "locations", "List saved locations",
+        "List the user's saved monitored locations (id, name, address, lat, lng, label, isPrimary). "
+        "Use an id as locationId in the other tools. An empty list means: use lat/lng instead. " + ERRORS_HELP,
+        schemas.NO_INPUT, schemas.LOCATIONS_OUTPUT, False),
+    ToolSpec(
+        "get_disruptions", "disruptions", "Road works and transit disruptions near a point",
+        "Road works within 2 km (status 'In uitvoering' = running now, distanceKm, dates) and De Lijn "
+        "public-transport detours affecting the point (lines, severity medium/high, estimated delay), with "
+        "summary counts. " + TARGET_HELP + " " + ERRORS_HELP,
+        schemas.TARGET_INPUT, schemas.DISRUPTIONS_OUTPUT, True),
+    ToolSpec(
+        "get_air_quality", "air-quality", "Air quality and low-emission zone at a point",
+        "Latest measured NO2 in µg/m³ at the nearest measuring station over the last two hours (value null "
+        "= unknown, never zero), its trend, the verdict against the WHO guideline (10) and EU limit (40), and "
+        "whether the point lies inside the Antwerp low-emission zone (lez.inside). Measured values only. "
+        + TARGET_HELP + " " + ERRORS_HELP,
+        schemas.TARGET_INPUT, schemas.AIR_QUALITY_OUTPUT, True),
+    ToolSpec(
+        "get_briefing", "briefing", "Operations briefing for the next 24 hours",
+        "Operations briefing for a point: risk (low/moderate/high), a Dutch headline, key facts, the best and "
+        "worst time windows of the next 24 hours and the next rush-hour peak (ISO 8601 times with offset). "
+        + TARGET_HELP + " " + ERRORS_HELP,
+        schemas.TARGET_INPUT, schemas.BRIEFING_OUTPUT, True),
+)
+
+ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                                    open_world_hint=False)
+
+
+def tool_definitions() -> list[types.Tool]:
+    """The four tools as MCP ``Tool`` objects."""
+    return [
+        types.Tool(name=spec.name, title=spec.title, description=spec.description,
+                   input_schema=spec.input_schema, output_schema=spec.output_schema,
+                   annotations=ANNOTATIONS.model_copy(update={"title": spec.title}))
+        for spec in TOOLS
+    ]
+
+
+def error_result(code: str, message: str, status: int | None = None) -> types.CallToolResult:
+    """A tool error carrying the API's code and message (``status`` is the HTTP status, null offline)."""
+    text = json.dumps({"error": code, "message": message, "status": status}, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def call(client: ApiClient, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    """Run one tool synchronously: validate the arguments' types, call the API, wrap body or error."""
+    spec = next((s for s in TOOLS if s.name == name), None)
+    if spec is None:
+        return error_result("unknown_tool", f"no tool named {name!r}; tools: "
+                            + ", ".join(s.name for s in TOOLS))
+    arguments = arguments or {}
+    try:
+        jsonschema.validate(arguments, spec.input_schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(map(str, exc.absolute_path)) or "arguments"
+        return error_result("invalid_arguments", f"{where}: {exc.message}")
+    params = None
+    if spec.targeted:
+        params = target_params(arguments.get("locationId"), arguments.get("lat"), arguments.get("lng"))
+    try:
+        response = client.get(spec.endpoint, params)
+    except ApiError as exc:
+        return error_result(exc.code, exc.message, exc.status)
+    except NetworkError as exc:
+        return error_result(exc.kind if exc.kind == "timeout" else "network_error", str(exc))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=response.body.decode("utf-8"))],
+        structured_content=response.data,
+    )
+
+
+def build_server(client: ApiClient) -> Server:
+    """A low-level MCP server whose tools call the REST API through ``client``."""
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_definitions())
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await anyio.to_thread.run_sync(call, client, params.name, params.arguments)
+
+    return Server("urban-conditions", version=__version__, title="Urban Conditions Service",
+                  instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def serve_stdio(client: ApiClient) -> None:
+    """Serve the tools over stdio until the client closes the connection."""
+    server = build_server(client)
+
+    async def run():
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(run)

@@ -1,0 +1,122 @@
+"""JSON Schemas of the MCP tools: inputs (a location id or a lat/lng pair) and outputs (the REST bodies).
+
+Output schemas follow docs/api.md: they fix the members and types an agent relies on and allow additional
+members, so a newer server stays valid. MCP clients validate tool results against them.
+"""
+
+NUMBER = {"type": "number"}
+NULLABLE_NUMBER = {"type": ["number", "null"]}
+NULLABLE_STRING = {"type": ["string", "null"]}
+DATE = {"type": ["string", "null"], "pattern": r"^\d{4}-\d{2}-\d{2}$"}
+
+TARGET_INPUT = {
+    "type": "object",
+    "properties": {
+        "locationId": {
+            "type": "string", "minLength": 1,
+            "description": "Id of one of the caller's saved locations (from list_locations). "
+                           "Give this OR lat and lng, never both.",
+        },
+        "lat": {
+            "type": "number", "minimum": -90, "maximum": 90,
+            "description": "Latitude in decimal degrees (WGS84), e.g. 51.2194 for central Antwerp. "
+                           "Must be given together with lng; the point must lie in Flanders or Brussels.",
+        },
+        "lng": {
+            "type": "number", "minimum": -180, "maximum": 180,
+            "description": "Longitude in decimal degrees (WGS84), e.g. 4.4025. Must be given together with lat.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+NO_INPUT = {"type": "object", "properties": {}, "additionalProperties": False}
+
+LOCATION = {
+    "type": "object",
+    "required": ["id", "name", "lat", "lng"],
+    "properties": {
+        "id": {"type": "string"}, "name": {"type": "string"}, "address": NULLABLE_STRING,
+        "lat": NUMBER, "lng": NUMBER, "label": NULLABLE_STRING, "isPrimary": {"type": "boolean"},
+    },
+}
+
+LOCATIONS_OUTPUT = {
+    "type": "object",
+    "required": ["locations"],
+    "properties": {"locations": {"type": "array", "items": LOCATION}},
+}
+
+WORK = {
+    "type": "object",
+    "required": ["id", "description", "status", "lat", "lng", "distanceKm"],
+    "properties": {
+        "id": {"type": "string"}, "description": {"type": "string"}, "status": {"type": "string"},
+        "lat": NUMBER, "lng": NUMBER, "distanceKm": NUMBER, "startDate": DATE, "endDate": DATE,
+    },
+}
+
+DETOUR = {
+    "type": "object",
+    "required": ["id", "title", "lines", "severity"],
+    "properties": {
+        "id": {"type": "string"}, "title": {"type": "string"},
+        "lines": {"type": "array", "items": {"type": "string"}}, "severity": {"type": "string"},
+        "estimatedDelayMin": {"type": ["integer", "null"]}, "endDate": DATE,
+    },
+}
+
+COUNT = {"type": "integer", "minimum": 0}
+
+DISRUPTIONS_OUTPUT = {
+    "type": "object",
+    "required": ["location", "radiusKm", "summary", "construction", "transit", "retrievedAt"],
+    "properties": {
+        "location": {"type": "object", "required": ["lat", "lng"],
+                     "properties": {"lat": NUMBER, "lng": NUMBER, "id": {"type": "string"},
+                                    "name": {"type": "string"}}},
+        "radiusKm": NUMBER,
+        "summary": {"type": "object",
+                    "required": ["activeWorks", "plannedWorks", "upcomingWorks14d", "transitDisruptions",
+                                 "highSeverityTransit"],
+                    "properties": {k: COUNT for k in ("activeWorks", "plannedWorks", "upcomingWorks14d",
+                                                      "transitDisruptions", "highSeverityTransit")}},
+        "construction": {"type": "array", "items": WORK},
+        "transit": {"type": "array", "items": DETOUR},
+        "retrievedAt": {"type": "string"},
+    },
+}
+
+THRESHOLD = {"type": "object", "required": ["value"],
+             "properties": {"value": NUMBER, "unit": {"type": "string"}, "label": {"type": "string"},
+                            "exceeded": {"type": ["boolean", "null"]}}}
+
+AIR_QUALITY_OUTPUT = {
+    "type": "object",
+    "required": ["reading", "thresholds", "compliance", "lez"],
+    "properties": {
+        "reading": {"type": "object", "required": ["value", "unit"],
+                    "properties": {"pollutant": {"type": "string"}, "unit": {"type": "string"},
+                                   "value": NULLABLE_NUMBER, "status": {"type": "string"},
+                                   "measuredAt": NULLABLE_STRING, "trend": {"type": "string"},
+                                   "trendPercent": NULLABLE_NUMBER, "station": {"type": ["object", "null"]}}},
+        "thresholds": {"type": "object", "properties": {"who": THRESHOLD, "eu": THRESHOLD}},
+        "compliance": {"type": "object", "properties": {"status": {"type": "string"},
+                                                        "label": {"type": "string"}}},
+        "lez": {"type": "object", "required": ["inside"], "properties": {"inside": {"type": "boolean"},
+                                                                           "name": {"type": "string"}}},
+    },
+}
+
+WINDOW = {"type": ["object", "null"], "properties": {"start": {"type": "string"}, "end": {"type": "string"}}}
+
+BRIEFING_OUTPUT = {
+    "type": "object",
+    "required": ["risk", "headline", "keyFacts", "bestWindow", "worstWindow", "nextRushPeak"],
+    "properties": {
+        "risk": {"type": "string", "enum": ["low", "moderate", "high"]},
+        "headline": {"type": "string"},
+        "keyFacts": {"type": "array"},
+        "bestWindow": WINDOW, "worstWindow": WINDOW, "nextRushPeak": WINDOW,
+    },
+}
