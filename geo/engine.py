@@ -1,20 +1,71 @@
-"""INTERFACE STUB — the engine helper replaces the bodies; signatures and semantics are the contract.
+"""The geo engine: a snapshot's layers as GeoDataFrames plus spatial indexes built once at load.
 
-``Engine`` holds the snapshot's layers as GeoDataFrames and spatial indexes built once at load.
 Every query method is ufunc-style: ``lat``/``lng`` scalar or 1-D array in (validated with
 ``geo.coords.validate``, raising ``InvalidCoordinates``), NumPy arrays out, one element per point.
+Python ``float``/``int`` scalars take a fast path without array broadcasting; the answers are the same.
+See ``docs/engine.md`` for the index design and the exactness guarantees.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import datetime as _dt
+import math
 
-EARTH_RADIUS_KM = 6371.0088
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
+from .coords import validate
+from .polygon_index import PolygonGrid
+from .point_index import PointIndex
+from .spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
 
 # river_side() codes
 RIVER_NONE = 0   # outside the Antwerp river zone: no river side
 RIVER_LEFT = 1   # left (west) bank: Linkeroever, Zwijndrecht, Burcht, Kruibeke, Beveren
 RIVER_RIGHT = 2  # right (east) bank: city centre, Hoboken, northern port
+
+LAYERS = ("service_area", "lez", "river", "stations", "stops", "works", "detours", "no2")
+
+
+def _scalar(lat, lng):
+    """(lat, lng) as Python floats when both are valid real scalars, else None (take the array path)."""
+    t1, t2 = type(lat), type(lng)
+    if (t1 is float or t1 is int or t1 is np.float64) and (t2 is float or t2 is int or t2 is np.float64):
+        la, ln = float(lat), float(lng)
+        if -90.0 <= la <= 90.0 and -180.0 <= ln <= 180.0:  # False for NaN
+            return la, ln
+    return None
+
+
+def _union(frame) -> shapely.Geometry:
+    geoms = frame.geometry.values if len(frame) else []
+    return shapely.union_all(np.asarray(geoms)) if len(geoms) else shapely.MultiPolygon()
+
+
+def _as_4326(frame):
+    if frame.crs is not None and not frame.crs.equals("EPSG:4326"):
+        return frame.to_crs("EPSG:4326")
+    return frame
+
+
+def _parse_as_of(value):
+    if not value:
+        return None
+    ts = _dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return ts if ts.tzinfo else ts.replace(tzinfo=_dt.timezone.utc)
+
+
+def _point_coords(frame):
+    """(lat, lng) arrays of a point layer; NaN where the geometry is missing or empty."""
+    geom = np.asarray(frame.geometry.values, dtype=object) if len(frame) else np.empty(0, dtype=object)
+    ok = ~(shapely.is_missing(geom) | shapely.is_empty(geom)) if geom.size else np.empty(0, dtype=bool)
+    lat, lng = np.full(geom.size, np.nan), np.full(geom.size, np.nan)
+    if ok.any():
+        pts = shapely.point_on_surface(geom[ok])
+        lng[ok], lat[ok] = shapely.get_x(pts), shapely.get_y(pts)
+    return lat, lng
 
 
 class Engine:
@@ -24,65 +75,211 @@ class Engine:
     ----------
     manifest : dict            the snapshot's manifest.json
     snapshot_id : str
-    as_of : datetime.datetime  aware UTC
+    as_of : datetime.datetime  aware UTC (None when the manifest has no ``asOf``)
     service_area, lez, river, stations, stops, works, detours, no2 : geopandas.GeoDataFrame
         layers as in data/README.md (row order = the index used by the query methods)
+
+    Examples
+    --------
+    >>> eng = Engine.load("data/snapshot")                       # doctest: +SKIP
+    >>> eng.in_service_area([51.2194, 50.6326], [4.4025, 5.5797])  # doctest: +SKIP
+    array([ True, False])
     """
 
+    def __init__(self, layers: dict, manifest: dict):
+        self.manifest = dict(manifest or {})
+        self.snapshot_id = str(self.manifest.get("snapshotId", ""))
+        self.as_of = _parse_as_of(self.manifest.get("asOf"))
+        for name in LAYERS:
+            frame = layers.get(name)
+            if frame is None:
+                frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})
+            setattr(self, name, _as_4326(frame).reset_index(drop=True))
+        self._build_indexes()
+
+    # --- construction -------------------------------------------------------------------------
     @classmethod
     def load(cls, path) -> "Engine":
-        """Load and validate a snapshot directory (raises ``SnapshotError`` naming file and fix)."""
-        raise NotImplementedError
+        """Load and validate a snapshot directory (raises ``SnapshotError`` naming file and fix).
+
+        Examples
+        --------
+        >>> eng = Engine.load("data/snapshot")  # doctest: +SKIP
+        """
+        from .snapshot import read_snapshot
+
+        layers, manifest = read_snapshot(path)
+        return cls.from_layers(layers, manifest)
 
     @classmethod
     def from_layers(cls, layers: dict, manifest: dict) -> "Engine":
-        """Build from in-memory GeoDataFrames (tests, notebooks)."""
-        raise NotImplementedError
+        """Build from in-memory GeoDataFrames (tests, notebooks); a missing layer is empty.
+
+        Examples
+        --------
+        >>> import geopandas as gpd
+        >>> from shapely.geometry import box
+        >>> area = gpd.GeoDataFrame({"name": ["x"]}, geometry=[box(4, 51, 5, 52)], crs="EPSG:4326")
+        >>> Engine.from_layers({"service_area": area}, {}).in_service_area(51.5, 4.5)
+        array([ True])
+        """
+        return cls(layers, manifest)
+
+    def _build_indexes(self):
+        self._area = PolygonGrid(_union(self.service_area))
+        self._lez = PolygonGrid(_union(self.lez))
+        part = self.river["part"] if "part" in self.river.columns else []
+        self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
+        self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
+        self._works = self._point_index(self.works)
+        self._stops = self._point_index(self.stops)
+        lat, lng = _point_coords(self.stations)
+        self._stations = {}
+        for col in self.stations.columns:
+            if col != "geometry" and pd.api.types.is_bool_dtype(self.stations[col].dtype):
+                flag = self.stations[col].fillna(False).to_numpy(dtype=bool)
+                self._stations[col] = PointIndex(np.where(flag, lat, np.nan), lng)
+
+    @staticmethod
+    def _point_index(frame):
+        lat, lng = _point_coords(frame)
+        ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
+        return PointIndex(lat, lng, ids)
 
     # --- polygons -----------------------------------------------------------------------------
     def in_service_area(self, lat, lng) -> np.ndarray:
-        """bool array: inside Flanders ∪ Brussels (boundary counts as inside)."""
-        raise NotImplementedError
+        """bool array: inside Flanders ∪ Brussels (boundary counts as inside).
+
+        Examples
+        --------
+        >>> engine.in_service_area([51.2194, 50.8467, 50.6326], [4.4025, 4.3525, 5.5797])  # doctest: +SKIP
+        array([ True,  True, False])
+        """
+        s = _scalar(lat, lng)
+        if s is not None:
+            return np.array([self._area.contains_one(s[1], s[0])])
+        lat, lng = validate(lat, lng)
+        return self._area.contains(lng, lat)
 
     def in_lez(self, lat, lng) -> np.ndarray:
-        """bool array: inside the Antwerp LEZ (all parts, holes honoured)."""
-        raise NotImplementedError
+        """bool array: inside the Antwerp LEZ (all parts, holes honoured; boundary counts as inside).
+
+        Examples
+        --------
+        >>> engine.in_lez(51.2194, 4.4003)  # Groenplaats  # doctest: +SKIP
+        array([ True])
+        """
+        s = _scalar(lat, lng)
+        if s is not None:
+            return np.array([self._lez.contains_one(s[1], s[0])])
+        lat, lng = validate(lat, lng)
+        return self._lez.contains(lng, lat)
 
     def river_side(self, lat, lng) -> np.ndarray:
-        """int8 array of RIVER_NONE / RIVER_LEFT / RIVER_RIGHT."""
-        raise NotImplementedError
+        """int8 array of RIVER_NONE / RIVER_LEFT / RIVER_RIGHT (a point on both areas' shared edge: left).
+
+        Examples
+        --------
+        >>> engine.river_side([51.2205, 51.2194], [4.3890, 4.4003])  # Linkeroever, Groenplaats  # doctest: +SKIP
+        array([1, 2], dtype=int8)
+        """
+        s = _scalar(lat, lng)
+        if s is not None:
+            side = RIVER_LEFT if self._left.contains_one(s[1], s[0]) else (
+                RIVER_RIGHT if self._right.contains_one(s[1], s[0]) else RIVER_NONE)
+            return np.array([side], dtype=np.int8)
+        lat, lng = validate(lat, lng)
+        out = np.zeros(lat.size, dtype=np.int8)
+        out[self._right.contains(lng, lat)] = RIVER_RIGHT
+        out[self._left.contains(lng, lat)] = RIVER_LEFT
+        return out
 
     # --- nearest / radius ---------------------------------------------------------------------
     def nearest_station(self, lat, lng, pollutant: str = "no2"):
         """(idx int64 array into self.stations, haversine distance km float64 array)
-        over stations measuring ``pollutant`` (column of the same name is True)."""
-        raise NotImplementedError
+        over stations measuring ``pollutant`` (column of the same name is True).
+
+        Ties go to the lowest row; with no such station the answer is (-1, inf).
+        Raises ``ValueError`` when ``stations`` has no bool column ``pollutant``.
+
+        Examples
+        --------
+        >>> idx, km = engine.nearest_station(51.2194, 4.4003)  # doctest: +SKIP
+        >>> engine.stations.loc[idx[0], "id"], round(float(km[0]), 2)  # doctest: +SKIP
+        ('42R801', 1.2)
+        """
+        index = self._stations.get(pollutant)
+        if index is None:
+            raise ValueError(f"unknown pollutant {pollutant!r}: stations has no bool column of that name")
+        lat, lng = validate(lat, lng)
+        return index.nearest(lat, lng)
 
     def works_near(self, lat: float, lng: float, radius_km: float = 2.0):
         """Single point: (idx int64 array into self.works, dist_km float64 array),
-        every work with haversine distance <= radius_km, sorted by (distance, id)."""
-        raise NotImplementedError
+        every work with haversine distance <= radius_km, sorted by (distance, id).
+
+        Examples
+        --------
+        >>> idx, km = engine.works_near(51.2194, 4.4003, 2.0)  # doctest: +SKIP
+        >>> bool((km <= 2.0).all())  # doctest: +SKIP
+        True
+        """
+        la, ln = self._one_point(lat, lng)
+        return self._works.within(la, ln, _radius(radius_km))
 
     def stops_near(self, lat: float, lng: float, radius_km: float):
-        """Single point: (idx into self.stops, dist_km), sorted by (distance, id)."""
-        raise NotImplementedError
+        """Single point: (idx into self.stops, dist_km), sorted by (distance, id).
+
+        Examples
+        --------
+        >>> idx, km = engine.stops_near(51.2194, 4.4003, 0.4)  # doctest: +SKIP
+        """
+        la, ln = self._one_point(lat, lng)
+        return self._stops.within(la, ln, _radius(radius_km))
 
     def count_works_near(self, lat, lng, radius_km: float = 2.0, mask=None):
         """Many points, aggregated (never materialising all pairs):
         (count int64 array, nearest_km float64 array with inf when none) over works where
-        ``mask`` (bool array over self.works, default all) is True."""
-        raise NotImplementedError
+        ``mask`` (bool array over self.works, default all) is True.
+
+        Examples
+        --------
+        >>> count, km = engine.count_works_near([51.2194, 51.0543], [4.4003, 3.7174])  # doctest: +SKIP
+        """
+        lat, lng = validate(lat, lng)
+        index = self._works if mask is None else self._works.subset(mask)
+        return index.count_within(lat, lng, _radius(radius_km))
 
     def any_stop_near(self, lat, lng, radius_km: float) -> np.ndarray:
-        """bool array: at least one stop within radius_km."""
-        raise NotImplementedError
+        """bool array: at least one stop within radius_km (haversine).
+
+        Examples
+        --------
+        >>> engine.any_stop_near([51.2194], [4.4003], 0.4)  # doctest: +SKIP
+        array([ True])
+        """
+        lat, lng = validate(lat, lng)
+        count, _ = self._stops.count_within(lat, lng, _radius(radius_km))
+        return count > 0
+
+    # --- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def _one_point(lat, lng):
+        s = _scalar(lat, lng)
+        if s is not None:
+            return s
+        la, ln = validate(lat, lng)
+        if la.size != 1:
+            raise ValueError(f"expected one point, got {la.size}")
+        return float(la[0]), float(ln[0])
+
+    def __repr__(self):
+        return (f"<Engine snapshot={self.snapshot_id[:12] or '?'} works={len(self.works)} "
+                f"stops={len(self.stops)} stations={len(self.stations)}>")
 
 
-def haversine_km(lat1, lng1, lat2, lng2):
-    """Great-circle distance in km on the mean Earth radius (broadcasting)."""
-    lat1, lng1, lat2, lng2 = map(np.radians, (lat1, lng1, lat2, lng2))
-    a = (
-        np.sin((lat2 - lat1) / 2.0) ** 2
-        + np.cos(lat1) * np.cos(lat2) * np.sin((lng2 - lng1) / 2.0) ** 2
-    )
-    return 2.0 * EARTH_RADIUS_KM * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
+def _radius(radius_km) -> float:
+    r = float(radius_km)
+    if not math.isfinite(r) or r < 0:
+        raise ValueError(f"radius_km must be a finite number >= 0, got {radius_km!r}")
+    return r

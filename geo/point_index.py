@@ -1,0 +1,131 @@
+"""Exact haversine radius and nearest-neighbour queries over one point layer.
+
+Candidates come from a ``scipy.spatial.cKDTree`` on 3-D unit vectors (chord distance, widened by
+``CHORD_SLACK``), and every reported distance and every in/out decision is made on the exact haversine
+distance (:func:`geo.spherical.haversine_rad`). Ties are broken by the layer's row order (nearest) or by
+``(distance, id)`` (radius lists).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .spherical import CHORD_SLACK, chord_for_km, haversine_rad, unit_vectors
+
+CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
+
+
+class PointIndex:
+    """Spatial index of a point layer (degrees), rows addressed by their position in the layer.
+
+    Parameters
+    ----------
+    lat, lng : 1-D float arrays (NaN for rows without a point; those rows are never returned)
+    ids : optional 1-D array of ids used to break distance ties (default: row order)
+
+    Examples
+    --------
+    >>> idx = PointIndex(np.array([51.0, 51.01]), np.array([4.0, 4.0]))
+    >>> rows, km = idx.within(51.0, 4.0, 2.0)
+    >>> rows.tolist(), km.round(3).tolist()
+    ([0, 1], [0.0, 1.112])
+    """
+
+    def __init__(self, lat, lng, ids=None):
+        lat = np.asarray(lat, dtype=np.float64)
+        lng = np.asarray(lng, dtype=np.float64)
+        self.size = lat.size
+        self.rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
+        self.lat_r = np.radians(lat[self.rows])
+        self.lng_r = np.radians(lng[self.rows])
+        self.cos_lat = np.cos(self.lat_r)
+        self.xyz = unit_vectors(lat[self.rows], lng[self.rows])
+        self.tree = cKDTree(self.xyz) if self.rows.size else None
+        order = np.argsort(np.asarray(ids)[self.rows], kind="stable") if ids is not None else None
+        self.rank = np.empty(self.rows.size, dtype=np.int64)
+        self.rank[order if order is not None else slice(None)] = np.arange(self.rows.size)
+        self._subsets: dict[bytes, "PointIndex"] = {}
+        self._lat_deg = lat
+        self._lng_deg = lng
+        self._ids = ids
+
+    # --- helpers ------------------------------------------------------------------------------
+    def _dist(self, lat_r, lng_r, cos_lat, k):
+        return haversine_rad(lat_r, lng_r, cos_lat, self.lat_r[k], self.lng_r[k], self.cos_lat[k])
+
+    def subset(self, mask) -> "PointIndex":
+        """Index over the rows where ``mask`` is True (cached per mask); row numbers stay the layer's."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (self.size,):
+            raise ValueError(f"mask must be a bool array of length {self.size}, got shape {mask.shape}")
+        key = np.packbits(mask).tobytes()
+        sub = self._subsets.get(key)
+        if sub is None:
+            lat = np.where(mask, self._lat_deg, np.nan)
+            sub = PointIndex(lat, self._lng_deg, self._ids)
+            if len(self._subsets) >= 16:
+                self._subsets.pop(next(iter(self._subsets)))
+            self._subsets[key] = sub
+        return sub
+
+    # --- single point -------------------------------------------------------------------------
+    def within(self, lat: float, lng: float, radius_km: float):
+        """(rows int64, km float64) of every point with haversine distance <= radius, by (distance, id)."""
+        if self.tree is None:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        lat_r, lng_r = np.radians(np.array([lat, lng], dtype=np.float64))
+        p = np.array([np.cos(lat_r) * np.cos(lng_r), np.cos(lat_r) * np.sin(lng_r), np.sin(lat_r)])
+        k = np.asarray(self.tree.query_ball_point(p, chord_for_km(radius_km)), dtype=np.intp)
+        d = self._dist(lat_r, lng_r, np.cos(lat_r), k)
+        keep = d <= radius_km
+        k, d = k[keep], d[keep]
+        order = np.lexsort((self.rank[k], d))
+        return self.rows[k[order]].astype(np.int64), d[order]
+
+    # --- many points --------------------------------------------------------------------------
+    def nearest(self, lat, lng):
+        """(rows int64, km float64): nearest point by haversine, ties to the lowest row; -1/inf if empty."""
+        n = lat.size
+        if self.tree is None:
+            return np.full(n, -1, dtype=np.int64), np.full(n, np.inf)
+        lat_r, lng_r = np.radians(lat), np.radians(lng)
+        cos_lat = np.cos(lat_r)
+        p = unit_vectors(lat, lng)
+        if self.rows.size == 1:
+            k = np.zeros(n, dtype=np.intp)
+        else:
+            dd, kk = self.tree.query(p, k=2)
+            k = kk[:, 0]
+            # near-ties in chord distance: decide on the exact haversine, lowest row first
+            tie = np.flatnonzero(dd[:, 1] <= dd[:, 0] * (1.0 + CHORD_SLACK) + CHORD_SLACK)
+            for i in tie:
+                cand = np.asarray(self.tree.query_ball_point(p[i], dd[i, 1] * (1 + 2 * CHORD_SLACK) + 2 * CHORD_SLACK))
+                dc = self._dist(lat_r[i], lng_r[i], cos_lat[i], cand)
+                best = np.flatnonzero(dc == dc.min())
+                k[i] = cand[best[np.argmin(self.rows[cand[best]])]]
+        return self.rows[k].astype(np.int64), self._dist(lat_r, lng_r, cos_lat, k)
+
+    def count_within(self, lat, lng, radius_km: float):
+        """(count int64, nearest km float64 or inf): points with haversine distance <= radius, per query."""
+        n = lat.size
+        count = np.zeros(n, dtype=np.int64)
+        nearest = np.full(n, np.inf)
+        if self.tree is None or n == 0:
+            return count, nearest
+        chord = chord_for_km(radius_km)
+        for s in range(0, n, CHUNK):
+            e = min(n, s + CHUNK)
+            la, ln = lat[s:e], lng[s:e]
+            lists = self.tree.query_ball_point(unit_vectors(la, ln), chord)
+            lens = np.fromiter((len(x) for x in lists), dtype=np.intp, count=e - s)
+            if not lens.sum():
+                continue
+            k = np.concatenate([x for x in lists if x]).astype(np.intp)
+            q = np.repeat(np.arange(e - s), lens)
+            lat_r, lng_r = np.radians(la[q]), np.radians(ln[q])
+            d = self._dist(lat_r, lng_r, np.cos(lat_r), k)
+            hit = d <= radius_km
+            count[s:e] = np.bincount(q[hit], minlength=e - s)
+            np.minimum.at(nearest[s:e], q[hit], d[hit])
+        return count, nearest

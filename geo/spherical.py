@@ -1,0 +1,73 @@
+"""Spherical helpers: haversine distance, 3-D unit vectors and chord radii on the mean Earth radius.
+
+Every distance the engine reports comes from :func:`haversine_rad`, so a distance is the same float
+whichever primitive (single point or batch) computed it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EARTH_RADIUS_KM = 6371.0088
+
+# Relative slack on chord radii: a candidate search with this margin is a strict superset of the exact
+# haversine answer (rounding of chord vs. haversine is ~1e-16 relative); candidates are then filtered exactly.
+CHORD_SLACK = 1e-9
+
+
+def haversine_rad(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2):
+    """Haversine distance in km from radians and precomputed ``cos(lat)`` (broadcasting).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a, b = np.radians([51.0, 4.0]), np.radians([51.0, 5.0])
+    >>> round(float(haversine_rad(a[0], a[1], np.cos(a[0]), b[0], b[1], np.cos(b[0]))), 3)
+    69.977
+    """
+    s_lat = np.sin((lat2 - lat1) * 0.5)
+    s_lng = np.sin((lng2 - lng1) * 0.5)
+    a = s_lat * s_lat + cos_lat1 * cos_lat2 * (s_lng * s_lng)
+    return (2.0 * EARTH_RADIUS_KM) * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
+
+
+def haversine_km(lat1, lng1, lat2, lng2):
+    """Great-circle distance in km on the mean Earth radius 6371.0088 km (broadcasting, degrees in).
+
+    Examples
+    --------
+    >>> round(float(haversine_km(51.2194, 4.4025, 51.0543, 3.7174)), 2)  # Antwerp - Ghent
+    51.2
+    """
+    lat1, lng1, lat2, lng2 = (np.radians(np.asarray(v, dtype=np.float64)) for v in (lat1, lng1, lat2, lng2))
+    return haversine_rad(lat1, lng1, np.cos(lat1), lat2, lng2, np.cos(lat2))
+
+
+def unit_vectors(lat, lng):
+    """(n, 3) float64 unit vectors on the sphere for degrees ``lat``, ``lng`` (1-D arrays).
+
+    Examples
+    --------
+    >>> unit_vectors([0.0, 90.0], [0.0, 0.0]).round(12).tolist()
+    [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    """
+    lat_r = np.radians(np.asarray(lat, dtype=np.float64))
+    lng_r = np.radians(np.asarray(lng, dtype=np.float64))
+    cos_lat = np.cos(lat_r)
+    out = np.empty((lat_r.size, 3))
+    out[:, 0] = cos_lat * np.cos(lng_r)
+    out[:, 1] = cos_lat * np.sin(lng_r)
+    out[:, 2] = np.sin(lat_r)
+    return out
+
+
+def chord_for_km(radius_km: float, slack: float = CHORD_SLACK) -> float:
+    """Chord length (unit sphere) of a great-circle distance, widened by ``slack`` (relative).
+
+    Examples
+    --------
+    >>> round(float(chord_for_km(6371.0088 * np.pi, slack=0.0)), 12)  # antipodes
+    2.0
+    """
+    angle = min(max(float(radius_km), 0.0) / EARTH_RADIUS_KM, np.pi)
+    return 2.0 * np.sin(angle / 2.0) * (1.0 + slack) + slack
