@@ -1,0 +1,85 @@
+"""The Flask edge of the Urban Conditions Service.
+
+Examples
+--------
+>>> app = create_app({"TESTING": True, "ENGINE": None, "INSTANCE_PATH": "/tmp/urban-doctest"})
+>>> app.url_map.bind("").match("/api/v1/locations")[0]
+'api_v1.data.locations'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import secrets
+
+from flask import Flask
+
+from . import config as settings
+from .state import UrbanState
+
+log = logging.getLogger("app")
+
+
+def _instance_path(test_config: dict | None) -> str | None:
+    path = (test_config or {}).get("INSTANCE_PATH") or os.environ.get("URBAN_INSTANCE_PATH")
+    return os.path.abspath(path) if path else None
+
+
+def load_config(app: Flask, test_config: dict | None) -> None:
+    """Defaults → ``<instance>/config.py`` → ``URBAN_*`` environment → ``test_config``."""
+    app.config.from_mapping(settings.DEFAULTS)
+    app.config.from_pyfile("config.py", silent=True)
+    app.config.update(settings.from_environ())
+    if test_config:
+        app.config.update(test_config)
+    cfg = app.config
+    if not cfg.get("DATABASE"):
+        cfg["DATABASE"] = os.path.join(app.instance_path, "urban.sqlite")
+    if not cfg.get("RATELIMIT_STORAGE_URI"):
+        cfg["RATELIMIT_STORAGE_URI"] = "urban-sqlite:///" + os.path.join(app.instance_path, "ratelimit.sqlite")
+    settings.check(cfg, debug=app.debug, testing=app.testing)
+    if not cfg.get("SECRET_KEY"):
+        # development or testing only (check() refused production): an ephemeral key for this process
+        cfg["SECRET_KEY"] = secrets.token_urlsafe(32)
+        log.warning("no SECRET_KEY set: using an ephemeral one (development only)")
+
+
+def load_engine(app: Flask):
+    """The geo engine for ``DATA_DIR`` (or ``ENGINE`` given in the test config; None = platform only)."""
+    if "ENGINE" in app.config:
+        return app.config["ENGINE"]
+    if not app.config["LOAD_ENGINE"]:
+        return None
+    from geo.engine import Engine
+
+    return Engine.load(app.config["DATA_DIR"])
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    """Build the app: settings, account store, limiter, engine, blueprints, one error handler.
+
+    ``test_config`` overrides every other source; besides the settings of ``docs/configuration.md`` it
+    accepts ``INSTANCE_PATH``, ``ENGINE`` (an Engine or None), ``WALL_CLOCK`` and ``DATA_CLOCK``.
+    """
+    app = Flask(__name__, instance_path=_instance_path(test_config), instance_relative_config=True)
+    load_config(app, test_config)
+    logging.getLogger("app").setLevel(app.config["LOG_LEVEL"])
+    os.makedirs(app.instance_path, exist_ok=True)
+    app.extensions["urban"] = UrbanState(engine=load_engine(app))
+
+    from . import api, cli, db, errors, http, ratelimit
+
+    http.init_app(app)
+    errors.init_app(app)
+    db.init_app(app)
+    ratelimit.init_app(app)
+    api.init_app(app)
+    cli.init_app(app)
+    if importlib.util.find_spec("app.portal") is not None:
+        from . import portal
+
+        if hasattr(portal, "init_app"):
+            portal.init_app(app)
+    return app

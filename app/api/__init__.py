@@ -1,0 +1,15 @@
+"""The ``/api/v1`` blueprints: data endpoints (authenticated, counted) and the public OpenAPI document."""
+
+from __future__ import annotations
+
+from flask import Blueprint
+
+
+def init_app(app) -> None:
+    """Register every API blueprint under ``/api/v1``."""
+    from . import data, meta
+
+    api = Blueprint("api_v1", __name__, url_prefix="/api/v1")
+    api.register_blueprint(data.bp)
+    api.register_blueprint(meta.bp)
+    app.register_blueprint(api)

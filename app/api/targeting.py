@@ -1,0 +1,103 @@
+"""Resolve the target point of ``/disruptions``, ``/air-quality`` and ``/briefing`` from the query string.
+
+``locationId`` (one of the caller's saved locations) **or** ``lat`` + ``lng``; see docs/api.md → Targeting.
+Checks run in the documented precedence: 400 (missing_target, ambiguous_target, invalid_coordinates,
+invalid_request) → 404 location_not_found → 422 outside_service_area.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from flask import current_app, g, request
+
+from ..db import get_db
+from ..errors import (AmbiguousTarget, InvalidCoordinatesError, InvalidRequest, LocationNotFound,
+                      MissingTarget, OutsideServiceArea, ServiceUnavailable)
+from ..saved_locations import get_location
+
+_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The point to compute for; ``id``/``name`` are set when it came from a saved location."""
+
+    lat: float
+    lng: float
+    id: str | None = None
+    name: str | None = None
+
+    def location_json(self) -> dict:
+        """The response's ``location`` member: ``{lat, lng}`` or ``{id, name, lat, lng}`` (6 decimals).
+
+        Examples
+        --------
+        >>> Target(51.21941234, 4.4025).location_json()
+        {'lat': 51.219412, 'lng': 4.4025}
+        """
+        point = {"lat": round(self.lat, 6), "lng": round(self.lng, 6)}
+        if self.id is None:
+            return point
+        return {"id": self.id, "name": self.name, **point}
+
+
+def parse_coordinate(name: str, raw: str, bound: float) -> float:
+    """A decimal number within ±``bound``, else 400 ``invalid_coordinates`` naming the parameter.
+
+    Examples
+    --------
+    >>> parse_coordinate("lat", "51.2", 90)
+    51.2
+    """
+    text = raw.strip()
+    if not _NUMBER.match(text):
+        raise InvalidCoordinatesError(f"{name}={raw[:40]!r} is not a decimal number")
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > bound:
+        raise InvalidCoordinatesError(f"{name}={raw[:40]!r} is out of range [-{bound:g}, {bound:g}]")
+    return value
+
+
+def _single(name: str, error) -> str | None:
+    values = request.args.getlist(name)
+    if len(values) > 1:
+        raise error(f"{name} is given {len(values)} times; give it once")
+    if not values or values[0] == "":
+        return None
+    return values[0]
+
+
+def resolve_target(engine) -> Target:
+    """Parse and check the targeting parameters of this request for the authenticated account."""
+    location_id = _single("locationId", InvalidRequest)
+    raw_lat = _single("lat", InvalidCoordinatesError)
+    raw_lng = _single("lng", InvalidCoordinatesError)
+    if location_id is not None and (raw_lat is not None or raw_lng is not None):
+        raise AmbiguousTarget("give either locationId or lat/lng, not both")
+    if location_id is None:
+        if raw_lat is None and raw_lng is None:
+            raise MissingTarget("give either locationId or both lat and lng")
+        if raw_lat is None or raw_lng is None:
+            missing = "lat" if raw_lat is None else "lng"
+            raise MissingTarget(f"{missing} is missing: lat and lng must be given together")
+        target = Target(parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0))
+    else:
+        row = get_location(get_db(), g.account["id"], location_id)
+        if row is None:
+            raise LocationNotFound(f"no location {location_id[:64]!r} in your account")
+        target = Target(row["lat"], row["lng"], row["id"], row["name"])
+    if engine is None:
+        raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
+    if not bool(engine.in_service_area(target.lat, target.lng)[0]):
+        raise OutsideServiceArea(
+            f"lat={target.lat}, lng={target.lng} lies outside the service area (Flanders and Brussels)"
+        )
+    return target
+
+
+def current_engine():
+    """The engine of this app, read once per request (a refresher may swap it between requests)."""
+    return current_app.extensions["urban"].engine

@@ -1,0 +1,84 @@
+"""Authentication, plan check and quota admission — the one place that decides who may call the API.
+
+Order (the documented precedence): no/unknown/revoked key → 401, plan without API access → 403,
+quota exhausted → 429. Only then do the views validate parameters (400 → 404 → 422) and compute (502).
+An admitted call is counted with one atomic statement; :func:`settle` refunds it when the response is a 5xx.
+"""
+
+from __future__ import annotations
+
+from flask import g, request
+
+from . import accounts, usage
+from .clock import wall_now
+from .db import get_db
+from .errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, RateLimited
+from .plans import PLANS
+from .ratelimit import RateInfo, hit_auth_failure, retry_after
+
+
+def bearer_token() -> str | None:
+    """The token of ``Authorization: Bearer <token>``, or None when there is no bearer token."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    token = token.strip()
+    return token or None
+
+
+def _reject(error) -> None:
+    """Count a failed authentication against the client IP, then raise ``error`` (or 429 rate_limited)."""
+    ok, info = hit_auth_failure()
+    g.rate = info
+    if not ok:
+        raise RateLimited(
+            "too many failed authentications from this address; retry later",
+            headers={"Retry-After": str(retry_after(info))},
+        )
+    raise error
+
+
+def require_api_access() -> None:
+    """``before_request`` of the data endpoints: sets ``g.account``, ``g.rate`` and ``g.admitted``."""
+    if request.method == "OPTIONS":
+        return
+    token = bearer_token()
+    if token is None:
+        _reject(MissingKey())
+    conn = get_db()
+    account = accounts.authenticate(conn, token)
+    if account is None:
+        _reject(InvalidKey())
+    plan = PLANS.get(account["plan"])
+    now = wall_now()
+    reset_at = usage.next_reset(now)
+    if plan is None or not plan.api_access:
+        g.rate = RateInfo(0, 0, int(reset_at.timestamp()))
+        raise PlanRequired(
+            f"the {plan.label if plan else account['plan']} plan does not include API access; "
+            "upgrade to Developer, API, Pro or Enterprise"
+        )
+    day = usage.day_of(now)
+    count = usage.admit(conn, account["id"], day, plan.daily_quota)
+    if count is None:
+        g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota, reset_at)
+        seconds = max(1, int((reset_at - now).total_seconds()))
+        raise QuotaExceeded(
+            f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",
+            headers={"Retry-After": str(seconds)},
+        )
+    g.account = account
+    g.admitted = (account["id"], day)
+    g.rate = RateInfo.daily(plan.daily_quota, count, reset_at)
+
+
+def settle(response) -> None:
+    """Refund an admitted call that ended in a 5xx (and report the refunded count)."""
+    admitted = g.pop("admitted", None)
+    if admitted is None or response.status_code < 500:
+        return
+    usage.refund(get_db(), *admitted)
+    rate = g.get("rate")
+    if rate is not None and rate.remaining is not None:
+        rate.remaining += 1

@@ -1,0 +1,102 @@
+"""Settings: defaults here → instance file (``instance/config.py``) → ``URBAN_*`` environment variables.
+
+Every setting is documented in ``docs/configuration.md``; a test checks that each name in :data:`DEFAULTS`
+appears there.
+"""
+
+from __future__ import annotations
+
+import os
+
+#: name → (default, help). The environment variable of ``NAME`` is ``URBAN_NAME``.
+SETTINGS: dict[str, tuple[object, str]] = {
+    "ENV": ("production", "production or development; production refuses to start without SECRET_KEY"),
+    "SECRET_KEY": (None, "signs portal sessions and CSRF tokens; required in production"),
+    "DATABASE": (None, "account store SQLite file; default <instance>/urban.sqlite"),
+    "DATA_DIR": ("data/snapshot", "snapshot directory loaded by the geo engine at start"),
+    "LOAD_ENGINE": (True, "load the snapshot at start; false only for admin-only or platform tests"),
+    "CLOCK": ("snapshot", "data clock: 'snapshot' (the snapshot's asOf, deterministic) or 'system' (UTC now)"),
+    "RATELIMIT_STORAGE_URI": (None, "per-IP limit storage shared by all workers; default "
+                              "urban-sqlite:///<instance>/ratelimit.sqlite, or redis://host:port/0"),
+    "AUTH_FAILURE_LIMIT": ("30 per minute", "failed authentications allowed per client IP (then 429 rate_limited)"),
+    "MAX_LOCATIONS": (100, "saved locations per account"),
+    "MAX_CONTENT_LENGTH": (16384, "largest accepted request body in bytes (413 payload_too_large)"),
+    "CACHE_MAX_AGE": (60, "seconds in Cache-Control: private, max-age=N on data responses"),
+    "CORS_ALLOW_ORIGIN": ("*", "Access-Control-Allow-Origin on API responses"),
+    "DB_TIMEOUT": (5.0, "seconds a request waits for a locked account store before 503"),
+    "LOG_LEVEL": ("INFO", "log level of the app logger"),
+}
+
+DEFAULTS = {name: default for name, (default, _help) in SETTINGS.items()}
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def coerce(name: str, raw: str):
+    """Convert an environment string to the type of the setting's default.
+
+    Examples
+    --------
+    >>> coerce("MAX_LOCATIONS", "7")
+    7
+    >>> coerce("LOAD_ENGINE", "off")
+    False
+    """
+    default = DEFAULTS.get(name)
+    if isinstance(default, bool):
+        low = raw.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError(f"URBAN_{name}={raw!r} is not a boolean (use 1/0, true/false)")
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"URBAN_{name}={raw!r} is not an integer") from None
+    if isinstance(default, float):
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError(f"URBAN_{name}={raw!r} is not a number") from None
+    return raw
+
+
+#: environment variables read elsewhere (before the app exists), not settings
+NOT_SETTINGS = {"URBAN_INSTANCE_PATH"}
+
+
+def from_environ(environ=None) -> dict:
+    """Settings given as ``URBAN_<NAME>`` environment variables.
+
+    Known names are converted to the type of their default; other ``URBAN_*`` names (settings that
+    extensions declare with ``app.config.setdefault``) are passed on as strings.
+    """
+    environ = os.environ if environ is None else environ
+    out = {}
+    for key, raw in environ.items():
+        if key.startswith("URBAN_") and key not in NOT_SETTINGS:
+            name = key[len("URBAN_"):]
+            out[name] = coerce(name, raw)
+    return out
+
+
+class ConfigurationError(RuntimeError):
+    """The app refuses to start with these settings (message says what to set)."""
+
+
+def check(config, *, debug: bool, testing: bool) -> None:
+    """Refuse unsafe or inconsistent settings."""
+    env = str(config.get("ENV", "production")).lower()
+    if env not in {"production", "development"}:
+        raise ConfigurationError(f"URBAN_ENV must be 'production' or 'development', not {env!r}")
+    production = env == "production" and not debug and not testing
+    if production and not config.get("SECRET_KEY"):
+        raise ConfigurationError(
+            "SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c \"import secrets; "
+            "print(secrets.token_urlsafe(32))\"`) or URBAN_ENV=development for a local run"
+        )
+    if config.get("CLOCK") not in {"snapshot", "system"}:
+        raise ConfigurationError(f"URBAN_CLOCK must be 'snapshot' or 'system', not {config.get('CLOCK')!r}")

@@ -1,0 +1,140 @@
+"""The account store: one SQLite file under the instance folder, versioned migrations, WAL.
+
+A connection is opened lazily per request on ``flask.g`` (so never at import and never in the gunicorn
+master) and closed at teardown. Writes use ``BEGIN IMMEDIATE`` through :func:`write`; account and key
+changes pass ``durable=True`` (``synchronous=FULL``), usage counts rely on WAL with ``synchronous=NORMAL``,
+which loses nothing when a worker is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import contextmanager
+from importlib import resources
+
+from flask import current_app, g
+
+
+def connect(path: str, timeout: float = 5.0) -> sqlite3.Connection:
+    """Open the store with our pragmas (autocommit mode: transactions are explicit).
+
+    Examples
+    --------
+    >>> conn = connect(":memory:")
+    >>> conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    1
+    """
+    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+@contextmanager
+def write(conn: sqlite3.Connection, *, durable: bool = False):
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception).
+
+    ``durable=True`` commits with ``synchronous=FULL`` (accounts, keys, locations).
+    """
+    if durable:
+        conn.execute("PRAGMA synchronous = FULL")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        if durable:
+            conn.execute("PRAGMA synchronous = NORMAL")
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """(version, name, sql) of every ``app/migrations/NNN_name.sql``, in order."""
+    out = []
+    for entry in resources.files("app.migrations").iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:3].isdigit():
+            out.append((int(name[:3]), name, entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def _statements(sql: str):
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                yield buf
+            buf = ""
+    if buf.strip() and not all(l.strip().startswith("--") or not l.strip() for l in buf.splitlines()):
+        raise ValueError(f"incomplete SQL statement at the end of a migration: {buf[:80]!r}")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """Highest applied migration (0 for an empty database)."""
+    row = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ).fetchone()
+    if row is None:
+        return 0
+    return conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+
+
+def migrate(conn: sqlite3.Connection) -> list[str]:
+    """Apply pending migrations in one ``BEGIN IMMEDIATE`` transaction (safe with many workers).
+
+    Returns the names applied.
+    """
+    conn.execute("PRAGMA journal_mode = WAL")
+    applied = []
+    with write(conn, durable=True):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        current = schema_version(conn)
+        for version, name, sql in migrations():
+            if version <= current:
+                continue
+            for stmt in _statements(sql):
+                conn.execute(stmt)
+            conn.execute(
+                "INSERT INTO schema_version (version, name, applied_at) "
+                "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                (version, name),
+            )
+            applied.append(name)
+    return applied
+
+
+def open_store(app) -> sqlite3.Connection:
+    """A migrated connection for ``app`` outside a request (CLI, portal jobs); caller closes it."""
+    conn = connect(app.config["DATABASE"], app.config["DB_TIMEOUT"])
+    state = app.extensions["urban"]
+    if state.migrated_pid != os.getpid():
+        migrate(conn)
+        state.migrated_pid = os.getpid()
+    return conn
+
+
+def get_db() -> sqlite3.Connection:
+    """This request's connection (opened on first use, migrated once per process)."""
+    if "db" not in g:
+        g.db = open_store(current_app)
+    return g.db
+
+
+def close_db(_exc=None) -> None:
+    conn = g.pop("db", None)
+    if conn is not None:
+        conn.close()
+
+
+def init_app(app) -> None:
+    app.teardown_appcontext(close_db)

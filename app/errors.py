@@ -1,0 +1,210 @@
+"""One exception hierarchy and one handler: every failure becomes ``{"error": code, "message": text}``.
+
+Raise an :class:`ApiError` subclass anywhere in a request; :func:`init_app` maps it, Werkzeug's HTTP errors,
+the engine's errors, a locked or full account store and any unexpected exception to the same JSON shape
+(never HTML, never a stack trace in the body).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+from flask import current_app, g, request
+from werkzeug.exceptions import HTTPException
+
+from geo.errors import InvalidCoordinates as GeoInvalidCoordinates
+from geo.errors import OutsideServiceArea as GeoOutsideServiceArea
+
+log = logging.getLogger("app.errors")
+
+
+class ApiError(Exception):
+    """Base of every error the API reports. Subclasses fix ``status`` and ``code``.
+
+    Examples
+    --------
+    >>> e = LocationNotFound("no location 'x' in this account")
+    >>> (e.status, e.code, e.message)
+    (404, 'location_not_found', "no location 'x' in this account")
+    """
+
+    status = 500
+    code = "internal_error"
+    default_message = "unexpected error"
+
+    def __init__(self, message: str | None = None, *, headers: dict | None = None):
+        self.message = message or self.default_message
+        self.headers = dict(headers or {})
+        super().__init__(self.message)
+
+
+class InvalidRequest(ApiError):
+    status, code, default_message = 400, "invalid_request", "the request is malformed"
+
+
+class MissingTarget(ApiError):
+    status, code = 400, "missing_target"
+    default_message = "give either locationId or both lat and lng"
+
+
+class InvalidCoordinatesError(ApiError):
+    status, code, default_message = 400, "invalid_coordinates", "lat/lng are not valid coordinates"
+
+
+class AmbiguousTarget(ApiError):
+    status, code = 400, "ambiguous_target"
+    default_message = "give either locationId or lat/lng, not both"
+
+
+class InvalidEmail(ApiError):
+    status, code, default_message = 400, "invalid_email", "not a valid e-mail address"
+
+
+class MissingKey(ApiError):
+    status, code = 401, "missing_key"
+    default_message = "send your API key as 'Authorization: Bearer <key>'"
+
+
+class InvalidKey(ApiError):
+    status, code, default_message = 401, "invalid_key", "the API key is malformed, unknown or revoked"
+
+
+class PlanRequired(ApiError):
+    status, code, default_message = 403, "plan_required", "your plan does not include API access"
+
+
+class LocationNotFound(ApiError):
+    status, code, default_message = 404, "location_not_found", "no such location in your account"
+
+
+class NotFound(ApiError):
+    status, code, default_message = 404, "not_found", "no such endpoint"
+
+
+class MethodNotAllowed(ApiError):
+    status, code, default_message = 405, "method_not_allowed", "method not allowed on this endpoint"
+
+
+class PayloadTooLarge(ApiError):
+    status, code, default_message = 413, "payload_too_large", "request body too large"
+
+
+class UnsupportedMediaType(ApiError):
+    status, code, default_message = 415, "unsupported_media_type", "unsupported content type"
+
+
+class OutsideServiceArea(ApiError):
+    status, code = 422, "outside_service_area"
+    default_message = "the point lies outside Flanders and Brussels"
+
+
+class QuotaExceeded(ApiError):
+    status, code = 429, "quota_exceeded"
+    default_message = "daily call quota reached; it resets at 00:00 UTC"
+
+
+class RateLimited(ApiError):
+    status, code, default_message = 429, "rate_limited", "too many requests from this address; retry later"
+
+
+class InternalError(ApiError):
+    status, code, default_message = 500, "internal_error", "unexpected error; it has been logged"
+
+
+class UpstreamError(ApiError):
+    status, code = 502, "upstream_error"
+    default_message = "an upstream source failed; retry shortly"
+
+
+class ServiceUnavailable(ApiError):
+    status, code, default_message = 503, "service_unavailable", "temporarily unavailable; retry shortly"
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def error_codes() -> dict[str, int]:
+    """code → status of every ApiError subclass (including ones defined by other modules).
+
+    Examples
+    --------
+    >>> error_codes()["quota_exceeded"]
+    429
+    """
+    return {cls.code: cls.status for cls in _subclasses(ApiError)}
+
+
+_HTTP_MAP = {
+    400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: PayloadTooLarge,
+    415: UnsupportedMediaType, 429: RateLimited,
+}
+
+
+def to_api_error(exc: BaseException) -> ApiError:
+    """Translate any exception into the ApiError that describes it to the client."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, GeoInvalidCoordinates):
+        return InvalidCoordinatesError(str(exc))
+    if isinstance(exc, GeoOutsideServiceArea):
+        return OutsideServiceArea(str(exc) or None)
+    if isinstance(exc, HTTPException):
+        cls = _HTTP_MAP.get(exc.code)
+        if cls is None:
+            if exc.code is not None and exc.code < 500:
+                err = InvalidRequest(exc.description)
+                err.status = exc.code
+                return err
+            return InternalError()
+        if cls is RateLimited:
+            return RateLimited(headers={"Retry-After": str(_limiter_retry_after())})
+        if cls is MethodNotAllowed:
+            allowed = ", ".join(sorted(exc.valid_methods or []))
+            return MethodNotAllowed(f"method {request.method} not allowed; use {allowed}",
+                                    headers={"Allow": allowed} if allowed else None)
+        if cls is NotFound:
+            return NotFound(f"no endpoint at {request.path}")
+        if cls is InvalidRequest:
+            return InvalidRequest("the request is malformed")
+        return cls()
+    if isinstance(exc, sqlite3.OperationalError):
+        log.error("account store unavailable (request %s): %s", g.get("request_id"), exc)
+        return ServiceUnavailable("the account store is busy or unavailable; retry shortly")
+    log.exception("unhandled error (request %s)", g.get("request_id"))
+    return InternalError()
+
+
+def _limiter_retry_after() -> int:
+    import time
+
+    limiter = current_app.extensions.get("limiter")
+    current = getattr(limiter, "current_limit", None) if limiter else None
+    if current is not None:
+        return max(1, int(current.reset_at - time.time()))
+    return 60
+
+
+def error_response(err: ApiError):
+    """The one JSON error response for ``err`` (rate-limit headers are added later by app.http)."""
+    body = {"error": err.code, "message": err.message}
+    if err.status >= 500:
+        body["requestId"] = g.get("request_id", "")
+    resp = current_app.json.response(body)
+    resp.status_code = err.status
+    resp.headers["Cache-Control"] = "no-store"
+    for name, value in err.headers.items():
+        resp.headers[name] = value
+    return resp
+
+
+def handle(exc: Exception):
+    """The single error handler registered for every exception."""
+    return error_response(to_api_error(exc))
+
+
+def init_app(app) -> None:
+    app.register_error_handler(Exception, handle)

@@ -1,0 +1,113 @@
+"""HTTP conventions applied to every response: deterministic JSON, request ids, rate-limit headers,
+strong ETags with 304s, caching and CORS headers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import uuid
+
+from flask import current_app, g, request
+from flask.json.provider import DefaultJSONProvider
+
+from . import auth, ratelimit
+
+log = logging.getLogger("app.http")
+
+RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
+
+
+class UrbanJSONProvider(DefaultJSONProvider):
+    """Compact UTF-8 JSON, keys in insertion order, NaN refused, NumPy scalars as Python numbers.
+
+    Same object → same bytes, so ETags and the determinism tests compare byte for byte.
+    """
+
+    sort_keys = False
+    ensure_ascii = False
+    compact = True
+
+    @staticmethod
+    def default(o):
+        if type(o).__module__ == "numpy" and hasattr(o, "item"):
+            return o.item()
+        return DefaultJSONProvider.default(o)
+
+    def dumps(self, obj, **kwargs) -> str:
+        kwargs.setdefault("default", self.default)
+        kwargs.setdefault("ensure_ascii", False)
+        kwargs.setdefault("sort_keys", False)
+        kwargs.setdefault("separators", (",", ":"))
+        kwargs.setdefault("allow_nan", False)
+        return json.dumps(obj, **kwargs)
+
+    def response(self, *args, **kwargs):
+        obj = self._prepare_response_obj(args, kwargs)
+        return self._app.response_class(self.dumps(obj) + "\n", mimetype="application/json")
+
+
+def data_response(body: dict):
+    """A cacheable data response: ``Cache-Control: private, max-age=N`` and ``Vary: Authorization``."""
+    resp = current_app.json.response(body)
+    resp.headers["Cache-Control"] = f"private, max-age={current_app.config['CACHE_MAX_AGE']}"
+    resp.headers["Vary"] = "Authorization"
+    return resp
+
+
+def assign_request_id() -> None:
+    """``before_request``: take a sane ``X-Request-Id`` from the client or make one."""
+    given = request.headers.get("X-Request-Id", "")
+    g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+
+
+def _conditional(response) -> None:
+    if request.method not in ("GET", "HEAD") or response.status_code != 200:
+        return
+    if response.mimetype != "application/json" or response.direct_passthrough:
+        return
+    tag = hashlib.sha256(response.get_data()).hexdigest()[:32]
+    response.headers["ETag"] = f'"{tag}"'
+    inm = request.if_none_match
+    if inm and (inm.star_tag or inm.contains_weak(tag)):
+        response.status_code = 304
+        response.set_data(b"")
+        for name in ("Content-Type", "Content-Length"):
+            response.headers.pop(name, None)
+
+
+def finalize(response):
+    """``after_request`` for every response (errors included)."""
+    try:
+        auth.settle(response)
+    except Exception:  # a refund that fails must not turn a response into another error
+        log.exception("refund failed (request %s)", g.get("request_id"))
+    _conditional(response)
+    rate = g.get("rate")
+    if rate is None:
+        try:
+            rate = ratelimit.peek()
+        except Exception:
+            log.exception("rate-limit storage unavailable (request %s)", g.get("request_id"))
+    if rate is not None:
+        response.headers.update(rate.headers())
+    response.headers["X-Request-Id"] = g.get("request_id", "")
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    if request.path.startswith("/api/"):
+        response.headers["Access-Control-Allow-Origin"] = current_app.config["CORS_ALLOW_ORIGIN"]
+        response.headers["Access-Control-Expose-Headers"] = ", ".join(EXPOSED)
+        if request.method == "OPTIONS":
+            response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, If-None-Match"
+            response.headers["Access-Control-Max-Age"] = "600"
+    return response
+
+
+def init_app(app) -> None:
+    app.json_provider_class = UrbanJSONProvider
+    app.json = UrbanJSONProvider(app)
+    app.before_request(assign_request_id)
+    app.after_request(finalize)

@@ -1,0 +1,98 @@
+"""Per-IP abuse limits (Flask-Limiter over a storage shared by all workers) and the rate-limit headers.
+
+:class:`RateInfo` is what a response reports in ``X-RateLimit-*``: the account's daily quota for an
+authenticated call, otherwise the per-IP limit that applies to the request (a Flask-Limiter limit on the
+view, e.g. sign-up, or the failed-authentication limit).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from flask import current_app, request
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
+from limits import parse
+
+from . import limits_sqlite  # noqa: F401  (registers the urban-sqlite:// storage scheme)
+
+#: Created unbound; :func:`init_app` binds it (storage from ``RATELIMIT_STORAGE_URI``).
+limiter = Limiter(key_func=get_remote_address, headers_enabled=False, key_prefix="urban")
+
+
+@dataclass
+class RateInfo:
+    """Values of the three rate-limit headers. ``limit`` None = unlimited (Enterprise)."""
+
+    limit: int | None
+    remaining: int | None
+    reset: int  # epoch seconds
+
+    def headers(self) -> dict[str, str]:
+        """The ``X-RateLimit-*`` headers.
+
+        Examples
+        --------
+        >>> RateInfo(100, 99, 1763337600).headers()["X-RateLimit-Remaining"]
+        '99'
+        >>> RateInfo(None, None, 1763337600).headers()["X-RateLimit-Limit"]
+        'unlimited'
+        """
+        unlimited = self.limit is None
+        return {
+            "X-RateLimit-Limit": "unlimited" if unlimited else str(self.limit),
+            "X-RateLimit-Remaining": "unlimited" if unlimited else str(max(0, self.remaining)),
+            "X-RateLimit-Reset": str(int(self.reset)),
+        }
+
+    @classmethod
+    def daily(cls, limit: int | None, used: int, reset_at: datetime) -> "RateInfo":
+        """The account quota after ``used`` calls today."""
+        remaining = None if limit is None else max(0, limit - used)
+        return cls(limit, remaining, int(reset_at.timestamp()))
+
+
+def _auth_failure_item():
+    return parse(current_app.config["AUTH_FAILURE_LIMIT"])
+
+
+def _client() -> str:
+    return get_remote_address() or "unknown"
+
+
+def hit_auth_failure() -> tuple[bool, RateInfo]:
+    """Count one failed authentication for the client IP: (still within the limit, headers to report)."""
+    item = _auth_failure_item()
+    strategy = limiter.limiter
+    ok = strategy.hit(item, "auth-failure", _client())
+    reset, remaining = strategy.get_window_stats(item, "auth-failure", _client())
+    return ok, RateInfo(item.amount, remaining, int(reset) + 1)
+
+
+def peek() -> RateInfo:
+    """Headers for an unauthenticated response that counted nothing: the view's own Flask-Limiter limit
+    when it has one (e.g. sign-up), else the client's failed-authentication budget."""
+    current = limiter.current_limit
+    if current is not None:
+        return RateInfo(current.limit.amount, current.remaining, current.reset_at)
+    item = _auth_failure_item()
+    reset, remaining = limiter.limiter.get_window_stats(item, "auth-failure", _client())
+    return RateInfo(item.amount, remaining, int(reset) + 1)
+
+
+def retry_after(info: RateInfo) -> int:
+    """Whole seconds until ``info`` resets (at least 1)."""
+    return max(1, int(info.reset - time.time()))
+
+
+def init_app(app) -> None:
+    """Bind the limiter: our headers replace Flask-Limiter's, storage from ``RATELIMIT_STORAGE_URI``.
+
+    The limiter object is module-level so views can use ``@limiter.limit(...)``; with several apps in one
+    process (tests) the most recently created app's storage is the one in use.
+    """
+    app.config["RATELIMIT_HEADERS_ENABLED"] = False
+    app.config.setdefault("RATELIMIT_STRATEGY", "fixed-window")
+    limiter.init_app(app)
