@@ -1,0 +1,48 @@
+"""Fixtures of the source tests: the fake upstream on 127.0.0.1, settings pointing at it, a fresh session."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from app.sources.http import Upstream, build_session
+from app.sources.settings import SourceSettings
+
+from .fakeupstream import FakeUpstream
+
+
+@pytest.fixture
+def fake():
+    with FakeUpstream() as server:
+        yield server
+
+
+@pytest.fixture
+def settings(fake, tmp_path):
+    """Short timeouts and backoff so fault tests stay fast; everything else as in production."""
+    return SourceSettings.from_mapping(fake.settings(), {}, connect_timeout=1.0, read_timeout=1.0, budget=4.0,
+                                       attempts=3, backoff=0.05, breaker_failures=3, breaker_cooldown=0.5,
+                                       http_cache=str(tmp_path / "http_cache.sqlite"))
+
+
+@pytest.fixture
+def session(settings):
+    s = build_session(settings.http_cache, settings)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def upstream(session, settings):
+    return Upstream(session, settings)
+
+
+@pytest.fixture
+def refused_url():
+    """A loopback URL on which nothing listens (connections are refused)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}/gipod/ogc/features/v1/collections/INNAME_PUNT/items"

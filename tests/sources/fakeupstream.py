@@ -1,0 +1,465 @@
+"""A local stand-in for the internet: GIPOD, De Lijn Kern, IRCEL SOS and the Antwerp LEZ layer on 127.0.0.1.
+
+It speaks each upstream's real format (``../shared/data/UPSTREAM_FORMATS.md`` and the De Lijn OpenAPI file),
+counts hits per path, and injects faults on request: an HTTP status (optionally with ``Retry-After``), a slow
+answer, malformed JSON, a truncated body, an oversized body, valid JSON of the wrong shape, a dropped connection.
+
+Run it by hand with ``python -m tests.sources.fakeupstream --port 8765`` (prints the ``URBAN_*`` settings).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+import re
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlsplit
+
+GIPOD_BASE = "/gipod/ogc/features/v1"
+DELIJN_BASE = "/delijn/DLKernOpenData/api/v1"
+IRCEL_BASE = "/ircel/sos/api/v1"
+LEZ_BASE = "/lez/arcgissql/rest/services/P_Portal/portal_publiek4/MapServer/283"
+DELIJN_KEY = "fake-delijn-key"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@dataclass
+class Fault:
+    """One injected misbehaviour.
+
+    kind: ``status`` (``status``, optional ``retry_after``), ``slow`` (``delay`` s before answering),
+    ``malformed``, ``truncated``, ``oversized`` (``size`` bytes, ``declared`` = send Content-Length),
+    ``wrongshape``, ``drop`` (close without answering).
+    """
+
+    kind: str
+    status: int = 500
+    retry_after: str | None = None
+    delay: float = 0.0
+    size: int = 0
+    declared: bool = False
+
+
+# --------------------------------------------------------------------------------------------- scenario
+def _dt(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_scenario(now: datetime) -> dict:
+    """Deterministic upstream data around Antwerp, in each upstream's own shapes."""
+    works = []
+    statuses = ["In uitvoering", "Concreet gepland", "In uitvoering", "Concreet gepland", "Uitgevoerd"]
+    for i in range(25):
+        lon = 4.38 + 0.004 * (i % 5) + 0.0005 * i
+        lat = 51.20 + 0.003 * (i // 5)
+        start = now - timedelta(days=30) + timedelta(days=3 * i)
+        end = None if i % 7 == 3 else start + timedelta(days=400 + 10 * i)
+        gid = 1143400 + i
+        kind = "Evenement" if i == 24 else "Grondwerk"
+        works.append({
+            "type": "Feature",
+            "id": str(gid),
+            "geometry": {"type": "Point", "coordinates": [round(lon, 6), round(lat, 6)]},
+            "properties": {
+                "GipodId": gid,
+                "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
+                "Description": ["Heraanleg riolering", "Vernieuwing gasleiding", "Aanleg fietspad",
+                                "Proefwerk riolering", "Herstelling voetpad"][i % 5],
+                "Reference": f"REF-{gid}",
+                "Type": kind,
+                "TypeId": 1 if kind == "Grondwerk" else 2,
+                "Status": statuses[i % 5],
+                "StatusId": i % 5,
+                "Start": _dt(start),
+                "End": _dt(end) if end else None,
+                "Owner": ["water-link", "Fluvius", "Stad Antwerpen"][i % 3],
+                "OwnerId": 10 + i % 3,
+                "GroundworkCategory": "Nutswerken",
+                "GroundworkPartOfTrenchSynergy": False,
+                "LastModifiedOn": _dt(now - timedelta(days=1)),
+            },
+        })
+    # one work far away (Gent) so bbox filtering shows
+    works.append({
+        "type": "Feature", "id": "1199999",
+        "geometry": {"type": "Point", "coordinates": [3.7250, 51.0540]},
+        "properties": {"GipodId": 1199999, "Description": "Heraanleg Korenmarkt", "Type": "Grondwerk",
+                       "Status": "In uitvoering", "Start": _dt(now - timedelta(days=5)), "End": None,
+                       "Owner": "Stad Gent", "Uri": "https://gipod.api.vlaanderen.be/x/1199999"},
+    })
+
+    stops = []
+    for i in range(12):
+        lat = 51.205 + 0.002 * i
+        lon = 4.40 + 0.0015 * (i % 4)
+        coord = (f"{lat},{lon}" if i % 2 == 0 else {"latitude": lat, "longitude": lon})
+        stops.append({
+            "entiteitnummer": "1", "haltenummer": str(101000 + i), "omschrijving": f"Halte {i} Antwerpen",
+            "gemeentenummer": 1, "omschrijvingGemeente": "Antwerpen", "districtCode": "ANT",
+            "geoCoordinaat": coord, "halteToegankelijkheden": ["VISUELE_BEPERKING"], "hoofdHalte": i == 0,
+            "taal": "N", "links": [{"rel": "detail", "url": f"https://api.delijn.be/x/haltes/1/{101000 + i}"}],
+        })
+    lines = {"007": "Sportpaleis - Mortsel", "12": "Sportpaleis - Bist", "30": "Luchtbal - Zuid"}
+    serving = {s["haltenummer"]: [n for j, n in enumerate(lines) if (idx + j) % 2 == 0]
+               for idx, s in enumerate(stops)}
+
+    def lijnrichting(nr: str) -> dict:
+        return {"lijnNummerPubliek": nr, "entiteitnummer": "1", "lijnnummer": str(int(nr)), "richting": "HEEN",
+                "omschrijving": lines[nr], "bestemming": lines[nr].split(" - ")[-1].upper(),
+                "kleurVoorGrond": "#FFFFFF", "kleurAchterGrond": "#991199", "kleurAchterGrondRand": "#991199",
+                "links": []}
+
+    local = lambda t: t.astimezone(timezone(timedelta(hours=1))).strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
+    detours = [
+        {"titel": "Antwerpen: Werken Brabo 2 Fr. Rooseveltplaats Werken",
+         "omschrijving": "Periode : ... Niet-bediende haltes : Halte 1 ... vervanghaltes: ...",
+         "periode": {"startDatum": local(now - timedelta(days=3)), "eindDatum": local(now + timedelta(days=40))},
+         "lijnrichtingen": [lijnrichting("12")], "haltes": [stops[1], stops[3]],
+         "referentieOmleiding": 30506, "type": "werken", "omleidingsDagen": ["MAANDAG", "DINSDAG"],
+         "links": [{"rel": "detail", "url": "https://api.delijn.be/DLKernOpenData/api/v1/omleidingen/30506"}]},
+        {"titel": "Antwerpen: Evenement Meir", "omschrijving": "Omleiding wegens evenement.",
+         "periode": {"startDatum": local(now - timedelta(hours=2)), "eindDatum": None},
+         "lijnrichtingen": [lijnrichting("007"), lijnrichting("30")], "haltes": [],
+         "referentieOmleiding": 30611, "type": "evenement", "omleidingsDagen": [], "links": []},
+    ]
+
+    stations = _stations()
+    series = {}
+    for k, st in enumerate(stations):
+        ts_id = str(6500 + k)
+        series[ts_id] = {"station": st, "values": _hourly(now, k)}
+    lez = _lez()
+    return {"now": now, "works": works, "stops": stops, "lines": lines, "serving": serving,
+            "lijnrichting": lijnrichting, "detours": detours, "series": series, "lez": lez}
+
+
+def _stations() -> list[dict]:
+    """NO2 stations around Antwerp from the shared station list (CC BY 4.0), else two fixed ones."""
+    path = SHARED / "air" / "irceline_stations.csv"
+    out = []
+    if path.exists():
+        import csv
+
+        with path.open(encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                lon, lat = float(row["lon"]), float(row["lat"])
+                if row.get("no2_2015") in ("1", "True", "true") and 4.2 < lon < 4.6 and 51.1 < lat < 51.35:
+                    out.append({"id": 1000 + len(out), "label": row["label"], "lon": lon, "lat": lat})
+    if not out:
+        out = [{"id": 1112, "label": "42R801 - Borgerhout", "lon": 4.431821, "lat": 51.209663},
+               {"id": 1030, "label": "40AL01 - Linkeroever", "lon": 4.385224, "lat": 51.236194}]
+    return out
+
+
+def _hourly(now: datetime, k: int) -> list[dict]:
+    end = now.replace(minute=0, second=0, microsecond=0)
+    values = []
+    for h in range(48, -1, -1):
+        t = end - timedelta(hours=h)
+        v = None if (h + k) % 11 == 5 else round(20 + 10 * math.sin((h + 3 * k) / 5.0), 1)
+        values.append({"timestamp": int(t.timestamp() * 1000), "value": v})
+    return values
+
+
+def _lez() -> dict:
+    path = SHARED / "lez" / "antwerp_lez_official_simplified.geojson"
+    if path.exists():
+        src = json.loads(path.read_text(encoding="utf-8"))
+        geom = src["features"][0]["geometry"]
+    else:
+        geom = {"type": "MultiPolygon", "coordinates": [[[[4.38, 51.19], [4.44, 51.19], [4.44, 51.24],
+                                                          [4.38, 51.24], [4.38, 51.19]]]]}
+    return {"type": "FeatureCollection", "features": [
+        {"type": "Feature", "id": 1, "geometry": geom,
+         "properties": {"OBJECTID": 1, "NAAM": "LEZ Antwerpen", "Shape__Area": 0}}]}
+
+
+# --------------------------------------------------------------------------------------------- server
+class FakeUpstream:
+    """The fake upstream server. ``with FakeUpstream() as fake: fake.settings()`` gives the ``URBAN_*`` URLs."""
+
+    def __init__(self, now: datetime | None = None, port: int = 0):
+        self.now = now or datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
+        self.data = build_scenario(self.now)
+        self.hits: collections.Counter = collections.Counter()
+        self.requests: list[tuple[str, dict, dict]] = []
+        self._faults: list[list] = []  # [prefix, Fault, remaining or None]
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+        self._server.daemon_threads = True
+        self._server.fake = self
+        self._thread: threading.Thread | None = None
+
+    # lifecycle
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> "FakeUpstream":
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def settings(self) -> dict[str, str]:
+        """``URBAN_*`` settings pointing every source at this server."""
+        return {"URBAN_GIPOD_URL": self.base + GIPOD_BASE, "URBAN_DELIJN_URL": self.base + DELIJN_BASE,
+                "URBAN_DELIJN_KEY": DELIJN_KEY, "URBAN_IRCEL_URL": self.base + IRCEL_BASE,
+                "URBAN_LEZ_URL": self.base + LEZ_BASE}
+
+    # faults
+    def inject(self, prefix: str, fault: Fault, times: int | None = 1) -> None:
+        """Apply ``fault`` to the next ``times`` requests whose path starts with ``prefix`` (None: until cleared)."""
+        with self._lock:
+            self._faults.append([prefix, fault, times])
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def _take_fault(self, path: str) -> Fault | None:
+        with self._lock:
+            for entry in self._faults:
+                prefix, fault, left = entry
+                if path.startswith(prefix):
+                    if left is not None:
+                        entry[2] -= 1
+                        if entry[2] <= 0:
+                            self._faults.remove(entry)
+                    return fault
+        return None
+
+    def hits_under(self, prefix: str) -> int:
+        return sum(n for p, n in self.hits.items() if p.startswith(prefix))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    @property
+    def fake(self) -> FakeUpstream:
+        return self.server.fake
+
+    def do_GET(self):  # noqa: N802
+        parts = urlsplit(self.path)
+        path, query = parts.path, {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        fake = self.fake
+        with fake._lock:
+            fake.hits[path] += 1
+            fake.requests.append((path, query, dict(self.headers)))
+        fault = fake._take_fault(path)
+        if fault is not None and self._apply(fault):
+            return
+        try:
+            status, body, ctype = self._route(path, query)
+        except Exception as exc:  # noqa: BLE001 - a fake: report as the upstream would
+            status, body, ctype = 500, {"error": str(exc)}, "application/json"
+        self._send(status, json.dumps(body, ensure_ascii=False).encode(), ctype)
+
+    # faults
+    def _apply(self, fault: Fault) -> bool:
+        if fault.kind == "status":
+            extra = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
+            self._send(fault.status, json.dumps({"statusCode": fault.status, "message": "injected"}).encode(),
+                       "application/json", extra)
+            return True
+        if fault.kind == "slow":
+            self.fake._stop.wait(fault.delay)
+            return False  # then answer normally
+        if fault.kind == "malformed":
+            self._send(200, b'{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": ',
+                       "application/json")
+            return True
+        if fault.kind == "wrongshape":
+            self._send(200, b'{"message": "onverwacht antwoord", "items": 3}', "application/json")
+            return True
+        if fault.kind == "truncated":
+            body = json.dumps({"type": "FeatureCollection", "features": [], "padding": "x" * 4000}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return True
+        if fault.kind == "oversized":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            if fault.declared:
+                self.send_header("Content-Length", str(fault.size))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            chunk = b" " * 65536
+            sent = 0
+            try:
+                while sent < fault.size and not self.fake._stop.is_set():
+                    n = min(len(chunk), fault.size - sent)
+                    self.wfile.write(chunk[:n])
+                    sent += n
+            except OSError:
+                pass  # the client aborted the read: that is the point
+            self.close_connection = True
+            return True
+        if fault.kind == "drop":
+            self.close_connection = True
+            try:
+                self.connection.shutdown(2)
+            except OSError:
+                pass
+            return True
+        raise ValueError(f"unknown fault {fault.kind}")
+
+    def _send(self, status: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    # routes
+    def _route(self, path: str, q: dict):
+        d = self.fake.data
+        if path.startswith(GIPOD_BASE):
+            return self._gipod(path[len(GIPOD_BASE):], q, d)
+        if path.startswith(DELIJN_BASE):
+            if self.headers.get("Ocp-Apim-Subscription-Key") != DELIJN_KEY and q.get("subscription-key") != DELIJN_KEY:
+                return 401, {"statusCode": 401, "message": "Access denied due to missing subscription key. "
+                             "Make sure to include subscription key when making requests to an API."}, \
+                    "application/json"
+            return self._delijn(path[len(DELIJN_BASE):], q, d)
+        if path.startswith(IRCEL_BASE):
+            return self._ircel(path[len(IRCEL_BASE):], q, d)
+        if path.startswith(LEZ_BASE):
+            if path[len(LEZ_BASE):] == "/query" and q.get("f") == "geojson":
+                return 200, d["lez"], "application/geo+json"
+            return 400, {"error": {"code": 400, "message": "Invalid or missing input parameters."}}, \
+                "application/json"
+        return 404, {"error": "not found"}, "application/json"
+
+    def _gipod(self, sub: str, q: dict, d: dict):
+        m = re.fullmatch(r"/collections/([A-Z_]+)/items", sub)
+        if not m:
+            return 404, {"code": "NotFound", "description": sub}, "application/json"
+        feats = d["works"] if m.group(1) in ("INNAME_PUNT", "INNAME") else []
+        if "bbox" in q:
+            x0, y0, x1, y1 = (float(v) for v in q["bbox"].split(","))
+            feats = [f for f in feats if x0 <= f["geometry"]["coordinates"][0] <= x1
+                     and y0 <= f["geometry"]["coordinates"][1] <= y1]
+        limit, offset = int(q.get("limit", 10)), int(q.get("offset", 0))
+        page = feats[offset: offset + limit]
+        self_url = f"{self.fake.base}{GIPOD_BASE}{sub}"
+        keep = {k: v for k, v in q.items() if k not in ("offset",)}
+        links = [{"href": f"{self_url}?{_qs(q)}", "rel": "self", "type": "application/geo+json"}]
+        if offset + limit < len(feats):
+            links.append({"href": f"{self_url}?{_qs({**keep, 'offset': offset + limit})}", "rel": "next",
+                          "type": "application/geo+json", "title": "Next page"})
+        return 200, {"type": "FeatureCollection", "features": page, "links": links,
+                     "numberMatched": len(feats), "numberReturned": len(page),
+                     "timeStamp": _dt(self.fake.now)}, "application/geo+json"
+
+    def _delijn(self, sub: str, q: dict, d: dict):
+        if m := re.fullmatch(r"/entiteiten/(\d+)/haltes", sub):
+            stops = [s for s in d["stops"] if s["entiteitnummer"] == m.group(1)]
+            return 200, {"haltes": stops, "links": []}, "application/json"
+        if m := re.fullmatch(r"/haltes/(\d+)/(\d+)/lijnrichtingen", sub):
+            lines = d["serving"].get(m.group(2))
+            if lines is None:
+                return 404, {"statusCode": 404, "message": "halte niet gevonden"}, "application/json"
+            return 200, {"lijnrichtingen": [d["lijnrichting"](n) for n in lines], "links": []}, \
+                "application/json;charset=UTF-8"
+        if m := re.fullmatch(r"/entiteiten/(\d+)/lijnen", sub):
+            return 200, {"lijnen": [{"entiteitnummer": "1", "lijnnummer": str(int(n)), "lijnnummerPubliek": n,
+                                     "omschrijving": o, "publiek": True, "vervoertype": "BUS", "links": []}
+                                    for n, o in d["lines"].items()], "links": []}, "application/json"
+        if sub == "/omleidingen":
+            return 200, {"omleidingen": d["detours"], "storingen": [], "links": []}, "application/json"
+        return 404, {"statusCode": 404, "message": "Resource not found"}, "application/json"
+
+    def _ircel(self, sub: str, q: dict, d: dict):
+        if sub == "/stations":
+            out = []
+            for ts_id, s in d["series"].items():
+                st = s["station"]
+                props = {"id": st["id"], "label": st["label"]}
+                if q.get("expanded") == "true":
+                    props["timeseries"] = {ts_id: {
+                        "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
+                        "offering": {"id": ts_id, "label": f"{ts_id} - Unknown device - procedure"},
+                        "feature": {"id": str(st["id"]), "label": st["label"]},
+                        "procedure": {"id": ts_id, "label": f"{ts_id} - Unknown device - procedure"},
+                        "phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
+                        "category": {"id": "8", "label": "Nitrogen dioxide"}}}
+                out.append({"properties": props, "type": "Feature",
+                            "geometry": {"coordinates": [st["lon"], st["lat"], "NaN"], "type": "Point"}})
+            return 200, out, "application/json"
+        if sub == "/timeseries":
+            out = []
+            for ts_id, s in d["series"].items():
+                st = s["station"]
+                last = next((v for v in reversed(s["values"]) if v["value"] is not None), None)
+                out.append({"id": ts_id, "label": f"Nitrogen dioxide {ts_id} - procedure, {st['label']}",
+                            "uom": "µg/m³",
+                            "station": {"properties": {"id": st["id"], "label": st["label"]},
+                                        "geometry": {"type": "Point", "coordinates": [st["lon"], st["lat"], "NaN"]},
+                                        "type": "Feature"},
+                            "parameters": {"phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
+                                           "category": {"id": "8", "label": "Nitrogen dioxide"}},
+                            "firstValue": s["values"][0], "lastValue": last})
+            return 200, out, "application/json"
+        if m := re.fullmatch(r"/timeseries/(\d+)/getData", sub):
+            s = d["series"].get(m.group(1))
+            if s is None:
+                return 404, {"userMessage": "timeseries not found"}, "application/json"
+            values = s["values"]
+            if "timespan" in q:
+                period, _, end = q["timespan"].partition("/")
+                hours = int(re.fullmatch(r"PT(\d+)H", period).group(1))
+                end_ms = int(datetime.fromisoformat(end.replace("Z", "+00:00")).timestamp() * 1000)
+                values = [v for v in values if end_ms - hours * 3600_000 <= v["timestamp"] <= end_ms]
+            return 200, {"values": values}, "application/json"
+        return 404, {"userMessage": "not found"}, "application/json"
+
+
+def _qs(q: dict) -> str:
+    return "&".join(f"{k}={quote(str(v), safe=',')}" for k, v in q.items())
+
+
+if __name__ == "__main__":  # pragma: no cover - manual use
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--port", type=int, default=8765)
+    args = ap.parse_args()
+    fake = FakeUpstream(now=datetime.now(timezone.utc), port=args.port).start()
+    for k, v in fake.settings().items():
+        print(f"export {k}={v}")
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        fake.stop()
