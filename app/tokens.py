@@ -96,3 +96,9 @@ def discard(conn, token):
 def purge(conn, now):
     """Delete tokens that expired more than a day ago."""
     conn.execute("DELETE FROM email_tokens WHERE expires_at < ?", (int(now) - PURGE_AFTER,))
+
+
+def release(conn, token, consumed_at):
+    """Make a token consumed at ``consumed_at`` usable again (its account could not be written)."""
+    conn.execute("UPDATE email_tokens SET consumed_at = NULL WHERE digest = ? AND consumed_at = ?",
+                 (digest(token), int(consumed_at)))

@@ -1,0 +1,63 @@
+"""Self-serve sign-up by e-mail link and the developer portal.
+
+``init_app(app)`` wires everything this package owns into an app made by ``create_app``: its settings,
+the mail extension, the session cookie policy, the log redactor, and the two blueprints
+(``/api/v1/signup`` and ``/portal``). CSRF protection is part of the portal blueprint.
+"""
+from __future__ import annotations
+
+import logging
+
+import json
+
+from flask import request
+from flask.json.tag import TaggedJSONSerializer
+from flask.sessions import SecureCookieSessionInterface
+
+from app.mail import Mail
+
+from . import redact, settings
+
+mail = Mail()
+log = logging.getLogger(__name__)
+
+
+class _SessionSerializer(TaggedJSONSerializer):
+    """Flask's tagged session JSON through the standard library (independent of the app's JSON provider)."""
+
+    def dumps(self, value):
+        return json.dumps(self.tag(value), separators=(",", ":"))
+
+    def loads(self, value):
+        return json.loads(value, object_hook=self.untag)
+
+
+class PortalSessionInterface(SecureCookieSessionInterface):
+    """Signed-cookie sessions whose cookie is ``Secure`` when configured or when the request came over TLS."""
+
+    serializer = _SessionSerializer()
+
+    def get_cookie_secure(self, app):
+        if app.config.get("SESSION_COOKIE_SECURE"):
+            return True
+        try:
+            return request.is_secure
+        except RuntimeError:  # outside a request
+            return False
+
+
+def init_app(app):
+    """Register the sign-up API, the portal pages, mail, session policy and log redaction on ``app``."""
+    from app.api.signup import bp as signup_bp
+    from .views import bp as portal_bp
+
+    settings.apply(app.config)
+    app.config["SESSION_COOKIE_HTTPONLY"] = True
+    app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
+    app.session_interface = PortalSessionInterface()
+    mail.init_app(app)
+    redact.install()
+    if "signup" not in app.blueprints:
+        app.register_blueprint(signup_bp)
+    if "portal" not in app.blueprints:
+        app.register_blueprint(portal_bp)

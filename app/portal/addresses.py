@@ -1,7 +1,7 @@
 """E-mail address validation for sign-up (pragmatic subset of RFC 5321/5322).
 
 Accepted: ``local@domain`` with a dot-atom local part (≤ 64 characters) and a domain of at least two
-LDH labels (IDN in its ``xn--`` form), top-level label alphabetic or ``xn--``, total ≤ 254 characters.
+LDH labels (IDN in its ``xn--`` form), alphabetic top-level label, total ≤ 254 characters.
 Rejected: display names, quoted local parts, IP-literal domains, whitespace, control characters.
 The address is returned lower-cased (accounts are matched case-insensitively).
 """
@@ -11,7 +11,7 @@ import re
 
 _LOCAL = re.compile(r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*")
 _LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
-_TLD = re.compile(r"[A-Za-z]{2,63}|xn--[A-Za-z0-9-]{1,59}")
+_TLD = re.compile(r"[A-Za-z]{2,63}")
 
 
 class InvalidEmail(ValueError):

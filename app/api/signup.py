@@ -1,0 +1,59 @@
+"""``POST /api/v1/signup``: e-mail a single-use link that creates a Developer account and its first key.
+
+Always 202 with the same body, whether or not the address already has an account (no enumeration).
+"""
+from __future__ import annotations
+
+from flask import Blueprint, current_app, jsonify, request
+
+from app.clock import wall_now
+from app.db import get_db
+from app.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
+from app.mail import MailUnavailable
+from app.portal import links, throttle
+from app.portal.addresses import InvalidEmail as BadAddress, normalize_email
+from app.portal.views import link_url
+
+bp = Blueprint("signup", __name__, url_prefix="/api/v1")
+
+
+def parse_signup_body():
+    """The normalised address from a ``{"email": "..."}`` JSON body; raises the 400 errors."""
+    if request.mimetype != "application/json":
+        raise InvalidRequest("send Content-Type: application/json with a body {\"email\": \"...\"}")
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise InvalidRequest("the body must be a JSON object {\"email\": \"...\"}")
+    unknown = sorted(set(body) - {"email"})
+    if unknown:
+        raise InvalidRequest(f"unknown field(s): {', '.join(unknown)}; the body has only \"email\"")
+    if "email" not in body:
+        raise InvalidRequest("the field \"email\" is required")
+    if not isinstance(body["email"], str):
+        raise InvalidEmail("\"email\" must be a string holding an e-mail address")
+    try:
+        return normalize_email(body["email"])
+    except BadAddress:
+        raise InvalidEmail("\"email\" is not a valid e-mail address") from None
+
+
+@bp.post("/signup")
+@throttle.per_ip
+@throttle.per_address
+def signup():
+    email = parse_signup_body()
+    try:
+        links.send_link(get_db(), current_app.extensions["mail"], email, now=wall_now(),
+                        link_for=link_url, sender=current_app.config["MAIL_SENDER"])
+    except MailUnavailable:
+        raise ServiceUnavailable("the mail server is unavailable, so no link was sent and nothing was "
+                                 "saved; retry in a few minutes") from None
+    response = jsonify({
+        "status": "link_sent",
+        "message": "If the address can receive mail, a single-use link is on its way. Open it and press the "
+                   "button to get your API key (new address) or to sign in (existing account).",
+        "expiresInMinutes": links.ttl_minutes(),
+    })
+    response.status_code = 202
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,99 @@
+"""Sign-up and sign-in by e-mail link: the work behind ``POST /api/v1/signup``, the portal form and the link page.
+
+Functions take the store connection and the clock value (``now``, aware UTC datetime) from the caller.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import render_template
+
+from app import accounts, tokens
+from app.mail import build_message
+
+DEVELOPER_PLAN = "developer"
+SUBJECT = {False: "Bevestig je aanmelding / Confirm your sign-up — Urban Conditions",
+           True: "Aanmelden / Sign in — Urban Conditions"}
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """Outcome of a consumed link: the account, and the first key's plaintext if the account is new."""
+
+    account: object
+    key: str | None
+
+    @property
+    def created(self):
+        return self.key is not None
+
+
+def ttl_minutes():
+    """Link validity in whole minutes (for pages and mails)."""
+    return tokens.TOKEN_TTL // 60
+
+
+def compose(sender, email, link, existing):
+    """The bilingual (Dutch, then English) text+HTML message carrying ``link``."""
+    context = {"link": link, "existing": existing, "ttl_minutes": ttl_minutes()}
+    return build_message(sender, email, SUBJECT[existing],
+                         render_template("mail/link.txt", **context),
+                         render_template("mail/link.html", **context))
+
+
+def send_link(conn, mail, email, *, now, link_for, sender):
+    """Issue a token for ``email`` and mail its link; the same work whether or not the account exists.
+
+    An existing account gets a sign-in link, a new address a confirmation link. When the mail server fails
+    the token is deleted again and :class:`app.mail.MailUnavailable` propagates: nothing is left behind.
+
+    Examples
+    --------
+    >>> send_link(conn, mail, "an@stad.be", now=now, link_for=lambda t: f"https://x/portal/link/{t}",
+    ...           sender="no-reply@x")                                             # doctest: +SKIP
+    """
+    stamp = int(now.timestamp())
+    tokens.purge(conn, stamp)
+    existing = accounts.find_account(conn, email) is not None
+    token = tokens.issue(conn, email, stamp)
+    try:
+        mail.send(compose(sender, email, link_for(token), existing))
+    except BaseException:
+        tokens.discard(conn, token)
+        raise
+
+
+def link_state(conn, token, *, now):
+    """For the confirmation page (GET): ``None`` if unusable, else whether the address has an account."""
+    email = tokens.peek(conn, token, int(now.timestamp()))
+    if email is None:
+        return None
+    return {"existing": accounts.find_account(conn, email) is not None}
+
+
+def confirm(conn, token, *, now):
+    """Consume ``token``: sign in, or create the Developer account and its first key.
+
+    Returns a :class:`Confirmation`, or ``None`` for a forged, expired or used token. The token is consumed by
+    one statement, so of many concurrent confirmations exactly one gets past it. If the account cannot be
+    written, the token is made usable again and the error propagates (the user simply retries).
+    """
+    stamp = int(now.timestamp())
+    email = tokens.consume(conn, token, stamp)
+    if email is None:
+        return None
+    try:
+        account = accounts.find_account(conn, email)
+        if account is not None:
+            return Confirmation(account, None)
+        try:
+            account, key = accounts.create_account(conn, email, DEVELOPER_PLAN)
+        except accounts.StoreError:
+            account = accounts.find_account(conn, email)  # created meanwhile by another link
+            if account is None:
+                raise
+            return Confirmation(account, None)
+        return Confirmation(account, key)
+    except BaseException:
+        tokens.release(conn, token, stamp)
+        raise

@@ -1,0 +1,45 @@
+"""Logging filter that removes link tokens from request lines (werkzeug and gunicorn access logs)."""
+from __future__ import annotations
+
+import logging
+import re
+
+_LINK = re.compile(r"(/portal/link/)[A-Za-z0-9_-]+")
+LOGGERS = ("werkzeug", "gunicorn.access", "gunicorn.error")
+
+
+def redact(text):
+    """Replace the token in ``/portal/link/<token>`` by ``[redacted]``.
+
+    Examples
+    --------
+    >>> redact('"GET /portal/link/AbC_-1 HTTP/1.1" 200')
+    '"GET /portal/link/[redacted] HTTP/1.1" 200'
+    """
+    return _LINK.sub(r"\1[redacted]", text)
+
+
+class TokenRedactor(logging.Filter):
+    """Rewrites a record's message (with its arguments applied) when it contains a link token."""
+
+    def filter(self, record):
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record is left for the handler to report
+            return True
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if isinstance(record.args, dict):  # gunicorn's access logger passes a dict of atoms
+            for k, v in list(record.args.items()):
+                if isinstance(v, str):
+                    record.args[k] = redact(v)
+        return True
+
+
+def install():
+    """Attach one redactor to each server logger (idempotent)."""
+    for name in LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, TokenRedactor) for f in logger.filters):
+            logger.addFilter(TokenRedactor())

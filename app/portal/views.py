@@ -1,0 +1,211 @@
+"""Developer portal pages (server-rendered, no JavaScript): sign-up/sign-in by link, the API section."""
+from __future__ import annotations
+
+import time
+
+from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, session, url_for
+
+from app import accounts, usage
+from app.clock import wall_now
+from app.db import get_db
+from app.errors import ApiError, to_api_error
+from app.mail import MailUnavailable
+from app.plans import get_plan
+from app.saved_locations import as_json, list_locations
+
+from . import csrf, links, throttle
+from .addresses import InvalidEmail, normalize_email
+
+bp = Blueprint("portal", __name__, url_prefix="/portal", template_folder="templates",
+               static_folder="static", static_url_path="/static")
+
+SESSION_ACCOUNT = "account_id"
+SESSION_SINCE = "signed_in_at"
+
+
+# -- helpers -----------------------------------------------------------------------------------------------
+
+def link_url(token):
+    """Absolute link for a token: ``PUBLIC_URL`` when configured (never trust Host behind a proxy)."""
+    path = url_for("portal.show_link", token=token)
+    base = current_app.config.get("PUBLIC_URL")
+    if base:
+        return base.rstrip("/") + path
+    return request.host_url.rstrip("/") + path
+
+
+def api_base():
+    base = current_app.config.get("PUBLIC_URL") or request.host_url
+    return base.rstrip("/") + "/api/v1"
+
+
+def signed_in_account():
+    """The signed-in account row, or None (no session, expired session, or account gone)."""
+    account_id = session.get(SESSION_ACCOUNT)
+    since = session.get(SESSION_SINCE, 0)
+    if account_id is None or time.time() - since > current_app.config["PORTAL_SESSION_HOURS"] * 3600:
+        return None
+    return get_db().execute("SELECT * FROM accounts WHERE id = ?", (account_id,)).fetchone()
+
+
+def sign_in(account):
+    session.clear()
+    session[SESSION_ACCOUNT] = account["id"]
+    session[SESSION_SINCE] = int(time.time())
+    session.permanent = False
+    csrf.rotate()
+
+
+def page(template, status=200, **context):
+    context.setdefault("signed_in", session.get(SESSION_ACCOUNT) is not None)
+    context.setdefault("ttl_minutes", links.ttl_minutes())
+    return render_template(template, **context), status
+
+
+def problem(status, heading, text):
+    return page("portal/problem.html", status, heading=heading, text=text)
+
+
+@bp.before_request
+def _check_csrf():
+    if request.method == "POST" and not csrf.valid_request():
+        return problem(400, "Form expired", "This form is no longer valid (or cookies are blocked). "
+                                            "Go back, reload the page and try again.")
+    return None
+
+
+@bp.after_request
+def _headers(response):
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+        "base-uri 'none'")
+    return response
+
+
+@bp.app_context_processor
+def _template_helpers():
+    return {"csrf_token": csrf.csrf_token}
+
+
+@bp.errorhandler(Exception)
+def _portal_error(exc):
+    err = to_api_error(exc)
+    if isinstance(err, ApiError) and err.status == 429:
+        return problem(429, "Too many requests", "Too many links were requested. Wait a while and try again.")
+    if err.status >= 500:
+        return problem(err.status, "Temporarily unavailable",
+                       "The service could not complete this request. Nothing was changed; try again shortly.")
+    return problem(err.status, "Not possible", err.message)
+
+
+# -- sign-up and sign-in by link ---------------------------------------------------------------------------
+
+@bp.get("/")
+def index():
+    if signed_in_account() is not None:
+        return redirect(url_for("portal.account"))
+    return page("portal/index.html", api_base=api_base())
+
+
+@bp.post("/signin")
+@throttle.per_ip
+@throttle.per_address
+def request_link():
+    raw = request.form.get("email", "").strip()
+    try:
+        email = normalize_email(raw)
+    except InvalidEmail:
+        return page("portal/index.html", 400, api_base=api_base(), email=raw,
+                    error="Enter a valid e-mail address, like name@example.be.")
+    try:
+        links.send_link(get_db(), current_app.extensions["mail"], email, now=wall_now(),
+                        link_for=link_url, sender=current_app.config["MAIL_SENDER"])
+    except MailUnavailable:
+        return problem(503, "Mail could not be sent", "Our mail server is not reachable right now. "
+                                                       "Nothing was saved: try again in a few minutes.")
+    return redirect(url_for("portal.sent"))
+
+
+@bp.get("/sent")
+def sent():
+    return page("portal/sent.html")
+
+
+@bp.get("/link/<token>")
+def show_link(token):
+    """Confirmation page only: opening the link (or a mail scanner pre-fetching it) changes nothing."""
+    state = links.link_state(get_db(), token, now=wall_now())
+    if state is None:
+        return page("portal/link_invalid.html", 400)
+    return page("portal/confirm.html", token=token, existing=state["existing"])
+
+
+@bp.post("/link")
+def consume_link():
+    result = links.confirm(get_db(), request.form.get("token", ""), now=wall_now())
+    if result is None:
+        return page("portal/link_invalid.html", 400)
+    sign_in(result.account)
+    if result.created:
+        return page("portal/key_created.html", key=result.key, new_account=True, signed_in=True,
+                    api_base=api_base())
+    flash("You are signed in.", "ok")
+    return redirect(url_for("portal.account"))
+
+
+@bp.post("/signout")
+def sign_out():
+    session.clear()
+    csrf.rotate()
+    flash("You are signed out.", "ok")
+    return redirect(url_for("portal.index"))
+
+
+# -- the API section ---------------------------------------------------------------------------------------
+
+def _require_account():
+    account = signed_in_account()
+    if account is None:
+        session.pop(SESSION_ACCOUNT, None)
+        flash("Sign in first: enter your e-mail address to get a sign-in link.", "warn")
+    return account
+
+
+@bp.get("/account")
+def account():
+    acc = _require_account()
+    if acc is None:
+        return redirect(url_for("portal.index"))
+    conn = get_db()
+    return page("portal/account.html", account=acc, plan=get_plan(acc["plan"]),
+                used=usage.used(conn, acc["id"], usage.day_of(wall_now())),
+                locations=[as_json(r) for r in list_locations(conn, acc["id"])],
+                keys=accounts.list_keys(conn, acc["id"]))
+
+
+@bp.post("/keys")
+def create_key():
+    acc = _require_account()
+    if acc is None:
+        return redirect(url_for("portal.index"))
+    if not get_plan(acc["plan"]).api_access:
+        return problem(403, "No API access", "Your plan does not include API access, so it cannot have keys.")
+    _key_id, key = accounts.create_key(get_db(), acc["id"])
+    return page("portal/key_created.html", key=key, new_account=False, api_base=api_base())
+
+
+@bp.post("/keys/<int:key_id>/revoke")
+def revoke_key(key_id):
+    acc = _require_account()
+    if acc is None:
+        return redirect(url_for("portal.index"))
+    try:
+        row = accounts.revoke_key(get_db(), acc["id"], key_id)
+    except accounts.StoreError:
+        abort(404)
+    flash(f"Key {row['prefix']}… is revoked; it stops working immediately.", "ok")
+    return redirect(url_for("portal.account"))
