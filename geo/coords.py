@@ -13,6 +13,8 @@ def as_arrays(lat, lng):
     >>> as_arrays(51.2, 4.4)
     (array([51.2]), array([4.4]))
     """
+    if lat is None or lng is None:
+        raise InvalidCoordinates("coordinates are missing (None)")
     try:
         lat_a = np.atleast_1d(np.asarray(lat, dtype=np.float64))
         lng_a = np.atleast_1d(np.asarray(lng, dtype=np.float64))

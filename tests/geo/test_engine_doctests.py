@@ -1,0 +1,14 @@
+"""The examples in the engine modules' docstrings run and hold."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = ["geo", "geo.spherical", "geo.polygon_index", "geo.point_index", "geo.engine", "geo.coords"]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
