@@ -1,0 +1,135 @@
+"""A real MCP client session (official SDK, stdio) against `urban mcp` spawned as a subprocess, which talks to
+the real app on 127.0.0.1. Tool results must equal the REST bodies; API errors must come back as tool errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from .conftest import free_port, urban_command
+
+pytestmark = pytest.mark.slow
+
+ANTWERP = {"lat": 51.2194, "lng": 4.4025}
+PARIS = {"lat": 48.8566, "lng": 2.3522}
+TOOLS = {"list_locations": "locations", "get_disruptions": "disruptions",
+         "get_air_quality": "air-quality", "get_briefing": "briefing"}
+
+
+def session_run(client_env, env, scenario):
+    """Spawn `urban mcp` with ``env``, open a ClientSession, run ``scenario(session)`` and return its value."""
+    command = urban_command()
+    params = StdioServerParameters(command=command[0], args=command[1:] + ["mcp"],
+                                   env={**client_env, **env})
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await scenario(session)
+
+    return asyncio.run(asyncio.wait_for(main(), 120))
+
+
+def error_of(result):
+    assert result.is_error
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    return json.loads(result.content[0].text)
+
+
+def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, account, client_env):
+    async def scenario(session):
+        return (await session.list_tools()).tools
+
+    tools = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
+                        scenario)
+    assert {t.name for t in tools} == set(TOOLS)
+    for tool in tools:
+        assert tool.description and len(tool.description) > 80
+        assert tool.annotations.read_only_hint is True
+        assert tool.annotations.idempotent_hint is True
+        assert tool.annotations.destructive_hint is False
+        assert tool.output_schema["type"] == "object" and tool.output_schema["required"]
+        assert tool.input_schema["type"] == "object"
+        assert tool.input_schema["additionalProperties"] is False
+        expected = set() if tool.name == "list_locations" else {"locationId", "lat", "lng"}
+        assert set(tool.input_schema["properties"]) == expected
+
+
+def test_every_tool_returns_the_rest_body(api_server, account, client_env):
+    calls = [("list_locations", {}, {})]
+    for name in ("get_disruptions", "get_air_quality", "get_briefing"):
+        calls.append((name, dict(ANTWERP), {"lat": "51.2194", "lng": "4.4025"}))
+        calls.append((name, {"locationId": "loc_gent"}, {"locationId": "loc_gent"}))
+
+    async def scenario(session):
+        await session.list_tools()
+        return [await session.call_tool(name, args) for name, args, _ in calls]
+
+    results = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
+                          scenario)
+    for (name, _args, params), result in zip(calls, results):
+        rest = api_server.get(TOOLS[name], account.key, **params)
+        assert rest.status_code == 200
+        assert not result.is_error, result.content
+        assert result.content[0].text.encode("utf-8") == rest.content
+        assert result.structured_content == rest.json()
+
+
+def test_api_errors_come_back_as_tool_errors_with_the_api_code_and_message(api_server, account, client_env):
+    calls = [
+        ("get_air_quality", dict(PARIS)),
+        ("get_disruptions", {"locationId": "loc_not_mine"}),
+        ("get_briefing", {}),
+        ("get_briefing", {"lat": 51.2194}),
+        ("get_disruptions", {"locationId": "loc_gent", **ANTWERP}),
+        ("get_air_quality", {"lat": "north", "lng": 4.4}),
+        ("get_air_quality", {"lat": 51.2, "lng": 4.4, "radius": 5}),
+        ("no_such_tool", {}),
+    ]
+
+    async def scenario(session):
+        await session.list_tools()
+        return [await session.call_tool(name, args) for name, args in calls]
+
+    results = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
+                          scenario)
+    errors = [error_of(r) for r in results]
+    rest = {
+        0: api_server.get("air-quality", account.key, lat="48.8566", lng="2.3522"),
+        1: api_server.get("disruptions", account.key, locationId="loc_not_mine"),
+        2: api_server.get("briefing", account.key),
+        3: api_server.get("briefing", account.key, lat="51.2194"),
+        4: api_server.get("disruptions", account.key, locationId="loc_gent", lat="51.2194", lng="4.4025"),
+    }
+    for i, response in rest.items():
+        body = response.json()
+        assert errors[i] == {"error": body["error"], "message": body["message"], "status": response.status_code}
+    assert errors[0]["error"] == "outside_service_area" and errors[0]["status"] == 422
+    assert errors[1]["error"] == "location_not_found" and errors[1]["status"] == 404
+    assert errors[2]["error"] == "missing_target"
+    assert errors[5]["error"] == "invalid_arguments" and "lat" in errors[5]["message"]
+    assert errors[6]["error"] == "invalid_arguments" and "radius" in errors[6]["message"]
+    assert errors[7]["error"] == "unknown_tool"
+
+
+def test_key_and_network_errors_are_tool_errors(api_server, client_env):
+    async def scenario(session):
+        return await session.call_tool("get_briefing", dict(ANTWERP))
+
+    bad_key = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url,
+                                       "URBAN_API_KEY": "uk_not_a_real_key_00000000000000000000"}, scenario)
+    rest = api_server.get("briefing", "uk_not_a_real_key_00000000000000000000", lat="51.2194", lng="4.4025")
+    assert error_of(bad_key) == {"error": "invalid_key", "message": rest.json()["message"], "status": 401}
+
+    no_key = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url}, scenario)
+    assert error_of(no_key)["error"] == "missing_key"
+
+    base = f"http://127.0.0.1:{free_port()}/api/v1"
+    down = session_run(client_env, {"URBAN_BASE_URL": base, "URBAN_API_KEY": "uk_x"}, scenario)
+    error = error_of(down)
+    assert error["error"] == "network_error" and error["status"] is None
+    assert "Connection refused" in error["message"]
