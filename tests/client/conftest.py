@@ -41,48 +41,32 @@ class ApiServer:
     app: object
     base_url: str
 
-    def connect(self):
-        from app.db import connect
-
-        return connect(self.app.config["DATABASE"])
-
     def create_account(self, plan: str = "developer") -> Account:
         """A real account and key, made by the Flask CLI command `flask accounts create`."""
         email = f"client{next(_emails)}@stad.antwerpen.be"
-        result = self.app.test_cli_runner().invoke(args=["accounts", "create", "--email", email, "--plan", plan])
-        assert result.exit_code == 0, result.output
-        key = result.stdout.strip().splitlines()[-1].strip()
-        from app.accounts import get_account
-
-        conn = self.connect()
-        try:
-            account_id = get_account(conn, email)["id"]
-        finally:
-            conn.close()
+        out = self.flask("accounts", "create", "--email", email, "--plan", plan)
+        key = out.strip().splitlines()[-1].strip()
+        account_id = int(out.split()[1])  # "account <id> <email> plan=<plan>"
         return Account(email, key, account_id)
 
-    def set_plan(self, account: Account, plan: str) -> None:
-        result = self.app.test_cli_runner().invoke(
-            args=["accounts", "set-plan", "--email", account.email, "--plan", plan])
-        if result.exit_code != 0:  # fall back to the store's Python API
-            from app.accounts import set_plan
+    def flask(self, *args) -> str:
+        """Run an admin command of the Flask CLI (`flask --app wsgi ...`) on this app; returns its stdout."""
+        result = self.app.test_cli_runner().invoke(args=list(args))
+        assert result.exit_code == 0, result.output
+        return result.stdout
 
-            conn = self.connect()
-            try:
-                set_plan(conn, account.email, plan)
-            finally:
-                conn.close()
+    def set_plan(self, account: Account, plan: str) -> None:
+        self.flask("accounts", "set-plan", "--email", account.email, "--plan", plan)
+
+    def revoke_keys(self, account: Account) -> None:
+        for line in self.flask("keys", "list", "--email", account.email).splitlines():
+            self.flask("keys", "revoke", "--email", account.email, "--id", line.split("\t")[0])
 
     def add_location(self, account: Account, location_id: str, name: str, lat: float, lng: float,
                      primary: bool = False, address: str = "", label: str = "") -> None:
-        from app.saved_locations import add_location
-
-        conn = self.connect()
-        try:
-            add_location(conn, account.id, name=name, address=address, lat=lat, lng=lng, label=label,
-                         is_primary=primary, location_id=location_id)
-        finally:
-            conn.close()
+        self.flask("locations", "add", "--email", account.email, "--id", location_id, "--name", name,
+                   "--lat", str(lat), "--lng", str(lng), "--address", address, "--label", label,
+                   *(["--primary"] if primary else []))
 
     def get(self, path: str, key: str | None, **params) -> requests.Response:
         """The REST call the client should reproduce (same key, same parameters)."""

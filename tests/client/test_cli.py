@@ -185,6 +185,16 @@ def test_bad_key_is_invalid_key_exit_3(api_server, run_urban, command):
     assert_clean(proc, bad)
 
 
+def test_revoked_key_is_invalid_key_exit_3(api_server, run_urban):
+    acc = api_server.create_account("developer")
+    assert run_urban("locations", env=env_for(api_server, acc.key)).returncode == 0
+    api_server.revoke_keys(acc)
+    proc = run_urban("locations", env=env_for(api_server, acc.key))
+    assert proc.returncode == 3
+    assert b"Error: invalid_key:" in proc.stderr
+    assert_clean(proc, acc.key)
+
+
 def test_plan_without_api_access_is_exit_3(api_server, run_urban):
     acc = api_server.create_account("developer")
     api_server.set_plan(acc, "dashboard")
