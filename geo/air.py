@@ -1,0 +1,123 @@
+"""``/air-quality`` computation: latest measured NO2 at the nearest station, thresholds, compliance, LEZ.
+
+Pure: engine + point + ``now`` in, JSON-ready dict out. Rules in :mod:`geo.airrules`; the measured series
+per station are prepared once in :mod:`geo.prepared`. See docs/rules.md.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import airrules as ar
+from .point import checked_point
+from .prepared import prepare
+from .timefmt import iso_utc_ms, to_ms
+
+UNIT = "µg/m³"
+THRESHOLD_NOTE = ("Jaargemiddelde normen voor NO2; de vergelijking met een uurwaarde is indicatief.")
+
+
+class Reading(NamedTuple):
+    """Raw NO2 reading of one point (NaN / -1 when unknown)."""
+
+    station: int                # row in engine.stations, -1 when there is no NO2 station
+    station_km: float
+    value: float                # last non-null measured value in the window, NaN when none
+    first: float                # first non-null measured value in the window
+    measured_ms: int            # end-of-hour timestamp of ``value``, -1 when none
+    n_values: int               # non-null measured values in the window
+    compliance: int             # ar.UNKNOWN / BELOW_WHO / ABOVE_WHO / ABOVE_EU
+    in_lez: bool
+
+
+def read(engine, lat: float, lng: float, now) -> Reading:
+    """The raw reading for a checked point.
+
+    Examples
+    --------
+    >>> read(engine, 51.2194, 4.4025, now).compliance  # doctest: +SKIP
+    2
+    """
+    a = prepare(engine).air
+    now_ms = to_ms(now)
+    idx, km = engine.nearest_station(lat, lng, "no2")
+    station, station_km = int(idx[0]), float(km[0])
+    value = first = np.nan
+    measured_ms, n = -1, 0
+    if station >= 0:
+        lo, hi = ar.window_bounds(a.offsets, a.times_ms, station, now_ms)
+        vals = a.values[lo[0]:hi[0]]
+        ok = np.flatnonzero(~np.isnan(vals))
+        n = int(ok.size)
+        if n:
+            first, value = float(vals[ok[0]]), float(vals[ok[-1]])
+            measured_ms = int(a.times_ms[lo[0] + ok[-1]])
+    in_lez = bool(engine.in_lez(lat, lng)[0])
+    return Reading(station, station_km, value, first, measured_ms, n,
+                   int(ar.compliance_class(value)), in_lez)
+
+
+def _threshold(limit: float, label: str, value: float) -> dict:
+    return {"value": int(limit), "unit": UNIT, "label": label,
+            "exceeded": None if np.isnan(value) else bool(value > limit)}
+
+
+def build(engine, r: Reading, now) -> dict:
+    """The response dict of a raw reading (shared with the briefing)."""
+    a = prepare(engine).air
+    now_ms = to_ms(now)
+    known = r.n_values > 0
+    trend = int(ar.trend_class(r.first, r.value, r.n_values))
+    pct = float(ar.trend_percent(r.first, r.value)) if trend != ar.TREND_UNKNOWN else np.nan
+    station = None
+    if r.station >= 0:
+        station = {"id": a.station_ids[r.station], "name": a.station_names[r.station],
+                   "distanceKm": round(r.station_km, 3) + 0.0}
+    reading = {
+        "pollutant": "NO2",
+        "unit": UNIT,
+        "value": round(r.value, 1) + 0.0 if known else None,
+        "status": "measured" if known else "unknown",
+        "measuredAt": iso_utc_ms(r.measured_ms) if known else None,
+        "ageMinutes": (now_ms - r.measured_ms) // 60_000 if known else None,
+        "trend": ar.TREND_NAMES[trend],
+        "trendPercent": None if np.isnan(pct) else pct,
+        "window": {"from": iso_utc_ms(now_ms - ar.WINDOW_MS), "to": iso_utc_ms(now_ms),
+                   "values": r.n_values},
+        "station": station,
+    }
+    return {
+        "reading": reading,
+        "thresholds": {
+            "basis": "annual",
+            "note": THRESHOLD_NOTE,
+            "who": _threshold(ar.WHO_NO2, "WHO-richtlijn (jaargemiddelde)", r.value),
+            "eu": _threshold(ar.EU_NO2, "EU-grenswaarde (jaargemiddelde)", r.value),
+        },
+        "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
+                       "label": ar.COMPLIANCE_LABELS[r.compliance],
+                       "indicative": True},
+        "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None},
+    }
+
+
+def air_quality(engine, lat, lng, now) -> dict:
+    """Air quality at a point: ``reading``, ``thresholds``, ``compliance``, ``lez``.
+
+    Parameters
+    ----------
+    engine : geo.Engine
+    lat, lng : float
+        WGS84 degrees inside the service area (else ``OutsideServiceArea``).
+    now : datetime.datetime
+        Aware instant of the request.
+
+    Examples
+    --------
+    >>> air_quality(engine, 51.2194, 4.4025, now)["reading"]["unit"]  # doctest: +SKIP
+    'µg/m³'
+    """
+    lat, lng = checked_point(engine, lat, lng)
+    return build(engine, read(engine, lat, lng, now), now)

@@ -1,0 +1,221 @@
+"""``/briefing`` computation: risk, Dutch headline, key facts, best/worst 2-hour window, next rush peak.
+
+Built from the same selections as ``/disruptions`` and ``/air-quality`` plus the rush-hour profile of
+:mod:`geo.calendar`. Pure and deterministic; see docs/rules.md for every constant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import air as air_mod
+from . import airrules as ar
+from . import disruptions as dis
+from . import transit as tr
+from . import works as wk
+from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
+from .point import checked_point
+from .prepared import prepare
+from .timefmt import MS_PER_HOUR, from_ms, iso_local, to_ms
+
+LOW, MODERATE, HIGH = 0, 1, 2
+RISK_NAMES = ("low", "moderate", "high")
+RISK_PREFIX = ("Weinig hinder", "Matige hinder", "Veel hinder")
+MODERATE_FROM, HIGH_FROM = 2.0, 5.0
+NEAR_WORK_KM = 0.5
+
+WINDOW_HOURS = 2
+HORIZON_HOURS = 24
+TRAFFIC_WEIGHT, LOAD_WEIGHT = 0.75, 0.25
+LOAD_PER_RUNNING_WORK = 0.05
+LOAD_PER_DETOUR = np.array([0.10, 0.20, 0.35])  # by severity low / medium / high
+
+
+def risk_score(near_running, other_running, upcoming, n_low, n_medium, n_high, compliance) -> np.ndarray:
+    """Risk points (vectorised over points).
+
+    works: 1 per running work within 0.5 km + 0.5 per other running work within 2 km (at most 4);
+    upcoming works: 0.25 each (at most 1); detours: low 0.5, medium 1, high 2 (at most 4);
+    NO2: 2 above the EU limit, 1 above the WHO guideline.
+
+    Examples
+    --------
+    >>> risk_score([1], [2], [1], [0], [1], [1], [ar.ABOVE_WHO]).tolist()
+    [6.25]
+    """
+    works = np.minimum(np.asarray(near_running) * 1.0 + np.asarray(other_running) * 0.5, 4.0)
+    upcoming = np.minimum(np.asarray(upcoming) * 0.25, 1.0)
+    transit = np.minimum(np.asarray(n_low) * 0.5 + np.asarray(n_medium) * 1.0 + np.asarray(n_high) * 2.0, 4.0)
+    c = np.asarray(compliance)
+    air = np.where(c == ar.ABOVE_EU, 2.0, np.where(c == ar.ABOVE_WHO, 1.0, 0.0))
+    return works + upcoming + transit + air
+
+
+def risk_level(score) -> np.ndarray:
+    """int8 risk: LOW below 2 points, MODERATE below 5, HIGH from 5.
+
+    Examples
+    --------
+    >>> risk_level([0, 1.99, 2, 4.99, 5]).tolist()
+    [0, 0, 1, 1, 2]
+    """
+    return np.searchsorted([MODERATE_FROM, HIGH_FROM], np.asarray(score, dtype=np.float64),
+                           side="right").astype(np.int8)
+
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _works_phrase(n: int) -> str:
+    return "geen werken in uitvoering binnen 2 km" if n == 0 else \
+        _n(n, "werk", "werken") + " in uitvoering binnen 2 km"
+
+
+def _transit_phrase(n: int, high: int) -> str:
+    if n == 0:
+        return "geen omleidingen van De Lijn"
+    text = _n(n, "omleiding", "omleidingen") + " van De Lijn"
+    return text + (f" ({high} met grote hinder)" if high else "")
+
+
+AIR_PHRASE = ("NO2 onbekend", "NO2 onder de WHO-richtlijn", "NO2 boven de WHO-richtlijn",
+              "NO2 boven de EU-grenswaarde")
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _decimal(x: float, digits: int) -> str:
+    return f"{x:.{digits}f}".replace(".", ",")
+
+
+def slot_scores(engine, found, now_ms: int):
+    """(slot starts ms, score per hourly slot) over the next 24 h: 0.75 traffic + 0.25 local load.
+
+    The load of a slot is min(1, 0.05 per running work + 0.10/0.20/0.35 per low/medium/high detour that is
+    in force during the slot's start (period and weekday)).
+    """
+    p = prepare(engine)
+    starts = hour_starts(now_ms, HORIZON_HOURS)
+    hours, kinds, weekdays = local_hour_kind(starts)
+    traffic = TRAFFIC_PROFILE[kinds, hours]
+    n_running = int(np.count_nonzero(p.works.status_class[found.clusters] == wk.RUNNING))
+    d = p.detours
+    sel = found.detours
+    act = tr.active_at(d.start_ms[sel][:, None], d.end_ms[sel][:, None], d.days[sel][:, None],
+                       starts[None, :], weekdays[None, :])
+    load = np.minimum(1.0, LOAD_PER_RUNNING_WORK * n_running
+                      + (LOAD_PER_DETOUR[d.severity[sel]][:, None] * act).sum(axis=0))
+    return starts, TRAFFIC_WEIGHT * traffic + LOAD_WEIGHT * load
+
+
+def windows(starts, scores, now_ms: int) -> tuple:
+    """(best, worst) 2-hour windows: start indices into ``starts`` with ``start + 2 h <= now + 24 h``;
+    score = mean of the two slots; ties go to the earliest window.
+
+    Examples
+    --------
+    >>> windows(np.arange(4) * 3_600_000, np.array([0.5, 0.1, 0.2, 0.9]), 0)
+    ((1, 0.15), (2, 0.55))
+    """
+    n = int(np.count_nonzero(starts + WINDOW_HOURS * MS_PER_HOUR <= now_ms + HORIZON_HOURS * MS_PER_HOUR))
+    n = min(n, scores.size - WINDOW_HOURS + 1)
+    means = np.convolve(scores, np.ones(WINDOW_HOURS) / WINDOW_HOURS, mode="valid")[:n]
+    means = np.round(means, 3) + 0.0
+    b, w = int(np.argmin(means)), int(np.argmax(means))
+    return (b, float(means[b])), (w, float(means[w]))
+
+
+def _window(starts, pick) -> dict:
+    i, score = pick
+    return {"start": iso_local(from_ms(int(starts[i]))),
+            "end": iso_local(from_ms(int(starts[i]) + WINDOW_HOURS * MS_PER_HOUR)),
+            "score": score}
+
+
+def briefing(engine, lat, lng, now) -> dict:
+    """Operations briefing at a point: ``risk``, ``headline``, ``keyFacts``, ``bestWindow``,
+    ``worstWindow``, ``nextRushPeak``.
+
+    Parameters
+    ----------
+    engine : geo.Engine
+    lat, lng : float
+        WGS84 degrees inside the service area (else ``OutsideServiceArea``).
+    now : datetime.datetime
+        Aware instant of the request.
+
+    Examples
+    --------
+    >>> briefing(engine, 51.2194, 4.4025, now)["risk"] in ("low", "moderate", "high")  # doctest: +SKIP
+    True
+    """
+    lat, lng = checked_point(engine, lat, lng)
+    p = prepare(engine)
+    now_ms = to_ms(now)
+    found = dis.find(engine, lat, lng, now)
+    counts = dis.summary(engine, found)
+    reading = air_mod.read(engine, lat, lng, now)
+
+    cls = p.works.status_class[found.clusters]
+    running = cls == wk.RUNNING
+    near = int(np.count_nonzero(running & (found.cluster_km <= NEAR_WORK_KM)))
+    sev = np.bincount(p.detours.severity[found.detours], minlength=3)
+    score = float(risk_score(near, counts["activeWorks"] - near, counts["upcomingWorks14d"],
+                             sev[0], sev[1], sev[2], reading.compliance))
+    level = int(risk_level(score))
+
+    headline = (f"{RISK_PREFIX[level]}: {_works_phrase(counts['activeWorks'])}, "
+                f"{_transit_phrase(counts['transitDisruptions'], counts['highSeverityTransit'])}, "
+                f"{AIR_PHRASE[reading.compliance]}")
+
+    starts, scores = slot_scores(engine, found, now_ms)
+    best, worst = windows(starts, scores, now_ms)
+    rush = next_rush_peak(now)
+    return {
+        "risk": RISK_NAMES[level],
+        "headline": headline,
+        "keyFacts": key_facts(p, found, counts, reading),
+        "bestWindow": _window(starts, best),
+        "worstWindow": _window(starts, worst),
+        "nextRushPeak": {"kind": rush.kind, "start": rush.start.isoformat(), "peak": rush.peak.isoformat(),
+                         "end": rush.end.isoformat()},
+    }
+
+
+def key_facts(p, found, counts, reading) -> list:
+    """The fixed list of key facts (always the same keys, in the same order)."""
+    running = np.flatnonzero(p.works.status_class[found.clusters] == wk.RUNNING)
+    nearest = round(float(found.cluster_km[running[0]]), 3) + 0.0 if running.size else None
+    n_act, n_up = counts["activeWorks"], counts["upcomingWorks14d"]
+    n_tr, n_hi = counts["transitDisruptions"], counts["highSeverityTransit"]
+    a = p.air
+    if reading.n_values:
+        station = a.station_names[reading.station] or a.station_ids[reading.station]
+        no2_text = (f"NO2 {_decimal(reading.value, 1)} µg/m³ gemeten in {station} "
+                    f"({a.station_ids[reading.station]})")
+        no2 = round(reading.value, 1) + 0.0
+    else:
+        no2_text, no2 = "Geen NO2-meting in de laatste twee uur", None
+    return [
+        {"key": "activeWorks", "text": _cap(_works_phrase(n_act)), "value": n_act},
+        {"key": "nearestActiveWorkKm",
+         "text": (f"Dichtstbijzijnde werk in uitvoering op {round(nearest * 1000)} m" if nearest is not None
+                  else "Geen werk in uitvoering binnen 2 km"),
+         "value": nearest},
+        {"key": "upcomingWorks14d",
+         "text": ("Geen geplande werken die binnen 14 dagen starten" if n_up == 0 else
+                  _n(n_up, "gepland werk start", "geplande werken starten") + " binnen 14 dagen"),
+         "value": n_up},
+        {"key": "transitDisruptions", "text": _cap(_transit_phrase(n_tr, 0)), "value": n_tr},
+        {"key": "highSeverityTransit",
+         "text": ("Geen omleidingen met grote hinder" if n_hi == 0 else
+                  _n(n_hi, "omleiding", "omleidingen") + " met grote hinder"),
+         "value": n_hi},
+        {"key": "no2", "text": no2_text, "value": no2},
+        {"key": "lez",
+         "text": "In de lage-emissiezone Antwerpen" if reading.in_lez else "Buiten de lage-emissiezone Antwerpen",
+         "value": reading.in_lez},
+    ]

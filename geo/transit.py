@@ -1,0 +1,124 @@
+"""De Lijn detour rules (vectorised): line numbers, severity, delay, validity in time.
+
+See docs/rules.md for the reasoning behind every constant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ANTWERP_ENTITY = "1"          # De Lijn entiteitnummer of the Antwerp region
+STOP_RADIUS_KM = 0.400        # stops "near the point"
+LOW, MEDIUM, HIGH = 0, 1, 2
+SEVERITY_NAMES = ("low", "medium", "high")
+DAY_NAMES = ("MAANDAG", "DINSDAG", "WOENSDAG", "DONDERDAG", "VRIJDAG", "ZATERDAG", "ZONDAG")
+ALL_DAYS = 0b1111111
+
+BASE_DELAY_MIN = 3            # any detour
+DELAY_PER_UNSERVED_STOP = 2   # each stop not served adds a walk / a longer route
+MAX_DELAY_MIN = 30
+
+
+def normalise_line(line) -> str:
+    """Public line number with whitespace and leading zeros removed (``"007"`` -> ``"7"``, ``"0"`` stays).
+
+    Examples
+    --------
+    >>> [normalise_line(x) for x in ("007", " 12", "0", "N1", "000")]
+    ['7', '12', '0', 'N1', '0']
+    """
+    s = str(line).strip()
+    stripped = s.lstrip("0")
+    return stripped if stripped or not s else "0"
+
+
+def split_lines(joined) -> tuple:
+    """Normalised, de-duplicated line numbers of a comma-joined field, in published order.
+
+    Examples
+    --------
+    >>> split_lines("007,7, 12,,")
+    ('7', '12')
+    """
+    if not isinstance(joined, str):
+        return ()
+    seen = {}
+    for part in joined.split(","):
+        if part.strip():
+            seen.setdefault(normalise_line(part), None)
+    return tuple(seen)
+
+
+def count_items(joined) -> int:
+    """Number of non-empty items of a comma-joined field.
+
+    Examples
+    --------
+    >>> count_items("1_101,1_102,"), count_items(None)
+    (2, 0)
+    """
+    if not isinstance(joined, str):
+        return 0
+    return sum(1 for part in joined.split(",") if part.strip())
+
+
+def day_mask(joined) -> int:
+    """Bit mask of the detour days (bit 0 = Monday); empty or unknown text means every day.
+
+    Examples
+    --------
+    >>> day_mask("MAANDAG,DINSDAG"), day_mask(""), day_mask("zondag")
+    (3, 127, 64)
+    """
+    mask = 0
+    if isinstance(joined, str):
+        for part in joined.split(","):
+            name = part.strip().upper()
+            if name in DAY_NAMES:
+                mask |= 1 << DAY_NAMES.index(name)
+    return mask or ALL_DAYS
+
+
+def delay_minutes(n_unserved) -> np.ndarray:
+    """Estimated extra travel time: 3 min + 2 min per unserved stop, capped at 30 (int64 array).
+
+    Examples
+    --------
+    >>> delay_minutes([0, 1, 4, 20]).tolist()
+    [3, 5, 11, 30]
+    """
+    n = np.asarray(n_unserved, dtype=np.int64)
+    return np.minimum(BASE_DELAY_MIN + DELAY_PER_UNSERVED_STOP * n, MAX_DELAY_MIN)
+
+
+def severity(n_unserved, n_lines) -> np.ndarray:
+    """int8 severity: HIGH when >= 4 unserved stops or >= 4 lines; MEDIUM when >= 1 unserved stop or >= 2
+    lines; LOW otherwise (a single line re-routed without skipping a stop).
+
+    Examples
+    --------
+    >>> severity([0, 1, 0, 4, 0], [1, 1, 2, 1, 4]).tolist()
+    [0, 1, 1, 2, 2]
+    """
+    n_u = np.asarray(n_unserved, dtype=np.int64)
+    n_l = np.asarray(n_lines, dtype=np.int64)
+    return np.where(
+        (n_u >= 4) | (n_l >= 4), HIGH, np.where((n_u >= 1) | (n_l >= 2), MEDIUM, LOW)
+    ).astype(np.int8)
+
+
+def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
+    """bool (broadcasting): ``start <= t < end`` and the local weekday of ``t`` is one of the detour days.
+
+    ``end_ms`` uses :data:`geo.timefmt.NO_END_MS` for open-ended detours.
+
+    Examples
+    --------
+    >>> active_at(np.array([0, 0, 0]), np.array([10, 5, 10]), np.array([127, 127, 1]), 5, 2).tolist()
+    [True, False, False]
+    """
+    return (
+        (np.asarray(start_ms) <= t_ms)
+        & (t_ms < np.asarray(end_ms))
+        & ((np.asarray(days) >> np.asarray(t_weekday)) & 1).astype(bool)
+    )
