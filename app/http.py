@@ -13,6 +13,7 @@ from flask import current_app, g, request
 from flask.json.provider import DefaultJSONProvider
 
 from . import auth, ratelimit
+from .errors import PayloadTooLarge
 
 log = logging.getLogger("app.http")
 
@@ -64,6 +65,13 @@ def assign_request_id() -> None:
     g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
 
 
+def reject_oversized() -> None:
+    """``before_request``: refuse a declared body over ``MAX_CONTENT_LENGTH`` before anything reads it."""
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if limit and (request.content_length or 0) > limit:
+        raise PayloadTooLarge(f"request body over {limit} bytes")
+
+
 def _conditional(response) -> None:
     if request.method not in ("GET", "HEAD") or response.status_code != 200:
         return
@@ -110,4 +118,5 @@ def init_app(app) -> None:
     app.json_provider_class = UrbanJSONProvider
     app.json = UrbanJSONProvider(app)
     app.before_request(assign_request_id)
+    app.before_request(reject_oversized)
     app.after_request(finalize)

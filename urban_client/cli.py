@@ -37,6 +37,8 @@ STATUS_EXIT = {400: ExitCode.USAGE, 401: ExitCode.AUTH, 403: ExitCode.AUTH, 404:
                422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA, 502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
 
 HINTS = {
+    "missing_target": "Give --location-id ID, or both --lat and --lng.",
+    "ambiguous_target": "Give --location-id ID or --lat/--lng, not both.",
     "missing_key": "Set URBAN_API_KEY or run `urban configure` to store a key.",
     "invalid_key": "The key is unknown or revoked; `urban configure --show` tells where it is read from.",
     "plan_required": "The account's plan has no API access (Developer, API and Pro plans do).",

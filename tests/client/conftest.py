@@ -77,7 +77,11 @@ class ApiServer:
 @pytest.fixture(scope="session")
 def api_server(snapshot_dir, tmp_path_factory):
     """`app.create_app(test_config)` with a temp instance dir and the demo snapshot, on a free loopback port."""
-    from werkzeug.serving import make_server
+    from werkzeug.serving import WSGIRequestHandler, make_server
+
+    class QuietHandler(WSGIRequestHandler):
+        def log_request(self, *args, **kwargs):
+            pass
 
     from app import create_app
 
@@ -92,7 +96,7 @@ def api_server(snapshot_dir, tmp_path_factory):
         "AUTH_FAILURE_LIMIT": "1000 per minute",
         "INSTANCE_PATH": str(instance),
     })
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="client-api-server", daemon=True)
     thread.start()
     try:

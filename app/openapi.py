@@ -1,0 +1,195 @@
+"""The OpenAPI 3.1 document served at ``/api/v1/openapi.json``.
+
+Built from the same sources the app uses: error codes from :mod:`app.errors`, plans from :mod:`app.plans`,
+data response schemas from :mod:`app.api.data_schemas`. Tests validate it with openapi-spec-validator and
+validate real responses against it.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from .errors import error_codes
+from .plans import PLANS
+
+_RATE = {
+    "X-RateLimit-Limit": {"$ref": "#/components/headers/X-RateLimit-Limit"},
+    "X-RateLimit-Remaining": {"$ref": "#/components/headers/X-RateLimit-Remaining"},
+    "X-RateLimit-Reset": {"$ref": "#/components/headers/X-RateLimit-Reset"},
+}
+
+_STATUS_TEXT = {
+    400: "Bad request", 401: "Missing, malformed, unknown or revoked API key",
+    403: "The plan has no API access", 404: "Not found", 405: "Method not allowed",
+    413: "Request body too large", 415: "Unsupported media type", 422: "Outside the service area",
+    429: "Daily quota or per-IP limit reached", 500: "Unexpected error (logged with requestId)",
+    502: "An upstream source failed", 503: "Temporarily unavailable",
+}
+
+
+def _error(status: int) -> dict:
+    codes = sorted(c for c, s in _all_codes().items() if s == status)
+    headers = dict(_RATE)
+    if status == 429:
+        headers["Retry-After"] = {"$ref": "#/components/headers/Retry-After"}
+    return {
+        "description": f"{_STATUS_TEXT.get(status, 'Error')}: " + ", ".join(f"`{c}`" for c in codes),
+        "headers": headers,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def _all_codes() -> dict[str, int]:
+    documented = {
+        "missing_target": 400, "invalid_coordinates": 400, "ambiguous_target": 400, "invalid_request": 400,
+        "invalid_email": 400, "missing_key": 401, "invalid_key": 401, "plan_required": 403,
+        "location_not_found": 404, "not_found": 404, "method_not_allowed": 405, "payload_too_large": 413,
+        "unsupported_media_type": 415, "outside_service_area": 422, "quota_exceeded": 429,
+        "rate_limited": 429, "internal_error": 500, "upstream_error": 502, "service_unavailable": 503,
+    }
+    documented.update(error_codes())
+    return documented
+
+
+def _ok(schema_ref: str, description: str, cacheable: bool = True) -> dict:
+    headers = dict(_RATE)
+    if cacheable:
+        headers["ETag"] = {"$ref": "#/components/headers/ETag"}
+        headers["Cache-Control"] = {"$ref": "#/components/headers/Cache-Control"}
+    return {"description": description, "headers": headers,
+            "content": {"application/json": {"schema": {"$ref": schema_ref}}}}
+
+
+def _not_modified() -> dict:
+    return {"description": "Not modified (If-None-Match matched the ETag); counted like a 200",
+            "headers": {**_RATE, "ETag": {"$ref": "#/components/headers/ETag"}}}
+
+
+def _data_get(summary: str, schema: str, statuses) -> dict:
+    params = [{"$ref": f"#/components/parameters/{p}"} for p in ("locationId", "lat", "lng")]
+    return {"get": {
+        "summary": summary, "operationId": schema[0].lower() + schema[1:],
+        "security": [{"bearerAuth": []}], "parameters": params,
+        "responses": {"200": _ok(f"#/components/schemas/{schema}", summary), "304": _not_modified(),
+                      **{str(s): _error(s) for s in statuses}},
+    }}
+
+
+def build() -> dict:
+    """The OpenAPI 3.1 document (a fresh dict each call)."""
+    from .api.data_schemas import DATA_SCHEMAS
+
+    target_errors = (400, 401, 403, 404, 422, 429, 500, 502, 503)
+    quotas = ", ".join(
+        f"{p.label}: {'no API access' if not p.api_access else ('unlimited' if p.daily_quota is None else p.daily_quota)}"
+        for p in PLANS.values()
+    )
+    schemas = {
+        "Error": {
+            "type": "object", "required": ["error", "message"], "additionalProperties": False,
+            "properties": {
+                "error": {"type": "string", "enum": sorted(_all_codes())},
+                "message": {"type": "string"},
+                "requestId": {"type": "string", "description": "on 5xx: the id under which it was logged"},
+            },
+        },
+        "Location": {
+            "type": "object", "additionalProperties": False,
+            "required": ["id", "name", "address", "lat", "lng", "label", "isPrimary"],
+            "properties": {
+                "id": {"type": "string", "description": "usable as locationId"},
+                "name": {"type": "string"}, "address": {"type": "string"},
+                "lat": {"type": "number", "minimum": -90, "maximum": 90},
+                "lng": {"type": "number", "minimum": -180, "maximum": 180},
+                "label": {"type": "string"}, "isPrimary": {"type": "boolean"},
+            },
+        },
+        "LocationList": {
+            "type": "object", "required": ["locations"], "additionalProperties": False,
+            "properties": {"locations": {"type": "array", "items": {"$ref": "#/components/schemas/Location"}}},
+        },
+        "SignupRequest": {
+            "type": "object", "required": ["email"], "additionalProperties": False,
+            "properties": {"email": {"type": "string", "format": "email", "maxLength": 254}},
+        },
+        "SignupAccepted": {"type": "object", "properties": {"message": {"type": "string"}}},
+        **copy.deepcopy(DATA_SCHEMAS),
+    }
+    headers = {
+        "X-RateLimit-Limit": {
+            "description": "Calls allowed in the current window: the account's daily quota on authenticated "
+                           "calls (`unlimited` on Enterprise, `0` without API access), otherwise the per-IP "
+                           "limit that applies to the request.",
+            "schema": {"type": "string", "pattern": "^([0-9]+|unlimited)$"}},
+        "X-RateLimit-Remaining": {
+            "description": "Calls left in the current window after this one (`unlimited` on Enterprise).",
+            "schema": {"type": "string", "pattern": "^([0-9]+|unlimited)$"}},
+        "X-RateLimit-Reset": {
+            "description": "Epoch seconds of the next reset (00:00 UTC for daily quotas).",
+            "schema": {"type": "string", "pattern": "^[0-9]+$"}},
+        "Retry-After": {"description": "Seconds until the limit resets.",
+                        "schema": {"type": "string", "pattern": "^[0-9]+$"}},
+        "ETag": {"description": "Strong validator computed from the body.", "schema": {"type": "string"}},
+        "Cache-Control": {"description": "`private, max-age=60` on data responses.",
+                          "schema": {"type": "string"}},
+    }
+    parameters = {
+        "locationId": {"name": "locationId", "in": "query", "required": False,
+                       "description": "One of the caller's location ids. Not together with lat/lng "
+                                      "(400 ambiguous_target); another account's id is 404 location_not_found.",
+                       "schema": {"type": "string", "maxLength": 64}},
+        "lat": {"name": "lat", "in": "query", "required": False,
+                "description": "Latitude in degrees (WGS84), decimal notation; with lng.",
+                "schema": {"type": "number", "minimum": -90, "maximum": 90}},
+        "lng": {"name": "lng", "in": "query", "required": False,
+                "description": "Longitude in degrees (WGS84), decimal notation; with lat.",
+                "schema": {"type": "number", "minimum": -180, "maximum": 180}},
+    }
+    paths = {
+        "/locations": {"get": {
+            "summary": "The caller's saved locations", "operationId": "listLocations",
+            "security": [{"bearerAuth": []}],
+            "responses": {"200": _ok("#/components/schemas/LocationList", "The caller's saved locations"),
+                          "304": _not_modified(), **{str(s): _error(s) for s in (401, 403, 429, 500, 503)}},
+        }},
+        "/disruptions": _data_get("Road works and transit disruptions near a point", "Disruptions",
+                                  target_errors),
+        "/air-quality": _data_get("Latest measured NO2, thresholds, compliance and LEZ status", "AirQuality",
+                                  target_errors),
+        "/briefing": _data_get("Operations briefing for the next 24 hours", "Briefing", target_errors),
+        "/signup": {"post": {
+            "summary": "Request a sign-up link by e-mail (no key needed)", "operationId": "signup",
+            "security": [],
+            "requestBody": {"required": True, "content": {"application/json": {
+                "schema": {"$ref": "#/components/schemas/SignupRequest"}}}},
+            "responses": {"202": {"description": "Accepted; the same answer for new and known addresses",
+                                  "headers": dict(_RATE),
+                                  "content": {"application/json": {
+                                      "schema": {"$ref": "#/components/schemas/SignupAccepted"}}}},
+                          **{str(s): _error(s) for s in (400, 413, 415, 429, 500, 502, 503)}},
+        }},
+        "/openapi.json": {"get": {
+            "summary": "This document", "operationId": "openapi", "security": [],
+            "responses": {"200": {"description": "OpenAPI 3.1 document", "headers": dict(_RATE),
+                                  "content": {"application/json": {"schema": {"type": "object"}}}},
+                          "304": _not_modified()},
+        }},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Urban Conditions Service API", "version": "v1",
+            "description": "Road works, transit disruptions, air quality and briefings for any point in "
+                           "Flanders and Brussels. Daily quotas per account, reset at 00:00 UTC: "
+                           f"{quotas}. Error precedence: 401 → 403 → 429 → 400 → 404 → 422 → 502. "
+                           "See docs/api.md.",
+        },
+        "servers": [{"url": "/api/v1"}],
+        "security": [{"bearerAuth": []}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas, "parameters": parameters, "headers": headers,
+            "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
+                                               "description": "API key: uc_live_…"}},
+        },
+    }

@@ -1,0 +1,21 @@
+"""Shared assertions for the platform tests."""
+
+from __future__ import annotations
+
+import json
+
+RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+
+
+def assert_error(resp, status: int, code: str) -> dict:
+    """The one error shape: JSON ``{"error", "message"}`` (+ ``requestId`` on 5xx) and the rate headers."""
+    assert resp.status_code == status, (resp.status_code, resp.data[:300])
+    assert resp.headers["Content-Type"].startswith("application/json")
+    body = json.loads(resp.data)
+    expected = {"error", "message"} | ({"requestId"} if status >= 500 else set())
+    assert set(body) == expected, body
+    assert body["error"] == code, body
+    assert isinstance(body["message"], str) and body["message"]
+    for name in RATE_HEADERS:
+        assert name in resp.headers, (name, dict(resp.headers))
+    return body

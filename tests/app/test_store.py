@@ -1,0 +1,154 @@
+"""The account store on a real SQLite file: migrations, WAL, digests only, atomic quota statement."""
+
+import sqlite3
+import threading
+
+import pytest
+
+from app import accounts, usage
+from app.db import connect, migrate, migrations, schema_version
+from app.saved_locations import add_location, list_locations, remove_location
+from app.accounts import StoreError
+
+
+def test_migrations_apply_once_and_record_versions(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    conn = connect(path)
+    applied = migrate(conn)
+    assert applied == [name for _v, name, _sql in migrations()]
+    assert migrate(conn) == []
+    assert schema_version(conn) == migrations()[-1][0]
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"accounts", "api_keys", "locations", "usage", "schema_version"} <= tables
+
+
+def test_concurrent_migrations_from_many_connections(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    errors, results = [], []
+
+    def run():
+        try:
+            results.append(migrate(connect(path)))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sum(1 for r in results if r) == 1  # exactly one connection applied them
+
+
+def test_plaintext_key_never_in_database_file(app, store, account):
+    _row, key = account("developer")
+    key_id, key2 = accounts.create_key(store, _row["id"])
+    store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            data = open(app.config["DATABASE"] + suffix, "rb").read()
+        except FileNotFoundError:
+            continue
+        for k in (key, key2):
+            assert k.encode() not in data
+            assert k[14:].encode() not in data  # not even the secret part
+    digests = [r[0] for r in store.execute("SELECT digest FROM api_keys")]
+    assert len(digests) == 2 and all(len(d) == 64 for d in digests)
+
+
+def test_authenticate_rejects_revoked_and_unknown(store, account):
+    row, key = account("api")
+    assert accounts.authenticate(store, key)["id"] == row["id"]
+    kid = store.execute("SELECT id FROM api_keys WHERE account_id = ?", (row["id"],)).fetchone()[0]
+    accounts.revoke_key(store, row["id"], kid)
+    assert accounts.authenticate(store, key) is None
+    from app.apikeys import new_key
+    assert accounts.authenticate(store, new_key()) is None
+
+
+def test_duplicate_email_case_insensitive_writes_nothing(store, account):
+    account("developer", email="ops@gent.be")
+    with pytest.raises(StoreError):
+        accounts.create_account(store, "OPS@gent.be", "api")
+    assert store.execute("SELECT COUNT(*) FROM accounts").fetchone()[0] == 1
+    assert store.execute("SELECT COUNT(*) FROM api_keys").fetchone()[0] == 1
+
+
+def test_admit_is_exact_under_threads(tmp_path):
+    path = str(tmp_path / "u.sqlite")
+    setup = connect(path)
+    migrate(setup)
+    setup.execute("INSERT INTO accounts (id, email, plan, created_at) VALUES (1, 'a@b.be', 'developer', '')")
+    admitted = []
+    lock = threading.Lock()
+
+    def worker():
+        conn = connect(path, timeout=30)
+        for _ in range(25):
+            got = usage.admit(conn, 1, "2026-11-16", 100)
+            with lock:
+                admitted.append(got)
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    counts = sorted(c for c in admitted if c is not None)
+    assert counts == list(range(1, 101))
+    assert admitted.count(None) == 50
+    assert usage.used(setup, 1, "2026-11-16") == 100
+
+
+def test_unlimited_plan_counts_without_limit(store, account):
+    row, _ = account("enterprise")
+    for expected in range(1, 4):
+        assert usage.admit(store, row["id"], "2026-11-16", None) == expected
+
+
+def test_zero_quota_admits_nothing_and_writes_nothing(store, account):
+    row, _ = account("dashboard")
+    assert usage.admit(store, row["id"], "2026-11-16", 0) is None
+    assert usage.used(store, row["id"], "2026-11-16") == 0
+
+
+def test_locations_primary_is_unique_and_validation_writes_nothing(store, account):
+    row, _ = account("pro")
+    a = add_location(store, row["id"], name="A", address="x", lat=51.2, lng=4.4, is_primary=True)
+    b = add_location(store, row["id"], name="B", address="y", lat=51.0, lng=3.7, is_primary=True)
+    listed = list_locations(store, row["id"])
+    assert [r["id"] for r in listed] == [b["id"], a["id"]]
+    assert [bool(r["is_primary"]) for r in listed] == [True, False]
+    for bad in ({"lat": float("nan"), "lng": 4.4}, {"lat": 91, "lng": 4.4}, {"lat": 51, "lng": "x"}):
+        with pytest.raises(StoreError):
+            add_location(store, row["id"], name="C", address="", **bad)
+    with pytest.raises(StoreError):
+        add_location(store, row["id"], name="  ", address="", lat=51, lng=4)
+    with pytest.raises(StoreError):
+        add_location(store, row["id"], name="D", address="", lat=51, lng=4, location_id="bad id!")
+    assert len(list_locations(store, row["id"])) == 2
+    remove_location(store, row["id"], a["id"])
+    with pytest.raises(StoreError):
+        remove_location(store, row["id"], a["id"])
+
+
+def test_location_outside_service_area_rejected_with_engine(store, account, box_engine):
+    row, _ = account("api")
+    with pytest.raises(StoreError, match="outside the service area"):
+        add_location(store, row["id"], name="Amsterdam", address="", lat=52.37, lng=4.9, engine=box_engine)
+    assert list_locations(store, row["id"]) == []
+
+
+def test_max_locations(store, account):
+    row, _ = account("api")
+    for i in range(3):
+        add_location(store, row["id"], name=f"L{i}", address="", lat=51, lng=4, max_locations=3)
+    with pytest.raises(StoreError, match="maximum of 3"):
+        add_location(store, row["id"], name="L3", address="", lat=51, lng=4, max_locations=3)
+
+
+def test_foreign_keys_enforced(store):
+    with pytest.raises(sqlite3.IntegrityError):
+        store.execute("INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (999, 'd', 'p', '')")
