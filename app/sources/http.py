@@ -225,14 +225,15 @@ class Upstream:
             return self._breakers[source]
 
     def get_json(self, source: str, url: str, *, params: dict | None = None, headers: dict | None = None,
-                 expire_after: float | None = None, check: Callable[[Any], None] | None = None) -> Fetched:
+                 expire_after: float | None = None, check: Callable[[Any], None] | None = None,
+                 missing_ok: bool = False) -> Fetched | None:
         """GET ``url`` and return its validated JSON, or raise ``UpstreamError`` within the time budget.
 
         Retries refused/timed-out connections, 429/5xx answers and truncated or malformed bodies with
         exponential backoff (``backoff * 2**n``), honouring ``Retry-After`` when it fits in the remaining
         budget; a ``Retry-After`` beyond the budget ends the fetch at once. Other 4xx answers and bodies over
         the size cap are not retried. ``check(payload)`` validates the shape (raise ``PayloadError``,
-        ``KeyError``, ``TypeError`` or ``ValueError``).
+        ``KeyError``, ``TypeError`` or ``ValueError``). With ``missing_ok`` a 404 returns None.
         """
         label = SOURCES[source].label if source in SOURCES else source
         breaker = self.breaker(source)
@@ -281,6 +282,9 @@ class Upstream:
                     if wait is not None and wait > deadline - self.clock():
                         reason += f" with Retry-After {wait:g} s beyond the time budget"
                         break
+                elif status == 404 and missing_ok:
+                    breaker.record_success()
+                    return None
                 else:
                     breaker.record_failure()
                     raise UpstreamError(source, f"{label}: HTTP {status} from {_origin(url)}")

@@ -35,7 +35,7 @@ class Fault:
 
     kind: ``status`` (``status``, optional ``retry_after``), ``slow`` (``delay`` s before answering),
     ``malformed``, ``truncated``, ``oversized`` (``size`` bytes, ``declared`` = send Content-Length),
-    ``wrongshape``, ``drop`` (close without answering).
+    ``wrongshape``, ``drop`` (close without answering), ``body`` (200 with ``payload`` as JSON).
     """
 
     kind: str
@@ -44,6 +44,7 @@ class Fault:
     delay: float = 0.0
     size: int = 0
     declared: bool = False
+    payload: object = None
 
 
 # --------------------------------------------------------------------------------------------- scenario
@@ -180,13 +181,38 @@ def _lez() -> dict:
          "properties": {"OBJECTID": 1, "NAAM": "LEZ Antwerpen", "Shape__Area": 0}}]}
 
 
+def openapi_examples(path: Path = SHARED / "transit" / "delijn_kern_opendata_v1.openapi.json") -> list:
+    """(path regex, example payload) for every GET of the De Lijn OpenAPI file that publishes a 200 example."""
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    out = []
+    for template, ops in spec["paths"].items():
+        for content in (ops.get("get", {}).get("responses", {}).get("200", {}).get("content") or {}).values():
+            if "example" in content:
+                regex = re.compile(re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(template)) + "$")
+                out.append((regex, content["example"]))
+                break
+    return out
+
+
+def ircel_samples(path: Path = SHARED / "UPSTREAM_FORMATS.md") -> dict:
+    """The IRCEL SOS JSON samples of UPSTREAM_FORMATS.md section 3a: stations, timeseries and getData."""
+    text = path.read_text(encoding="utf-8")
+    section = text[text.index("## 3. IRCEL"):]
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, re.S)]
+    return {"stations": next(b for b in blocks if isinstance(b, list) and "properties" in b[0]),
+            "timeseries": next(b for b in blocks if isinstance(b, list) and "uom" in b[0]),
+            "getData": next(b for b in blocks if isinstance(b, dict) and "values" in b)}
+
+
 # --------------------------------------------------------------------------------------------- server
 class FakeUpstream:
     """The fake upstream server. ``with FakeUpstream() as fake: fake.settings()`` gives the ``URBAN_*`` URLs."""
 
-    def __init__(self, now: datetime | None = None, port: int = 0):
+    def __init__(self, now: datetime | None = None, port: int = 0, examples: bool = False):
         self.now = now or datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
         self.data = build_scenario(self.now)
+        # examples=True: De Lijn answers with the OpenAPI file's examples, IRCEL with the documented samples
+        self.examples = (openapi_examples(), ircel_samples()) if examples else None
         self.hits: collections.Counter = collections.Counter()
         self.requests: list[tuple[str, dict, dict]] = []
         self._faults: list[list] = []  # [prefix, Fault, remaining or None]
@@ -291,6 +317,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b'{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": ',
                        "application/json")
             return True
+        if fault.kind == "body":
+            self._send(200, json.dumps(fault.payload).encode(), "application/json")
+            return True
         if fault.kind == "wrongshape":
             self._send(200, b'{"message": "onverwacht antwoord", "items": 3}', "application/json")
             return True
@@ -351,8 +380,19 @@ class _Handler(BaseHTTPRequestHandler):
                 return 401, {"statusCode": 401, "message": "Access denied due to missing subscription key. "
                              "Make sure to include subscription key when making requests to an API."}, \
                     "application/json"
+            if self.fake.examples:
+                sub = path[len(DELIJN_BASE):]
+                for regex, example in self.fake.examples[0]:
+                    if regex.match(sub):
+                        return 200, example, "application/json"
+                return 404, {"statusCode": 404, "message": "Resource not found"}, "application/json"
             return self._delijn(path[len(DELIJN_BASE):], q, d)
         if path.startswith(IRCEL_BASE):
+            if self.fake.examples:
+                sub, samples = path[len(IRCEL_BASE):], self.fake.examples[1]
+                key = {"/stations": "stations", "/timeseries": "timeseries"}.get(
+                    sub, "getData" if sub.endswith("/getData") else None)
+                return (200, samples[key], "application/json") if key else (404, {}, "application/json")
             return self._ircel(path[len(IRCEL_BASE):], q, d)
         if path.startswith(LEZ_BASE):
             if path[len(LEZ_BASE):] == "/query" and q.get("f") == "geojson":
@@ -396,6 +436,12 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, {"lijnen": [{"entiteitnummer": "1", "lijnnummer": str(int(n)), "lijnnummerPubliek": n,
                                      "omschrijving": o, "publiek": True, "vervoertype": "BUS", "links": []}
                                     for n, o in d["lines"].items()], "links": []}, "application/json"
+        if m := re.fullmatch(r"/lijnen/(\d+)/(\d+)/lijnrichtingen/(HEEN|TERUG)/haltes", sub):
+            public = next((n for n in d["lines"] if str(int(n)) == m.group(2)), None)
+            if public is None or (m.group(3) == "TERUG" and public == "30"):  # line 30 runs one way only
+                return 404, {"statusCode": 404, "message": "lijnrichting niet gevonden"}, "application/json"
+            stops = [s for s in d["stops"] if public in d["serving"][s["haltenummer"]]]
+            return 200, {"haltes": stops, "links": []}, "application/json;charset=UTF-8"
         if sub == "/omleidingen":
             return 200, {"omleidingen": d["detours"], "storingen": [], "links": []}, "application/json"
         return 404, {"statusCode": 404, "message": "Resource not found"}, "application/json"

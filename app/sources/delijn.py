@@ -1,0 +1,94 @@
+"""De Lijn Kern Open Data: the stops of one entity, the lines serving each stop, and all current detours.
+
+Requests (subscription key in the ``Ocp-Apim-Subscription-Key`` header, from ``URBAN_DELIJN_KEY``):
+
+- ``GET /entiteiten/{e}/haltes`` — the stops of entity ``e`` (1 = Antwerpen);
+- ``GET /entiteiten/{e}/lijnen`` then ``GET /lijnen/{e}/{lijn}/lijnrichtingen/{HEEN|TERUG}/haltes`` — the
+  stops of each line direction, inverted into the stop → lines relation (one request per line direction
+  instead of one per stop; a direction that does not exist answers 404 and is skipped);
+- ``GET /omleidingen?startDatum=…&eindDatum=…&taalCode=NEDERLANDS`` — detours of the next 28 days.
+
+Path segments taken from payloads (entity and line numbers) must be plain digits, or the line is skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
+
+from geo import upstream as normalise
+
+from .errors import UpstreamError
+from .http import Upstream
+from .payload import SourceData, object_with
+from .settings import SourceSettings
+
+SOURCE = "delijn"
+DIRECTIONS = ("HEEN", "TERUG")
+DETOUR_DAYS = 28  # the API accepts a window of at most one month
+_DIGITS = re.compile(r"\d{1,7}")
+_LOCAL = ZoneInfo("Europe/Brussels")
+
+
+def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -> SourceData:
+    """Fetch stops, stop lines and detours; check they normalise into ``stops`` and ``detours``.
+
+    Examples
+    --------
+    >>> data = fetch(Upstream(session, settings), settings, now)   # doctest: +SKIP
+    >>> sorted(data.raw)                                            # doctest: +SKIP
+    ['detours', 'stop_lines', 'stops']
+    """
+    if not settings.delijn_key:
+        raise UpstreamError(SOURCE, "De Lijn: no subscription key configured (set URBAN_DELIJN_KEY)")
+    now = now or datetime.now(timezone.utc)
+    base, entity = settings.delijn_url, int(settings.delijn_entity)
+    headers = {"Ocp-Apim-Subscription-Key": settings.delijn_key}
+    data = SourceData(SOURCE)
+    times: dict[str, list] = {"stops": [], "detours": []}
+
+    def get(path, kind, check, layer, params=None, missing_ok=False):
+        got = up.get_json(SOURCE, f"{base}{path}", params=params, headers=headers,
+                          expire_after=settings.expiry(SOURCE, kind), check=check, missing_ok=missing_ok)
+        data.requests += 1
+        if got is None:
+            return None
+        data.from_cache += got.from_cache
+        times[layer].append(got.retrieved_at)
+        return got.payload
+
+    haltes = get(f"/entiteiten/{entity}/haltes", "stops", object_with("haltes", arrays=("haltes",)), "stops")
+    lijnen = get(f"/entiteiten/{entity}/lijnen", "lines", object_with("lijnen", arrays=("lijnen",)), "stops")
+    stop_lines: dict[str, dict] = {}
+    for lijn in lijnen.get("lijnen") or []:
+        e, nr = str(lijn.get("entiteitnummer", entity)), str(lijn.get("lijnnummer", ""))
+        if not (_DIGITS.fullmatch(e) and _DIGITS.fullmatch(nr)):
+            continue
+        public = str(lijn.get("lijnnummerPubliek") or lijn.get("lijnNummerPubliek") or nr)
+        for richting in DIRECTIONS:
+            page = get(f"/lijnen/{e}/{nr}/lijnrichtingen/{richting}/haltes", "lines",
+                       object_with("haltes", arrays=("haltes",)), "stops", missing_ok=True)
+            for halte in (page or {}).get("haltes") or []:
+                if not isinstance(halte, dict) or not halte.get("haltenummer"):
+                    continue
+                key = f"{halte.get('entiteitnummer', e)}_{halte['haltenummer']}"
+                entry = stop_lines.setdefault(key, {"lijnrichtingen": []})
+                entry["lijnrichtingen"].append({"lijnNummerPubliek": public, "entiteitnummer": e,
+                                                "lijnnummer": nr, "richting": richting})
+    start = now.astimezone(_LOCAL).replace(second=0, microsecond=0)
+    window = {"startDatum": start.strftime("%Y-%m-%dT%H:%M:%S"),
+              "eindDatum": (start + timedelta(days=DETOUR_DAYS)).strftime("%Y-%m-%dT%H:%M:%S"),
+              "taalCode": "NEDERLANDS"}
+    omleidingen = get("/omleidingen", "detours", object_with("omleidingen", arrays=("omleidingen",)),
+                      "detours", params=window)
+    try:
+        stops = normalise.normalise_stops(haltes, stop_lines)
+        normalise.normalise_detours(omleidingen)
+    except normalise.UpstreamFormatError as exc:
+        raise UpstreamError(SOURCE, f"De Lijn: unusable payload ({exc})") from None
+    if len(stops) == 0:
+        raise UpstreamError(SOURCE, f"De Lijn: no stops for entity {entity} (refusing an empty stop list)")
+    data.raw.update({"stops": haltes, "stop_lines": stop_lines, "detours": omleidingen})
+    data.retrieved_at.update({layer: min(t) for layer, t in times.items()})
+    return data

@@ -1,0 +1,158 @@
+"""Adapters against the fake upstream: real formats in, checked payloads out, ready for the snapshot builder."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.sources import delijn, gipod, ircel, lez
+from app.sources.errors import UpstreamError
+from app.sources.http import Upstream, build_session
+from app.sources.settings import SourceSettings
+from geo import upstream as normalise
+
+from .fakeupstream import DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, SHARED, Fault, FakeUpstream
+
+ANTWERP_BBOX = (4.3, 51.1, 4.6, 51.35)
+NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
+
+
+def test_gipod_follows_next_links_within_the_bbox_and_caches_every_page(fake, upstream, settings):
+    s = replace(settings, gipod_page_size=10, gipod_bbox=ANTWERP_BBOX)
+    data = gipod.fetch(upstream, s, NOW)
+    pages = data.raw["works"]
+    assert [len(p["features"]) for p in pages] == [10, 10, 5]  # 25 works around Antwerp, Gent outside bbox
+    first = fake.requests[0][1]
+    assert first["bbox"] == "4.3,51.1,4.6,51.35" and first["limit"] == "10"
+    works = normalise.normalise_works(pages)
+    assert len(works) == 24  # the one 'Evenement' is not a work
+    assert "1199999" not in set(works["id"])
+    assert data.retrieved_at["works"].tzinfo is not None
+    again = gipod.fetch(upstream, s, NOW)
+    assert fake.hits_under(GIPOD_BASE) == 3 and again.from_cache == 3
+
+
+def test_gipod_refuses_a_next_link_to_another_host(fake, upstream, settings):
+    page = {"type": "FeatureCollection", "features": fake.data["works"][:1],
+            "links": [{"rel": "next", "href": "http://169.254.169.254/latest/meta-data/"}]}
+    fake.inject(GIPOD_BASE, Fault("body", payload=page))
+    with pytest.raises(UpstreamError, match="outside the configured base URL") as err:
+        gipod.fetch(upstream, settings, NOW)
+    assert err.value.source == "gipod"
+
+
+def test_gipod_empty_register_is_a_failure(fake, upstream, settings):
+    fake.inject(GIPOD_BASE, Fault("body", payload={"type": "FeatureCollection", "features": [], "links": []}))
+    with pytest.raises(UpstreamError, match="no works"):
+        gipod.fetch(upstream, settings, NOW)
+
+
+def test_delijn_stops_lines_and_detours(fake, upstream, settings):
+    data = delijn.fetch(upstream, settings, NOW)
+    stops = normalise.normalise_stops(data.raw["stops"], data.raw["stop_lines"])
+    by_id = dict(zip(stops["id"], stops["lines"]))
+    # by construction: even stops are served by 007 and 30, odd ones by 12 (line 30 has no TERUG: a 404)
+    assert by_id["1_101000"] == "007,30" and by_id["1_101001"] == "12"
+    assert len(stops) == 12
+    detours = normalise.normalise_detours(data.raw["detours"])
+    assert sorted(detours["id"]) == ["30506", "30611"]
+    row = detours.set_index("id").loc["30506"]
+    assert row["lines"] == "12" and row["unserved_stops"] == "1_101001,1_101003"
+    # every De Lijn request carried the key in the header, none in the URL
+    delijn_requests = [r for r in fake.requests if r[0].startswith(DELIJN_BASE)]
+    assert all(h.get("Ocp-Apim-Subscription-Key") == settings.delijn_key for _, _, h in delijn_requests)
+    assert all("subscription-key" not in q for _, q, _ in delijn_requests)
+    window = next(q for p, q, _ in delijn_requests if p.endswith("/omleidingen"))
+    assert window == {"startDatum": "2026-11-16T08:00:00", "eindDatum": "2026-12-14T08:00:00",
+                      "taalCode": "NEDERLANDS"}
+
+
+def test_delijn_without_key_fails_before_any_request(fake, upstream, settings):
+    with pytest.raises(UpstreamError, match="URBAN_DELIJN_KEY"):
+        delijn.fetch(upstream, replace(settings, delijn_key=""), NOW)
+    assert fake.hits_under(DELIJN_BASE) == 0
+
+
+def test_delijn_wrong_key_is_an_upstream_error(fake, upstream, settings):
+    with pytest.raises(UpstreamError, match="HTTP 401") as err:
+        delijn.fetch(upstream, replace(settings, delijn_key="wrong"), NOW)
+    assert err.value.source == "delijn"
+
+
+def test_ircel_stations_series_and_hourly_values(fake, upstream, settings):
+    data = ircel.fetch(upstream, settings, NOW)
+    stations = normalise.normalise_stations(data.raw["stations"])
+    no2 = normalise.normalise_no2(data.raw["timeseries"], data.raw["no2"], stations)
+    n = len(fake.data["series"])
+    assert len(stations) == n and stations["no2"].all()
+    # timespan PT48H/<next full hour> keeps the 48 hourly values ending at 07:00 UTC
+    assert len(no2) == 48 * n
+    assert no2["timestamp"].max() == pd.Timestamp("2026-11-16T07:00:00Z")
+    assert no2["timestamp"].min() == pd.Timestamp("2026-11-14T08:00:00Z")
+    nulls = sum(v["value"] is None for s in fake.data["series"].values() for v in s["values"][1:])
+    assert int(np.isnan(no2["value"]).sum()) == nulls  # null stays unknown, never 0
+    q = next(q for p, q, _ in fake.requests if p.endswith("/getData"))
+    assert q == {"timespan": "PT48H/2026-11-16T08:00:00Z"}
+
+
+def test_ircel_one_failing_series_fails_the_whole_source(fake, upstream, settings):
+    first = next(iter(fake.data["series"]))
+    fake.inject(f"{IRCEL_BASE}/timeseries/{first}/getData", Fault("status", 500), times=None)
+    with pytest.raises(UpstreamError) as err:
+        ircel.fetch(upstream, settings, NOW)
+    assert err.value.source == "ircel"
+
+
+def test_ircel_object_instead_of_array_is_rejected(fake, upstream, settings):
+    fake.inject(f"{IRCEL_BASE}/stations", Fault("wrongshape"), times=None)
+    with pytest.raises(UpstreamError, match="malformed"):
+        ircel.fetch(upstream, settings, NOW)
+
+
+def test_lez_geojson_from_arcgis(fake, upstream, settings):
+    data = lez.fetch(upstream, settings, NOW)
+    layer = normalise.normalise_lez(data.raw["lez"])
+    assert layer.geometry[0].geom_type == "MultiPolygon"
+    q = fake.requests[-1][1]
+    assert q == {"where": "1=1", "outFields": "*", "outSR": "4326", "f": "geojson"}
+
+
+@pytest.fixture
+def examples(tmp_path):
+    if not (SHARED / "transit" / "delijn_kern_opendata_v1.openapi.json").exists():
+        pytest.skip("shared data not available")
+    with FakeUpstream(examples=True) as server:
+        s = SourceSettings.from_mapping(server.settings(), {}, http_cache=str(tmp_path / "c.sqlite"))
+        session = build_session(s.http_cache, s)
+        yield Upstream(session, s), s
+        session.close()
+
+
+def test_delijn_adapter_parses_the_openapi_examples(examples):
+    up, s = examples
+    data = delijn.fetch(up, s, NOW)
+    stops = normalise.normalise_stops(data.raw["stops"], data.raw["stop_lines"])
+    assert stops[["id", "entity", "number", "name", "municipality", "lines"]].values.tolist() == [
+        ["3_303980", "3", "303980", "Gilsonplein", "Leuven", "335"]]
+    assert (stops.geometry[0].x, stops.geometry[0].y) == (4.823559183763914, 50.98145261213046)
+    detours = normalise.normalise_detours(data.raw["detours"])
+    assert detours[["id", "title", "lines", "unserved_stops"]].values.tolist() == [
+        ["0", "Antwerpen: Werken Brabo 2 Fr. Rooseveltplaats Werken", "335", "3_303980"]]
+    assert detours["start"].isna().all()  # the example's dates are the literal "string"
+
+
+def test_ircel_adapter_parses_the_documented_samples(examples):
+    up, s = examples
+    data = ircel.fetch(up, s, NOW)
+    stations = normalise.normalise_stations(data.raw["stations"])
+    assert stations[["id", "name", "no2"]].values.tolist() == [["40AL01", "Linkeroever", True]]
+    no2 = normalise.normalise_no2(data.raw["timeseries"], data.raw["no2"], stations)
+    assert no2["station_id"].tolist() == ["42R801"] * 3
+    assert [str(t) for t in no2["timestamp"]] == ["2023-11-14 23:00:00+00:00", "2023-11-15 00:00:00+00:00",
+                                                  "2023-11-15 01:00:00+00:00"]
+    assert no2["value"].tolist()[:2] == [27.0, 17.5] and np.isnan(no2["value"].iloc[2])
+    assert set(no2["kind"]) == {"measured"}
