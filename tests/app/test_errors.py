@@ -1,0 +1,167 @@
+"""One error shape for every code: each code is produced by a real request and checked the same way."""
+
+import json
+import logging
+
+import pytest
+
+from app.errors import UpstreamError, error_codes
+from app.openapi import build
+from app.saved_locations import add_location
+from conftest import INSIDE, OUTSIDE, bearer
+from platform_helpers import assert_error
+
+
+class Boom(RuntimeError):
+    pass
+
+
+@pytest.fixture
+def world(make_app, box_engine, account):
+    """An app with the box engine, two accounts and routes that fail on purpose (500 and 502)."""
+    app = make_app(ENGINE=box_engine, AUTH_FAILURE_LIMIT="3 per hour")
+
+    def boom():
+        raise Boom("secret detail that must not reach the client")
+
+    def upstream():
+        raise UpstreamError("De Lijn answered 503")
+
+    app.add_url_rule("/api/v1/_test/boom", "boom", boom)
+    app.add_url_rule("/api/v1/_test/upstream", "upstream", upstream)
+    from app.db import open_store
+    from app import accounts
+    conn = open_store(app)
+    dev, dev_key = accounts.create_account(conn, "dev@gent.be", "developer")
+    other, _ = accounts.create_account(conn, "other@gent.be", "api")
+    _dash, dash_key = accounts.create_account(conn, "dash@gent.be", "dashboard")
+    add_location(conn, other["id"], name="Elders", address="", lat=INSIDE[0], lng=INSIDE[1],
+                 location_id="loc_other")
+    conn.execute("INSERT INTO usage (account_id, day, count) VALUES (?, '2026-11-16', 0)", (dev["id"],))
+    return app, conn, dev, dev_key, dash_key
+
+
+def produce(world, code):
+    app, conn, dev, key, dash_key = world
+    c = app.test_client()
+    h = bearer(key)
+    if code == "missing_target":
+        return c.get("/api/v1/briefing", headers=h)
+    if code == "invalid_coordinates":
+        return c.get("/api/v1/briefing?lat=abc&lng=4.4", headers=h)
+    if code == "ambiguous_target":
+        return c.get("/api/v1/briefing?locationId=x&lat=51&lng=4", headers=h)
+    if code == "invalid_request":
+        return c.get("/api/v1/briefing?locationId=a&locationId=b", headers=h)
+    if code == "missing_key":
+        return c.get("/api/v1/locations")
+    if code == "invalid_key":
+        return c.get("/api/v1/locations", headers=bearer("uc_live_notakey"))
+    if code == "plan_required":
+        return c.get("/api/v1/locations", headers=bearer(dash_key))
+    if code == "location_not_found":
+        return c.get("/api/v1/briefing?locationId=loc_other", headers=h)
+    if code == "not_found":
+        return c.get("/api/v1/nothing-here", headers=h)
+    if code == "method_not_allowed":
+        return c.delete("/api/v1/locations", headers=h)
+    if code == "payload_too_large":
+        return c.post("/api/v1/locations", headers=h, data=b"x" * 20000)
+    if code == "outside_service_area":
+        return c.get(f"/api/v1/briefing?lat={OUTSIDE[0]}&lng={OUTSIDE[1]}", headers=h)
+    if code == "quota_exceeded":
+        conn.execute("UPDATE usage SET count = 100 WHERE account_id = ?", (dev["id"],))
+        return c.get("/api/v1/locations", headers=h)
+    if code == "rate_limited":
+        for _ in range(3):
+            c.get("/api/v1/locations")
+        return c.get("/api/v1/locations")
+    if code == "internal_error":
+        return c.get("/api/v1/_test/boom")
+    if code == "upstream_error":
+        return c.get("/api/v1/_test/upstream")
+    if code == "service_unavailable":
+        app.extensions["urban"].engine = None
+        return c.get(f"/api/v1/briefing?lat={INSIDE[0]}&lng={INSIDE[1]}", headers=h)
+    raise AssertionError(f"no way to produce {code}")
+
+
+# codes raised only by the sign-up endpoint (tested with it)
+SIGNUP_ONLY = {"invalid_email", "unsupported_media_type"}
+REACHABLE = sorted(set(build()["components"]["schemas"]["Error"]["properties"]["error"]["enum"]) - SIGNUP_ONLY)
+
+
+@pytest.mark.parametrize("code", REACHABLE)
+def test_every_code_has_the_one_shape(world, code):
+    status = error_codes().get(code)
+    resp = produce(world, code)
+    body = assert_error(resp, status, code)
+    assert resp.headers["Cache-Control"] == "no-store"
+    assert b"<html" not in resp.data.lower()
+    if status == 429:
+        assert int(resp.headers["Retry-After"]) >= 1
+    if status == 405:
+        assert "GET" in resp.headers["Allow"]
+    if status >= 500:
+        assert body["requestId"] == resp.headers["X-Request-Id"]
+
+
+def test_every_error_class_is_in_the_openapi_enum():
+    enum = set(build()["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
+    assert set(error_codes()) <= enum
+
+
+def test_500_logs_request_id_and_traceback_but_body_has_neither(world, caplog):
+    caplog.set_level(logging.ERROR)
+    resp = produce(world, "internal_error")
+    body = json.loads(resp.data)
+    assert "secret detail" not in resp.get_data(as_text=True)
+    assert "Traceback" not in resp.get_data(as_text=True)
+    logged = "\n".join(r.getMessage() + (r.exc_text or "") for r in caplog.records)
+    assert body["requestId"] in logged
+    assert any(r.exc_info for r in caplog.records)
+
+
+def test_malformed_json_body_is_invalid_request(world):
+    app = world[0]
+
+    def echo():
+        from flask import request
+        return {"got": request.get_json()}
+
+    app.add_url_rule("/api/v1/_test/echo", "echo", echo, methods=["POST"])
+    resp = app.test_client().post("/api/v1/_test/echo", data=b"{not json", content_type="application/json")
+    assert_error(resp, 400, "invalid_request")
+
+
+def test_precedence_401_before_everything(world):
+    app = world[0]
+    resp = app.test_client().get(f"/api/v1/briefing?lat=999&lng=abc&locationId=zz")
+    assert_error(resp, 401, "missing_key")
+
+
+def test_precedence_403_before_429_and_400(world):
+    app, conn, *_rest, dash_key = world
+    resp = app.test_client().get("/api/v1/briefing?lat=999", headers=bearer(dash_key))
+    assert_error(resp, 403, "plan_required")
+
+
+def test_precedence_429_before_400(world):
+    app, conn, dev, key, _ = world
+    conn.execute("UPDATE usage SET count = 100 WHERE account_id = ?", (dev["id"],))
+    resp = app.test_client().get("/api/v1/briefing?lat=abc", headers=bearer(key))
+    assert_error(resp, 429, "quota_exceeded")
+
+
+def test_precedence_400_before_404_before_422(world):
+    app, _conn, _dev, key, _ = world
+    c = app.test_client()
+    assert_error(c.get("/api/v1/briefing?locationId=loc_other&lat=52.4", headers=bearer(key)),
+                 400, "ambiguous_target")
+    assert_error(c.get("/api/v1/briefing?locationId=loc_other", headers=bearer(key)), 404, "location_not_found")
+    assert_error(c.get(f"/api/v1/briefing?lat={OUTSIDE[0]}&lng={OUTSIDE[1]}", headers=bearer(key)),
+                 422, "outside_service_area")
+
+
+def test_unknown_non_api_path_is_json_too(client):
+    assert_error(client.get("/favicon.ico"), 404, "not_found")
