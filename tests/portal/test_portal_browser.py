@@ -1,0 +1,107 @@
+"""A real headless Chromium walks sign-up → mail → confirm → key → API call → revoke → 401.
+
+Screenshots of every portal page go to ``artifacts/screenshots/`` (desktop and phone widths).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import requests
+
+from .helpers import link_in
+
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+
+
+@pytest.fixture
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    assert os.path.exists(CHROMEDRIVER), \
+        "browser tests need Debian chromium + chromium-driver (make browser, or apt-get install them)"
+    profile = tempfile.mkdtemp(prefix="portal-chrome-")
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--no-first-run", f"--user-data-dir={profile}", "--window-size=1280,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def shoot(driver, name):
+    """Save a full-width desktop screenshot and a phone-width one (390 px) of the current page."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    driver.set_window_size(1280, 900)
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+    driver.set_window_size(390, 844)
+    driver.save_screenshot(str(SHOTS / f"{name}-phone.png"))
+    overflow = driver.execute_script("return document.documentElement.scrollWidth > window.innerWidth")
+    driver.set_window_size(1280, 900)
+    return overflow
+
+
+def check_accessible(driver):
+    """Landmarks, a viewport meta, one h1, and a label for every visible input."""
+    from selenium.webdriver.common.by import By
+
+    assert driver.find_element(By.TAG_NAME, "main")
+    assert driver.find_element(By.CSS_SELECTOR, "meta[name=viewport]")
+    assert len(driver.find_elements(By.TAG_NAME, "h1")) == 1
+    assert driver.find_element(By.TAG_NAME, "html").get_attribute("lang")
+    for field in driver.find_elements(By.CSS_SELECTOR, "input:not([type=hidden])"):
+        assert driver.find_elements(By.CSS_SELECTOR, f"label[for='{field.get_attribute('id')}']")
+
+
+@pytest.mark.slow
+def test_browser_walks_signup_to_revocation(browser, live_server, smtp_server):
+    from selenium.webdriver.common.by import By
+
+    base = live_server.url
+    browser.get(f"{base}/portal/")
+    check_accessible(browser)
+    assert not shoot(browser, "01-start"), "start page scrolls sideways on a phone"
+    browser.find_element(By.ID, "email").send_keys("browser@stad.be")
+    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Check your mail"
+    shoot(browser, "02-sent")
+
+    url, _token = link_in(smtp_server.wait_for(1))
+    browser.get(url)
+    check_accessible(browser)
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Confirm your sign-up"
+    assert not shoot(browser, "03-confirm")
+    browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
+
+    key = browser.find_element(By.CSS_SELECTOR, "[data-testid=api-key]").text.strip()
+    assert key.startswith("uc_live_")
+    assert f"Bearer {key}" in browser.page_source
+    assert not shoot(browser, "04-key-shown"), "key page scrolls sideways on a phone"
+    api = requests.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+    assert api.status_code == 200 and api.json() == {"locations": []}
+
+    browser.find_element(By.LINK_TEXT, "Go to the API section").click()
+    check_accessible(browser)
+    assert browser.find_element(By.CSS_SELECTOR, "[data-testid=plan]").text == "Developer"
+    assert "1 of 100" in browser.find_element(By.CSS_SELECTOR, "[data-testid=usage]").text
+    assert key not in browser.page_source and key[:14] in browser.page_source
+    assert not shoot(browser, "05-api-section")
+    browser.find_element(By.CSS_SELECTOR, f"button[aria-label='Revoke key {key[:14]}']").click()
+    assert "is revoked" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
+    shoot(browser, "06-revoked")
+    api = requests.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+    assert api.status_code == 401 and api.json()["error"] == "invalid_key"
+
+    cookie = browser.get_cookie("session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Lax"
