@@ -113,10 +113,27 @@ def lez(reference_dir) -> gpd.GeoDataFrame:
     return normalise_lez(read_geojson(reference_dir, LEZ))
 
 
+def repair_text(text: str) -> str:
+    """Undo UTF-8 read as Latin-1 (``"LiÃ¨ge"`` -> ``"Liège"``), as found in the published station list.
+
+    Examples
+    --------
+    >>> repair_text("LiÃ¨ge"), repair_text("Liège")
+    ('Liège', 'Liège')
+    """
+    if "Ã" not in text and "Â" not in text:
+        return text
+    try:
+        return text.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return text
+
+
 def stations(reference_dir) -> gpd.GeoDataFrame:
     """``stations`` layer from the IRCEL station CSV; ``no2`` is the 2015 NO2 flag.
 
-    All 128 published stations (Brussels, Flanders and Wallonia networks) are kept.
+    All 128 published stations (Brussels, Flanders and Wallonia networks) are kept; names garbled by a
+    double UTF-8 encoding in the published file are repaired.
     """
     p = path_of(reference_dir, STATIONS)
     with p.open(newline="", encoding="utf-8") as fh:
@@ -129,7 +146,7 @@ def stations(reference_dir) -> gpd.GeoDataFrame:
     return frame("stations", {
         "id": [r["station_code"] for r in rows],
         "eoi_code": [r["eoi_code"] for r in rows],
-        "name": [r["location"] for r in rows],
+        "name": [repair_text(r["location"]) for r in rows],
         "station_type": [r["station_type"] for r in rows],
         "area_type": [r["area_type"] for r in rows],
         "no2": [r["no2_2015"].strip() == "1" for r in rows],
