@@ -19,7 +19,6 @@ from urban_client.api import RateLimit
 LOCAL_TZ = ZoneInfo("Europe/Brussels")
 RUNNING = "In uitvoering"
 TREND_ARROWS = {"rising": "↑", "falling": "↓", "stable": "→"}
-SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 RISK_STYLES = {"low": "bold green", "moderate": "bold yellow", "high": "bold red"}
 
 
@@ -83,12 +82,9 @@ def sort_works(items):
 
 
 def sort_transit(items):
-    """Detours nearest first when the API gives a distance, else by severity (high first), then longest delay."""
-    def key(t):
-        delay = t.get("estimatedDelayMin")
-        return (_distance_key(t), SEVERITY_ORDER.get(t.get("severity"), 9),
-                -(delay if isinstance(delay, (int, float)) else 0), str(t.get("id")))
-    return sorted(items, key=key)
+    """Detours nearest first: by ``distanceKm`` when given, else in the API's order (which is by distance to
+    the detour point, detours without a point last, as docs/api.md states)."""
+    return sorted(items, key=_distance_key)
 
 
 def _text(value) -> Text:

@@ -104,7 +104,7 @@ AIR_QUALITY_OUTPUT = {
         "compliance": {"type": "object", "properties": {"status": {"type": "string"},
                                                         "label": {"type": "string"}}},
         "lez": {"type": "object", "required": ["inside"], "properties": {"inside": {"type": "boolean"},
-                                                                           "name": {"type": "string"}}},
+                                                                           "name": NULLABLE_STRING}},
     },
 }
 

@@ -44,11 +44,11 @@ def test_works_sorted_by_distance_then_running_first():
     assert [w["id"] for w in sort_works(works)] == ["a", "b", "c", "d"]
 
 
-def test_transit_sorted_by_severity_then_delay_when_no_distance():
-    items = [{"id": "1", "severity": "medium", "estimatedDelayMin": 30},
-             {"id": "2", "severity": "high", "estimatedDelayMin": 5},
-             {"id": "3", "severity": "high", "estimatedDelayMin": 15}]
-    assert [t["id"] for t in sort_transit(items)] == ["3", "2", "1"]
+def test_transit_keeps_the_api_distance_order_unless_distances_are_given():
+    items = [{"id": "9", "severity": "medium"}, {"id": "2", "severity": "high"}, {"id": "5", "severity": "high"}]
+    assert [t["id"] for t in sort_transit(items)] == ["9", "2", "5"]
+    items = [{"id": "a", "distanceKm": 0.9}, {"id": "b"}, {"id": "c", "distanceKm": 0.1}]
+    assert [t["id"] for t in sort_transit(items)] == ["c", "a", "b"]
 
 
 def test_disruptions_summary_and_markup_is_not_interpreted():
