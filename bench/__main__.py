@@ -1,0 +1,81 @@
+"""``python -m bench``: load the engine once, run every ``bench/bench_*.py``, print one table."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+import time
+from pathlib import Path
+
+import bench
+from bench import Row
+
+
+def _fmt(value, kind):
+    if value is None:
+        return "-"
+    if kind == "us":
+        return f"{value:,.1f}"
+    if kind == "rate":
+        return f"{value:,.3g}" if value < 1e3 else f"{value / 1e6:,.2f} M"
+    return f"{value:,.1f}x"
+
+
+def render(rows) -> str:
+    """The table as text: latency (µs), batch rate (points/s), GeoPandas baseline and ratio."""
+    head = ("primitive", "single µs", "batch /s", "GeoPandas /s", "ratio", "GeoPandas single µs", "note")
+    body = [(r.name, _fmt(r.single_us, "us"), _fmt(r.batch_per_s, "rate"), _fmt(r.baseline_per_s, "rate"),
+             _fmt(r.ratio, "x"), _fmt(r.baseline_single_us, "us"), r.note) for r in rows]
+    widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
+    line = lambda cells: "  ".join(str(c).rjust(w) if 0 < i < 6 else str(c).ljust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body)])
+
+
+def modules(keyword: str = ""):
+    """Names of the benchmark modules ``bench.bench_*`` (optionally filtered), in name order."""
+    path = [str(Path(bench.__file__).parent)]
+    return sorted(f"bench.{m.name}" for m in pkgutil.iter_modules(path)
+                  if m.name.startswith("bench_") and keyword in m.name)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("-k", dest="keyword", default="", help="only modules whose name contains this")
+    parser.add_argument("--quick", action="store_true", help="10^5 instead of 10^6 batch points")
+    args = parser.parse_args(argv)
+    if args.quick:
+        os.environ["URBAN_BENCH_POINTS"] = "100000"
+
+    import psutil
+
+    from geo import Engine
+
+    proc = psutil.Process()
+    rss0 = proc.memory_info().rss
+    path = os.environ.get("URBAN_DATA_DIR", "data/snapshot")
+    t0 = time.perf_counter()
+    engine = Engine.load(path)
+    load_s = time.perf_counter() - t0
+    rss = proc.memory_info().rss
+    print(f"engine: {engine!r} from {path}")
+    print(f"engine load: {load_s:.2f} s   process RSS after load: {rss / 2**20:.0f} MB "
+          f"(engine + its imports: {(rss - rss0) / 2**20:.0f} MB)\n")
+
+    rows: list[Row] = [Row("engine load", note=f"{load_s * 1e3:.0f} ms, RSS {rss / 2**20:.0f} MB")]
+    for name in modules(args.keyword):
+        t = time.perf_counter()
+        rows.extend(importlib.import_module(name).run(engine))
+        print(f"  {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
+    print(render(rows))
+    import resource
+
+    print(f"\npeak process RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
