@@ -133,3 +133,55 @@ def test_key_and_network_errors_are_tool_errors(api_server, client_env):
     error = error_of(down)
     assert error["error"] == "network_error" and error["status"] is None
     assert "Connection refused" in error["message"]
+
+
+def _types(schema):
+    t = schema.get("type")
+    if t is None and "const" in schema:
+        t = {bool: "boolean", int: "integer", float: "number", str: "string"}.get(type(schema["const"]))
+    return {t} if isinstance(t, str) else set(t or ())
+
+
+def _agree(mine, theirs, doc, path):
+    """Our tool output schema must accept everything the server's OpenAPI schema allows and require nothing
+    the server does not guarantee; returns a list of disagreements."""
+    while "$ref" in theirs:
+        theirs = doc["components"]["schemas"][theirs["$ref"].rsplit("/", 1)[-1]]
+    if "oneOf" in theirs:  # any alternative may be sent: union of types and members, common required
+        alts = theirs["oneOf"]
+        merged = {"type": sorted(set().union(*(_types(alt) for alt in alts)))}
+        members = [alt.get("properties", {}) for alt in alts if "properties" in alt]
+        if members:
+            merged["properties"] = {k: v for m in members for k, v in m.items()}
+            merged["required"] = sorted(set.intersection(*(set(a.get("required", [])) for a in alts
+                                                           if "properties" in a)))
+        theirs = merged
+    problems = []
+    mine_types, their_types = _types(mine), _types(theirs)
+    if mine_types and their_types:
+        covered = mine_types | ({"integer"} if "number" in mine_types else set())
+        if not their_types <= covered:
+            problems.append(f"{path}: server sends {sorted(their_types)}, tool schema allows {sorted(mine_types)}")
+    for name in mine.get("required", []):
+        if name not in theirs.get("required", []):
+            problems.append(f"{path}.{name}: required by the tool schema, optional in the API")
+    for name, sub in mine.get("properties", {}).items():
+        if "properties" in theirs and name not in theirs["properties"]:
+            problems.append(f"{path}.{name}: not a member in the API")
+        elif name in theirs.get("properties", {}):
+            problems += _agree(sub, theirs["properties"][name], doc, f"{path}.{name}")
+    if "items" in mine and "items" in theirs:
+        problems += _agree(mine["items"], theirs["items"], doc, f"{path}[]")
+    return problems
+
+
+def test_tool_output_schemas_agree_with_the_openapi_document(api_server):
+    from urban_client import schemas
+
+    doc = api_server.get("openapi.json", None).json()
+    pairs = {"LocationList": schemas.LOCATIONS_OUTPUT, "Disruptions": schemas.DISRUPTIONS_OUTPUT,
+             "AirQuality": schemas.AIR_QUALITY_OUTPUT, "Briefing": schemas.BRIEFING_OUTPUT}
+    problems = []
+    for component, mine in pairs.items():
+        problems += _agree(mine, doc["components"]["schemas"][component], doc, component)
+    assert problems == []
