@@ -197,7 +197,7 @@ class Scenario:
         statuses = list(STATUS_P)
         features = []
         gid = 1_100_000
-        for k, ((lon, lat), town) in enumerate(zip(xy, names)):
+        for (lon, lat), town in zip(xy.tolist(), names):
             gid += int(rng.integers(1, 40))
             status = statuses[rng.choice(len(statuses), p=list(STATUS_P.values()))]
             start, end = self._work_dates(status, rng)
@@ -329,7 +329,8 @@ class Scenario:
         """(De Lijn ``Haltes`` response, ``{"e_h": Lijnrichtingen response}``) for every demo stop."""
         rng = self._rng(3)
         routes, lonlat, muni_idx, lines, kept = self._stops
-        muni = self.municipalities
+        names = self.municipalities["name_nl"].tolist()
+        nis = self.municipalities["nis"].tolist()
         haltes, lijnrichtingen = [], {}
         counters: dict[str, int] = {}
         for i in kept:
@@ -338,12 +339,12 @@ class Scenario:
             counters[entity] = counters.get(entity, 0) + int(rng.integers(1, 12))
             number = f"{entity}{counters[entity]:05d}"
             lon, lat = round(float(lonlat[i, 0]), 6), round(float(lonlat[i, 1]), 6)
-            town = muni["name_nl"].iat[muni_idx[i]]
+            town = names[muni_idx[i]]
             coord = {"latitude": lat, "longitude": lon} if rng.random() < 0.5 else f"{lat},{lon}"
             haltes.append({
                 "entiteitnummer": entity, "haltenummer": number,
                 "omschrijving": f"{town} {STREETS[rng.integers(len(STREETS))]}",
-                "gemeentenummer": int(muni["nis"].iat[muni_idx[i]]), "omschrijvingGemeente": town,
+                "gemeentenummer": int(nis[muni_idx[i]]), "omschrijvingGemeente": town,
                 "districtCode": town[:3].upper(), "geoCoordinaat": coord,
                 "halteToegankelijkheden": ["MOTORISCHE_BEPERKING"] if rng.random() < 0.4 else [],
                 "hoofdHalte": None, "taal": "N",

@@ -122,9 +122,10 @@ def _unique(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(v for v in values if v))
 
 
-def _sorted_by_id(layer, key=None):
-    ids = layer["id"].astype(str)
-    order = sorted(range(len(layer)), key=lambda i: (len(ids.iat[i]), ids.iat[i]))
+def _sorted_by_id(layer):
+    """Rows ordered by id, numeric-looking ids numerically (shorter first), deterministic."""
+    ids = layer["id"].astype(str).tolist()
+    order = sorted(range(len(ids)), key=lambda i: (len(ids[i]), ids[i]))
     out = layer.iloc[order].reset_index(drop=True)
     out.attrs = dict(layer.attrs)
     return out
