@@ -6,6 +6,7 @@ per station are prepared once in :mod:`geo.prepared`. See docs/rules.md.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from . import airrules as ar
 from .point import checked_point
 from .prepared import prepare
+from .spherical import haversine_rad
 from .timefmt import iso_utc_ms, to_ms
 
 UNIT = "µg/m³"
@@ -32,6 +34,25 @@ class Reading(NamedTuple):
     in_lez: bool
 
 
+def nearest_no2_station(air, lat: float, lng: float) -> tuple:
+    """(station row, km) of the nearest NO2 station for one point, (-1, inf) when there is none.
+
+    Same answer as ``engine.nearest_station(lat, lng, "no2")`` (exact haversine, ties to the lowest row),
+    computed over the prepared station arrays to stay within the single-request budget.
+
+    Examples
+    --------
+    >>> nearest_no2_station(prepare(engine).air, 51.2194, 4.4025)  # doctest: +SKIP
+    (57, 2.448)
+    """
+    if air.no2_rows.size == 0:
+        return -1, float("inf")
+    la, ln = math.radians(lat), math.radians(lng)
+    km = haversine_rad(la, ln, math.cos(la), air.no2_lat_r, air.no2_lng_r, air.no2_cos)
+    k = int(np.argmin(km))
+    return int(air.no2_rows[k]), float(km[k])
+
+
 def read(engine, lat: float, lng: float, now) -> Reading:
     """The raw reading for a checked point.
 
@@ -42,8 +63,7 @@ def read(engine, lat: float, lng: float, now) -> Reading:
     """
     a = prepare(engine).air
     now_ms = to_ms(now)
-    idx, km = engine.nearest_station(lat, lng, "no2")
-    station, station_km = int(idx[0]), float(km[0])
+    station, station_km = nearest_no2_station(a, lat, lng)
     value = first = np.nan
     measured_ms, n = -1, 0
     if station >= 0:
@@ -55,13 +75,12 @@ def read(engine, lat: float, lng: float, now) -> Reading:
             first, value = float(vals[ok[0]]), float(vals[ok[-1]])
             measured_ms = int(a.times_ms[lo[0] + ok[-1]])
     in_lez = bool(engine.in_lez(lat, lng)[0])
-    return Reading(station, station_km, value, first, measured_ms, n,
-                   int(ar.compliance_class(value)), in_lez)
+    return Reading(station, station_km, value, first, measured_ms, n, ar.compliance_one(value), in_lez)
 
 
 def _threshold(limit: float, label: str, value: float) -> dict:
     return {"value": int(limit), "unit": UNIT, "label": label,
-            "exceeded": None if np.isnan(value) else bool(value > limit)}
+            "exceeded": None if value != value else value > limit}
 
 
 def build(engine, r: Reading, now) -> dict:
@@ -69,8 +88,7 @@ def build(engine, r: Reading, now) -> dict:
     a = prepare(engine).air
     now_ms = to_ms(now)
     known = r.n_values > 0
-    trend = int(ar.trend_class(r.first, r.value, r.n_values))
-    pct = float(ar.trend_percent(r.first, r.value)) if trend != ar.TREND_UNKNOWN else np.nan
+    trend, pct = ar.trend_one(r.first, r.value, r.n_values)
     station = None
     if r.station >= 0:
         station = {"id": a.station_ids[r.station], "name": a.station_names[r.station],
@@ -83,7 +101,7 @@ def build(engine, r: Reading, now) -> dict:
         "measuredAt": iso_utc_ms(r.measured_ms) if known else None,
         "ageMinutes": (now_ms - r.measured_ms) // 60_000 if known else None,
         "trend": ar.TREND_NAMES[trend],
-        "trendPercent": None if np.isnan(pct) else pct,
+        "trendPercent": None if pct != pct else pct,
         "window": {"from": iso_utc_ms(now_ms - ar.WINDOW_MS), "to": iso_utc_ms(now_ms),
                    "values": r.n_values},
         "station": station,

@@ -97,3 +97,35 @@ def window_bounds(offsets, times_ms, stations, now_ms: int):
         lo[k] = a + int(np.searchsorted(seg, now_ms - WINDOW_MS, side="right"))
         hi[k] = a + int(np.searchsorted(seg, now_ms, side="right"))
     return lo, hi
+
+
+def compliance_one(value: float) -> int:
+    """Scalar :func:`compliance_class` (fast path of single requests; tests keep both equal).
+
+    Examples
+    --------
+    >>> compliance_one(float("nan")), compliance_one(10.0), compliance_one(40.1)
+    (0, 1, 3)
+    """
+    if value != value:
+        return UNKNOWN
+    return ABOVE_EU if value > EU_NO2 else (ABOVE_WHO if value > WHO_NO2 else BELOW_WHO)
+
+
+def trend_one(first: float, last: float, n_values: int) -> tuple:
+    """Scalar ``(trend_class, trend_percent)`` (NaN percent when none); equal to the vectorised pair.
+
+    Examples
+    --------
+    >>> trend_one(20.0, 22.5, 2), trend_one(20.0, 20.5, 2), trend_one(20.0, 25.0, 1)
+    ((2, 12.5), (1, 2.5), (0, nan))
+    """
+    if n_values < 2 or first != first or last != last:
+        return TREND_UNKNOWN, float("nan")
+    if first > 0:
+        pct = float(np.round((last - first) / first * 100.0, 1)) + 0.0
+        if abs(pct) < STABLE_PERCENT:
+            return STABLE, pct
+        return (RISING if pct > 0 else FALLING), pct
+    delta = last - first
+    return (STABLE if delta == 0 else RISING if delta > 0 else FALLING), float("nan")

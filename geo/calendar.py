@@ -9,11 +9,12 @@ profile (0..1, index = local clock hour) and a list of rush periods. See docs/ru
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
-from .timefmt import BRUSSELS, MS_PER_HOUR, day_number, from_ms
+from .timefmt import BRUSSELS, MS_PER_HOUR, day_number
 
 WORKDAY, SATURDAY, SUNDAY = 0, 1, 2
 DAY_KIND_NAMES = ("werkdag", "zaterdag", "zondag")
@@ -110,6 +111,18 @@ def public_holidays(year: int) -> list:
     return sorted(days)
 
 
+@lru_cache(maxsize=512)
+def holiday_days(year: int) -> frozenset:
+    """Day numbers of the Belgian public holidays of ``year`` (cached per year).
+
+    Examples
+    --------
+    >>> day_number(date(2026, 12, 25)) in holiday_days(2026)
+    True
+    """
+    return frozenset(day_number(d) for d, _ in public_holidays(int(year)))
+
+
 def is_public_holiday(days) -> np.ndarray:
     """bool array: the day numbers are Belgian public holidays.
 
@@ -122,7 +135,7 @@ def is_public_holiday(days) -> np.ndarray:
     if days.size == 0:
         return np.zeros(0, dtype=bool)
     years = days.astype("datetime64[D]").astype("datetime64[Y]").astype(np.int64) + 1970
-    hol = [day_number(d) for y in np.unique(years) for d, _ in public_holidays(int(y))]
+    hol = [d for y in np.unique(years).tolist() for d in holiday_days(y)]
     return np.isin(days, np.asarray(hol, dtype=np.int64))
 
 
@@ -142,6 +155,19 @@ def day_kind(days) -> np.ndarray:
     return kind
 
 
+def day_kind_of(day: date) -> int:
+    """Scalar :func:`day_kind` of one calendar date (the fast path of single requests).
+
+    Examples
+    --------
+    >>> day_kind_of(date(2026, 4, 6))  # Paasmaandag
+    2
+    """
+    if day_number(day) in holiday_days(day.year):
+        return SUNDAY
+    return (WORKDAY, WORKDAY, WORKDAY, WORKDAY, WORKDAY, SATURDAY, SUNDAY)[day.weekday()]
+
+
 def local_hour_kind(instants_ms) -> tuple:
     """(local hour int64 array, day kind int8 array, local weekday int64 array) of epoch-ms instants.
 
@@ -153,12 +179,17 @@ def local_hour_kind(instants_ms) -> tuple:
     """
     ms = np.atleast_1d(np.asarray(instants_ms, dtype=np.int64))
     hours = np.empty(ms.size, dtype=np.int64)
-    days = np.empty(ms.size, dtype=np.int64)
+    kinds = np.empty(ms.size, dtype=np.int8)
+    weekdays = np.empty(ms.size, dtype=np.int64)
+    kind_of = {}
     for i, t in enumerate(ms.tolist()):
-        local = from_ms(t).astimezone(BRUSSELS)
-        hours[i] = local.hour
-        days[i] = day_number(local.date())
-    return hours, day_kind(days), (days + 3) % 7
+        local = datetime.fromtimestamp(t / 1000.0, BRUSSELS)
+        day = local.date()
+        kind = kind_of.get(day)
+        if kind is None:
+            kind = kind_of[day] = day_kind_of(day)
+        hours[i], kinds[i], weekdays[i] = local.hour, kind, day.weekday()
+    return hours, kinds, weekdays
 
 
 def traffic_intensity(instants_ms) -> np.ndarray:
@@ -190,8 +221,7 @@ def next_rush_peak(now: datetime, horizon_days: int = 14) -> RushPeak:
     today = now.astimezone(BRUSSELS).date()
     for offset in range(horizon_days + 1):
         day = today + timedelta(days=offset)
-        kind = int(day_kind(day_number(day))[0])
-        for period in RUSH_PERIODS[kind]:
+        for period in RUSH_PERIODS[day_kind_of(day)]:
             end = _at(day, period.end)
             if end > now:
                 return RushPeak(period.kind, _at(day, period.start), _at(day, period.peak), end)

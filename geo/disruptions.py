@@ -7,6 +7,7 @@ See docs/rules.md.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -16,7 +17,7 @@ from . import works as wk
 from .engine import RIVER_NONE
 from .point import checked_point
 from .prepared import prepare
-from .spherical import haversine_km
+from .spherical import haversine_rad
 from .timefmt import day_number, local_day, to_ms
 
 RADIUS_KM = 2.0
@@ -75,8 +76,9 @@ def find(engine, lat: float, lng: float, now) -> Found:
         served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
         active &= (d.line_bits & served).any(axis=1)
     sel = np.flatnonzero(active)
-    dkm = haversine_km(lat, lng, d.lat[sel], d.lng[sel])
-    dkm = np.where(np.isnan(dkm), np.inf, dkm)
+    la, ln = math.radians(lat), math.radians(lng)
+    dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
+    dkm[np.isnan(dkm)] = np.inf
     order = np.lexsort((d.id_rank[sel], dkm))
     return Found(cl, km, hit[cl], sel[order], dkm[order], bool(stops.size))
 
@@ -101,34 +103,21 @@ def summary(engine, found: Found) -> dict:
 
 
 def _construction_items(w, clusters, km) -> list:
-    return [
-        {
-            "id": w.ids[c],
-            "description": w.description[c],
-            "status": w.status[c],
-            "lat": round(float(w.lat[c]), 6) + 0.0,
-            "lng": round(float(w.lng[c]), 6) + 0.0,
-            "distanceKm": round(float(k), 3) + 0.0,
-            "startDate": w.start_date[c],
-            "endDate": w.end_date[c],
-            "occurrences": int(w.occurrences[c]),
-        }
-        for c, k in zip(clusters.tolist(), km.tolist())
-    ]
+    out = []
+    for c, k in zip(clusters.tolist(), km.tolist()):
+        i, desc, status, la, ln, start, end, n = w.items[c]
+        out.append({"id": i, "description": desc, "status": status, "lat": la, "lng": ln,
+                    "distanceKm": round(k, 3) + 0.0, "startDate": start, "endDate": end, "occurrences": n})
+    return out
 
 
 def _transit_items(d, detours) -> list:
-    return [
-        {
-            "id": d.ids[i],
-            "title": d.titles[i],
-            "lines": list(d.lines[i]),
-            "severity": tr.SEVERITY_NAMES[int(d.severity[i])],
-            "estimatedDelayMin": int(d.delay_min[i]),
-            "endDate": d.end_date[i],
-        }
-        for i in detours.tolist()
-    ]
+    out = []
+    for j in detours.tolist():
+        i, title, lines, severity, delay, end = d.items[j]
+        out.append({"id": i, "title": title, "lines": list(lines), "severity": severity,
+                    "estimatedDelayMin": delay, "endDate": end})
+    return out
 
 
 def disruptions(engine, lat, lng, now) -> dict:

@@ -68,6 +68,7 @@ class Works:
     side: np.ndarray            # river side of the representative point
     member_cluster: np.ndarray  # planned members of planned clusters: their cluster ...
     member_start_day: np.ndarray  # ... and local start date (days since epoch)
+    items: list                 # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,10 @@ class Detours:
     lat: np.ndarray             # detour point (NaN when it has none)
     lng: np.ndarray
     side: np.ndarray
+    lat_r: np.ndarray           # detour point in radians and cos(latitude), for the distance sort
+    lng_r: np.ndarray
+    cos_lat: np.ndarray
+    items: list                 # per detour: JSON-ready (id, title, lines, severity, delay, endDate)
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,10 @@ class Air:
     station_ids: np.ndarray
     station_names: np.ndarray
     lez_name: str
+    no2_rows: np.ndarray        # station rows measuring NO2 with a point, ascending
+    no2_lat_r: np.ndarray       # their latitude / longitude in radians and cos(latitude)
+    no2_lng_r: np.ndarray
+    no2_cos: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -168,10 +177,15 @@ def _works(engine) -> Works:
 
     cluster_cls = cls[rep]
     planned_member = (cluster_cls[labels] == wk.PLANNED) & has_start[listed]
+    description = np.array([d if isinstance(d, str) else "" for d in desc[rep]], dtype=object)
+    items = [(str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n))
+             for i, d, s, a, b, sd, ed, n in zip(ids[rep], description, status[rep], lat[rep], lng[rep],
+                                                 start_date, end_date, occurrences)]
     return Works(
+        items=items,
         row_cluster=row_cluster,
         ids=ids[rep],
-        description=np.array([d if isinstance(d, str) else "" for d in desc[rep]], dtype=object),
+        description=description,
         status=status[rep],
         status_class=cluster_cls,
         lat=lat[rep],
@@ -215,12 +229,23 @@ def _detours(engine) -> Detours:
         end_date[has_end] = day_strings(local_day_numbers(end_ms[has_end]))
     n_unserved = np.array([tr.count_items(x) for x in _col(sub, "unserved_stops")], dtype=np.int64)
     n_lines = np.array([len(ls) for ls in lines], dtype=np.int64)
+    published = np.asarray(sub["delay_min"], dtype=np.float64) if "delay_min" in sub.columns else None
+    delay = tr.delay_minutes(n_unserved, published)
     lat, lng = _coords(sub)
     ids = np.array([str(x) for x in _col(sub, "id", "")], dtype=object)
+    titles = np.array([t if isinstance(t, str) else "" for t in _col(sub, "title", "")], dtype=object)
+    sev = tr.severity(n_unserved, n_lines, delay)
+    items = [(str(i), str(t), list(ls), tr.SEVERITY_NAMES[int(v)], int(m), e)
+             for i, t, ls, v, m, e in zip(ids, titles, lines, sev, delay, end_date)]
+    lat_r, lng_r = np.radians(lat), np.radians(lng)
     return Detours(
+        lat_r=lat_r,
+        lng_r=lng_r,
+        cos_lat=np.cos(lat_r),
+        items=items,
         ids=ids,
         id_rank=np.unique(ids.astype(str), return_inverse=True)[1] if ids.size else np.zeros(0, np.int64),
-        titles=np.array([t if isinstance(t, str) else "" for t in _col(sub, "title", "")], dtype=object),
+        titles=titles,
         lines=lines,
         line_bits=bits(lines),
         stop_bits=bits(stop_lines),
@@ -228,8 +253,8 @@ def _detours(engine) -> Detours:
         end_ms=end_ms,
         end_date=end_date,
         days=np.array([tr.day_mask(x) for x in _col(sub, "days", "")], dtype=np.int64),
-        severity=tr.severity(n_unserved, n_lines),
-        delay_min=tr.delay_minutes(n_unserved),
+        severity=sev,
+        delay_min=delay,
         lat=lat,
         lng=lng,
         side=_sides(engine, lat, lng),
@@ -255,7 +280,15 @@ def _air(engine) -> Air:
     values = np.where(np.isfinite(values), np.round(values, 1), np.nan)
     offsets = np.searchsorted(srow, np.arange(len(stations) + 1), side="left")
     names = _col(engine.lez, "name", "")
+    s_lat, s_lng = _coords(stations)
+    flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
+    no2_rows = np.flatnonzero(flag & np.isfinite(s_lat))
+    lat_r, lng_r = np.radians(s_lat[no2_rows]), np.radians(s_lng[no2_rows])
     return Air(
+        no2_rows=no2_rows,
+        no2_lat_r=lat_r,
+        no2_lng_r=lng_r,
+        no2_cos=np.cos(lat_r),
         offsets=offsets,
         times_ms=t_ms,
         values=values,

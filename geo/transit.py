@@ -17,6 +17,8 @@ ALL_DAYS = 0b1111111
 BASE_DELAY_MIN = 3            # any detour
 DELAY_PER_UNSERVED_STOP = 2   # each stop not served adds a walk / a longer route
 MAX_DELAY_MIN = 30
+HIGH_UNSERVED, HIGH_LINES, HIGH_DELAY_MIN = 4, 4, 15
+MEDIUM_DELAY_MIN = 5
 
 
 def normalise_line(line) -> str:
@@ -79,32 +81,41 @@ def day_mask(joined) -> int:
     return mask or ALL_DAYS
 
 
-def delay_minutes(n_unserved) -> np.ndarray:
-    """Estimated extra travel time: 3 min + 2 min per unserved stop, capped at 30 (int64 array).
+def delay_minutes(n_unserved, published=None) -> np.ndarray:
+    """Estimated extra travel time (int64 minutes): the delay De Lijn publishes in the detour text when
+    there is one (rounded), else 3 min + 2 min per unserved stop, capped at 30.
 
     Examples
     --------
     >>> delay_minutes([0, 1, 4, 20]).tolist()
     [3, 5, 11, 30]
+    >>> delay_minutes([0, 1], published=[np.nan, 10.0]).tolist()
+    [3, 10]
     """
     n = np.asarray(n_unserved, dtype=np.int64)
-    return np.minimum(BASE_DELAY_MIN + DELAY_PER_UNSERVED_STOP * n, MAX_DELAY_MIN)
+    rule = np.minimum(BASE_DELAY_MIN + DELAY_PER_UNSERVED_STOP * n, MAX_DELAY_MIN)
+    if published is None:
+        return rule
+    pub = np.asarray(published, dtype=np.float64)
+    ok = np.isfinite(pub) & (pub >= 0)
+    return np.where(ok, np.rint(np.where(ok, pub, 0.0)), rule).astype(np.int64)
 
 
-def severity(n_unserved, n_lines) -> np.ndarray:
-    """int8 severity: HIGH when >= 4 unserved stops or >= 4 lines; MEDIUM when >= 1 unserved stop or >= 2
-    lines; LOW otherwise (a single line re-routed without skipping a stop).
+def severity(n_unserved, n_lines, delay_min=0) -> np.ndarray:
+    """int8 severity: HIGH when >= 4 unserved stops, >= 4 lines or >= 15 min delay; MEDIUM when >= 1
+    unserved stop, >= 2 lines or >= 5 min delay; LOW otherwise (a short re-route of one line).
 
     Examples
     --------
-    >>> severity([0, 1, 0, 4, 0], [1, 1, 2, 1, 4]).tolist()
-    [0, 1, 1, 2, 2]
+    >>> severity([0, 1, 0, 4, 0, 0, 0], [1, 1, 2, 1, 4, 1, 1], [3, 5, 3, 11, 3, 15, 5]).tolist()
+    [0, 1, 1, 2, 2, 2, 1]
     """
     n_u = np.asarray(n_unserved, dtype=np.int64)
     n_l = np.asarray(n_lines, dtype=np.int64)
-    return np.where(
-        (n_u >= 4) | (n_l >= 4), HIGH, np.where((n_u >= 1) | (n_l >= 2), MEDIUM, LOW)
-    ).astype(np.int8)
+    d = np.asarray(delay_min, dtype=np.int64)
+    high = (n_u >= HIGH_UNSERVED) | (n_l >= HIGH_LINES) | (d >= HIGH_DELAY_MIN)
+    medium = (n_u >= 1) | (n_l >= 2) | (d >= MEDIUM_DELAY_MIN)
+    return np.where(high, HIGH, np.where(medium, MEDIUM, LOW)).astype(np.int8)
 
 
 def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
