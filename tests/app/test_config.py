@@ -1,0 +1,64 @@
+"""Settings precedence (defaults → instance file → URBAN_* → test config) and the production guard."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from app import create_app
+from app.config import SETTINGS, ConfigurationError, coerce
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+
+
+def test_production_refuses_to_start_without_secret_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("URBAN_SECRET_KEY", raising=False)
+    monkeypatch.delenv("URBAN_ENV", raising=False)
+    with pytest.raises(ConfigurationError, match="SECRET_KEY"):
+        create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None})
+    with pytest.raises(ConfigurationError, match="SECRET_KEY"):
+        create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "ENV": "production"})
+
+
+def test_production_starts_with_secret_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("URBAN_SECRET_KEY", "s" * 40)
+    app = create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None})
+    assert app.config["SECRET_KEY"] == "s" * 40 and not app.debug
+
+
+def test_precedence_default_instance_env_test_config(tmp_path, monkeypatch):
+    (tmp_path / "config.py").write_text("MAX_LOCATIONS = 7\nCACHE_MAX_AGE = 30\nCLOCK = 'system'\n")
+    monkeypatch.setenv("URBAN_CACHE_MAX_AGE", "45")
+    app = create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path), "ENGINE": None, "CLOCK": "snapshot"})
+    assert app.config["AUTH_FAILURE_LIMIT"] == SETTINGS["AUTH_FAILURE_LIMIT"][0]  # default
+    assert app.config["MAX_LOCATIONS"] == 7                                       # instance file
+    assert app.config["CACHE_MAX_AGE"] == 45                                      # environment (int)
+    assert app.config["CLOCK"] == "snapshot"                                      # test config
+    assert app.config["DATABASE"] == str(tmp_path / "urban.sqlite")
+
+
+@pytest.mark.parametrize("name, raw", [("MAX_LOCATIONS", "many"), ("LOAD_ENGINE", "perhaps"),
+                                       ("DB_TIMEOUT", "soon")])
+def test_bad_environment_values_are_refused(name, raw):
+    with pytest.raises(ValueError, match=f"URBAN_{name}"):
+        coerce(name, raw)
+
+
+def test_bad_clock_refused(tmp_path):
+    with pytest.raises(ConfigurationError, match="URBAN_CLOCK"):
+        create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path), "ENGINE": None, "CLOCK": "sundial"})
+
+
+def test_every_setting_is_documented_with_its_env_var_and_default():
+    text = DOC.read_text(encoding="utf-8")
+    for name, (default, _help) in SETTINGS.items():
+        row = re.search(rf"^\|\s*`URBAN_{name}`\s*\|(.*)$", text, re.M)
+        assert row, f"URBAN_{name} missing from docs/configuration.md"
+        if default not in (None, ""):
+            assert f"`{str(default).lower()}`" in row.group(1).lower(), (name, row.group(0))
+
+
+def test_missing_snapshot_refuses_to_start(tmp_path):
+    with pytest.raises(Exception) as info:
+        create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path), "DATA_DIR": str(tmp_path / "none")})
+    assert "none" in str(info.value)

@@ -1,0 +1,74 @@
+"""The OpenAPI document is valid 3.1, names every error code, and real responses conform to it."""
+
+import pytest
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from app.errors import error_codes
+from app.saved_locations import add_location
+from conftest import bearer
+
+
+@pytest.fixture
+def doc(client):
+    resp = client.get("/api/v1/openapi.json")
+    assert resp.status_code == 200
+    return resp.get_json()
+
+
+def check_response(doc, path, method, resp):
+    """Validate status, headers and body of a real response against the document."""
+    op = doc["paths"][path][method]
+    spec = op["responses"].get(str(resp.status_code))
+    assert spec is not None, f"{method.upper()} {path} does not document {resp.status_code}"
+    registry = Registry().with_resource("urn:api", Resource.from_contents(doc, default_specification=DRAFT202012))
+    for name, ref in spec.get("headers", {}).items():
+        header = doc["components"]["headers"][ref["$ref"].rsplit("/", 1)[1]]
+        if name in ("Retry-After",) or resp.status_code == 200 or name.startswith("X-RateLimit"):
+            assert name in resp.headers, (name, resp.status_code)
+            Draft202012Validator(header["schema"]).validate(resp.headers[name])
+    if resp.status_code == 304:
+        return
+    pointer = f"/paths/{path.replace('/', '~1')}/{method}/responses/{resp.status_code}/content/application~1json/schema"
+    Draft202012Validator({"$ref": "urn:api#" + pointer}, registry=registry).validate(resp.get_json())
+
+
+def test_document_is_valid_openapi_31(doc):
+    validate(doc)
+    assert doc["openapi"].startswith("3.1")
+
+
+def test_document_lists_every_endpoint_and_error_code(doc):
+    assert set(doc["paths"]) >= {"/locations", "/disruptions", "/air-quality", "/briefing", "/signup",
+                                 "/openapi.json"}
+    enum = set(doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
+    assert set(error_codes()) <= enum
+    for path in ("/disruptions", "/air-quality", "/briefing"):
+        names = {p["$ref"].rsplit("/", 1)[1] for p in doc["paths"][path]["get"]["parameters"]}
+        assert names == {"locationId", "lat", "lng"}
+
+
+def test_real_responses_conform(client, doc, store, account):
+    row, key = account("developer")
+    add_location(store, row["id"], name="Stadhuis", address="Grote Markt 1", lat=51.2213, lng=4.3997,
+                 is_primary=True)
+    _d, dash = account("dashboard")
+    cases = [
+        ("/locations", client.get("/api/v1/locations", headers=bearer(key))),
+        ("/locations", client.get("/api/v1/locations")),
+        ("/locations", client.get("/api/v1/locations", headers=bearer("uc_live_x"))),
+        ("/locations", client.get("/api/v1/locations", headers=bearer(dash))),
+        ("/disruptions", client.get("/api/v1/disruptions", headers=bearer(key))),
+        ("/air-quality", client.get("/api/v1/air-quality?lat=x&lng=1", headers=bearer(key))),
+        ("/briefing", client.get("/api/v1/briefing?locationId=nope", headers=bearer(key))),
+        ("/briefing", client.get("/api/v1/briefing?lat=51.2&lng=4.4", headers=bearer(key))),  # 503: no engine
+    ]
+    first = cases[0][1]
+    cases.append(("/locations", client.get("/api/v1/locations",
+                                           headers={**bearer(key), "If-None-Match": first.headers["ETag"]})))
+    for path, resp in cases:
+        check_response(doc, path, "get", resp)
+    store.execute("UPDATE usage SET count = 100")
+    check_response(doc, "/locations", "get", client.get("/api/v1/locations", headers=bearer(key)))
