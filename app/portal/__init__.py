@@ -56,6 +56,9 @@ def init_app(app):
     app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
     app.session_interface = PortalSessionInterface()
     mail.init_app(app)
+    if app.config["MAIL_BACKEND"] == "outbox" and app.config.get("ENV") == "production" and not app.testing:
+        log.warning("MAIL_BACKEND=outbox in production: sign-up mails are written to %s, not sent; "
+                    "set URBAN_MAIL_BACKEND=smtp and URBAN_MAIL_HOST", app.config["MAIL_OUTBOX"])
     redact.install()
     if "signup" not in app.blueprints:
         app.register_blueprint(signup_bp)
