@@ -23,6 +23,6 @@ accesslog = "-"
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 access_log_format = (
-    '{"time":"%(t)s","pid":%(p)s,"remote":"%(h)s","method":"%(m)s","path":"%(U)s","query":"%(q)s",'
+    '{"time":"%(t)s","pid":"%(p)s","remote":"%(h)s","method":"%(m)s","path":"%(U)s","query":"%(q)s",'
     '"status":%(s)s,"bytes":"%(B)s","duration_us":%(D)s,"request_id":"%({x-request-id}o)s"}'
 )
