@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .radius_grid import RadiusGrid
 from .spherical import CHORD_SLACK, chord_for_km, haversine_rad, unit_vectors
 
 CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
@@ -46,6 +47,7 @@ class PointIndex:
         self.rank = np.empty(self.rows.size, dtype=np.int64)
         self.rank[order if order is not None else slice(None)] = np.arange(self.rows.size)
         self._subsets: dict[bytes, "PointIndex"] = {}
+        self._grids: dict[float, RadiusGrid] = {}
         self._lat_deg = lat
         self._lng_deg = lng
         self._ids = ids
@@ -69,12 +71,27 @@ class PointIndex:
             self._subsets[key] = sub
         return sub
 
+    def grid(self, radius_km: float):
+        """The :class:`RadiusGrid` for this radius (built once, a few kept), or None if unusable."""
+        g = self._grids.get(radius_km)
+        if g is None:
+            g = RadiusGrid(self.lat_r, self.lng_r, self.cos_lat, self.xyz, radius_km)
+            if len(self._grids) >= 8:
+                self._grids.pop(next(iter(self._grids)))
+            self._grids[radius_km] = g
+        return g if g.usable else None
+
     # --- single point -------------------------------------------------------------------------
     def within(self, lat: float, lng: float, radius_km: float):
         """(rows int64, km float64) of every point with haversine distance <= radius, by (distance, id)."""
         if self.tree is None:
             return np.empty(0, dtype=np.int64), np.empty(0)
         lat_r, lng_r = np.radians(np.array([lat, lng], dtype=np.float64))
+        grid = self.grid(radius_km)
+        if grid is not None:
+            k, d = grid.within_one(lat_r, lng_r, np.cos(lat_r), lat, lng)
+            order = np.lexsort((self.rank[k], d))
+            return self.rows[k[order]].astype(np.int64), d[order]
         p = np.array([np.cos(lat_r) * np.cos(lng_r), np.cos(lat_r) * np.sin(lng_r), np.sin(lat_r)])
         k = np.asarray(self.tree.query_ball_point(p, chord_for_km(radius_km)), dtype=np.intp)
         d = self._dist(lat_r, lng_r, np.cos(lat_r), k)
@@ -113,6 +130,9 @@ class PointIndex:
         nearest = np.full(n, np.inf)
         if self.tree is None or n == 0:
             return count, nearest
+        grid = self.grid(radius_km)
+        if grid is not None:
+            return grid.count_nearest(lat, lng)
         chord = chord_for_km(radius_km)
         for s in range(0, n, CHUNK):
             e = min(n, s + CHUNK)
