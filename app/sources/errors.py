@@ -1,11 +1,12 @@
-"""The one exception the source layer raises: an upstream failed (mapped to 502 ``upstream_error``)."""
+"""The one exception the source layer raises: an upstream failed (502 ``upstream_error``).
+
+It is the platform's ``app.errors.UpstreamError`` with the failing source attached, so the platform's single
+handler renders it in the one error shape.
+"""
 
 from __future__ import annotations
 
-try:  # subclass the platform's error when it exists, so its single handler renders ours too
-    from app.errors import UpstreamError as _PlatformUpstreamError  # type: ignore[attr-defined]
-except Exception:  # pragma: no cover - platform not installed or has no such class
-    _PlatformUpstreamError = Exception
+from app.errors import UpstreamError as _PlatformUpstreamError
 
 
 class UpstreamError(_PlatformUpstreamError):
@@ -18,25 +19,17 @@ class UpstreamError(_PlatformUpstreamError):
     message : str
         Human-readable text; it always names the source.
     retry_after : float, optional
-        Seconds after which a retry makes sense (e.g. the breaker's remaining cool-down).
+        Seconds after which a retry makes sense; sent as ``Retry-After`` when the error reaches a client.
 
     Examples
     --------
-    >>> str(UpstreamError("gipod", "GIPOD: HTTP 500"))
-    'GIPOD: HTTP 500'
+    >>> e = UpstreamError("gipod", "GIPOD: HTTP 500")
+    >>> (e.status, e.code, e.source, str(e))
+    (502, 'upstream_error', 'gipod', 'GIPOD: HTTP 500')
     """
 
-    status_code = 502
-    code = "upstream_error"
-
     def __init__(self, source: str, message: str, *, retry_after: float | None = None):
-        try:
-            super().__init__(message)
-        except TypeError:  # pragma: no cover - platform base with another signature
-            Exception.__init__(self, message)
+        headers = {"Retry-After": str(max(1, int(round(retry_after))))} if retry_after is not None else None
+        super().__init__(message, headers=headers)
         self.source = source
-        self.message = message
         self.retry_after = retry_after
-
-    def __str__(self) -> str:
-        return self.message

@@ -1,6 +1,7 @@
 """Source settings: every knob with its default, read from the Flask config or ``URBAN_*`` environment.
 
-Each value is looked up as ``config[KEY]``, then ``os.environ[KEY]``, then the default below. Dict-valued
+Each value is looked up as ``config[KEY]``, then ``config[KEY without "URBAN_"]`` (the platform's convention:
+``URBAN_X`` in the environment becomes ``config["X"]``), then ``os.environ[KEY]``, then the default below. Dict-valued
 settings (``URBAN_CACHE_EXPIRY``, ``URBAN_FRESHNESS``) accept a dict in the config or ``layer=seconds,...``
 text in the environment, and override only the entries they name.
 """
@@ -57,6 +58,8 @@ class SourceSettings:
     cache_expiry: dict[str, int] = field(default_factory=_default_expiry)
     freshness: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_FRESHNESS))
     reload_interval: float = 5.0
+    reference_dir: str = "../shared/data"
+    keep_versions: int = 3
 
     @classmethod
     def from_mapping(cls, config: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
@@ -75,6 +78,8 @@ class SourceSettings:
         for f in fields(cls):
             key = _KEYS[f.name]
             raw = config.get(key)
+            if raw is None:
+                raw = config.get(key[len("URBAN_"):])
             if raw is None:
                 raw = environ.get(key)
             if raw is None or raw == "":
@@ -112,6 +117,8 @@ _KEYS = {
     "cache_expiry": "URBAN_CACHE_EXPIRY",
     "freshness": "URBAN_FRESHNESS",
     "reload_interval": "URBAN_RELOAD_INTERVAL",
+    "reference_dir": "URBAN_REFERENCE_DIR",
+    "keep_versions": "URBAN_KEEP_SNAPSHOTS",
 }
 
 

@@ -1,0 +1,171 @@
+"""The refresher: live snapshot written aside and switched in atomically; the last good one kept on failure."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from app import create_app
+from app.sources import store
+from app.sources.refresher import refresh
+from geo.snapshot import read_snapshot
+
+from .fakeupstream import DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, LEZ_BASE, Fault, FakeUpstream
+
+NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
+
+
+def tree(path: Path) -> dict[str, str]:
+    """sha256 of every file under the directory ``path`` points at, by relative name."""
+    real = Path(os.path.realpath(path))
+    return {str(p.relative_to(real)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(real.rglob("*")) if p.is_file()}
+
+
+def manifest(path: Path) -> dict:
+    return json.loads((Path(path) / "manifest.json").read_text())
+
+
+def fail_everything(fake):
+    for prefix in (GIPOD_BASE, DELIJN_BASE, IRCEL_BASE, LEZ_BASE):
+        fake.inject(prefix, Fault("status", 500), times=None)
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return tmp_path / "data" / "snapshot"
+
+
+def test_refresh_publishes_a_live_snapshot_behind_an_atomic_pointer(fake, upstream, settings, data_dir,
+                                                                    reference_dir):
+    before = datetime.now(timezone.utc)
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    after = datetime.now(timezone.utc)
+    assert report.published and not report.failed, report.lines()
+    assert data_dir.is_symlink() and Path(os.path.realpath(data_dir)) == report.path.resolve()
+    layers, m = read_snapshot(data_dir)
+    kinds = {name: e["kind"] for name, e in m["layers"].items()}
+    assert kinds == {"service_area": "reference", "river": "reference", "lez": "live", "stations": "live",
+                     "stops": "live", "works": "live", "detours": "live", "no2": "live"}
+    assert m["asOf"] == "2026-11-16T07:00:00.000Z"
+    for name in ("works", "stops", "detours", "stations", "no2", "lez"):
+        got = datetime.fromisoformat(m["layers"][name]["retrievedAt"].replace("Z", "+00:00"))
+        assert before - timedelta(milliseconds=1) <= got <= after, name  # the real retrieval time
+    assert set(layers["works"]["id"]) == {w["id"] for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"}
+
+
+def test_failed_refresh_leaves_the_serving_snapshot_untouched(fake, upstream, settings, data_dir, reference_dir):
+    assert refresh(data_dir, reference_dir, upstream, settings, now=NOW).published
+    pointer, files, snap_id = os.readlink(data_dir), tree(data_dir), manifest(data_dir)["snapshotId"]
+    versions = sorted(os.listdir(store.versions_dir(data_dir)))
+    fail_everything(fake)
+    fresh_cache = replace(settings, http_cache=settings.http_cache + ".2")  # nothing may come from the cache
+    from app.sources.http import Upstream, build_session
+
+    up2 = Upstream(build_session(fresh_cache.http_cache, fresh_cache), fresh_cache)
+    report = refresh(data_dir, reference_dir, up2, fresh_cache, now=NOW + timedelta(minutes=5))
+    assert not report.published and report.reason == "every source failed"
+    assert set(report.failed) == {"gipod", "delijn", "ircel", "lez"}
+    assert os.readlink(data_dir) == pointer
+    assert tree(data_dir) == files and manifest(data_dir)["snapshotId"] == snap_id
+    assert sorted(os.listdir(store.versions_dir(data_dir))) == versions  # no half-written version left behind
+
+
+def test_a_failing_source_keeps_its_last_good_layers(fake, upstream, settings, data_dir, reference_dir):
+    assert refresh(data_dir, reference_dir, upstream, settings, now=NOW).published
+    before = manifest(data_dir)["layers"]["works"]
+    fake.inject(GIPOD_BASE, Fault("status", 503), times=None)
+    upstream.session.cache.clear()
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW + timedelta(minutes=5))
+    assert report.published and report.kept == ["works"] and set(report.failed) == {"gipod"}
+    after = manifest(data_dir)
+    assert after["asOf"] == "2026-11-16T07:05:00.000Z"
+    assert after["layers"]["works"] == before  # same data, same (old) retrievedAt: freshness will tell
+    assert after["layers"]["detours"]["retrievedAt"] > before["retrievedAt"]
+
+
+def test_a_failing_source_never_brings_demo_data_into_a_live_snapshot(fake, upstream, settings, data_dir,
+                                                                      reference_dir, snapshot_dir):
+    shutil.copytree(snapshot_dir, data_dir)  # the serving snapshot is the demo one (a plain directory)
+    files = tree(data_dir)
+    fake.inject(IRCEL_BASE, Fault("drop"), times=None)
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    assert not report.published and "ircel failed" in report.reason
+    assert not data_dir.is_symlink() and tree(data_dir) == files
+
+
+def test_lez_failure_without_an_earlier_live_zone_falls_back_to_the_reference_file(
+        fake, upstream, settings, data_dir, reference_dir):
+    fake.inject(LEZ_BASE, Fault("malformed"), times=None)
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    assert report.published and set(report.failed) == {"lez"}
+    assert manifest(data_dir)["layers"]["lez"]["kind"] == "reference"
+
+
+def test_first_live_refresh_replaces_a_plain_demo_directory(fake, upstream, settings, data_dir, reference_dir,
+                                                            snapshot_dir):
+    shutil.copytree(snapshot_dir, data_dir)
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    assert report.published and data_dir.is_symlink()
+    assert manifest(data_dir)["layers"]["works"]["kind"] == "live"
+
+
+def test_old_versions_are_pruned(fake, upstream, settings, data_dir, reference_dir):
+    s = replace(settings, keep_versions=2)
+    for minutes in range(4):
+        assert refresh(data_dir, reference_dir, upstream, s, now=NOW + timedelta(minutes=minutes)).published
+    versions = list(store.versions_dir(data_dir).iterdir())
+    assert len(versions) == 2
+    assert Path(os.path.realpath(data_dir)) in {v.resolve() for v in versions}
+
+
+@pytest.fixture
+def live_fake():
+    """The fake upstream on today's clock (the CLI refreshes with the real time)."""
+    with FakeUpstream(now=datetime.now(timezone.utc)) as server:
+        yield server
+
+
+def _cli_app(fake, tmp_path, data_dir, reference_dir, **extra):
+    from app.sources import init_app
+
+    app = create_app({"TESTING": True, "ENGINE": None, "INSTANCE_PATH": str(tmp_path / "instance"),
+                      "DATA_DIR": str(data_dir), "REFERENCE_DIR": str(reference_dir),
+                      "HTTP_BACKOFF": "0.01", "HTTP_READ_TIMEOUT": "2", **fake.settings(), **extra})
+    init_app(app)  # idempotent: a no-op once create_app calls it
+    return app
+
+
+def test_cli_refresh_one_shot(live_fake, tmp_path, data_dir, reference_dir):
+    app = _cli_app(live_fake, tmp_path, data_dir, reference_dir)
+    result = app.test_cli_runner().invoke(args=["snapshot", "refresh"])
+    assert result.exit_code == 0, result.output
+    assert "published snapshot" in result.output
+    assert manifest(data_dir)["layers"]["works"]["kind"] == "live"
+    assert (tmp_path / "instance" / "http_cache.sqlite").exists()
+
+
+def test_cli_refresh_exits_1_when_nothing_is_published(live_fake, tmp_path, data_dir, reference_dir):
+    fail_everything(live_fake)
+    app = _cli_app(live_fake, tmp_path, data_dir, reference_dir)
+    result = app.test_cli_runner().invoke(args=["snapshot", "refresh"])
+    assert result.exit_code == 1
+    assert "nothing published" in result.output and "GIPOD" in result.output
+    assert not data_dir.exists()
+
+
+def test_cli_refresh_every_keeps_going(live_fake, tmp_path, data_dir, reference_dir):
+    app = _cli_app(live_fake, tmp_path, data_dir, reference_dir)
+    result = app.test_cli_runner().invoke(args=["snapshot", "refresh", "--every", "1", "--rounds", "2"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("published snapshot") == 2
+    first, second = result.output.split("published snapshot")[:2]
+    assert "gipod   ok      1 requests (0 from cache)" in first
+    assert "gipod   ok      1 requests (1 from cache)" in second  # same session and cache across rounds
