@@ -96,3 +96,66 @@ def test_wrong_columns_even_with_matching_hash(snapshot_dir, tmp_path):
     manifest["layers"]["detours"]["sha256"] = hashlib.sha256(p.read_bytes()).hexdigest()
     (snap / "manifest.json").write_text(json.dumps(manifest))
     _raises_naming(snap, "detours.parquet")
+
+
+# --- determinism, atomic publish ------------------------------------------------------------------------
+
+def test_building_twice_gives_the_same_snapshot_id(snapshot_dir, reference_dir, tmp_path):
+    from geo.snapshot import DEFAULT_SEED, build_snapshot
+
+    first = json.loads((snapshot_dir / "manifest.json").read_text())
+    again = build_snapshot(tmp_path / "again", reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
+    assert again == first
+
+
+def test_seed_and_as_of_change_the_demo_payloads(reference_dir):
+    from geo.demo import Scenario
+    from geo.snapshot import DEFAULT_SEED
+
+    base = Scenario(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED).works_pages()
+    assert Scenario(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED).works_pages() == base
+    assert Scenario(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED + 1).works_pages() != base
+    later = Scenario(reference_dir, as_of="2027-01-01T00:00:00Z", seed=DEFAULT_SEED).works_pages()
+    assert [f["geometry"] for p in later for f in p["features"]] == [f["geometry"] for p in base
+                                                                     for f in p["features"]]
+    assert later != base
+
+
+def test_publish_replaces_the_previous_snapshot_and_leaves_no_temporary_dirs(snapshot_dir, tmp_path):
+    from geo.snapshot import publish, staging_dir
+
+    out = tmp_path / "data" / "snapshot"
+    out.mkdir(parents=True)
+    (out / "stale.txt").write_text("old")
+    tmp = staging_dir(out)
+    shutil.copytree(snapshot_dir, tmp)
+    publish(tmp, out)
+    assert not (out / "stale.txt").exists()
+    read_snapshot(out)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["snapshot"]
+
+
+def test_publish_refuses_a_broken_staging_dir_and_keeps_the_old_snapshot(snapshot_dir, tmp_path):
+    from geo.snapshot import publish, staging_dir
+
+    out = tmp_path / "snapshot"
+    shutil.copytree(snapshot_dir, out)
+    tmp = staging_dir(out)
+    shutil.copytree(snapshot_dir, tmp)
+    (tmp / "no2.parquet").write_bytes(b"PAR1 truncated")
+    with pytest.raises(SnapshotError, match="no2.parquet"):
+        publish(tmp, out)
+    assert read_snapshot(out)[1]["snapshotId"] == json.loads((snapshot_dir / "manifest.json").read_text())[
+        "snapshotId"]
+
+
+def test_write_snapshot_rejects_wrong_columns_and_unknown_kind(snapshot_dir, tmp_path):
+    from geo.snapshot import write_snapshot
+
+    layers, manifest = read_snapshot(snapshot_dir)
+    metas = {n: {k: e[k] for k in ("kind", "source", "licence")} for n, e in manifest["layers"].items()}
+    bad = dict(layers, stops=layers["stops"].rename(columns={"lines": "lijnen"}))
+    with pytest.raises(SnapshotError, match="stops"):
+        write_snapshot(bad, metas, DEMO_AS_OF, tmp_path / "a")
+    with pytest.raises(SnapshotError, match="kind"):
+        write_snapshot(layers, dict(metas, works=dict(metas["works"], kind="guess")), DEMO_AS_OF, tmp_path / "b")

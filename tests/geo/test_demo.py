@@ -1,0 +1,149 @@
+"""Demo scenario properties, read back from the built snapshot (the same path live data takes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+from scipy.spatial import cKDTree
+
+from geo import reference
+from geo.snapshot import DEMO_AS_OF, read_snapshot
+from geo.upstream import strip_line
+
+AS_OF = pd.Timestamp(DEMO_AS_OF)
+KX, KY = 111.320 * np.cos(np.radians(51.0)), 110.574
+
+
+@pytest.fixture(scope="module")
+def layers(snapshot_dir):
+    return read_snapshot(snapshot_dir)[0]
+
+
+def km_xy(gdf):
+    return np.column_stack([gdf.geometry.x.to_numpy() * KX, gdf.geometry.y.to_numpy() * KY])
+
+
+# --- works --------------------------------------------------------------------------------------------
+
+def test_works_statuses_dates_and_dutch_text(layers):
+    w = layers["works"]
+    assert 2800 <= len(w) <= 3200
+    assert w["id"].is_unique
+    counts = w["status"].value_counts()
+    assert {"In uitvoering", "Concreet gepland", "Uitgevoerd", "Geannuleerd"} == set(counts.index)
+    assert counts["In uitvoering"] > 0.3 * len(w) and counts["Concreet gepland"] > 0.3 * len(w)
+    assert set(w["type"]) == {"Grondwerk", "Werk"}               # GIPOD events were dropped
+    assert (w["description"].str.len() > 5).all() and (w["owner"] != "").all()
+    running = w[w["status"] == "In uitvoering"]
+    assert (running["end"] - AS_OF > pd.Timedelta(days=365)).sum() > 50     # multi-year end dates
+    assert (running["end"] < AS_OF).sum() > 5                                 # overdue but still running
+    assert running["end"].isna().sum() > 5
+    planned = w[w["status"] == "Concreet gepland"]
+    assert (planned["start"] > AS_OF).all()
+    assert ((planned["start"] - AS_OF) <= pd.Timedelta(days=14)).sum() > 50
+
+
+def test_works_inside_service_area_and_weighted_by_population(layers, reference_dir):
+    w = layers["works"]
+    area = layers["service_area"].geometry[0]
+    assert shapely.contains_xy(area, w.geometry.x, w.geometry.y).mean() > 0.995
+    muni = reference.municipalities(reference_dir)
+    muni = muni[muni["reg_nis"].isin(["02000", "04000"])].reset_index(drop=True)
+    tree = shapely.STRtree(list(muni.geometry))
+    src, dst = tree.query(list(w.geometry), predicate="within")
+    counts = np.bincount(dst, minlength=len(muni))
+    r = np.corrcoef(counts, muni["population"].to_numpy())[0, 1]
+    assert r > 0.8
+    assert counts[muni.index[muni["name_nl"] == "Antwerpen"][0]] > 150
+
+
+def test_recurring_occurrences_a_few_metres_apart(layers):
+    w = layers["works"]
+    tree = cKDTree(km_xy(w))
+    desc = w["description"].to_numpy()
+    pairs = [(i, j) for i, j in tree.query_pairs(0.030) if desc[i] == desc[j]]
+    assert len(pairs) >= 100
+    assert all(w["id"].iat[i] != w["id"].iat[j] for i, j in pairs)
+
+
+def test_works_on_both_banks_near_the_scheldt(layers):
+    w, rv = layers["works"], layers["river"]
+    near = shapely.dwithin(rv.geometry[0], list(w.geometry), 0.02)
+    left = shapely.contains_xy(rv.geometry[1], w.geometry.x, w.geometry.y) & near
+    right = shapely.contains_xy(rv.geometry[2], w.geometry.x, w.geometry.y) & near
+    assert left.sum() >= 30 and right.sum() >= 30
+
+
+# --- stops and detours --------------------------------------------------------------------------------
+
+def test_stops_dense_in_antwerp_with_lines_and_leading_zeros(layers):
+    s = layers["stops"]
+    assert 2000 <= len(s) <= 8000 and s["id"].is_unique
+    assert (s["id"] == s["entity"] + "_" + s["number"]).all()
+    assert set(s["entity"]) == {"1", "2", "3", "4", "5"}
+    assert (s["lines"] != "").all()
+    lines = {x for v in s["lines"] for x in v.split(",")}
+    assert {"007", "013"} <= lines and any(x.startswith("0") for x in lines)
+    d = np.hypot(*(km_xy(s) - np.array([4.4011 * KX, 51.2189 * KY])).T)
+    antwerp_density = (d < 5).sum() / (np.pi * 25)
+    flanders_density = len(s) / 13_700
+    assert antwerp_density > 10 * flanders_density
+    both_banks = shapely.contains_xy(layers["river"].geometry[1], s.geometry.x, s.geometry.y).sum()
+    assert both_banks >= 10                                   # stops on the left bank too
+
+
+def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
+    d, s = layers["detours"], layers["stops"]
+    antwerp = d[d["entity"] == "1"]
+    assert len(antwerp) >= 30 and len(d) > len(antwerp)
+    assert set(d["type"]) == {"werken", "evenement"}
+    assert d["title"].str.contains(": ").all()
+    assert antwerp["end"].isna().sum() >= 3 and antwerp["end"].notna().sum() >= 20
+    assert (antwerp["start"] < AS_OF).sum() >= 10 and (antwerp["start"] > AS_OF).sum() >= 3
+    assert d["delay_min"].notna().mean() > 0.6
+    stop_ids = set(s["id"])
+    unserved = [x for v in d["unserved_stops"] for x in v.split(",") if x]
+    assert unserved and set(unserved) <= stop_ids
+    assert (d["unserved_stops"] == "").sum() >= 1 and d.geometry.is_empty.sum() >= 1
+    stop_lines = {x for v in s["lines"] for x in v.split(",")}
+    detour_lines = {x for v in d["lines"] for x in v.split(",") if x}
+    assert {strip_line(x) for x in detour_lines} <= {strip_line(x) for x in stop_lines}
+    # some detours publish "7" where the stops publish "007": only the zero-stripped comparison matches
+    assert any(x not in stop_lines for x in detour_lines)
+
+
+# --- NO2 ----------------------------------------------------------------------------------------------
+
+def test_no2_hourly_series_up_to_as_of_with_gaps(layers):
+    n, st = layers["no2"], layers["stations"]
+    measured = n[n["kind"] == "measured"]
+    no2_ids = set(st.loc[st["no2"], "id"])
+    assert set(measured["station_id"]) == no2_ids
+    hours = pd.date_range(end=AS_OF.floor("h"), periods=48, freq="h")
+    for _, g in measured.groupby("station_id"):
+        assert g["timestamp"].tolist() == list(hours)
+    assert measured["value"].isna().sum() > 20
+
+
+def test_no2_empty_last_two_hours_and_non_measured_rows(layers):
+    n = layers["no2"]
+    last2 = n[n["timestamp"] > AS_OF.floor("h") - pd.Timedelta(hours=2)]
+    m = last2[last2["kind"] == "measured"]
+    empty = m.groupby("station_id")["value"].apply(lambda v: v.isna().all())
+    assert empty.sum() >= 1
+    station = empty[empty].index[0]
+    others = last2[(last2["station_id"] == station) & (last2["kind"] != "measured")]
+    assert set(others["kind"]) == {"modelled", "estimated"} and others["value"].notna().all()
+    assert {"modelled", "estimated"} <= set(n["kind"])
+
+
+def test_no2_values_are_realistic_with_a_rush_hour_shape(layers):
+    n, st = layers["no2"], layers["stations"]
+    m = n[n["kind"] == "measured"].merge(st[["id", "station_type"]], left_on="station_id", right_on="id")
+    assert m["value"].min() >= 0 and m["value"].max() < 150
+    med = m.groupby("station_type")["value"].median()
+    assert 25 <= med["Traffic"] <= 60 and 8 <= med["Background"] <= 28
+    hour = m["timestamp"].dt.tz_convert("Europe/Brussels").dt.hour
+    assert m.loc[hour.isin([8, 9]), "value"].mean() > 1.3 * m.loc[hour.isin([3, 4]), "value"].mean()
