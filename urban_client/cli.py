@@ -254,13 +254,24 @@ def configure(ctx, new_base_url, new_timeout, show):
 
 
 @cli.command()
+@click.option("--http", "use_http", is_flag=True,
+              help="Serve streamable HTTP on 127.0.0.1 (endpoint /mcp) instead of stdio.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, metavar="PORT",
+              help="Port for --http (always bound to 127.0.0.1).")
 @click.pass_context
-def mcp(ctx):
-    """Run the MCP server on stdio: four read-only tools for agent clients, using the same key and base URL."""
-    from urban_client.mcp_server import serve_stdio
+def mcp(ctx, use_http, port):
+    """Run the MCP server: four read-only tools for agent clients, using the same key and base URL."""
+    from urban_client.mcp_server import serve_http, serve_stdio
 
     client = _client(ctx)
-    serve_stdio(client)
+    if use_http:
+        click.echo(f"MCP server on http://127.0.0.1:{port}/mcp (Ctrl-C stops it)", err=True)
+        try:
+            serve_http(client, port)
+        except OSError as exc:
+            raise click.UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    else:
+        serve_stdio(client)
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,7 @@
 """MCP server (``urban mcp``): the four data endpoints as read-only tools for agent clients.
 
+Transports: stdio (default) or, with ``urban mcp --http``, streamable HTTP on 127.0.0.1.
+
 Built on the low-level ``mcp.server.Server`` of the official SDK so each tool declares exactly the REST shapes:
 the input schema (a saved ``locationId`` or a ``lat``/``lng`` pair), the output schema (the REST body) and
 read-only / idempotent annotations. A successful call returns the REST body unchanged, as text and as
@@ -147,3 +149,12 @@ def serve_stdio(client: ApiClient) -> None:
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)
+
+
+def serve_http(client: ApiClient, port: int) -> None:
+    """Serve the tools over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` (loopback only, with the SDK's
+    DNS-rebinding protection) until interrupted."""
+    import uvicorn
+
+    app = build_server(client).streamable_http_app(host="127.0.0.1")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")

@@ -185,3 +185,42 @@ def test_tool_output_schemas_agree_with_the_openapi_document(api_server):
     for component, mine in pairs.items():
         problems += _agree(mine, doc["components"]["schemas"][component], doc, component)
     assert problems == []
+
+
+def test_streamable_http_transport_on_loopback(api_server, account, client_env):
+    import socket
+    import subprocess
+    import time
+
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = free_port()
+    env = {**client_env, "URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}
+    proc = subprocess.Popen(urban_command() + ["mcp", "--http", "--port", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # wait until the server listens (not a timing assertion: only a bound on waiting)
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                assert time.monotonic() < deadline, "urban mcp --http did not start"
+                time.sleep(0.1)
+
+        async def main():
+            async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    tools = (await session.list_tools()).tools
+                    return tools, await session.call_tool("get_air_quality", {"locationId": "loc_groenplaats"})
+
+        tools, result = asyncio.run(asyncio.wait_for(main(), 120))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert {t.name for t in tools} == set(TOOLS)
+    rest = api_server.get("air-quality", account.key, locationId="loc_groenplaats")
+    assert not result.is_error
+    assert result.content[0].text.encode() == rest.content
