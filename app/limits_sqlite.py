@@ -56,7 +56,12 @@ class SQLiteStorage(Storage):
             local.conn, local.pid = conn, os.getpid()
         return local.conn
 
+    PURGE_EVERY = 256  # increments per process between deletions of expired counters
+
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        self._local.incrs = getattr(self._local, "incrs", 0) + 1
+        if self._local.incrs % self.PURGE_EVERY == 0:
+            self._conn().execute("DELETE FROM counters WHERE expires_at <= ?", (time.time(),))
         row = self._conn().execute(_INCR, {"key": key, "amount": amount, "now": time.time(),
                                            "expiry": expiry}).fetchone()
         return int(row[0])

@@ -107,6 +107,7 @@ def test_full_admin_flow(runner, store):
         {"locations": []}
 
 
+@pytest.mark.slow
 def test_flask_cli_subprocess_on_real_files(tmp_path):
     """`flask --app wsgi accounts create` as an operator runs it (own process, env configuration)."""
     env = dict(os.environ, URBAN_INSTANCE_PATH=str(tmp_path), URBAN_ENV="development", URBAN_LOAD_ENGINE="0")

@@ -152,3 +152,22 @@ def test_max_locations(store, account):
 def test_foreign_keys_enforced(store):
     with pytest.raises(sqlite3.IntegrityError):
         store.execute("INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (999, 'd', 'p', '')")
+
+
+def test_sqlite_limits_storage_fixed_window(tmp_path, monkeypatch):
+    from app import limits_sqlite
+    from limits.storage import storage_from_string
+
+    storage = storage_from_string(f"urban-sqlite:///{tmp_path}/rl.sqlite")
+    assert isinstance(storage, limits_sqlite.SQLiteStorage) and storage.check()
+    now = [1000.0]
+    monkeypatch.setattr(limits_sqlite.time, "time", lambda: now[0])
+    assert [storage.incr("k", 60) for _ in range(3)] == [1, 2, 3]
+    assert storage.get("k") == 3 and storage.get_expiry("k") == 1060.0
+    now[0] = 1060.0  # window over: the counter starts again
+    assert storage.get("k") == 0
+    assert storage.incr("k", 60) == 1 and storage.get_expiry("k") == 1120.0
+    other = storage_from_string(f"urban-sqlite:///{tmp_path}/rl.sqlite")  # another worker, same file
+    assert other.incr("k", 60) == 2
+    storage.clear("k")
+    assert other.get("k") == 0
