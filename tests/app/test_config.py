@@ -62,3 +62,11 @@ def test_missing_snapshot_refuses_to_start(tmp_path):
     with pytest.raises(Exception) as info:
         create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path), "DATA_DIR": str(tmp_path / "none")})
     assert "none" in str(info.value)
+
+
+def test_create_app_opens_no_database(tmp_path):
+    """With preload_app the factory runs in the gunicorn master: it must not open the stores."""
+    app = create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path), "ENGINE": None})
+    assert not any(p.suffix == ".sqlite" for p in tmp_path.iterdir())
+    app.test_client().get("/api/v1/locations")
+    assert (tmp_path / "urban.sqlite").exists() or (tmp_path / "ratelimit.sqlite").exists()
