@@ -78,6 +78,7 @@ def test_failed_refresh_leaves_the_serving_snapshot_untouched(fake, upstream, se
     assert sorted(os.listdir(store.versions_dir(data_dir))) == versions  # no half-written version left behind
 
 
+@pytest.mark.slow
 def test_a_failing_source_keeps_its_last_good_layers(fake, upstream, settings, data_dir, reference_dir):
     assert refresh(data_dir, reference_dir, upstream, settings, now=NOW).published
     before = manifest(data_dir)["layers"]["works"]
@@ -117,6 +118,7 @@ def test_first_live_refresh_replaces_a_plain_demo_directory(fake, upstream, sett
     assert manifest(data_dir)["layers"]["works"]["kind"] == "live"
 
 
+@pytest.mark.slow
 def test_old_versions_are_pruned(fake, upstream, settings, data_dir, reference_dir):
     s = replace(settings, keep_versions=2)
     for minutes in range(4):
