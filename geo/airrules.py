@@ -52,7 +52,7 @@ def trend_percent(first, last) -> np.ndarray:
     """
     first = np.asarray(first, dtype=np.float64)
     last = np.asarray(last, dtype=np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         pct = np.where(first > 0, (last - first) / np.where(first > 0, first, 1.0) * 100.0, np.nan)
     return np.round(pct, 1) + 0.0
 
