@@ -55,8 +55,8 @@ class ClientError(Exception):
 class ApiError(ClientError):
     """The API answered with an error status.
 
-    ``code`` and ``message`` come from the API's error body (``{"error": ..., "message": ...}``); when the body
-    is not that shape (a proxy's HTML page, say) ``code`` is ``http_<status>``.
+    ``code`` and ``message`` come from the API's error body (``{"error": ..., "message": ...}``); when the
+    body is not that shape (a proxy's HTML page, say) ``code`` is ``http_<status>``.
     """
 
     def __init__(self, status: int, code: str, message: str, *, body: bytes = b"",
@@ -71,7 +71,7 @@ class ApiError(ClientError):
 
 
 class NetworkError(ClientError):
-    """No usable answer: connection refused, DNS failure, timeout, broken connection or an invalid base URL."""
+    """No usable answer: connection refused, DNS failure, timeout, broken connection or invalid base URL."""
 
     def __init__(self, message: str, *, kind: str = "network_error"):
         super().__init__(message)
@@ -157,9 +157,11 @@ class ApiClient:
             resp = self._session.get(url, params=params or None, headers=headers, timeout=self.timeout,
                                      allow_redirects=False)
         except requests.Timeout:
-            raise NetworkError(f"no answer from {self.base_url} within {self.timeout:g} s", kind="timeout") from None
+            raise NetworkError(f"no answer from {self.base_url} within {self.timeout:g} s",
+                               kind="timeout") from None
         except requests.ConnectionError as exc:
-            raise NetworkError(f"cannot connect to {self.base_url}: {_reason(exc)}", kind="connection") from None
+            raise NetworkError(f"cannot connect to {self.base_url}: {_reason(exc)}",
+                               kind="connection") from None
         except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
                 requests.exceptions.InvalidSchema) as exc:
             raise NetworkError(f"invalid base URL {self.base_url!r}: {exc}", kind="invalid_url") from None
@@ -168,7 +170,8 @@ class ApiClient:
         if resp.status_code >= 400:
             raise _error_from_response(resp)
         if resp.status_code != 200:
-            raise ApiError(resp.status_code, f"http_{resp.status_code}", f"unexpected status {resp.status_code}",
+            raise ApiError(resp.status_code, f"http_{resp.status_code}",
+                           f"unexpected status {resp.status_code}",
                            body=resp.content, rate_limit=RateLimit.from_headers(resp.headers))
         try:
             data = json.loads(resp.content)
@@ -198,7 +201,8 @@ def _reason(exc: Exception) -> str:
     """The innermost readable cause of a requests exception (e.g. 'Connection refused')."""
     text = str(exc)
     for marker in ("Connection refused", "Name or service not known", "No route to host",
-                   "Connection reset", "Remote end closed connection", "Temporary failure in name resolution"):
+                   "Connection reset", "Remote end closed connection",
+                   "Temporary failure in name resolution"):
         if marker in text:
             return marker
     return text.split(": ")[-1][:200] if text else exc.__class__.__name__

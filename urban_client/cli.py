@@ -34,7 +34,8 @@ class ExitCode(IntEnum):
 
 
 STATUS_EXIT = {400: ExitCode.USAGE, 401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
-               422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA, 502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
+               422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA,
+               502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
 
 HINTS = {
     "missing_target": "Give --location-id ID, or both --lat and --lng.",
@@ -128,7 +129,8 @@ def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str
 
 
 json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print the API's JSON body unchanged (byte-for-byte) and nothing else on stdout.")
+                           help="Print the API's JSON body unchanged (byte-for-byte) and nothing else "
+                                "on stdout.")
 
 
 def target_options(fn):
@@ -138,7 +140,8 @@ def target_options(fn):
     fn = click.option("--lat", type=Coordinate(), metavar="DEGREES",
                       help="Latitude in degrees (with --lng), e.g. 51.2194.")(fn)
     fn = click.option("--location-id", metavar="ID",
-                      help="One of your saved location ids (see `urban locations`); not with --lat/--lng.")(fn)
+                      help="One of your saved location ids (see `urban locations`); "
+                           "not with --lat/--lng.")(fn)
     return fn
 
 
@@ -147,7 +150,8 @@ def target_options(fn):
               help="API root including /api/v1 (default: URBAN_BASE_URL, the config file, "
                    "or http://127.0.0.1:8000/api/v1).")
 @click.option("--timeout", type=float, metavar="SECONDS",
-              help="Seconds to wait for connecting and for each read (default: URBAN_TIMEOUT, config, or 10).")
+              help="Seconds to wait for connecting and for each read "
+                   "(default: URBAN_TIMEOUT, config, or 10).")
 @click.version_option(__version__, "--version", prog_name="urban", message="%(prog)s %(version)s",
                       help="Show the version and exit.")
 def cli(base_url, timeout):

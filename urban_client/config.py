@@ -34,7 +34,8 @@ class Settings:
 
     def __repr__(self):  # never shows the key
         return (f"Settings(base_url={self.base_url!r}, api_key={'***' if self.api_key else None}, "
-                f"timeout={self.timeout!r}, key_source={self.key_source!r}, config_path={str(self.config_path)!r})")
+                f"timeout={self.timeout!r}, key_source={self.key_source!r}, "
+                f"config_path={str(self.config_path)!r})")
 
 
 def config_path(environ=None) -> Path:
@@ -96,7 +97,7 @@ def parse_timeout(value) -> float:
 
 
 def resolve(base_url: str | None = None, timeout: float | None = None, environ=None) -> Settings:
-    """Settings by precedence: explicit argument, then ``URBAN_*`` environment, then config file, then default."""
+    """Settings by precedence: explicit argument, ``URBAN_*`` environment, config file, default."""
     env = os.environ if environ is None else environ
     path = config_path(env)
     stored = read_file(path)

@@ -2,9 +2,9 @@
 
 Transports: stdio (default) or, with ``urban mcp --http``, streamable HTTP on 127.0.0.1.
 
-Built on the low-level ``mcp.server.Server`` of the official SDK so each tool declares exactly the REST shapes:
-the input schema (a saved ``locationId`` or a ``lat``/``lng`` pair), the output schema (the REST body) and
-read-only / idempotent annotations. A successful call returns the REST body unchanged, as text and as
+Built on the low-level ``mcp.server.Server`` of the official SDK so each tool declares exactly the REST
+shapes: the input schema (a saved ``locationId`` or a ``lat``/``lng`` pair), the output schema (the REST
+body) and read-only / idempotent annotations. A successful call returns the REST body unchanged, as text and as
 structured content. An API error comes back as a tool error (``isError``) whose text is
 ``{"error": code, "message": message, "status": http_status}`` with the API's own code and message.
 """
@@ -27,7 +27,8 @@ from urban_client.api import ApiClient, ApiError, NetworkError, target_params
 TARGET_HELP = ("Give either locationId (a saved location from list_locations) or both lat and lng "
                "(decimal degrees, a point in Flanders or Brussels); not both.")
 ERRORS_HELP = ("On failure the result is an error whose text is JSON with the API's error code and message, "
-               "e.g. outside_service_area (point outside Flanders/Brussels: do not retry), location_not_found "
+               "e.g. outside_service_area (point outside Flanders/Brussels: do not retry), "
+               "location_not_found "
                "(call list_locations), quota_exceeded (daily quota reached; resets 00:00 UTC), "
                "upstream_error (retry shortly), missing_key/invalid_key (the user must configure a key).")
 
@@ -57,7 +58,8 @@ TOOLS = (
     ToolSpec(
         "list_locations", "locations", "List saved locations",
         "List the user's saved monitored locations (id, name, address, lat, lng, label, isPrimary). "
-        "Use an id as locationId in the other tools. An empty list means: use lat/lng instead. " + ERRORS_HELP,
+        "Use an id as locationId in the other tools. An empty list means: use lat/lng instead. "
+        + ERRORS_HELP,
         schemas.NO_INPUT, schemas.LOCATIONS_OUTPUT, False),
     ToolSpec(
         "get_disruptions", "disruptions", "Road works and transit disruptions near a point",
@@ -68,13 +70,15 @@ TOOLS = (
     ToolSpec(
         "get_air_quality", "air-quality", "Air quality and low-emission zone at a point",
         "Latest measured NO2 in µg/m³ at the nearest measuring station over the last two hours (value null "
-        "= unknown, never zero), its trend, the verdict against the WHO guideline (10) and EU limit (40), and "
+        "= unknown, never zero), its trend, the verdict against the WHO guideline (10) and EU limit (40), "
+        "and "
         "whether the point lies inside the Antwerp low-emission zone (lez.inside). Measured values only. "
         + TARGET_HELP + " " + ERRORS_HELP,
         schemas.TARGET_INPUT, schemas.AIR_QUALITY_OUTPUT, True),
     ToolSpec(
         "get_briefing", "briefing", "Operations briefing for the next 24 hours",
-        "Operations briefing for a point: risk (low/moderate/high), a Dutch headline, key facts, the best and "
+        "Operations briefing for a point: risk (low/moderate/high), a Dutch headline, key facts, the best "
+        "and "
         "worst time windows of the next 24 hours and the next rush-hour peak (ISO 8601 times with offset). "
         + TARGET_HELP + " " + ERRORS_HELP,
         schemas.TARGET_INPUT, schemas.BRIEFING_OUTPUT, True),

@@ -54,7 +54,8 @@ def format_window(window) -> str:
         return "—"
     text = start.strftime("%a %d %b %H:%M")
     if end:
-        text += "–" + (end.strftime("%H:%M") if end.date() == start.date() else end.strftime("%a %d %b %H:%M"))
+        same_day = end.date() == start.date()
+        text += "–" + end.strftime("%H:%M" if same_day else "%a %d %b %H:%M")
     return text
 
 
@@ -145,7 +146,8 @@ def render_disruptions(data, console: Console) -> None:
     if transit:
         table = Table(title="Transit disruptions", title_justify="left")
         has_distance = any(isinstance(t.get("distanceKm"), (int, float)) for t in transit)
-        columns = (["Distance"] if has_distance else []) + ["Severity", "Lines", "Delay", "Title", "Until", "ID"]
+        columns = ["Distance"] if has_distance else []
+        columns += ["Severity", "Lines", "Delay", "Title", "Until", "ID"]
         for column in columns:
             table.add_column(column, justify="right" if column in ("Distance", "Delay") else "left")
         for t in transit:

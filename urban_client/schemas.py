@@ -24,7 +24,8 @@ TARGET_INPUT = {
         },
         "lng": {
             "type": "number", "minimum": -180, "maximum": 180,
-            "description": "Longitude in decimal degrees (WGS84), e.g. 4.4025. Must be given together with lat.",
+            "description": "Longitude in decimal degrees (WGS84), e.g. 4.4025. "
+                           "Must be given together with lat.",
         },
     },
     "additionalProperties": False,

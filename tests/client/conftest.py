@@ -76,7 +76,7 @@ class ApiServer:
 
 @pytest.fixture(scope="session")
 def api_server(snapshot_dir, tmp_path_factory):
-    """`app.create_app(test_config)` with a temp instance dir and the demo snapshot, on a free loopback port."""
+    """`app.create_app(test_config)` on a temp instance dir and the demo snapshot, on a free loopback port."""
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     class QuietHandler(WSGIRequestHandler):

@@ -150,7 +150,8 @@ def test_settings_precedence_argument_env_file_default(tmp_path):
     s = resolve(base_url="http://arg/api/v1", timeout=1.5, environ=env)
     assert (s.base_url, s.timeout) == ("http://arg/api/v1", 1.5)
     s = resolve(environ={"URBAN_CONFIG": str(tmp_path / "missing.ini")})
-    assert (s.api_key, s.key_source, s.base_url, s.timeout) == (None, None, "http://127.0.0.1:8000/api/v1", 10.0)
+    assert (s.api_key, s.key_source, s.timeout) == (None, None, 10.0)
+    assert s.base_url == "http://127.0.0.1:8000/api/v1"
     with pytest.raises(ConfigError):
         resolve(environ={"URBAN_CONFIG": str(path), "URBAN_TIMEOUT": "soon"})
 

@@ -1,4 +1,4 @@
-"""`urban` as a subprocess against the real app on 127.0.0.1: both output modes, every command, every error."""
+"""`urban` as a subprocess against the real app on 127.0.0.1: both output modes, all commands, all errors."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def test_locations_summary_lists_saved_locations_primary_marked(api_server, acco
 
 def test_disruptions_summary_tables_sorted_by_distance(api_server, account, run_urban):
     body = api_server.get("disruptions", account.key, lat=ANTWERP[0], lng=ANTWERP[1]).json()
-    proc = run_urban("disruptions", "--lat", ANTWERP[0], "--lng", ANTWERP[1], env=env_for(api_server, account.key))
+    proc = run_urban("disruptions", "--lat", ANTWERP[0], "--lng", ANTWERP[1],
+                     env=env_for(api_server, account.key))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     s = body["summary"]
@@ -232,7 +233,8 @@ def test_outside_service_area_is_exit_6(api_server, account, run_urban, command)
     assert proc.returncode == 6
     assert f"Error: outside_service_area: {rest.json()['message']} (HTTP 422)" in proc.stderr.decode()
     assert proc.stdout == b""
-    proc = run_urban(command, "--lat", PARIS[0], "--lng", PARIS[1], "--json", env=env_for(api_server, account.key))
+    proc = run_urban(command, "--lat", PARIS[0], "--lng", PARIS[1], "--json",
+                     env=env_for(api_server, account.key))
     assert proc.returncode == 6 and proc.stdout == rest.content
     assert_clean(proc, account.key)
 
@@ -257,7 +259,8 @@ def test_bad_targets_are_reported_by_the_api_with_exit_2(api_server, account, ru
 
 
 @pytest.mark.parametrize("args", [["briefing", "--lat", "abc", "--lng", "4.4"], ["nosuchcommand"],
-                                  ["disruptions", "--lat", "nan", "--lng", "4.4"], ["--timeout", "-1", "locations"]])
+                                  ["disruptions", "--lat", "nan", "--lng", "4.4"],
+                                  ["--timeout", "-1", "locations"]])
 def test_command_line_misuse_is_exit_2_without_calling(run_urban, args):
     proc = run_urban(*args, env={"URBAN_BASE_URL": f"http://127.0.0.1:{free_port()}/api/v1"})
     assert proc.returncode == 2

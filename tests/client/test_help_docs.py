@@ -50,12 +50,13 @@ def test_every_exit_code_is_documented():
         assert f"\n| {int(code)} |" in DOC, code
 
 
-@pytest.mark.parametrize("name", [None, "locations", "disruptions", "air-quality", "briefing", "configure", "mcp"])
+@pytest.mark.parametrize("name", [None, "locations", "disruptions", "air-quality", "briefing", "configure",
+                                  "mcp"])
 def test_help_runs_from_the_installed_command(name):
     args = ["--help"] if name is None else [name, "--help"]
     proc = subprocess.run(urban_command() + args, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert proc.stdout.startswith("Usage: urban")
-    for opt in (["--location-id", "--lat", "--lng", "--json"] if name in ("disruptions", "air-quality", "briefing")
-                else []):
+    targeted = name in ("disruptions", "air-quality", "briefing")
+    for opt in (["--location-id", "--lat", "--lng", "--json"] if targeted else []):
         assert opt in proc.stdout

@@ -1,5 +1,5 @@
-"""A real MCP client session (official SDK, stdio) against `urban mcp` spawned as a subprocess, which talks to
-the real app on 127.0.0.1. Tool results must equal the REST bodies; API errors must come back as tool errors."""
+"""A real MCP client session (official SDK, stdio) against `urban mcp` spawned as a subprocess, which talks
+to the real app on 127.0.0.1. Tool results must equal the REST bodies; API errors come back as tool errors."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ TOOLS = {"list_locations": "locations", "get_disruptions": "disruptions",
 
 
 def session_run(client_env, env, scenario):
-    """Spawn `urban mcp` with ``env``, open a ClientSession, run ``scenario(session)`` and return its value."""
+    """Spawn `urban mcp` with ``env``, open a ClientSession, run ``scenario(session)``, return its value."""
     command = urban_command()
     params = StdioServerParameters(command=command[0], args=command[1:] + ["mcp"],
                                    env={**client_env, **env})
@@ -107,7 +107,8 @@ def test_api_errors_come_back_as_tool_errors_with_the_api_code_and_message(api_s
     }
     for i, response in rest.items():
         body = response.json()
-        assert errors[i] == {"error": body["error"], "message": body["message"], "status": response.status_code}
+        expected = {"error": body["error"], "message": body["message"], "status": response.status_code}
+        assert errors[i] == expected
     assert errors[0]["error"] == "outside_service_area" and errors[0]["status"] == 422
     assert errors[1]["error"] == "location_not_found" and errors[1]["status"] == 404
     assert errors[2]["error"] == "missing_target"
@@ -161,7 +162,8 @@ def _agree(mine, theirs, doc, path):
     if mine_types and their_types:
         covered = mine_types | ({"integer"} if "number" in mine_types else set())
         if not their_types <= covered:
-            problems.append(f"{path}: server sends {sorted(their_types)}, tool schema allows {sorted(mine_types)}")
+            problems.append(f"{path}: server sends {sorted(their_types)}, "
+                            f"tool schema allows {sorted(mine_types)}")
     for name in mine.get("required", []):
         if name not in theirs.get("required", []):
             problems.append(f"{path}.{name}: required by the tool schema, optional in the API")
@@ -214,7 +216,8 @@ def test_streamable_http_transport_on_loopback(api_server, account, client_env):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
                     tools = (await session.list_tools()).tools
-                    return tools, await session.call_tool("get_air_quality", {"locationId": "loc_groenplaats"})
+                    result = await session.call_tool("get_air_quality", {"locationId": "loc_groenplaats"})
+                    return tools, result
 
         tools, result = asyncio.run(asyncio.wait_for(main(), 120))
     finally:

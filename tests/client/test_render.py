@@ -25,7 +25,8 @@ def test_local_time_is_brussels_summer_and_winter():
 def test_window_spanning_midnight_shows_both_dates():
     assert format_window({"start": "2026-11-16T22:00:00Z", "end": "2026-11-17T01:00:00Z"}) == \
         "Mon 16 Nov 23:00–Tue 17 Nov 02:00"
-    assert format_window({"start": "2026-11-16T09:00:00Z", "end": "2026-11-16T11:00:00Z"}) == "Mon 16 Nov 10:00–12:00"
+    window = {"start": "2026-11-16T09:00:00Z", "end": "2026-11-16T11:00:00Z"}
+    assert format_window(window) == "Mon 16 Nov 10:00–12:00"
     assert format_window(None) == "—"
 
 
@@ -45,7 +46,8 @@ def test_works_sorted_by_distance_then_running_first():
 
 
 def test_transit_keeps_the_api_distance_order_unless_distances_are_given():
-    items = [{"id": "9", "severity": "medium"}, {"id": "2", "severity": "high"}, {"id": "5", "severity": "high"}]
+    items = [{"id": "9", "severity": "medium"}, {"id": "2", "severity": "high"},
+             {"id": "5", "severity": "high"}]
     assert [t["id"] for t in sort_transit(items)] == ["9", "2", "5"]
     items = [{"id": "a", "distanceKm": 0.9}, {"id": "b"}, {"id": "c", "distanceKm": 0.1}]
     assert [t["id"] for t in sort_transit(items)] == ["c", "a", "b"]
@@ -56,7 +58,8 @@ def test_disruptions_summary_and_markup_is_not_interpreted():
             "summary": {"activeWorks": 1, "plannedWorks": 1, "upcomingWorks14d": 0, "transitDisruptions": 1,
                         "highSeverityTransit": 1},
             "construction": [
-                {"id": "far", "description": "Gepland [bold]werk[/bold]", "status": "Gepland", "lat": 0, "lng": 0,
+                {"id": "far", "description": "Gepland [bold]werk[/bold]", "status": "Gepland",
+                 "lat": 0, "lng": 0,
                  "distanceKm": 1.5, "startDate": "2026-12-01", "endDate": None},
                 {"id": "near", "description": "Heraanleg riolering", "status": "In uitvoering", "lat": 0,
                  "lng": 0, "distanceKm": 0.12, "startDate": "2025-03-01", "endDate": "2027-12-31"}],
@@ -65,7 +68,8 @@ def test_disruptions_summary_and_markup_is_not_interpreted():
             "retrievedAt": "2026-11-16T07:00:00.000Z"}
     out = plain(render_disruptions, data)
     assert "Disruptions near Stadhuis (51.2213, 4.3997) — works within 2 km" in out
-    assert "1 works running · 1 planned · 0 starting within 14 days · 1 transit disruptions (1 high severity)" in out
+    assert ("1 works running · 1 planned · 0 starting within 14 days · "
+            "1 transit disruptions (1 high severity)") in out
     assert out.index("near") < out.index("far")
     assert "120 m" in out and "1.50 km" in out and "open-ended" in out
     assert "Gepland [bold]werk[/bold]" in out
@@ -97,7 +101,8 @@ def test_air_quality_known_and_unknown():
 
 
 def test_briefing_windows_in_local_time():
-    data = {"risk": "high", "headline": "Zware hinder", "keyFacts": [{"key": "x", "text": "3 werken", "value": 3}],
+    data = {"risk": "high", "headline": "Zware hinder",
+            "keyFacts": [{"key": "x", "text": "3 werken", "value": 3}],
             "bestWindow": {"start": "2026-11-16T09:00:00Z", "end": "2026-11-16T11:00:00Z"},
             "worstWindow": {"start": "2026-11-16T16:00:00+01:00", "end": "2026-11-16T18:00:00+01:00"},
             "nextRushPeak": {"start": "2026-11-16T16:00:00+01:00", "end": "2026-11-16T18:30:00+01:00",
