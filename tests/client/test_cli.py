@@ -325,3 +325,31 @@ def test_configure_without_any_key_is_a_usage_error(run_urban):
     proc = run_urban("configure", input=b"\n")
     assert proc.returncode == 2
     assert b"no key given" in proc.stderr
+
+
+def test_configure_on_a_terminal_prompts_without_echoing_the_key(client_env):
+    key = "uc_live_terminalKeyNeverEchoed0000000000000"
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(urban_command() + ["configure"], env=client_env, stdin=follower, stdout=follower,
+                            stderr=follower, start_new_session=True)
+    os.close(follower)
+    transcript = b""
+    while b"API key" not in transcript:
+        chunk = os.read(leader, 1024)
+        assert chunk, transcript
+        transcript += chunk
+    os.write(leader, key.encode() + b"\n")
+    while True:
+        try:
+            chunk = os.read(leader, 1024)
+        except OSError:
+            break
+        if not chunk:
+            break
+        transcript += chunk
+    os.close(leader)
+    assert proc.wait(30) == 0, transcript
+    assert key.encode() not in transcript
+    assert b"Saved to" in transcript
+    with open(client_env["URBAN_CONFIG"], encoding="utf-8") as fh:
+        assert f"api_key = {key}" in fh.read()
