@@ -128,7 +128,14 @@ def windows(starts, scores, now_ms: int) -> tuple:
     return (b, float(means[b])), (w, float(means[w]))
 
 
-def _window(starts, pick) -> dict:
+def window_json(starts, pick) -> dict:
+    """``{start, end, score}`` of window ``pick = (index, score)``: local times with offsets.
+
+    Examples
+    --------
+    >>> window_json(np.array([1_792_882_800_000]), (0, 0.5))["end"]  # across the end of summer time
+    '2026-10-25T02:00:00+01:00'
+    """
     i, score = pick
     return {"start": iso_local(from_ms(int(starts[i]))),
             "end": iso_local(from_ms(int(starts[i]) + WINDOW_HOURS * MS_PER_HOUR)),
@@ -178,8 +185,8 @@ def briefing(engine, lat, lng, now) -> dict:
         "risk": RISK_NAMES[level],
         "headline": headline,
         "keyFacts": key_facts(p, found, counts, reading),
-        "bestWindow": _window(starts, best),
-        "worstWindow": _window(starts, worst),
+        "bestWindow": window_json(starts, best),
+        "worstWindow": window_json(starts, worst),
         "nextRushPeak": {"kind": rush.kind, "start": rush.start.isoformat(), "peak": rush.peak.isoformat(),
                          "end": rush.end.isoformat()},
     }
