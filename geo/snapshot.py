@@ -148,7 +148,8 @@ def read_manifest(path) -> dict:
     """Parse and check ``manifest.json`` of the snapshot at ``path`` (raises ``SnapshotError``)."""
     root = Path(path)
     if not root.is_dir():
-        raise SnapshotError(f"snapshot directory {root} does not exist; {fix_hint(root)}")
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise SnapshotError(f"snapshot directory {root} {what}; {fix_hint(root)}")
     mpath = root / MANIFEST
     if not mpath.is_file():
         raise SnapshotError(f"{mpath} is missing (incomplete snapshot); {fix_hint(root)}")
@@ -169,6 +170,10 @@ def read_manifest(path) -> dict:
         for key in ("file", "kind", "records", "sha256", "source", "licence", "retrievedAt"):
             if key not in layers[name]:
                 raise SnapshotError(f"{mpath}: layer {name!r} lacks {key!r}; {fix_hint(root)}")
+        if layers[name]["kind"] not in KINDS or not isinstance(layers[name]["records"], int):
+            raise SnapshotError(f"{mpath}: layer {name!r} has kind {layers[name]['kind']!r} and records "
+                                f"{layers[name]['records']!r}, expected one of {KINDS} and an integer; "
+                                f"{fix_hint(root)}")
     return manifest
 
 

@@ -73,6 +73,46 @@ def test_bad_json_manifest(snapshot_dir, tmp_path):
     _raises_naming(snap, "manifest.json")
 
 
+def test_path_is_a_file(tmp_path):
+    f = tmp_path / "snapshot"
+    f.write_text("")
+    assert "is not a directory" in _raises_naming(f, str(f))
+
+
+@pytest.mark.parametrize("edit", [
+    lambda m: m.pop("snapshotId"),
+    lambda m: m["layers"].pop("river"),
+    lambda m: m.update(formatVersion=2),
+    lambda m: m["layers"]["works"].update(kind="guess"),
+    lambda m: m["layers"]["works"].pop("sha256"),
+], ids=["no-id", "layer-missing", "version", "kind", "no-sha"])
+def test_manifest_content_errors(snapshot_dir, tmp_path, edit):
+    snap = _copy(snapshot_dir, tmp_path)
+    manifest = json.loads((snap / "manifest.json").read_text())
+    edit(manifest)
+    (snap / "manifest.json").write_text(json.dumps(manifest))
+    _raises_naming(snap, "manifest.json")
+
+
+def test_altered_layer_or_record_count_or_snapshot_id(snapshot_dir, tmp_path):
+    snap = _copy(snapshot_dir, tmp_path)
+    p = snap / "works.parquet"
+    data = bytearray(p.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    p.write_bytes(bytes(data))
+    assert "sha256" in _raises_naming(snap, "works.parquet")
+    snap2 = _copy(snapshot_dir, tmp_path / "b")
+    manifest = json.loads((snap2 / "manifest.json").read_text())
+    manifest["layers"]["stations"]["records"] += 1
+    (snap2 / "manifest.json").write_text(json.dumps(manifest))
+    assert "records" in _raises_naming(snap2, "stations.parquet")
+    snap3 = _copy(snapshot_dir, tmp_path / "c")
+    manifest = json.loads((snap3 / "manifest.json").read_text())
+    manifest["snapshotId"] = "0" * 64
+    (snap3 / "manifest.json").write_text(json.dumps(manifest))
+    assert "snapshotId" in _raises_naming(snap3, "manifest.json")
+
+
 @pytest.mark.parametrize("layer", ["works", "no2", "lez"])
 def test_missing_layer_file(snapshot_dir, tmp_path, layer):
     snap = _copy(snapshot_dir, tmp_path)
