@@ -1,28 +1,50 @@
-"""gunicorn settings for the Urban Conditions Service (``python -m app.serve`` / ``make serve``).
+"""gunicorn settings for the Urban Conditions Service (``python -m app.serve``, ``make serve``, Dockerfile).
 
-- Sync workers: requests are short, CPU-bound NumPy work plus one SQLite statement; on a 2-core machine
-  ``WEB_CONCURRENCY`` (default 4) sync workers keep both cores busy while one waits on SQLite.
-- ``preload_app``: the snapshot is loaded once in the master and shared copy-on-write by the workers. No
-  SQLite connection exists in the master: the account store is opened per request, after fork.
-- Access log: one JSON object per line, without the Authorization header (keys never reach a log).
+Measured choices (2 cores; ``make loadtest``, figures in docs/operations.md):
+
+- ``sync`` workers, ``WEB_CONCURRENCY`` (default 4). A request is ~1 ms of CPU-bound NumPy/Shapely work plus
+  one SQLite statement; threads only add GIL hand-offs (gthread with the compiled kernels was slower here), and
+  4 processes on 2 cores keep both cores busy while a worker waits on SQLite's fsync or a busy lock. Put a
+  buffering proxy (nginx) in front: sync workers must not face slow clients directly.
+- ``preload_app``: ``wsgi:app`` (and the snapshot engine, ~tens of MB of frames and indexes) is built once in
+  the master and shared copy-on-write by the forked workers. The master opens no SQLite file: the account and
+  rate-limit stores are opened lazily per request/process, after fork (tests/ops checks the master's fds).
+- ``SIGHUP``: gunicorn re-reads this file, starts new workers (forked from the preloaded master) and stops the
+  old ones gracefully (``graceful_timeout``); requests in flight finish. A new snapshot is picked up without
+  any signal by the reload watcher (docs/sources.md).
+- Access log: JSON lines from :class:`app.accesslog.JsonAccessLogger`, no request headers (no
+  ``Authorization``), link tokens and key-like query values redacted.
+- ``Server: urban`` (no product version); request line, header count/size limits; worker ``timeout``.
 """
 
 import os
+
+import gunicorn.http.wsgi
 
 wsgi_app = "wsgi:app"
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "4"))
 worker_class = "sync"
 preload_app = True
-timeout = 30
+backlog = 512
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))  # a worker silent this long is killed and replaced
 graceful_timeout = 20
 keepalive = 2
 limit_request_line = 4094
 limit_request_fields = 50
-accesslog = "-"
+limit_request_field_size = 8190
+max_requests = 0  # no periodic recycling: workers hold no per-request state and the engine is shared
+accesslog = os.environ.get("GUNICORN_ACCESSLOG", "-")
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
-access_log_format = (
-    '{"time":"%(t)s","pid":"%(p)s","remote":"%(h)s","method":"%(m)s","path":"%(U)s","query":"%(q)s",'
-    '"status":%(s)s,"bytes":"%(B)s","duration_us":%(D)s,"request_id":"%({x-request-id}o)s"}'
-)
+logger_class = "app.accesslog.JsonAccessLogger"
+proc_name = "urban-conditions"
+
+# No server product or version in responses (gunicorn sends "Server: gunicorn" otherwise).
+gunicorn.http.wsgi.SERVER = "urban"
+
+
+def on_starting(server):
+    """Refuse a debug app in production before any worker starts."""
+    if os.environ.get("URBAN_ENV", "production") == "production" and os.environ.get("FLASK_DEBUG") in {"1", "true"}:
+        raise SystemExit("FLASK_DEBUG is set with URBAN_ENV=production: debug is never allowed in production")
