@@ -110,16 +110,22 @@ def test_west_side_needs_a_north_south_line():
         river.west_side(shapely.LineString([(4.4, 51.0), (4.4, 51.2), (4.5, 51.1)]))
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.floats(4.21, 4.59), st.floats(51.11, 51.29))
-def test_constructed_straight_river_splits_west_from_east(lng, lat):
-    """A straight north-south river at 4.40 through one 'both' municipality: west is left, east is right."""
+@pytest.fixture(scope="module")
+def straight():
+    """A straight north-south river at 4.40 through one 'both' municipality 4.2-4.6 x 51.1-51.3."""
     line = shapely.LineString([(4.40, 51.30), (4.40, 51.10)])
     towns = gpd.GeoDataFrame({"scheldt_bank": ["both"]}, geometry=[shapely.box(4.2, 51.1, 4.6, 51.3)])
-    layer = river.river_layer(line, towns, corridor_km=20)
-    got = side_of(layer, lat, lng)
+    return river.river_layer(line, towns, corridor_km=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lng=st.floats(4.21, 4.59), lat=st.floats(51.11, 51.29))
+def test_constructed_straight_river_splits_west_from_east(straight, lng, lat):
+    """West of the line is left, east is right; nothing outside the municipality."""
+    got = side_of(straight, lat, lng)
     if abs(lng - 4.40) > 1e-9:
         assert got == ("left" if lng < 4.40 else "right")
+    assert side_of(straight, lat, 4.61) is None and side_of(straight, 51.31, lng) is None
 
 
 def test_engine_river_side_on_the_snapshot(engine):
