@@ -77,10 +77,11 @@ TRANSIT_ITEM = _obj(
         "lines": _d({"type": "array", "items": {"type": "string"}},
                     "Affected public line numbers, leading zeros removed, published order, no duplicates."),
         "severity": _d({"type": "string", "enum": ["low", "medium", "high"]},
-                       "high: >= 4 unserved stops or >= 4 lines; medium: >= 1 unserved stop or >= 2 lines; "
-                       "low: otherwise."),
-        "estimatedDelayMin": _d({"type": "integer", "minimum": 0, "maximum": 30},
-                                "Estimated extra travel time, minutes: 3 + 2 per unserved stop, at most 30."),
+                       "high: >= 4 unserved stops, >= 4 lines or >= 15 min delay; medium: >= 1 unserved stop, "
+                       ">= 2 lines or >= 5 min delay; low: otherwise."),
+        "estimatedDelayMin": _d({"type": "integer", "minimum": 0},
+                                "Estimated extra travel time, minutes: the delay De Lijn states in the detour "
+                                "text when it gives one, else 3 + 2 per unserved stop (at most 30)."),
         "endDate": _d({**DATE, "type": ["string", "null"]},
                       "Last day of the detour, Europe/Brussels date; null when open-ended."),
     },
