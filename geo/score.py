@@ -62,7 +62,7 @@ def _words(bits: np.ndarray) -> np.ndarray:
     pad = -nb % 8
     if pad:
         bits = np.hstack([bits, np.zeros((n, pad), dtype=np.uint8)])
-    return np.ascontiguousarray(bits).view(np.uint64).reshape(n, -1)
+    return np.ascontiguousarray(bits).view(np.uint64).reshape(n, bits.shape[1] // 8)
 
 
 def _indexes(engine) -> _Indexes:
