@@ -448,7 +448,7 @@ class Scenario:
             if code == EMPTY_WINDOW_STATION:
                 null[-2:] = True
             elif code == LAST_HOUR_GAP_STATION:
-                null[-1] = True
+                null[-2:] = (False, True)
             else:
                 null[-2:] = False
             station = {"type": "Feature", "properties": {"id": 1000 + k, "label": f"{code} - {name}"},

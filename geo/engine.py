@@ -211,6 +211,9 @@ class Engine:
         index = self._stations.get(pollutant)
         if index is None:
             raise ValueError(f"unknown pollutant {pollutant!r}: stations has no bool column of that name")
+        s = _scalar(lat, lng)
+        if s is not None:
+            return index.nearest_one(*s)
         lat, lng = validate(lat, lng)
         return index.nearest(lat, lng)
 
@@ -246,9 +249,14 @@ class Engine:
         --------
         >>> count, km = engine.count_works_near([51.2194, 51.0543], [4.4003, 3.7174])  # doctest: +SKIP
         """
-        lat, lng = validate(lat, lng)
         index = self._works if mask is None else self._works.subset(mask)
-        return index.count_within(lat, lng, _radius(radius_km))
+        radius = _radius(radius_km)
+        s = _scalar(lat, lng)
+        if s is not None:
+            _, km = index.within(*s, radius)
+            return np.array([km.size], dtype=np.int64), np.array([km.min() if km.size else np.inf])
+        lat, lng = validate(lat, lng)
+        return index.count_within(lat, lng, radius)
 
     def any_stop_near(self, lat, lng, radius_km: float) -> np.ndarray:
         """bool array: at least one stop within radius_km (haversine).
@@ -258,8 +266,12 @@ class Engine:
         >>> engine.any_stop_near([51.2194], [4.4003], 0.4)  # doctest: +SKIP
         array([ True])
         """
+        radius = _radius(radius_km)
+        s = _scalar(lat, lng)
+        if s is not None:
+            return np.array([self._stops.within(*s, radius)[0].size > 0])
         lat, lng = validate(lat, lng)
-        count, _ = self._stops.count_within(lat, lng, _radius(radius_km))
+        count, _ = self._stops.count_within(lat, lng, radius)
         return count > 0
 
     # --- helpers ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .nearest_grid import NearestGrid
 from .radius_grid import RadiusGrid
 from .spherical import CHORD_SLACK, chord_for_km, haversine_rad, unit_vectors
 
@@ -48,6 +49,7 @@ class PointIndex:
         self.rank[order if order is not None else slice(None)] = np.arange(self.rows.size)
         self._subsets: dict[bytes, "PointIndex"] = {}
         self._grids: dict[float, RadiusGrid] = {}
+        self._nearest_grid = None
         self._lat_deg = lat
         self._lng_deg = lng
         self._ids = ids
@@ -86,12 +88,13 @@ class PointIndex:
         """(rows int64, km float64) of every point with haversine distance <= radius, by (distance, id)."""
         if self.tree is None:
             return np.empty(0, dtype=np.int64), np.empty(0)
-        lat_r, lng_r = np.radians(np.array([lat, lng], dtype=np.float64))
         grid = self.grid(radius_km)
         if grid is not None:
+            lat_r, lng_r = np.radians(np.array([lat])), np.radians(np.array([lng]))
             k, d = grid.within_one(lat_r, lng_r, np.cos(lat_r), lat, lng)
             order = np.lexsort((self.rank[k], d))
             return self.rows[k[order]].astype(np.int64), d[order]
+        lat_r, lng_r = np.radians(np.array([lat, lng], dtype=np.float64))
         p = np.array([np.cos(lat_r) * np.cos(lng_r), np.cos(lat_r) * np.sin(lng_r), np.sin(lat_r)])
         k = np.asarray(self.tree.query_ball_point(p, chord_for_km(radius_km)), dtype=np.intp)
         d = self._dist(lat_r, lng_r, np.cos(lat_r), k)
@@ -101,6 +104,12 @@ class PointIndex:
         return self.rows[k[order]].astype(np.int64), d[order]
 
     # --- many points --------------------------------------------------------------------------
+    def nearest_grid(self):
+        """The :class:`NearestGrid` (built on first use, then kept), None for fewer than two points."""
+        if self._nearest_grid is None and self.rows.size >= 2:
+            self._nearest_grid = NearestGrid(np.degrees(self.lat_r), np.degrees(self.lng_r), self.tree)
+        return self._nearest_grid
+
     def nearest(self, lat, lng):
         """(rows int64, km float64): nearest point by haversine, ties to the lowest row; -1/inf if empty."""
         n = lat.size
@@ -108,20 +117,50 @@ class PointIndex:
             return np.full(n, -1, dtype=np.int64), np.full(n, np.inf)
         lat_r, lng_r = np.radians(lat), np.radians(lng)
         cos_lat = np.cos(lat_r)
-        p = unit_vectors(lat, lng)
-        if self.rows.size == 1:
+        grid = self.nearest_grid()
+        if grid is None:
             k = np.zeros(n, dtype=np.intp)
         else:
-            dd, kk = self.tree.query(p, k=2)
-            k = kk[:, 0]
-            # near-ties in chord distance: decide on the exact haversine, lowest row first
-            tie = np.flatnonzero(dd[:, 1] <= dd[:, 0] * (1.0 + CHORD_SLACK) + CHORD_SLACK)
-            for i in tie:
-                cand = np.asarray(self.tree.query_ball_point(p[i], dd[i, 1] * (1 + 2 * CHORD_SLACK) + 2 * CHORD_SLACK))
-                dc = self._dist(lat_r[i], lng_r[i], cos_lat[i], cand)
-                best = np.flatnonzero(dc == dc.min())
-                k[i] = cand[best[np.argmin(self.rows[cand[best]])]]
+            cell = grid.cells(lat, lng)
+            nc = np.where(cell >= 0, grid.ncand[cell], 0)
+            k = np.where(nc == 1, grid.cand[cell, 0], -1)
+            multi = np.flatnonzero(nc > 1)
+            if multi.size:
+                cand = grid.cand[cell[multi]]
+                d = self._dist(lat_r[multi, None], lng_r[multi, None], cos_lat[multi, None], cand)
+                d[cand < 0] = np.inf
+                k[multi] = cand[np.arange(multi.size), np.argmin(d, axis=1)]  # first minimum: lowest row
+            rest = np.flatnonzero(nc == 0)
+            if rest.size:
+                k[rest] = self._nearest_tree(lat[rest], lng[rest], lat_r[rest], lng_r[rest], cos_lat[rest])
         return self.rows[k].astype(np.int64), self._dist(lat_r, lng_r, cos_lat, k)
+
+    def nearest_one(self, lat: float, lng: float):
+        """Scalar fast path of :meth:`nearest` (same numbers, byte for byte)."""
+        grid = self.nearest_grid()
+        if grid is not None:
+            cell = grid.cell_one(lat, lng)
+            nc = grid.ncand[cell] if cell >= 0 else 0
+            if nc:
+                k = grid.cand[cell, :nc]
+                lat_r, lng_r = np.radians(np.array([lat])), np.radians(np.array([lng]))
+                d = self._dist(lat_r, lng_r, np.cos(lat_r), k)
+                i = int(np.argmin(d))  # first minimum: lowest row
+                return self.rows[k[i:i + 1]], d[i:i + 1]
+        return self.nearest(np.array([lat]), np.array([lng]))
+
+    def _nearest_tree(self, lat, lng, lat_r, lng_r, cos_lat):
+        """Point numbers of the nearest points through the k-d tree (outside the grid)."""
+        p = unit_vectors(lat, lng)
+        dd, kk = self.tree.query(p, k=2)
+        k = kk[:, 0]
+        # near-ties in chord distance: decide on the exact haversine, lowest row first
+        tie = np.flatnonzero(dd[:, 1] <= dd[:, 0] * (1.0 + CHORD_SLACK) + CHORD_SLACK)
+        for i in tie:
+            cand = np.sort(self.tree.query_ball_point(p[i], dd[i, 1] * (1 + 2 * CHORD_SLACK) + 2 * CHORD_SLACK))
+            dc = self._dist(lat_r[i], lng_r[i], cos_lat[i], cand)
+            k[i] = cand[np.argmin(dc)]
+        return k
 
     def count_within(self, lat, lng, radius_km: float):
         """(count int64, nearest km float64 or inf): points with haversine distance <= radius, per query."""

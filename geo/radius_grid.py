@@ -55,6 +55,7 @@ class RadiusGrid:
         self.start = np.searchsorted(cell[order], np.arange(self.nx * self.ny + 1)).astype(np.int64)
         self.xyz = np.ascontiguousarray(xyz[order].T)  # (3, n) sorted
         self.lat_r, self.lng_r, self.cos_lat = lat_r[order], lng_r[order], cos_lat[order]
+        self._arange = np.arange(n)
 
     def _cells(self, lat_d, lng_d):
         ix = np.floor((lng_d - self.x0) / self.dlng).astype(np.int64)
@@ -141,7 +142,9 @@ class RadiusGrid:
             return np.empty(0, dtype=np.int64), np.empty(0)
         b = (iy - 1) * self.nx + ix - 1
         st = self.start
-        k = np.r_[st[b]:st[b + 3], st[b + self.nx]:st[b + self.nx + 3], st[b + 2 * self.nx]:st[b + 2 * self.nx + 3]]
+        b2, b3 = b + self.nx, b + 2 * self.nx
+        ar = self._arange
+        k = np.concatenate((ar[st[b]:st[b + 3]], ar[st[b2]:st[b2 + 3]], ar[st[b3]:st[b3 + 3]]))
         d = haversine_rad(lat_r, lng_r, cos_lat, self.lat_r[k], self.lng_r[k], self.cos_lat[k])
         keep = d <= self.radius
         return self.order[k[keep]], d[keep]
