@@ -136,6 +136,8 @@ def test_no2_empty_last_two_hours_and_non_measured_rows(layers):
     station = empty[empty].index[0]
     others = last2[(last2["station_id"] == station) & (last2["kind"] != "measured")]
     assert set(others["kind"]) == {"modelled", "estimated"} and others["value"].notna().all()
+    one_value = m.groupby("station_id")["value"].apply(lambda v: v.notna().tolist() == [True, False])
+    assert one_value.sum() >= 1                    # a window with only the older hour measured
     assert {"modelled", "estimated"} <= set(n["kind"])
 
 
