@@ -179,16 +179,29 @@ def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_reques
     threads = [threading.Thread(target=loop, args=(p,)) for p in ("disruptions", "air-quality") * 2]
     for t in threads:
         t.start()
+    def wait_for(name):
+        """Until the newest answers of both endpoints come from snapshot ``name`` (or 60 s passed)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            latest = {}
+            for path, _, content in results[-8:]:
+                latest[path] = content
+            if len(latest) == 2 and all(expected[name][p] == c for p, c in latest.items()):
+                return True
+            time.sleep(0.05)
+        return False
+
+    switched = []
     try:
-        for version in (b, a, b, a, b, a):
-            time.sleep(0.4)
+        for name, version in (("b", b), ("a", a), ("b", b), ("a", a)):
             store.switch(data_dir, version)
-        time.sleep(0.6)
+            switched.append(wait_for(name))
     finally:
         stop.set()
         for t in threads:
             t.join(30)
         server.shutdown()
+    assert switched == [True] * 4, "the workers did not pick up every switch"
     assert not errors
     assert len(results) > 20
     assert all(status == 200 for _, status, _ in results), {s for _, s, _ in results}
@@ -198,4 +211,4 @@ def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_reques
         assert origin, f"a {path} answer matches neither snapshot (mixed)"
         seen.add(origin[0])
     assert seen == {"a", "b"}
-    assert app.extensions["urban_sources"]["watcher"].reloads >= 2
+    assert app.extensions["urban_sources"]["watcher"].reloads >= 4
