@@ -92,7 +92,7 @@ def build_session(cache_path: str | Path, settings: SourceSettings | None = None
     Examples
     --------
     >>> s = build_session(tmp_path / "http_cache.sqlite")  # doctest: +SKIP
-    >>> s.cache.responses.wal
+    >>> s.cache.responses.wal  # doctest: +SKIP
     True
     """
     settings = settings or SourceSettings()
