@@ -212,3 +212,17 @@ def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_reques
         seen.add(origin[0])
     assert seen == {"a", "b"}
     assert app.extensions["urban_sources"]["watcher"].reloads >= 4
+
+
+def test_a_stale_502_is_not_counted_against_the_quota(tmp_path, live):
+    from app.usage import used
+
+    clock = Clock(live.retrieved + timedelta(hours=4))
+    app, auth = make(tmp_path, live.data_dir, clock)
+    c = app.test_client()
+    assert get(c, auth, f"air-quality?{POINT}")[0] == 502
+    assert get(c, auth, "locations")[0] == 200
+    conn = open_store(app)
+    account_id = conn.execute("SELECT id FROM accounts").fetchone()[0]
+    assert used(conn, account_id, clock.now.strftime("%Y-%m-%d")) == 1  # only /locations counted
+    conn.close()
