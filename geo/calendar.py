@@ -178,6 +178,16 @@ def local_hour_kind(instants_ms) -> tuple:
     ([9], [2], [6])
     """
     ms = np.atleast_1d(np.asarray(instants_ms, dtype=np.int64))
+    if ms.size:
+        lo, hi = int(ms.min()), int(ms.max())
+        off = datetime.fromtimestamp(lo / 1000.0, BRUSSELS).utcoffset()
+        if hi - lo <= 2 * 24 * MS_PER_HOUR and datetime.fromtimestamp(hi / 1000.0, BRUSSELS).utcoffset() == off:
+            # one UTC offset over a short span (no DST change in between): plain integer arithmetic
+            local = ms + off // timedelta(milliseconds=1)
+            days = local // (24 * MS_PER_HOUR)
+            kind_of = {int(d): day_kind_of(date(1970, 1, 1) + timedelta(days=int(d))) for d in np.unique(days)}
+            kinds = np.array([kind_of[d] for d in days.tolist()], dtype=np.int8)
+            return (local // MS_PER_HOUR) % 24, kinds, (days + 3) % 7
     hours = np.empty(ms.size, dtype=np.int64)
     kinds = np.empty(ms.size, dtype=np.int8)
     weekdays = np.empty(ms.size, dtype=np.int64)

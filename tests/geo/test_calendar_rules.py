@@ -153,3 +153,12 @@ def test_doctests(module):
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+@given(st.datetimes(datetime(2000, 1, 1), datetime(2060, 1, 1), timezones=st.just(UTC)))
+def test_local_hour_kind_equals_zoneinfo_per_instant(now):
+    starts = cal.hour_starts(int(now.timestamp() * 1000), 24)   # the briefing's slots, DST days included
+    hours, kinds, weekdays = cal.local_hour_kind(starts)
+    for t, h, k, w in zip(starts.tolist(), hours.tolist(), kinds.tolist(), weekdays.tolist()):
+        local = datetime.fromtimestamp(t / 1000, UTC).astimezone(cal.BRUSSELS)
+        assert (h, k, w) == (local.hour, cal.day_kind_of(local.date()), local.weekday())
