@@ -69,13 +69,14 @@ def create_app(test_config: dict | None = None) -> Flask:
     os.makedirs(app.instance_path, exist_ok=True)
     app.extensions["urban"] = UrbanState(engine=load_engine(app))
 
-    from . import api, cli, db, errors, http, ratelimit
+    from . import api, cli, db, errors, health, http, ratelimit
 
     http.init_app(app)
     errors.init_app(app)
     db.init_app(app)
     ratelimit.init_app(app)
     api.init_app(app)
+    health.init_app(app)
     cli.init_app(app)
     if importlib.util.find_spec("app.portal") is not None:
         from . import portal

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from .mail import DEFAULTS as MAIL_DEFAULTS
+
 #: name → (default, help). The environment variable of ``NAME`` is ``URBAN_NAME``.
 SETTINGS: dict[str, tuple[object, str]] = {
     "ENV": ("production", "production or development; production refuses to start without SECRET_KEY"),
@@ -25,7 +27,29 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "CORS_ALLOW_ORIGIN": ("*", "Access-Control-Allow-Origin on API responses"),
     "DB_TIMEOUT": (5.0, "seconds a request waits for a locked account store before 503"),
     "LOG_LEVEL": ("INFO", "log level of the app logger"),
+    "BENCH_ROUTES": (False, "serve /_bench/ping (trivial JSON, the load test's framework ceiling); never in "
+                            "production"),
+    # sign-up, mail and portal (docs/signup.md)
+    "PUBLIC_URL": (None, "public origin used in e-mailed links, e.g. https://api.example.be (default: the "
+                         "request's host; set it in production so a forged Host header cannot redirect links)"),
+    "SESSION_COOKIE_SECURE": (None, "portal session cookie only over HTTPS; default: when the request came "
+                                    "over TLS"),
+    "PORTAL_SESSION_HOURS": (8, "hours a portal sign-in lasts"),
+    "SIGNUP_LIMIT_PER_IP": ("20 per hour", "sign-up/sign-in link requests per client IP (every request counts)"),
+    "SIGNUP_LIMIT_PER_ADDRESS": ("5 per hour", "links sent per e-mail address (only mails actually sent count)"),
+    "MAIL_BACKEND": (MAIL_DEFAULTS["MAIL_BACKEND"], "'outbox' (write <instance>/outbox/*.eml) or 'smtp'"),
+    "MAIL_HOST": (MAIL_DEFAULTS["MAIL_HOST"], "SMTP server host"),
+    "MAIL_PORT": (MAIL_DEFAULTS["MAIL_PORT"], "SMTP port (default 587 starttls, 465 ssl, 25 none)"),
+    "MAIL_SECURITY": (MAIL_DEFAULTS["MAIL_SECURITY"], "'starttls', 'ssl' (implicit TLS) or 'none'"),
+    "MAIL_USERNAME": (MAIL_DEFAULTS["MAIL_USERNAME"], "SMTP user name (empty: no login)"),
+    "MAIL_PASSWORD": (MAIL_DEFAULTS["MAIL_PASSWORD"], "SMTP password"),
+    "MAIL_SENDER": (MAIL_DEFAULTS["MAIL_SENDER"], "From address of the link mails"),
+    "MAIL_TIMEOUT": (MAIL_DEFAULTS["MAIL_TIMEOUT"], "seconds for the SMTP connection and each command"),
+    "MAIL_OUTBOX": (MAIL_DEFAULTS["MAIL_OUTBOX"], "outbox folder (default <instance>/outbox)"),
 }
+
+#: the type of settings whose default is None (the others take the type of their default)
+TYPES: dict[str, type] = {"SESSION_COOKIE_SECURE": bool, "MAIL_PORT": int}
 
 DEFAULTS = {name: default for name, (default, _help) in SETTINGS.items()}
 
@@ -42,21 +66,26 @@ def coerce(name: str, raw: str):
     7
     >>> coerce("LOAD_ENGINE", "off")
     False
+    >>> coerce("MAIL_PORT", "2525"), coerce("MAIL_TIMEOUT", "2")
+    (2525, 2.0)
     """
     default = DEFAULTS.get(name)
-    if isinstance(default, bool):
+    kind = TYPES.get(name) or type(default)
+    if kind is int and name in TYPES and not raw.strip():
+        return None  # an empty value restores the computed default
+    if kind is bool:
         low = raw.strip().lower()
         if low in _TRUE:
             return True
         if low in _FALSE:
             return False
         raise ValueError(f"URBAN_{name}={raw!r} is not a boolean (use 1/0, true/false)")
-    if isinstance(default, int):
+    if kind is int:
         try:
             return int(raw)
         except ValueError:
             raise ValueError(f"URBAN_{name}={raw!r} is not an integer") from None
-    if isinstance(default, float):
+    if kind is float:
         try:
             return float(raw)
         except ValueError:
@@ -92,7 +121,9 @@ def check(config, *, debug: bool, testing: bool) -> None:
     env = str(config.get("ENV", "production")).lower()
     if env not in {"production", "development"}:
         raise ConfigurationError(f"URBAN_ENV must be 'production' or 'development', not {env!r}")
-    production = env == "production" and not debug and not testing
+    if env == "production" and debug and not testing:
+        raise ConfigurationError("debug mode is never allowed with URBAN_ENV=production (unset FLASK_DEBUG)")
+    production = env == "production" and not testing
     if production and not config.get("SECRET_KEY"):
         raise ConfigurationError(
             "SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c \"import secrets; "

@@ -35,10 +35,39 @@ def connect(path: str, timeout: float = 5.0) -> sqlite3.Connection:
 
 @contextmanager
 def write(conn: sqlite3.Connection, *, durable: bool = False):
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception).
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception); nestable.
 
-    ``durable=True`` commits with ``synchronous=FULL`` (accounts, keys, locations).
+    Inside an open transaction it becomes ``SAVEPOINT`` … ``RELEASE`` (an exception rolls back to the
+    savepoint and propagates), so library functions that write can be composed into one transaction.
+    ``durable=True`` commits with ``synchronous=FULL`` (accounts, keys, locations); on a nested write the
+    outermost one decides.
+
+    Examples
+    --------
+    >>> conn = connect(":memory:")
+    >>> _ = conn.execute("CREATE TABLE t (x)")
+    >>> with write(conn):
+    ...     _ = conn.execute("INSERT INTO t VALUES (1)")
+    ...     try:
+    ...         with write(conn):
+    ...             _ = conn.execute("INSERT INTO t VALUES (2)")
+    ...             raise KeyError
+    ...     except KeyError:
+    ...         pass
+    >>> [r[0] for r in conn.execute("SELECT x FROM t")]
+    [1]
     """
+    if conn.in_transaction:
+        name = f"w{id(object()):x}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
     if durable:
         conn.execute("PRAGMA synchronous = FULL")
     try:
@@ -46,9 +75,15 @@ def write(conn: sqlite3.Connection, *, durable: bool = False):
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:  # e.g. disk full at commit: leave no open transaction behind
+                conn.execute("ROLLBACK")
+            raise
     finally:
         if durable:
             conn.execute("PRAGMA synchronous = NORMAL")

@@ -112,7 +112,14 @@ def build() -> dict:
             "type": "object", "required": ["email"], "additionalProperties": False,
             "properties": {"email": {"type": "string", "format": "email", "maxLength": 254}},
         },
-        "SignupAccepted": {"type": "object", "properties": {"message": {"type": "string"}}},
+        "SignupAccepted": {
+            "type": "object", "required": ["status", "message", "expiresInMinutes"], "additionalProperties": False,
+            "properties": {
+                "status": {"type": "string", "const": "link_sent"},
+                "message": {"type": "string"},
+                "expiresInMinutes": {"type": "integer", "minimum": 1},
+            },
+        },
         **copy.deepcopy(DATA_SCHEMAS),
     }
     headers = {
@@ -166,7 +173,7 @@ def build() -> dict:
                                   "headers": dict(_RATE),
                                   "content": {"application/json": {
                                       "schema": {"$ref": "#/components/schemas/SignupAccepted"}}}},
-                          **{str(s): _error(s) for s in (400, 413, 415, 429, 500, 502, 503)}},
+                          **{str(s): _error(s) for s in (400, 413, 429, 500, 503)}},
         }},
         "/openapi.json": {"get": {
             "summary": "This document", "operationId": "openapi", "security": [],

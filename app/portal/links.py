@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from flask import render_template
 
 from app import accounts, tokens
+from app.db import write
 from app.mail import build_message
 
 DEVELOPER_PLAN = "developer"
@@ -74,26 +75,18 @@ def link_state(conn, token, *, now):
 def confirm(conn, token, *, now):
     """Consume ``token``: sign in, or create the Developer account and its first key.
 
-    Returns a :class:`Confirmation`, or ``None`` for a forged, expired or used token. The token is consumed by
-    one statement, so of many concurrent confirmations exactly one gets past it. If the account cannot be
-    written, the token is made usable again and the error propagates (the user simply retries).
+    Returns a :class:`Confirmation`, or ``None`` for a forged, expired or used token. Consuming the token and
+    creating the account are one ``BEGIN IMMEDIATE`` transaction (:func:`app.db.write` nests), so of many
+    concurrent confirmations exactly one gets past the token, and if the account cannot be written nothing
+    is: the token stays usable and the error propagates (the user simply retries).
     """
     stamp = int(now.timestamp())
-    email = tokens.consume(conn, token, stamp)
-    if email is None:
-        return None
-    try:
+    with write(conn, durable=True):
+        email = tokens.consume(conn, token, stamp)
+        if email is None:
+            return None
         account = accounts.find_account(conn, email)
         if account is not None:
             return Confirmation(account, None)
-        try:
-            account, key = accounts.create_account(conn, email, DEVELOPER_PLAN)
-        except accounts.StoreError:
-            account = accounts.find_account(conn, email)  # created meanwhile by another link
-            if account is None:
-                raise
-            return Confirmation(account, None)
+        account, key = accounts.create_account(conn, email, DEVELOPER_PLAN)
         return Confirmation(account, key)
-    except BaseException:
-        tokens.release(conn, token, stamp)
-        raise
