@@ -147,7 +147,8 @@ def test_profile_peaks_match_rush_periods():
     assert (cal.TRAFFIC_PROFILE >= 0).all() and (cal.TRAFFIC_PROFILE <= 1).all()
 
 
-@pytest.mark.parametrize("module", ["geo.calendar", "geo.timefmt"])
+@pytest.mark.parametrize("module", ["geo.calendar", "geo.timefmt", "geo.works", "geo.transit", "geo.airrules",
+                                    "geo.briefing", "geo.disruptions"])
 def test_doctests(module):
     import importlib
 
