@@ -9,7 +9,6 @@ Examples
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import secrets
@@ -78,9 +77,10 @@ def create_app(test_config: dict | None = None) -> Flask:
     api.init_app(app)
     health.init_app(app)
     cli.init_app(app)
-    if importlib.util.find_spec("app.portal") is not None:
-        from . import portal
+    from . import sources
 
-        if hasattr(portal, "init_app"):
-            portal.init_app(app)
+    sources.init_app(app)
+    from . import portal
+
+    portal.init_app(app)
     return app

@@ -33,6 +33,6 @@ def data_now(engine=None) -> datetime:
         return _aware(clock())
     if current_app.config.get("CLOCK") == "system":
         return datetime.now(UTC)
-    engine = engine if engine is not None else current_app.extensions["urban"].engine
+    engine = engine if engine is not None else current_app.extensions["urban"].request_engine()
     as_of = getattr(engine, "as_of", None)
     return _aware(as_of) if as_of is not None else datetime.now(UTC)

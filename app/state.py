@@ -18,6 +18,14 @@ class UrbanState:
     migrated_pid: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def request_engine(self):
+        """The engine pinned for the current request: read once, then reused by every part of it."""
+        from flask import g
+
+        if "urban_engine" not in g:
+            g.urban_engine = self.engine
+        return g.urban_engine
+
     def swap_engine(self, engine) -> object | None:
         """Install ``engine`` and return the previous one."""
         with self.lock:

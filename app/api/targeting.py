@@ -99,5 +99,5 @@ def resolve_target(engine) -> Target:
 
 
 def current_engine():
-    """The engine of this app, read once per request (a refresher may swap it between requests)."""
-    return current_app.extensions["urban"].engine
+    """The engine of this request, pinned on first use (a refresher may swap it between requests)."""
+    return current_app.extensions["urban"].request_engine()
