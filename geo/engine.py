@@ -100,16 +100,21 @@ class Engine:
     # --- construction -------------------------------------------------------------------------
     @classmethod
     def load(cls, path) -> "Engine":
-        """Load and validate a snapshot directory (raises ``SnapshotError`` naming file and fix).
+        """Load and validate a snapshot directory, build every index and the rules' prepared data.
+
+        Raises ``SnapshotError`` naming the file and the fix.
 
         Examples
         --------
         >>> eng = Engine.load("data/snapshot")  # doctest: +SKIP
         """
+        from .prepared import prepare
         from .snapshot import read_snapshot
 
         layers, manifest = read_snapshot(path)
-        return cls.from_layers(layers, manifest)
+        engine = cls.from_layers(layers, manifest)
+        prepare(engine)  # the endpoint rules' per-layer data, built at load and never per request
+        return engine
 
     @classmethod
     def from_layers(cls, layers: dict, manifest: dict) -> "Engine":
