@@ -36,7 +36,7 @@ serve: install snapshot
 	$(PY) -m app.serve --port $(PORT)
 
 test: install browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto
 
 bench: install snapshot
 	$(PY) -m bench
