@@ -24,7 +24,8 @@ import gunicorn.http.wsgi
 wsgi_app = "wsgi:app"
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "4"))
-worker_class = "sync"
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")  # gthread only for comparison runs
+threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 preload_app = True
 backlog = 512
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))  # a worker silent this long is killed and replaced
@@ -39,6 +40,7 @@ errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 logger_class = "app.accesslog.JsonAccessLogger"
 proc_name = "urban-conditions"
+control_socket_disable = True  # no shared ~/.gunicorn/gunicorn.ctl between instances; signals suffice
 
 # No server product or version in responses (gunicorn sends "Server: gunicorn" otherwise).
 gunicorn.http.wsgi.SERVER = "urban"

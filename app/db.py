@@ -1,7 +1,7 @@
 """The account store: one SQLite file under the instance folder, versioned migrations, WAL.
 
-A connection is opened lazily per request on ``flask.g`` (so never at import and never in the gunicorn
-master) and closed at teardown. Writes use ``BEGIN IMMEDIATE`` through :func:`write`; account and key
+A connection is opened lazily on first use in each process and thread (so never at import and never in the
+gunicorn master), kept for the following requests, and closed after a store error. Writes use ``BEGIN IMMEDIATE`` through :func:`write`; account and key
 changes pass ``durable=True`` (``synchronous=FULL``), usage counts rely on WAL with ``synchronous=NORMAL``,
 which loses nothing when a worker is killed.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from contextlib import contextmanager
 from importlib import resources
 
@@ -158,16 +159,51 @@ def open_store(app) -> sqlite3.Connection:
     return conn
 
 
+def _slot(app) -> threading.local:
+    slot = app.extensions.get("urban_db")
+    if slot is None:
+        slot = app.extensions.setdefault("urban_db", threading.local())
+    return slot
+
+
 def get_db() -> sqlite3.Connection:
-    """This request's connection (opened on first use, migrated once per process)."""
+    """This request's connection: one per process and thread, opened on first use (so after fork, never in
+    the gunicorn master), migrated once per process and kept between requests.
+
+    Keeping it open matters: closing the last connection of a WAL database checkpoints and deletes the WAL
+    file, which made every request pay for a checkpoint and a new WAL file (milliseconds).
+    """
     if "db" not in g:
-        g.db = open_store(current_app)
+        slot = _slot(current_app)
+        conn = getattr(slot, "conn", None)
+        if conn is None or slot.pid != os.getpid():
+            conn = open_store(current_app)
+            slot.conn, slot.pid = conn, os.getpid()
+        g.db = conn
     return g.db
 
 
+def discard_db() -> None:
+    """Mark this request's connection as suspect (a store error): it is closed at teardown and the next
+    request opens a fresh one, so a store that recovers is used again without a restart."""
+    g.db_failed = True
+
+
 def close_db(_exc=None) -> None:
+    """Teardown: leave no transaction open; close the connection only after a store error."""
     conn = g.pop("db", None)
-    if conn is not None:
+    if conn is None:
+        return
+    failed = g.pop("db_failed", False) or _exc is not None
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        failed = True
+    if failed:
+        slot = _slot(current_app)
+        if getattr(slot, "conn", None) is conn:
+            slot.conn = None
         conn.close()
 
 

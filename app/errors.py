@@ -171,7 +171,13 @@ def to_api_error(exc: BaseException) -> ApiError:
         if cls is InvalidRequest:
             return InvalidRequest("the request is malformed")
         return cls()
-    if isinstance(exc, sqlite3.OperationalError):
+    if isinstance(exc, sqlite3.Error):
+        from .db import discard_db
+
+        discard_db()  # the next request opens a fresh connection
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, (sqlite3.IntegrityError,
+                                                                       sqlite3.ProgrammingError)):
+        # locked past busy_timeout, disk full, I/O error, damaged file: the store, not the request
         log.error("account store unavailable (request %s): %s", g.get("request_id"), exc)
         return ServiceUnavailable("the account store is busy or unavailable; retry shortly")
     log.exception("unhandled error (request %s)", g.get("request_id"))

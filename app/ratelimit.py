@@ -96,3 +96,18 @@ def init_app(app) -> None:
     app.config["RATELIMIT_HEADERS_ENABLED"] = False
     app.config.setdefault("RATELIMIT_STRATEGY", "fixed-window")
     limiter.init_app(app)
+    # Flask-Limiter checks every request for decorated/default limits (~10% of a data call). The keyed data
+    # endpoints and /healthz carry none (their per-IP budget is the failed-authentication limit, hit by
+    # app.auth), so they skip that check; sign-up and the portal keep it.
+    funcs = app.before_request_funcs.setdefault(None, [])
+    if limiter._check_request_limit in funcs:
+        funcs[funcs.index(limiter._check_request_limit)] = _check_decorated_limits
+
+
+_UNLIMITED_BLUEPRINTS = ("api_v1.data", "health")
+
+
+def _check_decorated_limits() -> None:
+    if request.blueprint in _UNLIMITED_BLUEPRINTS:
+        return None
+    return limiter._check_request_limit()
