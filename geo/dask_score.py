@@ -33,7 +33,14 @@ def _score_partition(part: pd.DataFrame, path: str, snapshot_id: str, now_iso: s
 
     eng = engine_for(path, snapshot_id)
     out = score(part, eng, datetime.fromisoformat(now_iso), lat=lat, lng=lng)
-    return part.join(out, rsuffix="_score")
+    return _joined(part, out)
+
+
+def _joined(part: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
+    """Input columns then score columns; an input column named like a score column becomes ``input_<name>``
+    (as in ``urban-score``)."""
+    clash = {c: f"input_{c}" for c in part.columns if c in out.columns}
+    return pd.concat([part.rename(columns=clash) if clash else part, out], axis=1)
 
 
 def score_dask(ddf, path, now=None, *, lat: str = "lat", lng: str = "lng"):
@@ -62,5 +69,5 @@ def score_dask(ddf, path, now=None, *, lat: str = "lat", lng: str = "lng"):
     eng = engine_for(path)
     now = now or eng.as_of
     meta_in = ddf._meta
-    meta = meta_in.join(score(meta_in, eng, now, lat=lat, lng=lng), rsuffix="_score")
+    meta = _joined(meta_in, score(meta_in, eng, now, lat=lat, lng=lng))
     return ddf.map_partitions(_score_partition, path, eng.snapshot_id, now.isoformat(), lat, lng, meta=meta)

@@ -96,8 +96,10 @@ def _progress(enabled, total, unit):
 
 
 def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=None, chunk_size=250_000,
-        workers=1, dask=None, progress=True):
+        workers=1, dask=None, progress=True, engine=None):
     """Score ``input_path`` into ``output``; returns the summary dict (used by the CLI and tests).
+
+    ``engine`` (optional) is an already loaded engine of the snapshot at ``data`` (workers load their own).
 
     Examples
     --------
@@ -110,7 +112,7 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     if Path(input_path).resolve() == Path(output).resolve():
         raise InputError(f"{output}: the output must not be the input file")
     reader = open_reader(input_path, lat, lng, chunk_size)
-    engine = Engine.load(data)
+    engine = engine if engine is not None else Engine.load(data)
     now = _parse_now(now, engine) if not isinstance(now, datetime) else now
     writer = open_writer(output)
     runner = _Runner(data, engine, now, workers, dask)

@@ -119,8 +119,15 @@ class CsvReader(Reader):
             self._bad = row
             return "error"
 
-        self._reader = pcsv.open_csv(
-            path,
+        try:
+            self._reader = self._open(pcsv, path, header, chunk_rows, invalid)
+        except pa.ArrowInvalid as exc:
+            raise InputError(self._describe(exc, 1)) from None
+
+    def _open(self, pcsv, path, header, chunk_rows, invalid):
+        self._fh = open(path, "rb")
+        return pcsv.open_csv(
+            self._fh,
             read_options=pcsv.ReadOptions(block_size=max(1 << 16, chunk_rows * 48), use_threads=False),
             parse_options=pcsv.ParseOptions(invalid_row_handler=invalid, newlines_in_values=False),
             convert_options=pcsv.ConvertOptions(column_types={h: pa.string() for h in header},
@@ -140,14 +147,15 @@ class CsvReader(Reader):
             except pa.ArrowInvalid as exc:
                 raise InputError(self._describe(exc, row)) from None
             table = pa.Table.from_batches([batch])
-            approx = min(self.total, approx + batch.nbytes)
+            approx = max(approx, min(self.total, self._fh.tell()))
             yield Chunk(row, table, to_float(table[self.lat]), to_float(table[self.lng]), approx)
             row += batch.num_rows
 
     def _describe(self, exc, row):
         bad = self._bad
         if bad is not None:
-            where = f"row {bad.number}" if bad.number is not None else f"a row after data row {row - 1}"
+            where = (f"line {bad.number} (data row {bad.number - 1})" if bad.number is not None
+                     else f"a row after data row {row - 1}")
             return (f"{self.path}: {where} has {bad.actual_columns} fields, the header has "
                     f"{bad.expected_columns}: {bad.text[:80]!r}")
         return f"{self.path}: unreadable CSV after data row {row - 1}: {exc}"
@@ -301,6 +309,7 @@ class GeoJsonReader(Reader):
                     buf, pos = buf[pos:] + extra, 0
 
             def value(buf, pos):
+                buf, pos = skip_ws(buf, pos)
                 while True:
                     try:
                         obj, end = dec.raw_decode(buf, pos)
@@ -471,7 +480,7 @@ def _wkb_points(lat, lng) -> pa.Array:
 
 def _geo_metadata() -> dict:
     return {"version": "1.0.0", "primary_column": GEOMETRY,
-            "columns": {GEOMETRY: {"encoding": "WKB", "geometry_types": ["Point"], "crs": None,
+            "columns": {GEOMETRY: {"encoding": "WKB", "geometry_types": ["Point"],
                                    "edges": "planar"}}}
 
 
