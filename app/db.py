@@ -64,8 +64,12 @@ def write(conn: sqlite3.Connection, *, durable: bool = False):
         try:
             yield conn
         except BaseException:
-            conn.execute(f"ROLLBACK TO {name}")
-            conn.execute(f"RELEASE {name}")
+            if conn.in_transaction:  # SQLite may already have rolled back everything (e.g. disk full)
+                try:
+                    conn.execute(f"ROLLBACK TO {name}")
+                    conn.execute(f"RELEASE {name}")
+                except sqlite3.OperationalError:
+                    pass  # the savepoint is gone with the transaction: report the original error
             raise
         conn.execute(f"RELEASE {name}")
         return
