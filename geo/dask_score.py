@@ -28,19 +28,12 @@ def connect(address: str, workers: int = 2):
 
 
 def _score_partition(part: pd.DataFrame, path: str, snapshot_id: str, now_iso: str, lat: str, lng: str):
-    from .score import score
+    from .score import join_scores, score
     from .score_worker import engine_for
 
     eng = engine_for(path, snapshot_id)
     out = score(part, eng, datetime.fromisoformat(now_iso), lat=lat, lng=lng)
-    return _joined(part, out)
-
-
-def _joined(part: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
-    """Input columns then score columns; an input column named like a score column becomes ``input_<name>``
-    (as in ``urban-score``)."""
-    clash = {c: f"input_{c}" for c in part.columns if c in out.columns}
-    return pd.concat([part.rename(columns=clash) if clash else part, out], axis=1)
+    return join_scores(part, out)
 
 
 def score_dask(ddf, path, now=None, *, lat: str = "lat", lng: str = "lng"):
@@ -62,12 +55,12 @@ def score_dask(ddf, path, now=None, *, lat: str = "lat", lng: str = "lng"):
     """
     from pathlib import Path
 
-    from .score import score
+    from .score import join_scores, score
     from .score_worker import engine_for
 
     path = str(Path(path).resolve())
     eng = engine_for(path)
     now = now or eng.as_of
     meta_in = ddf._meta
-    meta = _joined(meta_in, score(meta_in, eng, now, lat=lat, lng=lng))
+    meta = join_scores(meta_in, score(meta_in, eng, now, lat=lat, lng=lng))
     return ddf.map_partitions(_score_partition, path, eng.snapshot_id, now.isoformat(), lat, lng, meta=meta)

@@ -343,6 +343,19 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     return frame
 
 
+def join_scores(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s columns followed by the score columns (same index); an input column named like a score
+    column is renamed ``input_<name>``, as ``urban-score`` does.
+
+    Examples
+    --------
+    >>> join_scores(pd.DataFrame({"risk": [1]}), pd.DataFrame({"risk": ["low"]})).columns.tolist()
+    ['input_risk', 'risk']
+    """
+    clash = {c: f"input_{c}" for c in frame.columns if c in scores.columns}
+    return pd.concat([frame.rename(columns=clash) if clash else frame, scores], axis=1)
+
+
 def _none_cat(n):
     return pd.Categorical.from_codes(np.full(n, -1), categories=[])
 
