@@ -9,7 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     URBAN_ENV=production \
     URBAN_DATA_DIR=/data/snapshot \
     URBAN_INSTANCE_PATH=/var/lib/urban \
-    PORT=8000
+    HOST=0.0.0.0 \
+    PORT=8000 \
+    WEB_CONCURRENCY=4
 
 RUN useradd --system --create-home --uid 10001 urban \
  && mkdir -p /data /var/lib/urban && chown urban /var/lib/urban
@@ -28,5 +30,7 @@ VOLUME ["/data", "/var/lib/urban"]
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \
   CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8000'), timeout=2)"
-# SECRET_KEY must be provided at run time (the app refuses to start in production without it).
+# URBAN_SECRET_KEY must be provided at run time (the app refuses to start in production without it), e.g.
+#   docker run -e URBAN_SECRET_KEY=... -v $PWD/data/snapshot:/data/snapshot:ro -v urban:/var/lib/urban -p 8000:8000 urban
+# A missing or corrupt snapshot stops the container at start with a message naming the file.
 CMD ["gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"]

@@ -1,0 +1,109 @@
+"""Keep the Dockerfile honest without a Docker engine: parse it, run its install steps (``pip install ...``)
+in a fresh virtualenv (no system site packages) on a copy of exactly what it COPYs, start its CMD with its
+ENV (snapshot "mounted" from the test snapshot) and run its HEALTHCHECK command against ``/healthz``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.deploy import ROOT, free_port
+
+pytestmark = pytest.mark.slow
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    out, buf = [], ""
+    for line in text.splitlines():
+        if not buf and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        buf += line.rstrip("\\").strip() + " " if line.endswith("\\") else line.strip()
+        if not line.endswith("\\"):
+            word, _, rest = buf.partition(" ")
+            out.append((word.upper(), rest.strip()))
+            buf = ""
+    return out
+
+
+def env_pairs(args: str) -> dict:
+    return dict(part.split("=", 1) for part in shlex.split(args))
+
+
+def test_dockerfile_policy():
+    steps = instructions((ROOT / "Dockerfile").read_text())
+    kinds = [k for k, _ in steps]
+    assert steps[0][0] == "FROM" and "-slim" in steps[0][1]
+    user = [a for k, a in steps if k == "USER"]
+    assert user and user[-1] not in {"root", "0"}
+    assert kinds.index("USER") > max(i for i, (k, a) in enumerate(steps) if k == "RUN")
+    health = next(a for k, a in steps if k == "HEALTHCHECK")
+    assert "/healthz" in health
+    installs = [a for k, a in steps if k == "RUN" and "pip install" in a]
+    assert any("-r requirements.txt" in a for a in installs) and any("--no-deps" in a for a in installs)
+    assert not any("requirements-dev" in a for k, a in steps)
+    env = {}
+    for k, a in steps:
+        if k == "ENV":
+            env.update(env_pairs(a))
+    assert env["URBAN_ENV"] == "production" and "URBAN_SECRET_KEY" not in env
+
+
+def test_dockerfile_installs_and_starts_in_a_fresh_venv(tmp_path, snapshot_dir):
+    steps = instructions((ROOT / "Dockerfile").read_text())
+    work = tmp_path / "srv"
+    work.mkdir()
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    bin_ = venv / "bin"
+    env = {"PATH": f"{bin_}:{os.environ['PATH']}", "HOME": str(tmp_path), "VIRTUAL_ENV": str(venv)}
+    for kind, args in steps:
+        if kind == "ENV":
+            env.update(env_pairs(args))
+        elif kind == "COPY":
+            *sources, dest = shlex.split(args)
+            target = work / dest
+            for src in sources:
+                path = ROOT / src
+                if path.is_dir():
+                    shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    (target if dest.endswith("/") else target.parent).mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, target / path.name if dest.endswith("/") or dest == "./" else target)
+        elif kind == "RUN" and "pip install" in args:
+            env.pop("PIP_NO_CACHE_DIR", None)  # the test may reuse pip's download cache
+            env["HOME"] = os.environ.get("HOME", str(tmp_path))
+            out = subprocess.run(["sh", "-c", args], cwd=work, env=env, capture_output=True, text=True,
+                                 timeout=900)
+            assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    freeze = subprocess.run([str(bin_ / "pip"), "freeze"], env=env, capture_output=True, text=True).stdout
+    names = {line.split("==")[0].split(" @ ")[0].lower() for line in freeze.splitlines()}
+    assert not names & {"pytest", "hypothesis", "schemathesis", "selenium"}  # runtime dependencies only
+    port = free_port()
+    env.update({"URBAN_DATA_DIR": str(snapshot_dir), "URBAN_INSTANCE_PATH": str(tmp_path / "instance"),
+                "URBAN_SECRET_KEY": "docker-test", "PORT": str(port), "HOST": "127.0.0.1",
+                "WEB_CONCURRENCY": "1"})
+    cmd = json.loads(next(a for k, a in steps if k == "CMD"))
+    log = open(tmp_path / "server.log", "wb")
+    proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        health = next(a for k, a in steps if k == "HEALTHCHECK").split(" CMD ", 1)[1]
+        deadline = time.monotonic() + 60
+        while True:
+            out = subprocess.run(["sh", "-c", health], env=env, capture_output=True, timeout=10)
+            if out.returncode == 0:
+                break
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
+            time.sleep(0.5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
