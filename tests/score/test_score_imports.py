@@ -1,0 +1,21 @@
+"""The scoring library stays pure: importing it (and the notebook / Dask modules) loads no web, HTTP, SQL,
+CLI, Dask or plotting module; ``import geo`` does not import the CLI."""
+
+import subprocess
+import sys
+
+FORBIDDEN = ("flask", "werkzeug", "requests", "sqlite3", "click", "rich", "dask", "distributed",
+             "matplotlib", "folium", "geo.score_cli")
+
+
+def _loaded(code):
+    probe = f"{code}\nimport sys\nprint(','.join(m for m in {FORBIDDEN!r} if m in sys.modules))"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_score_notebook_and_dask_modules_import_lazily():
+    assert _loaded("import geo, geo.score, geo.score_io, geo.score_worker, geo.notebook, geo.dask_score") == ""
+
+
+def test_from_geo_score_import_score():
+    assert _loaded("from geo.score import score, join_scores, COLUMNS\nassert callable(score)") == ""
