@@ -70,14 +70,15 @@ def _dask_rate(engine, lat, lng, now) -> float:
     from geo.score_worker import score_arrays
 
     path, sid, iso = _data_dir(), engine.snapshot_id, now.isoformat()
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1") as cluster, \
-            Client(cluster) as client:
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
+    with cluster, Client(cluster) as client:
         client.run(lambda: __import__("geo.score_worker").score_worker.engine_for(path, sid)
                    .nearest_station(51.2, 4.4))
         client.gather([client.submit(score_arrays, path, sid, lat[:1000], lng[:1000], iso, pure=False)
                        for _ in range(2)])
         t0 = time.perf_counter()
-        futures = [client.submit(score_arrays, path, sid, a, b, iso, pure=False) for a, b in _chunks(lat, lng)]
+        futures = [client.submit(score_arrays, path, sid, a, b, iso, pure=False)
+                   for a, b in _chunks(lat, lng)]
         rows = sum(t.num_rows for t in client.gather(futures))
         return rows / (time.perf_counter() - t0)
 
@@ -97,8 +98,8 @@ def _cli_run(engine, n: int):
                 written += k
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "geo.score_cli", str(src), "-o", str(out), "--data", _data_dir(),
-                        "--no-progress"], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "geo.score_cli", str(src), "-o", str(out),
+                        "--data", _data_dir(), "--no-progress"], check=True, capture_output=True)
         seconds = time.perf_counter() - t0
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         return n / seconds, max(peak, before) / 1024, seconds
@@ -107,7 +108,8 @@ def _cli_run(engine, n: int):
 # --- the naive pipeline -----------------------------------------------------------------------------
 def naive_score(engine, lat, lng, now):
     """What a GeoPandas user would write: sjoin for polygons, sjoin_nearest for the station, buffers and an
-    sjoin of every (point, work) and (point, stop) pair, then pandas group-bys. Same rules, metric distances."""
+    sjoin of every (point, work) and (point, stop) pair, then pandas group-bys (same rules, metric distances).
+    """
     from geo import transit as tr
     from geo import works as wk
     from geo.prepared import prepare
@@ -115,7 +117,8 @@ def naive_score(engine, lat, lng, now):
     from geo.timefmt import to_ms
 
     p = prepare(engine)
-    pts = gpd.GeoDataFrame({"pid": np.arange(lat.size)}, geometry=gpd.points_from_xy(lng, lat), crs="EPSG:4326")
+    pts = gpd.GeoDataFrame({"pid": np.arange(lat.size)}, geometry=gpd.points_from_xy(lng, lat),
+                           crs="EPSG:4326")
     inside = gpd.sjoin(pts, engine.service_area[["geometry"]], predicate="intersects", how="left")
     pts = pts[inside.groupby("pid")["index_right"].count().to_numpy() > 0]
     lez = gpd.sjoin(pts, engine.lez[["geometry"]], predicate="intersects", how="left")
@@ -159,7 +162,8 @@ def naive_score(engine, lat, lng, now):
     sp = sp.assign(line=sp["lines"].map(tr.split_lines)).explode("line")[["pid", "line"]].drop_duplicates()
     kept = sp.merge(det_lines, on="line")[["pid", "j"]].drop_duplicates()
     transit = kept.groupby("pid")["j"].count()
-    return pd.DataFrame({"lez": in_lez, "active": active, "planned": planned, "near": near_running, "transit": transit,
+    return pd.DataFrame({"lez": in_lez, "active": active, "planned": planned, "near": near_running,
+                         "transit": transit,
                          "compliance": pd.Series(compliance, index=near["pid"]),
                          "trend": pd.Series(trend, index=near["pid"])})
 

@@ -150,7 +150,8 @@ def scores_frame(engine, frame: pd.DataFrame, now=None, *, lat="lat", lng="lng")
 
     Examples
     --------
-    >>> scores_frame(engine, pd.DataFrame({"lat": [51.2194], "lng": [4.4025]})).explore(column="risk")  # doctest: +SKIP
+    >>> frame = pd.DataFrame({"lat": [51.2194], "lng": [4.4025]})
+    >>> scores_frame(engine, frame).explore(column="risk")  # doctest: +SKIP
     """
     from .score import join_scores, score
 

@@ -62,7 +62,8 @@ class _Runner:
         from .score import score
         from .score_io import score_table
 
-        return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, datetime.fromisoformat(self.now_iso))))
+        clock = datetime.fromisoformat(self.now_iso)
+        return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
 
     def close(self):
         if self._pool is not None:
@@ -134,7 +135,8 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
                     counts.update(_value_counts(scores, "status"))
                     risks.update(_value_counts(scores, "risk"))
                     elapsed = time.perf_counter() - t0
-                    bar.update(task, completed=chunk.progress, rows=rows, rate=rows / elapsed if elapsed else 0)
+                    bar.update(task, completed=chunk.progress, rows=rows,
+                               rate=rows / elapsed if elapsed else 0)
 
             for chunk in reader:
                 pending.append((chunk, runner.submit(chunk)))
@@ -147,11 +149,13 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     finally:
         runner.close()
     elapsed = time.perf_counter() - t0
-    return {"rows": rows, "ok": counts.get("ok", 0), "outside_service_area": counts.get("outside_service_area", 0),
+    return {"rows": rows, "ok": counts.get("ok", 0),
+            "outside_service_area": counts.get("outside_service_area", 0),
             "invalid_coordinates": counts.get("invalid_coordinates", 0),
             "risk": {k: risks.get(k, 0) for k in ("low", "moderate", "high")},
             "seconds": round(elapsed, 3), "rows_per_second": round(rows / elapsed) if elapsed else None,
-            "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(), "ran_on": runner.where}
+            "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(),
+            "ran_on": runner.where}
 
 
 def _value_counts(table, column) -> dict:
@@ -183,7 +187,8 @@ def _summary_text(s) -> str:
 @click.option("--data", default=lambda: os.environ.get("URBAN_DATA_DIR", "data/snapshot"),
               show_default="$URBAN_DATA_DIR or data/snapshot", type=click.Path(file_okay=False),
               help="Snapshot directory.")
-@click.option("--now", default=None, help="Clock as ISO 8601 (default: the snapshot's asOf, as the API's demo "
+@click.option("--now", default=None,
+              help="Clock as ISO 8601 (default: the snapshot's asOf, as the API's demo "
               "clock). Without an offset, UTC.")
 @click.option("--chunk-size", default=250_000, show_default=True, type=click.IntRange(1, 10_000_000),
               help="Rows per chunk (memory is bounded by a few chunks).")
@@ -192,7 +197,8 @@ def _summary_text(s) -> str:
 @click.option("--dask", default=None, metavar="ADDRESS|local",
               help="Score on a Dask distributed cluster (scheduler address, or 'local' for a LocalCluster "
                    "with --workers workers).")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress bar (default: when stderr is a terminal).")
 def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, progress):
     """Score every coordinate of INPUT (CSV, Parquet, GeoParquet or GeoJSON) into OUTPUT.
 

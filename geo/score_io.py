@@ -1,4 +1,4 @@
-"""Streaming readers and writers of ``urban-score``: CSV, Parquet, GeoParquet and GeoJSON, chosen by extension.
+"""Streaming readers and writers of ``urban-score``: CSV, Parquet, GeoParquet and GeoJSON, by extension.
 
 A reader yields :class:`Chunk` objects (input columns carried through as an Arrow table, plus lat/lng as
 float arrays with NaN for unusable values); a writer appends the input columns and the score columns chunk by
@@ -69,8 +69,6 @@ def to_float(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     >>> to_float(pa.array(["51.2", "x", None])).tolist()[0], np.isnan(to_float(pa.array(["x"])))[0]
     (51.2, True)
     """
-    if pa.types.is_floating(values.type) or pa.types.is_integer(values.type) or pa.types.is_decimal(values.type):
-        return pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
     try:
         return pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
@@ -203,7 +201,8 @@ class ParquetReader(Reader):
                     raise InputError(f"{self.path}: column {self.geometry!r}, rows {row}-"
                                      f"{row + table.num_rows - 1}: bad WKB geometry: {exc}") from None
                 point = shapely.get_type_id(geom) == 0
-                x, y = np.where(point, shapely.get_x(geom), np.nan), np.where(point, shapely.get_y(geom), np.nan)
+                x = np.where(point, shapely.get_x(geom), np.nan)
+                y = np.where(point, shapely.get_y(geom), np.nan)
                 if self._transform is not None:
                     x, y = self._transform(x, y)
                 lat, lng = np.asarray(y, dtype=np.float64), np.asarray(x, dtype=np.float64)
@@ -323,8 +322,8 @@ class GeoJsonReader(Reader):
                             obj, end = dec.raw_decode(buf, pos)
                             return obj, buf, end
                         except json.JSONDecodeError as exc:
-                            raise InputError(f"{self.path}: invalid JSON near byte {done[0] - len(buf) + pos}: "
-                                             f"{exc.msg}") from None
+                            at = done[0] - len(buf) + pos
+                            raise InputError(f"{self.path}: invalid JSON near byte {at}: {exc.msg}") from None
                     buf, pos = buf[pos:] + extra, 0
 
             def expect(buf, pos, chars):
@@ -499,7 +498,8 @@ class GeoJsonWriter(Writer):
             (np.abs(chunk.lng) <= 180)
         out = []
         for i, props in enumerate(rows):
-            geom = {"type": "Point", "coordinates": [float(chunk.lng[i]), float(chunk.lat[i])]} if ok[i] else None
+            geom = ({"type": "Point", "coordinates": [float(chunk.lng[i]), float(chunk.lat[i])]}
+                    if ok[i] else None)
             out.append(json.dumps({"type": "Feature", "geometry": geom, "properties": props},
                                   ensure_ascii=False, default=str))
         if out:
@@ -513,7 +513,7 @@ class GeoJsonWriter(Writer):
 
 
 def open_writer(path) -> Writer:
-    """The writer for ``path`` (format by extension; ``.parquet`` is plain Parquet, ``.geoparquet`` GeoParquet).
+    """The writer for ``path`` by extension (``.parquet`` plain Parquet, ``.geo.parquet`` GeoParquet).
 
     Examples
     --------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "notebook.md"
 
 
@@ -12,6 +14,7 @@ def blocks():
     return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
 
 
+@pytest.mark.slow
 def test_the_worked_example_runs(snapshot_dir, tmp_path, monkeypatch):
     import matplotlib
 

@@ -21,7 +21,8 @@ def points_csv(tmp_path_factory, sample):
     lat, lng, _ = sample
     path = tmp_path_factory.mktemp("cli") / "points.csv"
     ids = [f"{i:05d}" for i in range(lat.size)]  # leading zeros must survive
-    lines = ["id,latitude,longitude,note"] + [f"{i},{a!r},{b!r},\"a, b\"" for i, a, b in zip(ids, lat.tolist(), lng.tolist())]
+    lines = ["id,latitude,longitude,note"] + [f"{i},{a!r},{b!r},\"a, b\""
+                                              for i, a, b in zip(ids, lat.tolist(), lng.tolist())]
     lines += ["99998,abc,4.4,x", "99999,,4.4,"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -97,7 +98,8 @@ def test_geojson_and_geoparquet_points_without_lat_lng_columns(engine, snapshot_
 def test_bad_csv_names_row_or_column_and_writes_nothing(snapshot_dir, tmp_path, content, message):
     src = tmp_path / "bad.csv"
     src.write_text(content)
-    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.csv"), "--data", str(snapshot_dir)])
+    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.csv"),
+                                       "--data", str(snapshot_dir)])
     assert result.exit_code == 1 and message in result.output
     assert not list(tmp_path.glob("out.csv*"))
 
@@ -106,9 +108,11 @@ def test_bad_geojson_and_unknown_extension(snapshot_dir, tmp_path):
     src = tmp_path / "bad.geojson"
     src.write_text('{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": null, '
                    '"properties": {}}, {"type": "Feature", "geometry": null, "properties": {"x": 1}}]}')
-    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.csv"), "--data", str(snapshot_dir)])
+    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.csv"),
+                                       "--data", str(snapshot_dir)])
     assert result.exit_code == 1 and "feature 2: property 'x'" in result.output
-    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.xlsx"), "--data", str(snapshot_dir)])
+    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.xlsx"),
+                                       "--data", str(snapshot_dir)])
     assert result.exit_code == 1 and "unknown file type '.xlsx'" in result.output
 
 
@@ -163,8 +167,8 @@ def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample):
 
     lat, lng, _ = sample
     frame = pd.DataFrame({"lat": lat, "lng": lng, "k": np.arange(lat.size)})
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1") as cluster, \
-            Client(cluster):
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
+    with cluster, Client(cluster):
         got = score_dask(dd.from_pandas(frame, npartitions=5), snapshot_dir).compute()
     expected = frame.join(score(frame, engine, now))
     pd.testing.assert_frame_equal(got, expected)

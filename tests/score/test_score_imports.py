@@ -10,11 +10,13 @@ FORBIDDEN = ("flask", "werkzeug", "requests", "sqlite3", "click", "rich", "dask"
 
 def _loaded(code):
     probe = f"{code}\nimport sys\nprint(','.join(m for m in {FORBIDDEN!r} if m in sys.modules))"
-    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 def test_score_notebook_and_dask_modules_import_lazily():
-    assert _loaded("import geo, geo.score, geo.score_io, geo.score_worker, geo.notebook, geo.dask_score") == ""
+    modules = "geo, geo.score, geo.score_io, geo.score_worker, geo.notebook, geo.dask_score"
+    assert _loaded(f"import {modules}") == ""
 
 
 def test_from_geo_score_import_score():

@@ -31,7 +31,8 @@ WORKS = [
     ("W1", "Heraanleg voetpad", "In uitvoering", north(1.9), P_LNG, "2026-01-01T08:00:00Z", None),
     ("W2", "Riolering", "In uitvoering", north(2.1), P_LNG, "2026-01-01T08:00:00Z", None),       # > 2 km
     ("W3", "Nutsleidingen", "In uitvoering", north(-0.4), P_LNG, "2026-02-01T08:00:00Z", None),  # < 0.5 km
-    ("W3b", "nutsleidingen ", "In uitvoering", north(-0.42), P_LNG, "2026-03-01T08:00:00Z", None),  # collapses
+    # W3b collapses into W3 (same description up to case and spaces, 20 m apart)
+    ("W3b", "nutsleidingen ", "In uitvoering", north(-0.42), P_LNG, "2026-03-01T08:00:00Z", None),
     ("W4", "Kabelwerk", "Concreet gepland", north(1.0), P_LNG, "2026-11-21T08:00:00Z", None),   # in 14 days
     ("W5", "Asfalt", "Gepland", north(-1.0), P_LNG, "2026-12-20T08:00:00Z", None),              # later
     ("W6", "Kaaimuur", "In uitvoering", L[0], 4.3950, "2026-05-01T08:00:00Z", None),          # left bank
