@@ -41,7 +41,14 @@ test: install browser
 bench: install snapshot
 	$(PY) -m bench
 
-loadtest: install snapshot
+# The load test drives the real gunicorn deployment with Debian's wrk.
+WRK := /usr/bin/wrk
+$(WRK):
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; \
+	else echo "make loadtest needs Debian's wrk: sudo apt-get install wrk"; exit 1; fi
+
+loadtest: install snapshot $(WRK)
 	$(PY) -m bench.loadtest
 
 clean:
