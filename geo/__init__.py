@@ -12,9 +12,11 @@ Examples
 from . import coords
 from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, Engine
 from .errors import GeoError, InvalidCoordinates, OutsideServiceArea, SnapshotError
+from .score import score  # the function shadows the submodule name on purpose: geo.score(points, engine, now)
 from .spherical import EARTH_RADIUS_KM, haversine_km
 
 __all__ = [
     "Engine", "haversine_km", "EARTH_RADIUS_KM", "RIVER_NONE", "RIVER_LEFT", "RIVER_RIGHT",
     "GeoError", "InvalidCoordinates", "OutsideServiceArea", "SnapshotError", "coords",
+    "score",
 ]
