@@ -53,6 +53,25 @@ def nearest_no2_station(air, lat: float, lng: float) -> tuple:
     return int(air.no2_rows[k]), float(km[k])
 
 
+def window_values(air, lo: int, hi: int) -> tuple:
+    """``(value, first, n_values, measured_ms)`` of one station's measured rows ``[lo, hi)`` (a window of
+    :func:`geo.airrules.window_bounds`): the last and first non-null values, their count and the timestamp
+    of the last one; ``(nan, nan, 0, -1)`` when there is none. Shared with batch scoring.
+
+    Examples
+    --------
+    >>> a = prepare(engine).air  # doctest: +SKIP
+    >>> lo, hi = ar.window_bounds(a.offsets, a.times_ms, 57, now_ms)  # doctest: +SKIP
+    >>> window_values(a, int(lo[0]), int(hi[0]))  # doctest: +SKIP
+    (25.0, 20.0, 2, 1794812400000)
+    """
+    vals = air.values[lo:hi]
+    ok = np.flatnonzero(~np.isnan(vals))
+    if not ok.size:
+        return float("nan"), float("nan"), 0, -1
+    return float(vals[ok[-1]]), float(vals[ok[0]]), int(ok.size), int(air.times_ms[lo + ok[-1]])
+
+
 def read(engine, lat: float, lng: float, now) -> Reading:
     """The raw reading for a checked point.
 
@@ -68,12 +87,7 @@ def read(engine, lat: float, lng: float, now) -> Reading:
     measured_ms, n = -1, 0
     if station >= 0:
         lo, hi = ar.window_bounds(a.offsets, a.times_ms, station, now_ms)
-        vals = a.values[lo[0]:hi[0]]
-        ok = np.flatnonzero(~np.isnan(vals))
-        n = int(ok.size)
-        if n:
-            first, value = float(vals[ok[0]]), float(vals[ok[-1]])
-            measured_ms = int(a.times_ms[lo[0] + ok[-1]])
+        value, first, n, measured_ms = window_values(a, int(lo[0]), int(hi[0]))
     in_lez = bool(engine.in_lez(lat, lng)[0])
     return Reading(station, station_km, value, first, measured_ms, n, ar.compliance_one(value), in_lez)
 

@@ -78,6 +78,21 @@ def trend_class(first, last, n_values) -> np.ndarray:
     return np.where(known, cls, TREND_UNKNOWN).astype(np.int8)
 
 
+def reported_trend_percent(first, last, n_values) -> np.ndarray:
+    """The ``trendPercent`` shown: :func:`trend_percent` when the trend is known (two or more values),
+    else NaN.
+
+    Examples
+    --------
+    >>> reported_trend_percent([20.0, 20.0, 0.0], [22.5, 22.5, 5.0], [2, 1, 2]).tolist()
+    [12.5, nan, nan]
+    """
+    first = np.asarray(first, dtype=np.float64)
+    last = np.asarray(last, dtype=np.float64)
+    known = (np.asarray(n_values) >= 2) & ~np.isnan(first) & ~np.isnan(last)
+    return np.where(known, trend_percent(first, last), np.nan)
+
+
 def window_bounds(offsets, times_ms, stations, now_ms: int):
     """Slices ``[lo, hi)`` of the measured rows of ``stations`` inside ``(now - 2 h, now]``.
 

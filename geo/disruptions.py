@@ -18,7 +18,7 @@ from .engine import RIVER_NONE
 from .point import checked_point
 from .prepared import prepare
 from .spherical import haversine_rad
-from .timefmt import day_number, local_day, to_ms
+from .timefmt import to_ms
 
 RADIUS_KM = 2.0
 
@@ -65,13 +65,11 @@ def find(engine, lat: float, lng: float, now) -> Found:
     cl, km = cl[keep], km[keep]
     keep = ~far_side(side, w.side[cl])
     cl, km = cl[keep], km[keep]
-    today = day_number(local_day(now))
-    hit = np.zeros(w.ids.size, dtype=bool)
-    hit[w.member_cluster[wk.upcoming_mask(w.member_start_day, today)]] = True
+    hit = wk.upcoming_clusters(w, now)
 
     d = p.detours
     stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
-    active = (d.start_ms <= now_ms) & (now_ms < d.end_ms) & ~far_side(side, d.side)
+    active = tr.active_detours(d, now_ms) & ~far_side(side, d.side)
     if stops.size:
         served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
         active &= (d.line_bits & served).any(axis=1)

@@ -19,6 +19,7 @@ from . import airrules as ar
 from . import briefing as br
 from . import transit as tr
 from . import works as wk
+from .air import window_values
 from .coords import as_arrays, valid_mask
 from .disruptions import RADIUS_KM, far_side
 from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, _point_coords
@@ -26,7 +27,7 @@ from .errors import InvalidCoordinates
 from .point_index import PointIndex
 from .prepared import prepare
 from .score_grid import pairs_within
-from .timefmt import day_number, iso_utc_ms, local_day, to_ms
+from .timefmt import iso_utc_ms, to_ms
 
 OK, INVALID, OUTSIDE = 0, 1, 2
 STATUS_NAMES = ("ok", "invalid_coordinates", "outside_service_area")
@@ -129,11 +130,7 @@ def _clock(engine, now):
     return now
 
 
-def _upcoming_clusters(works, now) -> np.ndarray:
-    """bool per cluster: a planned member starts within the 14-day window (as in ``disruptions.find``)."""
-    hit = np.zeros(works.ids.size, dtype=bool)
-    hit[works.member_cluster[wk.upcoming_mask(works.member_start_day, day_number(local_day(now)))]] = True
-    return hit
+_upcoming_clusters = wk.upcoming_clusters  # old private name, still imported by bench/bench_score.py
 
 
 def _works_counts(engine, lat, lng, side, now):
@@ -143,7 +140,7 @@ def _works_counts(engine, lat, lng, side, now):
     out = np.zeros((4, n), dtype=np.int64)
     running = w.status_class == wk.RUNNING
     planned = w.status_class == wk.PLANNED
-    upcoming = planned & _upcoming_clusters(w, now)
+    upcoming = planned & wk.upcoming_clusters(w, now)
     for chunk in pairs_within(_indexes(engine).clusters, lat, lng, RADIUS_KM):
         c = chunk.index.rows[chunk.k]
         keep = ~far_side(side[chunk.rows][chunk.q], w.side[c])
@@ -178,7 +175,7 @@ def _transit_counts(engine, lat, lng, side, now):
     d = prepare(engine).detours
     ix = _indexes(engine)
     now_ms = to_ms(now)
-    active = np.flatnonzero((d.start_ms <= now_ms) & (now_ms < d.end_ms))
+    active = np.flatnonzero(tr.active_detours(d, now_ms))
     out = np.zeros((3, lat.size), dtype=np.int64)
     if active.size == 0:
         return out
@@ -210,11 +207,7 @@ def _air_by_station(engine, now):
     value, first = np.full(n, np.nan), np.full(n, np.nan)
     count, measured = np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     for s in np.flatnonzero(hi > lo).tolist():  # per station (about a hundred), not per point
-        vals = a.values[lo[s]:hi[s]]
-        ok = np.flatnonzero(~np.isnan(vals))
-        if ok.size:
-            first[s], value[s], count[s] = vals[ok[0]], vals[ok[-1]], ok.size
-            measured[s] = a.times_ms[lo[s] + ok[-1]]
+        value[s], first[s], count[s], measured[s] = window_values(a, int(lo[s]), int(hi[s]))
     return value, first, count, measured
 
 
@@ -301,8 +294,7 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     n_values = np.where(has, count_s[st] if count_s.size else 0, 0)
     compliance = ar.compliance_class(value)
     trend = ar.trend_class(first, value, n_values)
-    known_pct = (n_values >= 2) & ~np.isnan(first) & ~np.isnan(value)
-    pct = np.where(known_pct, ar.trend_percent(first, value), np.nan)
+    pct = ar.reported_trend_percent(first, value, n_values)
 
     active, planned, upcoming, near_running = works
     risk_points = br.risk_score(near_running, active - near_running, upcoming,

@@ -118,6 +118,30 @@ def severity(n_unserved, n_lines, delay_min=0) -> np.ndarray:
     return np.where(high, HIGH, np.where(medium, MEDIUM, LOW)).astype(np.int8)
 
 
+def in_force(start_ms, end_ms, t_ms) -> np.ndarray:
+    """bool (broadcasting): ``start <= t < end``; ``end_ms`` is :data:`geo.timefmt.NO_END_MS` when open.
+
+    Examples
+    --------
+    >>> in_force(np.array([0, 0, 6]), np.array([10, 5, 10]), 5).tolist()
+    [True, False, False]
+    """
+    return (np.asarray(start_ms) <= t_ms) & (t_ms < np.asarray(end_ms))
+
+
+def active_detours(detours, now_ms: int) -> np.ndarray:
+    """bool per prepared detour (:class:`geo.prepared.Detours`): in force at ``now_ms``.
+
+    The rule of ``/disruptions`` and of batch scoring; the weekday list does not hide a detour in force.
+
+    Examples
+    --------
+    >>> active_detours(prepare(engine).detours, to_ms(now))  # doctest: +SKIP
+    array([ True, False, ...])
+    """
+    return in_force(detours.start_ms, detours.end_ms, now_ms)
+
+
 def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
     """bool (broadcasting): ``start <= t < end`` and the local weekday of ``t`` is one of the detour days.
 
@@ -128,8 +152,4 @@ def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
     >>> active_at(np.array([0, 0, 0]), np.array([10, 5, 10]), np.array([127, 127, 1]), 5, 2).tolist()
     [True, False, False]
     """
-    return (
-        (np.asarray(start_ms) <= t_ms)
-        & (t_ms < np.asarray(end_ms))
-        & ((np.asarray(days) >> np.asarray(t_weekday)) & 1).astype(bool)
-    )
+    return in_force(start_ms, end_ms, t_ms) & ((np.asarray(days) >> np.asarray(t_weekday)) & 1).astype(bool)

@@ -16,6 +16,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from .spherical import chord_for_km, haversine_km, unit_vectors
+from .timefmt import day_number, local_day
 
 RUNNING_STATUSES = frozenset({"In uitvoering"})
 PLANNED_STATUSES = frozenset({"Concreet gepland", "Gepland", "Voorlopig gepland"})
@@ -119,3 +120,19 @@ def upcoming_mask(start_day, today, days: int = UPCOMING_DAYS) -> np.ndarray:
     """
     start_day = np.asarray(start_day, dtype=np.int64)
     return (start_day >= today) & (start_day <= today + days)
+
+
+def upcoming_clusters(works, now) -> np.ndarray:
+    """bool per prepared works cluster (:class:`geo.prepared.Works`): a planned member starts within
+    :func:`upcoming_mask` of the Europe/Brussels date of ``now`` (only planned clusters can be True).
+
+    The rule behind ``upcomingWorks14d``, shared by ``/disruptions`` and batch scoring.
+
+    Examples
+    --------
+    >>> upcoming_clusters(prepare(engine).works, now).sum()  # doctest: +SKIP
+    41
+    """
+    hit = np.zeros(works.ids.size, dtype=bool)
+    hit[works.member_cluster[upcoming_mask(works.member_start_day, day_number(local_day(now)))]] = True
+    return hit

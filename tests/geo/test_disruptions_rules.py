@@ -16,10 +16,12 @@ from hypothesis import strategies as st
 
 import rules_world as W
 from geo import InvalidCoordinates, OutsideServiceArea
+from geo import transit as tr
 from geo import works as wk
 from geo.disruptions import disruptions
 from geo.prepared import prepare
 from geo.spherical import haversine_km
+from geo.timefmt import to_ms
 
 UTC = timezone.utc
 LAT, LNG = W.P
@@ -167,6 +169,21 @@ def test_upcoming_mask_bounds():
     assert wk.upcoming_mask([99, 100, 114, 115], 100).tolist() == [False, True, True, False]
 
 
+def test_upcoming_clusters_is_the_shared_rule():
+    # the per-cluster flag both /disruptions and batch scoring use; same Brussels-date bounds as above
+    now = datetime(2026, 11, 15, 23, 30, tzinfo=UTC)
+    rows = [
+        ("U0", "Werk U0", PLAN, *north(0.001), "2026-11-15T22:59:00Z", None),
+        ("U1", "Werk U1", PLAN, *north(0.002), "2026-11-15T23:00:00Z", None),
+        ("U4", "Werk U4", RUN, *north(0.005), "2026-11-20T07:00:00Z", None),
+        ("R1", "Markt", PLAN, *north(0.006), "2026-11-02T07:00:00Z", None),
+        ("R2", "Markt", PLAN, *north(0.0062), "2026-11-23T07:00:00Z", None),
+    ]
+    w = prepare(W.engine(works_rows=rows)).works
+    flags = dict(zip(w.ids.tolist(), wk.upcoming_clusters(w, now).tolist()))
+    assert flags == {"U0": False, "U1": True, "U4": False, "R1": True}
+
+
 # --- transit ---------------------------------------------------------------------------------------------
 
 STOPS = [
@@ -217,6 +234,14 @@ def test_no_stop_near_keeps_all_antwerp_detours(transit_eng):
 def test_no_stop_fallback_still_drops_the_far_side(transit_eng):
     body = disruptions(transit_eng, LAT, 4.3900, W.NOW)   # left bank, no stop near
     assert [t["id"] for t in body["transit"]] == ["30008", "30005"]
+
+
+def test_active_detours_is_the_shared_rule(transit_eng):
+    # start <= now < end: 30005 starts exactly now (in force), 30006 ends exactly now (not), 30009 tomorrow
+    d = prepare(transit_eng).detours
+    active = dict(zip(d.ids.tolist(), tr.active_detours(d, to_ms(W.NOW)).tolist()))
+    assert [i for i, a in active.items() if a] == ["30001", "30002", "30004", "30005", "30007", "30008"]
+    assert tr.in_force([0, 0, 5], [5, 6, 9], 5).tolist() == [False, True, True]
 
 
 def test_published_delay_wins_over_the_rule():
