@@ -276,8 +276,7 @@ class Engine:
         if s is not None:
             return np.array([self._stops.within(*s, radius)[0].size > 0])
         lat, lng = validate(lat, lng)
-        count, _ = self._stops.count_within(lat, lng, radius)
-        return count > 0
+        return self._stops.any_within(lat, lng, radius)
 
     # --- helpers ------------------------------------------------------------------------------
     @staticmethod

@@ -13,9 +13,11 @@ from scipy.spatial import cKDTree
 
 from .nearest_grid import NearestGrid
 from .radius_grid import RadiusGrid
+from .radius_table import RadiusTable
 from .spherical import CHORD_SLACK, chord_for_km, haversine_rad, unit_vectors
 
 CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
+MAX_TABLES = 4   # RadiusTables kept per layer (over the layer and all its mask subsets; ~10-50 MB each)
 
 
 class PointIndex:
@@ -34,7 +36,7 @@ class PointIndex:
     ([0, 1], [0.0, 1.112])
     """
 
-    def __init__(self, lat, lng, ids=None):
+    def __init__(self, lat, lng, ids=None, _tables=None, _key=b""):
         lat = np.asarray(lat, dtype=np.float64)
         lng = np.asarray(lng, dtype=np.float64)
         self.size = lat.size
@@ -53,6 +55,8 @@ class PointIndex:
         self._lat_deg = lat
         self._lng_deg = lng
         self._ids = ids
+        self._tables = {} if _tables is None else _tables  # shared with the mask subsets: one LRU
+        self._key = _key
 
     # --- helpers ------------------------------------------------------------------------------
     def _dist(self, lat_r, lng_r, cos_lat, k):
@@ -67,7 +71,7 @@ class PointIndex:
         sub = self._subsets.get(key)
         if sub is None:
             lat = np.where(mask, self._lat_deg, np.nan)
-            sub = PointIndex(lat, self._lng_deg, self._ids)
+            sub = PointIndex(lat, self._lng_deg, self._ids, self._tables, key)
             if len(self._subsets) >= 16:
                 self._subsets.pop(next(iter(self._subsets)))
             self._subsets[key] = sub
@@ -82,6 +86,17 @@ class PointIndex:
                 self._grids.pop(next(iter(self._grids)))
             self._grids[radius_km] = g
         return g if g.usable else None
+
+    def table(self, radius_km: float):
+        """The :class:`RadiusTable` for this radius (built on first use, LRU-kept), or None if unusable."""
+        key = (self._key, radius_km)
+        t = self._tables.pop(key, None)
+        if t is None:
+            t = RadiusTable(self.lat_r, self.lng_r, self.cos_lat, radius_km)
+            while len(self._tables) >= MAX_TABLES:
+                self._tables.pop(next(iter(self._tables)))
+        self._tables[key] = t  # most recently used last
+        return t if t.usable else None
 
     # --- single point -------------------------------------------------------------------------
     def within(self, lat: float, lng: float, radius_km: float):
@@ -169,6 +184,9 @@ class PointIndex:
         nearest = np.full(n, np.inf)
         if self.tree is None or n == 0:
             return count, nearest
+        table = self.table(radius_km)
+        if table is not None:
+            return table.count_nearest(lat, lng)
         grid = self.grid(radius_km)
         if grid is not None:
             return grid.count_nearest(lat, lng)
@@ -188,3 +206,12 @@ class PointIndex:
             count[s:e] = np.bincount(q[hit], minlength=e - s)
             np.minimum.at(nearest[s:e], q[hit], d[hit])
         return count, nearest
+
+    def any_within(self, lat, lng, radius_km: float):
+        """bool per query: at least one point with haversine distance <= radius."""
+        if self.tree is None or lat.size == 0:
+            return np.zeros(lat.size, dtype=bool)
+        table = self.table(radius_km)
+        if table is not None:
+            return table.any_within(lat, lng)
+        return self.count_within(lat, lng, radius_km)[0] > 0

@@ -5,7 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["geo", "geo.spherical", "geo.polygon_index", "geo.point_index", "geo.engine", "geo.coords"]
+MODULES = ["geo", "geo.spherical", "geo.polygon_index", "geo.point_index", "geo.radius_table", "geo.engine",
+           "geo.coords"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -1,0 +1,290 @@
+"""Aggregated radius queries through a per-radius table over small query cells.
+
+For one radius ``r`` the area around the points is cut into small lat/lng cells (about ``r / 16``, at most
+``MAX_CELLS``). With ``c`` a cell's centre and ``rho`` a rigorous bound on the great-circle distance from
+``c`` to any location in the cell, the triangle inequality sorts every point ``w`` for every cell:
+
+* *sure*: ``d(w, c) <= r - rho``, so ``w`` lies within ``r`` of every location in the cell: counted once
+  at build time (``sure[cell]``);
+* *boundary*: ``r - rho < d(w, c) <= r + rho``: the exact haversine decides per query (CSR list per cell);
+* otherwise ``w`` is farther than ``r`` from the whole cell and never looked at.
+
+The nearest point within ``r`` is among the cell's *nearest candidates*: the points with
+``d(w, c) <= min(d1(c) + 2 rho, r + rho)``, ``d1(c)`` the centre's nearest distance; the exact haversine to
+each candidate decides. Every bound carries a slack far above the rounding of the distances, so answers
+equal the brute-force haversine loop. A query is then one table lookup plus a few exact distances, with no
+Python loop per point. Queries outside the grid have no point within ``r`` (the grid covers every point's
+``r`` reach).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .spherical import EARTH_RADIUS_KM, haversine_rad
+
+CELLS_PER_RADIUS = 16
+MAX_CELLS = 1 << 22
+MIN_CELL_KM = 1e-3      # 1 m
+BUILD_PAIRS = 1 << 21   # (point, cell) pairs per build chunk (memory bound)
+QUERY_CHUNK = 1 << 15   # query points per chunk (keeps temporaries in cache)
+SLACK_KM = 1e-9         # far above the rounding of a haversine distance (~1e-13 km)
+KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
+
+
+def _csr(cell, values, ncells):
+    """(start int32 (ncells + 1), values int32 sorted by cell, stable): CSR lists per cell."""
+    order = np.argsort(cell, kind="stable")
+    counts = np.bincount(cell, minlength=ncells)
+    start = np.zeros(ncells + 1, dtype=np.int64)
+    np.cumsum(counts, out=start[1:])
+    if start[-1] >= 2**31:
+        raise MemoryError("radius table too large")
+    return start.astype(np.int32), values[order].astype(np.int32)
+
+
+class RadiusTable:
+    """Count / nearest / any queries within a fixed ``radius_km`` over points given in radians.
+
+    ``lat_r``, ``lng_r``, ``cos_lat`` describe the points (all finite). ``usable`` is False when the table
+    cannot be built (near a pole or the antimeridian, or a radius of continental size): use another index.
+
+    Examples
+    --------
+    >>> lat, lng = np.radians([51.0, 51.01, 51.02]), np.radians([4.0, 4.0, 4.0])
+    >>> t = RadiusTable(lat, lng, np.cos(lat), 2.0)
+    >>> count, km = t.count_nearest(np.array([51.0, 51.03, 52.0]), np.array([4.0, 4.0, 4.0]))
+    >>> count.tolist(), km.round(4).tolist()
+    ([2, 1, 0], [0.0, 1.112, inf])
+    """
+
+    def __init__(self, lat_r, lng_r, cos_lat, radius_km: float):
+        self.radius = r = float(radius_km)
+        n = lat_r.size
+        self.usable = False
+        if n == 0 or r / EARTH_RADIUS_KM > 0.05:  # beyond ~300 km the k-d tree is the better index
+            return
+        lat_d, lng_d = np.degrees(lat_r), np.degrees(lng_r)
+        ang = r / EARTH_RADIUS_KM
+        reach_lat = math.degrees(ang) * (1 + 1e-9) + 1e-9
+        lat_max = float(np.abs(lat_d).max()) + reach_lat
+        if lat_max >= 89.0:
+            return
+        reach_lng = math.degrees(2 * math.asin(math.sin(ang / 2) / math.cos(math.radians(lat_max))))
+        reach_lng = reach_lng * (1 + 1e-9) + 1e-9
+        y_lo, y_hi = float(lat_d.min()) - reach_lat, float(lat_d.max()) + reach_lat
+        x_lo, x_hi = float(lng_d.min()) - reach_lng, float(lng_d.max()) + reach_lng
+        if x_lo < -180.0 or x_hi > 180.0:
+            return
+        # near-square cells at the middle latitude; at most MAX_CELLS of them
+        c_mid = math.cos(math.radians((y_lo + y_hi) / 2))
+        area = (y_hi - y_lo) * (x_hi - x_lo) * c_mid * KM_PER_DEG ** 2
+        side = max(r / CELLS_PER_RADIUS, math.sqrt(area / MAX_CELLS) * 1.01, MIN_CELL_KM)
+        self.hy = side / KM_PER_DEG
+        self.hx = self.hy / c_mid
+        # one ring of cells beyond the reach on every side: empty, and where clipped queries land
+        self.y0, self.x0 = y_lo - self.hy, x_lo - self.hx
+        self.ny = int(math.ceil((y_hi - y_lo) / self.hy)) + 3
+        self.nx = int(math.ceil((x_hi - x_lo) / self.hx)) + 3
+        self.ncells = self.nx * self.ny
+        # rho: centre to any location in the cell, hav(rho) <= sin^2(dlat/2) + cos_max^2 sin^2(dlng/2)
+        lat_min_abs = 0.0 if y_lo <= 0.0 <= y_hi + self.hy else min(abs(y_lo), abs(y_hi + self.hy))
+        c_max = math.cos(math.radians(lat_min_abs))
+        hav = math.sin(math.radians(self.hy) / 4) ** 2 + (c_max * math.sin(math.radians(self.hx) / 4)) ** 2
+        self.rho = 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(hav)) * (1 + 1e-6) + SLACK_KM
+        self.slack = SLACK_KM + 1e-12 * r
+        self._build(lat_r, lng_r, cos_lat, lat_d, lng_d)
+        self.lat_r, self.lng_r, self.cos_lat = lat_r, lng_r, cos_lat
+        self._key_bounds(lat_max + self.hy)
+        self.usable = True
+
+    def _key_bounds(self, lat_ext):
+        """Thresholds on the cheap key ``k = dlat^2 + cos1 cos2 dlng^2`` (radians) of a listed pair.
+
+        ``4 hav(d / R)`` lies in ``[k (1 - m), k]`` where ``m = max(dlat, dlng)^2 / 12`` over every listed
+        pair (their distance is at most ``r + 2 rho``). So ``k < 4 A (1 - 1e-9)`` means within ``r`` and
+        ``k (1 - m) > 4 A (1 + 1e-9)`` means beyond it (``A = sin^2(r / 2R)``, margins far above rounding);
+        only the pairs in between need the exact haversine.
+        """
+        reach = (self.radius + 2 * self.rho + 2 * self.slack) / EARTH_RADIUS_KM
+        s = math.sin(reach / 2) / math.cos(math.radians(lat_ext))
+        dmax = max(reach, 2 * math.asin(min(s, 1.0)))
+        m = dmax * dmax / 12 * (1 + 1e-6) + 1e-15
+        a4 = 4 * math.sin(self.radius / EARTH_RADIUS_KM / 2) ** 2
+        self.k_in = a4 * (1 - 1e-9)
+        self.k_out = a4 * (1 + 1e-9) / (1 - m) if m < 0.5 else math.inf
+        self.k_tie = (1 + 1e-9) / (1 - m) if m < 0.5 else math.inf  # key ratio within which the nearest ties
+
+    # --- build --------------------------------------------------------------------------------
+    def _pairs(self, lat_r, lng_r, cos_lat, lat_d, lng_d):
+        """Yield (cell, point, d(point, cell centre)) for every pair with distance <= r + rho, by point."""
+        r_out = self.radius + self.rho + self.slack
+        by = int(math.ceil(r_out / KM_PER_DEG / self.hy)) + 1
+        # rigorous longitude reach of r_out at the grid's extreme latitude (< 89 degrees, r_out << R)
+        lat_ext = max(abs(self.y0), abs(self.y0 + self.ny * self.hy))
+        s = math.sin(min(r_out / EARTH_RADIUS_KM / 2, math.pi / 2)) / math.cos(math.radians(lat_ext))
+        bx = int(math.ceil(math.degrees(2 * math.asin(min(s, 1.0))) / self.hx)) + 1
+        oy, ox = np.arange(-by, by + 1), np.arange(-bx, bx + 1)
+        box = oy.size * ox.size
+        row_lat = np.radians(self.y0 + (np.arange(self.ny) + 0.5) * self.hy)
+        row_cos = np.cos(row_lat)
+        col_lng = np.radians(self.x0 + (np.arange(self.nx) + 0.5) * self.hx)
+        iy_w = np.floor((lat_d - self.y0) / self.hy).astype(np.int64)
+        ix_w = np.floor((lng_d - self.x0) / self.hx).astype(np.int64)
+        step = max(1, BUILD_PAIRS // box)
+        for s in range(0, lat_r.size, step):
+            e = min(lat_r.size, s + step)
+            iy = (iy_w[s:e, None, None] + oy[None, :, None]) + np.zeros((1, 1, ox.size), dtype=np.int64)
+            ix = (ix_w[s:e, None, None] + ox[None, None, :]) + np.zeros((1, oy.size, 1), dtype=np.int64)
+            w = np.broadcast_to(np.arange(s, e)[:, None, None], iy.shape)
+            ok = (iy >= 1) & (iy < self.ny - 1) & (ix >= 1) & (ix < self.nx - 1)  # the ring stays empty
+            iy, ix, w = iy[ok], ix[ok], w[ok]
+            d = haversine_rad(row_lat[iy], col_lng[ix], row_cos[iy], lat_r[w], lng_r[w], cos_lat[w])
+            keep = d <= r_out
+            yield iy[keep] * self.nx + ix[keep], w[keep], d[keep]
+
+    def _build(self, lat_r, lng_r, cos_lat, lat_d, lng_d):
+        r, rho, slack = self.radius, self.rho, self.slack
+        cells, points, dists = [], [], []
+        for cell, w, d in self._pairs(lat_r, lng_r, cos_lat, lat_d, lng_d):
+            cells.append(cell)
+            points.append(w)
+            dists.append(d)
+        cell = np.concatenate(cells)
+        w = np.concatenate(points)
+        d = np.concatenate(dists)
+        sure = d <= r - rho - slack
+        sure_count = np.bincount(cell[sure], minlength=self.ncells)
+        self.sure = sure_count.astype(np.uint16 if sure_count.max(initial=0) < 2**16 else np.int32)
+        d1 = np.full(self.ncells, np.inf)
+        np.minimum.at(d1, cell, d)
+        near = d <= d1[cell] + 2 * rho + 2 * slack
+        listed = near | ~sure
+        # one list per cell: boundary points (flag bit 1: counted when within r) and nearest candidates
+        self.start, self.entries = _csr(cell[listed], 2 * w[listed] + ~sure[listed], self.ncells)
+        self.stats = {"cells": self.ncells, "cell_km": self.hy * KM_PER_DEG, "rho_km": rho,
+                      "boundary": int((~sure).sum()), "nearest": int(near.sum()), "listed": int(listed.sum())}
+
+    # --- queries ------------------------------------------------------------------------------
+    def _cells(self, lat_d, lng_d):
+        """Cell per query; queries outside the grid are clipped into its empty outer ring."""
+        fy = lat_d - self.y0
+        fy *= 1.0 / self.hy
+        np.clip(fy, 0, self.ny - 1, out=fy)
+        fx = lng_d - self.x0
+        fx *= 1.0 / self.hx
+        np.clip(fx, 0, self.nx - 1, out=fx)
+        cell = fy.astype(np.int64)
+        cell *= self.nx
+        cell += fx.astype(np.int64)
+        return cell
+
+    @staticmethod
+    def _pairs_of(start, values, cell, cell1):
+        """(q, v, lengths): every entry of the query cells' lists (q ascending; q None when none)."""
+        lo = start.take(cell)
+        ln = start.take(cell1)
+        ln -= lo
+        total = int(ln.sum())
+        if not total:
+            return None, None, ln
+        q = np.repeat(np.arange(ln.size), ln)
+        lo -= np.cumsum(ln) - ln
+        pos = np.repeat(lo, ln)
+        pos += np.arange(total, dtype=pos.dtype)
+        return q, values.take(pos), ln
+
+    def _dist(self, lat_r, lng_r, cos_lat, q, w):
+        """Exact haversine km of pairs (query q, point w)."""
+        return haversine_rad(lat_r.take(q), lng_r.take(q), cos_lat.take(q),
+                             self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w))
+
+    def count_nearest(self, lat_d, lng_d):
+        """(count int64, nearest km float64 / inf) for query points in degrees (validated arrays)."""
+        n = lat_d.size
+        count = np.zeros(n, dtype=np.int64)
+        nearest = np.full(n, np.inf)
+        for s in range(0, n, QUERY_CHUNK):
+            e = min(n, s + QUERY_CHUNK)
+            self._count_chunk(lat_d[s:e], lng_d[s:e], count[s:e], nearest[s:e])
+        return count, nearest
+
+    def _count_chunk(self, lat_d, lng_d, count, nearest):
+        cell = self._cells(lat_d, lng_d)
+        count[:] = self.sure.take(cell)
+        q, e, per = self._pairs_of(self.start, self.entries, cell, cell + 1)
+        if q is None:
+            return
+        lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
+        cos_lat = np.cos(lat_r)
+        w = e >> 1
+        la, ln, cl = lat_r.take(q), lng_r.take(q), cos_lat.take(q)
+        wla, wln, wcl = self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w)
+        # cheap key (no trigonometry) settles most pairs; the exact haversine decides the rest
+        dy = wla - la
+        dy *= dy
+        dx = wln - ln
+        dx *= dx
+        key = cl * wcl
+        key *= dx
+        key += dy
+        key[key > self.k_out] = np.inf                      # surely beyond r
+        boundary = (e & 1).astype(bool)
+        band = np.flatnonzero(boundary & (key >= self.k_in) & (key != np.inf))
+        if band.size:
+            d = haversine_rad(la.take(band), ln.take(band), cl.take(band),
+                              wla.take(band), wln.take(band), wcl.take(band))
+            key[band[d > self.radius]] = np.inf
+        boundary &= key != np.inf
+        count += np.bincount(q.compress(boundary), minlength=cell.size)
+        # nearest: exact haversine of the pairs whose key ties with the point's smallest key
+        per = per.compress(per > 0)
+        best = np.minimum.reduceat(key, np.cumsum(per) - per)  # pairs are grouped by query, in order
+        best *= self.k_tie
+        best[best == np.inf] = -1.0  # no pair within r
+        top = np.flatnonzero(key <= np.repeat(best, per))
+        if top.size:
+            d = haversine_rad(la.take(top), ln.take(top), cl.take(top),
+                              wla.take(top), wln.take(top), wcl.take(top))
+            d[d > self.radius] = np.inf
+            np.minimum.at(nearest, q.take(top), d)
+
+    def any_within(self, lat_d, lng_d):
+        """bool per query point: at least one point within the radius."""
+        n = lat_d.size
+        out = np.zeros(n, dtype=bool)
+        for s in range(0, n, QUERY_CHUNK):
+            e = min(n, s + QUERY_CHUNK)
+            out[s:e] = self._any_chunk(lat_d[s:e], lng_d[s:e])
+        return out
+
+    def _any_chunk(self, lat_d, lng_d):
+        cell = self._cells(lat_d, lng_d)
+        hit = self.sure.take(cell) > 0
+        rest = np.flatnonzero(~hit)
+        cell = cell.take(rest)
+        q, e, _ = self._pairs_of(self.start, self.entries, cell, cell + 1)
+        if q is None:
+            return hit
+        boundary = np.flatnonzero(e & 1)
+        q, w = q.take(boundary), e.take(boundary) >> 1
+        lat_r, lng_r = np.radians(lat_d.take(rest)), np.radians(lng_d.take(rest))
+        la, ln, cl = lat_r.take(q), lng_r.take(q), np.cos(lat_r).take(q)
+        wla, wln, wcl = self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w)
+        dy = wla - la
+        dy *= dy
+        dx = wln - ln
+        dx *= dx
+        key = cl * wcl
+        key *= dx
+        key += dy
+        inside = key < self.k_in
+        band = np.flatnonzero(~inside & (key <= self.k_out))
+        if band.size:
+            d = haversine_rad(la.take(band), ln.take(band), cl.take(band),
+                              wla.take(band), wln.take(band), wcl.take(band))
+            inside[band] = d <= self.radius
+        hit[rest.take(q.compress(inside))] = True
+        return hit
