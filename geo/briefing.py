@@ -31,21 +31,24 @@ LOAD_PER_RUNNING_WORK = 0.05
 LOAD_PER_DETOUR = np.array([0.10, 0.20, 0.35])  # by severity low / medium / high
 
 
-def risk_score(near_running, other_running, upcoming, n_low, n_medium, n_high, compliance) -> np.ndarray:
+def risk_score(near_running, other_running, upcoming, n_low, n_medium, n_high, compliance,
+               stops_near) -> np.ndarray:
     """Risk points (vectorised over points).
 
     works: 1 per running work within 0.5 km + 0.5 per other running work within 2 km (at most 4);
-    upcoming works: 0.25 each (at most 1); detours: low 0.5, medium 1, high 2 (at most 4);
-    NO2: 2 above the EU limit, 1 above the WHO guideline.
+    upcoming works: 0.25 each (at most 1); detours: low 0.5, medium 1, high 2 (at most 4), counted only
+    where a stop lies within the stop distance (``stops_near``): detours kept by the contract's no-stop
+    fallback (every Antwerp-region detour) add nothing; NO2: 2 above the EU limit, 1 above the WHO guideline.
 
     Examples
     --------
-    >>> risk_score([1], [2], [1], [0], [1], [1], [ar.ABOVE_WHO]).tolist()
-    [6.25]
+    >>> risk_score([1, 1], [2, 2], [1, 1], [0, 0], [1, 1], [1, 1], [ar.ABOVE_WHO] * 2, [True, False]).tolist()
+    [6.25, 3.25]
     """
     works = np.minimum(np.asarray(near_running) * 1.0 + np.asarray(other_running) * 0.5, 4.0)
     upcoming = np.minimum(np.asarray(upcoming) * 0.25, 1.0)
     transit = np.minimum(np.asarray(n_low) * 0.5 + np.asarray(n_medium) * 1.0 + np.asarray(n_high) * 2.0, 4.0)
+    transit = np.where(np.asarray(stops_near, dtype=bool), transit, 0.0)
     c = np.asarray(compliance)
     air = np.where(c == ar.ABOVE_EU, 2.0, np.where(c == ar.ABOVE_WHO, 1.0, 0.0))
     return works + upcoming + transit + air
@@ -77,6 +80,24 @@ def _transit_phrase(n: int, high: int) -> str:
         return "geen omleidingen van De Lijn"
     text = _n(n, "omleiding", "omleidingen") + " van De Lijn"
     return text + (f" ({high} met grote hinder)" if high else "")
+
+
+STOP_RADIUS_M = round(tr.STOP_RADIUS_KM * 1000)
+
+
+def _fallback_fact(stops_near: bool, n: int) -> dict:
+    """Whether the detours were matched through a stop near the point or kept by the no-stop fallback."""
+    if stops_near:
+        return {"key": "transitFallback", "value": None,
+                "text": (f"Halte binnen {STOP_RADIUS_M} m: alleen omleidingen van lijnen die er stoppen, "
+                         "meegeteld in het risico")}
+    if n == 0:
+        text = f"Geen halte binnen {STOP_RADIUS_M} m en geen omleidingen in de regio Antwerpen"
+    else:
+        text = (f"Geen halte binnen {STOP_RADIUS_M} m: "
+                + ("de enige omleiding" if n == 1 else f"alle {n} omleidingen")
+                + " in de regio Antwerpen getoond, niet meegeteld in het risico")
+    return {"key": "transitFallback", "value": n, "text": text}
 
 
 AIR_PHRASE = ("NO2 onbekend", "NO2 onder de WHO-richtlijn", "NO2 boven de WHO-richtlijn",
@@ -171,7 +192,7 @@ def briefing(engine, lat, lng, now) -> dict:
     near = int(np.count_nonzero(running & (found.cluster_km <= NEAR_WORK_KM)))
     sev = np.bincount(p.detours.severity[found.detours], minlength=3)
     score = float(risk_score(near, counts["activeWorks"] - near, counts["upcomingWorks14d"],
-                             sev[0], sev[1], sev[2], reading.compliance))
+                             sev[0], sev[1], sev[2], reading.compliance, found.stops_near))
     level = int(risk_level(score))
 
     headline = (f"{RISK_PREFIX[level]}: {_works_phrase(counts['activeWorks'])}, "
@@ -221,6 +242,7 @@ def key_facts(p, found, counts, reading) -> list:
          "text": ("Geen omleidingen met grote hinder" if n_hi == 0 else
                   _n(n_hi, "omleiding", "omleidingen") + " met grote hinder"),
          "value": n_hi},
+        _fallback_fact(found.stops_near, n_tr),
         {"key": "no2", "text": no2_text, "value": no2},
         {"key": "lez",
          "text": "In de lage-emissiezone Antwerpen" if reading.in_lez else "Buiten de lage-emissiezone Antwerpen",

@@ -39,7 +39,7 @@ COLUMNS = (
     "no2_station_id", "no2_station_name", "no2_station_km",
     "no2_value", "no2_measured_at", "no2_trend", "no2_trend_percent", "no2_compliance",
     "active_works", "planned_works", "upcoming_works_14d",
-    "transit_disruptions", "high_severity_transit",
+    "transit_disruptions", "high_severity_transit", "transit_fallback",
     "risk", "risk_score",
 )
 
@@ -171,15 +171,16 @@ def _stops_served(engine, lat, lng):
 
 
 def _transit_counts(engine, lat, lng, side, now):
-    """Detours kept per point, by severity: (3, n) int64 (rows LOW, MEDIUM, HIGH), as ``disruptions.find``."""
+    """(detours kept per point by severity: (3, n) int64 with rows LOW, MEDIUM, HIGH; any stop within the
+    stop distance per point), as ``disruptions.find``."""
     d = prepare(engine).detours
     ix = _indexes(engine)
     now_ms = to_ms(now)
     active = np.flatnonzero(tr.active_detours(d, now_ms))
     out = np.zeros((3, lat.size), dtype=np.int64)
-    if active.size == 0:
-        return out
     near, served = _stops_served(engine, lat, lng)
+    if active.size == 0:
+        return out, near
     lines_here = served.any(axis=1)
     # points without a stop nearby keep every active detour on their own river side
     free = np.flatnonzero(~near)
@@ -196,7 +197,7 @@ def _transit_counts(engine, lat, lng, side, now):
         if linked.size:
             shares = (served[linked] & ix.line_words[j]).any(axis=1)
             out[sev, linked] += shares & ~far_side(side[linked], d.side[j])
-    return out
+    return out, near
 
 
 def _air_by_station(engine, now):
@@ -281,7 +282,8 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     side = engine.river_side(plat, plng) if m else np.zeros(0, dtype=np.int8)
     in_lez = engine.in_lez(plat, plng) if m else np.zeros(0, dtype=bool)
     works = _works_counts(engine, plat, plng, side, now) if m else np.zeros((4, 0), dtype=np.int64)
-    transit = _transit_counts(engine, plat, plng, side, now) if m else np.zeros((3, 0), dtype=np.int64)
+    transit, stops_near = (_transit_counts(engine, plat, plng, side, now) if m else
+                           (np.zeros((3, 0), dtype=np.int64), np.zeros(0, dtype=bool)))
     station, station_km = engine.nearest_station(plat, plng, "no2") if m else (np.zeros(0, np.int64),
                                                                               np.zeros(0))
 
@@ -298,7 +300,7 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
 
     active, planned, upcoming, near_running = works
     risk_points = br.risk_score(near_running, active - near_running, upcoming,
-                                transit[0], transit[1], transit[2], compliance)
+                                transit[0], transit[1], transit[2], compliance, stops_near)
     risk = br.risk_level(risk_points)
 
     def spread(values, fill, dtype=None):
@@ -328,6 +330,7 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
         "upcoming_works_14d": _int(spread(upcoming, 0), not_ok),
         "transit_disruptions": _int(spread(transit.sum(axis=0), 0), not_ok),
         "high_severity_transit": _int(spread(transit[tr.HIGH], 0), not_ok),
+        "transit_fallback": _bool(spread(~stops_near, False), not_ok),
         "risk": _cat(spread(risk.astype(np.int64), -1), br.RISK_NAMES),
         "risk_score": _float(spread(risk_points, np.nan), not_ok),
     }, columns=list(COLUMNS))

@@ -213,12 +213,13 @@ WINDOW = _obj(
 )
 
 FACT_KEYS = ["activeWorks", "nearestActiveWorkKm", "upcomingWorks14d", "transitDisruptions",
-             "highSeverityTransit", "no2", "lez"]
+             "highSeverityTransit", "transitFallback", "no2", "lez"]
 
 BRIEFING = _obj(
     {
         "risk": _d({"type": "string", "enum": ["low", "moderate", "high"]},
-                   "From the risk score: low < 2 points <= moderate < 5 points <= high (docs/rules.md)."),
+                   "From the risk score: low < 2 points <= moderate < 5 points <= high (docs/rules.md). "
+                   "Detours count only when matched through a stop within 400 m of the point."),
         "headline": _d({"type": "string"}, "Dutch one-line summary from a fixed template (no AI text)."),
         "keyFacts": _d(
             {
@@ -231,13 +232,16 @@ BRIEFING = _obj(
                         "text": _d({"type": "string"}, "Dutch sentence stating the fact."),
                         "value": _d({"type": ["integer", "number", "boolean", "null"]},
                                     "activeWorks, upcomingWorks14d, transitDisruptions, highSeverityTransit: "
-                                    "integer counts; nearestActiveWorkKm: km (3 decimals) or null; no2: µg/m³ "
-                                    "(1 decimal) or null; lez: boolean."),
+                                    "integer counts; nearestActiveWorkKm: km (3 decimals) or null; "
+                                    "transitFallback: null when a stop lies within 400 m (detours matched "
+                                    "by line and counted in the risk), else the number of Antwerp-region "
+                                    "detours listed by the no-stop fallback, which the risk does not count; "
+                                    "no2: µg/m³ (1 decimal) or null; lez: boolean."),
                     },
                     "One key fact.",
                 ),
             },
-            "Always the same seven facts in this order: " + ", ".join(FACT_KEYS) + ".",
+            "Always the same eight facts in this order: " + ", ".join(FACT_KEYS) + ".",
         ),
         "bestWindow": _d(WINDOW, "Quietest 2-hour window of the next 24 hours (earliest on ties)."),
         "worstWindow": _d(WINDOW, "Busiest 2-hour window of the next 24 hours (earliest on ties)."),

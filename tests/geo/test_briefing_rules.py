@@ -62,6 +62,8 @@ def test_busy_point_by_hand(busy):
         {"key": "upcomingWorks14d", "text": "1 gepland werk start binnen 14 dagen", "value": 1},
         {"key": "transitDisruptions", "text": "2 omleidingen van De Lijn", "value": 2},
         {"key": "highSeverityTransit", "text": "1 omleiding met grote hinder", "value": 1},
+        {"key": "transitFallback", "value": None,
+         "text": "Halte binnen 400 m: alleen omleidingen van lijnen die er stoppen, meegeteld in het risico"},
         {"key": "no2", "text": "NO2 25,0 µg/m³ gemeten in Borgerhout (42R801)", "value": 25.0},
         {"key": "lez", "text": "In de lage-emissiezone Antwerpen", "value": True},
     ]
@@ -78,13 +80,64 @@ def test_quiet_point_by_hand(quiet):
     assert facts["nearestActiveWorkKm"] == ("Geen werk in uitvoering binnen 2 km", None)
     assert facts["no2"] == ("Geen NO2-meting in de laatste twee uur", None)
     assert facts["lez"] == ("Buiten de lage-emissiezone Antwerpen", False)
+    assert facts["transitFallback"] == ("Geen halte binnen 400 m en geen omleidingen in de regio Antwerpen", 0)
+
+
+# --- detours kept only by the no-stop fallback do not drive the risk ------------------------------------
+
+def test_fallback_detours_are_listed_but_not_in_the_risk():
+    # BUSY without its stop: no stop within 400 m, so both Antwerp detours are kept (contract fallback)
+    eng = W.engine(**{**BUSY, "stop_rows": []})
+    s = dis.disruptions(eng, LAT, LNG, W.NOW)["summary"]
+    assert (s["transitDisruptions"], s["highSeverityTransit"]) == (2, 1)
+    b = br.briefing(eng, LAT, LNG, W.NOW)
+    # works 1 + 0.5, upcoming 0.25, detours 0 (fallback), NO2 above WHO 1 -> 2.75 points -> moderate
+    # (with the detours counted it would be 5.75 -> high, as at the busy point)
+    assert b["risk"] == "moderate"
+    assert b["headline"] == ("Matige hinder: 2 werken in uitvoering binnen 2 km, 2 omleidingen van De Lijn "
+                             "(1 met grote hinder), NO2 boven de WHO-richtlijn")
+    facts = {f["key"]: (f["text"], f["value"]) for f in b["keyFacts"]}
+    assert facts["transitDisruptions"] == ("2 omleidingen van De Lijn", 2)
+    assert facts["highSeverityTransit"] == ("1 omleiding met grote hinder", 1)
+    assert facts["transitFallback"] == (
+        "Geen halte binnen 400 m: alle 2 omleidingen in de regio Antwerpen getoond, niet meegeteld in het risico",
+        2)
+
+
+def test_matched_detours_drive_the_risk():
+    # a stop 0.222 km away serving line 7 matches both detours: 2 (high) + 1 (medium) = 3 points -> moderate;
+    # the same detours without that stop (fallback) give 0 points -> low
+    detours_only = dict(stop_rows=BUSY["stop_rows"], detour_rows=BUSY["detour_rows"])
+    b = br.briefing(W.engine(**detours_only), LAT, LNG, W.NOW)
+    assert b["risk"] == "moderate" and b["keyFacts"][5]["value"] is None
+    b = br.briefing(W.engine(detour_rows=BUSY["detour_rows"]), LAT, LNG, W.NOW)
+    assert b["risk"] == "low" and b["keyFacts"][5]["key"] == "transitFallback" and b["keyFacts"][5]["value"] == 2
+
+
+def test_stop_near_without_the_detour_lines_is_not_the_fallback():
+    # a stop within 400 m serving only line 9: no detour kept, no fallback, nothing in the risk
+    eng = W.engine(stop_rows=[("1_109", "1", *north(0.0020), "9")], detour_rows=BUSY["detour_rows"])
+    assert dis.disruptions(eng, LAT, LNG, W.NOW)["summary"]["transitDisruptions"] == 0
+    b = br.briefing(eng, LAT, LNG, W.NOW)
+    assert b["risk"] == "low" and b["keyFacts"][5]["value"] is None
+
+
+def test_fallback_fact_with_a_single_detour():
+    eng = W.engine(detour_rows=BUSY["detour_rows"][1:])
+    fact = br.briefing(eng, LAT, LNG, W.NOW)["keyFacts"][5]
+    assert fact == {"key": "transitFallback", "value": 1,
+                    "text": "Geen halte binnen 400 m: de enige omleiding in de regio Antwerpen getoond, "
+                            "niet meegeteld in het risico"}
 
 
 def test_risk_score_and_levels():
     # caps: works at 4, upcoming at 1, transit at 4; NO2 above EU 2
-    assert br.risk_score([10], [10], [10], [0], [0], [10], [ar.ABOVE_EU]).tolist() == [11.0]
+    assert br.risk_score([10], [10], [10], [0], [0], [10], [ar.ABOVE_EU], [True]).tolist() == [11.0]
     assert br.risk_score([0, 1, 0], [0, 0, 3], [0, 0, 4], [1, 0, 0], [0, 1, 0], [0, 0, 0],
-                         [ar.UNKNOWN, ar.BELOW_WHO, ar.ABOVE_WHO]).tolist() == [0.5, 2.0, 3.5]
+                         [ar.UNKNOWN, ar.BELOW_WHO, ar.ABOVE_WHO], [True] * 3).tolist() == [0.5, 2.0, 3.5]
+    # no stop near: the detours (here 4 points' worth) add nothing
+    assert br.risk_score([10, 0], [10, 0], [10, 0], [0, 1], [0, 1], [10, 1], [ar.ABOVE_EU, ar.UNKNOWN],
+                         [False, False]).tolist() == [7.0, 0.0]
     assert [br.RISK_NAMES[i] for i in br.risk_level([0.0, 1.75, 2.0, 4.75, 5.0, 11.0])] == \
         ["low", "low", "moderate", "moderate", "high", "high"]
 

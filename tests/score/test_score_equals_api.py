@@ -33,6 +33,8 @@ def test_sample_covers_the_interesting_cases(engine, clock, sample):
     assert (ok["high_severity_transit"] > 0).any()
     assert (ok["active_works"] > 0).any() and (ok["upcoming_works_14d"] > 0).any()
     assert set(ok["risk"]) == {"low", "moderate", "high"}
+    fallback = ok["transit_fallback"].astype(bool)
+    assert (fallback & (ok["transit_disruptions"] > 0)).any() and (~fallback & (ok["transit_disruptions"] > 0)).any()
 
 
 def test_every_row_equals_the_api(engine, clock, sample):
@@ -68,6 +70,8 @@ def test_every_row_equals_the_api(engine, clock, sample):
         assert bool(row["in_lez"]) is air["lez"]["inside"], where
         assert row["river_side"] == SIDE[int(engine.river_side(la, ln)[0])], where
         assert row["risk"] == brief["risk"], where
+        fallback = next(f["value"] for f in brief["keyFacts"] if f["key"] == "transitFallback")
+        assert bool(row["transit_fallback"]) is (fallback is not None), where
         checked += 1
     assert checked >= 300
 

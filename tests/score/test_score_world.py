@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from geo.briefing import briefing
 from geo.disruptions import disruptions
 from geo.score import score
 
@@ -73,6 +74,7 @@ def test_right_bank_point(scored):
     assert (p["transit_disruptions"], p["high_severity_transit"]) == (1, 1)
     # risk: 1 (W3 within 0.5 km) + 0.5 (W1) + 0.25 (W4 upcoming) + 2 (D1 high) + 0 (NO2 unknown)
     assert p["risk_score"] == 3.75 and p["risk"] == "moderate"
+    assert not p["transit_fallback"]
     assert (p["river_side"], p["in_lez"]) == ("right", True)
 
 
@@ -80,15 +82,18 @@ def test_left_bank_point(scored):
     lft = scored.loc["L"]
     # only W6 (0.348 km) on its own bank; no stop nearby: every active Antwerp detour except D1 (far bank)
     assert (lft["active_works"], lft["planned_works"], lft["transit_disruptions"]) == (1, 0, 1)
-    assert lft["high_severity_transit"] == 0
-    assert lft["risk_score"] == 1.0 + 0.5 and lft["risk"] == "low"
+    assert lft["high_severity_transit"] == 0 and lft["transit_fallback"]
+    # risk: 1 (W6 within 0.5 km) + 0 (D2 kept by the no-stop fallback: not counted) + 0 (NO2 unknown)
+    assert lft["risk_score"] == 1.0 and lft["risk"] == "low"
     assert lft["river_side"] == "left"
 
 
 def test_point_without_stops_or_river_side_keeps_all_active_detours(scored):
     f = scored.loc["F"]
     assert (f["transit_disruptions"], f["high_severity_transit"], f["active_works"]) == (2, 1, 0)
-    assert f["risk_score"] == 2.5 and f["river_side"] == "none" and not f["in_lez"]
+    # listed (contract fallback) but not in the risk: D1 high 2 + D2 low 0.5 would have made 2.5 points
+    assert f["transit_fallback"] and f["risk_score"] == 0.0 and f["risk"] == "low"
+    assert f["river_side"] == "none" and not f["in_lez"]
 
 
 def test_nearest_station_and_unknown_reading(scored):
@@ -105,6 +110,9 @@ def test_same_as_api_in_this_world(eng, scored):
         s = disruptions(eng, la, ln, world.NOW)["summary"]
         assert [row["active_works"], row["planned_works"], row["upcoming_works_14d"],
                 row["transit_disruptions"], row["high_severity_transit"]] == list(s.values())
+        b = briefing(eng, la, ln, world.NOW)
+        fallback = next(f["value"] for f in b["keyFacts"] if f["key"] == "transitFallback")
+        assert (row["risk"], bool(row["transit_fallback"])) == (b["risk"], fallback is not None)
 
 
 def test_no2_window_and_trend():
