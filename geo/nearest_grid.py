@@ -52,7 +52,7 @@ class NearestGrid:
             cand[i, : ncand[i]] = sorted(lists[i])
         ncand[ncand > k] = 0
         self.cand, self.ncand = cand, ncand
-        self._first = cand[:, 0].tobytes()
+        self._lists = None
         self.multi_fraction = float((ncand != 1).mean())
 
     def cells(self, lat_d, lng_d):
@@ -66,3 +66,12 @@ class NearestGrid:
         fx = math.floor((lng_d - self.x0) / self.size)
         fy = math.floor((lat_d - self.y0) / self.size)
         return fy * self.nx + fx if 0 <= fx < self.nx and 0 <= fy < self.ny else -1
+
+    def candidates_one(self, cell: int):
+        """Candidate point numbers of one cell as a tuple (empty: use the fallback); Python lists, built once."""
+        if self._lists is None:
+            self._lists = (self.ncand.tolist(), self.cand[:, 0].tolist())
+        nc = self._lists[0][cell]
+        if nc == 1:
+            return (self._lists[1][cell],)
+        return tuple(self.cand[cell, :nc].tolist())

@@ -8,15 +8,19 @@ distance (:func:`geo.spherical.haversine_rad`). Ties are broken by the layer's r
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.spatial import cKDTree
 
 from .nearest_grid import NearestGrid
 from .radius_grid import RadiusGrid
 from .radius_table import RadiusTable
-from .spherical import CHORD_SLACK, chord_for_km, haversine_rad, unit_vectors
+from .spherical import CHORD_SLACK, EARTH_RADIUS_KM, chord_for_km, haversine_rad, unit_vectors
 
 CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
+_RAD = math.pi / 180.0
+_TWO_R = 2.0 * EARTH_RADIUS_KM
 MAX_TABLES = 4   # RadiusTables kept per layer (over the layer and all its mask subsets; ~10-50 MB each)
 
 
@@ -57,6 +61,7 @@ class PointIndex:
         self._ids = ids
         self._tables = {} if _tables is None else _tables  # shared with the mask subsets: one LRU
         self._key = _key
+        self._scalar_lists = None
 
     # --- helpers ------------------------------------------------------------------------------
     def _dist(self, lat_r, lng_r, cos_lat, k):
@@ -151,18 +156,36 @@ class PointIndex:
         return self.rows[k].astype(np.int64), self._dist(lat_r, lng_r, cos_lat, k)
 
     def nearest_one(self, lat: float, lng: float):
-        """Scalar fast path of :meth:`nearest` (same numbers, byte for byte)."""
+        """Scalar fast path of :meth:`nearest` (same numbers, byte for byte).
+
+        Python floats and no arrays until the answer: IEEE arithmetic in the order of
+        :func:`haversine_rad`, with NumPy's own ``sin``/``cos``/``arcsin`` (the batch path's functions).
+        """
         grid = self.nearest_grid()
         if grid is not None:
             cell = grid.cell_one(lat, lng)
-            nc = grid.ncand[cell] if cell >= 0 else 0
-            if nc:
-                k = grid.cand[cell, :nc]
-                lat_r, lng_r = np.radians(np.array([lat])), np.radians(np.array([lng]))
-                d = self._dist(lat_r, lng_r, np.cos(lat_r), k)
-                i = int(np.argmin(d))  # first minimum: lowest row
-                return self.rows[k[i:i + 1]], d[i:i + 1]
+            cands = grid.candidates_one(cell) if cell >= 0 else ()
+            if cands:
+                lat_r, lng_r = lat * _RAD, lng * _RAD  # == np.radians (same IEEE product)
+                cos_lat = float(np.cos(lat_r))
+                lat2, lng2, cos2 = self._scalars()
+                best_k, best = -1, math.inf
+                for k in cands:  # ascending: the first minimum is the lowest row
+                    s_lat = float(np.sin((lat2[k] - lat_r) * 0.5))
+                    s_lng = float(np.sin((lng2[k] - lng_r) * 0.5))
+                    a = s_lat * s_lat + cos_lat * cos2[k] * (s_lng * s_lng)
+                    d = _TWO_R * float(np.arcsin(math.sqrt(min(a, 1.0))))
+                    if d < best:
+                        best_k, best = k, d
+                return np.array([self._row_list[best_k]], dtype=np.int64), np.array([best])
         return self.nearest(np.array([lat]), np.array([lng]))
+
+    def _scalars(self):
+        """(lat_r, lng_r, cos_lat) of the points as Python lists (built on first use)."""
+        if self._scalar_lists is None:
+            self._scalar_lists = (self.lat_r.tolist(), self.lng_r.tolist(), self.cos_lat.tolist())
+            self._row_list = self.rows.tolist()
+        return self._scalar_lists
 
     def _nearest_tree(self, lat, lng, lat_r, lng_r, cos_lat):
         """Point numbers of the nearest points through the k-d tree (outside the grid)."""

@@ -103,8 +103,9 @@ class PolygonGrid:
         # non-edge blocks are wholly inside or outside: one exact test per connected block
         labels, n = ndimage.label(~edge)
         flat = labels.ravel()
-        _, first = np.unique(flat, return_index=True)
-        first = first[flat[first] > 0]
+        first = np.empty(n + 1, dtype=np.intp)
+        first[flat] = np.arange(flat.size)  # one cell of each label (any one will do: blocks are uniform)
+        first = first[1:] if n else first[:0]
         cy, cx = np.divmod(first, self.nx)
         inside = shapely.contains_xy(
             self.geometry, self.x0 + (cx + 0.5) * self.size, self.y0 + (cy + 0.5) * self.size

@@ -61,9 +61,17 @@ def test_nearest_station_matches_brute_force(ref_engine, pts):
 
 
 def test_nearest_station_single_point_equals_batch(ref_engine):
-    lat, lng = np.array([51.2194, 51.0543, 50.8467]), np.array([4.4003, 3.7174, 4.3525])
+    """The scalar path (Python floats, NumPy trig) gives the batch's numbers byte for byte, in one- and
+    several-candidate cells and outside the grid (k-d tree fallback)."""
+    rng = np.random.default_rng(11)
+    lat = np.r_[51.2194, 51.0543, 50.8467, rng.uniform(50.6, 51.6, 1500), 60.0, -33.9, 51.0]
+    lng = np.r_[4.4003, 3.7174, 4.3525, rng.uniform(2.5, 6.0, 1500), 4.0, 18.4, 179.9]
     idx, km = ref_engine.nearest_station(lat, lng)
-    for j in range(3):
+    grid = ref_engine._stations["no2"].nearest_grid()
+    cells = grid.cells(lat, lng)
+    ncand = np.where(cells >= 0, grid.ncand[cells], 0)
+    assert (ncand == 1).any() and (ncand > 1).any() and (ncand == 0).any()
+    for j in range(lat.size):
         i1, k1 = ref_engine.nearest_station(float(lat[j]), float(lng[j]))
         assert (i1[0], k1[0].tobytes()) == (idx[j], km[j].tobytes())
 
