@@ -77,9 +77,15 @@ def check_layer(name: str, layer) -> None:
 
 
 def layer_bytes(layer) -> bytes:
-    """GeoParquet bytes of one layer (deterministic for the same frame and library versions)."""
+    """GeoParquet bytes of one layer (deterministic for the same frame and library versions).
+
+    The frame's ``attrs`` (build bookkeeping such as ``skipped``, already in the manifest ``note``) are not
+    written, so a layer read back and written again gives the same bytes.
+    """
     buf = io.BytesIO()
-    layer.reset_index(drop=True).to_parquet(buf, index=False, compression="zstd")
+    frame = layer.reset_index(drop=True)
+    frame.attrs = {}
+    frame.to_parquet(buf, index=False, compression="zstd")
     return buf.getvalue()
 
 

@@ -2,7 +2,8 @@
 
 No I/O here: callers (the snapshot builder, the live refresher, the demo generator) parse JSON and pass the
 objects in. Structural problems (not the expected container) raise :class:`UpstreamFormatError`; single bad
-records (no usable geometry or coordinate) are skipped and counted in ``layer.attrs["skipped"]``.
+records (no usable geometry or coordinate: missing, NaN/infinite, or not WGS84 lon/lat such as a Lambert-72
+pair) are skipped and counted in ``layer.attrs["skipped"]``.
 Timestamps without a zone are Belgian local time (Europe/Brussels); unparseable timestamps become NaT.
 """
 
@@ -131,6 +132,26 @@ def _sorted_by_id(layer):
     return out
 
 
+def wgs84_ok(geom) -> bool:
+    """True when every coordinate of ``geom`` is finite WGS84 lon/lat (|lon| <= 180, |lat| <= 90).
+
+    Catches what JSON lets through: ``NaN`` (``json.loads`` accepts it) and projected pairs such as
+    Lambert-72 ``[152000, 212000]``.
+
+    Examples
+    --------
+    >>> wgs84_ok(shapely.Point(4.4, 51.2)), wgs84_ok(shapely.Point(152000, 212000))
+    (True, False)
+    >>> wgs84_ok(shapely.Point(float("nan"), 51.2)), wgs84_ok(shapely.Point())
+    (False, False)
+    """
+    if geom is None or geom.is_empty:
+        return False
+    xy = shapely.get_coordinates(geom)
+    return bool(len(xy) and np.isfinite(xy).all() and (np.abs(xy[:, 0]) <= 180).all()
+                and (np.abs(xy[:, 1]) <= 90).all())
+
+
 def _items(payload, key: str, what: str) -> list:
     """Items of ``payload[key]``; ``payload`` may be the container dict, a list of containers (pages) or
     a bare list of items."""
@@ -183,12 +204,15 @@ def normalise_works(pages) -> "gpd.GeoDataFrame":  # noqa: F821
             continue
         try:
             geom = shapely.force_2d(shape(feat["geometry"]))
+            if not wgs84_ok(geom):  # NaN or projected coordinates: one bad record, never a bad layer
+                skipped += 1
+                continue
             point = shapely.point_on_surface(shapely.make_valid(geom)) if geom.geom_type.endswith(
                 "Polygon") else shapely.point_on_surface(geom)
         except (KeyError, TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
             skipped += 1
             continue
-        if point.is_empty:
+        if not wgs84_ok(point):
             skipped += 1
             continue
         by_id[str(gid)] = (props, point)
@@ -328,7 +352,8 @@ def _point2d(geometry):
         lon, lat = float(coords[0]), float(coords[1])
     except (IndexError, TypeError, ValueError):
         return None
-    return shapely.Point(lon, lat) if np.isfinite(lon) and np.isfinite(lat) else None
+    point = shapely.Point(lon, lat)
+    return point if wgs84_ok(point) else None
 
 
 def _phenomenon_ids(props: Mapping) -> set[str]:

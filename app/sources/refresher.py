@@ -1,11 +1,12 @@
 """Build a new snapshot from the live sources and switch it in atomically; keep the last good one on failure.
 
 One round: every adapter fetches (through the injected ``Upstream``); the payloads go to
-``geo.snapshot.build_layers``; the new version is written aside, verified with ``read_snapshot`` and switched
-in with ``store.switch``. A source that fails keeps its layers from the serving snapshot (kind ``live``, with
-their original ``retrievedAt``, so the freshness limit catches a source that keeps failing). When a failed
-source has no earlier live layers to keep (its layers would otherwise become demo data), or every source
-failed, nothing is published and the serving snapshot stays exactly as it was.
+``geo.snapshot.build_layers``; the new version is written aside, verified by loading a full ``geo.Engine``
+from it (``geo.snapshot.verify_loadable``) and switched in with ``store.switch``; a version that does not
+load is removed and nothing is published. A source that fails keeps its layers from the serving snapshot
+(kind ``live``, with their original ``retrievedAt``, so the freshness limit catches a source that keeps
+failing). When a failed source has no earlier live layers to keep (its layers would otherwise become demo
+data), or every source failed, nothing is published and the serving snapshot stays exactly as it was.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from geo.errors import SnapshotError
-from geo.snapshot import DEFAULT_SEED, build_layers, read_snapshot, write_snapshot
+from geo.snapshot import DEFAULT_SEED, build_layers, read_snapshot, verify_loadable, write_snapshot
 
 from . import delijn, gipod, ircel, lez, store
 from .catalog import SOURCES
@@ -112,8 +113,13 @@ def refresh(data_dir, reference_dir, upstream: Upstream, settings: SourceSetting
     version = store.new_version_dir(data_dir, now)
     try:
         manifest = write_snapshot(layers, metas, now, version)
-        read_snapshot(version)  # never switch to something that does not load
+        verify_loadable(version)  # a full engine load: never switch to something the workers cannot load
         store.switch(data_dir, version)
+    except SnapshotError as exc:
+        shutil.rmtree(version, ignore_errors=True)
+        report.reason = f"the new snapshot was refused: {exc}"
+        log.error("refresh: %s", report.reason)
+        return report
     except BaseException:
         shutil.rmtree(version, ignore_errors=True)
         raise

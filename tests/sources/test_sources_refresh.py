@@ -171,3 +171,49 @@ def test_cli_refresh_every_keeps_going(live_fake, tmp_path, data_dir, reference_
     first, second = result.output.split("published snapshot")[:2]
     assert "gipod   ok      1 requests (0 from cache)" in first
     assert "gipod   ok      1 requests (1 from cache)" in second  # same session and cache across rounds
+
+
+def test_bad_coordinates_from_gipod_are_skipped_and_the_snapshot_loads(fake, upstream, settings, data_dir,
+                                                                       reference_dir):
+    good = [w for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"][:3]
+    bad = [{**good[0], "id": "1188001", "geometry": {"type": "Point", "coordinates": [152000, 212000]},
+            "properties": {**good[0]["properties"], "GipodId": 1188001}},
+           {**good[0], "id": "1188002", "geometry": {"type": "Point", "coordinates": [float("nan")] * 2},
+            "properties": {**good[0]["properties"], "GipodId": 1188002}}]
+    page = {"type": "FeatureCollection", "features": good + bad, "links": []}  # NaN goes out as JSON `NaN`
+    fake.inject(GIPOD_BASE, Fault("body", payload=page), times=None)
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    assert report.published, report.lines()
+    m = manifest(data_dir)
+    assert m["layers"]["works"]["records"] == 3
+    assert m["layers"]["works"]["note"] == "2 unusable upstream records skipped"
+    from geo.engine import Engine
+
+    assert len(Engine.load(data_dir).works) == 3
+
+
+def test_a_version_the_engine_cannot_load_is_never_switched_in(fake, upstream, settings, data_dir,
+                                                              reference_dir):
+    import shapely
+
+    from geo.snapshot import write_snapshot
+
+    assert refresh(data_dir, reference_dir, upstream, settings, now=NOW).published
+    # a serving snapshot written before coordinates were checked: its live works hold a Lambert-72 point
+    layers, m = read_snapshot(data_dir)
+    works = layers["works"].copy()
+    works.loc[0, "geometry"] = shapely.Point(152000, 212000)
+    layers["works"] = works
+    metas = {n: {k: e[k] for k in ("kind", "source", "licence", "retrievedAt")} for n, e in m["layers"].items()}
+    version = store.new_version_dir(data_dir, NOW)
+    write_snapshot(layers, metas, NOW, version)
+    store.switch(data_dir, version)
+    pointer, files = os.readlink(data_dir), tree(data_dir)
+    versions = sorted(os.listdir(store.versions_dir(data_dir)))
+    fake.inject(GIPOD_BASE, Fault("status", 503), times=None)  # GIPOD fails: its (bad) works would be kept
+    upstream.session.cache.clear()
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW + timedelta(minutes=5))
+    assert not report.published
+    assert "does not load into the engine" in report.reason and "out of range" in report.reason
+    assert os.readlink(data_dir) == pointer and tree(data_dir) == files
+    assert sorted(os.listdir(store.versions_dir(data_dir))) == versions  # the refused version is removed
