@@ -5,7 +5,8 @@
 - the ``snapshot`` CLI group (``flask --app wsgi snapshot refresh [--every SECONDS]``);
 - the snapshot reload hook (a ``before_request`` that swaps in a newly published snapshot and pins the
   request's engine in ``g.urban_engine``), when the engine was loaded from ``DATA_DIR`` and
-  ``URBAN_RELOAD_INTERVAL`` > 0;
+  ``URBAN_RELOAD_INTERVAL`` > 0; when the engine in use is past a freshness limit the request needs, a
+  newer published snapshot is loaded inline first, so an idle worker never answers a false 502;
 - the freshness check (an ``after_request`` that turns a data response built from a live layer older than
   its limit into 502 ``upstream_error`` naming the source). It runs after the view, so every 4xx keeps its
   precedence over 502.
@@ -50,10 +51,23 @@ def init_app(app) -> None:
         holder = current_app.extensions.get("urban")
         if holder is None:
             return
-        watcher = current_app.extensions[EXTENSION]["watcher"]
+        state = current_app.extensions[EXTENSION]
+        watcher = state["watcher"]
         if watcher is not None:
             watcher.maybe_reload(holder)
+            if _needs_fresher(holder.engine, state["settings"]):
+                # an idle worker's engine aged past a limit: a fresher published snapshot is loaded inline
+                watcher.maybe_reload(holder, urgent=True)
         g.urban_engine = holder.engine
+
+    def _needs_fresher(engine, settings) -> bool:
+        layers = ENDPOINT_LAYERS.get((request.endpoint or "").rsplit(".", 1)[-1])
+        manifest = getattr(engine, "manifest", None)
+        if not layers or not manifest:
+            return False
+        from app.clock import wall_now
+
+        return bool(stale_layers(manifest, layers, wall_now(), settings.freshness))
 
     @app.after_request
     def _check_freshness(response):

@@ -226,3 +226,45 @@ def test_a_stale_502_is_not_counted_against_the_quota(tmp_path, live):
     account_id = conn.execute("SELECT id FROM accounts").fetchone()[0]
     assert used(conn, account_id, clock.now.strftime("%Y-%m-%d")) == 1  # only /locations counted
     conn.close()
+
+
+def _republished(live, data_dir, minutes):
+    """A new version of the live snapshot whose layers were retrieved ``minutes`` after the first one's."""
+    version = store.versions_dir(data_dir) / f"fresh-{minutes}"
+    shutil.copytree(live.version, version)
+    m = json.loads((version / "manifest.json").read_text())
+    at = (live.retrieved + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    for entry in m["layers"].values():
+        if entry["kind"] == "live":
+            entry["retrievedAt"] = at
+    m["asOf"] = at
+    (version / "manifest.json").write_text(json.dumps(m))
+    return version
+
+
+@pytest.mark.parametrize("interval", ["3600", "0.01"])
+def test_an_idle_worker_serves_a_fresh_published_snapshot_instead_of_a_false_502(tmp_path, live, two_versions,
+                                                                                interval):
+    """Audit repro: the worker slept while the refresher kept publishing; its own engine is past the detours
+    limit, the pointer holds detours retrieved shortly before. The first request must get 200 from the new
+    snapshot, whether or not the periodic check is due, with the production (background) loader."""
+    data_dir, a, _ = two_versions
+    clock = Clock(live.retrieved + timedelta(minutes=45))  # A's detours: 45 min old, limit 30 min
+    app, auth = make(tmp_path, data_dir, clock, RELOAD_INTERVAL=interval, RELOAD_BACKGROUND=True)
+    c = app.test_client()
+    fresh = _republished(live, data_dir, minutes=44)
+    store.switch(data_dir, fresh)
+    time.sleep(0.02)
+    status, body = get(c, auth, f"disruptions?{POINT}")
+    assert status == 200, body
+    assert app.extensions["urban"].engine.manifest["asOf"] == json.loads(
+        (fresh / "manifest.json").read_text())["asOf"]
+
+
+def test_an_idle_worker_without_a_fresher_snapshot_still_answers_502(tmp_path, live, two_versions):
+    data_dir, a, _ = two_versions
+    app, auth = make(tmp_path, data_dir, Clock(live.retrieved + timedelta(minutes=45)), RELOAD_INTERVAL="3600")
+    stale = _republished(live, data_dir, minutes=1)  # published, but its detours are just as old
+    store.switch(data_dir, stale)
+    status, body = get(app.test_client(), auth, f"disruptions?{POINT}")
+    assert status == 502 and "'detours'" in body["message"]
