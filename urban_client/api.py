@@ -7,11 +7,16 @@ raw body bytes, the parsed JSON and the rate-limit headers. Every failure become
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
+import ssl
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
+import urllib3
 
 from urban_client import __version__
 
@@ -56,12 +61,15 @@ class ApiError(ClientError):
     """The API answered with an error status.
 
     ``code`` and ``message`` come from the API's error body (``{"error": ..., "message": ...}``); when the
-    body is not that shape (a proxy's HTML page, say) ``code`` is ``http_<status>``.
+    body is not that shape (a proxy's HTML page, another server) ``code`` is ``http_<status>`` (or
+    ``invalid_response`` for a 200 that is not JSON), ``message`` says what came back and what to check, and
+    ``from_api`` is False.
     """
 
     def __init__(self, status: int, code: str, message: str, *, body: bytes = b"",
-                 rate_limit: RateLimit | None = None, retry_after: int | None = None):
+                 rate_limit: RateLimit | None = None, retry_after: int | None = None, from_api: bool = True):
         super().__init__(f"{code}: {message}")
+        self.from_api = from_api  # the body is the API's JSON error shape
         self.status = status
         self.code = code
         self.message = message
@@ -71,12 +79,32 @@ class ApiError(ClientError):
 
 
 class NetworkError(ClientError):
-    """No usable answer: connection refused, DNS failure, timeout, broken connection or invalid base URL."""
+    """No usable answer. ``kind`` names the failure (see :data:`NETWORK_KINDS`); ``message`` is one sentence
+    naming the base URL and what to check."""
 
-    def __init__(self, message: str, *, kind: str = "network_error"):
+    def __init__(self, message: str, *, kind: str = "connection"):
         super().__init__(message)
         self.kind = kind
         self.message = message
+
+    @property
+    def is_timeout(self) -> bool:
+        """True for a connect or read timeout."""
+        return self.kind in ("connect_timeout", "read_timeout")
+
+
+#: every ``NetworkError.kind``, with what it means
+NETWORK_KINDS = {
+    "invalid_url": "the base URL is not an http(s) URL with a host",
+    "dns": "the host name does not resolve",
+    "refused": "nothing listens on the host and port",
+    "connect_timeout": "the host did not accept the connection within the timeout",
+    "read_timeout": "the server accepted the connection but sent no answer within the timeout",
+    "tls": "the TLS handshake failed (plain HTTP server behind https://, untrusted certificate, ...)",
+    "closed": "the server closed the connection without an HTTP answer",
+    "protocol": "the server answered with something that is not HTTP",
+    "connection": "any other failure to exchange a request and an answer",
+}
 
 
 def target_params(location_id: str | None = None, lat: Any = None, lng: Any = None) -> dict[str, str]:
@@ -101,21 +129,84 @@ def target_params(location_id: str | None = None, lat: Any = None, lng: Any = No
     return params
 
 
-def _error_from_response(resp: requests.Response) -> ApiError:
-    code, message = f"http_{resp.status_code}", (resp.reason or "HTTP error")
+def display_url(url: str) -> str:
+    """``url`` without any ``user:password@`` part, for messages.
+
+    Examples
+    --------
+    >>> display_url("https://ops:s3cret@urban.example.be/api/v1")
+    'https://urban.example.be/api/v1'
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def check_base_url(base_url: str) -> None:
+    """Raise ``NetworkError(kind="invalid_url")`` unless ``base_url`` is an http(s) URL with a host.
+
+    Examples
+    --------
+    >>> check_base_url("http://127.0.0.1:8000/api/v1")
+    >>> check_base_url("127.0.0.1:8000/api/v1")
+    Traceback (most recent call last):
+    ...
+    urban_client.api.NetworkError: invalid base URL '127.0.0.1:8000/api/v1': it must look like \
+http://HOST:PORT/api/v1 (scheme http:// or https://, then a host name).
+    """
+    try:
+        parts = urlsplit(base_url)
+        host, port = parts.hostname, parts.port  # .port raises ValueError on a bad port
+    except ValueError:
+        host = port = None
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not host or any(map(str.isspace, base_url)):
+        raise NetworkError(f"invalid base URL {display_url(base_url)!r}: it must look like "
+                           "http://HOST:PORT/api/v1 (scheme http:// or https://, then a host name).",
+                           kind="invalid_url")
+
+
+def _describe_body(resp: requests.Response) -> str:
+    ctype = (resp.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+    if not resp.content:
+        return "an empty body"
+    if "html" in ctype or resp.content.lstrip()[:1] == b"<":
+        return "an HTML page"
+    return f"a {ctype} body" if ctype else "a body"
+
+
+def _error_from_response(resp: requests.Response, base: str) -> ApiError:
+    """ApiError for an answer with status >= 300: the API's own code and message when the body is the API's
+    error shape, else ``http_<status>`` with a sentence saying what the answer was and what to check."""
     try:
         payload = json.loads(resp.content)
     except ValueError:
         payload = None
-    if isinstance(payload, dict) and isinstance(payload.get("error"), str):
-        code = payload["error"]
-        message = str(payload.get("message") or message)
     try:
         retry_after = int(resp.headers.get("Retry-After"))
     except (TypeError, ValueError):
         retry_after = None
-    return ApiError(resp.status_code, code, message, body=resp.content,
-                    rate_limit=RateLimit.from_headers(resp.headers), retry_after=retry_after)
+    rate_limit = RateLimit.from_headers(resp.headers)
+    if isinstance(payload, dict) and isinstance(payload.get("error"), str):
+        return ApiError(resp.status_code, payload["error"], str(payload.get("message") or resp.reason or ""),
+                        body=resp.content, rate_limit=rate_limit, retry_after=retry_after, from_api=True)
+    status = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
+    what = "JSON of another shape" if payload is not None else _describe_body(resp)
+    if 300 <= resp.status_code < 400:
+        target = resp.headers.get("Location")
+        where = display_url(target) if target else "elsewhere"
+        message = (f"the server at {base} redirects ({status}) to {where}; the client does not follow "
+                   "redirects, so set the base URL to the final address (often https:// instead of http://).")
+    elif resp.status_code >= 500:
+        message = (f"the server at {base} answered {status} with {what}, not the API's JSON error: "
+                   "a proxy or gateway in front of the API is failing (retry shortly), or the base URL does "
+                   "not point at the Urban Conditions API.")
+    else:
+        message = (f"the server at {base} answered {status} with {what}, not the API's JSON error: "
+                   "check that the base URL points at the Urban Conditions API (it ends in /api/v1).")
+    return ApiError(resp.status_code, f"http_{resp.status_code}", message, body=resp.content,
+                    rate_limit=rate_limit, retry_after=retry_after, from_api=False)
 
 
 class ApiClient:
@@ -145,10 +236,12 @@ class ApiClient:
         self._session = session or requests.Session()
 
     def __repr__(self):  # never shows the key
-        return f"ApiClient({self.base_url!r}, api_key={'set' if self._api_key else None})"
+        return f"ApiClient({display_url(self.base_url)!r}, api_key={'set' if self._api_key else None})"
 
     def get(self, path: str, params: dict[str, str] | None = None) -> ApiResponse:
         """GET ``path`` (relative to the base URL); return the response or raise ApiError / NetworkError."""
+        check_base_url(self.base_url)
+        base = display_url(self.base_url)
         headers = {"Accept": "application/json", "User-Agent": f"urban-client/{__version__}"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -156,29 +249,26 @@ class ApiClient:
         try:
             resp = self._session.get(url, params=params or None, headers=headers, timeout=self.timeout,
                                      allow_redirects=False)
-        except requests.Timeout:
-            raise NetworkError(f"no answer from {self.base_url} within {self.timeout:g} s",
-                               kind="timeout") from None
-        except requests.ConnectionError as exc:
-            raise NetworkError(f"cannot connect to {self.base_url}: {_reason(exc)}",
-                               kind="connection") from None
-        except (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
-                requests.exceptions.InvalidSchema) as exc:
-            raise NetworkError(f"invalid base URL {self.base_url!r}: {exc}", kind="invalid_url") from None
         except requests.RequestException as exc:
-            raise NetworkError(f"request to {self.base_url} failed: {_reason(exc)}") from None
-        if resp.status_code >= 400:
-            raise _error_from_response(resp)
+            raise network_error(exc, base, self.timeout) from None
+        if resp.status_code >= 300:
+            raise _error_from_response(resp, base)
+        rate_limit = RateLimit.from_headers(resp.headers)
         if resp.status_code != 200:
+            status = f"HTTP {resp.status_code} {resp.reason or ''}".rstrip()
             raise ApiError(resp.status_code, f"http_{resp.status_code}",
-                           f"unexpected status {resp.status_code}",
-                           body=resp.content, rate_limit=RateLimit.from_headers(resp.headers))
+                           f"the server at {base} answered {status}, which the API never sends: check that "
+                           "the base URL points at the Urban Conditions API.",
+                           body=resp.content, rate_limit=rate_limit, from_api=False)
         try:
             data = json.loads(resp.content)
         except ValueError:
-            raise ApiError(resp.status_code, "invalid_response", "the server's answer is not JSON",
-                           body=resp.content, rate_limit=RateLimit.from_headers(resp.headers)) from None
-        return ApiResponse(resp.status_code, resp.content, data, RateLimit.from_headers(resp.headers))
+            raise ApiError(resp.status_code, "invalid_response",
+                           f"the server at {base} answered HTTP 200 with {_describe_body(resp)} instead of "
+                           "JSON: the base URL does not point at the Urban Conditions API "
+                           "(it ends in /api/v1).",
+                           body=resp.content, rate_limit=rate_limit, from_api=False) from None
+        return ApiResponse(resp.status_code, resp.content, data, rate_limit)
 
     def locations(self) -> ApiResponse:
         """``GET /locations``: the caller's saved locations."""
@@ -197,12 +287,89 @@ class ApiClient:
         return self.get("briefing", target_params(location_id, lat, lng))
 
 
-def _reason(exc: Exception) -> str:
-    """The innermost readable cause of a requests exception (e.g. 'Connection refused')."""
-    text = str(exc)
-    for marker in ("Connection refused", "Name or service not known", "No route to host",
-                   "Connection reset", "Remote end closed connection",
-                   "Temporary failure in name resolution"):
-        if marker in text:
-            return marker
-    return text.split(": ")[-1][:200] if text else exc.__class__.__name__
+def _causes(exc: BaseException):
+    """``exc`` and every exception it wraps (``args``, urllib3's ``reason``, ``__cause__``,
+    ``__context__``)."""
+    seen, stack = set(), [exc]
+    while stack:
+        item = stack.pop()
+        if not isinstance(item, BaseException) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        yield item
+        stack.extend([item.__context__, item.__cause__, getattr(item, "reason", None), *item.args])
+
+
+#: OpenSSL reasons seen when a TLS client meets a plain-HTTP server
+_PLAIN_HTTP_TLS = {"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG",
+                   "UNKNOWN_PROTOCOL"}
+
+
+def network_error(exc: requests.RequestException, base: str, timeout: float) -> NetworkError:
+    """The :class:`NetworkError` for a failed request: one sentence naming ``base`` and what to check.
+
+    Examples
+    --------
+    >>> network_error(requests.ReadTimeout(), "http://127.0.0.1:8000/api/v1", 10).message
+    'http://127.0.0.1:8000/api/v1 accepted the connection but sent no answer within 10 s: the server is \
+overloaded or stuck, or is not the Urban Conditions API; retry, or raise --timeout.'
+    """
+    causes = list(_causes(exc))
+    parts = urlsplit(base)
+    host = parts.hostname or base
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        port = "?"
+
+    def has(*types):
+        return next((c for c in causes if isinstance(c, types)), None)
+
+    if isinstance(exc, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
+                        requests.exceptions.InvalidSchema)):
+        return NetworkError(f"invalid base URL {base!r}: it must look like http://HOST:PORT/api/v1 "
+                            "(scheme http:// or https://, then a host name).", kind="invalid_url")
+    tls = has(ssl.SSLError)
+    if isinstance(exc, requests.exceptions.SSLError) or tls is not None:
+        if isinstance(tls, ssl.SSLCertVerificationError):
+            why = tls.verify_message or "certificate verify failed"
+            return NetworkError(f"the TLS certificate of {host} is not trusted ({why}): check the host name "
+                                f"in the base URL {base}, or point REQUESTS_CA_BUNDLE at your organisation's "
+                                "CA bundle.", kind="tls")
+        if getattr(tls, "reason", None) in _PLAIN_HTTP_TLS:
+            return NetworkError(f"{base} does not speak TLS (HTTPS) on port {port}: the server answers plain "
+                                "HTTP, so the base URL should start with http:// instead of https://, or the "
+                                "port is wrong.", kind="tls")
+        why = getattr(tls, "reason", None) or (str(tls) if tls else str(exc))
+        return NetworkError(f"the TLS handshake with {base} failed ({why}): check that the server speaks "
+                            "HTTPS on that port and that the base URL's scheme and port are right.",
+                            kind="tls")
+    if has(urllib3.exceptions.NameResolutionError, socket.gaierror):
+        return NetworkError(f"the host name {host!r} of {base} does not resolve: check its spelling in the "
+                            "base URL, and your network or DNS.", kind="dns")
+    if has(ConnectionRefusedError):
+        return NetworkError(f"nothing is listening on {host}:{port} (connection refused by {base}): check "
+                            "that the API server is running and the host and port of the base URL.",
+                            kind="refused")
+    # urllib3's NewConnectionError (refused, DNS) is a ConnectTimeoutError subclass: tested before this
+    if isinstance(exc, requests.exceptions.ConnectTimeout) or has(urllib3.exceptions.ConnectTimeoutError):
+        return NetworkError(f"could not connect to {base} within {timeout:g} s: the host does not accept "
+                            "connections; check the host and port of the base URL, a firewall or VPN, or "
+                            "raise --timeout.", kind="connect_timeout")
+    if isinstance(exc, requests.Timeout) or has(urllib3.exceptions.ReadTimeoutError, TimeoutError):
+        return NetworkError(f"{base} accepted the connection but sent no answer within {timeout:g} s: the "
+                            "server is overloaded or stuck, or is not the Urban Conditions API; retry, or "
+                            "raise --timeout.", kind="read_timeout")
+    if has(http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
+           http.client.IncompleteRead, urllib3.exceptions.IncompleteRead):
+        return NetworkError(f"{base} closed the connection without a complete HTTP answer: if the server "
+                            "uses TLS the base URL must start with https://, otherwise check its port (or "
+                            "retry if the server was restarting).", kind="closed")
+    if has(http.client.HTTPException, urllib3.exceptions.ProtocolError):
+        return NetworkError(f"{base} answered with something that is not HTTP: the port in the base URL "
+                            "probably belongs to another service; check the host and port.", kind="protocol")
+    inner = causes[-1] if causes else exc
+    why = (inner.strerror if isinstance(inner, OSError) and inner.strerror else None) or str(inner) \
+        or type(inner).__name__
+    return NetworkError(f"cannot exchange a request with {base} ({why[:200]}): check the host and port of "
+                        "the base URL and your network.", kind="connection")

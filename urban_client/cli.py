@@ -16,7 +16,7 @@ from rich.console import Console
 
 from urban_client import __version__
 from urban_client.api import ApiClient, ApiError, NetworkError, target_params
-from urban_client.config import ConfigError, parse_timeout, read_file, resolve, write_file
+from urban_client.config import ConfigError, Settings, parse_timeout, read_file, resolve, write_file
 
 
 class ExitCode(IntEnum):
@@ -29,13 +29,22 @@ class ExitCode(IntEnum):
     QUOTA = 4  # API 429 quota_exceeded / rate_limited
     NOT_FOUND = 5  # API 404 location_not_found
     OUTSIDE_AREA = 6  # API 422 outside_service_area
-    UPSTREAM = 7  # API 502 upstream_error, 503 service_unavailable
-    NETWORK = 8  # connection refused, DNS failure, timeout, invalid base URL
+    UPSTREAM = 7  # API 502 upstream_error, 503 service_unavailable; a gateway's 502/503/504 page
+    NETWORK = 8  # invalid base URL, DNS failure, connection refused, timeout, TLS failure, not HTTP
 
 
 STATUS_EXIT = {400: ExitCode.USAGE, 401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
                422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA,
                502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
+GATEWAY_STATUSES = (502, 503, 504)  # a proxy's own error page: retry shortly, like the API's 502/503
+
+BASE_URL_FROM = {
+    "option": "The base URL was given with --base-url.",
+    "env": "The base URL comes from the environment variable URBAN_BASE_URL.",
+    "file": "The base URL comes from the config file {path} (`urban configure --base-url URL` changes it).",
+    "default": "No base URL is configured, so the default {url} is used; set URBAN_BASE_URL or run "
+               "`urban configure --base-url URL`.",
+}
 
 HINTS = {
     "missing_target": "Give --location-id ID, or both --lat and --lng.",
@@ -48,12 +57,29 @@ HINTS = {
     "service_unavailable": "The service is temporarily unavailable; retry shortly.",
     "location_not_found": "`urban locations` lists your saved location ids.",
     "outside_service_area": "The service covers Flanders and Brussels only.",
+    "not_found": "The base URL must end in the API's version, e.g. http://HOST:PORT/api/v1.",
 }
 
 
 def exit_code_for(error: ApiError) -> ExitCode:
-    """The exit code of an API error: by status, with 5xx other than 502/503 as ERROR."""
+    """The exit code of an API error: by status, with 5xx other than 502/503 as ERROR. An answer that is not
+    the API's error shape (a proxy's page, another server) is ERROR, or UPSTREAM for a gateway's 502/503/504.
+
+    Examples
+    --------
+    >>> int(exit_code_for(ApiError(422, "outside_service_area", "...", from_api=True)))
+    6
+    >>> int(exit_code_for(ApiError(504, "http_504", "...", from_api=False)))
+    7
+    """
+    if not error.from_api:
+        return ExitCode.UPSTREAM if error.status in GATEWAY_STATUSES else ExitCode.ERROR
     return STATUS_EXIT.get(error.status, ExitCode.USAGE if 400 <= error.status < 500 else ExitCode.ERROR)
+
+
+def base_url_origin(settings: Settings) -> str:
+    """One line telling where the base URL came from, so the user knows what to change."""
+    return BASE_URL_FROM[settings.base_url_source].format(path=settings.config_path, url=settings.base_url)
 
 
 class Coordinate(click.ParamType):
@@ -76,8 +102,12 @@ def _stderr(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _fail(error: Exception) -> "NoReturn":  # noqa: F821
+def _fail(error: Exception, settings: Settings) -> "NoReturn":  # noqa: F821
     """Report an API or network error on stderr and exit with its code."""
+    if isinstance(error, ApiError) and not error.from_api:
+        _stderr(f"Error: {error.code}: {error.message} (HTTP {error.status})")
+        _stderr(base_url_origin(settings))
+        raise SystemExit(exit_code_for(error))
     if isinstance(error, ApiError):
         _stderr(f"Error: {error.code}: {error.message} (HTTP {error.status})")
         hint = HINTS.get(error.code)
@@ -87,8 +117,8 @@ def _fail(error: Exception) -> "NoReturn":  # noqa: F821
         if hint:
             _stderr(hint)
         raise SystemExit(exit_code_for(error))
-    _stderr(f"Error: network: {error}")
-    _stderr("Check that the API is reachable (URBAN_BASE_URL or --base-url), or raise --timeout.")
+    _stderr(f"Error: network: {error.message}")
+    _stderr(base_url_origin(settings))
     raise SystemExit(ExitCode.NETWORK)
 
 
@@ -98,12 +128,15 @@ def _write_body(body: bytes) -> None:
     sys.stdout.buffer.flush()
 
 
-def _client(ctx: click.Context) -> ApiClient:
+def _settings(ctx: click.Context) -> Settings:
     opts = ctx.find_root().params
     try:
-        settings = resolve(base_url=opts.get("base_url"), timeout=opts.get("timeout"))
+        return resolve(base_url=opts.get("base_url"), timeout=opts.get("timeout"))
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def _client(settings: Settings) -> ApiClient:
     return ApiClient(settings.base_url, settings.api_key, settings.timeout)
 
 
@@ -111,15 +144,15 @@ def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str
     """Call one endpoint and print its body (``--json``) or its summary; exit with the error's code."""
     from urban_client.render import RENDERERS, render_quota
 
-    client = _client(ctx)
+    settings = _settings(ctx)
     try:
-        response = client.get(endpoint, params)
+        response = _client(settings).get(endpoint, params)
     except ApiError as error:
-        if as_json and error.body:
+        if as_json and error.from_api:  # the API's error body; never a proxy's page
             _write_body(error.body)
-        _fail(error)
+        _fail(error, settings)
     except NetworkError as error:
-        _fail(error)
+        _fail(error, settings)
     if as_json:
         _write_body(response.body)
         return
@@ -267,7 +300,7 @@ def mcp(ctx, use_http, port):
     """Run the MCP server: four read-only tools for agent clients, using the same key and base URL."""
     from urban_client.mcp_server import serve_http, serve_stdio
 
-    client = _client(ctx)
+    client = _client(_settings(ctx))
     if use_http:
         click.echo(f"MCP server on http://127.0.0.1:{port}/mcp (Ctrl-C stops it)", err=True)
         try:

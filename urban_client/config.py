@@ -24,18 +24,20 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved settings; ``key_source`` says where the key came from (``env``, ``file`` or ``None``)."""
+    """Resolved settings; ``key_source`` says where the key came from (``env``, ``file`` or ``None``),
+    ``base_url_source`` where the base URL came from (``option``, ``env``, ``file`` or ``default``)."""
 
     base_url: str
     api_key: str | None
     timeout: float
     key_source: str | None
     config_path: Path
+    base_url_source: str = "default"
 
     def __repr__(self):  # never shows the key
         return (f"Settings(base_url={self.base_url!r}, api_key={'***' if self.api_key else None}, "
                 f"timeout={self.timeout!r}, key_source={self.key_source!r}, "
-                f"config_path={str(self.config_path)!r})")
+                f"config_path={str(self.config_path)!r}, base_url_source={self.base_url_source!r})")
 
 
 def config_path(environ=None) -> Path:
@@ -104,7 +106,9 @@ def resolve(base_url: str | None = None, timeout: float | None = None, environ=N
     key, source = env.get("URBAN_API_KEY") or None, "env"
     if key is None:
         key, source = stored.get("api_key") or None, "file"
-    url = base_url or env.get("URBAN_BASE_URL") or stored.get("base_url") or DEFAULT_BASE_URL
+    url, url_source = next((value, name) for value, name in (
+        (base_url, "option"), (env.get("URBAN_BASE_URL"), "env"), (stored.get("base_url"), "file"),
+        (DEFAULT_BASE_URL, "default")) if value)
     raw_timeout = timeout if timeout is not None else env.get("URBAN_TIMEOUT") or stored.get("timeout")
     seconds = DEFAULT_TIMEOUT if raw_timeout in (None, "") else parse_timeout(raw_timeout)
-    return Settings(url.rstrip("/"), key, seconds, source if key else None, path)
+    return Settings(url.rstrip("/"), key, seconds, source if key else None, path, url_source)

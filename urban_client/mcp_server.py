@@ -4,8 +4,8 @@ Transports: stdio (default) or, with ``urban mcp --http``, streamable HTTP on 12
 
 Built on the low-level ``mcp.server.Server`` of the official SDK so each tool declares exactly the REST
 shapes: the input schema (a saved ``locationId`` or a ``lat``/``lng`` pair), the output schema (the REST
-body) and read-only / idempotent annotations. A successful call returns the REST body unchanged, as text and as
-structured content. An API error comes back as a tool error (``isError``) whose text is
+body) and read-only / idempotent annotations. A successful call returns the REST body unchanged, as text and
+as structured content. An API error comes back as a tool error (``isError``) whose text is
 ``{"error": code, "message": message, "status": http_status}`` with the API's own code and message.
 """
 
@@ -124,7 +124,7 @@ def call(client: ApiClient, name: str, arguments: dict[str, Any] | None) -> type
     except ApiError as exc:
         return error_result(exc.code, exc.message, exc.status)
     except NetworkError as exc:
-        return error_result(exc.kind if exc.kind == "timeout" else "network_error", str(exc))
+        return error_result("timeout" if exc.is_timeout else "network_error", exc.message)
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=response.body.decode("utf-8"))],
         structured_content=response.data,

@@ -1,16 +1,20 @@
 """Real parts for the client tests: the Flask app served over HTTP on 127.0.0.1, real accounts and keys,
-the `urban` command run as a subprocess, and small misbehaving servers (silent, non-JSON) on loopback."""
+the `urban` command run as a subprocess, and small misbehaving servers on loopback (silent, closing, not
+HTTP, plain HTTP behind https://, a self-signed TLS server, a proxy's HTML 502, a full accept queue)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -68,15 +72,33 @@ class ApiServer:
                    "--lat", str(lat), "--lng", str(lng), "--address", address, "--label", label,
                    *(["--primary"] if primary else []))
 
+    def exhaust_quota(self, account: Account) -> None:
+        """Use up the account's daily quota today and tomorrow (UTC), through the app's own usage counter."""
+        from app import usage
+        from app.db import open_store
+        from app.plans import PLANS
+
+        conn = open_store(self.app)
+        try:
+            plan = conn.execute("SELECT plan FROM accounts WHERE id = ?", (account.id,)).fetchone()[0]
+            limit = PLANS[plan].daily_quota
+            now = datetime.now(UTC)
+            for day in (usage.day_of(now), usage.day_of(now + timedelta(days=1))):
+                while usage.admit(conn, account.id, day, limit) is not None:
+                    pass
+        finally:
+            conn.close()
+
     def get(self, path: str, key: str | None, **params) -> requests.Response:
         """The REST call the client should reproduce (same key, same parameters)."""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         return requests.get(f"{self.base_url}/{path}", params=params, headers=headers, timeout=30)
 
 
-@pytest.fixture(scope="session")
-def api_server(snapshot_dir, tmp_path_factory):
-    """`app.create_app(test_config)` on a temp instance dir and the demo snapshot, on a free loopback port."""
+@contextlib.contextmanager
+def serve_app(data_dir, instance):
+    """``app.create_app(test_config)`` on ``instance`` and the snapshot ``data_dir``, served by a threaded
+    WSGI server on a free loopback port; yields an :class:`ApiServer`."""
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     class QuietHandler(WSGIRequestHandler):
@@ -85,12 +107,11 @@ def api_server(snapshot_dir, tmp_path_factory):
 
     from app import create_app
 
-    instance = tmp_path_factory.mktemp("client-instance")
     app = create_app({
         "TESTING": True,
         "SECRET_KEY": "client-tests",
         "DATABASE": str(instance / "urban.sqlite"),
-        "DATA_DIR": str(snapshot_dir),
+        "DATA_DIR": str(data_dir),
         "CLOCK": "snapshot",
         "RATELIMIT_STORAGE_URI": "memory://",
         "AUTH_FAILURE_LIMIT": "1000 per minute",
@@ -103,7 +124,15 @@ def api_server(snapshot_dir, tmp_path_factory):
         yield ApiServer(app, f"http://127.0.0.1:{server.server_port}/api/v1")
     finally:
         server.shutdown()
+        server.server_close()
         thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def api_server(snapshot_dir, tmp_path_factory):
+    """The real app on the demo snapshot, on a free loopback port."""
+    with serve_app(snapshot_dir, tmp_path_factory.mktemp("client-instance")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
@@ -175,4 +204,152 @@ def silent_server():
     thread.join(5)
     for conn in accepted:
         conn.close()
+    sock.close()
+
+
+class RawServer:
+    """A TCP server on 127.0.0.1 that runs ``behaviour(conn)`` for each accepted connection in a thread;
+    ``base_url`` points at it (``scheme`` http or https)."""
+
+    def __init__(self, behaviour, scheme="http", tls: ssl.SSLContext | None = None, host="127.0.0.1"):
+        self.behaviour, self.tls = behaviour, tls
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.base_url = f"{scheme}://{host}:{self.port}/api/v1"
+        self._stop = threading.Event()
+        self._conns = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self):
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.settimeout(10)
+            self._conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        try:
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+            self.behaviour(conn)
+        except OSError:  # the client hung up, or the TLS handshake failed: both are the point of some tests
+            pass
+        finally:
+            conn.close()
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(5)
+        for conn in self._conns:
+            conn.close()
+        self.sock.close()
+
+
+def read_request(conn) -> bytes:
+    """Bytes up to the end of the request head; only the first chunk when it is not HTTP (a TLS hello),
+    as a real HTTP server answers 400 at once."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+        if not data[:1].isalpha():
+            break
+    return data
+
+
+def http_answer(status: str, content_type: str, body: bytes):
+    """A behaviour that reads one request and sends a complete HTTP/1.1 answer, then closes."""
+
+    def behaviour(conn):
+        read_request(conn)
+        conn.sendall(f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+
+    return behaviour
+
+
+NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+             b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+             b"</body>\r\n</html>\r\n")
+
+
+@pytest.fixture
+def raw_server():
+    """Factory of :class:`RawServer` instances, all closed at the end of the test."""
+    servers = []
+
+    def make(behaviour, **kwargs):
+        servers.append(RawServer(behaviour, **kwargs))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+@pytest.fixture(scope="session")
+def self_signed(tmp_path_factory):
+    """A self-signed certificate for localhost / 127.0.0.1: (server SSLContext, path of the PEM cert)."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.now(UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=30))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    folder = tmp_path_factory.mktemp("tls")
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    return context, cert_path
+
+
+@pytest.fixture
+def unreachable_port():
+    """A port whose accept queue is full, so the kernel drops new SYNs: connecting times out (the real
+    symptom of a firewalled or overloaded host), with nothing leaving the machine."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(0)
+    port = sock.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    probe = socket.socket()
+    probe.settimeout(0.3)
+    try:
+        with pytest.raises(TimeoutError):
+            probe.connect(("127.0.0.1", port))
+    finally:
+        probe.close()
+    yield port
+    for filler in fillers:
+        filler.close()
     sock.close()

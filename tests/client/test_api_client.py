@@ -92,11 +92,14 @@ def test_non_json_error_page_and_non_json_success(scripted):
     handler.routes["/api/v1/locations"] = (200, {"Content-Type": "text/html"}, b"<html>portal</html>")
     with pytest.raises(ApiError) as info:
         ApiClient(base).disruptions(lat=1, lng=2)
-    assert (info.value.status, info.value.code) == (502, "http_502")
+    assert (info.value.status, info.value.code, info.value.from_api) == (502, "http_502", False)
+    assert info.value.message.startswith(f"the server at {base} answered HTTP 502 Bad Gateway with an HTML "
+                                         "page, not the API's JSON error")
     assert exit_code_for(info.value) == ExitCode.UPSTREAM
     with pytest.raises(ApiError) as info:
         ApiClient(base).locations()
     assert info.value.code == "invalid_response" and exit_code_for(info.value) == ExitCode.ERROR
+    assert not info.value.from_api
 
 
 def test_redirects_are_not_followed(scripted):
@@ -115,20 +118,47 @@ def test_exit_code_per_status(status, code):
     assert exit_code_for(ApiError(status, "x", "y")) == code
 
 
-def test_connection_refused_and_bad_url_are_network_errors():
+@pytest.mark.parametrize("status, code", [(404, ExitCode.ERROR), (429, ExitCode.ERROR), (500, ExitCode.ERROR),
+                                          (502, ExitCode.UPSTREAM), (503, ExitCode.UPSTREAM),
+                                          (504, ExitCode.UPSTREAM)])
+def test_exit_code_of_an_answer_that_is_not_the_apis(status, code):
+    """Another server's page never claims 'not found' or 'quota'; only a gateway failure means retry."""
+    assert exit_code_for(ApiError(status, f"http_{status}", "y", from_api=False)) == code
+
+
+def test_connection_refused_and_bad_url_are_network_errors(scripted):
+    handler, _ = scripted
     with pytest.raises(NetworkError) as info:
         ApiClient(f"http://127.0.0.1:{free_port()}/api/v1", timeout=2).locations()
-    assert info.value.kind == "connection" and "Connection refused" in str(info.value)
-    with pytest.raises(NetworkError) as info:
-        ApiClient("not a url").locations()
-    assert info.value.kind == "invalid_url"
+    assert info.value.kind == "refused" and "(connection refused by" in str(info.value)
+    assert not info.value.is_timeout
+    for url in ("not a url", "127.0.0.1:8000/api/v1", "file:///etc/passwd", "http://:80/api/v1"):
+        with pytest.raises(NetworkError) as info:
+            ApiClient(url).locations()
+        assert info.value.kind == "invalid_url", url
+    assert handler.seen == []
 
 
-def test_silent_server_times_out(silent_server):
+def test_timeouts_are_told_apart(silent_server, unreachable_port):
     with pytest.raises(NetworkError) as info:
         ApiClient(silent_server, timeout=0.3).locations()
-    assert info.value.kind == "timeout"
-    assert str(info.value) == f"no answer from {silent_server} within 0.3 s"
+    assert info.value.kind == "read_timeout" and info.value.is_timeout
+    assert str(info.value).startswith(f"{silent_server} accepted the connection but sent no answer "
+                                      "within 0.3 s")
+    with pytest.raises(NetworkError) as info:
+        ApiClient(f"http://127.0.0.1:{unreachable_port}/api/v1", timeout=0.3).locations()
+    assert info.value.kind == "connect_timeout" and info.value.is_timeout
+    assert str(info.value).startswith(f"could not connect to http://127.0.0.1:{unreachable_port}/api/v1 "
+                                      "within 0.3 s")
+
+
+def test_credentials_in_the_base_url_never_appear_in_messages():
+    port = free_port()
+    client = ApiClient(f"http://ops:s3cret@127.0.0.1:{port}/api/v1", timeout=2)
+    with pytest.raises(NetworkError) as info:
+        client.locations()
+    assert "s3cret" not in str(info.value) and "s3cret" not in repr(client)
+    assert f"http://127.0.0.1:{port}/api/v1" in str(info.value)
 
 
 def test_repr_never_shows_the_key(tmp_path):
