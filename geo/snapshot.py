@@ -31,7 +31,7 @@ DEFAULT_SEED = 20261116
 KINDS = ("reference", "live", "demo")
 
 #: raw payload keys accepted by :func:`build_snapshot` (and their CLI options)
-RAW_KEYS = ("works", "stops", "stop_lines", "detours", "stations", "timeseries", "no2", "lez")
+RAW_KEYS = ("works", "stops", "stop_lines", "detours", "stations", "timeseries", "no2", "lez", "boundary")
 
 
 def fix_hint(path) -> str:
@@ -315,7 +315,8 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
     ``raw`` maps keys of :data:`RAW_KEYS` to parsed payloads (see :func:`geo.upstream` normalisers):
     ``works`` GIPOD FeatureCollection page(s); ``stops`` De Lijn Haltes + optional ``stop_lines``
     (``{"e_h": Lijnrichtingen}``); ``detours`` Omleidingen; ``stations`` IRCEL ``/stations`` features;
-    ``timeseries`` + ``no2`` IRCEL ``/timeseries`` items and ``getData`` values; ``lez`` ArcGIS GeoJSON.
+    ``timeseries`` + ``no2`` IRCEL ``/timeseries`` items and ``getData`` values; ``lez`` ArcGIS GeoJSON;
+    ``boundary`` a GeoJSON of the Flemish and Brussels regions (``service_area``).
     Layers given that way get kind ``live`` (``retrieved_at[layer]`` or ``as_of``).
     """
     from . import demo, reference, river, upstream
@@ -339,7 +340,12 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
         if layer.attrs.get("skipped"):
             metas[name]["note"] = f"{layer.attrs['skipped']} unusable upstream records skipped"
 
-    ref("service_area", reference.SERVICE_AREA, reference.service_area(reference_dir))
+    if "boundary" in raw:
+        live("service_area", upstream.normalise_boundary(raw["boundary"]), "regional boundary GeoJSON "
+             "(URBAN_BOUNDARY_URL, Flemish + Brussels-Capital regions)", "licence of the configured boundary "
+             "source (see docs/sources.md)")
+    else:
+        ref("service_area", reference.SERVICE_AREA, reference.service_area(reference_dir))
     ref("river", reference.CENTERLINE, river.reference_river_layer(reference_dir))
     ref_stations = reference.stations(reference_dir)
     if "lez" in raw:
@@ -450,6 +456,8 @@ def _parser() -> argparse.ArgumentParser:
     live.add_argument("--no2-json", metavar="FILE",
                       help="IRCEL getData values keyed by timeseries id (needs --timeseries-json)")
     live.add_argument("--lez-geojson", metavar="FILE", help="Stad Antwerpen ArcGIS LEZ GeoJSON")
+    live.add_argument("--boundary-geojson", metavar="FILE",
+                      help="GeoJSON of the Flemish and Brussels regions (WFS/OGC API Features, WGS84)")
     v = sub.add_parser("verify", help="load and validate a snapshot directory, print its manifest summary")
     v.add_argument("path", nargs="?", default=os.environ.get("URBAN_DATA_DIR", "data/snapshot"))
     return p
@@ -481,6 +489,7 @@ def main(argv=None) -> int:
             "timeseries": _merge(_load_json([args.timeseries_json] if args.timeseries_json else [])),
             "no2": _merge(_load_json([args.no2_json] if args.no2_json else [])),
             "lez": _merge(_load_json([args.lez_geojson] if args.lez_geojson else [])),
+            "boundary": _merge(_load_json([args.boundary_geojson] if args.boundary_geojson else [])),
         }
         manifest = build_snapshot(args.out, args.reference, as_of=args.as_of, raw=raw, seed=args.seed)
     except (SnapshotError, ValueError) as exc:

@@ -538,3 +538,101 @@ def normalise_lez(feature_collection):
     parts = [p for p in shapely.get_parts(geom) if p.geom_type == "Polygon"]
     parts.sort(key=lambda p: -p.area)
     return frame("lez", {"name": [LEZ_NAME]}, [shapely.MultiPolygon(parts)])
+
+
+# --- regional boundary --------------------------------------------------------------------------------
+
+SERVICE_AREA_NAME = "Vlaams Gewest + Brussels Hoofdstedelijk Gewest"
+#: region identities accepted in a boundary payload's properties (ISO 3166-2, NIS code, names)
+_REGION_KEEP = {"be-vlg", "be-bru", "02000", "04000", "2000", "4000", "vlaams gewest", "région flamande",
+                "flemish region", "vlaanderen", "flanders", "brussels hoofdstedelijk gewest",
+                "région de bruxelles-capitale", "brussels-capital region", "brussel", "bruxelles", "brussels"}
+_REGION_DROP = {"be-wal", "03000", "3000", "waals gewest", "région wallonne", "walloon region", "wallonie",
+                "wallonia"}
+#: (name, lat, lng) points the service area must contain, and points it must not
+BOUNDARY_INSIDE = (("Antwerpen", 51.2194, 4.4025), ("Gent", 51.0543, 3.7174),
+                   ("Brussel Grote Markt", 50.8467, 4.3525))
+BOUNDARY_OUTSIDE = (("Luik", 50.6326, 5.5797), ("Namen", 50.4674, 4.8720))
+#: plausible area of Flanders + Brussels in km² (13,522 + 162 by the official figures)
+BOUNDARY_AREA_KM2 = (12_500.0, 15_000.0)
+
+
+def _region_identity(props: Mapping) -> str | None:
+    """``keep``, ``drop`` or None (no recognisable region property) for one feature's properties."""
+    for value in props.values():
+        text = str(value).strip().lower()
+        if text in _REGION_KEEP:
+            return "keep"
+        if text in _REGION_DROP:
+            return "drop"
+    return None
+
+
+def area_km2(geom) -> float:
+    """Approximate area in km² of a lon/lat (Multi)Polygon near 51° N (local equirectangular scaling).
+
+    Examples
+    --------
+    >>> round(area_km2(shapely.box(4.0, 51.0, 4.1, 51.1)), 0)
+    77.0
+    """
+    lat0 = np.radians((geom.bounds[1] + geom.bounds[3]) / 2)
+    km = shapely.transform(geom, lambda xy: xy * [111.32 * np.cos(lat0), 110.57])
+    return float(km.area)
+
+
+def normalise_boundary(feature_collection):
+    """Regional boundary GeoJSON (WFS ``GetFeature`` / OGC API Features output, WGS84) -> ``service_area``.
+
+    Features recognisable as a region (ISO 3166-2, NIS code or name in any property) are filtered to the
+    Flemish and Brussels-Capital regions; without such properties every feature is used. The polygons are
+    merged into one MultiPolygon and checked: WGS84 lon/lat in Belgium, a plausible area
+    (:data:`BOUNDARY_AREA_KM2`), Antwerp, Ghent and Brussels inside, Liège and Namur outside. Anything else
+    raises :class:`UpstreamFormatError`.
+
+    Examples
+    --------
+    >>> fc = {"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {},
+    ...       "geometry": {"type": "Polygon", "coordinates": [[[2.5, 50.7], [4.5, 50.7], [4.5, 51.5], [2.5, 51.5],
+    ...                                                        [2.5, 50.7]]]}}]}
+    >>> normalise_boundary(fc)
+    Traceback (most recent call last):
+    ...
+    geo.upstream.UpstreamFormatError: boundary GeoJSON: area ... km² is not plausible ...
+    """
+    feats = [f for f in _items(feature_collection, "features", "boundary GeoJSON") if isinstance(f, Mapping)]
+    identities = [_region_identity(f.get("properties") or {}) for f in feats]
+    if any(identities):
+        feats = [f for f, ident in zip(feats, identities) if ident == "keep"]
+    polys = []
+    for f in feats:
+        try:
+            geom = shapely.force_2d(shape(f["geometry"]))
+        except (KeyError, TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
+            continue
+        if not wgs84_ok(geom):
+            raise UpstreamFormatError("boundary GeoJSON: coordinates are not finite WGS84 lon/lat; request the "
+                                      "features in EPSG:4326 (srsName=EPSG:4326 / crs=CRS84)")
+        for part in shapely.get_parts(shapely.make_valid(geom)):
+            polys.extend(shapely.get_parts(part) if part.geom_type == "MultiPolygon"
+                         else [part] if part.geom_type == "Polygon" else [])
+    if not polys:
+        raise UpstreamFormatError("boundary GeoJSON: no polygon features of the Flemish or Brussels region")
+    geom = shapely.union_all(polys)
+    minx, miny, maxx, maxy = geom.bounds
+    if not (2.3 <= minx and maxx <= 6.5 and 49.4 <= miny and maxy <= 51.6):
+        raise UpstreamFormatError(f"boundary GeoJSON: bounds {geom.bounds} are not WGS84 lon/lat in Belgium")
+    area = area_km2(geom)
+    lo, hi = BOUNDARY_AREA_KM2
+    if not lo <= area <= hi:
+        raise UpstreamFormatError(f"boundary GeoJSON: area {area:,.0f} km² is not plausible for Flanders + "
+                                  f"Brussels (expected {lo:,.0f}–{hi:,.0f} km²)")
+    missing = [n for n, lat, lng in BOUNDARY_INSIDE if not shapely.contains_xy(geom, lng, lat)]
+    extra = [n for n, lat, lng in BOUNDARY_OUTSIDE if shapely.contains_xy(geom, lng, lat)]
+    if missing or extra:
+        raise UpstreamFormatError(f"boundary GeoJSON: not the Flemish + Brussels regions ("
+                                  + ", ".join([f"{n} outside" for n in missing] + [f"{n} inside" for n in extra])
+                                  + ")")
+    parts = [p for p in shapely.get_parts(geom) if p.geom_type == "Polygon"]
+    parts.sort(key=lambda p: -p.area)
+    return frame("service_area", {"name": [SERVICE_AREA_NAME]}, [shapely.MultiPolygon(parts)])

@@ -62,8 +62,19 @@ SOURCES: dict[str, Source] = {
             layers=("lez",),
             expiry={"lez": 604800},
         ),
+        Source(
+            name="boundary",
+            label="Gewestgrenzen (Vlaams en Brussels Hoofdstedelijk Gewest, WFS/OGC API Features GeoJSON)",
+            default_url="",  # no default: set URBAN_BOUNDARY_URL (candidates in docs/sources.md)
+            url_setting="URBAN_BOUNDARY_URL",
+            licence="licence of the configured official source (FPS Finance AAPD open-data licence or "
+                    "NGI open data; see docs/sources.md)",
+            layers=("service_area",),
+            expiry={"boundary": 30 * 86400},
+        ),
     )
 }
 
-# layer -> source name (reference-only layers: service_area, river come from the reference directory)
+# layer -> source name (river always comes from the reference directory; service_area too unless
+# URBAN_BOUNDARY_URL is set)
 LAYER_SOURCE: dict[str, str] = {layer: s.name for s in SOURCES.values() for layer in s.layers}

@@ -21,7 +21,7 @@ from typing import Callable
 from geo.errors import SnapshotError
 from geo.snapshot import DEFAULT_SEED, build_layers, read_snapshot, verify_loadable, write_snapshot
 
-from . import delijn, gipod, ircel, lez, store
+from . import boundary, delijn, gipod, ircel, lez, store
 from .catalog import SOURCES
 from .errors import UpstreamError
 from .http import Upstream
@@ -31,10 +31,14 @@ from .settings import SourceSettings
 log = logging.getLogger("app.sources.refresher")
 
 ADAPTERS: dict[str, Callable[..., SourceData]] = {
-    "gipod": gipod.fetch, "delijn": delijn.fetch, "ircel": ircel.fetch, "lez": lez.fetch}
+    "gipod": gipod.fetch, "delijn": delijn.fetch, "ircel": ircel.fetch, "lez": lez.fetch,
+    "boundary": boundary.fetch}
+
+#: optional sources, asked only when configured (else their layers come from the reference files)
+OPTIONAL = {"boundary": boundary.enabled}
 
 #: sources whose layers may fall back to the published reference files when never fetched live
-REFERENCE_FALLBACK = {"lez"}
+REFERENCE_FALLBACK = {"lez", "boundary"}
 
 
 @dataclass
@@ -78,6 +82,8 @@ def refresh(data_dir, reference_dir, upstream: Upstream, settings: SourceSetting
     data_dir = Path(data_dir)
     report = RefreshReport(published=False)
     for name, fetch in (sources or ADAPTERS).items():
+        if name in OPTIONAL and not OPTIONAL[name](settings):
+            continue
         try:
             report.fetched[name] = fetch(upstream, settings, now)
         except UpstreamError as exc:

@@ -41,6 +41,7 @@ class SourceSettings:
     delijn_key: str = ""
     ircel_url: str = SOURCES["ircel"].default_url
     lez_url: str = SOURCES["lez"].default_url
+    boundary_url: str = SOURCES["boundary"].default_url
     delijn_entity: int = 1
     gipod_bbox: tuple[float, float, float, float] = DEFAULT_BBOX
     gipod_page_size: int = 1000
@@ -100,6 +101,7 @@ _KEYS = {
     "delijn_key": "URBAN_DELIJN_KEY",
     "ircel_url": "URBAN_IRCEL_URL",
     "lez_url": "URBAN_LEZ_URL",
+    "boundary_url": "URBAN_BOUNDARY_URL",
     "delijn_entity": "URBAN_DELIJN_ENTITY",
     "gipod_bbox": "URBAN_GIPOD_BBOX",
     "gipod_page_size": "URBAN_GIPOD_PAGE_SIZE",

@@ -1,4 +1,5 @@
-"""A local stand-in for the internet: GIPOD, De Lijn Kern, IRCEL SOS and the Antwerp LEZ layer on 127.0.0.1.
+"""A local stand-in for the internet: GIPOD, De Lijn Kern, IRCEL SOS, the Antwerp LEZ layer and a regional
+boundary WFS (GeoJSON output of the three Belgian regions) on 127.0.0.1.
 
 It speaks each upstream's real format (``../shared/data/UPSTREAM_FORMATS.md`` and the De Lijn OpenAPI file),
 counts hits per path, and injects faults on request: an HTTP status (optionally with ``Retry-After``), a slow
@@ -25,6 +26,9 @@ GIPOD_BASE = "/gipod/ogc/features/v1"
 DELIJN_BASE = "/delijn/DLKernOpenData/api/v1"
 IRCEL_BASE = "/ircel/sos/api/v1"
 LEZ_BASE = "/lez/arcgissql/rest/services/P_Portal/portal_publiek4/MapServer/283"
+BOUNDARY_BASE = "/boundary/wfs"
+BOUNDARY_QUERY = ("service=WFS&version=2.0.0&request=GetFeature&typeNames=AU:AdministrativeUnit_Region"
+                  "&outputFormat=application/json&srsName=EPSG:4326")
 DELIJN_KEY = "fake-delijn-key"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
@@ -137,7 +141,8 @@ def build_scenario(now: datetime) -> dict:
         series[ts_id] = {"station": st, "values": _hourly(now, k)}
     lez = _lez()
     return {"now": now, "works": works, "stops": stops, "lines": lines, "serving": serving,
-            "lijnrichting": lijnrichting, "detours": detours, "series": series, "lez": lez}
+            "lijnrichting": lijnrichting, "detours": detours, "series": series, "lez": lez,
+            "boundary": _regions()}
 
 
 def _stations() -> list[dict]:
@@ -179,6 +184,20 @@ def _lez() -> dict:
     return {"type": "FeatureCollection", "features": [
         {"type": "Feature", "id": 1, "geometry": geom,
          "properties": {"OBJECTID": 1, "NAAM": "LEZ Antwerpen", "Shape__Area": 0}}]}
+
+
+def _regions() -> dict:
+    """WFS GeoJSON output of the Belgian regions, built from the reference file ``be_regions.geojson``
+    (Flanders, Brussels, Wallonia; properties as an INSPIRE administrative-unit answer would carry them)."""
+    path = SHARED / "boundaries" / "be_regions.geojson"
+    src = json.loads(path.read_text(encoding="utf-8"))
+    feats = [{"type": "Feature", "id": f"AdministrativeUnit_Region.{f['properties']['nis']}",
+              "geometry": f["geometry"],
+              "properties": {"nationalCode": f["properties"]["nis"], "iso_3166_2": f["properties"]["iso_3166_2"],
+                             "name_nl": f["properties"]["name_nl"], "name_fr": f["properties"]["name_fr"]}}
+             for f in src["features"]]
+    return {"type": "FeatureCollection", "numberMatched": len(feats), "numberReturned": len(feats),
+            "features": feats}
 
 
 def openapi_examples(path: Path = SHARED / "transit" / "delijn_kern_opendata_v1.openapi.json") -> list:
@@ -249,7 +268,8 @@ class FakeUpstream:
         """``URBAN_*`` settings pointing every source at this server."""
         return {"URBAN_GIPOD_URL": self.base + GIPOD_BASE, "URBAN_DELIJN_URL": self.base + DELIJN_BASE,
                 "URBAN_DELIJN_KEY": DELIJN_KEY, "URBAN_IRCEL_URL": self.base + IRCEL_BASE,
-                "URBAN_LEZ_URL": self.base + LEZ_BASE}
+                "URBAN_LEZ_URL": self.base + LEZ_BASE,
+                "URBAN_BOUNDARY_URL": f"{self.base}{BOUNDARY_BASE}?{BOUNDARY_QUERY}"}
 
     # faults
     def inject(self, prefix: str, fault: Fault, times: int | None = 1) -> None:
@@ -399,6 +419,11 @@ class _Handler(BaseHTTPRequestHandler):
                 return 200, d["lez"], "application/geo+json"
             return 400, {"error": {"code": 400, "message": "Invalid or missing input parameters."}}, \
                 "application/json"
+        if path == BOUNDARY_BASE:
+            if q.get("request") == "GetFeature" and q.get("outputFormat") == "application/json":
+                return 200, d["boundary"], "application/json"
+            return 400, {"exceptions": [{"code": "InvalidParameterValue", "text": "bad request"}]}, \
+                "application/json"
         return 404, {"error": "not found"}, "application/json"
 
     def _gipod(self, sub: str, q: dict, d: dict):
@@ -503,7 +528,7 @@ if __name__ == "__main__":  # pragma: no cover - manual use
     args = ap.parse_args()
     fake = FakeUpstream(now=datetime.now(timezone.utc), port=args.port).start()
     for k, v in fake.settings().items():
-        print(f"export {k}={v}")
+        print(f"export {k}='{v}'", flush=True)
     try:
         while True:
             time.sleep(3600)

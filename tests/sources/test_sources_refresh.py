@@ -17,7 +17,7 @@ from app.sources import store
 from app.sources.refresher import refresh
 from geo.snapshot import read_snapshot
 
-from .fakeupstream import DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, LEZ_BASE, Fault, FakeUpstream
+from .fakeupstream import BOUNDARY_BASE, DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, LEZ_BASE, Fault, FakeUpstream
 
 NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
 
@@ -34,7 +34,7 @@ def manifest(path: Path) -> dict:
 
 
 def fail_everything(fake):
-    for prefix in (GIPOD_BASE, DELIJN_BASE, IRCEL_BASE, LEZ_BASE):
+    for prefix in (GIPOD_BASE, DELIJN_BASE, IRCEL_BASE, LEZ_BASE, BOUNDARY_BASE):
         fake.inject(prefix, Fault("status", 500), times=None)
 
 
@@ -52,10 +52,10 @@ def test_refresh_publishes_a_live_snapshot_behind_an_atomic_pointer(fake, upstre
     assert data_dir.is_symlink() and Path(os.path.realpath(data_dir)) == report.path.resolve()
     layers, m = read_snapshot(data_dir)
     kinds = {name: e["kind"] for name, e in m["layers"].items()}
-    assert kinds == {"service_area": "reference", "river": "reference", "lez": "live", "stations": "live",
+    assert kinds == {"service_area": "live", "river": "reference", "lez": "live", "stations": "live",
                      "stops": "live", "works": "live", "detours": "live", "no2": "live"}
     assert m["asOf"] == "2026-11-16T07:00:00.000Z"
-    for name in ("works", "stops", "detours", "stations", "no2", "lez"):
+    for name in ("works", "stops", "detours", "stations", "no2", "lez", "service_area"):
         got = datetime.fromisoformat(m["layers"][name]["retrievedAt"].replace("Z", "+00:00"))
         assert before - timedelta(milliseconds=1) <= got <= after, name  # the real retrieval time
     assert set(layers["works"]["id"]) == {w["id"] for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"}
@@ -72,7 +72,7 @@ def test_failed_refresh_leaves_the_serving_snapshot_untouched(fake, upstream, se
     up2 = Upstream(build_session(fresh_cache.http_cache, fresh_cache), fresh_cache)
     report = refresh(data_dir, reference_dir, up2, fresh_cache, now=NOW + timedelta(minutes=5))
     assert not report.published and report.reason == "every source failed"
-    assert set(report.failed) == {"gipod", "delijn", "ircel", "lez"}
+    assert set(report.failed) == {"gipod", "delijn", "ircel", "lez", "boundary"}
     assert os.readlink(data_dir) == pointer
     assert tree(data_dir) == files and manifest(data_dir)["snapshotId"] == snap_id
     assert sorted(os.listdir(store.versions_dir(data_dir))) == versions  # no half-written version left behind
