@@ -9,6 +9,7 @@ project to Lambert 72 (EPSG:31370).
 from __future__ import annotations
 
 import os
+import time
 
 import geopandas as gpd
 import numpy as np
@@ -92,11 +93,17 @@ def run(engine) -> list[Row]:
         "works_near 2 km (ids+km)", single_us=median_us(lambda: engine.works_near(la, ln, 2.0)),
         baseline_single_us=_baseline_single(works_2k, la, ln), note="single point, Groenplaats",
     ))
+    rows.append(_table_build_row(engine._works, 2.0, "count_works_near table build (2 km)"))
     rows.append(Row(
         "count_works_near 2 km", single_us=median_us(lambda: engine.count_works_near(la, ln, 2.0), repeat=500),
         batch_per_s=per_second(lambda: engine.count_works_near(slat, slng, 2.0), n),
         baseline_per_s=per_second(lambda: works_2k(slat[:nb], slng[:nb]), nb, repeat=1),
         note="count + nearest km per point",
+    ))
+    grid = engine._works.grid(2.0)
+    rows.append(Row(
+        "  same, previous index", batch_per_s=per_second(lambda: grid.count_nearest(slat, slng), n),
+        baseline_per_s=rows[-1].baseline_per_s, note="bucket grid (RadiusGrid), same answers",
     ))
     alat, alng = np.random.default_rng(4).normal(51.215, 0.03, n), np.random.default_rng(5).normal(4.41, 0.045, n)
     rows.append(Row(
@@ -104,6 +111,10 @@ def run(engine) -> list[Row]:
         batch_per_s=per_second(lambda: engine.count_works_near(alat, alng, 2.0), n),
         baseline_per_s=per_second(lambda: works_2k(alat[:nb], alng[:nb]), nb, repeat=1),
         note="points clustered on Antwerp",
+    ))
+    rows.append(Row(
+        "  same, previous index", batch_per_s=per_second(lambda: grid.count_nearest(alat, alng), n),
+        baseline_per_s=rows[-1].baseline_per_s, note="bucket grid (RadiusGrid), same answers",
     ))
     rows.append(Row(
         "stops_near 400 m (ids+km)", single_us=median_us(lambda: engine.stops_near(la, ln, 0.4)),
@@ -114,4 +125,22 @@ def run(engine) -> list[Row]:
         batch_per_s=per_second(lambda: engine.any_stop_near(slat, slng, 0.4), n),
         baseline_per_s=per_second(lambda: stops_400(slat[:nb], slng[:nb]), nb, repeat=1),
     ))
+    stop_grid = engine._stops.grid(0.4)
+    rows.append(Row(
+        "  same, previous index", batch_per_s=per_second(lambda: stop_grid.count_nearest(slat, slng), n),
+        baseline_per_s=rows[-1].baseline_per_s, note="bucket grid (RadiusGrid), same answers",
+    ))
+    rows.append(_table_build_row(engine._stops, 0.4, "any_stop_near table build (400 m)"))
     return rows
+
+
+def _table_build_row(index, radius_km, name):
+    """Time to build a RadiusTable (done once per radius and mask, on first use) and its size."""
+    from geo.radius_table import RadiusTable
+
+    t0 = time.perf_counter()
+    table = RadiusTable(index.lat_r, index.lng_r, index.cos_lat, radius_km)
+    ms = (time.perf_counter() - t0) * 1e3
+    size = sum(a.nbytes for a in (table.sure, table.start, table.entries)) / 2**20
+    return Row(name, note=f"{ms:.0f} ms once, {size:.0f} MB, {table.ncells:,} cells of "
+                          f"{table.stats['cell_km'] * 1e3:.0f} m")

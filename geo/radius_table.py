@@ -1,6 +1,6 @@
 """Aggregated radius queries through a per-radius table over small query cells.
 
-For one radius ``r`` the area around the points is cut into small lat/lng cells (about ``r / 16``, at most
+For one radius ``r`` the area around the points is cut into small lat/lng cells (about ``r / 24``, at most
 ``MAX_CELLS``). With ``c`` a cell's centre and ``rho`` a rigorous bound on the great-circle distance from
 ``c`` to any location in the cell, the triangle inequality sorts every point ``w`` for every cell:
 
@@ -25,7 +25,7 @@ import numpy as np
 
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
-CELLS_PER_RADIUS = 16
+CELLS_PER_RADIUS = 24
 MAX_CELLS = 1 << 22
 MIN_CELL_KM = 1e-3      # 1 m
 BUILD_PAIRS = 1 << 21   # (point, cell) pairs per build chunk (memory bound)
@@ -34,15 +34,15 @@ SLACK_KM = 1e-9         # far above the rounding of a haversine distance (~1e-13
 KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
 
 
-def _csr(cell, values, ncells):
-    """(start int32 (ncells + 1), values int32 sorted by cell, stable): CSR lists per cell."""
+def _csr(cell, ncells):
+    """(start int32 (ncells + 1), order): CSR list starts per cell and the stable order sorting by cell."""
     order = np.argsort(cell, kind="stable")
     counts = np.bincount(cell, minlength=ncells)
     start = np.zeros(ncells + 1, dtype=np.int64)
     np.cumsum(counts, out=start[1:])
     if start[-1] >= 2**31:
         raise MemoryError("radius table too large")
-    return start.astype(np.int32), values[order].astype(np.int32)
+    return start.astype(np.int32), order
 
 
 class RadiusTable:
@@ -162,8 +162,10 @@ class RadiusTable:
         np.minimum.at(d1, cell, d)
         near = d <= d1[cell] + 2 * rho + 2 * slack
         listed = near | ~sure
-        # one list per cell: boundary points (flag bit 1: counted when within r) and nearest candidates
-        self.start, self.entries = _csr(cell[listed], 2 * w[listed] + ~sure[listed], self.ncells)
+        # one list per cell: boundary points (flagged: counted when within r) and nearest candidates
+        self.start, order = _csr(cell[listed], self.ncells)
+        self.entries = w[listed][order].astype(np.int32)
+        self.boundary = ~sure[listed][order]
         self.stats = {"cells": self.ncells, "cell_km": self.hy * KM_PER_DEG, "rho_km": rho,
                       "boundary": int((~sure).sum()), "nearest": int(near.sum()), "listed": int(listed.sum())}
 
@@ -182,19 +184,28 @@ class RadiusTable:
         return cell
 
     @staticmethod
-    def _pairs_of(start, values, cell, cell1):
-        """(q, v, lengths): every entry of the query cells' lists (q ascending; q None when none)."""
+    def _pairs_of(start, cell):
+        """(q, pos): query number and list position of every entry of the query cells' lists, q ascending
+        (None when there is none). Built with two running sums instead of repeats."""
         lo = start.take(cell)
-        ln = start.take(cell1)
+        ln = start.take(cell + 1)
         ln -= lo
-        total = int(ln.sum())
-        if not total:
-            return None, None, ln
-        q = np.repeat(np.arange(ln.size), ln)
-        lo -= np.cumsum(ln) - ln
-        pos = np.repeat(lo, ln)
-        pos += np.arange(total, dtype=pos.dtype)
-        return q, values.take(pos), ln
+        has = np.flatnonzero(ln)
+        if not has.size:
+            return None, None
+        ln, lo = ln.take(has), lo.take(has)
+        first = np.cumsum(ln)
+        total = int(first[-1])
+        first -= ln
+        pos = np.ones(total, dtype=np.int64)  # +1 within a list, a jump to the next list at its start
+        pos[first[1:]] = lo[1:] - lo[:-1] - ln[:-1] + 1
+        pos[0] = lo[0]
+        np.cumsum(pos, out=pos)
+        q = np.zeros(total, dtype=np.int64)
+        q[first[1:]] = np.diff(has)
+        q[0] = has[0]
+        np.cumsum(q, out=q)
+        return q, pos
 
     def _dist(self, lat_r, lng_r, cos_lat, q, w):
         """Exact haversine km of pairs (query q, point w)."""
@@ -214,15 +225,39 @@ class RadiusTable:
     def _count_chunk(self, lat_d, lng_d, count, nearest):
         cell = self._cells(lat_d, lng_d)
         count[:] = self.sure.take(cell)
-        q, e, per = self._pairs_of(self.start, self.entries, cell, cell + 1)
+        q, pos = self._pairs_of(self.start, cell)
         if q is None:
             return
         lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
         cos_lat = np.cos(lat_r)
-        w = e >> 1
+        w, boundary = self.entries.take(pos), self.boundary.take(pos)
         la, ln, cl = lat_r.take(q), lng_r.take(q), cos_lat.take(q)
         wla, wln, wcl = self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w)
-        # cheap key (no trigonometry) settles most pairs; the exact haversine decides the rest
+        # cheap key (no trigonometry) settles most pairs; the exact haversine decides the band
+        key = self._key(la, ln, cl, wla, wln, wcl)
+        inside = key < self.k_in
+        inside &= boundary
+        band = np.flatnonzero(boundary & (key >= self.k_in) & (key <= self.k_out))
+        if band.size:
+            d = haversine_rad(la.take(band), ln.take(band), cl.take(band),
+                              wla.take(band), wln.take(band), wcl.take(band))
+            inside[band] = d <= self.radius
+            key[band[d > self.radius]] = np.inf
+        count += np.bincount(q.compress(inside), minlength=cell.size)
+        # nearest: exact haversine of the pairs whose key ties with the point's smallest key. A pair beyond
+        # k_out never beats one within r, and any pair chosen here that lies beyond r is dropped.
+        best = np.full(cell.size, np.inf)
+        np.minimum.at(best, q, key)
+        best *= self.k_tie
+        top = np.flatnonzero(key <= best.take(q))
+        if top.size:
+            d = haversine_rad(la.take(top), ln.take(top), cl.take(top),
+                              wla.take(top), wln.take(top), wcl.take(top))
+            d[d > self.radius] = np.inf
+            np.minimum.at(nearest, q.take(top), d)
+
+    @staticmethod
+    def _key(la, ln, cl, wla, wln, wcl):
         dy = wla - la
         dy *= dy
         dx = wln - ln
@@ -230,26 +265,7 @@ class RadiusTable:
         key = cl * wcl
         key *= dx
         key += dy
-        key[key > self.k_out] = np.inf                      # surely beyond r
-        boundary = (e & 1).astype(bool)
-        band = np.flatnonzero(boundary & (key >= self.k_in) & (key != np.inf))
-        if band.size:
-            d = haversine_rad(la.take(band), ln.take(band), cl.take(band),
-                              wla.take(band), wln.take(band), wcl.take(band))
-            key[band[d > self.radius]] = np.inf
-        boundary &= key != np.inf
-        count += np.bincount(q.compress(boundary), minlength=cell.size)
-        # nearest: exact haversine of the pairs whose key ties with the point's smallest key
-        per = per.compress(per > 0)
-        best = np.minimum.reduceat(key, np.cumsum(per) - per)  # pairs are grouped by query, in order
-        best *= self.k_tie
-        best[best == np.inf] = -1.0  # no pair within r
-        top = np.flatnonzero(key <= np.repeat(best, per))
-        if top.size:
-            d = haversine_rad(la.take(top), ln.take(top), cl.take(top),
-                              wla.take(top), wln.take(top), wcl.take(top))
-            d[d > self.radius] = np.inf
-            np.minimum.at(nearest, q.take(top), d)
+        return key
 
     def any_within(self, lat_d, lng_d):
         """bool per query point: at least one point within the radius."""
@@ -264,24 +280,17 @@ class RadiusTable:
         cell = self._cells(lat_d, lng_d)
         hit = self.sure.take(cell) > 0
         rest = np.flatnonzero(~hit)
-        cell = cell.take(rest)
-        q, e, _ = self._pairs_of(self.start, self.entries, cell, cell + 1)
+        q, pos = self._pairs_of(self.start, cell.take(rest))
         if q is None:
             return hit
-        boundary = np.flatnonzero(e & 1)
-        q, w = q.take(boundary), e.take(boundary) >> 1
+        keep = np.flatnonzero(self.boundary.take(pos))
+        q, w = q.take(keep), self.entries.take(pos.take(keep))
         lat_r, lng_r = np.radians(lat_d.take(rest)), np.radians(lng_d.take(rest))
         la, ln, cl = lat_r.take(q), lng_r.take(q), np.cos(lat_r).take(q)
         wla, wln, wcl = self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w)
-        dy = wla - la
-        dy *= dy
-        dx = wln - ln
-        dx *= dx
-        key = cl * wcl
-        key *= dx
-        key += dy
+        key = self._key(la, ln, cl, wla, wln, wcl)
         inside = key < self.k_in
-        band = np.flatnonzero(~inside & (key <= self.k_out))
+        band = np.flatnonzero((key >= self.k_in) & (key <= self.k_out))
         if band.size:
             d = haversine_rad(la.take(band), ln.take(band), cl.take(band),
                               wla.take(band), wln.take(band), wcl.take(band))
