@@ -15,6 +15,9 @@ Measured choices (2 cores; ``make loadtest``, figures in docs/operations.md):
 - Access log: JSON lines from :class:`app.accesslog.JsonAccessLogger`, no request headers (no
   ``Authorization``), link tokens and key-like query values redacted.
 - ``Server: urban`` (no product version); request line, header count/size limits; worker ``timeout``.
+- ``worker_class``: :mod:`app.gunicorn_worker` — requests gunicorn rejects itself (request line over
+  ``limit_request_line`` → 414, headers over the limits → 431, malformed → 400) get the API's JSON error
+  with the rate-limit, nosniff and CORS headers instead of gunicorn's HTML page.
 """
 
 import os
@@ -24,7 +27,10 @@ import gunicorn.http.wsgi
 wsgi_app = "wsgi:app"
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "4"))
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")  # gthread only for comparison runs
+# gunicorn's sync/gthread workers with JSON error answers for requests gunicorn itself rejects (414, 431,
+# malformed request line or header): the API's one error shape and headers, never HTML
+worker_class = {"sync": "app.gunicorn_worker.SyncWorker", "gthread": "app.gunicorn_worker.ThreadWorker"}.get(
+    os.environ.get("GUNICORN_WORKER_CLASS", "sync"), os.environ.get("GUNICORN_WORKER_CLASS", "sync"))
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 preload_app = True
 backlog = 512

@@ -83,4 +83,16 @@ def create_app(test_config: dict | None = None) -> Flask:
     from . import portal
 
     portal.init_app(app)
+    trust_proxies(app)
     return app
+
+
+def trust_proxies(app: Flask) -> None:
+    """Behind ``TRUSTED_PROXIES`` reverse proxies, take the client address (and scheme) from the last N
+    ``X-Forwarded-For`` (``-Proto``) entries, so per-IP limits key on the client, not on the proxy.
+    With 0 (the default) the headers are ignored: a client cannot choose its own per-IP budget."""
+    hops = app.config["TRUSTED_PROXIES"]
+    if hops:
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)

@@ -9,49 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from urllib.parse import parse_qsl, urlencode
 
 from gunicorn.glogging import Logger
 
-REDACTED = "[redacted]"
-_SECRET_NAMES = {"key", "apikey", "api_key", "token", "access_token", "auth", "authorization", "password",
-                 "secret", "email", "e-mail", "mail"}
-_SECRET_VALUE = re.compile(r"uc_live_|^[A-Za-z0-9_-]{40,}$|@")
-_LINK = re.compile(r"(/portal/link/)[^/?#]+")
-_KEY_IN_PATH = re.compile(r"uc_live_[A-Za-z0-9]*")
-
-
-def redact_path(path: str) -> str:
-    """The path with link tokens and API keys replaced.
-
-    Examples
-    --------
-    >>> redact_path("/portal/link/AbC_-1xyz")
-    '/portal/link/[redacted]'
-    >>> redact_path("/api/v1/uc_live_abc/x")
-    '/api/v1/[redacted]/x'
-    """
-    return _KEY_IN_PATH.sub(REDACTED, _LINK.sub(r"\1" + REDACTED, path or ""))
-
-
-def redact_query(query: str) -> str:
-    """The query string with secret-looking parameters replaced (names kept, order kept).
-
-    Examples
-    --------
-    >>> redact_query("lat=51.2&lng=4.4&api_key=uc_live_x")
-    'lat=51.2&lng=4.4&api_key=%5Bredacted%5D'
-    >>> redact_query("locationId=a%40b.be")
-    'locationId=%5Bredacted%5D'
-    """
-    if not query:
-        return ""
-    pairs = parse_qsl(query, keep_blank_values=True)
-    out = [(name, REDACTED if name.lower() in _SECRET_NAMES or _SECRET_VALUE.search(value) else value)
-           for name, value in pairs]
-    return urlencode(out)
+from .redact import redact_path, redact_query
 
 
 def entry(status, method, path, query, remote, nbytes, duration_us, request_id) -> str:

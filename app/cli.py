@@ -16,6 +16,7 @@ from flask.cli import AppGroup
 
 from . import accounts, usage
 from .clock import wall_now
+from .coordinates import parse_decimal
 from .db import open_store
 from .plans import PLANS
 from .saved_locations import add_location, as_json, list_locations, remove_location
@@ -26,6 +27,20 @@ locations_cli = AppGroup("locations", help="Add, list and remove saved locations
 usage_cli = AppGroup("usage", help="Show daily API usage.")
 
 PLAN_CHOICE = click.Choice(list(PLANS), case_sensitive=False)
+
+
+class Decimal(click.ParamType):
+    """A coordinate in plain ASCII decimal notation (the API's rule: no ``５１``, no spaces, no ``nan``)."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, float):
+            return value
+        number = parse_decimal(value)
+        if number is None:
+            self.fail(f"{value!r} is not a decimal number (ASCII digits, e.g. 51.2213)", param, ctx)
+        return number
 
 
 @contextmanager
@@ -111,8 +126,8 @@ def keys_revoke(email, key_id):
 @click.option("--email", required=True)
 @click.option("--name", required=True)
 @click.option("--address", default="", show_default=True)
-@click.option("--lat", required=True, type=float)
-@click.option("--lng", required=True, type=float)
+@click.option("--lat", required=True, type=Decimal())
+@click.option("--lng", required=True, type=Decimal())
 @click.option("--label", default="", show_default=True)
 @click.option("--primary", "is_primary", is_flag=True, help="make this the primary location")
 @click.option("--id", "location_id", default=None, help="explicit id (default: random loc_…)")

@@ -25,6 +25,8 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "MAX_CONTENT_LENGTH": (16384, "largest accepted request body in bytes (413 payload_too_large)"),
     "CACHE_MAX_AGE": (60, "seconds in Cache-Control: private, max-age=N on data responses"),
     "CORS_ALLOW_ORIGIN": ("*", "Access-Control-Allow-Origin on API responses"),
+    "TRUSTED_PROXIES": (0, "reverse proxies in front of gunicorn whose X-Forwarded-For/-Proto are trusted "
+                           "(hops; 0 = use the socket peer address, ignore the headers)"),
     "DB_TIMEOUT": (5.0, "seconds a request waits for a locked account store before 503"),
     "LOG_LEVEL": ("INFO", "log level of the app logger"),
     "BENCH_ROUTES": (False, "serve /_bench/ping (trivial JSON, the load test's framework ceiling); never in "
@@ -129,5 +131,8 @@ def check(config, *, debug: bool, testing: bool) -> None:
             "SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c \"import secrets; "
             "print(secrets.token_urlsafe(32))\"`) or URBAN_ENV=development for a local run"
         )
+    hops = config.get("TRUSTED_PROXIES", 0)
+    if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= 10:
+        raise ConfigurationError(f"URBAN_TRUSTED_PROXIES must be a number of proxy hops 0..10, not {hops!r}")
     if config.get("CLOCK") not in {"snapshot", "system"}:
         raise ConfigurationError(f"URBAN_CLOCK must be 'snapshot' or 'system', not {config.get('CLOCK')!r}")

@@ -16,6 +16,8 @@ from werkzeug.exceptions import HTTPException
 from geo.errors import InvalidCoordinates as GeoInvalidCoordinates
 from geo.errors import OutsideServiceArea as GeoOutsideServiceArea
 
+from .redact import echo, redact_path
+
 log = logging.getLogger("app.errors")
 
 
@@ -32,10 +34,11 @@ class ApiError(Exception):
     status = 500
     code = "internal_error"
     default_message = "unexpected error"
+    default_headers: dict = {}
 
     def __init__(self, message: str | None = None, *, headers: dict | None = None):
         self.message = message or self.default_message
-        self.headers = dict(headers or {})
+        self.headers = {**self.default_headers, **(headers or {})}
         super().__init__(self.message)
 
 
@@ -64,10 +67,12 @@ class InvalidEmail(ApiError):
 class MissingKey(ApiError):
     status, code = 401, "missing_key"
     default_message = "send your API key as 'Authorization: Bearer <key>'"
+    default_headers = {"WWW-Authenticate": 'Bearer realm="urban"'}  # RFC 6750 §3
 
 
 class InvalidKey(ApiError):
     status, code, default_message = 401, "invalid_key", "the API key is malformed, unknown or revoked"
+    default_headers = {"WWW-Authenticate": 'Bearer realm="urban", error="invalid_token"'}
 
 
 class PlanRequired(ApiError):
@@ -90,8 +95,12 @@ class PayloadTooLarge(ApiError):
     status, code, default_message = 413, "payload_too_large", "request body too large"
 
 
-class UnsupportedMediaType(ApiError):
-    status, code, default_message = 415, "unsupported_media_type", "unsupported content type"
+class UriTooLong(ApiError):
+    status, code, default_message = 414, "uri_too_long", "the request line is too long"
+
+
+class HeadersTooLarge(ApiError):
+    status, code, default_message = 431, "headers_too_large", "too many or too large header fields"
 
 
 class OutsideServiceArea(ApiError):
@@ -139,8 +148,7 @@ def error_codes() -> dict[str, int]:
 
 
 _HTTP_MAP = {
-    400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: PayloadTooLarge,
-    415: UnsupportedMediaType, 429: RateLimited,
+    400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: PayloadTooLarge, 429: RateLimited,
 }
 
 
@@ -161,13 +169,13 @@ def to_api_error(exc: BaseException) -> ApiError:
                 return err
             return InternalError()
         if cls is RateLimited:
-            return RateLimited(headers={"Retry-After": str(_limiter_retry_after())})
+            return _limiter_breach(exc)
         if cls is MethodNotAllowed:
             allowed = ", ".join(sorted(exc.valid_methods or []))
-            return MethodNotAllowed(f"method {request.method} not allowed; use {allowed}",
+            return MethodNotAllowed(f"method {echo(request.method)} not allowed; use {allowed}",
                                     headers={"Allow": allowed} if allowed else None)
         if cls is NotFound:
-            return NotFound(f"no endpoint at {request.path}")
+            return NotFound(f"no endpoint at {redact_path(request.path)}")
         if cls is InvalidRequest:
             return InvalidRequest("the request is malformed")
         return cls()
@@ -184,14 +192,17 @@ def to_api_error(exc: BaseException) -> ApiError:
     return InternalError()
 
 
-def _limiter_retry_after() -> int:
-    import time
+def _limiter_breach(exc) -> "RateLimited":
+    """429 for a Flask-Limiter breach: ``Retry-After`` and ``X-RateLimit-*`` from the breached window."""
+    from .ratelimit import exceeded, peek, retry_after
 
-    limiter = current_app.extensions.get("limiter")
-    current = getattr(limiter, "current_limit", None) if limiter else None
-    if current is not None:
-        return max(1, int(current.reset_at - time.time()))
-    return 60
+    try:
+        info = exceeded(exc) if getattr(exc, "limit", None) is not None else peek()
+    except Exception:  # storage down: still a 429, with a conservative hint
+        log.exception("rate-limit storage unavailable (request %s)", g.get("request_id"))
+        return RateLimited(headers={"Retry-After": "60"})
+    g.rate = info
+    return RateLimited(headers={"Retry-After": str(retry_after(info))})
 
 
 def error_response(err: ApiError):

@@ -11,6 +11,7 @@ import uuid
 
 from flask import current_app, g, request
 from flask.json.provider import DefaultJSONProvider
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from . import auth, ratelimit
 from .errors import PayloadTooLarge
@@ -65,6 +66,27 @@ def assign_request_id() -> None:
     g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
 
 
+def json_body():
+    """The request's JSON body (None when it is not a JSON object/value or not declared JSON).
+
+    A body over ``MAX_CONTENT_LENGTH`` is 413 also when it came chunked, without ``Content-Length``:
+    Werkzeug then reads it only up to the limit, so ``get_json(silent=True)`` would see a truncated body.
+    """
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    try:
+        data = request.get_data(cache=True)
+        if limit and len(data) >= limit and request.stream.read(1):
+            raise PayloadTooLarge(f"request body over {limit} bytes")
+    except RequestEntityTooLarge:
+        raise PayloadTooLarge(f"request body over {limit} bytes") from None
+    if not request.is_json:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
 def reject_oversized() -> None:
     """``before_request``: refuse a declared body over ``MAX_CONTENT_LENGTH`` before anything reads it."""
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
@@ -109,7 +131,7 @@ def finalize(response):
         response.headers["Access-Control-Expose-Headers"] = ", ".join(EXPOSED)
         if request.method == "OPTIONS":
             response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, If-None-Match"
+            response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, If-None-Match, X-Request-Id"
             response.headers["Access-Control-Max-Age"] = "600"
     return response
 

@@ -18,20 +18,36 @@ _RATE = {
     "X-RateLimit-Reset": {"$ref": "#/components/headers/X-RateLimit-Reset"},
 }
 
+_COMMON = {**_RATE, "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}
+
 _STATUS_TEXT = {
     400: "Bad request", 401: "Missing, malformed, unknown or revoked API key",
     403: "The plan has no API access", 404: "Not found", 405: "Method not allowed",
-    413: "Request body too large", 415: "Unsupported media type", 422: "Outside the service area",
-    429: "Daily quota or per-IP limit reached", 500: "Unexpected error (logged with requestId)",
-    502: "An upstream source failed", 503: "Temporarily unavailable",
+    413: "Request body too large", 414: "Request line too long (gunicorn's limit)",
+    422: "Outside the service area", 429: "Daily quota or per-IP limit reached",
+    431: "Too many or too large header fields (gunicorn's limit)",
+    500: "Unexpected error (logged with requestId)", 502: "An upstream source failed",
+    503: "Temporarily unavailable",
 }
+
+#: statuses every operation can return whatever it does: a malformed request, a body over the limit, a
+#: request line or header over gunicorn's limits, a wrong method, an unexpected error
+_ANY = (400, 405, 413, 414, 431, 500)
+
+
+def _errors(*statuses: int) -> dict:
+    return {str(s): _error(s) for s in sorted(set(statuses) | set(_ANY))}
 
 
 def _error(status: int) -> dict:
     codes = sorted(c for c, s in _all_codes().items() if s == status)
-    headers = dict(_RATE)
+    headers = dict(_COMMON)
     if status == 429:
         headers["Retry-After"] = {"$ref": "#/components/headers/Retry-After"}
+    if status == 401:
+        headers["WWW-Authenticate"] = {"$ref": "#/components/headers/WWW-Authenticate"}
+    if status == 405:
+        headers["Allow"] = {"$ref": "#/components/headers/Allow"}
     return {
         "description": f"{_STATUS_TEXT.get(status, 'Error')}: " + ", ".join(f"`{c}`" for c in codes),
         "headers": headers,
@@ -44,7 +60,7 @@ def _all_codes() -> dict[str, int]:
         "missing_target": 400, "invalid_coordinates": 400, "ambiguous_target": 400, "invalid_request": 400,
         "invalid_email": 400, "missing_key": 401, "invalid_key": 401, "plan_required": 403,
         "location_not_found": 404, "not_found": 404, "method_not_allowed": 405, "payload_too_large": 413,
-        "unsupported_media_type": 415, "outside_service_area": 422, "quota_exceeded": 429,
+        "uri_too_long": 414, "outside_service_area": 422, "quota_exceeded": 429, "headers_too_large": 431,
         "rate_limited": 429, "internal_error": 500, "upstream_error": 502, "service_unavailable": 503,
     }
     documented.update(error_codes())
@@ -52,7 +68,7 @@ def _all_codes() -> dict[str, int]:
 
 
 def _ok(schema_ref: str, description: str, cacheable: bool = True) -> dict:
-    headers = dict(_RATE)
+    headers = dict(_COMMON)
     if cacheable:
         headers["ETag"] = {"$ref": "#/components/headers/ETag"}
         headers["Cache-Control"] = {"$ref": "#/components/headers/Cache-Control"}
@@ -62,7 +78,7 @@ def _ok(schema_ref: str, description: str, cacheable: bool = True) -> dict:
 
 def _not_modified() -> dict:
     return {"description": "Not modified (If-None-Match matched the ETag); counted like a 200",
-            "headers": {**_RATE, "ETag": {"$ref": "#/components/headers/ETag"}}}
+            "headers": {**_COMMON, "ETag": {"$ref": "#/components/headers/ETag"}}}
 
 
 def _data_get(summary: str, schema: str, statuses) -> dict:
@@ -71,7 +87,7 @@ def _data_get(summary: str, schema: str, statuses) -> dict:
         "summary": summary, "operationId": schema[0].lower() + schema[1:],
         "security": [{"bearerAuth": []}], "parameters": params,
         "responses": {"200": _ok(f"#/components/schemas/{schema}", summary), "304": _not_modified(),
-                      **{str(s): _error(s) for s in statuses}},
+                      **_errors(*statuses)},
     }}
 
 
@@ -79,7 +95,7 @@ def build() -> dict:
     """The OpenAPI 3.1 document (a fresh dict each call)."""
     from .api.data_schemas import DATA_SCHEMAS
 
-    target_errors = (400, 401, 403, 404, 422, 429, 500, 502, 503)
+    target_errors = (400, 401, 403, 404, 422, 429, 500, 502, 503)  # plus _ANY
     quotas = ", ".join(
         f"{p.label}: {'no API access' if not p.api_access else ('unlimited' if p.daily_quota is None else p.daily_quota)}"
         for p in PLANS.values()
@@ -139,6 +155,13 @@ def build() -> dict:
         "ETag": {"description": "Strong validator computed from the body.", "schema": {"type": "string"}},
         "Cache-Control": {"description": "`private, max-age=60` on data responses.",
                           "schema": {"type": "string"}},
+        "X-Request-Id": {"description": "Id of this request in the server log (the client's own when it sent "
+                                        "a valid `X-Request-Id`: 8–64 of `A-Za-z0-9._-`).",
+                         "schema": {"type": "string"}},
+        "WWW-Authenticate": {"description": "`Bearer realm=\"urban\"` (RFC 6750), with "
+                                            "`error=\"invalid_token\"` for `invalid_key`.",
+                             "schema": {"type": "string"}},
+        "Allow": {"description": "The methods of this path.", "schema": {"type": "string"}},
     }
     parameters = {
         "locationId": {"name": "locationId", "in": "query", "required": False,
@@ -157,7 +180,7 @@ def build() -> dict:
             "summary": "The caller's saved locations", "operationId": "listLocations",
             "security": [{"bearerAuth": []}],
             "responses": {"200": _ok("#/components/schemas/LocationList", "The caller's saved locations"),
-                          "304": _not_modified(), **{str(s): _error(s) for s in (401, 403, 429, 500, 503)}},
+                          "304": _not_modified(), **_errors(401, 403, 429, 503)},
         }},
         "/disruptions": _data_get("Road works and transit disruptions near a point", "Disruptions",
                                   target_errors),
@@ -170,16 +193,16 @@ def build() -> dict:
             "requestBody": {"required": True, "content": {"application/json": {
                 "schema": {"$ref": "#/components/schemas/SignupRequest"}}}},
             "responses": {"202": {"description": "Accepted; the same answer for new and known addresses",
-                                  "headers": dict(_RATE),
+                                  "headers": dict(_COMMON),
                                   "content": {"application/json": {
                                       "schema": {"$ref": "#/components/schemas/SignupAccepted"}}}},
-                          **{str(s): _error(s) for s in (400, 413, 429, 500, 503)}},
+                          **_errors(429, 503)},
         }},
         "/openapi.json": {"get": {
             "summary": "This document", "operationId": "openapi", "security": [],
-            "responses": {"200": {"description": "OpenAPI 3.1 document", "headers": dict(_RATE),
+            "responses": {"200": {"description": "OpenAPI 3.1 document", "headers": dict(_COMMON),
                                   "content": {"application/json": {"schema": {"type": "object"}}}},
-                          "304": _not_modified()},
+                          "304": _not_modified(), **_errors()},
         }},
     }
     return {

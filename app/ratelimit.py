@@ -7,6 +7,7 @@ view, e.g. sign-up, or the failed-authentication limit).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -62,13 +63,31 @@ def _client() -> str:
     return get_remote_address() or "unknown"
 
 
+def window(item, *identifiers: str) -> RateInfo:
+    """The headers of one per-IP window. A window with no hits yet would start with the next hit, so it
+    reports ``now + window length`` as its reset (never "now")."""
+    reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
+    if remaining >= item.amount:
+        reset = time.time() + item.get_expiry()
+    return RateInfo(item.amount, remaining, math.ceil(reset))
+
+
 def hit_auth_failure() -> tuple[bool, RateInfo]:
     """Count one failed authentication for the client IP: (still within the limit, headers to report)."""
     item = _auth_failure_item()
-    strategy = limiter.limiter
-    ok = strategy.hit(item, "auth-failure", _client())
-    reset, remaining = strategy.get_window_stats(item, "auth-failure", _client())
-    return ok, RateInfo(item.amount, remaining, int(reset) + 1)
+    ok = limiter.limiter.hit(item, "auth-failure", _client())
+    return ok, window(item, "auth-failure", _client())
+
+
+def exceeded(exc) -> RateInfo:
+    """The headers of the Flask-Limiter limit that ``exc`` (``RateLimitExceeded``) reports as breached.
+
+    Flask-Limiter no longer exposes ``current_limit`` in the error handler, so the window is looked up
+    with the same identifiers its check used (key prefix, key, scope).
+    """
+    lim = exc.limit
+    args = [limiter._key_prefix, lim.key_func(), lim.scope_for(request.endpoint, request.method)]
+    return window(lim.limit, *[a for a in args if a])
 
 
 def peek() -> RateInfo:
@@ -76,15 +95,19 @@ def peek() -> RateInfo:
     when it has one (e.g. sign-up), else the client's failed-authentication budget."""
     current = limiter.current_limit
     if current is not None:
-        return RateInfo(current.limit.amount, current.remaining, current.reset_at)
-    item = _auth_failure_item()
-    reset, remaining = limiter.limiter.get_window_stats(item, "auth-failure", _client())
-    return RateInfo(item.amount, remaining, int(reset) + 1)
+        return window(current.limit, *current.request_args)
+    return window(_auth_failure_item(), "auth-failure", _client())
 
 
 def retry_after(info: RateInfo) -> int:
-    """Whole seconds until ``info`` resets (at least 1)."""
-    return max(1, int(info.reset - time.time()))
+    """Whole seconds until ``info`` resets (at least 1, rounded up).
+
+    Examples
+    --------
+    >>> retry_after(RateInfo(3, 0, int(time.time()) + 3600)) in (3599, 3600)
+    True
+    """
+    return max(1, math.ceil(info.reset - time.time()))
 
 
 def init_app(app) -> None:

@@ -9,7 +9,9 @@ from flask import Blueprint, current_app, jsonify, request
 from app.clock import wall_now
 from app.db import get_db
 from app.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
+from app.http import json_body
 from app.mail import MailUnavailable
+from app.redact import echo
 from app.portal import links, throttle
 from app.portal.addresses import InvalidEmail as BadAddress, normalize_email
 from app.portal.views import link_url
@@ -21,12 +23,13 @@ def parse_signup_body():
     """The normalised address from a ``{"email": "..."}`` JSON body; raises the 400 errors."""
     if request.mimetype != "application/json":
         raise InvalidRequest("send Content-Type: application/json with a body {\"email\": \"...\"}")
-    body = request.get_json(silent=True)
+    body = json_body()
     if not isinstance(body, dict):
         raise InvalidRequest("the body must be a JSON object {\"email\": \"...\"}")
     unknown = sorted(set(body) - {"email"})
     if unknown:
-        raise InvalidRequest(f"unknown field(s): {', '.join(unknown)}; the body has only \"email\"")
+        raise InvalidRequest(f"unknown field(s): {', '.join(echo(u) for u in unknown)}; "
+                             "the body has only \"email\"")
     if "email" not in body:
         raise InvalidRequest("the field \"email\" is required")
     if not isinstance(body["email"], str):

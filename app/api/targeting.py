@@ -7,18 +7,16 @@ invalid_request) → 404 location_not_found → 422 outside_service_area.
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
 
 from flask import current_app, g, request
 
+from ..coordinates import parse_decimal
 from ..db import get_db
 from ..errors import (AmbiguousTarget, InvalidCoordinatesError, InvalidRequest, LocationNotFound,
                       MissingTarget, OutsideServiceArea, ServiceUnavailable)
+from ..redact import echo
 from ..saved_locations import get_location
-
-_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -52,12 +50,11 @@ def parse_coordinate(name: str, raw: str, bound: float) -> float:
     >>> parse_coordinate("lat", "51.2", 90)
     51.2
     """
-    text = raw.strip()
-    if not _NUMBER.match(text):
-        raise InvalidCoordinatesError(f"{name}={raw[:40]!r} is not a decimal number")
-    value = float(text)
-    if not math.isfinite(value) or abs(value) > bound:
-        raise InvalidCoordinatesError(f"{name}={raw[:40]!r} is out of range [-{bound:g}, {bound:g}]")
+    value = parse_decimal(raw)
+    if value is None:
+        raise InvalidCoordinatesError(f"{name}={echo(raw)} is not a decimal number (ASCII digits)")
+    if abs(value) > bound:
+        raise InvalidCoordinatesError(f"{name}={echo(raw)} is out of range [-{bound:g}, {bound:g}]")
     return value
 
 
@@ -87,7 +84,7 @@ def resolve_target(engine) -> Target:
     else:
         row = get_location(get_db(), g.account["id"], location_id)
         if row is None:
-            raise LocationNotFound(f"no location {location_id[:64]!r} in your account")
+            raise LocationNotFound(f"no location {echo(location_id)} in your account")
         target = Target(row["lat"], row["lng"], row["id"], row["name"])
     if engine is None:
         raise ServiceUnavailable("no data snapshot is loaded; retry shortly")

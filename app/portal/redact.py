@@ -1,22 +1,22 @@
-"""Logging filter that removes link tokens from request lines (werkzeug and gunicorn access logs)."""
+"""Logging filter that removes link tokens and keys from request lines (werkzeug and gunicorn access logs)."""
 from __future__ import annotations
 
 import logging
-import re
 
-_LINK = re.compile(r"(/portal/link/)[A-Za-z0-9_-]+")
+from app.redact import redact_text
+
 LOGGERS = ("werkzeug", "gunicorn.access", "gunicorn.error")
 
 
 def redact(text):
-    """Replace the token in ``/portal/link/<token>`` by ``[redacted]``.
+    """Replace the token in ``/portal/link/<token>`` (and any API key) by ``[redacted]``.
 
     Examples
     --------
     >>> redact('"GET /portal/link/AbC_-1 HTTP/1.1" 200')
     '"GET /portal/link/[redacted] HTTP/1.1" 200'
     """
-    return _LINK.sub(r"\1[redacted]", text)
+    return redact_text(text)
 
 
 class TokenRedactor(logging.Filter):

@@ -16,6 +16,7 @@ import hashlib
 
 from flask import current_app, g, request
 
+from app.http import json_body
 from app.ratelimit import limiter
 
 from .addresses import InvalidEmail, normalize_email
@@ -25,7 +26,7 @@ def submitted_address():
     """The normalised address of this request (JSON body or form), or None when there is no valid one."""
     if "signup_address" not in g:
         if request.is_json:
-            body = request.get_json(silent=True)
+            body = json_body()
             raw = body.get("email") if isinstance(body, dict) else None
         else:
             raw = request.form.get("email", "").strip()

@@ -49,7 +49,13 @@ def test_accounts_create_prints_key_alone_on_last_line(runner, store):
     (["keys", "revoke", "--email", "taken@gent.be", "--id", "999"], "no key with id 999"),
     (["keys", "revoke", "--email", "taken@gent.be", "--id", "x"], "x"),
     (["locations", "add", "--email", "taken@gent.be", "--name", "A", "--lat", "nan", "--lng", "4"],
-     "not valid coordinates"),
+     "not a decimal number"),
+    (["locations", "add", "--email", "taken@gent.be", "--name", "A", "--lat", "\uff15\uff11.2", "--lng", "4"],
+     "not a decimal number"),  # fullwidth digits
+    (["locations", "add", "--email", "taken@gent.be", "--name", "A", "--lat", "51.2", "--lng", "\u0664.4"],
+     "not a decimal number"),  # Arabic-Indic digit
+    (["locations", "add", "--email", "taken@gent.be", "--name", "A", "--lat", " 51.2", "--lng", "4"],
+     "not a decimal number"),
     (["locations", "add", "--email", "taken@gent.be", "--name", "A", "--lat", "95", "--lng", "4"],
      "not valid coordinates"),
     (["locations", "add", "--email", "taken@gent.be", "--name", "A", "--lat", "abc", "--lng", "4"], "abc"),

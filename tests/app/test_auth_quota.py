@@ -1,5 +1,6 @@
 """Bearer keys, plans, daily quotas and the rate-limit headers, through real requests on a real store."""
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -155,3 +156,57 @@ def test_unauthenticated_responses_report_the_ip_limit_without_counting(client):
     for resp in (first, second):
         assert resp.headers["X-RateLimit-Limit"] == "30"
         assert resp.headers["X-RateLimit-Remaining"] == "30"
+
+
+def test_401_carries_www_authenticate_bearer(client, account):
+    """RFC 6750 §3: a 401 names the Bearer scheme; a rejected key adds error="invalid_token"."""
+    missing = client.get("/api/v1/locations")
+    assert_error(missing, 401, "missing_key")
+    assert missing.headers["WWW-Authenticate"] == 'Bearer realm="urban"'
+    invalid = client.get("/api/v1/locations", headers=bearer("uc_live_wrong"))
+    assert_error(invalid, 401, "invalid_key")
+    assert invalid.headers["WWW-Authenticate"] == 'Bearer realm="urban", error="invalid_token"'
+    _row, key = account("developer")
+    assert "WWW-Authenticate" not in client.get("/api/v1/locations", headers=bearer(key)).headers
+
+
+def test_untouched_ip_window_reports_its_real_reset(make_app):
+    """No failed authentication yet: the window would start now, so it resets one window length later."""
+    client = make_app(AUTH_FAILURE_LIMIT="5 per hour").test_client()
+    before = time.time()
+    resp = client.get("/api/v1/openapi.json")
+    assert resp.headers["X-RateLimit-Remaining"] == "5"
+    assert before + 3600 - 1 <= int(resp.headers["X-RateLimit-Reset"]) <= time.time() + 3600 + 1
+    first = client.get("/api/v1/locations")  # the first failure starts the window
+    assert first.headers["X-RateLimit-Remaining"] == "4"
+    assert before + 3600 - 1 <= int(first.headers["X-RateLimit-Reset"]) <= time.time() + 3600 + 1
+
+
+def _failures_left(client, forwarded_for):
+    resp = client.get("/api/v1/locations", headers={"X-Forwarded-For": forwarded_for},
+                      environ_base={"REMOTE_ADDR": "10.0.0.1"})  # every request comes from the proxy
+    return resp.status_code, resp.headers["X-RateLimit-Remaining"]
+
+
+def test_behind_one_trusted_proxy_each_client_has_its_own_budget(make_app):
+    client = make_app(AUTH_FAILURE_LIMIT="2 per hour", TRUSTED_PROXIES=1).test_client()
+    assert _failures_left(client, "203.0.113.5") == (401, "1")
+    assert _failures_left(client, "203.0.113.5") == (401, "0")
+    assert _failures_left(client, "203.0.113.5")[0] == 429
+    # another client behind the same proxy, even one that prepends a forged hop, keeps its budget
+    assert _failures_left(client, "198.51.100.9") == (401, "1")
+    assert _failures_left(client, "203.0.113.5, 198.51.100.9") == (401, "0")
+
+
+def test_without_trusted_proxies_x_forwarded_for_is_ignored(make_app):
+    client = make_app(AUTH_FAILURE_LIMIT="2 per hour").test_client()
+    assert _failures_left(client, "203.0.113.5") == (401, "1")
+    assert _failures_left(client, "198.51.100.9") == (401, "0")  # a spoofed header buys no new budget
+    assert _failures_left(client, "192.0.2.44")[0] == 429
+
+
+@pytest.mark.parametrize("hops", [-1, 11, "two"])
+def test_bad_trusted_proxies_refuses_to_start(make_app, hops):
+    from app.config import ConfigurationError
+    with pytest.raises(ConfigurationError, match="TRUSTED_PROXIES"):
+        make_app(TRUSTED_PROXIES=hops)

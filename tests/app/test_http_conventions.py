@@ -70,7 +70,8 @@ def test_cors_preflight_and_exposed_headers(client, account):
                                                        "Access-Control-Request-Headers": "Authorization"})
     assert pre.status_code == 200
     assert pre.headers["Access-Control-Allow-Origin"] == "*"
-    assert "Authorization" in pre.headers["Access-Control-Allow-Headers"]
+    allowed = {h.strip() for h in pre.headers["Access-Control-Allow-Headers"].split(",")}
+    assert {"Authorization", "Content-Type", "If-None-Match", "X-Request-Id"} <= allowed
     assert "GET" in pre.headers["Access-Control-Allow-Methods"]
     resp = client.get("/api/v1/locations", headers={**bearer(key), "Origin": "https://example.org"})
     exposed = {h.strip() for h in resp.headers["Access-Control-Expose-Headers"].split(",")}
@@ -88,3 +89,11 @@ def test_head_is_like_get_without_body(client, account):
     _row, key = account("api")
     resp = client.head("/api/v1/locations", headers=bearer(key))
     assert resp.status_code == 200 and resp.data == b"" and "ETag" in resp.headers
+
+
+def test_json_content_type_is_exactly_application_json(client, account):
+    """docs/api.md: ``application/json`` without a charset parameter (JSON is UTF-8, RFC 8259)."""
+    _row, key = account("api")
+    for resp in (client.get("/api/v1/locations", headers=bearer(key)), client.get("/api/v1/nope"),
+                 client.get("/api/v1/openapi.json")):
+        assert resp.headers["Content-Type"] == "application/json"

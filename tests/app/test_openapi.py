@@ -72,3 +72,29 @@ def test_real_responses_conform(client, doc, store, account):
         check_response(doc, path, "get", resp)
     store.execute("UPDATE usage SET count = 100")
     check_response(doc, "/locations", "get", client.get("/api/v1/locations", headers=bearer(key)))
+
+
+@pytest.mark.parametrize("path, method, own", [
+    ("/disruptions", "get", {401, 403, 404, 422, 429, 502, 503}),
+    ("/air-quality", "get", {401, 403, 404, 422, 429, 502, 503}),
+    ("/briefing", "get", {401, 403, 404, 422, 429, 502, 503}),
+    ("/locations", "get", {401, 403, 429, 503}),
+    ("/signup", "post", {429, 503}),
+    ("/openapi.json", "get", set()),
+])
+def test_every_operation_declares_the_statuses_it_can_return(doc, path, method, own):
+    """Own statuses plus those any request can get: malformed (400), wrong method (405), body too large
+    (413, also on GET), request line/headers over gunicorn's limits (414/431), unexpected (500)."""
+    responses = doc["paths"][path][method]["responses"]
+    declared = {int(s) for s in responses if s[0] in "45"}
+    assert declared == own | {400, 405, 413, 414, 431, 500}
+    for status, response in responses.items():
+        assert "X-Request-Id" in response["headers"], (path, status)
+    if 401 in own:
+        assert "WWW-Authenticate" in responses["401"]["headers"]
+
+
+def test_unsupported_media_type_is_not_documented(doc):
+    enum = doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"]
+    assert "unsupported_media_type" not in enum
+    assert {"uri_too_long", "headers_too_large"} <= set(enum)

@@ -74,7 +74,10 @@ def test_saved_location_gives_id_and_name(ctx):
     ([("lat", str(OUTSIDE[0])), ("lng", str(OUTSIDE[1]))], "outside_service_area"),
     ([("lat", "0"), ("lng", "0")], "outside_service_area"),
     ([("lat", str(INSIDE[0])), ("lng", str(INSIDE[1]))], None),
-    ([("lat", " 51.2 "), ("lng", "+4.4")], None),
+    ([("lat", "51.2"), ("lng", "+4.4")], None),
+    ([("lat", " 51.2 "), ("lng", "4.4")], "invalid_coordinates"),  # no whitespace stripped
+    ([("lat", "51.2\u00a0"), ("lng", "4.4")], "invalid_coordinates"),  # nor a no-break space
+    ([("lat", "\uff15\uff11.2"), ("lng", "4.4")], "invalid_coordinates"),  # fullwidth ５１.2
     ([("lat", "5.12e1"), ("lng", "4.4")], None),
     ([("lat", "51.2"), ("lng", "4.4"), ("unknown", "x")], None),
 ])
@@ -104,3 +107,48 @@ def test_float_coordinates_classified_by_range(ctx, lat, lng):
 def test_parse_coordinate_message_names_the_parameter():
     with pytest.raises(ApiError, match="lng='abc'"):
         parse_coordinate("lng", "abc", 180)
+
+
+NON_ASCII_DIGITS = st.characters(categories=["Nd"]).filter(lambda c: not "0" <= c <= "9")
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(digits=st.lists(st.sampled_from("0123456789") | NON_ASCII_DIGITS, min_size=1, max_size=6),
+       data=st.data())
+def test_only_ascii_digits_make_a_coordinate(ctx, digits, data):
+    """Fullwidth, Arabic-Indic, Devanagari … digits (all match ``\\d``) are invalid_coordinates."""
+    lat = "".join(digits)
+    if len(lat) > 1:
+        lat = lat[:2] + "." + lat[2:]
+    code = code_of(ctx, [("lat", lat), ("lng", "4.4")])
+    if lat.isascii():
+        assert code in {None, "outside_service_area", "invalid_coordinates"}
+        assert code == ("invalid_coordinates" if float(lat) > 90 else code)
+    else:
+        assert code == "invalid_coordinates"
+
+
+KEY = "uc_live_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6" + "Qr7St8"
+
+
+@pytest.mark.parametrize("query", [
+    [("locationId", KEY)],
+    [("locationId", KEY[8:40])],  # a fragment of a key, without its prefix
+    [("lat", KEY), ("lng", "4.4")],
+    [("lat", "51.2"), ("lng", KEY[:30])],
+    [("locationId", "someone@stad.antwerpen.be")],
+])
+def test_error_messages_never_echo_a_key(ctx, query):
+    with pytest.raises(ApiError) as info:
+        resolve(ctx, query)
+    message = info.value.message
+    assert "[redacted]" in message
+    for fragment in (KEY[8:24], KEY[20:36], "uc_live", "@stad"):
+        assert fragment not in message
+
+
+def test_short_harmless_values_are_still_named(ctx):
+    with pytest.raises(ApiError, match="'loc_nope'"):
+        resolve(ctx, [("locationId", "loc_nope")])
+    with pytest.raises(ApiError, match="lat='51,2'"):
+        resolve(ctx, [("lat", "51,2"), ("lng", "4.4")])

@@ -7,10 +7,12 @@ every acknowledged call counted, integrity_check ok), and refusal to start on a 
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -125,7 +127,7 @@ def test_kill_9_of_a_worker_under_load(deployment):
         try:
             status = get(server.port, "/api/v1/disruptions?lat=51.2194&lng=4.4025",
                          {"Authorization": f"Bearer {key}"}, timeout=20)[0]
-        except OSError:
+        except (OSError, http.client.HTTPException):  # refused/reset, or cut off mid-response (IncompleteRead)
             status = None
         with lock:
             results.append((key, status))
@@ -152,6 +154,66 @@ def test_kill_9_of_a_worker_under_load(deployment):
     assert ok >= 100
     # every acknowledged call is counted; a call cut off by the kill may have been counted before the cut
     assert ok <= stored <= ok + dropped
+
+
+def raw(port: int, data: bytes):
+    """Send ``data`` as-is on a fresh connection; (status, headers, body) of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        try:
+            sock.sendall(data)
+        except OSError:  # the server may answer and close before reading all of an oversized request
+            pass
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {name.strip(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+KEY_LIKE = "uc_live_" + "Zq81Kd0aLm29Xc7BvN4pQr5StUvWxYz1" + "AbC123"
+
+
+@pytest.mark.parametrize("data, status, code", [
+    (b"GET /api/v1/briefing?lat=" + b"1" * 5000 + b"&lng=4.4 HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+    (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431, "headers_too_large"),
+    (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(60)) + b"\r\n", 431,
+     "headers_too_large"),
+    (b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "invalid_request"),
+    (b"GARBAGE\r\n\r\n", 400, "invalid_request"),
+    (f"GET /api/v1/locations?k={KEY_LIKE} HTTP/9.9\r\nHost: x\r\n\r\n".encode(), 400, "invalid_request"),
+])
+def test_requests_gunicorn_rejects_get_the_json_error_and_headers(deployment, data, status, code):
+    """gunicorn's own answers (before Flask): JSON in the one shape, rate-limit, nosniff and CORS headers."""
+    server, _fx = deployment
+    got, headers, body = raw(server.port, data)
+    assert got == status
+    assert headers["Content-Type"] == "application/json"
+    doc = json.loads(body)
+    assert set(doc) == {"error", "message"} and doc["error"] == code
+    assert b"<html" not in body.lower()
+    assert headers["X-RateLimit-Limit"] == "10000"  # the per-IP failed-authentication budget of this server
+    assert 0 <= int(headers["X-RateLimit-Remaining"]) <= 10000
+    assert int(headers["X-RateLimit-Reset"]) > time.time()
+    assert headers["X-Content-Type-Options"] == "nosniff" and headers["Cache-Control"] == "no-store"
+    assert headers["Access-Control-Allow-Origin"] == "*" and "X-RateLimit-Remaining" in \
+        headers["Access-Control-Expose-Headers"]
+    assert headers["Server"] == "urban" and headers["X-Request-Id"]
+    assert KEY_LIKE[8:30] not in body.decode()
+    time.sleep(0.2)
+    assert KEY_LIKE[8:30] not in server.log_path.read_text(errors="replace")
+
+
+def test_chunked_body_over_the_limit_is_413(deployment):
+    """No Content-Length (chunked): the size limit still gives 413, not a 400 for a truncated body."""
+    server, _fx = deployment
+    body = b'{"email": "' + b"a" * 20000 + b'@stad.be"}'
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    status, headers, answer = raw(server.port, b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                  b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked)
+    assert status == 413 and json.loads(answer)["error"] == "payload_too_large"
+    assert "X-RateLimit-Limit" in headers
 
 
 @pytest.mark.parametrize("damage", ["missing", "corrupt"])

@@ -1,7 +1,9 @@
 """POST /api/v1/signup: validation, no enumeration, mail content, abuse limits, mail server down."""
 from __future__ import annotations
 
+
 import json
+import time
 
 import pytest
 
@@ -114,8 +116,11 @@ def test_per_address_limit_gives_429_with_headers(app, client, smtp_server):
     third = request_link(client, "veel@stad.be")
     assert third.status_code == 429
     assert third.get_json()["error"] == "rate_limited"
-    assert int(third.headers["Retry-After"]) > 0
-    assert third.headers["X-RateLimit-Remaining"] == "0"
+    assert third.headers["X-RateLimit-Remaining"] == "0" and third.headers["X-RateLimit-Limit"] == "2"
+    # the window (1 hour, started by the first request) resets ~3600 s from now, and Retry-After says so
+    until_reset = int(third.headers["X-RateLimit-Reset"]) - time.time()
+    assert 3500 < until_reset <= 3601
+    assert abs(int(third.headers["Retry-After"]) - until_reset) <= 2
     assert len(smtp_server.messages) == 2
     assert request_link(client, "ander@stad.be").status_code == 202  # other addresses are unaffected
 

@@ -1,0 +1,99 @@
+"""Secrets out of logs and error messages: API keys, link tokens, addresses and long token-like values.
+
+One helper for every place that writes request data somewhere a person reads it: the JSON access log
+(:mod:`app.accesslog`), the werkzeug/gunicorn log filter (:mod:`app.portal.redact`), gunicorn's own error
+answers (:mod:`app.gunicorn_worker`) and every error message (:func:`echo`, :func:`redact_path`).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlencode
+
+REDACTED = "[redacted]"
+#: Longest request value an error message repeats (longer ones are never echoed).
+ECHO_LIMIT = 32
+
+_SECRET_NAMES = {"key", "apikey", "api_key", "token", "access_token", "auth", "authorization", "password",
+                 "secret", "email", "e-mail", "mail"}
+_KEY = re.compile(r"uc_live_[A-Za-z0-9]*", re.IGNORECASE)
+_LINK = re.compile(r"(/portal/link/)[^/?#\s\"']+")
+_ADDRESS = re.compile(r"[^\s/?&=@'\"]*@[^\s/?&'\"]*")
+_LONG_RUN = re.compile(r"[A-Za-z0-9]{16,}")  # a key or token fragment; location ids have 12 random characters
+_SECRET_VALUE = re.compile(r"uc_live_|@|[A-Za-z0-9]{16,}|^[A-Za-z0-9_-]{40,}$", re.IGNORECASE)
+
+
+def redact_text(text: str) -> str:
+    """``text`` (a log message, request line) with API keys and link tokens replaced.
+
+    Examples
+    --------
+    >>> redact_text('"GET /portal/link/AbC_-1 HTTP/1.1" 200')
+    '"GET /portal/link/[redacted] HTTP/1.1" 200'
+    >>> redact_text("GET /api/v1/locations?k=uc_live_abc")
+    'GET /api/v1/locations?k=[redacted]'
+    """
+    return _KEY.sub(REDACTED, _LINK.sub(r"\1" + REDACTED, text or ""))
+
+
+def redact_path(path: str, limit: int = 120) -> str:
+    """A request path fit to log or to repeat in a message: keys, link tokens, addresses and long
+    token-like segments replaced, cut to ``limit`` characters.
+
+    Examples
+    --------
+    >>> redact_path("/portal/link/AbC_-1xyz")
+    '/portal/link/[redacted]'
+    >>> redact_path("/api/v1/uc_live_abc/x")
+    '/api/v1/[redacted]/x'
+    >>> redact_path("/api/v1/locations/Zq81Kd0aLm29Xc7BvN4p")
+    '/api/v1/locations/[redacted]'
+    """
+    text = _LONG_RUN.sub(REDACTED, _ADDRESS.sub(REDACTED, redact_text(path)))
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def is_secret_like(value: str) -> bool:
+    """Whether ``value`` looks like a key, token or address (never to be logged or echoed).
+
+    Examples
+    --------
+    >>> is_secret_like("loc_3fK9xQ2mPa7Z"), is_secret_like("a@b.be"), is_secret_like("uc_live_x")
+    (False, True, True)
+    """
+    return bool(_SECRET_VALUE.search(value or ""))
+
+
+def echo(value: str) -> str:
+    """``value`` quoted for an error message, or ``[redacted]`` when it is long or secret-like.
+
+    Examples
+    --------
+    >>> echo("51,2")
+    "'51,2'"
+    >>> echo("uc_live_" + "a" * 38)
+    '[redacted]'
+    >>> echo("x" * 33)
+    '[redacted]'
+    """
+    if len(value) > ECHO_LIMIT or is_secret_like(value) or not value.isprintable():
+        return REDACTED
+    return repr(value)
+
+
+def redact_query(query: str) -> str:
+    """The query string with secret-looking parameters replaced (names kept, order kept).
+
+    Examples
+    --------
+    >>> redact_query("lat=51.2&lng=4.4&api_key=uc_live_x")
+    'lat=51.2&lng=4.4&api_key=%5Bredacted%5D'
+    >>> redact_query("locationId=a%40b.be")
+    'locationId=%5Bredacted%5D'
+    """
+    if not query:
+        return ""
+    pairs = parse_qsl(query, keep_blank_values=True)
+    out = [(name, REDACTED if name.lower() in _SECRET_NAMES or is_secret_like(value) else value)
+           for name, value in pairs]
+    return urlencode(out)
