@@ -9,7 +9,7 @@ import json
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from .conftest import free_port, urban_command
+from .conftest import NGINX_502, free_port, http_answer, urban_command
 
 pytestmark = pytest.mark.slow
 
@@ -136,6 +136,25 @@ def test_key_and_network_errors_are_tool_errors(api_server, client_env):
     port = base.split(":")[2].split("/")[0]
     assert error["message"].startswith(f"nothing is listening on 127.0.0.1:{port} (connection refused by "
                                        f"{base})")
+
+
+def test_timeout_and_proxy_page_are_tool_errors(client_env, silent_server, raw_server):
+    async def scenario(session):
+        return await session.call_tool("get_air_quality", dict(ANTWERP))
+
+    slow = session_run(client_env, {"URBAN_BASE_URL": silent_server, "URBAN_API_KEY": "uk_x",
+                                    "URBAN_TIMEOUT": "0.5"}, scenario)
+    error = error_of(slow)
+    assert error["error"] == "timeout" and error["status"] is None
+    assert error["message"].startswith(f"{silent_server} accepted the connection but sent no answer "
+                                       "within 0.5 s")
+
+    proxy = raw_server(http_answer("502 Bad Gateway", "text/html", NGINX_502))
+    error = error_of(session_run(client_env, {"URBAN_BASE_URL": proxy.base_url, "URBAN_API_KEY": "uk_x"},
+                                 scenario))
+    assert error["error"] == "http_502" and error["status"] == 502
+    assert error["message"].startswith(f"the server at {proxy.base_url} answered HTTP 502 Bad Gateway "
+                                       "with an HTML page, not the API's JSON error")
 
 
 def _types(schema):
