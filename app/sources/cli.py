@@ -1,13 +1,20 @@
-"""``flask --app wsgi snapshot refresh [--every SECONDS]``: build snapshots from the live sources.
+"""The refresher's two command lines: build snapshots from the live sources, one round or ``--every SECONDS``.
 
-One shot (cron-able; exit status 1 when nothing was published) or, with ``--every``, a loop that starts a
-round every SECONDS and keeps the same session, cache and circuit breakers between rounds.
+- ``python -m app.sources refresh [--every SECONDS]`` needs no Flask app, no ``SECRET_KEY`` and no snapshot:
+  settings come from the ``URBAN_*`` environment (``URBAN_DATA_DIR``, ``URBAN_INSTANCE_PATH`` …). This is the
+  form for cron and for ``python -m app.sources live``.
+- ``flask --app wsgi snapshot refresh [--every SECONDS]`` does the same from the app's config (it builds the
+  app, so it needs what the app needs: ``URBAN_SECRET_KEY`` or ``URBAN_ENV=development``, and
+  ``URBAN_LOAD_ENGINE=0`` when there is no snapshot yet).
+
+One shot exits 1 when nothing was published; the loop keeps the same session, cache and breakers.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Callable
 
 import click
 from flask import current_app
@@ -18,28 +25,18 @@ from .refresher import refresh
 from .settings import SourceSettings
 
 
-@click.group("snapshot", help="Data snapshots from the live upstream sources.")
-def snapshot_group():
-    pass
+def run_rounds(data_dir, reference, settings: SourceSettings, cache_path, *, every: float | None = None,
+               rounds: int | None = None, echo: Callable[[str], None] = click.echo) -> bool:
+    """Run refresh rounds; returns whether the last round published.
 
-
-@snapshot_group.command("refresh")
-@click.option("--every", type=click.FloatRange(min=1.0), default=None, metavar="SECONDS",
-              help="repeat: start a new round every SECONDS (default: one round, then exit)")
-@click.option("--reference", type=click.Path(file_okay=False), default=None,
-              help="directory of the published reference files (default: URBAN_REFERENCE_DIR)")
-@click.option("--rounds", type=click.IntRange(min=1), default=None, hidden=True,
-              help="with --every: stop after N rounds (tests)")
-@with_appcontext
-def refresh_command(every, reference, rounds):
-    """Fetch GIPOD, De Lijn, IRCEL and the LEZ; publish a new snapshot at DATA_DIR atomically."""
-    app = current_app
-    settings = SourceSettings.from_mapping(app.config)
-    reference = reference or settings.reference_dir
-    cache = settings.http_cache or os.path.join(app.instance_path, "http_cache.sqlite")
-    session = build_session(cache, settings)
+    Examples
+    --------
+    >>> s = SourceSettings.from_mapping()
+    >>> run_rounds("data/snapshot", "../shared/data", s, "instance/http_cache.sqlite")  # doctest: +SKIP
+    True
+    """
+    session = build_session(cache_path, settings)
     upstream = Upstream(session, settings)
-    data_dir = app.config.get("DATA_DIR", "data/snapshot")
     ok, done = True, 0
     try:
         while True:
@@ -47,14 +44,55 @@ def refresh_command(every, reference, rounds):
             report = refresh(data_dir, reference, upstream, settings)
             ok = report.published
             for line in report.lines():
-                click.echo(line)
+                echo(line)
             done += 1
             if every is None or (rounds is not None and done >= rounds):
                 break
             time.sleep(max(0.0, every - (time.monotonic() - started)))
     except KeyboardInterrupt:
-        click.echo("stopped")
+        echo("stopped")
     finally:
         session.close()
+    return ok
+
+
+def default_cache(settings: SourceSettings, instance_path) -> str:
+    """``URBAN_HTTP_CACHE``, else ``<instance>/http_cache.sqlite``."""
+    return settings.http_cache or os.path.join(instance_path, "http_cache.sqlite")
+
+
+EVERY = click.option("--every", type=click.FloatRange(min=1.0), default=None, metavar="SECONDS",
+                     help="repeat: start a new round every SECONDS (default: one round, then exit)")
+REFERENCE = click.option("--reference", type=click.Path(file_okay=False), default=None,
+                         help="directory of the published reference files (default: URBAN_REFERENCE_DIR)")
+ROUNDS = click.option("--rounds", type=click.IntRange(min=1), default=None, hidden=True,
+                      help="with --every: stop after N rounds (tests)")
+
+
+@click.group("snapshot", help="Data snapshots from the live upstream sources.")
+def snapshot_group():
+    pass
+
+
+@snapshot_group.command("refresh")
+@EVERY
+@REFERENCE
+@ROUNDS
+@with_appcontext
+def refresh_command(every, reference, rounds):
+    """Fetch the live sources; publish a new snapshot at DATA_DIR atomically."""
+    app = current_app
+    settings = SourceSettings.from_mapping(app.config)
+    ok = run_rounds(app.config.get("DATA_DIR", "data/snapshot"), reference or settings.reference_dir, settings,
+                    default_cache(settings, app.instance_path), every=every, rounds=rounds)
     if not ok:
         raise SystemExit(1)
+
+
+def standalone_refresh(every, reference, rounds) -> int:
+    """``python -m app.sources refresh``: the same rounds, settings from the environment only."""
+    settings = SourceSettings.from_mapping({})
+    instance = os.environ.get("URBAN_INSTANCE_PATH") or "instance"
+    ok = run_rounds(os.environ.get("URBAN_DATA_DIR") or "data/snapshot", reference or settings.reference_dir,
+                    settings, default_cache(settings, instance), every=every, rounds=rounds)
+    return 0 if ok else 1

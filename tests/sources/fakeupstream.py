@@ -5,7 +5,8 @@ It speaks each upstream's real format (``../shared/data/UPSTREAM_FORMATS.md`` an
 counts hits per path, and injects faults on request: an HTTP status (optionally with ``Retry-After``), a slow
 answer, malformed JSON, a truncated body, an oversized body, valid JSON of the wrong shape, a dropped connection.
 
-Run it by hand with ``python -m tests.sources.fakeupstream --port 8765`` (prints the ``URBAN_*`` settings).
+Run it by hand with ``python -m tests.sources.fakeupstream --port 8765 --env-file fake.env`` (prints the
+``URBAN_*`` settings, and writes them to ``fake.env`` for ``. fake.env``).
 """
 
 from __future__ import annotations
@@ -525,10 +526,15 @@ if __name__ == "__main__":  # pragma: no cover - manual use
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--env-file", help="also write the export lines to this file (once the server listens)")
     args = ap.parse_args()
     fake = FakeUpstream(now=datetime.now(timezone.utc), port=args.port).start()
-    for k, v in fake.settings().items():
-        print(f"export {k}='{v}'", flush=True)
+    lines = "".join(f"export {k}='{v}'\n" for k, v in fake.settings().items())
+    print(lines, end="", flush=True)
+    if args.env_file:
+        tmp = Path(args.env_file + ".tmp")
+        tmp.write_text(lines, encoding="utf-8")
+        tmp.replace(args.env_file)  # appears complete or not at all
     try:
         while True:
             time.sleep(3600)

@@ -217,3 +217,25 @@ def test_a_version_the_engine_cannot_load_is_never_switched_in(fake, upstream, s
     assert "does not load into the engine" in report.reason and "out of range" in report.reason
     assert os.readlink(data_dir) == pointer and tree(data_dir) == files
     assert sorted(os.listdir(store.versions_dir(data_dir))) == versions  # the refused version is removed
+
+
+def test_standalone_refresh_needs_no_app_secret_or_snapshot(live_fake, tmp_path, data_dir, reference_dir):
+    """``python -m app.sources refresh``: the cron form, settings from the environment only."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("URBAN_")}  # no URBAN_ENV, no SECRET_KEY
+    env.update(live_fake.settings(), URBAN_DATA_DIR=str(data_dir), URBAN_INSTANCE_PATH=str(tmp_path / "inst"),
+               URBAN_REFERENCE_DIR=str(reference_dir))
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-m", "app.sources", "refresh"], cwd=repo, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "published snapshot" in out.stdout
+    assert manifest(data_dir)["layers"]["works"]["kind"] == "live"
+    assert (tmp_path / "inst" / "http_cache.sqlite").exists()
+    fail_everything(live_fake)
+    (tmp_path / "inst" / "http_cache.sqlite").unlink()
+    out = subprocess.run([sys.executable, "-m", "app.sources", "refresh"], cwd=repo,
+                         env={**env, "URBAN_HTTP_BACKOFF": "0.01"}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "nothing published" in out.stdout
