@@ -106,9 +106,9 @@ def test_error_case(world, run_urban, case, command, mode):
 
     if case == "server_down":
         port = base.split(":")[2].split("/")[0]
-        assert lines[0] == (f"Error: network: nothing is listening on 127.0.0.1:{port} (connection refused by "
-                            f"{base}): check that the API server is running and the host and port of the "
-                            "base URL.")
+        assert lines[0] == (f"Error: network: nothing is listening on 127.0.0.1:{port} (connection refused "
+                            f"by {base}): check that the API server is running and the host and port of "
+                            "the base URL.")
         assert proc.stdout == b""
         return
 
