@@ -141,6 +141,6 @@ def _table_build_row(index, radius_km, name):
     t0 = time.perf_counter()
     table = RadiusTable(index.lat_r, index.lng_r, index.cos_lat, radius_km)
     ms = (time.perf_counter() - t0) * 1e3
-    size = sum(a.nbytes for a in (table.sure, table.start, table.entries)) / 2**20
+    size = sum(a.nbytes for a in (table.cellrec, table.entries, table.boundary)) / 2**20
     return Row(name, note=f"{ms:.0f} ms once, {size:.0f} MB, {table.ncells:,} cells of "
                           f"{table.stats['cell_km'] * 1e3:.0f} m")

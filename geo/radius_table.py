@@ -32,17 +32,17 @@ BUILD_PAIRS = 1 << 21   # (point, cell) pairs per build chunk (memory bound)
 QUERY_CHUNK = 1 << 15   # query points per chunk (keeps temporaries in cache)
 SLACK_KM = 1e-9         # far above the rounding of a haversine distance (~1e-13 km)
 KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
+_SHIFT = 40             # cell record: list start in the low 40 bits, sure count above
+_LOW = (1 << _SHIFT) - 1
 
 
 def _csr(cell, ncells):
-    """(start int32 (ncells + 1), order): CSR list starts per cell and the stable order sorting by cell."""
+    """(start int64 (ncells + 1), order): CSR list starts per cell and the stable order sorting by cell."""
     order = np.argsort(cell, kind="stable")
     counts = np.bincount(cell, minlength=ncells)
     start = np.zeros(ncells + 1, dtype=np.int64)
     np.cumsum(counts, out=start[1:])
-    if start[-1] >= 2**31:
-        raise MemoryError("radius table too large")
-    return start.astype(np.int32), order
+    return start, order
 
 
 class RadiusTable:
@@ -157,15 +157,19 @@ class RadiusTable:
         d = np.concatenate(dists)
         sure = d <= r - rho - slack
         sure_count = np.bincount(cell[sure], minlength=self.ncells)
-        self.sure = sure_count.astype(np.uint16 if sure_count.max(initial=0) < 2**16 else np.int32)
         d1 = np.full(self.ncells, np.inf)
         np.minimum.at(d1, cell, d)
         near = d <= d1[cell] + 2 * rho + 2 * slack
         listed = near | ~sure
         # one list per cell: boundary points (flagged: counted when within r) and nearest candidates
-        self.start, order = _csr(cell[listed], self.ncells)
+        start, order = _csr(cell[listed], self.ncells)
         self.entries = w[listed][order].astype(np.int32)
         self.boundary = ~sure[listed][order]
+        # one int64 per cell: list start (low 40 bits) | sure count (high bits): one memory access per query
+        if sure_count.max(initial=0) >= 2**23 or start[-1] >= 2**40:
+            raise MemoryError("radius table too large")
+        self.cellrec = start.astype(np.int64)
+        self.cellrec[:-1] |= sure_count.astype(np.int64) << _SHIFT
         self.stats = {"cells": self.ncells, "cell_km": self.hy * KM_PER_DEG, "rho_km": rho,
                       "boundary": int((~sure).sum()), "nearest": int(near.sum()), "listed": int(listed.sum())}
 
@@ -183,13 +187,20 @@ class RadiusTable:
         cell += fx.astype(np.int64)
         return cell
 
+    def _lookup(self, cell):
+        """(sure count, list start, list length) per query cell."""
+        rec = self.cellrec.take(cell)
+        ln = self.cellrec.take(cell + 1)
+        sure = rec >> _SHIFT
+        rec &= _LOW
+        ln &= _LOW
+        ln -= rec
+        return sure, rec, ln
+
     @staticmethod
-    def _pairs_of(start, cell):
+    def _pairs_of(lo, ln):
         """(q, pos): query number and list position of every entry of the query cells' lists, q ascending
         (None when there is none). Built with two running sums instead of repeats."""
-        lo = start.take(cell)
-        ln = start.take(cell + 1)
-        ln -= lo
         has = np.flatnonzero(ln)
         if not has.size:
             return None, None
@@ -223,9 +234,8 @@ class RadiusTable:
         return count, nearest
 
     def _count_chunk(self, lat_d, lng_d, count, nearest):
-        cell = self._cells(lat_d, lng_d)
-        count[:] = self.sure.take(cell)
-        q, pos = self._pairs_of(self.start, cell)
+        count[:], lo, ln = self._lookup(self._cells(lat_d, lng_d))
+        q, pos = self._pairs_of(lo, ln)
         if q is None:
             return
         lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
@@ -243,10 +253,10 @@ class RadiusTable:
                               wla.take(band), wln.take(band), wcl.take(band))
             inside[band] = d <= self.radius
             key[band[d > self.radius]] = np.inf
-        count += np.bincount(q.compress(inside), minlength=cell.size)
+        count += np.bincount(q.compress(inside), minlength=count.size)
         # nearest: exact haversine of the pairs whose key ties with the point's smallest key. A pair beyond
         # k_out never beats one within r, and any pair chosen here that lies beyond r is dropped.
-        best = np.full(cell.size, np.inf)
+        best = np.full(count.size, np.inf)
         np.minimum.at(best, q, key)
         best *= self.k_tie
         top = np.flatnonzero(key <= best.take(q))
@@ -277,10 +287,10 @@ class RadiusTable:
         return out
 
     def _any_chunk(self, lat_d, lng_d):
-        cell = self._cells(lat_d, lng_d)
-        hit = self.sure.take(cell) > 0
+        sure, lo, ln = self._lookup(self._cells(lat_d, lng_d))
+        hit = sure > 0
         rest = np.flatnonzero(~hit)
-        q, pos = self._pairs_of(self.start, cell.take(rest))
+        q, pos = self._pairs_of(lo.take(rest), ln.take(rest))
         if q is None:
             return hit
         keep = np.flatnonzero(self.boundary.take(pos))

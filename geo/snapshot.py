@@ -211,7 +211,7 @@ def read_manifest(path) -> dict:
 
 
 def read_layer(data: bytes):
-    """GeoDataFrame from GeoParquet bytes: the frame ``geopandas.read_parquet`` gives, with the CRS parsed once.
+    """GeoDataFrame from GeoParquet bytes: what ``geopandas.read_parquet`` gives, with the CRS parsed once.
 
     Building a pyproj CRS from the file's PROJJSON costs tens of milliseconds; every layer carries the same
     one, so it is parsed once per process (:func:`_crs`). Files this fast path does not cover (several
