@@ -7,7 +7,7 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser snapshot serve test bench loadtest clean
+.PHONY: install browser snapshot serve serve-live test bench loadtest clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,10 @@ snapshot: $(URBAN_DATA_DIR)/manifest.json
 
 serve: install snapshot
 	$(PY) -m app.serve --port $(PORT)
+
+# Live mode: refresh from the upstream URLs in the environment (URBAN_*_URL), then serve and keep refreshing.
+serve-live: install
+	$(PY) -m app.sources live --port $(PORT) --reference $(REFERENCE)
 
 test: install browser
 	$(PY) -m pytest -n auto
