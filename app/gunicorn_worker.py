@@ -64,7 +64,8 @@ def classify(exc: BaseException) -> tuple[int, str, str]:
     messages = {
         "InvalidRequestLine": "malformed request line", "InvalidRequestMethod": "invalid method",
         "InvalidHTTPVersion": "unsupported HTTP version", "ObsoleteFolding": "obsolete header line folding",
-        "UnsupportedTransferCoding": "unsupported Transfer-Encoding", "ExpectationFailed": "unsupported Expect",
+        "UnsupportedTransferCoding": "unsupported Transfer-Encoding",
+        "ExpectationFailed": "unsupported Expect",
         "InvalidChunkSize": "malformed chunked body", "ChunkMissingTerminator": "malformed chunked body",
         "InvalidChunkExtension": "malformed chunked body", "NoMoreData": "incomplete request",
     }

@@ -20,6 +20,7 @@ log = logging.getLogger("app.http")
 
 RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id")
+ALLOWED_REQUEST_HEADERS = ("Authorization", "Content-Type", "If-None-Match", "X-Request-Id")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
@@ -131,7 +132,7 @@ def finalize(response):
         response.headers["Access-Control-Expose-Headers"] = ", ".join(EXPOSED)
         if request.method == "OPTIONS":
             response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = "Authorization, Content-Type, If-None-Match, X-Request-Id"
+            response.headers["Access-Control-Allow-Headers"] = ", ".join(ALLOWED_REQUEST_HEADERS)
             response.headers["Access-Control-Max-Age"] = "600"
     return response
 

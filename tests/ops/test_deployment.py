@@ -176,7 +176,8 @@ KEY_LIKE = "uc_live_" + "Zq81Kd0aLm29Xc7BvN4pQr5StUvWxYz1" + "AbC123"
 
 
 @pytest.mark.parametrize("data, status, code", [
-    (b"GET /api/v1/briefing?lat=" + b"1" * 5000 + b"&lng=4.4 HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
+    (b"GET /api/v1/briefing?lat=" + b"1" * 5000 + b"&lng=4.4 HTTP/1.1\r\nHost: x\r\n\r\n", 414,
+     "uri_too_long"),
     (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431, "headers_too_large"),
     (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(60)) + b"\r\n", 431,
      "headers_too_large"),
@@ -210,8 +211,9 @@ def test_chunked_body_over_the_limit_is_413(deployment):
     server, _fx = deployment
     body = b'{"email": "' + b"a" * 20000 + b'@stad.be"}'
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    status, headers, answer = raw(server.port, b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                                  b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked)
+    head = (b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    status, headers, answer = raw(server.port, head + chunked)
     assert status == 413 and json.loads(answer)["error"] == "payload_too_large"
     assert "X-RateLimit-Limit" in headers
 
