@@ -29,9 +29,15 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "4"))
 # gunicorn's sync/gthread workers with JSON error answers for requests gunicorn itself rejects (414, 431,
 # malformed request line or header): the API's one error shape and headers, never HTML
-worker_class = {"sync": "app.gunicorn_worker.SyncWorker", "gthread": "app.gunicorn_worker.ThreadWorker"}.get(
-    os.environ.get("GUNICORN_WORKER_CLASS", "sync"), os.environ.get("GUNICORN_WORKER_CLASS", "sync"))
+# (sync with threads > 1 is gthread, as gunicorn itself decides, but ours)
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
+_worker = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
+if _worker == "gthread" or (_worker == "sync" and threads > 1):
+    worker_class = "app.gunicorn_worker.ThreadWorker"
+elif _worker == "sync":
+    worker_class = "app.gunicorn_worker.SyncWorker"
+else:
+    worker_class = _worker
 preload_app = True
 backlog = 512
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))  # a worker silent this long is killed and replaced

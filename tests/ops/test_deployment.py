@@ -234,3 +234,19 @@ def test_bad_snapshot_refuses_to_start(snapshot_dir, tmp_path, damage):
                          env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "refuses to start" in out.stderr and named in out.stderr, out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("worker, threads, expected", [
+    (None, None, "app.gunicorn_worker.SyncWorker"),
+    ("sync", "2", "app.gunicorn_worker.ThreadWorker"),  # gunicorn would switch to its own (HTML) gthread
+    ("gthread", "4", "app.gunicorn_worker.ThreadWorker"),
+])
+def test_every_worker_choice_keeps_json_errors(monkeypatch, worker, threads, expected):
+    import runpy
+
+    for name, value in (("GUNICORN_WORKER_CLASS", worker), ("GUNICORN_THREADS", threads)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert runpy.run_path(str(ROOT / "gunicorn.conf.py"))["worker_class"] == expected
