@@ -85,6 +85,40 @@ def _transit_phrase(n: int, high: int) -> str:
 STOP_RADIUS_M = round(tr.STOP_RADIUS_KM * 1000)
 
 
+AIR_PHRASE = ("NO2 onbekend", "NO2 onder de WHO-richtlijn", "NO2 boven de WHO-richtlijn",
+              "NO2 boven de EU-grenswaarde")
+
+
+def _fallback_phrase(n: int) -> str:
+    """Headline clause when no stop lies near the point: the listed detours are regional context."""
+    region = "geen omleidingen" if n == 0 else _n(n, "omleiding", "omleidingen")
+    return f"geen halte binnen {STOP_RADIUS_M} m ({region} in de regio Antwerpen)"
+
+
+def headline(level: int, counts: dict, compliance: int, stops_near: bool) -> str:
+    r"""Dutch one-line summary from a fixed template (docs/rules.md).
+
+    With a stop within the stop distance: ``{risk}: {works}, {detours}, {NO2}``. Without one (the
+    contract's no-stop fallback) the detours are not the point's own, so they move to a closing clause:
+    ``{risk}: {works}, {NO2}; geen halte binnen 400 m ({n} omleidingen in de regio Antwerpen)``.
+
+    Examples
+    --------
+    >>> c = {"activeWorks": 2, "transitDisruptions": 12, "highSeverityTransit": 3}
+    >>> print(headline(LOW, c, ar.BELOW_WHO, False).replace("; ", ";\n"))
+    Weinig hinder: 2 werken in uitvoering binnen 2 km, NO2 onder de WHO-richtlijn;
+    geen halte binnen 400 m (12 omleidingen in de regio Antwerpen)
+    >>> print(headline(HIGH, c, ar.UNKNOWN, True).replace("), ", "),\n"))
+    Veel hinder: 2 werken in uitvoering binnen 2 km, 12 omleidingen van De Lijn (3 met grote hinder),
+    NO2 onbekend
+    """
+    works = f"{RISK_PREFIX[level]}: {_works_phrase(counts['activeWorks'])}"
+    if not stops_near:
+        return f"{works}, {AIR_PHRASE[compliance]}; {_fallback_phrase(counts['transitDisruptions'])}"
+    return (f"{works}, {_transit_phrase(counts['transitDisruptions'], counts['highSeverityTransit'])}, "
+            f"{AIR_PHRASE[compliance]}")
+
+
 def _fallback_fact(stops_near: bool, n: int) -> dict:
     """Whether the detours were matched through a stop near the point or kept by the no-stop fallback."""
     if stops_near:
@@ -100,10 +134,6 @@ def _fallback_fact(stops_near: bool, n: int) -> dict:
     return {"key": "transitFallback", "value": n, "text": text}
 
 
-AIR_PHRASE = ("NO2 onbekend", "NO2 onder de WHO-richtlijn", "NO2 boven de WHO-richtlijn",
-              "NO2 boven de EU-grenswaarde")
-
-
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
 
@@ -116,7 +146,8 @@ def slot_scores(engine, found, now_ms: int):
     """(slot starts ms, score per hourly slot) over the next 24 h: 0.75 traffic + 0.25 local load.
 
     The load of a slot is min(1, 0.05 per running work + 0.10/0.20/0.35 per low/medium/high detour that is
-    in force during the slot's start (period and weekday)).
+    in force during the slot's start (period and weekday)). As in :func:`risk_score`, detours count only
+    when a stop lies within the stop distance: those kept by the no-stop fallback add no load.
     """
     p = prepare(engine)
     starts = hour_starts(now_ms, HORIZON_HOURS)
@@ -124,7 +155,7 @@ def slot_scores(engine, found, now_ms: int):
     traffic = TRAFFIC_PROFILE[kinds, hours]
     n_running = int(np.count_nonzero(p.works.status_class[found.clusters] == wk.RUNNING))
     d = p.detours
-    sel = found.detours
+    sel = found.detours if found.stops_near else found.detours[:0]
     act = tr.active_at(d.start_ms[sel][:, None], d.end_ms[sel][:, None], d.days[sel][:, None],
                        starts[None, :], weekdays[None, :])
     load = np.minimum(1.0, LOAD_PER_RUNNING_WORK * n_running
@@ -195,16 +226,12 @@ def briefing(engine, lat, lng, now) -> dict:
                              sev[0], sev[1], sev[2], reading.compliance, found.stops_near))
     level = int(risk_level(score))
 
-    headline = (f"{RISK_PREFIX[level]}: {_works_phrase(counts['activeWorks'])}, "
-                f"{_transit_phrase(counts['transitDisruptions'], counts['highSeverityTransit'])}, "
-                f"{AIR_PHRASE[reading.compliance]}")
-
     starts, scores = slot_scores(engine, found, now_ms)
     best, worst = windows(starts, scores, now_ms)
     rush = next_rush_peak(now)
     return {
         "risk": RISK_NAMES[level],
-        "headline": headline,
+        "headline": headline(level, counts, reading.compliance, found.stops_near),
         "keyFacts": key_facts(p, found, counts, reading),
         "bestWindow": window_json(starts, best),
         "worstWindow": window_json(starts, worst),
@@ -245,6 +272,7 @@ def key_facts(p, found, counts, reading) -> list:
         _fallback_fact(found.stops_near, n_tr),
         {"key": "no2", "text": no2_text, "value": no2},
         {"key": "lez",
-         "text": "In de lage-emissiezone Antwerpen" if reading.in_lez else "Buiten de lage-emissiezone Antwerpen",
+         "text": ("In de lage-emissiezone Antwerpen" if reading.in_lez
+                  else "Buiten de lage-emissiezone Antwerpen"),
          "value": reading.in_lez},
     ]

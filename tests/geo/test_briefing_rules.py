@@ -58,7 +58,8 @@ def test_busy_point_by_hand(busy):
                              "(1 met grote hinder), NO2 boven de WHO-richtlijn")
     assert b["keyFacts"] == [
         {"key": "activeWorks", "text": "2 werken in uitvoering binnen 2 km", "value": 2},
-        {"key": "nearestActiveWorkKm", "text": "Dichtstbijzijnde werk in uitvoering op 111 m", "value": 0.111},
+        {"key": "nearestActiveWorkKm", "text": "Dichtstbijzijnde werk in uitvoering op 111 m",
+         "value": 0.111},
         {"key": "upcomingWorks14d", "text": "1 gepland werk start binnen 14 dagen", "value": 1},
         {"key": "transitDisruptions", "text": "2 omleidingen van De Lijn", "value": 2},
         {"key": "highSeverityTransit", "text": "1 omleiding met grote hinder", "value": 1},
@@ -74,13 +75,15 @@ def test_busy_point_by_hand(busy):
 def test_quiet_point_by_hand(quiet):
     b = br.briefing(quiet, 51.2400, 4.4200, W.NOW)
     assert b["risk"] == "low"
-    assert b["headline"] == ("Weinig hinder: geen werken in uitvoering binnen 2 km, geen omleidingen van "
-                             "De Lijn, NO2 onbekend")
+    # no stop within 400 m: the fallback headline form, with no Antwerp-region detour in force
+    assert b["headline"] == ("Weinig hinder: geen werken in uitvoering binnen 2 km, NO2 onbekend; "
+                             "geen halte binnen 400 m (geen omleidingen in de regio Antwerpen)")
     facts = {f["key"]: (f["text"], f["value"]) for f in b["keyFacts"]}
     assert facts["nearestActiveWorkKm"] == ("Geen werk in uitvoering binnen 2 km", None)
     assert facts["no2"] == ("Geen NO2-meting in de laatste twee uur", None)
     assert facts["lez"] == ("Buiten de lage-emissiezone Antwerpen", False)
-    assert facts["transitFallback"] == ("Geen halte binnen 400 m en geen omleidingen in de regio Antwerpen", 0)
+    assert facts["transitFallback"] == (
+        "Geen halte binnen 400 m en geen omleidingen in de regio Antwerpen", 0)
 
 
 # --- detours kept only by the no-stop fallback do not drive the risk ------------------------------------
@@ -94,13 +97,15 @@ def test_fallback_detours_are_listed_but_not_in_the_risk():
     # works 1 + 0.5, upcoming 0.25, detours 0 (fallback), NO2 above WHO 1 -> 2.75 points -> moderate
     # (with the detours counted it would be 5.75 -> high, as at the busy point)
     assert b["risk"] == "moderate"
-    assert b["headline"] == ("Matige hinder: 2 werken in uitvoering binnen 2 km, 2 omleidingen van De Lijn "
-                             "(1 met grote hinder), NO2 boven de WHO-richtlijn")
+    # the headline does not present the regional detours as the point's own
+    assert b["headline"] == ("Matige hinder: 2 werken in uitvoering binnen 2 km, NO2 boven de WHO-richtlijn; "
+                             "geen halte binnen 400 m (2 omleidingen in de regio Antwerpen)")
     facts = {f["key"]: (f["text"], f["value"]) for f in b["keyFacts"]}
     assert facts["transitDisruptions"] == ("2 omleidingen van De Lijn", 2)
     assert facts["highSeverityTransit"] == ("1 omleiding met grote hinder", 1)
     assert facts["transitFallback"] == (
-        "Geen halte binnen 400 m: alle 2 omleidingen in de regio Antwerpen getoond, niet meegeteld in het risico",
+        "Geen halte binnen 400 m: alle 2 omleidingen in de regio Antwerpen getoond, "
+        "niet meegeteld in het risico",
         2)
 
 
@@ -111,7 +116,8 @@ def test_matched_detours_drive_the_risk():
     b = br.briefing(W.engine(**detours_only), LAT, LNG, W.NOW)
     assert b["risk"] == "moderate" and b["keyFacts"][5]["value"] is None
     b = br.briefing(W.engine(detour_rows=BUSY["detour_rows"]), LAT, LNG, W.NOW)
-    assert b["risk"] == "low" and b["keyFacts"][5]["key"] == "transitFallback" and b["keyFacts"][5]["value"] == 2
+    assert b["risk"] == "low"
+    assert (b["keyFacts"][5]["key"], b["keyFacts"][5]["value"]) == ("transitFallback", 2)
 
 
 def test_stop_near_without_the_detour_lines_is_not_the_fallback():
@@ -128,6 +134,44 @@ def test_fallback_fact_with_a_single_detour():
     assert fact == {"key": "transitFallback", "value": 1,
                     "text": "Geen halte binnen 400 m: de enige omleiding in de regio Antwerpen getoond, "
                             "niet meegeteld in het risico"}
+    assert br.briefing(eng, LAT, LNG, W.NOW)["headline"] == (
+        "Weinig hinder: geen werken in uitvoering binnen 2 km, NO2 onbekend; "
+        "geen halte binnen 400 m (1 omleiding in de regio Antwerpen)")
+
+
+def test_fallback_detours_add_no_window_load():
+    # NOW is Monday 08:00 CET: slots 08:00 Monday .. 07:00 Tuesday. Two running works give load 0.10; the
+    # open-ended detours (every day) add 0.35 + 0.20 only when matched through the stop.
+    # worst = 16:00-18:00 (profile 0.85, 1.00), best = Tuesday 02:00-04:00 (0.02, 0.02).
+    fallback = W.engine(**{**BUSY, "stop_rows": []})
+    b = br.briefing(fallback, LAT, LNG, W.NOW)
+    assert (b["worstWindow"]["start"], b["worstWindow"]["score"]) == ("2026-11-16T16:00:00+01:00", 0.719)
+    assert (b["bestWindow"]["start"], b["bestWindow"]["score"]) == ("2026-11-17T02:00:00+01:00", 0.04)
+    # 0.75 x 0.925 + 0.25 x 0.10 = 0.71875; 0.75 x 0.02 + 0.25 x 0.10 = 0.04: as if there were no detours
+    no_detours = br.briefing(W.engine(**{**BUSY, "stop_rows": [], "detour_rows": []}), LAT, LNG, W.NOW)
+    assert (b["bestWindow"], b["worstWindow"]) == (no_detours["bestWindow"], no_detours["worstWindow"])
+    # the same detours matched through the stop: load 0.10 + 0.35 + 0.20 = 0.65
+    matched = br.briefing(W.engine(**BUSY), LAT, LNG, W.NOW)
+    assert matched["worstWindow"]["score"] == pytest.approx(0.75 * 0.925 + 0.25 * 0.65, abs=6e-4)
+    assert matched["bestWindow"]["score"] == pytest.approx(0.75 * 0.02 + 0.25 * 0.65, abs=6e-4)
+    found = dis.find(fallback, LAT, LNG, W.NOW)
+    assert found.detours.size == 2 and not found.stops_near
+    _, scores = br.slot_scores(fallback, found, to_ms(W.NOW))
+    assert scores[0] == pytest.approx(0.75 * 1.0 + 0.25 * 0.10)
+
+
+def test_headline_forms():
+    counts = {"activeWorks": 1, "transitDisruptions": 0, "highSeverityTransit": 0}
+    assert br.headline(br.LOW, counts, ar.BELOW_WHO, True) == (
+        "Weinig hinder: 1 werk in uitvoering binnen 2 km, geen omleidingen van De Lijn, "
+        "NO2 onder de WHO-richtlijn")
+    counts = {"activeWorks": 0, "transitDisruptions": 12, "highSeverityTransit": 3}
+    assert br.headline(br.MODERATE, counts, ar.ABOVE_EU, False) == (
+        "Matige hinder: geen werken in uitvoering binnen 2 km, NO2 boven de EU-grenswaarde; "
+        "geen halte binnen 400 m (12 omleidingen in de regio Antwerpen)")
+    assert br.headline(br.HIGH, counts, ar.ABOVE_EU, True) == (
+        "Veel hinder: geen werken in uitvoering binnen 2 km, 12 omleidingen van De Lijn "
+        "(3 met grote hinder), NO2 boven de EU-grenswaarde")
 
 
 def test_risk_score_and_levels():
@@ -147,7 +191,8 @@ def test_moderate_boundary_at_two_points():
     eng = W.engine(works_rows=[BUSY["works_rows"][0]], no2_rows=BUSY["no2_rows"])
     b = br.briefing(eng, LAT, LNG, W.NOW)
     assert b["risk"] == "moderate"
-    assert b["headline"].startswith("Matige hinder: 1 werk in uitvoering binnen 2 km, geen omleidingen")
+    assert b["headline"] == ("Matige hinder: 1 werk in uitvoering binnen 2 km, NO2 boven de WHO-richtlijn; "
+                             "geen halte binnen 400 m (geen omleidingen in de regio Antwerpen)")
 
 
 def test_windows_on_a_quiet_monday(quiet):
@@ -214,7 +259,8 @@ def test_next_rush_peak_is_the_calendar_one(busy):
     for now in (datetime(2026, 11, 14, 20, 0, tzinfo=UTC), datetime(2026, 4, 5, 10, 0, tzinfo=UTC)):
         p = next_rush_peak(now)
         assert br.briefing(busy, LAT, LNG, now)["nextRushPeak"] == {
-            "kind": p.kind, "start": p.start.isoformat(), "peak": p.peak.isoformat(), "end": p.end.isoformat()}
+            "kind": p.kind, "start": p.start.isoformat(), "peak": p.peak.isoformat(),
+            "end": p.end.isoformat()}
 
 
 def test_schema_and_determinism(busy, quiet):
@@ -223,7 +269,8 @@ def test_schema_and_determinism(busy, quiet):
     v = jsonschema.Draft202012Validator(DATA_SCHEMAS["Briefing"],
                                         format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     for eng, point in ((busy, W.P), (quiet, (51.24, 4.42))):
-        for now in (W.NOW, datetime(2026, 10, 25, 0, 30, tzinfo=UTC), datetime(2026, 3, 29, 1, 0, tzinfo=UTC)):
+        for now in (W.NOW, datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
+                    datetime(2026, 3, 29, 1, 0, tzinfo=UTC)):
             v.validate(json.loads(json.dumps(br.briefing(eng, *point, now))))
     again = W.engine(**BUSY)
     assert json.dumps(br.briefing(busy, LAT, LNG, W.NOW)) == json.dumps(br.briefing(again, LAT, LNG, W.NOW))
