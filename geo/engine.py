@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from typing import NamedTuple
 
 import geopandas as gpd
 import numpy as np
@@ -57,8 +58,33 @@ def _parse_as_of(value):
     return ts if ts.tzinfo else ts.replace(tzinfo=_dt.timezone.utc)
 
 
-def _point_coords(frame):
-    """(lat, lng) arrays of a point layer; NaN where the geometry is missing or empty."""
+class RadiusPairs(NamedTuple):
+    """Array form of ``Engine.works_near`` / ``stops_near``: one element per (query point, layer row) pair
+    within the radius, sorted by (point, distance, id). ``idx[point == i]`` and ``km[point == i]`` are the
+    scalar call's ``(idx, km)`` for query ``i``, byte for byte; a query with none has no element.
+
+    Attributes
+    ----------
+    point : int64 array, position of the query point in the input arrays
+    idx : int64 array, row in the layer (``engine.works`` / ``engine.stops``)
+    km : float64 array, haversine distance
+    """
+
+    point: np.ndarray
+    idx: np.ndarray
+    km: np.ndarray
+
+
+def point_coords(frame):
+    """(lat, lng) float64 arrays of a point layer; NaN where the geometry is missing or empty.
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> frame = gpd.GeoDataFrame(geometry=gpd.points_from_xy([4.4, 3.7], [51.2, 51.05]), crs="EPSG:4326")
+    >>> [a.tolist() for a in point_coords(frame)]
+    [[51.2, 51.05], [4.4, 3.7]]
+    """
     geom = np.asarray(frame.geometry.values, dtype=object) if len(frame) else np.empty(0, dtype=object)
     ok = ~(shapely.is_missing(geom) | shapely.is_empty(geom)) if geom.size else np.empty(0, dtype=bool)
     lat, lng = np.full(geom.size, np.nan), np.full(geom.size, np.nan)
@@ -66,6 +92,9 @@ def _point_coords(frame):
         pts = shapely.point_on_surface(geom[ok])
         lng[ok], lat[ok] = shapely.get_x(pts), shapely.get_y(pts)
     return lat, lng
+
+
+_point_coords = point_coords  # old private name, still imported by geo/score.py
 
 
 class Engine:
@@ -138,7 +167,7 @@ class Engine:
         self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
         self._works = self._point_index(self.works)
         self._stops = self._point_index(self.stops)
-        lat, lng = _point_coords(self.stations)
+        lat, lng = point_coords(self.stations)
         self._stations = {}
         for col in self.stations.columns:
             if col != "geometry" and pd.api.types.is_bool_dtype(self.stations[col].dtype):
@@ -147,7 +176,7 @@ class Engine:
 
     @staticmethod
     def _point_index(frame):
-        lat, lng = _point_coords(frame)
+        lat, lng = point_coords(frame)
         ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
         return PointIndex(lat, lng, ids)
 
@@ -222,28 +251,42 @@ class Engine:
         lat, lng = validate(lat, lng)
         return index.nearest(lat, lng)
 
-    def works_near(self, lat: float, lng: float, radius_km: float = 2.0):
-        """Single point: (idx int64 array into self.works, dist_km float64 array),
-        every work with haversine distance <= radius_km, sorted by (distance, id).
+    def works_near(self, lat, lng, radius_km: float = 2.0):
+        """Works within ``radius_km`` (haversine, inclusive) of each point.
+
+        A scalar point (``lat`` and ``lng`` 0-d: Python or NumPy numbers) gives ``(idx, km)``: int64 rows
+        of ``self.works`` and float64 distances, sorted by (distance, id). Arrays of points (1-D, any
+        length, also one) give a :class:`RadiusPairs` ``(point, idx, km)``: flat arrays, one element per
+        pair, sorted by (point, distance, id); pairs are generated in bounded chunks, so memory beyond the
+        result stays bounded.
 
         Examples
         --------
         >>> idx, km = engine.works_near(51.2194, 4.4003, 2.0)  # doctest: +SKIP
         >>> bool((km <= 2.0).all())  # doctest: +SKIP
         True
+        >>> import geopandas as gpd
+        >>> works = gpd.GeoDataFrame({"id": ["b", "a"]}, crs="EPSG:4326",
+        ...                          geometry=gpd.points_from_xy([4.0, 4.0], [51.0, 51.01]))
+        >>> eng = Engine.from_layers({"works": works}, {})
+        >>> eng.works_near(51.0, 4.0, 2.0)[0].tolist()
+        [0, 1]
+        >>> point, idx, km = eng.works_near([51.0, 53.0, 51.01], [4.0, 4.0, 4.0], 2.0)
+        >>> point.tolist(), idx.tolist(), km.round(3).tolist()
+        ([0, 0, 2, 2], [0, 1, 1, 0], [0.0, 1.112, 0.0, 1.112])
         """
-        la, ln = self._one_point(lat, lng)
-        return self._works.within(la, ln, _radius(radius_km))
+        return self._near(self._works, lat, lng, radius_km)
 
-    def stops_near(self, lat: float, lng: float, radius_km: float):
-        """Single point: (idx into self.stops, dist_km), sorted by (distance, id).
+    def stops_near(self, lat, lng, radius_km: float):
+        """Stops within ``radius_km``: ``(idx, km)`` for a scalar point, :class:`RadiusPairs`
+        ``(point, idx, km)`` for arrays of points; as :meth:`works_near`.
 
         Examples
         --------
         >>> idx, km = engine.stops_near(51.2194, 4.4003, 0.4)  # doctest: +SKIP
+        >>> point, idx, km = engine.stops_near([51.2194, 51.0543], [4.4003, 3.7174], 0.4)  # doctest: +SKIP
         """
-        la, ln = self._one_point(lat, lng)
-        return self._stops.within(la, ln, _radius(radius_km))
+        return self._near(self._stops, lat, lng, radius_km)
 
     def count_works_near(self, lat, lng, radius_km: float = 2.0, mask=None):
         """Many points, aggregated (never materialising all pairs):
@@ -280,14 +323,14 @@ class Engine:
 
     # --- helpers ------------------------------------------------------------------------------
     @staticmethod
-    def _one_point(lat, lng):
+    def _near(index, lat, lng, radius_km):
         s = _scalar(lat, lng)
         if s is not None:
-            return s
-        la, ln = validate(lat, lng)
-        if la.size != 1:
-            raise ValueError(f"expected one point, got {la.size}")
-        return float(la[0]), float(ln[0])
+            return index.within(*s, _radius(radius_km))
+        la, ln = validate(lat, lng)  # coordinates first, as before: InvalidCoordinates wins
+        if np.ndim(lat) == 0 and np.ndim(lng) == 0:
+            return index.within(float(la[0]), float(ln[0]), _radius(radius_km))
+        return RadiusPairs(*index.within_many(la, ln, _radius(radius_km)))
 
     def __repr__(self):
         return (f"<Engine snapshot={self.snapshot_id[:12] or '?'} works={len(self.works)} "

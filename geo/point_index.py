@@ -14,7 +14,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .nearest_grid import NearestGrid
-from .radius_grid import RadiusGrid
+from .radius_grid import PAIR_CHUNK, PairChunk, RadiusGrid
 from .radius_table import RadiusTable
 from .spherical import CHORD_SLACK, EARTH_RADIUS_KM, chord_for_km, haversine_rad, unit_vectors
 
@@ -124,6 +124,66 @@ class PointIndex:
         return self.rows[k[order]].astype(np.int64), d[order]
 
     # --- many points --------------------------------------------------------------------------
+    def pairs(self, lat, lng, radius_km: float, chunk: int = PAIR_CHUNK):
+        """Yield :class:`geo.radius_grid.PairChunk` s covering every (query, point) pair with haversine
+        distance <= radius (``chunk.k`` numbers the compacted points: ``self.rows[chunk.k]`` is the row).
+
+        ``lat``/``lng`` are validated float64 degree arrays. Chunks come in ascending query order, a query's
+        pairs all in one chunk; at most about ``chunk`` candidate pairs exist at a time. The radius grid
+        serves; near a pole the k-d tree does (same exact test).
+
+        Examples
+        --------
+        >>> ix = PointIndex(np.array([51.0, 51.01, 52.0]), np.array([4.0, 4.0, 4.0]))
+        >>> [(c.rows[c.q].tolist(), ix.rows[c.k].tolist()) for c in ix.pairs(np.array([51.0]),
+        ...                                                                  np.array([4.0]), 2.0)]
+        [([0, 0], [0, 1])]
+        """
+        if self.tree is None or lat.size == 0:
+            return
+        grid = self.grid(radius_km)
+        if grid is not None:
+            yield from grid.pairs(lat, lng, chunk)
+            return
+        points = (self.lat_r, self.lng_r, self.cos_lat)
+        chord = chord_for_km(radius_km)
+        step = max(1, min(CHUNK, chunk // 64))
+        for s in range(0, lat.size, step):
+            rows = np.arange(s, min(lat.size, s + step))
+            xyz = unit_vectors(lat[rows], lng[rows])
+            lists = self.tree.query_ball_point(xyz, chord)
+            lens = np.fromiter((len(x) for x in lists), dtype=np.intp, count=rows.size)
+            if not lens.sum():
+                continue
+            k = np.concatenate([np.sort(np.asarray(x, dtype=np.intp)) for x in lists if x])
+            q = np.repeat(np.arange(rows.size), lens)
+            dot = np.einsum("ij,ij->i", xyz[q], self.xyz[k])
+            lat_r, lng_r = np.radians(lat[rows]), np.radians(lng[rows])
+            found = PairChunk(rows, q, k, dot, lat_r, lng_r, np.cos(lat_r), points)
+            keep = found.km() <= radius_km
+            found.q, found.k, found.dot = q[keep], k[keep], dot[keep]
+            if found.q.size:
+                yield found
+
+    def within_many(self, lat, lng, radius_km: float):
+        """(point int64, row int64, km float64): every (query, layer row) pair with haversine distance
+        <= radius, sorted by (query, distance, id); per query the same rows and distances as :meth:`within`.
+
+        Examples
+        --------
+        >>> ix = PointIndex(np.array([51.0, 51.01]), np.array([4.0, 4.0]))
+        >>> p, rows, km = ix.within_many(np.array([51.0, 53.0, 51.01]), np.array([4.0, 4.0, 4.0]), 2.0)
+        >>> p.tolist(), rows.tolist(), km.round(3).tolist()
+        ([0, 0, 2, 2], [0, 1, 1, 0], [0.0, 1.112, 0.0, 1.112])
+        """
+        parts = [(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0))]
+        for found in self.pairs(lat, lng, radius_km):
+            d = found.km()
+            point = found.rows[found.q]
+            order = np.lexsort((self.rank[found.k], d, point))
+            parts.append((point[order].astype(np.int64), self.rows[found.k[order]].astype(np.int64), d[order]))
+        return tuple(np.concatenate(a) for a in zip(*parts))
+
     def nearest_grid(self):
         """The :class:`NearestGrid` (built on first use, then kept), None for fewer than two points."""
         if self._nearest_grid is None and self.rows.size >= 2:

@@ -55,6 +55,7 @@ class RadiusGrid:
         self.start = np.searchsorted(cell[order], np.arange(self.nx * self.ny + 1)).astype(np.int64)
         self.xyz = np.ascontiguousarray(xyz[order].T)  # (3, n) sorted
         self.lat_r, self.lng_r, self.cos_lat = lat_r[order], lng_r[order], cos_lat[order]
+        self.points = (lat_r, lng_r, cos_lat)   # in the caller's point numbering (``PairChunk.k``)
         self._arange = np.arange(n)
 
     def _cells(self, lat_d, lng_d):
@@ -74,11 +75,28 @@ class RadiusGrid:
         hi = self.start[row_starts + 3]
         return rows, lo, hi
 
-    def count_nearest(self, lat_d, lng_d):
-        """(count int64, nearest km float64 / inf) for query points in degrees (validated arrays)."""
-        n = lat_d.size
-        count = np.zeros(n, dtype=np.int64)
-        nearest = np.full(n, np.inf)
+    def pairs(self, lat_d, lng_d, chunk: int = PAIR_CHUNK):
+        """Yield :class:`PairChunk` s holding every (query, point) pair with haversine distance <= radius.
+
+        Parameters
+        ----------
+        lat_d, lng_d : validated 1-D float64 arrays of query points in degrees
+        chunk : candidate pairs per chunk at most (the memory bound); a query whose 3 x 3 block alone
+            holds more candidates gets a chunk of its own. A query's pairs never span two chunks.
+
+        Chunks come in ascending query order; chunks without a pair are skipped. In/out is decided by
+        the dot product away from the threshold and by the exact haversine within ``DOT_BAND`` of it.
+
+        Examples
+        --------
+        >>> from geo.spherical import unit_vectors
+        >>> lat, lng = np.array([51.0, 51.01, 52.0]), np.array([4.0, 4.0, 4.0])
+        >>> la, ln = np.radians(lat), np.radians(lng)
+        >>> g = RadiusGrid(la, ln, np.cos(la), unit_vectors(lat, lng), 2.0)
+        >>> [(c.rows[c.q].tolist(), c.k.tolist(), c.km().round(3).tolist())
+        ...  for c in g.pairs(np.array([51.0, 53.0]), np.array([4.0, 4.0]))]
+        [([0, 0], [0, 1], [0.0, 1.112])]
+        """
         rows, lo, hi = self._blocks(lat_d, lng_d)
         lens = hi - lo
         per_point = lens.sum(axis=1)
@@ -87,51 +105,41 @@ class RadiusGrid:
         cum = np.cumsum(per_point)
         s = 0
         while s < rows.size:
-            e = int(np.searchsorted(cum, (cum[s - 1] if s else 0) + PAIR_CHUNK, side="right"))
-            e = max(e, s + 1)
-            r = rows[s:e]
-            c, d = self._chunk(lat_d[r], lng_d[r], lo[s:e], lens[s:e])
-            count[r], nearest[r] = c, d
+            e = max(int(np.searchsorted(cum, (cum[s - 1] if s else 0) + chunk, side="right")), s + 1)
+            found = self._chunk(rows[s:e], lat_d, lng_d, lo[s:e], lens[s:e])
+            if found is not None:
+                yield found
             s = e
-        return count, nearest
 
-    def _chunk(self, lat_d, lng_d, lo, lens):
-        m = lat_d.size
-        count = np.zeros(m, dtype=np.int64)
-        nearest = np.full(m, np.inf)
-        lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
+    def _chunk(self, rows, lat_d, lng_d, lo, lens):
+        lat_r, lng_r = np.radians(lat_d[rows]), np.radians(lng_d[rows])
         cos_lat = np.cos(lat_r)
         px, py, pz = cos_lat * np.cos(lng_r), cos_lat * np.sin(lng_r), np.sin(lat_r)
         flat = lens.ravel()
         total = int(flat.sum())
         offsets = np.cumsum(flat) - flat
         w = np.repeat(lo.ravel() - offsets, flat) + np.arange(total)
-        q = np.repeat(np.arange(m), lens.sum(axis=1))
+        q = np.repeat(np.arange(rows.size), lens.sum(axis=1))
         dot = px[q] * self.xyz[0, w]
         dot += py[q] * self.xyz[1, w]
         dot += pz[q] * self.xyz[2, w]
         maybe = np.flatnonzero(dot >= self.cos_r - DOT_BAND)
         if not maybe.size:
-            return count, nearest
-        w, q, dot = w[maybe], q[maybe], dot[maybe]
-        # exact haversine for the pairs near the threshold
-        inside = dot >= self.cos_r + DOT_BAND
-        band = np.flatnonzero(~inside)
-        if band.size:
-            d = haversine_rad(lat_r[q[band]], lng_r[q[band]], cos_lat[q[band]],
-                              self.lat_r[w[band]], self.lng_r[w[band]], self.cos_lat[w[band]])
-            inside[band] = d <= self.radius
-            w, q, dot = w[inside], q[inside], dot[inside]
-        if not q.size:
-            return count, nearest
-        count += np.bincount(q, minlength=m)
-        # nearest: exact haversine over the pairs whose dot product ties with the best one
-        best = np.full(m, -2.0)
-        np.maximum.at(best, q, dot)
-        top = np.flatnonzero(dot >= best[q] - DOT_BAND)
-        d = haversine_rad(lat_r[q[top]], lng_r[q[top]], cos_lat[q[top]],
-                          self.lat_r[w[top]], self.lng_r[w[top]], self.cos_lat[w[top]])
-        np.minimum.at(nearest, q[top], d)
+            return None
+        found = PairChunk(rows, q[maybe], self.order[w[maybe]], dot[maybe], lat_r, lng_r, cos_lat, self.points)
+        inside = found.within(self.radius)
+        if not inside.all():
+            found.q, found.k, found.dot = found.q[inside], found.k[inside], found.dot[inside]
+        return found if found.q.size else None
+
+    def count_nearest(self, lat_d, lng_d):
+        """(count int64, nearest km float64 / inf) for query points in degrees (validated arrays)."""
+        n = lat_d.size
+        count = np.zeros(n, dtype=np.int64)
+        nearest = np.full(n, np.inf)
+        for found in self.pairs(lat_d, lng_d):
+            count[found.rows] = np.bincount(found.q, minlength=found.rows.size)
+            nearest[found.rows] = found.nearest_km()
         return count, nearest
 
     def within_one(self, lat_r, lng_r, cos_lat, lat_d, lng_d):
@@ -148,3 +156,50 @@ class RadiusGrid:
         d = haversine_rad(lat_r, lng_r, cos_lat, self.lat_r[k], self.lng_r[k], self.cos_lat[k])
         keep = d <= self.radius
         return self.order[k[keep]], d[keep]
+
+
+class PairChunk:
+    """One chunk of (query, point) pairs within a radius, from :meth:`RadiusGrid.pairs`.
+
+    Attributes
+    ----------
+    rows : int64 array, the chunk's query numbers (ascending)
+    q : int64 array, per pair the position of its query in ``rows`` (ascending)
+    k : int64 array, per pair the point's number (position in the arrays the grid was built on)
+    dot : float64 array, per pair the unit-vector dot product (larger = nearer)
+    lat_r, lng_r, cos_lat : the chunk's query points in radians (for exact distances)
+    points : (lat_r, lng_r, cos_lat) of the grid's points, in ``k`` numbering
+    """
+
+    __slots__ = ("rows", "q", "k", "dot", "lat_r", "lng_r", "cos_lat", "points")
+
+    def __init__(self, rows, q, k, dot, lat_r, lng_r, cos_lat, points):
+        self.rows, self.q, self.k, self.dot = rows, q, k, dot
+        self.lat_r, self.lng_r, self.cos_lat, self.points = lat_r, lng_r, cos_lat, points
+
+    def km(self, sel=slice(None)) -> np.ndarray:
+        """Exact haversine km of the selected pairs (all by default)."""
+        q, k = self.q[sel], self.k[sel]
+        lat, lng, cos = self.points
+        return haversine_rad(self.lat_r[q], self.lng_r[q], self.cos_lat[q], lat[k], lng[k], cos[k])
+
+    def within(self, radius_km: float) -> np.ndarray:
+        """bool per pair: haversine distance <= ``radius_km`` (clear cases by the dot product, the band
+        around the threshold by the exact haversine)."""
+        cos_r = math.cos(min(float(radius_km) / EARTH_RADIUS_KM, math.pi))
+        inside = self.dot >= cos_r + DOT_BAND
+        band = np.flatnonzero((self.dot >= cos_r - DOT_BAND) & ~inside)
+        if band.size:
+            inside[band] = self.km(band) <= radius_km
+        return inside
+
+    def nearest_km(self) -> np.ndarray:
+        """Per query of ``rows``: exact haversine km to its nearest pair (inf without one); only the pairs
+        whose dot product ties with the query's largest are measured."""
+        m = self.rows.size
+        best = np.full(m, -2.0)
+        np.maximum.at(best, self.q, self.dot)
+        top = np.flatnonzero(self.dot >= best[self.q] - DOT_BAND)
+        nearest = np.full(m, np.inf)
+        np.minimum.at(nearest, self.q[top], self.km(top))
+        return nearest

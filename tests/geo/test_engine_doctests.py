@@ -5,7 +5,8 @@ import importlib
 
 import pytest
 
-MODULES = ["geo", "geo.spherical", "geo.polygon_index", "geo.point_index", "geo.radius_table", "geo.engine",
+MODULES = ["geo", "geo.spherical", "geo.polygon_index", "geo.point_index", "geo.radius_table", "geo.radius_grid",
+           "geo.score_grid", "geo.engine",
            "geo.coords"]
 
 
