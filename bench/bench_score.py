@@ -113,7 +113,7 @@ def naive_score(engine, lat, lng, now):
     from geo import transit as tr
     from geo import works as wk
     from geo.prepared import prepare
-    from geo.score import _air_by_station, _upcoming_clusters
+    from geo.score import _air_by_station
     from geo.timefmt import to_ms
 
     p = prepare(engine)
@@ -139,7 +139,7 @@ def naive_score(engine, lat, lng, now):
     # works: every (point, cluster) pair within 2 km
     w = p.works
     clusters = gpd.GeoDataFrame({"c": np.arange(w.ids.size), "cls": w.status_class, "wside": w.side,
-                                 "up": _upcoming_clusters(w, now)},
+                                 "up": wk.upcoming_clusters(w, now)},
                                 geometry=gpd.points_from_xy(w.lng, w.lat), crs="EPSG:4326").to_crs(METRIC)
     circles = m.assign(geometry=m.buffer(2000))
     pairs = gpd.sjoin(circles, clusters, predicate="intersects")
@@ -154,7 +154,7 @@ def naive_score(engine, lat, lng, now):
     # transit: (point, stop) pairs within 400 m, exploded to lines, matched with active detours
     d = p.detours
     now_ms = to_ms(now)
-    act = np.flatnonzero((d.start_ms <= now_ms) & (now_ms < d.end_ms))
+    act = np.flatnonzero(tr.active_detours(d, now_ms))
     det_lines = pd.DataFrame([(j, ln) for j in act for ln in d.lines[j]], columns=["j", "line"])
     stops = engine.stops.to_crs(METRIC)[["lines", "entity", "geometry"]]
     sp = gpd.sjoin(m.assign(geometry=m.buffer(400)), stops, predicate="intersects")

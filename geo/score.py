@@ -22,7 +22,7 @@ from . import works as wk
 from .air import window_values
 from .coords import as_arrays, valid_mask
 from .disruptions import RADIUS_KM, far_side
-from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, _point_coords
+from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from .errors import InvalidCoordinates
 from .point_index import PointIndex
 from .prepared import prepare
@@ -73,7 +73,7 @@ def _indexes(engine) -> _Indexes:
             found = _CACHE.get(engine)
             if found is None:
                 p = prepare(engine)
-                s_lat, s_lng = _point_coords(engine.stops)
+                s_lat, s_lng = point_coords(engine.stops)
                 s_ids = engine.stops["id"].astype(str).to_numpy() if "id" in engine.stops.columns else None
                 found = _Indexes(
                     clusters=PointIndex(p.works.lat, p.works.lng, p.works.ids),
@@ -128,9 +128,6 @@ def _clock(engine, now):
             raise ValueError("now is required: the snapshot's manifest has no asOf")
         return engine.as_of
     return now
-
-
-_upcoming_clusters = wk.upcoming_clusters  # old private name, still imported by bench/bench_score.py
 
 
 def _works_counts(engine, lat, lng, side, now):

@@ -274,3 +274,17 @@ def test_schema_and_determinism(busy, quiet):
             v.validate(json.loads(json.dumps(br.briefing(eng, *point, now))))
     again = W.engine(**BUSY)
     assert json.dumps(br.briefing(busy, LAT, LNG, W.NOW)) == json.dumps(br.briefing(again, LAT, LNG, W.NOW))
+
+
+def test_api_doc_example_is_a_real_response(engine):
+    # docs/api.md shows GET /briefing at Groenplaats and a no-stop headline in Gent, demo snapshot at asOf
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    section = doc[doc.index("## GET /briefing"):]
+    section = section[:section.index("\n## ")]
+    block = section[section.index("```json\n") + 8:]
+    assert json.loads(block[:block.index("```")]) == br.briefing(engine, 51.2194, 4.4025, engine.as_of)
+    gent = br.briefing(engine, 51.05, 3.73, engine.as_of)
+    assert f"`{gent['headline']}`" in section and "; geen halte binnen 400 m (" in gent["headline"]
+    assert f"`transitFallback` has value `{gent['keyFacts'][5]['value']}`" in section
