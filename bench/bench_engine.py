@@ -13,6 +13,7 @@ import time
 
 import geopandas as gpd
 import numpy as np
+import shapely
 
 from bench import Row, box_points, median_us, per_second, service_points
 
@@ -131,6 +132,41 @@ def run(engine) -> list[Row]:
         baseline_per_s=rows[-1].baseline_per_s, note="bucket grid (RadiusGrid), same answers",
     ))
     rows.append(_table_build_row(engine._stops, 0.4, "any_stop_near table build (400 m)"))
+    rows += _pair_rows(engine, n, works, stops, (slat, slng), (alat, alng))
+    return rows
+
+
+def _sj_pairs(frame, metres):
+    """GeoPandas answer of the array form: every (point, row) pair within ``metres`` with its distance,
+    sorted by (point, distance, row), through ``sjoin(dwithin)`` in Lambert 72."""
+    def go(lat, lng):
+        pts = _points(lat, lng, METRIC)
+        pairs = gpd.sjoin(pts, frame, predicate="dwithin", distance=metres)
+        p, i = pairs.index.to_numpy(), pairs["index_right"].to_numpy()
+        km = shapely.distance(pts.geometry.values[p], frame.geometry.values[i]) / 1000.0
+        order = np.lexsort((i, km, p))
+        return p[order], i[order], km[order]
+    return go
+
+
+def _pair_rows(engine, n, works, stops, uniform, antwerp):
+    """works_near / stops_near on arrays (RadiusPairs: point, idx, km): points/s, pairs/s and the ratio
+    against the GeoPandas pairs baseline, at 10^5 and ``n`` points."""
+    rows = []
+    cases = [("works_near 2 km arrays", engine.works_near, 2.0, _sj_pairs(works, 2000.0), uniform, ""),
+             ("works_near 2 km arrays (Antwerp)", engine.works_near, 2.0, _sj_pairs(works, 2000.0), antwerp,
+              "points clustered on Antwerp, "),
+             ("stops_near 400 m arrays", engine.stops_near, 0.4, _sj_pairs(stops, 400.0), uniform, "")]
+    for name, fn, radius, base, (lat, lng), what in cases:
+        nb = min(100_000, n)
+        baseline = per_second(lambda: base(lat[:nb], lng[:nb]), nb, repeat=1)
+        for m in sorted({min(100_000, n), n if "Antwerp" not in name else min(n, 200_000)}):
+            la, ln = lat[:m], lng[:m]
+            npairs = fn(la, ln, radius).point.size
+            rate = per_second(lambda: fn(la, ln, radius), m)
+            rows.append(Row(f"{name}, {m:,} points", batch_per_s=rate, baseline_per_s=baseline,
+                            note=f"{what}{npairs / m:.1f} pairs/point, {rate * npairs / m / 1e6:.2f} M pairs/s; "
+                                 f"GeoPandas on {nb:,} points"))
     return rows
 
 

@@ -179,10 +179,24 @@ class PointIndex:
         parts = [(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0))]
         for found in self.pairs(lat, lng, radius_km):
             d = found.km()
-            point = found.rows[found.q]
-            order = np.lexsort((self.rank[found.k], d, point))
-            parts.append((point[order].astype(np.int64), self.rows[found.k[order]].astype(np.int64), d[order]))
+            order = self._order(found.q, d, found.k)
+            parts.append((found.rows[found.q[order]].astype(np.int64),
+                          self.rows[found.k[order]].astype(np.int64), d[order]))
         return tuple(np.concatenate(a) for a in zip(*parts))
+
+    def _order(self, q, d, k):
+        """Permutation sorting pairs by (q, d, id). A stable sort on the complex key q + i·d (exact: q is an
+        integer below 2^53) is ~10x faster than a 3-key lexsort; the rare runs of equal (q, d) are then
+        ordered by id."""
+        key = q.astype(np.float64) + 1j * d
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        tie = np.flatnonzero(key[1:] == key[:-1])
+        if tie.size:
+            pos = np.union1d(tie, tie + 1)
+            sub = order[pos]
+            order[pos] = sub[np.lexsort((self.rank[k[sub]], d[sub], q[sub]))]
+        return order
 
     def nearest_grid(self):
         """The :class:`NearestGrid` (built on first use, then kept), None for fewer than two points."""
