@@ -160,7 +160,7 @@ def _pair_rows(engine, n, works, stops, uniform, antwerp):
     for name, fn, radius, base, (lat, lng), what in cases:
         nb = min(100_000, n)
         baseline = per_second(lambda: base(lat[:nb], lng[:nb]), nb, repeat=1)
-        for m in sorted({min(100_000, n), n if "Antwerp" not in name else min(n, 200_000)}):
+        for m in sorted({min(100_000, n), n}):
             la, ln = lat[:m], lng[:m]
             npairs = fn(la, ln, radius).point.size
             rate = per_second(lambda: fn(la, ln, radius), m)
