@@ -94,7 +94,6 @@ def point_coords(frame):
     return lat, lng
 
 
-_point_coords = point_coords  # old private name, still imported by geo/score.py
 
 
 class Engine:

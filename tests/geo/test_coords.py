@@ -65,9 +65,17 @@ def test_scalar_and_array_answers_are_identical(ref_engine):
         assert ints.tolist() == fn(lat.astype(int), lng.astype(int)).tolist()
 
 
-def test_single_point_methods_reject_many_points(ref_engine):
-    with pytest.raises(ValueError, match="one point"):
-        ref_engine.works_near([51.2, 51.3], [4.4, 4.4])
+def test_radius_methods_take_arrays_and_agree_with_single_points(ref_engine):
+    from geo.engine import RadiusPairs
+
+    lats, lngs = [51.2194, 51.0543, 51.2194], [4.4025, 3.7174, 4.4025]
+    got = ref_engine.works_near(lats, lngs)
+    assert isinstance(got, RadiusPairs)
+    assert len(got.point) > 0, "the synthetic works must put some within 2 km of these points"
+    for k, (la, ln) in enumerate(zip(lats, lngs)):
+        idx, km = ref_engine.works_near(la, ln)
+        assert got.idx[got.point == k].tolist() == idx.tolist()
+        assert got.km[got.point == k].tolist() == km.tolist()
 
 
 def test_engine_metadata():
