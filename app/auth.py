@@ -7,9 +7,11 @@ An admitted call is counted with one atomic statement; :func:`settle` refunds it
 
 from __future__ import annotations
 
+import sqlite3
+
 from flask import g, request
 
-from . import accounts, usage
+from . import accounts, apikeys, usage
 from .clock import wall_now
 from .db import get_db
 from .errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, RateLimited
@@ -40,34 +42,51 @@ def _reject(error) -> None:
 
 
 def require_api_access() -> None:
-    """``before_request`` of the data endpoints: sets ``g.account``, ``g.rate`` and ``g.admitted``."""
+    """``before_request`` of the data endpoints: sets ``g.account``, ``g.rate`` and ``g.admitted``.
+
+    The common case — a live key whose plan has API access and quota left — is one SQLite statement
+    (:func:`usage.admit_key`: look-up and count together). When it counts nothing, the separate look-up,
+    plan check and admission below find out which answer applies (401, 403 or 429).
+    """
     if request.method == "OPTIONS":
         return
     token = bearer_token()
     if token is None:
         _reject(MissingKey())
     conn = get_db()
-    account = accounts.authenticate(conn, token)
-    if account is None:
-        _reject(InvalidKey())
-    plan = PLANS.get(account["plan"])
     now = wall_now()
-    reset_at = usage.next_reset(now)
-    if plan is None or not plan.api_access:
-        g.rate = RateInfo(0, 0, int(reset_at.timestamp()))
-        raise PlanRequired(
-            f"the {plan.label if plan else account['plan']} plan does not include API access; "
-            "upgrade to Developer, API, Pro or Enterprise"
-        )
-    day = usage.day_of(now)
-    count = usage.admit(conn, account["id"], day, plan.daily_quota)
-    if count is None:
-        g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota, reset_at)
-        seconds = max(1, int((reset_at - now).total_seconds()))
-        raise QuotaExceeded(
-            f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",
-            headers={"Retry-After": str(seconds)},
-        )
+    day, reset_at = usage.day_and_reset(now)
+    account = None
+    if apikeys.well_formed(token):
+        try:
+            account = usage.admit_key(conn, apikeys.digest(token), day, PLANS.values())
+        except sqlite3.OperationalError:
+            # the store is write-locked or failing: an unknown key is still 401, as the read alone says
+            if accounts.authenticate(conn, token) is None:
+                _reject(InvalidKey())
+            raise
+    if account is not None:
+        plan = PLANS[account["plan"]]
+        count = account["count"]
+    else:
+        account = accounts.authenticate(conn, token)
+        if account is None:
+            _reject(InvalidKey())
+        plan = PLANS.get(account["plan"])
+        if plan is None or not plan.api_access:
+            g.rate = RateInfo(0, 0, int(reset_at.timestamp()))
+            raise PlanRequired(
+                f"the {plan.label if plan else account['plan']} plan does not include API access; "
+                "upgrade to Developer, API, Pro or Enterprise"
+            )
+        count = usage.admit(conn, account["id"], day, plan.daily_quota)
+        if count is None:
+            g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota, reset_at)
+            seconds = max(1, int((reset_at - now).total_seconds()))
+            raise QuotaExceeded(
+                f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",
+                headers={"Retry-After": str(seconds)},
+            )
     g.account = account
     g.admitted = (account["id"], day)
     g.rate = RateInfo.daily(plan.daily_quota, count, reset_at)

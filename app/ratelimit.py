@@ -10,9 +10,11 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from functools import partial, wraps
 from datetime import datetime
 
 from flask import current_app, request
+from flask.globals import request_ctx
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from limits import parse
@@ -125,9 +127,33 @@ def init_app(app) -> None:
     funcs = app.before_request_funcs.setdefault(None, [])
     if limiter._check_request_limit in funcs:
         funcs[funcs.index(limiter._check_request_limit)] = _check_decorated_limits
+    # Its after_request (conditional deductions, headers) and teardown (context reset) only act on the
+    # per-request limiter context; a request that never created one (the keyed data routes, /healthz)
+    # skips both instead of creating an empty context to inspect and reset.
+    after = app.after_request_funcs.setdefault(None, [])
+    for i, func in enumerate(after):
+        if isinstance(func, partial) and func.args == (limiter,) and "inject_headers" in func.func.__name__:
+            after[i] = _when_limiter_context(func)
+    teardown = app.teardown_request_funcs.setdefault(None, [])
+    for i, func in enumerate(teardown):
+        if getattr(func, "__self__", None) is limiter and "release_context" in func.__name__:
+            teardown[i] = _when_limiter_context(func)
 
 
 _UNLIMITED_BLUEPRINTS = ("api_v1.data", "health")
+
+
+def _when_limiter_context(hook):
+    """``hook`` (a Flask-Limiter after-request/teardown hook), run only when this request touched the
+    limiter's per-request context; without one it would find no limit, deduction or state to act on."""
+
+    @wraps(hook)
+    def run(arg=None):
+        if hasattr(request_ctx._get_current_object(), "_limiter_request_context"):
+            return hook(arg)
+        return arg
+
+    return run
 
 
 def _check_decorated_limits() -> None:

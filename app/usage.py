@@ -14,6 +14,7 @@ Examples
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
 
 _ADMIT = (
     "INSERT INTO usage (account_id, day, count) VALUES (:account, :day, 1)"
@@ -33,6 +34,55 @@ def admit(conn, account_id: int, day: str, limit: int | None) -> int | None:
         return None
     row = conn.execute(_ADMIT, {"account": account_id, "day": day, "limit": limit}).fetchone()
     return None if row is None else row[0]
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@lru_cache(maxsize=4)
+def _admit_key_sql(plans: tuple) -> str:
+    """The statement of :func:`admit_key` for these plans (their quotas become SQL literals)."""
+    callable_plans = [p for p in plans if p.api_access and (p.daily_quota is None or p.daily_quota > 0)]
+    names = ", ".join(_quote(p.name) for p in callable_plans)
+    cases = " ".join(f"WHEN {_quote(p.name)} THEN {int(p.daily_quota)}"
+                     for p in callable_plans if p.daily_quota is not None)
+    limit = f"(SELECT CASE plan {cases} END FROM accounts WHERE id = excluded.account_id)" if cases else "NULL"
+    return (
+        "INSERT INTO usage (account_id, day, count)"
+        " SELECT k.account_id, :day, 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id"
+        f" WHERE k.digest = :digest AND k.revoked_at IS NULL AND a.plan IN ({names})"
+        " ON CONFLICT (account_id, day) DO UPDATE SET count = count + 1"
+        f" WHERE count < IFNULL({limit}, count + 1)"
+        " RETURNING account_id AS id,"
+        " (SELECT email FROM accounts WHERE id = usage.account_id) AS email,"
+        " (SELECT plan FROM accounts WHERE id = usage.account_id) AS plan,"
+        " (SELECT id FROM api_keys WHERE digest = :digest) AS key_id,"
+        " count"
+    )
+
+
+def admit_key(conn, digest: str, day: str, plans) -> "sqlite3.Row | None":
+    """Authenticate and admit in one statement: count one call for the live key with SHA-256 ``digest``
+    when its account's plan (one of ``plans``, a sequence of :class:`app.plans.Plan`) has API access and
+    the day's count is below the plan's quota.
+
+    Returns the row ``(id, email, plan, key_id, count)``, or None when nothing was counted (unknown or
+    revoked key, plan without API access or unknown, quota exhausted): the caller then finds out which
+    with :func:`app.accounts.authenticate` and :func:`admit`.
+
+    Examples
+    --------
+    >>> from app import accounts
+    >>> from app.apikeys import digest
+    >>> from app.db import connect, migrate
+    >>> from app.plans import PLANS
+    >>> conn = connect(":memory:"); _ = migrate(conn)
+    >>> _, key = accounts.create_account(conn, "a@b.be", "developer")
+    >>> admit_key(conn, digest(key), "2026-11-16", tuple(PLANS.values()))["count"]
+    1
+    """
+    return conn.execute(_admit_key_sql(tuple(plans)), {"digest": digest, "day": day}).fetchone()
 
 
 def refund(conn, account_id: int, day: str) -> None:
@@ -59,6 +109,23 @@ def history(conn, account_id: int, days: int = 30) -> list[tuple[str, int]]:
 def day_of(now: datetime) -> str:
     """The UTC calendar day of ``now`` (aware), e.g. ``2026-11-16``."""
     return now.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def day_and_reset(now: datetime) -> tuple[str, datetime]:
+    """``(day_of(now), next_reset(now))``, computed once per UTC day.
+
+    Examples
+    --------
+    >>> day_and_reset(datetime(2026, 11, 16, 23, 59, 59, tzinfo=UTC))[0]
+    '2026-11-16'
+    """
+    return _day_and_reset(now.astimezone(UTC).date())
+
+
+@lru_cache(maxsize=4)
+def _day_and_reset(date) -> tuple[str, datetime]:
+    start = datetime(date.year, date.month, date.day, tzinfo=UTC)
+    return day_of(start), next_reset(start)
 
 
 def next_reset(now: datetime) -> datetime:

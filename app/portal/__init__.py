@@ -37,6 +37,18 @@ class PortalSessionInterface(SecureCookieSessionInterface):
 
     serializer = _SessionSerializer()
 
+    def open_session(self, app, request):
+        # no cookie: the empty session Flask would return, without building a signing serializer
+        if app.secret_key and not request.cookies.get(self.get_cookie_name(app)):
+            return self.session_class()
+        return super().open_session(app, request)
+
+    def save_session(self, app, session, response):
+        # an untouched empty session sets, deletes and varies nothing (what Flask's own method concludes)
+        if not session and not session.accessed and not session.modified:
+            return
+        super().save_session(app, session, response)
+
     def get_cookie_secure(self, app):
         if app.config.get("SESSION_COOKIE_SECURE"):
             return True

@@ -16,9 +16,12 @@ See ``docs/sources.md``.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from .settings import SourceSettings
 
 EXTENSION = "urban_sources"
+_MARGIN = timedelta(milliseconds=1)
 
 
 def init_app(app) -> None:
@@ -30,7 +33,7 @@ def init_app(app) -> None:
     from flask import current_app, g, request
 
     from .cli import snapshot_group
-    from .freshness import ENDPOINT_LAYERS, stale_error, stale_layers
+    from .freshness import ENDPOINT_LAYERS, fresh_until, stale_error, stale_layers
     from .reload import SnapshotWatcher
 
     settings = SourceSettings.from_mapping(app.config)
@@ -55,36 +58,50 @@ def init_app(app) -> None:
         watcher = state["watcher"]
         if watcher is not None:
             watcher.maybe_reload(holder)
-            if _needs_fresher(holder.engine, state["settings"]):
+            if _stale(state, holder.engine):
                 # an idle worker's engine aged past a limit: a fresher published snapshot is loaded inline
                 watcher.maybe_reload(holder, urgent=True)
         g.urban_engine = holder.engine
 
-    def _needs_fresher(engine, settings) -> bool:
-        layers = ENDPOINT_LAYERS.get((request.endpoint or "").rsplit(".", 1)[-1])
+    def _stale(state, engine) -> list:
+        """The live layers this request's endpoint needs that ``engine`` holds past their limit.
+
+        Each engine's manifest gives a constant deadline per endpoint (``fresh_until``, cached for the
+        engine in use): before it (with a 1 ms margin) nothing can be stale and no timestamp is parsed;
+        near or past it the exact check runs.
+        """
+        if request.endpoint is None:
+            return []
+        layers = ENDPOINT_LAYERS.get(request.endpoint.rsplit(".", 1)[-1])
         manifest = getattr(engine, "manifest", None)
         if not layers or not manifest:
-            return False
+            return []
+        limits = state["settings"].freshness
+        cached_engine, cached_limits, deadlines = state.get("fresh_until") or (None, None, None)
+        if cached_engine is not engine or cached_limits is not limits:
+            deadlines = {}
+            state["fresh_until"] = (engine, limits, deadlines)
+        if layers not in deadlines:
+            deadlines[layers] = fresh_until(manifest, layers, limits)
+        deadline = deadlines[layers]
+        if deadline is None:
+            return []
         from app.clock import wall_now
 
-        return bool(stale_layers(manifest, layers, wall_now(), settings.freshness))
+        now = wall_now()
+        if now < deadline - _MARGIN:
+            return []
+        return stale_layers(manifest, layers, now, limits)
 
     @app.after_request
     def _check_freshness(response):
         if response.status_code != 200 or request.endpoint is None:
             return response
-        layers = ENDPOINT_LAYERS.get(request.endpoint.rsplit(".", 1)[-1])
-        engine = g.get("urban_engine")
-        manifest = getattr(engine, "manifest", None)
-        if not layers or not manifest:
-            return response
-        from app.clock import wall_now
-        from app.errors import error_response
-
-        stale = stale_layers(manifest, layers, wall_now(),
-                             current_app.extensions[EXTENSION]["settings"].freshness)
+        stale = _stale(current_app.extensions[EXTENSION], g.get("urban_engine"))
         if not stale:
             return response
+        from app.errors import error_response
+
         err = stale_error(stale)
         current_app.logger.warning("502 upstream_error for %s: %s", request.path, err.message)
         return error_response(err)

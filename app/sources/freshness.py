@@ -9,7 +9,7 @@ configurable with ``URBAN_FRESHNESS`` (defaults in ``settings.DEFAULT_FRESHNESS`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Iterable, Mapping
 
 from .catalog import LAYER_SOURCE, SOURCES
@@ -59,6 +59,29 @@ def stale_layers(manifest: Mapping, layers: Iterable[str], now: datetime,
         age = (now - retrieved).total_seconds()
         if age > limits[layer]:
             out.append(Stale(layer, LAYER_SOURCE.get(layer, "?"), retrieved, age, float(limits[layer])))
+    return out
+
+
+def fresh_until(manifest: Mapping, layers: Iterable[str], limits: Mapping[str, float]) -> datetime | None:
+    """The instant after which :func:`stale_layers` may report one of ``layers`` (None: never).
+
+    A per-engine constant, so the per-request check is one comparison; the exact check runs only near
+    or past it.
+
+    Examples
+    --------
+    >>> m = {"layers": {"no2": {"kind": "live", "retrievedAt": "2026-11-16T07:00:00.000Z"}}}
+    >>> fresh_until(m, ["no2", "lez"], {"no2": 3 * 3600}).isoformat()
+    '2026-11-16T10:00:00+00:00'
+    """
+    out = None
+    entries = manifest.get("layers") or {}
+    for layer in layers:
+        entry = entries.get(layer) or {}
+        if entry.get("kind") != "live" or layer not in limits:
+            continue
+        until = _parse(entry["retrievedAt"]) + timedelta(seconds=limits[layer])
+        out = until if out is None else min(out, until)
     return out
 
 
