@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import re
-import uuid
 
 from flask import current_app, g, request
 from flask.json.provider import DefaultJSONProvider
@@ -21,6 +21,8 @@ log = logging.getLogger("app.http")
 RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id")
 ALLOWED_REQUEST_HEADERS = ("Authorization", "Content-Type", "If-None-Match", "X-Request-Id")
+_EXPOSE_HEADERS = ", ".join(EXPOSED)
+_ALLOW_HEADERS = ", ".join(ALLOWED_REQUEST_HEADERS)
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
@@ -64,7 +66,7 @@ def data_response(body: dict):
 def assign_request_id() -> None:
     """``before_request``: take a sane ``X-Request-Id`` from the client or make one."""
     given = request.headers.get("X-Request-Id", "")
-    g.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    g.request_id = given if _REQUEST_ID.match(given) else os.urandom(16).hex()  # 128 random bits, 32 hex
 
 
 def json_body():
@@ -110,6 +112,19 @@ def _conditional(response) -> None:
             response.headers.pop(name, None)
 
 
+def _set_headers(headers, values: dict[str, str]) -> None:
+    """``headers[name] = value`` for each item (replacing any earlier value): names the response does not
+    carry yet are appended in one ``extend`` instead of a scan of the whole list per name."""
+    present = {name.lower() for name, _value in headers}
+    fresh = []
+    for name, value in values.items():
+        if name.lower() in present:
+            headers[name] = value
+        else:
+            fresh.append((name, value))
+    headers.extend(fresh)
+
+
 def finalize(response):
     """``after_request`` for every response (errors included)."""
     try:
@@ -123,17 +138,18 @@ def finalize(response):
             rate = ratelimit.peek()
         except Exception:
             log.exception("rate-limit storage unavailable (request %s)", g.get("request_id"))
-    if rate is not None:
-        response.headers.update(rate.headers())
-    response.headers["X-Request-Id"] = g.get("request_id", "")
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    values = rate.headers() if rate is not None else {}
+    values["X-Request-Id"] = g.get("request_id", "")
+    if "X-Content-Type-Options" not in response.headers:
+        values["X-Content-Type-Options"] = "nosniff"
     if request.path.startswith("/api/"):
-        response.headers["Access-Control-Allow-Origin"] = current_app.config["CORS_ALLOW_ORIGIN"]
-        response.headers["Access-Control-Expose-Headers"] = ", ".join(EXPOSED)
+        values["Access-Control-Allow-Origin"] = current_app.config["CORS_ALLOW_ORIGIN"]
+        values["Access-Control-Expose-Headers"] = _EXPOSE_HEADERS
         if request.method == "OPTIONS":
-            response.headers["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
-            response.headers["Access-Control-Allow-Headers"] = ", ".join(ALLOWED_REQUEST_HEADERS)
-            response.headers["Access-Control-Max-Age"] = "600"
+            values["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
+            values["Access-Control-Allow-Headers"] = _ALLOW_HEADERS
+            values["Access-Control-Max-Age"] = "600"
+    _set_headers(response.headers, values)
     return response
 
 

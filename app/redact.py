@@ -81,6 +81,18 @@ def echo(value: str) -> str:
     return repr(value)
 
 
+#: name=value pairs of characters that parse_qsl and urlencode give back unchanged
+_PLAIN_QUERY = re.compile(r"^[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*(?:&[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*)*$")
+
+
+def _plain_query_secret(query: str) -> bool:
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if name.lower() in _SECRET_NAMES or is_secret_like(value):
+            return True
+    return False
+
+
 def redact_query(query: str) -> str:
     """The query string with secret-looking parameters replaced (names kept, order kept).
 
@@ -93,6 +105,8 @@ def redact_query(query: str) -> str:
     """
     if not query:
         return ""
+    if _PLAIN_QUERY.match(query) and not _plain_query_secret(query):
+        return query  # what parse_qsl + urlencode would give back unchanged
     pairs = parse_qsl(query, keep_blank_values=True)
     out = [(name, REDACTED if name.lower() in _SECRET_NAMES or is_secret_like(value) else value)
            for name, value in pairs]

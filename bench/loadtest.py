@@ -7,7 +7,7 @@ Runs (each against the same server, one process tree started from ``gunicorn.con
    write on every call), random saved locations and random coordinates inside the service area;
 3. single client: the same mix over one connection.
 
-Prints requests/s, p50/p95/p99 and errors per run, the mix as a share of the ceiling, the targets, and checks
+Prints requests/s, p50/p95/p99, worker CPU per request and errors per run, the mix as a share of the ceiling, the targets, and checks
 that the account store counted exactly the 200s the client saw. Needs Debian's ``wrk``: when it is missing
 and we run as root it is installed with apt-get (announced on stdout), otherwise the script stops and says
 how to install it. Options: ``--workers N`` (default ``WEB_CONCURRENCY`` or 4), ``--seconds S`` per run,
@@ -117,6 +117,29 @@ def run_wrk(wrk: str, port: int, script: Path, *, path: str, connections: int, t
     return res
 
 
+def workers_cpu(server) -> float:
+    """CPU seconds (user + system) used so far by the server's live workers: divided by the requests of
+    a run it gives the server's CPU cost per request, which a busy shared machine distorts far less than
+    wall-clock latency."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in server.worker_pids():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def measured(server, wrk, port, script, **kwargs) -> dict:
+    """:func:`run_wrk` plus ``cpu_us``: worker CPU microseconds per request during the run."""
+    before = workers_cpu(server)
+    res = run_wrk(wrk, port, script, **kwargs)
+    res["cpu_us"] = (workers_cpu(server) - before) * 1e6 / max(1, res["requests"])
+    return res
+
+
 def stored_count(instance: Path) -> int:
     with sqlite3.connect(instance / "urban.sqlite") as conn:
         return conn.execute("SELECT COALESCE(SUM(count), 0) FROM usage").fetchone()[0]
@@ -124,13 +147,13 @@ def stored_count(instance: Path) -> int:
 
 def render(rows, ceiling_rps) -> str:
     head = f"{'run':<34}{'conns':>6}{'req/s':>10}{'share':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}" \
-           f"{'max ms':>9}{'errors':>8}"
+           f"{'max ms':>9}{'cpu us':>9}{'errors':>8}"
     lines = [head, "-" * len(head)]
     for name, conns, r in rows:
         errors = r["other"] + r["socket_errors"]
         lines.append(f"{name:<34}{conns:>6}{r['rps']:>10,.0f}{r['rps'] / ceiling_rps:>8.0%}"
                      f"{r['p50'] / 1e3:>9.2f}{r['p95'] / 1e3:>9.2f}{r['p99'] / 1e3:>9.2f}"
-                     f"{r['max'] / 1e3:>9.1f}{errors:>8}")
+                     f"{r['max'] / 1e3:>9.1f}{r['cpu_us']:>9.0f}{errors:>8}")
     return "\n".join(lines)
 
 
@@ -160,10 +183,11 @@ def main(argv=None) -> int:
                       log=tmp / "gunicorn.log") as server:
             c, t = args.connections, args.wrk_threads
             run_wrk(wrk, server.port, mix, path="/", connections=c, threads=t, seconds=2)  # warm-up
-            ceiling = run_wrk(wrk, server.port, ping, path="/_bench/ping", connections=c, threads=t,
-                              seconds=seconds)
-            mixed = run_wrk(wrk, server.port, mix, path="/", connections=c, threads=t, seconds=seconds)
-            single = run_wrk(wrk, server.port, mix, path="/", connections=1, threads=1, seconds=seconds * 0.6)
+            ceiling = measured(server, wrk, server.port, ping, path="/_bench/ping", connections=c, threads=t,
+                               seconds=seconds)
+            mixed = measured(server, wrk, server.port, mix, path="/", connections=c, threads=t, seconds=seconds)
+            single = measured(server, wrk, server.port, mix, path="/", connections=1, threads=1,
+                              seconds=seconds * 0.6)
             status = get(server.port, "/healthz")[0]
         counted = stored_count(fx.instance)
     elapsed = time.monotonic() - started
