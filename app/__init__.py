@@ -21,6 +21,24 @@ from .state import UrbanState
 log = logging.getLogger("app")
 
 
+class UrbanFlask(Flask):
+    """Flask, remembering which hooks and views are coroutines: Flask asks ``inspect`` again for each of
+    the ~11 functions it runs per request, and the answer for a function never changes."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._sync_funcs: dict = {}
+
+    def ensure_sync(self, func):
+        try:
+            return self._sync_funcs[func]
+        except KeyError:
+            sync = self._sync_funcs[func] = super().ensure_sync(func)
+            return sync
+        except TypeError:  # unhashable callable
+            return super().ensure_sync(func)
+
+
 def _instance_path(test_config: dict | None) -> str | None:
     path = (test_config or {}).get("INSTANCE_PATH") or os.environ.get("URBAN_INSTANCE_PATH")
     return os.path.abspath(path) if path else None
@@ -62,7 +80,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     ``test_config`` overrides every other source; besides the settings of ``docs/configuration.md`` it
     accepts ``INSTANCE_PATH``, ``ENGINE`` (an Engine or None), ``WALL_CLOCK`` and ``DATA_CLOCK``.
     """
-    app = Flask(__name__, instance_path=_instance_path(test_config), instance_relative_config=True)
+    app = UrbanFlask(__name__, instance_path=_instance_path(test_config), instance_relative_config=True)
     load_config(app, test_config)
     logging.getLogger("app").setLevel(app.config["LOG_LEVEL"])
     os.makedirs(app.instance_path, exist_ok=True)

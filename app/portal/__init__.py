@@ -39,7 +39,8 @@ class PortalSessionInterface(SecureCookieSessionInterface):
 
     def open_session(self, app, request):
         # no cookie: the empty session Flask would return, without building a signing serializer
-        if app.secret_key and not request.cookies.get(self.get_cookie_name(app)):
+        if app.secret_key and ("HTTP_COOKIE" not in request.environ
+                               or not request.cookies.get(self.get_cookie_name(app))):
             return self.session_class()
         return super().open_session(app, request)
 
