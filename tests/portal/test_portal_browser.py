@@ -18,6 +18,18 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 
+def click_and_wait(driver, element, timeout=15):
+    """Click a link/submit button and wait until the next page has replaced this one."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, timeout).until(EC.staleness_of(page))
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 @pytest.fixture
 def browser():
     from selenium import webdriver
@@ -73,7 +85,7 @@ def test_browser_walks_signup_to_revocation(browser, live_server, smtp_server):
     check_accessible(browser)
     assert not shoot(browser, "01-start"), "start page scrolls sideways on a phone"
     browser.find_element(By.ID, "email").send_keys("browser@stad.be")
-    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "main button[type=submit]"))
     assert browser.find_element(By.TAG_NAME, "h1").text == "Check your mail"
     shoot(browser, "02-sent")
 
@@ -82,7 +94,7 @@ def test_browser_walks_signup_to_revocation(browser, live_server, smtp_server):
     check_accessible(browser)
     assert browser.find_element(By.TAG_NAME, "h1").text == "Confirm your sign-up"
     assert not shoot(browser, "03-confirm")
-    browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]"))
 
     key = browser.find_element(By.CSS_SELECTOR, "[data-testid=api-key]").text.strip()
     assert key.startswith("uc_live_")
@@ -91,13 +103,13 @@ def test_browser_walks_signup_to_revocation(browser, live_server, smtp_server):
     api = requests.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10)
     assert api.status_code == 200 and api.json() == {"locations": []}
 
-    browser.find_element(By.LINK_TEXT, "Go to the API section").click()
+    click_and_wait(browser, browser.find_element(By.LINK_TEXT, "Go to the API section"))
     check_accessible(browser)
     assert browser.find_element(By.CSS_SELECTOR, "[data-testid=plan]").text == "Developer"
     assert "1 of 100" in browser.find_element(By.CSS_SELECTOR, "[data-testid=usage]").text
     assert key not in browser.page_source and key[:14] in browser.page_source
     assert not shoot(browser, "05-api-section")
-    browser.find_element(By.CSS_SELECTOR, f"button[aria-label='Revoke key {key[:14]}']").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, f"button[aria-label='Revoke key {key[:14]}']"))
     assert "is revoked" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
     shoot(browser, "06-revoked")
     api = requests.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10)
