@@ -19,15 +19,19 @@ SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 
 def click_and_wait(driver, element, timeout=15):
-    """Click a link/submit button and wait until the next page has replaced this one."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
+    """Click a link/submit button and wait until the next page has replaced this one.
+
+    The old document is marked with a window property; the new page has none once it has loaded. (Chromium
+    may answer a query on the old node with a generic error instead of a stale-element one, so none is used.)
+    """
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("window.__beforeClick = true;")
     element.click()
-    WebDriverWait(driver, timeout).until(EC.staleness_of(page))
-    WebDriverWait(driver, timeout).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return window.__beforeClick === undefined && document.readyState === 'complete';"))
 
 
 @pytest.fixture
