@@ -16,7 +16,7 @@ from geo import upstream as normalise
 
 from .errors import UpstreamError
 from .http import Upstream
-from .payload import SourceData, feature_collection
+from .payload import SourceData, fetch_geojson_layer
 from .settings import SourceSettings
 
 SOURCE = "boundary"
@@ -37,12 +37,6 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     """
     if not enabled(settings):
         raise UpstreamError(SOURCE, "regional boundary: no URL configured (set URBAN_BOUNDARY_URL)")
-    got = up.get_json(SOURCE, settings.boundary_url,
-                      headers={"Accept": "application/geo+json, application/json"},
-                      expire_after=settings.expiry(SOURCE, "boundary"), check=feature_collection)
-    try:
-        normalise.normalise_boundary(got.payload)
-    except normalise.UpstreamFormatError as exc:
-        raise UpstreamError(SOURCE, f"regional boundary: unusable payload ({exc})") from None
-    return SourceData(SOURCE, raw={"boundary": got.payload}, retrieved_at={"service_area": got.retrieved_at},
-                      requests=1, from_cache=int(got.from_cache))
+    return fetch_geojson_layer(up, SOURCE, settings.boundary_url, layer="service_area", kind="boundary",
+                               label="regional boundary", normaliser=normalise.normalise_boundary,
+                               expire_after=settings.expiry(SOURCE, "boundary"))

@@ -9,9 +9,8 @@ from datetime import datetime
 
 from geo import upstream as normalise
 
-from .errors import UpstreamError
 from .http import Upstream
-from .payload import SourceData, feature_collection
+from .payload import SourceData, fetch_geojson_layer
 from .settings import SourceSettings
 
 SOURCE = "lez"
@@ -26,12 +25,6 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     >>> fetch(Upstream(session, settings), settings).raw["lez"]["type"]   # doctest: +SKIP
     'FeatureCollection'
     """
-    got = up.get_json(SOURCE, f"{settings.lez_url}/query", params=QUERY,
-                      headers={"Accept": "application/geo+json, application/json"},
-                      expire_after=settings.expiry(SOURCE, "lez"), check=feature_collection)
-    try:
-        normalise.normalise_lez(got.payload)
-    except normalise.UpstreamFormatError as exc:
-        raise UpstreamError(SOURCE, f"LEZ: unusable payload ({exc})") from None
-    return SourceData(SOURCE, raw={"lez": got.payload}, retrieved_at={"lez": got.retrieved_at},
-                      requests=1, from_cache=int(got.from_cache))
+    return fetch_geojson_layer(up, SOURCE, f"{settings.lez_url}/query", params=QUERY, layer="lez", kind="lez",
+                               label="LEZ", normaliser=normalise.normalise_lez,
+                               expire_after=settings.expiry(SOURCE, "lez"))

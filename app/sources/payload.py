@@ -6,6 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
+from geo.upstream import UpstreamFormatError
+
+from .errors import UpstreamError
 from .http import PayloadError
 
 
@@ -62,3 +65,19 @@ def array_of_objects(payload: Any) -> None:
         raise PayloadError(f"expected a JSON array, got {type(payload).__name__}")
     if any(not isinstance(item, dict) for item in payload):
         raise PayloadError("expected an array of objects")
+
+
+def fetch_geojson_layer(up, source: str, url: str, *, layer: str, kind: str, label: str,
+                        normaliser: Callable[[Any], Any], expire_after, params: dict | None = None) -> SourceData:
+    """GET one GeoJSON FeatureCollection, check it normalises, and wrap it as ``raw[kind]`` for ``layer``.
+
+    A payload the normaliser refuses is an ``UpstreamError`` naming ``label``; nothing is kept from it.
+    """
+    got = up.get_json(source, url, params=params, headers={"Accept": "application/geo+json, application/json"},
+                      expire_after=expire_after, check=feature_collection)
+    try:
+        normaliser(got.payload)
+    except UpstreamFormatError as exc:
+        raise UpstreamError(source, f"{label}: unusable payload ({exc})") from None
+    return SourceData(source, raw={kind: got.payload}, retrieved_at={layer: got.retrieved_at},
+                      requests=1, from_cache=int(got.from_cache))
