@@ -13,12 +13,12 @@ from typing import NamedTuple
 import numpy as np
 
 from . import transit as tr
-from . import works as wk
 from .engine import RIVER_NONE
+from .lookups import lookups
+from .moment import moment
 from .point import checked_point
 from .prepared import prepare
 from .spherical import haversine_rad
-from .timefmt import to_ms
 
 RADIUS_KM = 2.0
 
@@ -54,31 +54,96 @@ def find(engine, lat: float, lng: float, now) -> Found:
     --------
     >>> found = find(engine, 51.2194, 4.4025, now)  # doctest: +SKIP
     """
-    p = prepare(engine)
+    return find_at(engine, lat, lng, moment(engine, now))
+
+
+def find_at(engine, lat: float, lng: float, m) -> Found:
+    """:func:`find` with the clock-dependent data of a :class:`geo.moment.Moment` (shared by the endpoints).
+
+    Equivalent to the vectorised rules: works rows within 2 km that represent a cluster not on the far river
+    side; detours in force, not on the far side and, when stops lie within the stop distance, sharing a line
+    with one of them; detours sorted by (distance, id).
+    """
+    lk = m.lookups
     side = int(engine.river_side(lat, lng)[0])
-    now_ms = to_ms(now)
 
-    w = p.works
     idx, km = engine.works_near(lat, lng, RADIUS_KM)
-    cl = w.row_cluster[idx]
-    keep = cl >= 0
-    cl, km = cl[keep], km[keep]
-    keep = ~far_side(side, w.side[cl])
-    cl, km = cl[keep], km[keep]
-    hit = wk.upcoming_clusters(w, now)
+    if idx.size:
+        keep = lk.row_listed[side][idx]
+        cl, km = lk.row_cluster[idx[keep]], km[keep]
+    else:
+        cl = idx
 
-    d = p.detours
     stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
-    active = tr.active_detours(d, now_ms) & ~far_side(side, d.side)
-    if stops.size:
-        served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
-        active &= (d.line_bits & served).any(axis=1)
-    sel = np.flatnonzero(active)
-    la, ln = math.radians(lat), math.radians(lng)
-    dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
-    dkm[np.isnan(dkm)] = np.inf
-    order = np.lexsort((d.id_rank[sel], dkm))
-    return Found(cl, km, hit[cl], sel[order], dkm[order], bool(stops.size))
+    mask = m.active[side]
+    if stops.size and mask:
+        served = 0
+        stop_detours = lk.stop_detours
+        for s in stops.tolist():
+            served |= stop_detours[s]
+        mask &= served
+    if mask:
+        sel = lk.selection(mask)
+        la, ln = math.radians(lat), math.radians(lng)
+        dkm = haversine_rad(la, ln, math.cos(la), lk.detour_lat_r[sel], lk.detour_lng_r[sel],
+                            lk.detour_cos[sel])
+        dkm[np.isnan(dkm)] = np.inf
+        order = np.lexsort((lk.id_rank[sel], dkm))
+        sel, dkm = sel[order], dkm[order]
+    else:
+        sel, dkm = np.zeros(0, dtype=np.int64), np.zeros(0)
+    return Found(cl, km, m.upcoming[cl], sel, dkm, bool(stops.size))
+
+
+class Tally(NamedTuple):
+    """Counts of a selection (one pass over its clusters and detours)."""
+
+    running: int
+    planned: int
+    upcoming: int          # planned clusters starting within 14 days
+    near_running: int      # running clusters within ``near_km``
+    nearest_running_km: float  # distance of the nearest running cluster, None when there is none
+    severity: tuple        # detours per severity (low, medium, high)
+
+
+def tally(lk, found: Found, near_km: float = 0.0) -> Tally:
+    """:class:`Tally` of a selection, with :class:`geo.lookups.Lookups` ``lk`` of its engine.
+
+    Examples
+    --------
+    >>> tally(lookups(engine), find(engine, 51.2194, 4.4025, now), 0.5).running  # doctest: +SKIP
+    3
+    """
+    running, planned = lk.running, lk.planned
+    n_run = n_plan = n_up = n_near = 0
+    nearest = None
+    for c, k, up in zip(found.clusters.tolist(), found.cluster_km.tolist(), found.upcoming.tolist()):
+        if running[c]:
+            n_run += 1
+            if nearest is None:
+                nearest = k
+            if k <= near_km:
+                n_near += 1
+        elif planned[c]:
+            n_plan += 1
+            if up:
+                n_up += 1
+    sev = [0, 0, 0]
+    severity = lk.severity
+    for j in found.detours.tolist():
+        sev[severity[j]] += 1
+    return Tally(n_run, n_plan, n_up, n_near, nearest, tuple(sev))
+
+
+def summary_of(t: Tally, found: Found) -> dict:
+    """The ``summary`` counts of a tallied selection."""
+    return {
+        "activeWorks": t.running,
+        "plannedWorks": t.planned,
+        "upcomingWorks14d": t.upcoming,
+        "transitDisruptions": int(found.detours.size),
+        "highSeverityTransit": t.severity[tr.HIGH],
+    }
 
 
 def summary(engine, found: Found) -> dict:
@@ -89,15 +154,7 @@ def summary(engine, found: Found) -> dict:
     >>> summary(engine, find(engine, 51.2194, 4.4025, now))["activeWorks"]  # doctest: +SKIP
     3
     """
-    p = prepare(engine)
-    cls = p.works.status_class[found.clusters]
-    return {
-        "activeWorks": int(np.count_nonzero(cls == wk.RUNNING)),
-        "plannedWorks": int(np.count_nonzero(cls == wk.PLANNED)),
-        "upcomingWorks14d": int(np.count_nonzero((cls == wk.PLANNED) & found.upcoming)),
-        "transitDisruptions": int(found.detours.size),
-        "highSeverityTransit": int(np.count_nonzero(p.detours.severity[found.detours] == tr.HIGH)),
-    }
+    return summary_of(tally(lookups(engine), found), found)
 
 
 def _construction_items(w, clusters, km) -> list:
@@ -141,7 +198,7 @@ def disruptions(engine, lat, lng, now) -> dict:
 
 
 def build(engine, found: Found) -> dict:
-    """The response dict of a selection (shared with the briefing)."""
+    """The response dict of a selection."""
     p = prepare(engine)
     return {
         "radiusKm": 2,

@@ -1,0 +1,100 @@
+"""Per-engine lookup tables of the single-point endpoints, built once (first use) from :mod:`geo.prepared`.
+
+What a single request needs beyond the prepared arrays, in the form that is cheapest to index for one
+point: works rows that may be listed for each river side of the point, each stop's matched detours as an
+integer bit mask, and Python lists of the per-cluster / per-detour values read item by item. Nothing here
+depends on the query point or the clock.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from . import works as wk
+from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
+from .prepared import prepare
+
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+MAX_SELECTIONS = 4096  # cached detour bit mask -> index array conversions
+
+
+class Lookups:
+    """Lookup tables of one engine (see the module docstring).
+
+    Attributes
+    ----------
+    prepared : geo.prepared.Prepared
+    row_listed : dict side -> bool array over ``engine.works`` rows: the row represents a works cluster
+        that is not on the far river side of a point on ``side``
+    row_cluster : int64 array over works rows (``prepared.works.row_cluster``)
+    running, planned : list of bool per cluster
+    stop_detours : list of int per stop: bit ``j`` set when detour ``j`` has a line serving the stop
+    detour_lat_r, detour_lng_r, detour_cos : the detour points (radians, cos latitude)
+    id_rank : int64 array per detour (distance tie-break)
+    high : list of bool per detour: severity HIGH
+    """
+
+    def __init__(self, engine):
+        p = self.prepared = prepare(engine)
+        w, d = p.works, p.detours
+        self.row_cluster = w.row_cluster
+        rep = w.row_cluster >= 0
+        row_side = np.full(w.row_cluster.size, RIVER_NONE, dtype=np.int8)
+        row_side[rep] = w.side[w.row_cluster[rep]]
+        self.row_listed = {RIVER_NONE: rep}
+        for side in (RIVER_LEFT, RIVER_RIGHT):
+            self.row_listed[side] = rep & ((row_side == RIVER_NONE) | (row_side == side))
+        cls = w.status_class.tolist()
+        self.running = [c == wk.RUNNING for c in cls]
+        self.planned = [c == wk.PLANNED for c in cls]
+        n_det = d.ids.size
+        if n_det and d.stop_bits.shape[0]:
+            # stop s matches detour j when they share a line: (line_bits[j] & stop_bits[s]).any()
+            match = (d.stop_bits[:, None, :] & d.line_bits[None, :, :]).any(axis=2)
+            weights = [1 << j for j in range(n_det)]
+            self.stop_detours = [sum(b for b, m in zip(weights, row) if m) for row in match.tolist()]
+        else:
+            self.stop_detours = [0] * d.stop_bits.shape[0]
+        self.all_detours = (1 << n_det) - 1
+        self.detour_lat_r, self.detour_lng_r, self.detour_cos = d.lat_r, d.lng_r, d.cos_lat
+        self.id_rank = d.id_rank
+        self.severity = d.severity.tolist()
+        self._selections: dict = {}
+
+    def selection(self, mask: int) -> np.ndarray:
+        """int64 array of the detours in bit mask ``mask``, ascending (cached per mask).
+
+        Examples
+        --------
+        >>> lookups(engine).selection(0b101).tolist()  # doctest: +SKIP
+        [0, 2]
+        """
+        sel = self._selections.get(mask)
+        if sel is None:
+            sel = np.array([j for j in range(mask.bit_length()) if mask >> j & 1], dtype=np.int64)
+            if len(self._selections) >= MAX_SELECTIONS:
+                self._selections.clear()
+            self._selections[mask] = sel
+        return sel
+
+
+def lookups(engine) -> Lookups:
+    """The engine's :class:`Lookups`, built on first call and kept for the engine's lifetime.
+
+    Examples
+    --------
+    >>> lookups(engine) is lookups(engine)  # doctest: +SKIP
+    True
+    """
+    found = _CACHE.get(engine)
+    if found is not None:
+        return found
+    with _LOCK:
+        found = _CACHE.get(engine)
+        if found is None:
+            found = _CACHE[engine] = Lookups(engine)
+    return found
