@@ -12,10 +12,10 @@ from typing import NamedTuple
 import numpy as np
 
 from . import airrules as ar
+from .moment import moment
 from .point import checked_point
-from .prepared import prepare
 from .spherical import haversine_rad
-from .timefmt import iso_utc_ms, to_ms
+from .timefmt import iso_utc_ms
 
 UNIT = "µg/m³"
 THRESHOLD_NOTE = ("Jaargemiddelde normen voor NO2; de vergelijking met een uurwaarde is indicatief.")
@@ -80,16 +80,20 @@ def read(engine, lat: float, lng: float, now) -> Reading:
     >>> read(engine, 51.2194, 4.4025, now).compliance  # doctest: +SKIP
     2
     """
-    a = prepare(engine).air
-    now_ms = to_ms(now)
-    station, station_km = nearest_no2_station(a, lat, lng)
-    value = first = np.nan
-    measured_ms, n = -1, 0
-    if station >= 0:
-        lo, hi = ar.window_bounds(a.offsets, a.times_ms, station, now_ms)
-        value, first, n, measured_ms = window_values(a, int(lo[0]), int(hi[0]))
+    return read_at(engine, lat, lng, moment(engine, now))
+
+
+def read_at(engine, lat: float, lng: float, m) -> Reading:
+    """:func:`read` with the per-instant station readings of a :class:`geo.moment.Moment`."""
+    station, station_km = nearest_no2_station(m.lookups.prepared.air, lat, lng)
     in_lez = bool(engine.in_lez(lat, lng)[0])
-    return Reading(station, station_km, value, first, measured_ms, n, ar.compliance_one(value), in_lez)
+    if station < 0:
+        return Reading(station, station_km, _NAN, _NAN, -1, 0, ar.UNKNOWN, in_lez)
+    s = m.reading(station)
+    return Reading(station, station_km, s.value, s.first, s.measured_ms, s.n_values, s.compliance, in_lez)
+
+
+_NAN = float("nan")
 
 
 def _threshold(limit: float, label: str, value: float) -> dict:
@@ -98,35 +102,44 @@ def _threshold(limit: float, label: str, value: float) -> dict:
 
 
 def build(engine, r: Reading, now) -> dict:
-    """The response dict of a raw reading (shared with the briefing)."""
-    a = prepare(engine).air
-    now_ms = to_ms(now)
+    """The response dict of a raw reading."""
+    return build_at(r, moment(engine, now))
+
+
+def build_at(r: Reading, m) -> dict:
+    """:func:`build` with the per-instant strings of a :class:`geo.moment.Moment`."""
+    a = m.lookups.prepared.air
     known = r.n_values > 0
-    trend, pct = ar.trend_one(r.first, r.value, r.n_values)
     station = None
     if r.station >= 0:
         station = {"id": a.station_ids[r.station], "name": a.station_names[r.station],
                    "distanceKm": round(r.station_km, 3) + 0.0}
+        s = m.reading(r.station)
+        trend, pct = s.trend
+        measured_at = s.measured_at
+    else:
+        trend, pct = ar.trend_one(r.first, r.value, r.n_values)
+        measured_at = iso_utc_ms(r.measured_ms) if known else None
     reading = {
         "pollutant": "NO2",
         "unit": UNIT,
         "value": round(r.value, 1) + 0.0 if known else None,
         "status": "measured" if known else "unknown",
-        "measuredAt": iso_utc_ms(r.measured_ms) if known else None,
-        "ageMinutes": (now_ms - r.measured_ms) // 60_000 if known else None,
+        "measuredAt": measured_at,
+        "ageMinutes": (m.now_ms - r.measured_ms) // 60_000 if known else None,
         "trend": ar.TREND_NAMES[trend],
         "trendPercent": None if pct != pct else pct,
-        "window": {"from": iso_utc_ms(now_ms - ar.WINDOW_MS), "to": iso_utc_ms(now_ms),
-                   "values": r.n_values},
+        "window": {"from": m.window_from, "to": m.window_to, "values": r.n_values},
         "station": station,
     }
+    value = r.value
     return {
         "reading": reading,
         "thresholds": {
             "basis": "annual",
             "note": THRESHOLD_NOTE,
-            "who": _threshold(ar.WHO_NO2, "WHO-richtlijn (jaargemiddelde)", r.value),
-            "eu": _threshold(ar.EU_NO2, "EU-grenswaarde (jaargemiddelde)", r.value),
+            "who": _threshold(ar.WHO_NO2, "WHO-richtlijn (jaargemiddelde)", value),
+            "eu": _threshold(ar.EU_NO2, "EU-grenswaarde (jaargemiddelde)", value),
         },
         "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
                        "label": ar.COMPLIANCE_LABELS[r.compliance],
@@ -152,4 +165,5 @@ def air_quality(engine, lat, lng, now) -> dict:
     'µg/m³'
     """
     lat, lng = checked_point(engine, lat, lng)
-    return build(engine, read(engine, lat, lng, now), now)
+    m = moment(engine, now)
+    return build_at(read_at(engine, lat, lng, m), m)
