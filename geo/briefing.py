@@ -13,7 +13,8 @@ from . import airrules as ar
 from . import disruptions as dis
 from . import transit as tr
 from . import works as wk
-from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
+from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
+from .moment import moment
 from .point import checked_point
 from .prepared import prepare
 from .timefmt import MS_PER_HOUR, from_ms, iso_local, to_ms
@@ -64,6 +65,24 @@ def risk_level(score) -> np.ndarray:
     """
     return np.searchsorted([MODERATE_FROM, HIGH_FROM], np.asarray(score, dtype=np.float64),
                            side="right").astype(np.int8)
+
+
+def risk_one(near_running: int, other_running: int, upcoming: int, n_low: int, n_medium: int, n_high: int,
+             compliance: int, stops_near: bool) -> tuple:
+    """Scalar ``(risk_score, risk_level)`` of one point: the same IEEE operations in the same order as
+    :func:`risk_score` and :func:`risk_level` (the single-request fast path).
+
+    Examples
+    --------
+    >>> risk_one(1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, True), risk_one(1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, False)
+    ((6.25, 2), (3.25, 1))
+    """
+    works = min(near_running * 1.0 + other_running * 0.5, 4.0)
+    upcoming = min(upcoming * 0.25, 1.0)
+    transit = min(n_low * 0.5 + n_medium * 1.0 + n_high * 2.0, 4.0) if stops_near else 0.0
+    air = 2.0 if compliance == ar.ABOVE_EU else (1.0 if compliance == ar.ABOVE_WHO else 0.0)
+    score = works + upcoming + transit + air
+    return score, (score >= MODERATE_FROM) + (score >= HIGH_FROM)
 
 
 def _n(count: int, one: str, many: str) -> str:
@@ -212,38 +231,56 @@ def briefing(engine, lat, lng, now) -> dict:
     True
     """
     lat, lng = checked_point(engine, lat, lng)
-    p = prepare(engine)
-    now_ms = to_ms(now)
-    found = dis.find(engine, lat, lng, now)
-    counts = dis.summary(engine, found)
-    reading = air_mod.read(engine, lat, lng, now)
-
-    cls = p.works.status_class[found.clusters]
-    running = cls == wk.RUNNING
-    near = int(np.count_nonzero(running & (found.cluster_km <= NEAR_WORK_KM)))
-    sev = np.bincount(p.detours.severity[found.detours], minlength=3)
-    score = float(risk_score(near, counts["activeWorks"] - near, counts["upcomingWorks14d"],
-                             sev[0], sev[1], sev[2], reading.compliance, found.stops_near))
-    level = int(risk_level(score))
-
-    starts, scores = slot_scores(engine, found, now_ms)
-    best, worst = windows(starts, scores, now_ms)
-    rush = next_rush_peak(now)
+    m = moment(engine, now)
+    found = dis.find_at(engine, lat, lng, m)
+    t = dis.tally(m.lookups, found, NEAR_WORK_KM)
+    counts = dis.summary_of(t, found)
+    reading = air_mod.read_at(engine, lat, lng, m)
+    n_low, n_medium, n_high = t.severity
+    _, level = risk_one(t.near_running, t.running - t.near_running, t.upcoming, n_low, n_medium, n_high,
+                        reading.compliance, found.stops_near)
+    b_start, b_end, b_score, w_start, w_end, w_score = _windows_at(m, found, t.running)
+    kind, r_start, r_peak, r_end = m.rush()
     return {
         "risk": RISK_NAMES[level],
         "headline": headline(level, counts, reading.compliance, found.stops_near),
-        "keyFacts": key_facts(p, found, counts, reading),
-        "bestWindow": window_json(starts, best),
-        "worstWindow": window_json(starts, worst),
-        "nextRushPeak": {"kind": rush.kind, "start": rush.start.isoformat(), "peak": rush.peak.isoformat(),
-                         "end": rush.end.isoformat()},
+        "keyFacts": _facts(m.lookups.prepared, t.nearest_running_km, counts, found.stops_near, reading),
+        "bestWindow": {"start": b_start, "end": b_end, "score": b_score},
+        "worstWindow": {"start": w_start, "end": w_end, "score": w_score},
+        "nextRushPeak": {"kind": kind, "start": r_start, "peak": r_peak, "end": r_end},
     }
+
+
+def _windows_at(m, found, n_running: int) -> tuple:
+    """Best and worst window of a point as ``(start, end, score) * 2`` strings and floats, computed as
+    :func:`slot_scores` + :func:`windows` + :func:`window_json` and cached per instant and load situation
+    (running works and the ordered detour selection: the order fixes the floating-point sum)."""
+    sel = found.detours if found.stops_near else found.detours[:0]
+    key = (n_running, sel.tobytes())
+
+    def compute():
+        starts, traffic, load_per_detour = m.slots()
+        load = np.minimum(1.0, LOAD_PER_RUNNING_WORK * n_running + load_per_detour[sel].sum(axis=0))
+        best, worst = windows(starts, TRAFFIC_WEIGHT * traffic + LOAD_WEIGHT * load, m.now_ms)
+        out = ()
+        for i, score in (best, worst):
+            s = int(starts[i])
+            out += (m.local_iso(s), m.local_iso(s + WINDOW_HOURS * MS_PER_HOUR), score)
+        return out
+
+    return m.windows(key, compute)
 
 
 def key_facts(p, found, counts, reading) -> list:
     """The fixed list of key facts (always the same keys, in the same order)."""
     running = np.flatnonzero(p.works.status_class[found.clusters] == wk.RUNNING)
-    nearest = round(float(found.cluster_km[running[0]]), 3) + 0.0 if running.size else None
+    nearest = float(found.cluster_km[running[0]]) if running.size else None
+    return _facts(p, nearest, counts, found.stops_near, reading)
+
+
+def _facts(p, nearest_km, counts, stops_near: bool, reading) -> list:
+    """:func:`key_facts` from the distance of the nearest running work (None when there is none)."""
+    nearest = round(nearest_km, 3) + 0.0 if nearest_km is not None else None
     n_act, n_up = counts["activeWorks"], counts["upcomingWorks14d"]
     n_tr, n_hi = counts["transitDisruptions"], counts["highSeverityTransit"]
     a = p.air
@@ -269,7 +306,7 @@ def key_facts(p, found, counts, reading) -> list:
          "text": ("Geen omleidingen met grote hinder" if n_hi == 0 else
                   _n(n_hi, "omleiding", "omleidingen") + " met grote hinder"),
          "value": n_hi},
-        _fallback_fact(found.stops_near, n_tr),
+        _fallback_fact(stops_near, n_tr),
         {"key": "no2", "text": no2_text, "value": no2},
         {"key": "lez",
          "text": ("In de lage-emissiezone Antwerpen" if reading.in_lez

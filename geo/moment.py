@@ -21,7 +21,7 @@ from .airrules import WINDOW_MS, compliance_one, trend_one, window_bounds
 from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
 from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
 from .lookups import lookups
-from .timefmt import MS_PER_HOUR, from_ms, iso_local, iso_utc_ms, to_ms
+from .timefmt import from_ms, iso_local, iso_utc_ms, to_ms
 
 MAX_MOMENTS = 8        # instants kept per engine (oldest dropped first)
 MAX_SLOT_LOADS = 1024  # cached (running works, detour selection) -> windows per instant
@@ -92,22 +92,19 @@ class Moment:
 
     # --- briefing -----------------------------------------------------------------------------
     def slots(self):
-        """``(starts, traffic, load_per_detour, n_windows)``: the hourly slot starts of the next 24 h, their
-        traffic profile, the (n_detours, n_slots) load each detour adds to each slot it is in force in
-        (period and weekday), and the number of 2-hour windows ending by ``now + 24 h``."""
+        """``(starts, traffic, load_per_detour)``: the hourly slot starts of the next 24 h, their traffic
+        profile, and the (n_detours, n_slots) load each detour adds to each slot it is in force in (period
+        and weekday), as :func:`geo.briefing.slot_scores` computes them."""
         s = self._slots
         if s is None:
-            from .briefing import LOAD_PER_DETOUR, WINDOW_HOURS
+            from .briefing import LOAD_PER_DETOUR
 
             d = self.lookups.prepared.detours
             starts = hour_starts(self.now_ms, HORIZON_HOURS)
             hours, kinds, weekdays = local_hour_kind(starts)
             act = tr.active_at(d.start_ms[:, None], d.end_ms[:, None], d.days[:, None],
                                starts[None, :], weekdays[None, :])
-            load = LOAD_PER_DETOUR[d.severity][:, None] * act
-            n = int(np.count_nonzero(starts + WINDOW_HOURS * MS_PER_HOUR
-                                     <= self.now_ms + HORIZON_HOURS * MS_PER_HOUR))
-            s = self._slots = (starts, TRAFFIC_PROFILE[kinds, hours], load, min(n, starts.size - WINDOW_HOURS + 1))
+            s = self._slots = (starts, TRAFFIC_PROFILE[kinds, hours], LOAD_PER_DETOUR[d.severity][:, None] * act)
         return s
 
     def windows(self, key, compute):
