@@ -66,21 +66,10 @@ def find_at(engine, lat: float, lng: float, m) -> Found:
     """
     lk = m.lookups
     side = int(engine.river_side(lat, lng)[0])
-
-    idx, km = engine.works_near(lat, lng, RADIUS_KM)
-    if idx.size:
-        keep = lk.row_listed[side][idx]
-        cl, km = lk.row_cluster[idx[keep]], km[keep]
-    else:
-        cl = idx
-
-    stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+    cl, km = _works_near(engine, lk, lat, lng, side)
+    stops_near, served = _stops_near(engine, lk, lat, lng)
     mask = m.active[side]
-    if stops.size and mask:
-        served = 0
-        stop_detours = lk.stop_detours
-        for s in stops.tolist():
-            served |= stop_detours[s]
+    if stops_near:
         mask &= served
     if mask:
         sel = lk.selection(mask)
@@ -92,7 +81,43 @@ def find_at(engine, lat: float, lng: float, m) -> Found:
         sel, dkm = sel[order], dkm[order]
     else:
         sel, dkm = np.zeros(0, dtype=np.int64), np.zeros(0)
-    return Found(cl, km, m.upcoming[cl], sel, dkm, bool(stops.size))
+    return Found(cl, km, m.upcoming[cl], sel, dkm, stops_near)
+
+
+def _works_near(engine, lk, lat: float, lng: float, side: int) -> tuple:
+    """(clusters, km) of the works clusters within 2 km not on the far river side, by (distance, id)."""
+    t = lk.works_table
+    if t is None or t.radius != RADIUS_KM:
+        idx, km = engine.works_near(lat, lng, RADIUS_KM)
+        keep = lk.row_listed[side][idx]
+        return lk.row_cluster[idx[keep]], km[keep]
+    start, stop = t.span(lat, lng)
+    if start == stop:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    d = t.distances(lat, lng, start, stop)
+    keep = np.flatnonzero((d <= RADIUS_KM) & lk.works_listed[side][start:stop])
+    k, km = keep + start, d[keep]
+    order = np.lexsort((lk.works_rank[k], km))
+    return t.point[k[order]], km[order]
+
+
+def _stops_near(engine, lk, lat: float, lng: float) -> tuple:
+    """(a stop lies within the stop distance, bit mask of the detours sharing a line with such a stop)."""
+    t = lk.stops_table
+    served = 0
+    if t is None:
+        stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+        for s in stops.tolist():
+            served |= lk.stop_detours[s]
+        return bool(stops.size), served
+    start, stop = t.span(lat, lng)
+    if start == stop:
+        return False, 0
+    hits = np.flatnonzero(t.distances(lat, lng, start, stop) <= t.radius)
+    entry_detours = lk.stop_entry_detours
+    for h in hits.tolist():
+        served |= entry_detours[start + h]
+    return bool(hits.size), served
 
 
 class Tally(NamedTuple):

@@ -14,12 +14,15 @@ import weakref
 import numpy as np
 
 from . import works as wk
-from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
+from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
+from .near_one import NearTable
 from .prepared import prepare
+from .transit import STOP_RADIUS_KM
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 MAX_SELECTIONS = 4096  # cached detour bit mask -> index array conversions
+WORKS_RADIUS_KM = 2.0  # the works radius of the endpoints (geo.disruptions.RADIUS_KM)
 
 
 class Lookups:
@@ -35,7 +38,12 @@ class Lookups:
     stop_detours : list of int per stop: bit ``j`` set when detour ``j`` has a line serving the stop
     detour_lat_r, detour_lng_r, detour_cos : the detour points (radians, cos latitude)
     id_rank : int64 array per detour (distance tie-break)
-    high : list of bool per detour: severity HIGH
+    severity : list of int per detour
+    works_table : NearTable over the works clusters (representative points) at 2 km, or None
+    works_rank : int64 per works_table entry: (id, row) rank of the cluster's representative row
+    works_listed : dict side -> bool per works_table entry: cluster not on the far river side
+    stops_table : NearTable over the stops with a point at the stop distance, or None
+    stop_entry_detours : list of int per stops_table entry: the stop's ``stop_detours`` mask
     """
 
     def __init__(self, engine):
@@ -59,11 +67,34 @@ class Lookups:
             self.stop_detours = [sum(b for b, m in zip(weights, row) if m) for row in match.tolist()]
         else:
             self.stop_detours = [0] * d.stop_bits.shape[0]
-        self.all_detours = (1 << n_det) - 1
         self.detour_lat_r, self.detour_lng_r, self.detour_cos = d.lat_r, d.lng_r, d.cos_lat
         self.id_rank = d.id_rank
         self.severity = d.severity.tolist()
         self._selections: dict = {}
+        self._near_tables(engine, w)
+
+    def _near_tables(self, engine, w):
+        """The works-cluster and stop :class:`geo.near_one.NearTable` s (None when unusable: the engine's
+        own queries serve then)."""
+        rep = np.flatnonzero(self.row_cluster >= 0)
+        clusters = self.row_cluster[rep]
+        ids = engine.works["id"].astype(str).to_numpy() if "id" in engine.works.columns else None
+        rank = np.empty(w.ids.size, dtype=np.int64)  # (id, row) order of the representatives
+        rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = \
+            np.arange(rep.size)
+        table = NearTable(w.lat, w.lng, WORKS_RADIUS_KM)
+        self.works_table = table if table.usable else None
+        if self.works_table is not None:
+            self.works_rank = rank[table.point]
+            side = w.side[table.point]
+            self.works_listed = {s: (side == RIVER_NONE) | (side == s) for s in (RIVER_LEFT, RIVER_RIGHT)}
+            self.works_listed[RIVER_NONE] = np.ones(side.size, dtype=bool)
+        lat, lng = point_coords(engine.stops)
+        rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
+        table = NearTable(lat[rows], lng[rows], STOP_RADIUS_KM)
+        self.stops_table = table if table.usable else None
+        if self.stops_table is not None:
+            self.stop_entry_detours = [self.stop_detours[s] for s in rows[table.point].tolist()]
 
     def selection(self, mask: int) -> np.ndarray:
         """int64 array of the detours in bit mask ``mask``, ascending (cached per mask).
