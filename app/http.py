@@ -12,6 +12,8 @@ import re
 from flask import current_app, g, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.http import parse_etags
+from werkzeug.sansio.utils import get_content_length
 
 from . import auth, ratelimit
 from .errors import PayloadTooLarge
@@ -63,10 +65,17 @@ def data_response(body: dict):
     return resp
 
 
-def assign_request_id() -> None:
-    """``before_request``: take a sane ``X-Request-Id`` from the client or make one."""
-    given = request.headers.get("X-Request-Id", "")
-    g.request_id = given if _REQUEST_ID.match(given) else os.urandom(16).hex()  # 128 random bits, 32 hex
+def prepare_request() -> None:
+    """``before_request``: the request id (a sane ``X-Request-Id`` from the client, else 128 random bits as
+    32 hex digits), then refuse a declared body over ``MAX_CONTENT_LENGTH`` before anything reads it."""
+    environ = request.environ
+    given = environ.get("HTTP_X_REQUEST_ID", "")
+    g.request_id = given if _REQUEST_ID.match(given) else os.urandom(16).hex()
+    declared = environ.get("CONTENT_LENGTH")
+    if declared:
+        limit = current_app.config.get("MAX_CONTENT_LENGTH")
+        if limit and (get_content_length(declared, environ.get("HTTP_TRANSFER_ENCODING")) or 0) > limit:
+            raise PayloadTooLarge(f"request body over {limit} bytes")
 
 
 def json_body():
@@ -90,13 +99,6 @@ def json_body():
         return None
 
 
-def reject_oversized() -> None:
-    """``before_request``: refuse a declared body over ``MAX_CONTENT_LENGTH`` before anything reads it."""
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
-    if limit and (request.content_length or 0) > limit:
-        raise PayloadTooLarge(f"request body over {limit} bytes")
-
-
 def _conditional(response) -> None:
     if request.method not in ("GET", "HEAD") or response.status_code != 200:
         return
@@ -104,8 +106,11 @@ def _conditional(response) -> None:
         return
     tag = hashlib.sha256(response.get_data()).hexdigest()[:32]
     response.headers["ETag"] = f'"{tag}"'
-    inm = request.if_none_match
-    if inm and (inm.star_tag or inm.contains_weak(tag)):
+    header = request.environ.get("HTTP_IF_NONE_MATCH")
+    if not header:
+        return
+    inm = parse_etags(header)
+    if inm.star_tag or inm.contains_weak(tag):
         response.status_code = 304
         response.set_data(b"")
         for name in ("Content-Type", "Content-Length"):
@@ -156,6 +161,5 @@ def finalize(response):
 def init_app(app) -> None:
     app.json_provider_class = UrbanJSONProvider
     app.json = UrbanJSONProvider(app)
-    app.before_request(assign_request_id)
-    app.before_request(reject_oversized)
+    app.before_request(prepare_request)
     app.after_request(finalize)

@@ -16,6 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
+from .db import execute_write
+
 _ADMIT = (
     "INSERT INTO usage (account_id, day, count) VALUES (:account, :day, 1)"
     " ON CONFLICT (account_id, day) DO UPDATE SET count = count + 1"
@@ -32,7 +34,7 @@ def admit(conn, account_id: int, day: str, limit: int | None) -> int | None:
     """
     if limit is not None and limit <= 0:
         return None
-    row = conn.execute(_ADMIT, {"account": account_id, "day": day, "limit": limit}).fetchone()
+    row = execute_write(conn, _ADMIT, {"account": account_id, "day": day, "limit": limit})
     return None if row is None else row[0]
 
 
@@ -82,7 +84,7 @@ def admit_key(conn, digest: str, day: str, plans) -> "sqlite3.Row | None":
     >>> admit_key(conn, digest(key), "2026-11-16", tuple(PLANS.values()))["count"]
     1
     """
-    return conn.execute(_admit_key_sql(tuple(plans)), {"digest": digest, "day": day}).fetchone()
+    return execute_write(conn, _admit_key_sql(tuple(plans)), {"digest": digest, "day": day})
 
 
 def refund(conn, account_id: int, day: str) -> None:

@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from app import accounts, usage
-from app.db import connect, migrate, migrations, schema_version
+from app.db import connect, execute_write, migrate, migrations, schema_version
 from app.saved_locations import add_location, list_locations, remove_location
 from app.accounts import StoreError
 
@@ -171,3 +171,38 @@ def test_sqlite_limits_storage_fixed_window(tmp_path, monkeypatch):
     assert other.incr("k", 60) == 2
     storage.clear("k")
     assert other.get("k") == 0
+
+
+def test_execute_write_waits_out_a_short_lock_and_restores_the_busy_timeout(tmp_path):
+    path = str(tmp_path / "w.sqlite")
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("PRAGMA journal_mode = WAL")
+    holder.execute("CREATE TABLE t (x)")
+    writer = connect(path, timeout=5)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.05, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        row = execute_write(writer, "INSERT INTO t VALUES (7) RETURNING x")
+    finally:
+        release.join()
+    assert row[0] == 7
+    assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    assert [r[0] for r in holder.execute("SELECT x FROM t")] == [7]
+
+
+def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_path):
+    path = str(tmp_path / "w.sqlite")
+    holder = connect(path)
+    holder.execute("PRAGMA journal_mode = WAL")
+    holder.execute("CREATE TABLE t (x)")
+    writer = connect(path, timeout=0.1)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            execute_write(writer, "INSERT INTO t VALUES (1) RETURNING x")
+    finally:
+        holder.execute("COMMIT")
+    assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 100
+    assert holder.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
+    assert not writer.in_transaction
