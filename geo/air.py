@@ -120,6 +120,7 @@ def build_at(r: Reading, m) -> dict:
     else:
         trend, pct = ar.trend_one(r.first, r.value, r.n_values)
         measured_at = iso_utc_ms(r.measured_ms) if known else None
+    window = m.window
     reading = {
         "pollutant": "NO2",
         "unit": UNIT,
@@ -129,7 +130,7 @@ def build_at(r: Reading, m) -> dict:
         "ageMinutes": (m.now_ms - r.measured_ms) // 60_000 if known else None,
         "trend": ar.TREND_NAMES[trend],
         "trendPercent": None if pct != pct else pct,
-        "window": {"from": m.window_from, "to": m.window_to, "values": r.n_values},
+        "window": {"from": window[0], "to": window[1], "values": r.n_values},
         "station": station,
     }
     value = r.value

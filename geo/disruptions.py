@@ -68,7 +68,7 @@ def find_at(engine, lat: float, lng: float, m) -> Found:
     side = int(engine.river_side(lat, lng)[0])
     cl, km = _works_near(engine, lk, lat, lng, side)
     stops_near, served = _stops_near(engine, lk, lat, lng)
-    mask = m.active[side]
+    mask = m.active(side)
     if stops_near:
         mask &= served
     if mask:

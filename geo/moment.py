@@ -1,17 +1,20 @@
-"""Per-engine, per-``now`` data of the single-point endpoints: everything that depends on the clock but not
-on the query point, computed on first use for an instant and kept for a few instants.
+"""Clock-dependent, point-independent data of the single-point endpoints, cached per engine by the coarsest
+key that fixes each value exactly.
 
-The engine is immutable, so for one ``now`` the answers below never change: the 14-day upcoming flag per
-works cluster, the detours in force per river side, the NO2 reading per station, the ISO strings of the
-reading window and of the briefing's hourly slots, the slot profile and detour load per slot, and the next
-rush peak. With the snapshot clock (the default) every request shares one :class:`Moment`; with the system
-clock each request makes its own, whose parts are built only when asked for. ``now`` stays a parameter.
+For one engine (immutable) these values change only at known instants, so each is cached under the piece
+of ``now`` it depends on: the 14-day upcoming flag per works cluster under the Brussels date; the detours in
+force under the interval between consecutive detour start/end instants; a station's NO2 reading under the
+interval between consecutive measurement instants ``t`` and ``t + 2 h``; the briefing's hourly slots and
+windows under the first slot start (and whether ``now`` is on the hour); the next rush peak under the UTC
+minute (every rush boundary is a whole minute). With the snapshot clock every request hits; with the system
+clock nearly every request does. ``now`` stays a parameter: nothing here reads the clock.
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
+from bisect import bisect_right
 
 import numpy as np
 
@@ -21,19 +24,25 @@ from .airrules import WINDOW_MS, compliance_one, trend_one, window_bounds
 from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
 from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
 from .lookups import lookups
-from .timefmt import from_ms, iso_local, iso_utc_ms, to_ms
+from .timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
 
-MAX_MOMENTS = 8        # instants kept per engine (oldest dropped first)
-MAX_SLOT_LOADS = 1024  # cached (running works, detour selection) -> windows per instant
+MAX_ENTRIES = 4096     # per cache; a full cache is emptied and refilled
 HORIZON_HOURS = 24
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 
 
+def _put(cache: dict, key, value):
+    if len(cache) >= MAX_ENTRIES:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 class StationReading:
-    """NO2 reading of one station at one instant: ``value``/``first`` (NaN when none), ``n_values``,
-    ``measured_ms`` (-1 when none), ``compliance`` and ``trend`` (class, percent) and ``measured_at``."""
+    """NO2 reading of one station for one window: ``value``/``first`` (NaN when none), ``n_values``,
+    ``measured_ms`` (-1 when none), ``compliance``, ``trend`` (class, percent) and ``measured_at``."""
 
     __slots__ = ("value", "first", "n_values", "measured_ms", "compliance", "trend", "measured_at")
 
@@ -44,58 +53,123 @@ class StationReading:
         self.measured_at = iso_utc_ms(measured_ms) if n_values else None
 
 
+class _Times:
+    """Per-engine caches (see the module docstring) and the instants at which their values change."""
+
+    def __init__(self, lk):
+        d, a = lk.prepared.detours, lk.prepared.air
+        self.detour_breaks = sorted(set(d.start_ms.tolist()) | set(d.end_ms.tolist()))
+        self.air_breaks = np.unique(np.concatenate([a.times_ms, a.times_ms + WINDOW_MS])).tolist()
+        self.upcoming: dict = {}
+        self.active: dict = {}
+        self.readings: dict = {}
+        self.slots: dict = {}
+        self.windows: dict = {}
+        self.local_iso: dict = {}
+        self.rush: dict = {}
+        self.last = None            # the last Moment made (reused for the same instant)
+
+
+def _times(engine, lk) -> _Times:
+    found = _CACHE.get(engine)
+    if found is None:
+        with _LOCK:
+            found = _CACHE.get(engine)
+            if found is None:
+                found = _CACHE[engine] = _Times(lk)
+    return found
+
+
 class Moment:
-    """Clock-dependent, point-independent data of one engine at one instant (parts built on first use).
+    """The clock-dependent data of one engine at one instant ``now`` (aware datetime).
 
     Attributes
     ----------
     now : datetime.datetime
     now_ms : int
-    upcoming : bool array per works cluster (:func:`geo.works.upcoming_clusters`)
-    active : dict river side -> int bit mask of the detours in force and not on the far side
-    window_from, window_to : str, the NO2 reading window as ISO UTC strings
+    lookups : geo.lookups.Lookups
+
+    Examples
+    --------
+    >>> m = Moment(engine, now)  # doctest: +SKIP
+    >>> m.upcoming is Moment(engine, now).upcoming  # doctest: +SKIP
+    True
     """
 
+    __slots__ = ("now", "now_ms", "lookups", "_t", "_upcoming", "_active", "_window")
+
     def __init__(self, engine, now):
-        self.now_ms = to_ms(now)  # raises ValueError for a naive ``now`` first, as before
+        self.now_ms = to_ms(now)  # raises ValueError for a naive ``now``, as before
         self.now = now
         self.lookups = lk = lookups(engine)
-        p = lk.prepared
-        self.upcoming = wk.upcoming_clusters(p.works, now)
-        d = p.detours
-        act = tr.active_detours(d, self.now_ms)
-        self.active = {}
-        for side in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT):
-            keep = act if side == RIVER_NONE else act & ((d.side == RIVER_NONE) | (d.side == side))
-            self.active[side] = sum(1 << j for j in np.flatnonzero(keep).tolist())
-        self.window_from = iso_utc_ms(self.now_ms - WINDOW_MS)
-        self.window_to = iso_utc_ms(self.now_ms)
-        self._readings: dict = {}
-        self._slots = None
-        self._windows: dict = {}
-        self._local: dict = {}
-        self._rush = None
-        self._lock = threading.Lock()
+        self._t = _times(engine, lk)
+        self._upcoming = self._active = self._window = None
+
+    # --- disruptions --------------------------------------------------------------------------
+    @property
+    def upcoming(self) -> np.ndarray:
+        """bool per works cluster: :func:`geo.works.upcoming_clusters` (cached per Brussels date)."""
+        hit = self._upcoming
+        if hit is None:
+            today = day_number(local_day(self.now))
+            hit = self._t.upcoming.get(today)
+            if hit is None:
+                hit = _put(self._t.upcoming, today, wk.upcoming_clusters_on(self.lookups.prepared.works, today))
+            self._upcoming = hit
+        return hit
+
+    def active(self, side: int) -> int:
+        """Bit mask of the detours in force at ``now`` and not on the far river side of ``side``."""
+        masks = self._active
+        if masks is None:
+            t = self._t
+            segment = bisect_right(t.detour_breaks, self.now_ms)
+            masks = t.active.get(segment)
+            if masks is None:
+                d = self.lookups.prepared.detours
+                act = tr.active_detours(d, self.now_ms)
+                masks = {}
+                for s in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT):
+                    keep = act if s == RIVER_NONE else act & ((d.side == RIVER_NONE) | (d.side == s))
+                    masks[s] = sum(1 << j for j in np.flatnonzero(keep).tolist())
+                _put(t.active, segment, masks)
+            self._active = masks
+        return masks[side]
 
     # --- air ----------------------------------------------------------------------------------
+    @property
+    def window(self) -> tuple:
+        """``(from, to)`` of the NO2 reading window ending at ``now`` (ISO UTC strings)."""
+        w = self._window
+        if w is None:
+            w = self._window = (iso_utc_ms(self.now_ms - WINDOW_MS), iso_utc_ms(self.now_ms))
+        return w
+
     def reading(self, station: int) -> StationReading:
-        """The :class:`StationReading` of a station row (cached)."""
-        r = self._readings.get(station)
+        """The :class:`StationReading` of a station row in the window ending at ``now`` (cached)."""
+        t = self._t
+        key = (bisect_right(t.air_breaks, self.now_ms), station)
+        r = t.readings.get(key)
         if r is None:
             from .air import window_values  # the one definition of the window's values
 
             a = self.lookups.prepared.air
             lo, hi = window_bounds(a.offsets, a.times_ms, station, self.now_ms)
-            r = StationReading(*window_values(a, int(lo[0]), int(hi[0])))
-            self._readings[station] = r
+            r = _put(t.readings, key, StationReading(*window_values(a, int(lo[0]), int(hi[0]))))
         return r
 
     # --- briefing -----------------------------------------------------------------------------
+    def slot_key(self) -> tuple:
+        """``(first slot start, now is on the hour)``: fixes the slots and the windows that fit."""
+        first = -(-self.now_ms // MS_PER_HOUR) * MS_PER_HOUR
+        return first, first == self.now_ms
+
     def slots(self):
         """``(starts, traffic, load_per_detour)``: the hourly slot starts of the next 24 h, their traffic
         profile, and the (n_detours, n_slots) load each detour adds to each slot it is in force in (period
-        and weekday), as :func:`geo.briefing.slot_scores` computes them."""
-        s = self._slots
+        and weekday), as :func:`geo.briefing.slot_scores` computes them (cached per :meth:`slot_key`)."""
+        key = self.slot_key()
+        s = self._t.slots.get(key)
         if s is None:
             from .briefing import LOAD_PER_DETOUR
 
@@ -104,58 +178,50 @@ class Moment:
             hours, kinds, weekdays = local_hour_kind(starts)
             act = tr.active_at(d.start_ms[:, None], d.end_ms[:, None], d.days[:, None],
                                starts[None, :], weekdays[None, :])
-            s = self._slots = (starts, TRAFFIC_PROFILE[kinds, hours], LOAD_PER_DETOUR[d.severity][:, None] * act)
+            s = _put(self._t.slots, key,
+                     (starts, TRAFFIC_PROFILE[kinds, hours], LOAD_PER_DETOUR[d.severity][:, None] * act))
         return s
 
     def windows(self, key, compute):
-        """``compute()`` cached under ``key`` (the windows of one load situation)."""
-        found = self._windows.get(key)
+        """``compute()`` cached under :meth:`slot_key` + ``key`` (the windows of one load situation)."""
+        key = (self.slot_key(), key)
+        found = self._t.windows.get(key)
         if found is None:
-            found = compute()
-            with self._lock:
-                if len(self._windows) >= MAX_SLOT_LOADS:
-                    self._windows.clear()
-                self._windows[key] = found
+            found = _put(self._t.windows, key, compute())
         return found
 
     def local_iso(self, ms: int) -> str:
         """:func:`geo.timefmt.iso_local` of epoch milliseconds (cached)."""
-        text = self._local.get(ms)
+        text = self._t.local_iso.get(ms)
         if text is None:
-            text = self._local[ms] = iso_local(from_ms(ms))
+            text = _put(self._t.local_iso, ms, iso_local(from_ms(ms)))
         return text
 
     def rush(self) -> tuple:
-        """``(kind, start, peak, end)`` strings of :func:`geo.calendar.next_rush_peak` (cached)."""
-        r = self._rush
+        """``(kind, start, peak, end)`` strings of :func:`geo.calendar.next_rush_peak` (cached per minute:
+        rush periods start and end on whole minutes)."""
+        minute = self.now_ms // 60_000
+        r = self._t.rush.get(minute)
         if r is None:
             peak = next_rush_peak(self.now)
-            r = self._rush = (peak.kind, peak.start.isoformat(), peak.peak.isoformat(), peak.end.isoformat())
+            r = _put(self._t.rush, minute,
+                     (peak.kind, peak.start.isoformat(), peak.peak.isoformat(), peak.end.isoformat()))
         return r
 
 
 def moment(engine, now) -> Moment:
-    """The :class:`Moment` of ``engine`` at ``now`` (the last :data:`MAX_MOMENTS` instants are kept).
-
-    Instants are compared as datetimes: the same instant in another time zone is the same moment.
-    Raises ``ValueError`` for a naive ``now``.
+    """The :class:`Moment` of ``engine`` at ``now`` (the last one is reused for the same instant, as with
+    the snapshot clock). Raises ``ValueError`` for a naive ``now``.
 
     Examples
     --------
     >>> moment(engine, now) is moment(engine, now)  # doctest: +SKIP
     True
     """
-    per_engine = _CACHE.get(engine)
-    if per_engine is None:
-        with _LOCK:
-            per_engine = _CACHE.get(engine)
-            if per_engine is None:
-                per_engine = _CACHE[engine] = {}
-    found = per_engine.get(now)
-    if found is None:
-        found = Moment(engine, now)
-        with _LOCK:
-            while len(per_engine) >= MAX_MOMENTS:
-                per_engine.pop(next(iter(per_engine)), None)
-            per_engine[now] = found
-    return found
+    t = _CACHE.get(engine)
+    last = t.last if t is not None else None
+    if last is not None and last.now == now:  # same instant (in any time zone): same data
+        return last
+    m = Moment(engine, now)
+    m._t.last = m
+    return m

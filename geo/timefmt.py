@@ -7,6 +7,7 @@ only at the edge of a result. ``now`` always comes from the caller: nothing here
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 import numpy as np
@@ -51,9 +52,14 @@ def iso_utc_ms(moment) -> str:
     >>> iso_utc_ms(1_700_000_000_123)
     '2023-11-14T22:13:20.123Z'
     """
-    ms = moment if isinstance(moment, (int, np.integer)) else to_ms(moment)
-    dt = from_ms(ms)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    ms = int(moment) if isinstance(moment, (int, np.integer)) else to_ms(moment)
+    return _utc_second(ms // 1000) + f"{ms % 1000:03d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _utc_second(seconds: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.`` of whole epoch seconds (cached: requests share their second)."""
+    return (EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S.")
 
 
 def iso_local(moment: datetime) -> str:

@@ -133,6 +133,17 @@ def upcoming_clusters(works, now) -> np.ndarray:
     >>> upcoming_clusters(prepare(engine).works, now).sum()  # doctest: +SKIP
     41
     """
+    return upcoming_clusters_on(works, day_number(local_day(now)))
+
+
+def upcoming_clusters_on(works, today: int) -> np.ndarray:
+    """:func:`upcoming_clusters` for the Brussels date ``today`` (days since 1970-01-01).
+
+    Examples
+    --------
+    >>> upcoming_clusters_on(prepare(engine).works, day_number(local_day(now))).sum()  # doctest: +SKIP
+    41
+    """
     hit = np.zeros(works.ids.size, dtype=bool)
-    hit[works.member_cluster[upcoming_mask(works.member_start_day, day_number(local_day(now)))]] = True
+    hit[works.member_cluster[upcoming_mask(works.member_start_day, today)]] = True
     return hit
