@@ -16,6 +16,7 @@ from . import transit as tr
 from .engine import RIVER_NONE
 from .lookups import lookups
 from .moment import moment
+from .near_one import query_radians
 from .point import checked_point
 from .prepared import prepare
 from .spherical import haversine_rad
@@ -66,8 +67,9 @@ def find_at(engine, lat: float, lng: float, m) -> Found:
     """
     lk = m.lookups
     side = int(engine.river_side(lat, lng)[0])
-    cl, km = _works_near(engine, lk, lat, lng, side)
-    stops_near, served = _stops_near(engine, lk, lat, lng)
+    q = query_radians(lat, lng)
+    cl, km = _works_near(engine, lk, lat, lng, side, q)
+    stops_near, served = _stops_near(engine, lk, lat, lng, q)
     mask = m.active(side)
     if stops_near:
         mask &= served
@@ -84,7 +86,7 @@ def find_at(engine, lat: float, lng: float, m) -> Found:
     return Found(cl, km, m.upcoming[cl], sel, dkm, stops_near)
 
 
-def _works_near(engine, lk, lat: float, lng: float, side: int) -> tuple:
+def _works_near(engine, lk, lat: float, lng: float, side: int, q: tuple) -> tuple:
     """(clusters, km) of the works clusters within 2 km not on the far river side, by (distance, id)."""
     t = lk.works_table
     if t is None or t.radius != RADIUS_KM:
@@ -94,14 +96,14 @@ def _works_near(engine, lk, lat: float, lng: float, side: int) -> tuple:
     start, stop = t.span(lat, lng)
     if start == stop:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
-    d = t.distances(lat, lng, start, stop)
+    d = t.distances(q, start, stop)
     keep = np.flatnonzero((d <= RADIUS_KM) & lk.works_listed[side][start:stop])
     k, km = keep + start, d[keep]
     order = np.lexsort((lk.works_rank[k], km))
     return t.point[k[order]], km[order]
 
 
-def _stops_near(engine, lk, lat: float, lng: float) -> tuple:
+def _stops_near(engine, lk, lat: float, lng: float, q: tuple) -> tuple:
     """(a stop lies within the stop distance, bit mask of the detours sharing a line with such a stop)."""
     t = lk.stops_table
     served = 0
@@ -113,7 +115,7 @@ def _stops_near(engine, lk, lat: float, lng: float) -> tuple:
     start, stop = t.span(lat, lng)
     if start == stop:
         return False, 0
-    hits = np.flatnonzero(t.distances(lat, lng, start, stop) <= t.radius)
+    hits = np.flatnonzero(t.distances(q, start, stop) <= t.radius)
     entry_detours = lk.stop_entry_detours
     for h in hits.tolist():
         served |= entry_detours[start + h]

@@ -83,10 +83,9 @@ class NearTable:
         c = iy * self.nx + ix
         return int(self.offsets[c]), int(self.offsets[c + 1])
 
-    def distances(self, lat: float, lng: float, start: int, stop: int) -> np.ndarray:
-        """Haversine km from the query to the candidates ``[start, stop)`` (the engine's computation)."""
-        lat_r, lng_r = np.radians(np.array([lat])), np.radians(np.array([lng]))
-        return haversine_rad(lat_r, lng_r, np.cos(lat_r), self.lat_r[start:stop], self.lng_r[start:stop],
+    def distances(self, q: tuple, start: int, stop: int) -> np.ndarray:
+        """Haversine km from the query ``q`` (:func:`query_radians`) to the candidates ``[start, stop)``."""
+        return haversine_rad(q[0], q[1], q[2], self.lat_r[start:stop], self.lng_r[start:stop],
                              self.cos_lat[start:stop])
 
     def within(self, lat: float, lng: float):
@@ -95,6 +94,20 @@ class NearTable:
         start, stop = self.span(lat, lng)
         if start == stop:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        d = self.distances(lat, lng, start, stop)
+        d = self.distances(query_radians(lat, lng), start, stop)
         keep = np.flatnonzero(d <= self.radius)
         return keep + start, d[keep]
+
+
+def query_radians(lat: float, lng: float) -> tuple:
+    """``(lat_r, lng_r, cos_lat)`` of a query point as 1-element arrays: the values the engine's indexes
+    compute (``np.radians`` / ``np.cos`` elementwise), made once per request and shared by the tables.
+
+    Examples
+    --------
+    >>> [float(x[0]) for x in query_radians(0.0, 180.0)]
+    [0.0, 3.141592653589793, 1.0]
+    """
+    rad = np.radians(np.array([lat, lng]))
+    lat_r = rad[:1]
+    return lat_r, rad[1:], np.cos(lat_r)
