@@ -18,7 +18,6 @@ from .lookups import lookups
 from .moment import moment
 from .near_one import query_radians
 from .point import checked_point
-from .prepared import prepare
 from .spherical import haversine_rad
 
 RADIUS_KM = 2.0
@@ -184,21 +183,23 @@ def summary(engine, found: Found) -> dict:
     return summary_of(tally(lookups(engine), found), found)
 
 
-def _construction_items(w, clusters, km) -> list:
+def _construction_items(lk, clusters, km) -> list:
+    templates = lk.work_items
     out = []
     for c, k in zip(clusters.tolist(), km.tolist()):
-        i, desc, status, la, ln, start, end, n = w.items[c]
-        out.append({"id": i, "description": desc, "status": status, "lat": la, "lng": ln,
-                    "distanceKm": round(k, 3) + 0.0, "startDate": start, "endDate": end, "occurrences": n})
+        item = templates[c].copy()  # keeps the key order; distanceKm is filled in its place
+        item["distanceKm"] = round(k, 3) + 0.0
+        out.append(item)
     return out
 
 
-def _transit_items(d, detours) -> list:
+def _transit_items(lk, detours) -> list:
+    templates = lk.detour_items
     out = []
     for j in detours.tolist():
-        i, title, lines, severity, delay, end = d.items[j]
-        out.append({"id": i, "title": title, "lines": list(lines), "severity": severity,
-                    "estimatedDelayMin": delay, "endDate": end})
+        item = templates[j].copy()
+        item["lines"] = list(item["lines"])  # a list of its own per response
+        out.append(item)
     return out
 
 
@@ -226,11 +227,11 @@ def disruptions(engine, lat, lng, now) -> dict:
 
 def build(engine, found: Found) -> dict:
     """The response dict of a selection."""
-    p = prepare(engine)
+    lk = lookups(engine)
     return {
         "radiusKm": 2,
-        "summary": summary(engine, found),
-        "construction": _construction_items(p.works, found.clusters, found.cluster_km),
-        "transit": _transit_items(p.detours, found.detours),
-        "retrievedAt": p.retrieved_at,
+        "summary": summary_of(tally(lk, found), found),
+        "construction": _construction_items(lk, found.clusters, found.cluster_km),
+        "transit": _transit_items(lk, found.detours),
+        "retrievedAt": lk.prepared.retrieved_at,
     }

@@ -44,6 +44,7 @@ class Lookups:
     works_listed : dict side -> bool per works_table entry: cluster not on the far river side
     stops_table : NearTable over the stops with a point at the stop distance, or None
     stop_entry_detours : list of int per stops_table entry: the stop's ``stop_detours`` mask
+    work_items, detour_items : per cluster / detour, the JSON item of ``/disruptions`` (copy before use)
     """
 
     def __init__(self, engine):
@@ -72,6 +73,14 @@ class Lookups:
         self.severity = d.severity.tolist()
         self._selections: dict = {}
         self._near_tables(engine, w)
+        # JSON items of /disruptions in their key order; distanceKm is set per request
+        self.work_items = [
+            {"id": i, "description": desc, "status": status, "lat": la, "lng": ln, "distanceKm": None,
+             "startDate": start, "endDate": end, "occurrences": n}
+            for i, desc, status, la, ln, start, end, n in w.items]
+        self.detour_items = [
+            {"id": i, "title": title, "lines": lines, "severity": sev, "estimatedDelayMin": delay, "endDate": end}
+            for i, title, lines, sev, delay, end in d.items]
 
     def _near_tables(self, engine, w):
         """The works-cluster and stop :class:`geo.near_one.NearTable` s (None when unusable: the engine's
