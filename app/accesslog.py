@@ -16,11 +16,23 @@ from gunicorn.glogging import Logger
 from .redact import redact_path, redact_query
 
 
+_stamp = [0, ""]  # (epoch second, its ISO text): formatted once per second
+_pid = [os.getpid()]
+os.register_at_fork(after_in_child=lambda: _pid.__setitem__(0, os.getpid()))
+
+
+def _now_iso() -> str:
+    second = int(time.time())
+    if _stamp[0] != second:
+        _stamp[:] = [second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))]
+    return _stamp[1]
+
+
 def entry(status, method, path, query, remote, nbytes, duration_us, request_id) -> str:
     """One access log line (compact JSON, keys in a fixed order)."""
     return json.dumps({
-        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "pid": os.getpid(), "remote": remote, "method": method,
+        "time": _now_iso(),
+        "pid": _pid[0], "remote": remote, "method": method,
         "path": redact_path(path), "query": redact_query(query), "status": status,
         "bytes": nbytes, "duration_us": duration_us, "request_id": request_id,
     }, ensure_ascii=True, separators=(",", ":"))
@@ -43,6 +55,22 @@ class JsonAccessLogger(Logger):
                          environ.get("QUERY_STRING", ""), environ.get("REMOTE_ADDR", "-"),
                          getattr(resp, "sent", None), request_time.seconds * 1_000_000 + request_time.microseconds,
                          request_id)
-            self.access_log.info(line)
+            self._write(line)
         except Exception:
             self.exception("access log entry failed")
+
+    def _write(self, line: str) -> None:
+        """``access_log.info(line)`` without building a LogRecord: the line goes straight to each handler's
+        stream (the access log's format is the bare message); a handler without a stream (syslog) gets
+        the record through logging as usual."""
+        handlers = self.access_log.handlers
+        if not all(getattr(h, "stream", None) is not None for h in handlers):
+            self.access_log.info(line)
+            return
+        for handler in handlers:
+            handler.acquire()
+            try:
+                handler.stream.write(line + handler.terminator)
+                handler.flush()
+            finally:
+                handler.release()
