@@ -1,0 +1,179 @@
+"""The single-point fast path (geo.lookups, geo.near_one, geo.moment) gives the rules' answers exactly.
+
+The oracles are the vectorised rule functions and the engine's own radius queries, on a constructed world
+with works on both river banks, recurring works, stops with lines and detours with periods and weekdays.
+"""
+
+import json
+import math
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rules_world as W
+from geo import air, briefing as br, disruptions as dis
+from geo import transit as tr
+from geo import works as wk
+from geo.near_one import NearTable
+from geo.prepared import prepare
+from geo.spherical import haversine_rad
+from geo.timefmt import from_ms, iso_utc_ms, to_ms
+
+UTC = timezone.utc
+RUN, PLAN = "In uitvoering", "Concreet gepland"
+
+
+def _world(seed=3):
+    rng = np.random.default_rng(seed)
+    n = 160
+    lat, lng = rng.normal(51.22, 0.012, n), rng.normal(4.40, 0.02, n)
+    statuses = rng.choice([RUN, PLAN, "Gepland", "Uitgevoerd"], n)
+    starts = [f"2026-11-{d:02d}T07:00:00Z" for d in rng.integers(1, 30, n)]
+    works = [(f"W{i:03d}", f"Werk {i % 40}", s, round(a, 6), round(b, 6), st_, None)
+             for i, (s, a, b, st_) in enumerate(zip(statuses, lat, lng, starts))]
+    works += [("R1", "Werk 1", RUN, 51.2200, 4.4200, "2026-11-01T07:00:00Z", None),  # recurring pair
+              ("R2", "werk  1", RUN, 51.2202, 4.4200, "2026-11-03T07:00:00Z", None)]
+    stops = [(f"1_{i}", "1" if i % 5 else "2", round(a, 6), round(b, 6), ",".join(map(str, rng.integers(1, 12, 2))))
+             for i, (a, b) in enumerate(zip(rng.normal(51.22, 0.01, 90), rng.normal(4.40, 0.015, 90)))]
+    days = ["", "MAANDAG", "ZATERDAG,ZONDAG", "DINSDAG,WOENSDAG"]
+    detours = [(f"3{i:04d}", "1", ",".join(map(str, rng.integers(1, 12, 1 + i % 3))), "1_1," * (i % 6),
+                f"2026-11-{1 + i % 20:02d}T{i % 24:02d}:00:00Z",
+                None if i % 4 == 0 else f"2026-11-{16 + i % 3:02d}T{(5 * i) % 24:02d}:30:00Z", days[i % 4],
+                None if i % 7 == 3 else (round(51.21 + 0.002 * (i % 9), 6), round(4.38 + 0.005 * (i % 7), 6)))
+               for i in range(24)]
+    no2 = [("42R801", f"2026-11-16T{h:02d}:00:00Z", 18.0 + h, "measured") for h in range(3, 11)]
+    return dict(works_rows=works, stop_rows=stops, detour_rows=detours, no2_rows=no2)
+
+
+WORLD = _world()
+
+
+@pytest.fixture(scope="module")
+def world():
+    return W.engine(**WORLD)
+
+
+def _reference_find(engine, lat, lng, now):
+    """The selection as the vectorised rules define it (engine radius queries + prepared arrays)."""
+    p = prepare(engine)
+    side = int(engine.river_side(lat, lng)[0])
+    w, d = p.works, p.detours
+    idx, km = engine.works_near(lat, lng, dis.RADIUS_KM)
+    cl = w.row_cluster[idx]
+    keep = cl >= 0
+    cl, km = cl[keep], km[keep]
+    keep = ~dis.far_side(side, w.side[cl])
+    cl, km = cl[keep], km[keep]
+    stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+    active = tr.active_detours(d, to_ms(now)) & ~dis.far_side(side, d.side)
+    if stops.size:
+        served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
+        active &= (d.line_bits & served).any(axis=1)
+    sel = np.flatnonzero(active)
+    la, ln = math.radians(lat), math.radians(lng)
+    dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
+    dkm[np.isnan(dkm)] = np.inf
+    order = np.lexsort((d.id_rank[sel], dkm))
+    return cl, km, wk.upcoming_clusters(w, now)[cl], sel[order], dkm[order], bool(stops.size)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.floats(51.17, 51.27), st.floats(4.33, 4.47), st.integers(0, 20 * 24))
+def test_find_equals_the_vectorised_rules(world, lat, lng, hours):
+    now = datetime(2026, 11, 8, 0, 0, tzinfo=UTC) + timedelta(hours=hours, minutes=7)
+    got = dis.find(world, lat, lng, now)
+    ref = _reference_find(world, lat, lng, now)
+    for a, b in zip(got[:5], ref[:5]):
+        assert a.tolist() == b.tolist()
+    assert got.stops_near == ref[5]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(51.17, 51.27), st.floats(4.33, 4.47))
+def test_near_table_equals_the_engine_radius_query(world, lat, lng):
+    t = NearTable(world.stops.geometry.y.to_numpy(), world.stops.geometry.x.to_numpy(), 0.4)
+    k, km = t.within(lat, lng)
+    order = np.argsort(t.point[k], kind="stable")
+    rows, dist = world.stops_near(lat, lng, 0.4)
+    by_row = np.argsort(rows, kind="stable")
+    assert t.point[k][order].tolist() == rows[by_row].tolist()
+    assert km[order].tolist() == dist[by_row].tolist()  # the same floats, not merely close
+
+
+def test_near_table_on_the_radius_is_inclusive():
+    dlat = math.degrees(2.0 / 6371.0088)  # exactly 2 km north along the meridian (up to rounding)
+    t = NearTable(np.array([51.0 + dlat, 51.0 + 2 * dlat]), np.array([4.0, 4.0]), 2.0)
+    k, km = t.within(51.0, 4.0)
+    ref = haversine_rad(np.radians([51.0]), np.radians([4.0]), np.cos(np.radians([51.0])),
+                        np.radians([51.0 + dlat]), np.radians([4.0]), np.cos(np.radians([51.0 + dlat])))
+    assert t.point[k].tolist() == ([0] if ref[0] <= 2.0 else [])
+    assert NearTable(np.zeros(0), np.zeros(0), 2.0).within(51.0, 4.0)[0].size == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(*[st.integers(0, 12)] * 6, st.sampled_from([0, 1, 2, 3]), st.booleans())
+def test_risk_one_equals_the_vectorised_score(near, other, up, low, medium, high, compliance, stops_near):
+    score, level = br.risk_one(near, other, up, low, medium, high, compliance, stops_near)
+    vec = br.risk_score([near], [other], [up], [low], [medium], [high], [compliance], [stops_near])
+    assert score == float(vec[0]) and level == int(br.risk_level(vec)[0])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-62_135_596_800_000, 253_402_300_799_999))
+def test_iso_utc_ms_equals_strftime(ms):
+    dt = from_ms(ms)
+    assert iso_utc_ms(ms) == dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def _instants():
+    """Instants on and around the world's boundaries: detour starts/ends, measurement t and t + 2 h,
+    local midnight, a rush end (08:30Z), on and just off the hour (08:00Z: the 23rd window, Tuesday
+    07:00-09:00 local, is the worst and fits only on the hour), and the same instant in another zone."""
+    out = []
+    for base in ("2026-11-16T05:30:00", "2026-11-16T09:00:00", "2026-11-16T11:00:00", "2026-11-15T23:00:00",
+                 "2026-11-17T04:30:00", "2026-11-16T06:59:59.999", "2026-11-16T08:30:00",
+                 "2026-11-16T08:00:00"):
+        t = datetime.fromisoformat(base).replace(tzinfo=UTC)
+        out += [t - timedelta(milliseconds=1), t, t + timedelta(milliseconds=1), t + timedelta(seconds=59)]
+    out.append(datetime(2026, 11, 16, 10, 0, tzinfo=timezone(timedelta(hours=-3))))
+    return out
+
+
+def test_cached_clock_data_equals_a_fresh_engine(world):
+    points = [(51.2200, 4.4200), (51.2150, 4.3900), (51.2300, 4.4100), (51.4500, 4.9000)]
+    for now in _instants():
+        fresh = W.engine(**WORLD)  # no cache: every value computed for this instant alone
+        for lat, lng in points:
+            for fn in (br.briefing, dis.disruptions, air.air_quality):
+                assert json.dumps(fn(world, lat, lng, now)) == json.dumps(fn(fresh, lat, lng, now)), (fn, now)
+
+
+def test_same_instant_in_another_zone_gives_the_same_answer(world):
+    now = datetime(2026, 11, 16, 7, 0, tzinfo=UTC)
+    other = now.astimezone(timezone(timedelta(hours=5, minutes=30)))
+    assert br.briefing(world, 51.22, 4.42, now) == br.briefing(world, 51.22, 4.42, other)
+    with pytest.raises(ValueError):
+        br.briefing(world, 51.22, 4.42, now.replace(tzinfo=None))
+
+
+def test_responses_do_not_share_mutable_parts(world):
+    now = datetime(2026, 11, 16, 7, 0, tzinfo=UTC)
+    first = dis.disruptions(world, 51.22, 4.42, now)
+    assert first["transit"] and first["construction"]
+    first["transit"][0]["lines"].append("X")
+    first["construction"][0]["distanceKm"] = -1
+    second = dis.disruptions(world, 51.22, 4.42, now)
+    assert "X" not in second["transit"][0]["lines"] and second["construction"][0]["distanceKm"] >= 0
+
+
+def test_upcoming_flags_follow_the_brussels_date(world):
+    from geo.moment import Moment
+
+    works = prepare(world).works
+    start = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # spans the end of summer time
+    for h in range(0, 40 * 24, 5):
+        now = start + timedelta(hours=h)
+        assert Moment(world, now).upcoming.tolist() == wk.upcoming_clusters(works, now).tolist(), now
