@@ -136,12 +136,14 @@ class Engine:
         --------
         >>> eng = Engine.load("data/snapshot")  # doctest: +SKIP
         """
+        from .lookups import lookups
         from .prepared import prepare
         from .snapshot import read_snapshot
 
         layers, manifest = read_snapshot(path)
         engine = cls.from_layers(layers, manifest)
         prepare(engine)  # the endpoint rules' per-layer data, built at load and never per request
+        lookups(engine)  # and the single-point lookup tables built from it
         return engine
 
     @classmethod

@@ -123,18 +123,20 @@ class Lookups:
 
 
 def lookups(engine) -> Lookups:
-    """The engine's :class:`Lookups`, built on first call and kept for the engine's lifetime.
+    """The engine's :class:`Lookups`, built on first call and kept with the engine's prepared data
+    (:func:`geo.prepared.prepare`; rebuilt if that is rebuilt).
 
     Examples
     --------
     >>> lookups(engine) is lookups(engine)  # doctest: +SKIP
     True
     """
+    p = prepare(engine)
     found = _CACHE.get(engine)
-    if found is not None:
+    if found is not None and found.prepared is p:
         return found
     with _LOCK:
         found = _CACHE.get(engine)
-        if found is None:
+        if found is None or found.prepared is not p:  # built from these prepared arrays, never stale
             found = _CACHE[engine] = Lookups(engine)
     return found

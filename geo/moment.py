@@ -57,6 +57,7 @@ class _Times:
     """Per-engine caches (see the module docstring) and the instants at which their values change."""
 
     def __init__(self, lk):
+        self.lookups = lk
         d, a = lk.prepared.detours, lk.prepared.air
         self.detour_breaks = sorted(set(d.start_ms.tolist()) | set(d.end_ms.tolist()))
         self.air_breaks = np.unique(np.concatenate([a.times_ms, a.times_ms + WINDOW_MS])).tolist()
@@ -72,10 +73,10 @@ class _Times:
 
 def _times(engine, lk) -> _Times:
     found = _CACHE.get(engine)
-    if found is None:
+    if found is None or found.lookups is not lk:
         with _LOCK:
             found = _CACHE.get(engine)
-            if found is None:
+            if found is None or found.lookups is not lk:  # built from these lookups, never stale
                 found = _CACHE[engine] = _Times(lk)
     return found
 
@@ -220,8 +221,8 @@ def moment(engine, now) -> Moment:
     """
     t = _CACHE.get(engine)
     last = t.last if t is not None else None
-    if last is not None and last.now == now:  # same instant (in any time zone): same data
-        return last
+    if last is not None and last.now == now and last.lookups is lookups(engine):
+        return last  # same instant (in any time zone) and the same prepared data: the same values
     m = Moment(engine, now)
     m._t.last = m
     return m
