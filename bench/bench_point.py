@@ -96,7 +96,8 @@ def _read(engine, lat, lng, now):
         lo, hi = ar.window_bounds(a.offsets, a.times_ms, station, now_ms)
         value, first, n, measured_ms = air_mod.window_values(a, int(lo[0]), int(hi[0]))
     in_lez = bool(engine.in_lez(lat, lng)[0])
-    return air_mod.Reading(station, station_km, value, first, measured_ms, n, ar.compliance_one(value), in_lez)
+    return air_mod.Reading(station, station_km, value, first, measured_ms, n, ar.compliance_one(value),
+                           in_lez)
 
 
 def _threshold(limit, label, value):
@@ -127,7 +128,8 @@ def previous_air_quality(engine, lat, lng, now):
             "thresholds": {"basis": "annual", "note": air_mod.THRESHOLD_NOTE,
                            "who": _threshold(ar.WHO_NO2, "WHO-richtlijn (jaargemiddelde)", r.value),
                            "eu": _threshold(ar.EU_NO2, "EU-grenswaarde (jaargemiddelde)", r.value)},
-            "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance], "label": ar.COMPLIANCE_LABELS[r.compliance],
+            "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
+                           "label": ar.COMPLIANCE_LABELS[r.compliance],
                            "indicative": True},
             "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None}}
 
@@ -152,8 +154,8 @@ def previous_briefing(engine, lat, lng, now):
             "headline": br.headline(level, counts, reading.compliance, found.stops_near),
             "keyFacts": br.key_facts(p, found, counts, reading),
             "bestWindow": br.window_json(starts, best), "worstWindow": br.window_json(starts, worst),
-            "nextRushPeak": {"kind": rush.kind, "start": rush.start.isoformat(), "peak": rush.peak.isoformat(),
-                             "end": rush.end.isoformat()}}
+            "nextRushPeak": {"kind": rush.kind, "start": rush.start.isoformat(),
+                             "peak": rush.peak.isoformat(), "end": rush.end.isoformat()}}
 
 
 PAIRS = (("briefing", br.briefing, previous_briefing),

@@ -17,7 +17,7 @@ from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
 from .moment import moment
 from .point import checked_point
 from .prepared import prepare
-from .timefmt import MS_PER_HOUR, from_ms, iso_local, to_ms
+from .timefmt import MS_PER_HOUR, from_ms, iso_local
 
 LOW, MODERATE, HIGH = 0, 1, 2
 RISK_NAMES = ("low", "moderate", "high")

@@ -79,7 +79,8 @@ class Lookups:
              "startDate": start, "endDate": end, "occurrences": n}
             for i, desc, status, la, ln, start, end, n in w.items]
         self.detour_items = [
-            {"id": i, "title": title, "lines": lines, "severity": sev, "estimatedDelayMin": delay, "endDate": end}
+            {"id": i, "title": title, "lines": lines, "severity": sev, "estimatedDelayMin": delay,
+             "endDate": end}
             for i, title, lines, sev, delay, end in d.items]
 
     def _near_tables(self, engine, w):

@@ -115,7 +115,8 @@ class Moment:
             today = day_number(local_day(self.now))
             hit = self._t.upcoming.get(today)
             if hit is None:
-                hit = _put(self._t.upcoming, today, wk.upcoming_clusters_on(self.lookups.prepared.works, today))
+                hit = wk.upcoming_clusters_on(self.lookups.prepared.works, today)
+                _put(self._t.upcoming, today, hit)
             self._upcoming = hit
         return hit
 
