@@ -11,7 +11,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     URBAN_INSTANCE_PATH=/var/lib/urban \
     HOST=0.0.0.0 \
     PORT=8000 \
-    WEB_CONCURRENCY=4
+    WEB_CONCURRENCY=2
 
 RUN useradd --system --create-home --uid 10001 urban \
  && mkdir -p /data /var/lib/urban && chown urban /var/lib/urban

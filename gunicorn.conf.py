@@ -2,10 +2,13 @@
 
 Measured choices (2 cores; ``make loadtest``, figures in docs/operations.md):
 
-- ``sync`` workers, ``WEB_CONCURRENCY`` (default 4). A request is ~1 ms of CPU-bound NumPy/Shapely work plus
-  one SQLite statement; threads only add GIL hand-offs (gthread with the compiled kernels was slower here), and
-  4 processes on 2 cores keep both cores busy while a worker waits on SQLite's fsync or a busy lock. Put a
-  buffering proxy (nginx) in front: sync workers must not face slow clients directly.
+- ``sync`` workers, ``WEB_CONCURRENCY`` (default 2: one per core). A call is ~0.5 ms of CPU-bound Python,
+  NumPy and one SQLite statement, with no I/O wait worth overlapping (usage counts commit to the WAL
+  without fsync, and a busy store is waited out in 20 µs steps). Measured back to back with
+  ``make loadtest`` (docs/operations.md): 2 sync workers beat 3 and 4 (more processes than cores only add
+  context switches and cache misses: p99 at 8 connections 6.5 ms with 2, 9.7 ms with 3, 15 ms with 4) and
+  gthread (same CPU per call, keep-alive saves nothing measurable, worse tail). Put a buffering proxy
+  (nginx) in front: sync workers must not face slow clients directly.
 - ``preload_app``: ``wsgi:app`` (and the snapshot engine, ~tens of MB of frames and indexes) is built once in
   the master and shared copy-on-write by the forked workers. The master opens no SQLite file: the account and
   rate-limit stores are opened lazily per request/process, after fork (tests/ops checks the master's fds).
@@ -26,7 +29,7 @@ import gunicorn.http.wsgi
 
 wsgi_app = "wsgi:app"
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", "4"))
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 # gunicorn's sync/gthread workers with JSON error answers for requests gunicorn itself rejects (414, 431,
 # malformed request line or header): the API's one error shape and headers, never HTML
 # (sync with threads > 1 is gthread, as gunicorn itself decides, but ours)

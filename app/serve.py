@@ -36,7 +36,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m app.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-    parser.add_argument("--workers", type=int, default=None, help="default: WEB_CONCURRENCY or 4")
+    parser.add_argument("--workers", type=int, default=None, help="default: WEB_CONCURRENCY or 2")
     args = parser.parse_args(argv)
     env = dict(os.environ)
     env.setdefault("URBAN_ENV", "development")

@@ -10,7 +10,7 @@ Runs (each against the same server, one process tree started from ``gunicorn.con
 Prints requests/s, p50/p95/p99, worker CPU per request and errors per run, the mix as a share of the ceiling, the targets, and checks
 that the account store counted exactly the 200s the client saw. Needs Debian's ``wrk``: when it is missing
 and we run as root it is installed with apt-get (announced on stdout), otherwise the script stops and says
-how to install it. Options: ``--workers N`` (default ``WEB_CONCURRENCY`` or 4), ``--seconds S`` per run,
+how to install it. Options: ``--workers N`` (default ``WEB_CONCURRENCY`` or 2), ``--seconds S`` per run,
 ``--worker-class gthread --threads T`` (for comparison).
 """
 
@@ -159,7 +159,7 @@ def render(rows, ceiling_rps) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.loadtest", description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "4")))
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", "2")))
     parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=10.0, help="per run (three runs + warm-up)")

@@ -33,7 +33,7 @@ def refresh(every, reference, rounds):
 @main.command("live")
 @click.option("--port", type=int, default=None, help="API port (default: PORT or 8000)")
 @click.option("--host", default=None, help="bind address (default: HOST or 127.0.0.1)")
-@click.option("--workers", type=int, default=None, help="gunicorn workers (default: WEB_CONCURRENCY or 4)")
+@click.option("--workers", type=int, default=None, help="gunicorn workers (default: WEB_CONCURRENCY or 2)")
 @click.option("--every", type=click.FloatRange(min=1.0), default=60.0, show_default=True, metavar="SECONDS",
               help="seconds between refresh rounds")
 @REFERENCE
