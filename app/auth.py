@@ -21,7 +21,7 @@ from .ratelimit import RateInfo, hit_auth_failure, retry_after
 
 def bearer_token() -> str | None:
     """The token of ``Authorization: Bearer <token>``, or None when there is no bearer token."""
-    header = request.headers.get("Authorization", "")
+    header = request.environ.get("HTTP_AUTHORIZATION", "")
     scheme, _, token = header.strip().partition(" ")
     if scheme.lower() != "bearer":
         return None
@@ -87,9 +87,10 @@ def require_api_access() -> None:
                 f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",
                 headers={"Retry-After": str(seconds)},
             )
-    g.account = account
-    g.admitted = (account["id"], day)
-    g.rate = RateInfo.daily(plan.daily_quota, count, reset_at)
+    ctx_g = g._get_current_object()
+    ctx_g.account = account
+    ctx_g.admitted = (account["id"], day)
+    ctx_g.rate = RateInfo.daily(plan.daily_quota, count, reset_at)
 
 
 def settle(response) -> None:

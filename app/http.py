@@ -59,10 +59,9 @@ class UrbanJSONProvider(DefaultJSONProvider):
 
 def data_response(body: dict):
     """A cacheable data response: ``Cache-Control: private, max-age=N`` and ``Vary: Authorization``."""
-    resp = current_app.json.response(body)
-    resp.headers["Cache-Control"] = f"private, max-age={current_app.config['CACHE_MAX_AGE']}"
-    resp.headers["Vary"] = "Authorization"
-    return resp
+    app = current_app._get_current_object()
+    return app.response_class(app.json.dumps(body) + "\n", mimetype="application/json", headers=[
+        ("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"), ("Vary", "Authorization")])
 
 
 def prepare_request() -> None:
@@ -99,14 +98,14 @@ def json_body():
         return None
 
 
-def _conditional(response) -> None:
-    if request.method not in ("GET", "HEAD") or response.status_code != 200:
+def _conditional(response, req) -> None:
+    if req.method not in ("GET", "HEAD") or response.status_code != 200:
         return
     if response.mimetype != "application/json" or response.direct_passthrough:
         return
     tag = hashlib.sha256(response.get_data()).hexdigest()[:32]
     response.headers["ETag"] = f'"{tag}"'
-    header = request.environ.get("HTTP_IF_NONE_MATCH")
+    header = req.environ.get("HTTP_IF_NONE_MATCH")
     if not header:
         return
     inm = parse_etags(header)
@@ -132,25 +131,27 @@ def _set_headers(headers, values: dict[str, str]) -> None:
 
 def finalize(response):
     """``after_request`` for every response (errors included)."""
+    ctx_g = g._get_current_object()
     try:
         auth.settle(response)
     except Exception:  # a refund that fails must not turn a response into another error
-        log.exception("refund failed (request %s)", g.get("request_id"))
-    _conditional(response)
-    rate = g.get("rate")
+        log.exception("refund failed (request %s)", ctx_g.get("request_id"))
+    req = request._get_current_object()
+    _conditional(response, req)
+    rate = ctx_g.get("rate")
     if rate is None:
         try:
             rate = ratelimit.peek()
         except Exception:
-            log.exception("rate-limit storage unavailable (request %s)", g.get("request_id"))
+            log.exception("rate-limit storage unavailable (request %s)", ctx_g.get("request_id"))
     values = rate.headers() if rate is not None else {}
-    values["X-Request-Id"] = g.get("request_id", "")
+    values["X-Request-Id"] = ctx_g.get("request_id", "")
     if "X-Content-Type-Options" not in response.headers:
         values["X-Content-Type-Options"] = "nosniff"
-    if request.path.startswith("/api/"):
+    if req.path.startswith("/api/"):
         values["Access-Control-Allow-Origin"] = current_app.config["CORS_ALLOW_ORIGIN"]
         values["Access-Control-Expose-Headers"] = _EXPOSE_HEADERS
-        if request.method == "OPTIONS":
+        if req.method == "OPTIONS":
             values["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
             values["Access-Control-Allow-Headers"] = _ALLOW_HEADERS
             values["Access-Control-Max-Age"] = "600"

@@ -58,8 +58,8 @@ def parse_coordinate(name: str, raw: str, bound: float) -> float:
     return value
 
 
-def _single(name: str, error) -> str | None:
-    values = request.args.getlist(name)
+def _single(args, name: str, error) -> str | None:
+    values = args.getlist(name)
     if len(values) > 1:
         raise error(f"{name} is given {len(values)} times; give it once")
     if not values or values[0] == "":
@@ -69,9 +69,10 @@ def _single(name: str, error) -> str | None:
 
 def resolve_target(engine) -> Target:
     """Parse and check the targeting parameters of this request for the authenticated account."""
-    location_id = _single("locationId", InvalidRequest)
-    raw_lat = _single("lat", InvalidCoordinatesError)
-    raw_lng = _single("lng", InvalidCoordinatesError)
+    args = request.args
+    location_id = _single(args, "locationId", InvalidRequest)
+    raw_lat = _single(args, "lat", InvalidCoordinatesError)
+    raw_lng = _single(args, "lng", InvalidCoordinatesError)
     if location_id is not None and (raw_lat is not None or raw_lng is not None):
         raise AmbiguousTarget("give either locationId or lat/lng, not both")
     if location_id is None:
