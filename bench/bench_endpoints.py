@@ -3,8 +3,9 @@
 Each function is timed once per point over ``URBAN_BENCH_REQUESTS`` (default 10,000) deterministic random
 points inside the service area, at the snapshot's ``asOf``; the table shows the median (``single µs``) and the
 note the p99 and the target. The baseline, measured in the same run on a few points, is the same call without
-the per-engine prepared rule data (rebuilt per request, as a naive implementation would): ``ratio`` is the
-speed-up the load-time precomputation buys. Targets (median): disruptions 300 µs, air 100 µs, briefing 500 µs.
+the per-engine prepared rule data and the single-point lookup tables built from it (both rebuilt per request,
+as a naive implementation would): ``ratio`` is the speed-up the load-time precomputation buys. For the
+speed-up of the single-point fast path itself see ``bench/bench_point.py``. Targets (median): disruptions 300 µs, air 100 µs, briefing 500 µs.
 """
 
 from __future__ import annotations
