@@ -12,7 +12,6 @@ rows give every call its own instant (the system clock of live mode).
 from __future__ import annotations
 
 import json
-import math
 from datetime import timedelta
 
 import numpy as np
@@ -27,37 +26,12 @@ from geo import works as wk
 from geo.calendar import next_rush_peak
 from geo.point import checked_point
 from geo.prepared import prepare
-from geo.spherical import haversine_rad
 from geo.timefmt import iso_utc_ms, to_ms
 
 POINTS = {"Ghent area": (50.947233, 3.221685), "Antwerp centre": (51.2177, 4.4206)}
 
 
 # --- the previous per-request path (baseline) ---------------------------------------------------------
-def _find(engine, lat, lng, now):
-    p = prepare(engine)
-    side = int(engine.river_side(lat, lng)[0])
-    w, d = p.works, p.detours
-    idx, km = engine.works_near(lat, lng, dis.RADIUS_KM)
-    cl = w.row_cluster[idx]
-    keep = cl >= 0
-    cl, km = cl[keep], km[keep]
-    keep = ~dis.far_side(side, w.side[cl])
-    cl, km = cl[keep], km[keep]
-    hit = wk.upcoming_clusters(w, now)
-    stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
-    active = tr.active_detours(d, to_ms(now)) & ~dis.far_side(side, d.side)
-    if stops.size:
-        served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
-        active &= (d.line_bits & served).any(axis=1)
-    sel = np.flatnonzero(active)
-    la, ln = math.radians(lat), math.radians(lng)
-    dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
-    dkm[np.isnan(dkm)] = np.inf
-    order = np.lexsort((d.id_rank[sel], dkm))
-    return dis.Found(cl, km, hit[cl], sel[order], dkm[order], bool(stops.size))
-
-
 def _summary(p, found):
     cls = p.works.status_class[found.clusters]
     return {"activeWorks": int(np.count_nonzero(cls == wk.RUNNING)),
@@ -69,7 +43,7 @@ def _summary(p, found):
 
 def previous_disruptions(engine, lat, lng, now):
     lat, lng = checked_point(engine, lat, lng)
-    found = _find(engine, lat, lng, now)
+    found = dis.find_by_rules(engine, lat, lng, now)
     p = prepare(engine)
     construction = []
     for c, k in zip(found.clusters.tolist(), found.cluster_km.tolist()):
@@ -138,7 +112,7 @@ def previous_briefing(engine, lat, lng, now):
     lat, lng = checked_point(engine, lat, lng)
     p = prepare(engine)
     now_ms = to_ms(now)
-    found = _find(engine, lat, lng, now)
+    found = dis.find_by_rules(engine, lat, lng, now)
     counts = _summary(p, found)
     reading = _read(engine, lat, lng, now)
     running = p.works.status_class[found.clusters] == wk.RUNNING

@@ -57,6 +57,42 @@ def find(engine, lat: float, lng: float, now) -> Found:
     return find_at(engine, lat, lng, moment(engine, now))
 
 
+def find_by_rules(engine, lat: float, lng: float, now) -> Found:
+    """The same selection composed from the vectorised rules (engine radius queries, the prepared arrays,
+    :func:`geo.works.upcoming_clusters`, :func:`geo.transit.active_detours`): the definition the
+    single-point :func:`find` must equal (tests compare them; ``bench/bench_point.py`` times both).
+
+    Examples
+    --------
+    >>> find_by_rules(engine, 51.2194, 4.4025, now).stops_near  # doctest: +SKIP
+    True
+    """
+    from . import works as wk
+    from .prepared import prepare
+    from .timefmt import to_ms
+
+    p = prepare(engine)
+    side = int(engine.river_side(lat, lng)[0])
+    w, d = p.works, p.detours
+    idx, km = engine.works_near(lat, lng, RADIUS_KM)
+    cl = w.row_cluster[idx]
+    keep = cl >= 0
+    cl, km = cl[keep], km[keep]
+    keep = ~far_side(side, w.side[cl])
+    cl, km = cl[keep], km[keep]
+    stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+    active = tr.active_detours(d, to_ms(now)) & ~far_side(side, d.side)
+    if stops.size:
+        served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
+        active &= (d.line_bits & served).any(axis=1)
+    sel = np.flatnonzero(active)
+    la, ln = math.radians(lat), math.radians(lng)
+    dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
+    dkm[np.isnan(dkm)] = np.inf
+    order = np.lexsort((d.id_rank[sel], dkm))
+    return Found(cl, km, wk.upcoming_clusters(w, now)[cl], sel[order], dkm[order], bool(stops.size))
+
+
 def find_at(engine, lat: float, lng: float, m) -> Found:
     """:func:`find` with the clock-dependent data of a :class:`geo.moment.Moment` (shared by the endpoints).
 
