@@ -89,6 +89,34 @@ def test_access_log_is_json_without_secrets(deployment):
     assert {"time", "pid", "remote", "method", "path", "query", "status", "duration_us", "request_id"} <= set(entries[-1])
 
 
+def _wait_for_line(path: Path, needle: str, port: int, timeout: float = 15.0) -> list[dict]:
+    """Request ``/healthz?<needle>`` until ``path`` holds its access-log line; that file's entries."""
+    deadline = time.monotonic() + timeout
+    while True:
+        get(port, f"/healthz?{needle}")
+        time.sleep(0.1)
+        if path.exists() and needle in path.read_text():
+            return [json.loads(line) for line in path.read_text().splitlines()]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no access-log line for {needle} in {path}")
+
+
+def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
+    fx = prepare(tmp_path / "instance", snapshot_dir, accounts=1, points=5)
+    log = tmp_path / "access.log"
+    with Gunicorn(fx.instance, workers=1, data_dir=snapshot_dir, env={"GUNICORN_ACCESSLOG": str(log)},
+                  log=tmp_path / "gunicorn.log") as server:
+        before = _wait_for_line(log, "before=rotation", server.port)
+        rotated = tmp_path / "access.log.1"
+        log.rename(rotated)  # what logrotate does, then it signals the master
+        server.proc.send_signal(signal.SIGUSR1)
+        after = _wait_for_line(log, "after=rotation", server.port)
+    assert any(e["query"] == "before=rotation" for e in before)
+    assert "after=rotation" not in rotated.read_text()
+    assert all(e["path"] == "/healthz" and e["status"] == 200 for e in after)
+    assert "before=rotation" not in log.read_text()
+
+
 def test_sighup_reloads_workers_gracefully(deployment):
     server, fx = deployment
     before = set(server.worker_pids())
