@@ -8,6 +8,7 @@ paths and any key-, token- or address-like query value are replaced by ``[redact
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 
@@ -60,12 +61,16 @@ class JsonAccessLogger(Logger):
             self.exception("access log entry failed")
 
     def _write(self, line: str) -> None:
-        """``access_log.info(line)`` without building a LogRecord: the line goes straight to each handler's
-        stream (the access log's format is the bare message); a handler without a stream (syslog) gets
-        the record through logging as usual."""
-        handlers = self.access_log.handlers
-        if not all(getattr(h, "stream", None) is not None for h in handlers):
-            self.access_log.info(line)
+        """``access_log.info(line)`` without building a LogRecord when only gunicorn's own stream handlers
+        (format: the bare message, no level, no filter) would see it: the line goes straight to their
+        streams. Any other set-up (``--log-config``, syslog, propagation to root) goes through logging."""
+        log = self.access_log
+        handlers = log.handlers
+        direct = bool(handlers) and not log.propagate and not log.filters and all(
+            getattr(h, "_gunicorn", False) and getattr(h, "stream", None) is not None
+            and not h.filters and h.level == logging.NOTSET for h in handlers)
+        if not direct:
+            log.info(line)
             return
         for handler in handlers:
             handler.acquire()

@@ -114,8 +114,10 @@ def build_at(r: Reading, m) -> dict:
     if r.station >= 0:
         station = {"id": a.station_ids[r.station], "name": a.station_names[r.station],
                    "distanceKm": round(r.station_km, 3) + 0.0}
-        s = m.reading(r.station)
-        trend, pct = s.trend
+    s = m.reading(r.station) if r.station >= 0 else None
+    if s is not None and (s.value, s.first, s.measured_ms, s.n_values) == (r.value, r.first, r.measured_ms,
+                                                                           r.n_values):
+        trend, pct = s.trend  # r is this instant's reading: its texts are cached
         measured_at = s.measured_at
     else:
         trend, pct = ar.trend_one(r.first, r.value, r.n_values)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import transit as tr
+from . import works as wk
 from .engine import RIVER_NONE
 from .lookups import lookups
 from .moment import moment
@@ -20,7 +21,7 @@ from .near_one import query_radians
 from .point import checked_point
 from .spherical import haversine_rad
 
-RADIUS_KM = 2.0
+RADIUS_KM = wk.RADIUS_KM
 
 
 class Found(NamedTuple):
@@ -67,7 +68,6 @@ def find_by_rules(engine, lat: float, lng: float, now) -> Found:
     >>> find_by_rules(engine, 51.2194, 4.4025, now).stops_near  # doctest: +SKIP
     True
     """
-    from . import works as wk
     from .prepared import prepare
     from .timefmt import to_ms
 
@@ -164,7 +164,7 @@ class Tally(NamedTuple):
     planned: int
     upcoming: int          # planned clusters starting within 14 days
     near_running: int      # running clusters within ``near_km``
-    nearest_running_km: float  # distance of the nearest running cluster, None when there is none
+    nearest_running_km: float | None  # distance of the nearest running cluster, None when there is none
     severity: tuple        # detours per severity (low, medium, high)
 
 

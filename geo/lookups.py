@@ -22,7 +22,26 @@ from .transit import STOP_RADIUS_KM
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
 MAX_SELECTIONS = 4096  # cached detour bit mask -> index array conversions
-WORKS_RADIUS_KM = 2.0  # the works radius of the endpoints (geo.disruptions.RADIUS_KM)
+
+
+def stop_detour_masks(stop_bits: np.ndarray, line_bits: np.ndarray) -> list[int]:
+    """Per stop, an int whose bit ``j`` is set when detour ``j`` has a line serving the stop.
+
+    ``stop_bits`` (stops × bytes) and ``line_bits`` (detours × bytes) are packed line sets; shared lines are
+    counted with one matrix product (memory stops × detours, not stops × detours × bytes).
+
+    Examples
+    --------
+    >>> stops = np.packbits(np.array([[1, 0, 0], [0, 1, 1], [0, 0, 0]], dtype=bool), axis=1)
+    >>> detours = np.packbits(np.array([[0, 1, 0], [1, 0, 1]], dtype=bool), axis=1)
+    >>> stop_detour_masks(stops, detours)
+    [2, 3, 0]
+    """
+    stop_lines = np.unpackbits(stop_bits, axis=1).astype(np.float32)
+    detour_lines = np.unpackbits(line_bits, axis=1).astype(np.float32)
+    match = (stop_lines @ detour_lines.T) > 0
+    packed = np.packbits(match, axis=1, bitorder="little")
+    return [int.from_bytes(row, "little") for row in map(bytes, packed)]
 
 
 class Lookups:
@@ -62,10 +81,7 @@ class Lookups:
         self.planned = [c == wk.PLANNED for c in cls]
         n_det = d.ids.size
         if n_det and d.stop_bits.shape[0]:
-            # stop s matches detour j when they share a line: (line_bits[j] & stop_bits[s]).any()
-            match = (d.stop_bits[:, None, :] & d.line_bits[None, :, :]).any(axis=2)
-            weights = [1 << j for j in range(n_det)]
-            self.stop_detours = [sum(b for b, m in zip(weights, row) if m) for row in match.tolist()]
+            self.stop_detours = stop_detour_masks(d.stop_bits, d.line_bits)
         else:
             self.stop_detours = [0] * d.stop_bits.shape[0]
         self.detour_lat_r, self.detour_lng_r, self.detour_cos = d.lat_r, d.lng_r, d.cos_lat
@@ -92,7 +108,7 @@ class Lookups:
         rank = np.empty(w.ids.size, dtype=np.int64)  # (id, row) order of the representatives
         rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = \
             np.arange(rep.size)
-        table = NearTable(w.lat, w.lng, WORKS_RADIUS_KM)
+        table = NearTable(w.lat, w.lng, wk.RADIUS_KM)
         self.works_table = table if table.usable else None
         if self.works_table is not None:
             self.works_rank = rank[table.point]

@@ -97,11 +97,12 @@ class Moment:
     True
     """
 
-    __slots__ = ("now", "now_ms", "lookups", "_t", "_upcoming", "_active", "_window")
+    __slots__ = ("now", "now_ms", "instant", "lookups", "_t", "_upcoming", "_active", "_window")
 
     def __init__(self, engine, now):
         self.now_ms = to_ms(now)  # raises ValueError for a naive ``now``, as before
         self.now = now
+        self.instant = now.timestamp()  # exact, fold-aware (== on same-tzinfo datetimes ignores fold)
         self.lookups = lk = lookups(engine)
         self._t = _times(engine, lk)
         self._upcoming = self._active = self._window = None
@@ -222,7 +223,9 @@ def moment(engine, now) -> Moment:
     """
     t = _CACHE.get(engine)
     last = t.last if t is not None else None
-    if last is not None and last.now == now and last.lookups is lookups(engine):
+    same = (last is not None and now.utcoffset() is not None and last.instant == now.timestamp()
+            and last.lookups is lookups(engine))
+    if same:
         return last  # same instant (in any time zone) and the same prepared data: the same values
     m = Moment(engine, now)
     m._t.last = m

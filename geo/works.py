@@ -22,6 +22,7 @@ RUNNING_STATUSES = frozenset({"In uitvoering"})
 PLANNED_STATUSES = frozenset({"Concreet gepland", "Gepland", "Voorlopig gepland"})
 NOT_LISTED, RUNNING, PLANNED = 0, 1, 2
 
+RADIUS_KM = 2.0           # works listed within 2 km (haversine, boundary included) of the point
 COLLAPSE_KM = 0.050       # recurring occurrences: same description within 50 m (single linkage)
 UPCOMING_DAYS = 14        # upcomingWorks14d: start date in [today, today + 14] (Brussels dates)
 

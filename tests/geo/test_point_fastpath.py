@@ -7,6 +7,7 @@ with works on both river banks, recurring works, stops with lines and detours wi
 import json
 import math
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 import rules_world as W
 from geo import air, briefing as br, disruptions as dis
 from geo import works as wk
+from geo.lookups import stop_detour_masks
 from geo.near_one import NearTable
 from geo.prepared import prepare
 from geo.spherical import haversine_rad
@@ -114,6 +116,8 @@ def _instants():
         t = datetime.fromisoformat(base).replace(tzinfo=UTC)
         out += [t - timedelta(milliseconds=1), t, t + timedelta(milliseconds=1), t + timedelta(seconds=59)]
     out.append(datetime(2026, 11, 16, 10, 0, tzinfo=timezone(timedelta(hours=-3))))
+    brussels = ZoneInfo("Europe/Brussels")  # the autumn fold: equal as datetimes, an hour apart as instants
+    out += [datetime(2026, 10, 25, 2, 30, tzinfo=brussels), datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=brussels)]
     return out
 
 
@@ -152,3 +156,24 @@ def test_upcoming_flags_follow_the_brussels_date(world):
     for h in range(0, 40 * 24, 5):
         now = start + timedelta(hours=h)
         assert Moment(world, now).upcoming.tolist() == wk.upcoming_clusters(works, now).tolist(), now
+
+
+def test_build_of_a_reading_from_another_instant_reports_that_reading(engine):
+    now = engine.as_of
+    r = air.read(engine, 51.2194, 4.4025, now - timedelta(hours=1))
+    assert r.n_values > 0
+    out = air.build(engine, r, now)["reading"]
+    assert out["measuredAt"] == iso_utc_ms(r.measured_ms)
+    assert out["ageMinutes"] == (int(now.timestamp() * 1000) - r.measured_ms) // 60_000
+    assert out["value"] == round(r.value, 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 70), st.integers(1, 20), st.integers(0, 2**32 - 1))
+def test_stop_detour_masks_equal_the_pairwise_rule(n_stops, n_detours, n_lines, seed):
+    rng = np.random.default_rng(seed)
+    stops = rng.random((n_stops, n_lines)) < 0.2
+    detours = rng.random((n_detours, n_lines)) < 0.2
+    got = stop_detour_masks(np.packbits(stops, axis=1), np.packbits(detours, axis=1))
+    want = [sum(1 << j for j in range(n_detours) if (stops[s] & detours[j]).any()) for s in range(n_stops)]
+    assert got == want
