@@ -52,15 +52,19 @@ class UrbanJSONProvider(DefaultJSONProvider):
         kwargs.setdefault("allow_nan", False)
         return json.dumps(obj, **kwargs)
 
+    def body(self, obj) -> str:
+        """The response text of ``obj``: compact JSON and a final newline."""
+        return self.dumps(obj) + "\n"
+
     def response(self, *args, **kwargs):
         obj = self._prepare_response_obj(args, kwargs)
-        return self._app.response_class(self.dumps(obj) + "\n", mimetype="application/json")
+        return self._app.response_class(self.body(obj), mimetype="application/json")
 
 
 def data_response(body: dict):
     """A cacheable data response: ``Cache-Control: private, max-age=N`` and ``Vary: Authorization``."""
     app = current_app._get_current_object()
-    return app.response_class(app.json.dumps(body) + "\n", mimetype="application/json", headers=[
+    return app.response_class(app.json.body(body), mimetype="application/json", headers=[
         ("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"), ("Vary", "Authorization")])
 
 

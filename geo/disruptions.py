@@ -85,12 +85,17 @@ def find_by_rules(engine, lat: float, lng: float, now) -> Found:
     if stops.size:
         served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
         active &= (d.line_bits & served).any(axis=1)
-    sel = np.flatnonzero(active)
+    sel, dkm = _by_distance(d, np.flatnonzero(active), lat, lng)
+    return Found(cl, km, wk.upcoming_clusters(w, now)[cl], sel, dkm, bool(stops.size))
+
+
+def _by_distance(d, sel: np.ndarray, lat: float, lng: float) -> tuple:
+    """(detours, km) of the selected detours sorted by (distance to their point, id); inf without a point."""
     la, ln = math.radians(lat), math.radians(lng)
     dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
     dkm[np.isnan(dkm)] = np.inf
     order = np.lexsort((d.id_rank[sel], dkm))
-    return Found(cl, km, wk.upcoming_clusters(w, now)[cl], sel[order], dkm[order], bool(stops.size))
+    return sel[order], dkm[order]
 
 
 def find_at(engine, lat: float, lng: float, m) -> Found:
@@ -109,13 +114,7 @@ def find_at(engine, lat: float, lng: float, m) -> Found:
     if stops_near:
         mask &= served
     if mask:
-        sel = lk.selection(mask)
-        la, ln = math.radians(lat), math.radians(lng)
-        dkm = haversine_rad(la, ln, math.cos(la), lk.detour_lat_r[sel], lk.detour_lng_r[sel],
-                            lk.detour_cos[sel])
-        dkm[np.isnan(dkm)] = np.inf
-        order = np.lexsort((lk.id_rank[sel], dkm))
-        sel, dkm = sel[order], dkm[order]
+        sel, dkm = _by_distance(lk.prepared.detours, lk.selection(mask), lat, lng)
     else:
         sel, dkm = np.zeros(0, dtype=np.int64), np.zeros(0)
     return Found(cl, km, m.upcoming[cl], sel, dkm, stops_near)

@@ -55,8 +55,6 @@ class Lookups:
     row_cluster : int64 array over works rows (``prepared.works.row_cluster``)
     running, planned : list of bool per cluster
     stop_detours : list of int per stop: bit ``j`` set when detour ``j`` has a line serving the stop
-    detour_lat_r, detour_lng_r, detour_cos : the detour points (radians, cos latitude)
-    id_rank : int64 array per detour (distance tie-break)
     severity : list of int per detour
     works_table : NearTable over the works clusters (representative points) at 2 km, or None
     works_rank : int64 per works_table entry: (id, row) rank of the cluster's representative row
@@ -84,8 +82,6 @@ class Lookups:
             self.stop_detours = stop_detour_masks(d.stop_bits, d.line_bits)
         else:
             self.stop_detours = [0] * d.stop_bits.shape[0]
-        self.detour_lat_r, self.detour_lng_r, self.detour_cos = d.lat_r, d.lng_r, d.cos_lat
-        self.id_rank = d.id_rank
         self.severity = d.severity.tolist()
         self._selections: dict = {}
         self._near_tables(engine, w)
