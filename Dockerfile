@@ -22,7 +22,6 @@ RUN pip install -r requirements.txt
 COPY setup.cfg pyproject.toml README.md wsgi.py gunicorn.conf.py ./
 COPY app ./app
 COPY geo ./geo
-COPY urban_client ./urban_client
 RUN pip install --no-deps .
 
 USER urban

@@ -31,7 +31,8 @@ def check_response(doc, path, method, resp):
             Draft202012Validator(header["schema"]).validate(resp.headers[name])
     if resp.status_code == 304:
         return
-    pointer = f"/paths/{path.replace('/', '~1')}/{method}/responses/{resp.status_code}/content/application~1json/schema"
+    media = resp.mimetype.replace("/", "~1")
+    pointer = f"/paths/{path.replace('/', '~1')}/{method}/responses/{resp.status_code}/content/{media}/schema"
     Draft202012Validator({"$ref": "urn:api#" + pointer}, registry=registry).validate(resp.get_json())
 
 
