@@ -17,7 +17,7 @@ from ..errors import NotFound, ServiceUnavailable
 
 DIST = os.path.join(os.path.dirname(__file__), "node_modules", "swagger-ui-dist")
 #: the files of the npm package the page loads
-VENDOR_FILES = ("swagger-ui.css", "swagger-ui-bundle.js")
+VENDOR_FILES = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
 #: Swagger UI sets inline styles and shows data: icons; scripts only from here; calls only to this origin
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; font-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
