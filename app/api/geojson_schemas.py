@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import copy
 
+# One item schema for all members (no ``prefixItems``: tools that read OpenAPI 3.1 with an older JSON Schema
+# draft reject it), so the latitude's ±90 is stated, not enforced, here.
 POSITION = {
     "type": "array", "minItems": 2, "maxItems": 3,
-    "prefixItems": [{"type": "number", "minimum": -180, "maximum": 180, "description": "Longitude."},
-                    {"type": "number", "minimum": -90, "maximum": 90, "description": "Latitude."},
-                    {"type": "number", "description": "Altitude, metres."}],
-    "description": "RFC 7946 §3.1.1 position: [longitude, latitude], WGS84 degrees.",
+    "items": {"type": "number", "minimum": -180, "maximum": 180},
+    "description": "RFC 7946 §3.1.1 position: [longitude, latitude] in WGS84 degrees (latitude within ±90), "
+                   "optionally an altitude in metres; 6 decimals.",
 }
 POINT = {"type": "object", "required": ["type", "coordinates"],
          "properties": {"type": {"const": "Point"}, "coordinates": POSITION}}

@@ -161,7 +161,10 @@ def test_schema_rejects_what_rfc7946_forbids(real):
     validator = Draft202012Validator(doc["components"]["schemas"]["LocationListGeoJSON"])
     validator.validate(gj)
     bad = json.loads(json.dumps(gj))
-    bad["features"][0]["geometry"]["coordinates"] = [4.3997, 151.2213]  # latitude out of range
+    bad["features"][0]["geometry"]["coordinates"] = [404.3997, 51.2213]  # longitude out of range
+    assert not validator.is_valid(bad)
+    bad = json.loads(json.dumps(gj))
+    bad["features"][0]["geometry"]["coordinates"] = [4.3997]  # not a position
     assert not validator.is_valid(bad)
     bad = json.loads(json.dumps(gj))
     bad["type"] = "GeometryCollection"
