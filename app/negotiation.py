@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from flask import current_app, g, request
@@ -84,6 +85,7 @@ def quality(offer: str, ranges: list[tuple[str, str, float]]) -> float:
     return q
 
 
+@lru_cache(maxsize=512)  # clients repeat their Accept value: parse each distinct one once per process
 def choose(header: str | None, offers: tuple[str, ...]) -> str | None:
     """The offer to send for an ``Accept`` value (None: nothing acceptable).
 
