@@ -23,6 +23,9 @@ install: $(VENV)/.installed
 # never from a CDN; node_modules is not committed). --ignore-scripts: no install-time analytics.
 DOCS_UI := app/docs_ui/node_modules/swagger-ui-dist/swagger-ui-bundle.js
 $(DOCS_UI): app/docs_ui/package.json app/docs_ui/package-lock.json
+	@command -v npm >/dev/null || { if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq npm >/dev/null; \
+	else echo "make docs-ui needs npm: sudo apt-get install npm"; exit 1; fi; }
 	cd app/docs_ui && SCARF_ANALYTICS=false npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	touch $@
 
