@@ -15,8 +15,8 @@ import copy
 POSITION = {
     "type": "array", "minItems": 2, "maxItems": 3,
     "items": {"type": "number", "minimum": -180, "maximum": 180},
-    "description": "RFC 7946 §3.1.1 position: [longitude, latitude] in WGS84 degrees (latitude within ±90), "
-                   "optionally an altitude in metres; 6 decimals.",
+    "description": "RFC 7946 §3.1.1 position: [longitude, latitude] in WGS84 degrees (latitude within "
+                   "±90), optionally an altitude in metres; 6 decimals.",
 }
 POINT = {"type": "object", "required": ["type", "coordinates"],
          "properties": {"type": {"const": "Point"}, "coordinates": POSITION}}

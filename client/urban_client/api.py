@@ -252,8 +252,9 @@ def _error_from_response(resp: requests.Response, base: str) -> ApiError:
         retry_after = None
     rate_limit = RateLimit.from_headers(resp.headers)
     if isinstance(payload, dict) and isinstance(payload.get("error"), str):
-        return error_class(resp.status_code, payload["error"])(resp.status_code, payload["error"], str(payload.get("message") or resp.reason or ""),
-                        body=resp.content, rate_limit=rate_limit, retry_after=retry_after, from_api=True)
+        cls = error_class(resp.status_code, payload["error"])
+        return cls(resp.status_code, payload["error"], str(payload.get("message") or resp.reason or ""),
+                   body=resp.content, rate_limit=rate_limit, retry_after=retry_after, from_api=True)
     status = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
     what = "JSON of another shape" if payload is not None else _describe_body(resp)
     if 300 <= resp.status_code < 400:

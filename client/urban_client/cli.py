@@ -33,7 +33,8 @@ class ExitCode(IntEnum):
     NETWORK = 8  # invalid base URL, DNS failure, connection refused, timeout, TLS failure, not HTTP
 
 
-STATUS_EXIT = {400: ExitCode.USAGE, 406: ExitCode.USAGE, 401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
+STATUS_EXIT = {400: ExitCode.USAGE, 406: ExitCode.USAGE,
+               401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
                422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA,
                502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
 GATEWAY_STATUSES = (502, 503, 504)  # a proxy's own error page: retry shortly, like the API's 502/503

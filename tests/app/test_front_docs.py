@@ -31,7 +31,8 @@ def test_docs_page_loads_only_files_of_this_server(client):
     assert "http://" not in html and "https://" not in html  # no CDN
     sources = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert sorted(sources) == sorted(["/api/v1/docs/ui/favicon-32x32.png", "/api/v1/docs/ui/swagger-ui.css",
-                                      "/api/v1/docs/ui/swagger-ui-bundle.js", "/api/v1/docs/static/docs-init.js"])
+                                      "/api/v1/docs/ui/swagger-ui-bundle.js",
+                                      "/api/v1/docs/static/docs-init.js"])
     for src in sources:
         assert client.get(src).status_code == 200, src
     policy = resp.headers["Content-Security-Policy"]

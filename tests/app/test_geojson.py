@@ -38,7 +38,8 @@ def real(make_app, engine):
 
 def points(engine):
     """Fixed places plus a 4 x 5 grid over Flanders and Brussels (those inside the service area)."""
-    grid = [(round(la, 4), round(ln, 4)) for la in np.linspace(50.75, 51.35, 4) for ln in np.linspace(2.8, 5.7, 5)]
+    grid = [(round(la, 4), round(ln, 4)) for la in np.linspace(50.75, 51.35, 4)
+            for ln in np.linspace(2.8, 5.7, 5)]
     inside = [p for p in grid if bool(engine.in_service_area(*p)[0])]
     assert len(inside) >= 10
     return [ANTWERP, GENT, ANTWERP_STATION, *inside]
@@ -70,7 +71,8 @@ def stops_of(engine, detour_id):
     stops = engine.stops.set_index("id")
     row = engine.detours[engine.detours["id"] == detour_id].iloc[0]
     ids = [s.strip() for s in (row["unserved_stops"] or "").split(",") if s.strip()]
-    return [[round(stops.loc[s].geometry.x, 6), round(stops.loc[s].geometry.y, 6)] for s in ids if s in stops.index]
+    return [[round(stops.loc[s].geometry.x, 6), round(stops.loc[s].geometry.y, 6)]
+            for s in ids if s in stops.index]
 
 
 def by_kind(doc):
@@ -103,8 +105,10 @@ def test_disruptions_geojson_carries_the_json_answer(real, engine):
         kinds = by_kind(gj)
         assert set(kinds) <= {"location", "construction", "transit"}
         (point,) = kinds["location"]
-        assert point["geometry"] == {"type": "Point", "coordinates": [body["location"]["lng"], body["location"]["lat"]]}
-        rebuilt = {**without_kind(point), "construction": [without_kind(f) for f in kinds.get("construction", [])],
+        where = [body["location"]["lng"], body["location"]["lat"]]
+        assert point["geometry"] == {"type": "Point", "coordinates": where}
+        rebuilt = {**without_kind(point),
+                   "construction": [without_kind(f) for f in kinds.get("construction", [])],
                    "transit": [without_kind(f) for f in kinds.get("transit", [])]}
         assert rebuilt == {k: body[k] for k in rebuilt} and set(rebuilt) == set(body)
         for f in kinds.get("construction", []):
@@ -122,7 +126,8 @@ def test_air_quality_geojson_places_the_point_and_the_station(real, engine):
     doc = c.get("/api/v1/openapi.json").get_json()
     stations = engine.stations.set_index("id")
     for query, where in [(f"lat={la}&lng={ln}", {"lat": la, "lng": ln}) for la, ln in points(engine)] + [
-            ("locationId=loc_stadhuis", {"id": "loc_stadhuis", "name": "Stadhuis", "lat": 51.2213, "lng": 4.3997})]:
+            ("locationId=loc_stadhuis",
+             {"id": "loc_stadhuis", "name": "Stadhuis", "lat": 51.2213, "lng": 4.3997})]:
         body = get(c, key, f"/air-quality?{query}").get_json()
         geo = get(c, key, f"/air-quality?{query}", GEO)
         assert geo.status_code == 200 and geo.headers["Content-Type"] == GEO
@@ -149,7 +154,8 @@ def test_locations_geojson(real):
     gj = json.loads(geo.data)
     check_rfc7946(gj)
     assert [without_kind(f) for f in gj["features"]] == body["locations"]
-    assert [f["geometry"]["coordinates"] for f in gj["features"]] == [[loc["lng"], loc["lat"]] for loc in body["locations"]]
+    assert [f["geometry"]["coordinates"] for f in gj["features"]] == [[loc["lng"], loc["lat"]]
+                                                                     for loc in body["locations"]]
 
 
 def test_schema_rejects_what_rfc7946_forbids(real):

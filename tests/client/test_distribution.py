@@ -35,7 +35,8 @@ def client_venv(tmp_path_factory):
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                          "--disable-pip-version-check", str(wheel)], capture_output=True, text=True, timeout=600)
+                          "--disable-pip-version-check", str(wheel)],
+                         capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
     return venv, wheel
 
@@ -46,8 +47,8 @@ def test_wheel_holds_only_the_client(client_venv):
     top = {n.split("/")[0] for n in names}
     assert top == {"urban_client", wheel.name.split("-")[0] + "-" + wheel.name.split("-")[1] + ".dist-info"}
     meta = next(n for n in names if n.endswith("/METADATA"))
-    requires = [line.split(":", 1)[1].strip() for line in zipfile.ZipFile(wheel).read(meta).decode().splitlines()
-                if line.startswith("Requires-Dist:")]
+    metadata = zipfile.ZipFile(wheel).read(meta).decode().splitlines()
+    requires = [line.split(":", 1)[1].strip() for line in metadata if line.startswith("Requires-Dist:")]
     assert {r.split(">")[0].split("<")[0].split(";")[0].split("=")[0].strip() for r in requires} == {
         "requests", "click", "rich", "mcp", "tzdata"}
     entry = next(n for n in names if n.endswith("/entry_points.txt"))

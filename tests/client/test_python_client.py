@@ -43,7 +43,8 @@ def test_settings_come_from_the_environment(api_server, account, monkeypatch, tm
 
 
 @pytest.mark.parametrize("call, cls, status, code", [
-    (lambda c: c.air_quality(lat=48.8566, lng=2.3522), urban_client.OutsideServiceArea, 422, "outside_service_area"),
+    (lambda c: c.air_quality(lat=48.8566, lng=2.3522), urban_client.OutsideServiceArea, 422,
+     "outside_service_area"),
     (lambda c: c.briefing(location_id="loc_not_mine"), urban_client.NotFound, 404, "location_not_found"),
     (lambda c: c.disruptions(lat=51.2), urban_client.BadRequest, 400, "missing_target"),
     (lambda c: c.disruptions(lat="north", lng=4.4), urban_client.BadRequest, 400, "invalid_coordinates"),
@@ -83,11 +84,13 @@ def test_briefing_geojson_is_not_acceptable(api_server, account):
 
 @pytest.mark.parametrize("args, path, params", [
     (["locations"], "locations", {}),
-    (["disruptions", "--lat", "51.2194", "--lng", "4.4025"], "disruptions", {"lat": "51.2194", "lng": "4.4025"}),
+    (["disruptions", "--lat", "51.2194", "--lng", "4.4025"], "disruptions",
+     {"lat": "51.2194", "lng": "4.4025"}),
     (["air-quality", "--location-id", "loc_gent"], "air-quality", {"locationId": "loc_gent"}),
 ])
 def test_cli_geojson_prints_the_geojson_body(api_server, account, run_urban, args, path, params):
-    out = run_urban(*args, "--geojson", env={"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key})
+    env = {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}
+    out = run_urban(*args, "--geojson", env=env)
     assert out.returncode == 0, out.stderr
     rest = direct(api_server, account.key, path, GEO, **params)
     assert rest.headers["Content-Type"] == GEO and out.stdout == rest.content

@@ -57,7 +57,8 @@ def try_call(driver, operation, params, media_type=None):
     driver.find_element(By.CSS_SELECTOR, f"{block} .execute").click()
     status = f"{block} .live-responses-table .response .response-col_status"
     WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, status).text.strip())
-    live = driver.find_element(By.CSS_SELECTOR, f"{block} .live-responses-table .response .response-col_description")
+    live = driver.find_element(By.CSS_SELECTOR,
+                               f"{block} .live-responses-table .response .response-col_description")
     body = live.find_element(By.XPATH, ".//h5[text()='Response body']/following-sibling::div//pre").text
     headers = live.find_element(By.XPATH, ".//h5[text()='Response headers']/following-sibling::pre").text
     code = driver.find_element(By.CSS_SELECTOR, status).text.strip()
