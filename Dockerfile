@@ -1,6 +1,12 @@
-# Urban Conditions Service: runtime image (API only; tests and dev tools are not installed).
+# Urban Conditions Service: runtime image (API, portal and docs; no client, tests or dev tools installed).
 # The data snapshot is mounted at /data/snapshot (build it with `make snapshot` or the builder below);
 # the account database lives in the instance volume /var/lib/urban.
+# Swagger UI for /api/v1/docs, from the npm registry at the version locked in app/docs_ui (no CDN at run time).
+FROM node:20-slim AS docs-ui
+WORKDIR /ui
+COPY app/docs_ui/package.json app/docs_ui/package-lock.json ./
+RUN SCARF_ANALYTICS=false npm ci --ignore-scripts --no-audit --no-fund
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -22,7 +28,7 @@ RUN pip install -r requirements.txt
 COPY setup.cfg pyproject.toml README.md wsgi.py gunicorn.conf.py ./
 COPY app ./app
 COPY geo ./geo
-COPY urban_client ./urban_client
+COPY --from=docs-ui /ui/node_modules ./app/docs_ui/node_modules
 RUN pip install --no-deps .
 
 USER urban

@@ -7,16 +7,29 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser snapshot serve serve-live test bench loadtest clean
+.PHONY: install browser docs-ui snapshot serve serve-live test bench loadtest clean
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml
+# The dev venv holds the server (this folder) and the client distribution (client/), both editable.
+$(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip install -q --no-deps -e . -e ./client
 	touch $@
 
 install: $(VENV)/.installed
+
+# Swagger UI for /api/v1/docs, from the npm registry at the version locked in app/docs_ui (served by the app,
+# never from a CDN; node_modules is not committed). --ignore-scripts: no install-time analytics.
+DOCS_UI := app/docs_ui/node_modules/swagger-ui-dist/swagger-ui-bundle.js
+$(DOCS_UI): app/docs_ui/package.json app/docs_ui/package-lock.json
+	@command -v npm >/dev/null || { if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq npm >/dev/null; \
+	else echo "make docs-ui needs npm: sudo apt-get install npm"; exit 1; fi; }
+	cd app/docs_ui && SCARF_ANALYTICS=false npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+docs-ui: $(DOCS_UI)
 
 # The portal's browser tests drive Debian's Chromium through chromedriver.
 CHROMEDRIVER := /usr/bin/chromedriver
@@ -32,14 +45,14 @@ $(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
 
-serve: install snapshot
+serve: install snapshot docs-ui
 	$(PY) -m app.serve --port $(PORT)
 
 # Live mode: refresh from the upstream URLs in the environment (URBAN_*_URL), then serve and keep refreshing.
 serve-live: install
 	$(PY) -m app.sources live --port $(PORT) --reference $(REFERENCE)
 
-test: install browser
+test: install browser docs-ui
 	$(PY) -m pytest -n auto
 
 bench: install snapshot
@@ -56,4 +69,4 @@ loadtest: install snapshot $(WRK)
 	$(PY) -m bench.loadtest
 
 clean:
-	rm -rf $(VENV) data/snapshot instance .pytest_cache .hypothesis
+	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot instance .pytest_cache .hypothesis

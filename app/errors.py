@@ -87,6 +87,11 @@ class NotFound(ApiError):
     status, code, default_message = 404, "not_found", "no such endpoint"
 
 
+class NotAcceptable(ApiError):
+    status, code = 406, "not_acceptable"
+    default_message = "no representation of this answer in a media type the Accept header allows"
+
+
 class MethodNotAllowed(ApiError):
     status, code, default_message = 405, "method_not_allowed", "method not allowed on this endpoint"
 

@@ -15,7 +15,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_etags
 from werkzeug.sansio.utils import get_content_length
 
-from . import auth, ratelimit
+from . import auth, negotiation, ratelimit
 from .errors import PayloadTooLarge
 
 log = logging.getLogger("app.http")
@@ -25,6 +25,7 @@ EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id")
 ALLOWED_REQUEST_HEADERS = ("Authorization", "Content-Type", "If-None-Match", "X-Request-Id")
 _EXPOSE_HEADERS = ", ".join(EXPOSED)
 _ALLOW_HEADERS = ", ".join(ALLOWED_REQUEST_HEADERS)
+_TAGGED = (negotiation.JSON, negotiation.GEOJSON)  # media types that get an ETag (one per representation)
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
@@ -62,10 +63,12 @@ class UrbanJSONProvider(DefaultJSONProvider):
 
 
 def data_response(body: dict):
-    """A cacheable data response: ``Cache-Control: private, max-age=N`` and ``Vary: Authorization``."""
+    """A cacheable data response in the negotiated representation (:mod:`app.negotiation`):
+    ``Cache-Control: private, max-age=N`` and ``Vary: Authorization, Accept``."""
     app = current_app._get_current_object()
-    return app.response_class(app.json.body(body), mimetype="application/json", headers=[
-        ("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"), ("Vary", "Authorization")])
+    text, media_type = negotiation.render(body)
+    return app.response_class(text, mimetype=media_type, headers=[
+        ("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"), ("Vary", negotiation.VARY)])
 
 
 def prepare_request() -> None:
@@ -105,7 +108,7 @@ def json_body():
 def _conditional(response, req) -> None:
     if req.method not in ("GET", "HEAD") or response.status_code != 200:
         return
-    if response.mimetype != "application/json" or response.direct_passthrough:
+    if response.mimetype not in _TAGGED or response.direct_passthrough:
         return
     tag = hashlib.sha256(response.get_data()).hexdigest()[:32]
     response.headers["ETag"] = f'"{tag}"'

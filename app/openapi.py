@@ -23,6 +23,7 @@ _COMMON = {**_RATE, "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"
 _STATUS_TEXT = {
     400: "Bad request", 401: "Missing, malformed, unknown or revoked API key",
     403: "The plan has no API access", 404: "Not found", 405: "Method not allowed",
+    406: "No representation in a media type the Accept header allows",
     413: "Request body too large", 414: "Request line too long (gunicorn's limit)",
     422: "Outside the service area", 429: "Daily quota or per-IP limit reached",
     431: "Too many or too large header fields (gunicorn's limit)",
@@ -59,7 +60,8 @@ def _all_codes() -> dict[str, int]:
     documented = {
         "missing_target": 400, "invalid_coordinates": 400, "ambiguous_target": 400, "invalid_request": 400,
         "invalid_email": 400, "missing_key": 401, "invalid_key": 401, "plan_required": 403,
-        "location_not_found": 404, "not_found": 404, "method_not_allowed": 405, "payload_too_large": 413,
+        "location_not_found": 404, "not_found": 404, "method_not_allowed": 405, "not_acceptable": 406,
+        "payload_too_large": 413,
         "uri_too_long": 414, "outside_service_area": 422, "quota_exceeded": 429, "headers_too_large": 431,
         "rate_limited": 429, "internal_error": 500, "upstream_error": 502, "service_unavailable": 503,
     }
@@ -67,13 +69,18 @@ def _all_codes() -> dict[str, int]:
     return documented
 
 
-def _ok(schema_ref: str, description: str, cacheable: bool = True) -> dict:
+def _ok(schema_ref: str, description: str, cacheable: bool = True, geojson: bool = False) -> dict:
+    """A 200; ``geojson``: also offered as ``application/geo+json`` (component ``<schema>GeoJSON``)."""
     headers = dict(_COMMON)
+    content = {"application/json": {"schema": {"$ref": schema_ref}}}
     if cacheable:
         headers["ETag"] = {"$ref": "#/components/headers/ETag"}
         headers["Cache-Control"] = {"$ref": "#/components/headers/Cache-Control"}
-    return {"description": description, "headers": headers,
-            "content": {"application/json": {"schema": {"$ref": schema_ref}}}}
+        headers["Vary"] = {"$ref": "#/components/headers/Vary"}
+    if geojson:
+        content["application/geo+json"] = {"schema": {"$ref": schema_ref + "GeoJSON"}}
+        description += " (JSON, or GeoJSON with `Accept: application/geo+json`)"
+    return {"description": description, "headers": headers, "content": content}
 
 
 def _not_modified() -> dict:
@@ -81,13 +88,13 @@ def _not_modified() -> dict:
             "headers": {**_COMMON, "ETag": {"$ref": "#/components/headers/ETag"}}}
 
 
-def _data_get(summary: str, schema: str, statuses) -> dict:
+def _data_get(summary: str, schema: str, statuses, geojson: bool = False) -> dict:
     params = [{"$ref": f"#/components/parameters/{p}"} for p in ("locationId", "lat", "lng")]
     return {"get": {
         "summary": summary, "operationId": schema[0].lower() + schema[1:],
         "security": [{"bearerAuth": []}], "parameters": params,
-        "responses": {"200": _ok(f"#/components/schemas/{schema}", summary), "304": _not_modified(),
-                      **_errors(*statuses)},
+        "responses": {"200": _ok(f"#/components/schemas/{schema}", summary, geojson=geojson),
+                      "304": _not_modified(), **_errors(*statuses)},
     }}
 
 
@@ -95,7 +102,9 @@ def build() -> dict:
     """The OpenAPI 3.1 document (a fresh dict each call)."""
     from .api.data_schemas import DATA_SCHEMAS
 
-    target_errors = (400, 401, 403, 404, 422, 429, 500, 502, 503)  # plus _ANY
+    from .api.geojson_schemas import components as geojson_components
+
+    target_errors = (400, 401, 403, 404, 406, 422, 429, 500, 502, 503)  # plus _ANY
     quotas = ", ".join(
         f"{p.label}: {'no API access' if not p.api_access else ('unlimited' if p.daily_quota is None else p.daily_quota)}"
         for p in PLANS.values()
@@ -138,6 +147,7 @@ def build() -> dict:
         },
         **copy.deepcopy(DATA_SCHEMAS),
     }
+    schemas.update(geojson_components(schemas))
     headers = {
         "X-RateLimit-Limit": {
             "description": "Calls allowed in the current window: the account's daily quota on authenticated "
@@ -162,6 +172,9 @@ def build() -> dict:
                                             "`error=\"invalid_token\"` for `invalid_key`.",
                              "schema": {"type": "string"}},
         "Allow": {"description": "The methods of this path.", "schema": {"type": "string"}},
+        "Vary": {"description": "`Authorization, Accept`: the answer depends on the key and on the media "
+                               "type negotiated from `Accept` (docs/api.md → Representations).",
+                 "schema": {"type": "string"}},
     }
     parameters = {
         "locationId": {"name": "locationId", "in": "query", "required": False,
@@ -179,13 +192,14 @@ def build() -> dict:
         "/locations": {"get": {
             "summary": "The caller's saved locations", "operationId": "listLocations",
             "security": [{"bearerAuth": []}],
-            "responses": {"200": _ok("#/components/schemas/LocationList", "The caller's saved locations"),
-                          "304": _not_modified(), **_errors(401, 403, 429, 503)},
+            "responses": {"200": _ok("#/components/schemas/LocationList", "The caller's saved locations",
+                                     geojson=True),
+                          "304": _not_modified(), **_errors(401, 403, 406, 429, 503)},
         }},
         "/disruptions": _data_get("Road works and transit disruptions near a point", "Disruptions",
-                                  target_errors),
+                                  target_errors, geojson=True),
         "/air-quality": _data_get("Latest measured NO2, thresholds, compliance and LEZ status", "AirQuality",
-                                  target_errors),
+                                  target_errors, geojson=True),
         "/briefing": _data_get("Operations briefing for the next 24 hours", "Briefing", target_errors),
         "/signup": {"post": {
             "summary": "Request a sign-up link by e-mail (no key needed)", "operationId": "signup",
@@ -211,8 +225,10 @@ def build() -> dict:
             "title": "Urban Conditions Service API", "version": "v1",
             "description": "Road works, transit disruptions, air quality and briefings for any point in "
                            "Flanders and Brussels. Daily quotas per account, reset at 00:00 UTC: "
-                           f"{quotas}. Error precedence: 401 → 403 → 429 → 400 → 404 → 422 → 502. "
-                           "See docs/api.md.",
+                           f"{quotas}. Error precedence: 401 → 403 → 429 → 406 → 400 → 404 → 422 → 502. "
+                           "`/locations`, `/disruptions` and `/air-quality` also answer GeoJSON (RFC 7946) "
+                           "with `Accept: application/geo+json`; errors are always JSON. Interactive "
+                           "documentation: /api/v1/docs. See docs/api.md.",
         },
         "servers": [{"url": "/api/v1"}],
         "security": [{"bearerAuth": []}],

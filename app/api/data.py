@@ -12,11 +12,13 @@ from ..auth import require_api_access
 from ..clock import data_now
 from ..db import get_db
 from ..http import data_response
+from ..negotiation import negotiate
 from ..saved_locations import as_json, list_locations
 from .targeting import current_engine, resolve_target
 
 bp = Blueprint("data", __name__)
 bp.before_request(require_api_access)
+bp.before_request(negotiate)  # after authentication, plan and quota: 406 comes before any 400
 
 
 @bp.get("/locations")

@@ -93,6 +93,7 @@ def resolve_target(engine) -> Target:
         raise OutsideServiceArea(
             f"lat={target.lat}, lng={target.lng} lies outside the service area (Flanders and Brussels)"
         )
+    g.target = target  # for a representation that places the point (GeoJSON)
     return target
 
 

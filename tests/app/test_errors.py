@@ -66,6 +66,8 @@ def produce(world, code):
         return c.get("/api/v1/nothing-here", headers=h)
     if code == "method_not_allowed":
         return c.delete("/api/v1/locations", headers=h)
+    if code == "not_acceptable":
+        return c.get("/api/v1/locations", headers={**h, "Accept": "text/html"})
     if code == "payload_too_large":
         return c.post("/api/v1/locations", headers=h, data=b"x" * 20000)
     if code == "outside_service_area":

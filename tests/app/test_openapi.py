@@ -31,7 +31,8 @@ def check_response(doc, path, method, resp):
             Draft202012Validator(header["schema"]).validate(resp.headers[name])
     if resp.status_code == 304:
         return
-    pointer = f"/paths/{path.replace('/', '~1')}/{method}/responses/{resp.status_code}/content/application~1json/schema"
+    media = resp.mimetype.replace("/", "~1")
+    pointer = f"/paths/{path.replace('/', '~1')}/{method}/responses/{resp.status_code}/content/{media}/schema"
     Draft202012Validator({"$ref": "urn:api#" + pointer}, registry=registry).validate(resp.get_json())
 
 
@@ -75,14 +76,14 @@ def test_real_responses_conform(client, doc, store, account):
 
 
 @pytest.mark.parametrize("path, method, own", [
-    ("/disruptions", "get", {401, 403, 404, 422, 429, 502, 503}),
-    ("/air-quality", "get", {401, 403, 404, 422, 429, 502, 503}),
-    ("/briefing", "get", {401, 403, 404, 422, 429, 502, 503}),
-    ("/locations", "get", {401, 403, 429, 503}),
+    ("/disruptions", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
+    ("/air-quality", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
+    ("/briefing", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
+    ("/locations", "get", {401, 403, 406, 429, 503}),
     ("/signup", "post", {429, 503}),
     ("/openapi.json", "get", set()),
 ])
-def test_every_operation_declares_the_statuses_it_can_return(doc, path, method, own):
+def test_every_operation_declares_the_statuses_it_can_return(doc, path, method, own):  # 406: Accept
     """Own statuses plus those any request can get: malformed (400), wrong method (405), body too large
     (413, also on GET), request line/headers over gunicorn's limits (414/431), unexpected (500)."""
     responses = doc["paths"][path][method]["responses"]
@@ -98,3 +99,22 @@ def test_unsupported_media_type_is_not_documented(doc):
     enum = doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"]
     assert "unsupported_media_type" not in enum
     assert {"uri_too_long", "headers_too_large"} <= set(enum)
+
+
+@pytest.mark.parametrize("path, component", [("/locations", "LocationList"), ("/disruptions", "Disruptions"),
+                                             ("/air-quality", "AirQuality"), ("/briefing", None)])
+def test_media_types_of_the_data_answers(doc, path, component):
+    """JSON everywhere; GeoJSON (its own FeatureCollection schema) where the server offers it; errors JSON."""
+    responses = doc["paths"][path]["get"]["responses"]
+    content = responses["200"]["content"]
+    expected = {"application/json"} | ({"application/geo+json"} if component else set())
+    assert set(content) == expected
+    if component:
+        ref = content["application/geo+json"]["schema"]["$ref"]
+        assert ref == f"#/components/schemas/{component}GeoJSON"
+        schema = doc["components"]["schemas"][component + "GeoJSON"]
+        assert schema["properties"]["type"] == {"const": "FeatureCollection"}
+    assert "Vary" in responses["200"]["headers"]
+    for status, response in responses.items():
+        if status[0] in "45":
+            assert set(response["content"]) == {"application/json"}, (path, status)

@@ -1,8 +1,9 @@
 """Schemathesis against the served OpenAPI document, all checks, with a real Enterprise key, in-process WSGI.
 
 No 5xx, every error in the one shape with a listed code (the ``Error`` schema: closed object, ``error`` enum),
-every response (status, content type, headers, body) conforms to the document. Bounded: 30 examples per
-operation.
+every response (status, content type, headers, body) conforms to the document, asking for JSON and for
+GeoJSON (``Accept: application/geo+json``: the GeoJSON schemas, 406 where it is not offered). Bounded: 30
+examples per operation.
 """
 
 from __future__ import annotations
@@ -42,26 +43,31 @@ def served(make_app, tmp_path):
 #: Schema-valid requests the API rightly refuses: cross-parameter rules JSON Schema cannot express for query
 #: parameters (400 missing_target / ambiguous_target: locationId XOR lat+lng) and geometry (422
 #: outside_service_area). Everything else a schema-valid request gets must be 2xx/3xx or an auth/quota answer.
-CONFIG = schemathesis.Config.from_dict({"checks": {"positive_data_acceptance": {
-    "expected-statuses": ["2xx", "3xx", 400, 401, 403, 404, 422, 429]}}})
+#: Asking for GeoJSON, an endpoint without that representation (/briefing) rightly answers 406.
+ACCEPTS = {"application/json": ["2xx", "3xx", 400, 401, 403, 404, 422, 429],
+           "application/geo+json": ["2xx", "3xx", 400, 401, 403, 404, 406, 422, 429]}
 
 
-def _operations(app):
-    schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app, config=CONFIG)
+def _operations(app, accept):
+    config = schemathesis.Config.from_dict({"checks": {"positive_data_acceptance": {
+        "expected-statuses": ACCEPTS[accept]}}})
+    schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", app, config=config)
     return [result.ok() for result in schema.get_all_operations()]
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("accept", list(ACCEPTS))
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=lambda m: m.value)
-def test_api_conforms_to_its_document(served, mode):
+def test_api_conforms_to_its_document(served, mode, accept):
     app, key = served
-    operations = _operations(app)
+    operations = _operations(app, accept)
     assert {op.path for op in operations} >= {"/locations", "/disruptions", "/air-quality", "/briefing",
                                                "/signup"}
     for op in operations:
         @given(case=op.as_strategy(generation_mode=mode))
         @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
         def check(case):
-            case.call_and_validate(headers={"Authorization": f"Bearer {key}"}, checks=ALL_CHECKS)
+            case.call_and_validate(headers={"Authorization": f"Bearer {key}", "Accept": accept},
+                                   checks=ALL_CHECKS)
 
         check()

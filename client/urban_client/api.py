@@ -22,6 +22,8 @@ from urban_client import __version__
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/api/v1"
 DEFAULT_TIMEOUT = 10.0
+JSON = "application/json"
+GEOJSON = "application/geo+json"
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,67 @@ class ApiError(ClientError):
         self.body = body
         self.rate_limit = rate_limit or RateLimit()
         self.retry_after = retry_after
+
+
+class BadRequest(ApiError):
+    """400: ``missing_target``, ``ambiguous_target``, ``invalid_coordinates``, ``invalid_request``, ..."""
+
+
+class AuthenticationError(ApiError):
+    """401: ``missing_key`` or ``invalid_key``."""
+
+
+class PlanRequired(ApiError):
+    """403 ``plan_required``: the account's plan has no API access."""
+
+
+class NotFound(ApiError):
+    """404: ``location_not_found`` (or ``not_found``: the base URL is wrong)."""
+
+
+class NotAcceptable(ApiError):
+    """406 ``not_acceptable``: the endpoint has no representation in the requested media type."""
+
+
+class OutsideServiceArea(ApiError):
+    """422 ``outside_service_area``: the point lies outside Flanders and Brussels."""
+
+
+class RateLimited(ApiError):
+    """429: ``rate_limited`` (per-IP limit) or :class:`QuotaExceeded`; ``retry_after`` in seconds."""
+
+
+class QuotaExceeded(RateLimited):
+    """429 ``quota_exceeded``: the account's daily quota is used up (resets 00:00 UTC)."""
+
+
+class ServerError(ApiError):
+    """500 ``internal_error`` and any other 5xx error of the API."""
+
+
+class UpstreamError(ApiError):
+    """502 ``upstream_error`` or 503 ``service_unavailable``: retry shortly."""
+
+
+#: the class of an API error body, by HTTP status (then refined by code, see :func:`error_class`)
+ERROR_CLASSES = {400: BadRequest, 401: AuthenticationError, 403: PlanRequired, 404: NotFound,
+                 406: NotAcceptable, 422: OutsideServiceArea, 429: RateLimited, 500: ServerError,
+                 502: UpstreamError, 503: UpstreamError}
+
+
+def error_class(status: int, code: str) -> type[ApiError]:
+    """The exception class for an error body of the API.
+
+    Examples
+    --------
+    >>> error_class(429, "quota_exceeded").__name__, error_class(422, "outside_service_area").__name__
+    ('QuotaExceeded', 'OutsideServiceArea')
+    >>> error_class(418, "teapot").__name__, error_class(504, "x").__name__
+    ('ApiError', 'ServerError')
+    """
+    if code == "quota_exceeded":
+        return QuotaExceeded
+    return ERROR_CLASSES.get(status, ServerError if status >= 500 else ApiError)
 
 
 class NetworkError(ClientError):
@@ -189,8 +252,9 @@ def _error_from_response(resp: requests.Response, base: str) -> ApiError:
         retry_after = None
     rate_limit = RateLimit.from_headers(resp.headers)
     if isinstance(payload, dict) and isinstance(payload.get("error"), str):
-        return ApiError(resp.status_code, payload["error"], str(payload.get("message") or resp.reason or ""),
-                        body=resp.content, rate_limit=rate_limit, retry_after=retry_after, from_api=True)
+        cls = error_class(resp.status_code, payload["error"])
+        return cls(resp.status_code, payload["error"], str(payload.get("message") or resp.reason or ""),
+                   body=resp.content, rate_limit=rate_limit, retry_after=retry_after, from_api=True)
     status = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
     what = "JSON of another shape" if payload is not None else _describe_body(resp)
     if 300 <= resp.status_code < 400:
@@ -238,11 +302,12 @@ class ApiClient:
     def __repr__(self):  # never shows the key
         return f"ApiClient({display_url(self.base_url)!r}, api_key={'set' if self._api_key else None})"
 
-    def get(self, path: str, params: dict[str, str] | None = None) -> ApiResponse:
-        """GET ``path`` (relative to the base URL); return the response or raise ApiError / NetworkError."""
+    def get(self, path: str, params: dict[str, str] | None = None, accept: str = JSON) -> ApiResponse:
+        """GET ``path`` (relative to the base URL) asking for media type ``accept`` (:data:`JSON` or
+        :data:`GEOJSON`); return the response or raise ApiError / NetworkError."""
         check_base_url(self.base_url)
         base = display_url(self.base_url)
-        headers = {"Accept": "application/json", "User-Agent": f"urban-client/{__version__}"}
+        headers = {"Accept": accept, "User-Agent": f"urban-client/{__version__}"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         url = f"{self.base_url}/{path.lstrip('/')}"

@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 
 from urban_client import __version__
-from urban_client.api import ApiClient, ApiError, NetworkError, target_params
+from urban_client.api import GEOJSON, JSON, ApiClient, ApiError, NetworkError, target_params
 from urban_client.config import ConfigError, Settings, parse_timeout, read_file, resolve, write_file
 
 
@@ -33,7 +33,8 @@ class ExitCode(IntEnum):
     NETWORK = 8  # invalid base URL, DNS failure, connection refused, timeout, TLS failure, not HTTP
 
 
-STATUS_EXIT = {400: ExitCode.USAGE, 401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
+STATUS_EXIT = {400: ExitCode.USAGE, 406: ExitCode.USAGE,
+               401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
                422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA,
                502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
 GATEWAY_STATUSES = (502, 503, 504)  # a proxy's own error page: retry shortly, like the API's 502/503
@@ -58,6 +59,7 @@ HINTS = {
     "location_not_found": "`urban locations` lists your saved location ids.",
     "outside_service_area": "The service covers Flanders and Brussels only.",
     "not_found": "The base URL must end in the API's version, e.g. http://HOST:PORT/api/v1.",
+    "not_acceptable": "This server does not offer that format for this command; drop --geojson.",
 }
 
 
@@ -140,13 +142,18 @@ def _client(settings: Settings) -> ApiClient:
     return ApiClient(settings.base_url, settings.api_key, settings.timeout)
 
 
-def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str] | None = None) -> None:
-    """Call one endpoint and print its body (``--json``) or its summary; exit with the error's code."""
+def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str] | None = None,
+         geojson: bool = False) -> None:
+    """Call one endpoint and print its body (``--json``, ``--geojson``) or its summary; exit with the
+    error's code."""
     from urban_client.render import RENDERERS, render_quota
 
+    if as_json and geojson:
+        raise click.UsageError("give --json or --geojson, not both")
+    as_json = as_json or geojson
     settings = _settings(ctx)
     try:
-        response = _client(settings).get(endpoint, params)
+        response = _client(settings).get(endpoint, params, accept=GEOJSON if geojson else JSON)
     except ApiError as error:
         if as_json and error.from_api:  # the API's error body; never a proxy's page
             _write_body(error.body)
@@ -164,6 +171,11 @@ def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print the API's JSON body unchanged (byte-for-byte) and nothing else "
                                 "on stdout.")
+
+
+geojson_option = click.option("--geojson", is_flag=True,
+                              help="Print the answer as GeoJSON (a FeatureCollection for QGIS, Leaflet or "
+                                   "geojson.io), byte-for-byte, and nothing else on stdout.")
 
 
 def target_options(fn):
@@ -203,28 +215,31 @@ def cli(base_url, timeout):
 
 @cli.command()
 @json_option
+@geojson_option
 @click.pass_context
-def locations(ctx, as_json):
+def locations(ctx, as_json, geojson):
     """List your saved monitored locations (their ids work with --location-id)."""
-    _run(ctx, "locations", as_json)
+    _run(ctx, "locations", as_json, geojson=geojson)
 
 
 @cli.command()
 @target_options
 @json_option
+@geojson_option
 @click.pass_context
-def disruptions(ctx, location_id, lat, lng, as_json):
+def disruptions(ctx, location_id, lat, lng, as_json, geojson):
     """Road works within 2 km and transit detours affecting a point, nearest first."""
-    _run(ctx, "disruptions", as_json, target_params(location_id, lat, lng))
+    _run(ctx, "disruptions", as_json, target_params(location_id, lat, lng), geojson)
 
 
 @cli.command("air-quality")
 @target_options
 @json_option
+@geojson_option
 @click.pass_context
-def air_quality(ctx, location_id, lat, lng, as_json):
+def air_quality(ctx, location_id, lat, lng, as_json, geojson):
     """Latest measured NO2 at the nearest station, thresholds verdict and low-emission-zone status."""
-    _run(ctx, "air-quality", as_json, target_params(location_id, lat, lng))
+    _run(ctx, "air-quality", as_json, target_params(location_id, lat, lng), geojson)
 
 
 @cli.command()

@@ -1,0 +1,73 @@
+"""The Python client: ``Client(key).air_quality(lat=…, lng=…)`` returns the API's JSON body, parsed.
+
+Every method returns the body exactly as the API sends it (a ``dict``); with ``geojson=True`` the GeoJSON
+FeatureCollection of the same answer. Failures raise the typed errors of :mod:`urban_client.api`
+(:class:`~urban_client.api.ApiError` subclasses carrying the API's ``error`` code, message and status, or
+:class:`~urban_client.api.NetworkError`). The rate-limit headers of the last answer are in ``rate_limit``.
+
+Examples
+--------
+>>> client = Client("uc_live_…", base_url="http://127.0.0.1:8000/api/v1")
+>>> client
+Client('http://127.0.0.1:8000/api/v1', api_key=set)
+>>> client.air_quality(lat=51.2194, lng=4.4025)["compliance"]["status"]  # doctest: +SKIP
+'above_eu'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from urban_client.api import GEOJSON, JSON, ApiClient, RateLimit, target_params
+from urban_client.config import resolve
+
+Body = dict[str, Any]
+
+
+class Client:
+    """A client bound to one key and base URL.
+
+    Parameters
+    ----------
+    api_key : str, optional
+        The ``uc_live_…`` key; default ``URBAN_API_KEY`` or the key stored by ``urban configure``.
+    base_url : str, optional
+        API root with the version; default ``URBAN_BASE_URL``, the config file, or
+        ``http://127.0.0.1:8000/api/v1``.
+    timeout : float, optional
+        Seconds for connecting and for each read (default ``URBAN_TIMEOUT``, the config file, or 10).
+    """
+
+    def __init__(self, api_key: str | None = None, *, base_url: str | None = None,
+                 timeout: float | None = None):
+        settings = resolve(base_url=base_url, timeout=timeout)
+        self._api = ApiClient(settings.base_url, api_key if api_key is not None else settings.api_key,
+                              settings.timeout)
+        self.rate_limit: RateLimit = RateLimit()
+
+    def __repr__(self):  # never shows the key
+        return f"Client({self._api.base_url!r}, api_key={'set' if self._api._api_key else None})"
+
+    def _get(self, path: str, params: dict[str, str] | None, geojson: bool) -> Body:
+        response = self._api.get(path, params, accept=GEOJSON if geojson else JSON)
+        self.rate_limit = response.rate_limit
+        return response.data
+
+    def locations(self, *, geojson: bool = False) -> Body:
+        """``GET /locations``: ``{"locations": [...]}``, or a FeatureCollection of the saved points."""
+        return self._get("locations", None, geojson)
+
+    def disruptions(self, *, location_id: str | None = None, lat: float | None = None,
+                    lng: float | None = None, geojson: bool = False) -> Body:
+        """``GET /disruptions``: road works within 2 km and De Lijn detours at a saved location or a point."""
+        return self._get("disruptions", target_params(location_id, lat, lng), geojson)
+
+    def air_quality(self, *, location_id: str | None = None, lat: float | None = None,
+                    lng: float | None = None, geojson: bool = False) -> Body:
+        """``GET /air-quality``: latest measured NO2, thresholds, compliance and low-emission zone."""
+        return self._get("air-quality", target_params(location_id, lat, lng), geojson)
+
+    def briefing(self, *, location_id: str | None = None, lat: float | None = None,
+                 lng: float | None = None) -> Body:
+        """``GET /briefing``: risk, headline, key facts and the windows of the next 24 hours (JSON only)."""
+        return self._get("briefing", target_params(location_id, lat, lng), False)

@@ -1,0 +1,103 @@
+"""A real headless Chromium goes from the front door `/` to the interactive docs, pastes a key into
+Swagger UI's "Authorize", tries calls there, and gets what a direct HTTP call gets: the same status, the same
+body and the same ETag (a hash of the exact bytes), as JSON and as GeoJSON."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import requests
+
+from app import accounts
+from app.db import open_store
+
+from .helpers import LiveServer, build_app
+from .test_portal_browser import browser, click_and_wait, shoot  # noqa: F401  (fixture and helpers)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def served(portal_config, engine):
+    app = build_app({**portal_config, "ENGINE": engine, "CLOCK": "snapshot"})
+    conn = open_store(app)
+    _row, key = accounts.create_account(conn, "docs@antwerpen.be", "pro")
+    conn.close()
+    with LiveServer(app) as server:
+        yield server.url, key
+
+
+def wait_for(driver, css, timeout=30):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def try_call(driver, operation, params, media_type=None):
+    """Expand ``operation``, fill ``params``, pick the response media type, Execute; return the live
+    response's (status, body text, headers text)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    block = f"#operations-default-{operation}"
+    driver.find_element(By.CSS_SELECTOR, f"{block} .opblock-summary-control").click()
+    button = wait_for(driver, f"{block} .try-out__btn")
+    if button.text.strip() == "Try it out":  # the mode stays on when the operation is opened again
+        button.click()
+    for name, value in params.items():
+        field = wait_for(driver, f"{block} tr[data-param-name='{name}'] input")
+        field.clear()
+        field.send_keys(value)
+    if media_type:
+        Select(driver.find_element(By.CSS_SELECTOR, f"{block} .response-control-media-type select")) \
+            .select_by_value(media_type)
+    driver.find_element(By.CSS_SELECTOR, f"{block} .execute").click()
+    status = f"{block} .live-responses-table .response .response-col_status"
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, status).text.strip())
+    live = driver.find_element(By.CSS_SELECTOR,
+                               f"{block} .live-responses-table .response .response-col_description")
+    body = live.find_element(By.XPATH, ".//h5[text()='Response body']/following-sibling::div//pre").text
+    headers = live.find_element(By.XPATH, ".//h5[text()='Response headers']/following-sibling::pre").text
+    code = driver.find_element(By.CSS_SELECTOR, status).text.strip()
+    driver.find_element(By.CSS_SELECTOR, f"{block} .opblock-summary-control").click()  # fold it again
+    return int(code), body, headers
+
+
+def test_front_door_leads_to_docs_where_a_call_answers_as_curl_does(browser, served):
+    from selenium.webdriver.common.by import By
+
+    base, key = served
+    browser.get(f"{base}/")
+    assert browser.find_element(By.TAG_NAME, "h1").text == "Urban Conditions Service"
+    links = {a.text: a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "main a")}
+    assert links["Developer portal"] == f"{base}/portal/"
+    assert links["OpenAPI document"] == f"{base}/api/v1/openapi.json"
+    assert not shoot(browser, "10-front-door"), "front door scrolls sideways on a phone"
+    click_and_wait(browser, browser.find_element(By.LINK_TEXT, "Interactive API documentation"))
+    assert browser.current_url == f"{base}/api/v1/docs"
+
+    wait_for(browser, ".swagger-ui .info .title")
+    browser.find_element(By.CSS_SELECTOR, ".auth-wrapper .authorize").click()
+    wait_for(browser, ".modal-ux input").send_keys(key)
+    browser.find_element(By.CSS_SELECTOR, ".modal-ux .auth-btn-wrapper .authorize").click()
+    browser.find_element(By.CSS_SELECTOR, ".modal-ux .btn-done").click()
+
+    point = {"lat": "51.2194", "lng": "4.4025"}
+    calls = [("airQuality", "air-quality", point, "application/json"),
+             ("disruptions", "disruptions", point, "application/geo+json"),
+             ("briefing", "briefing", point, "application/json"),
+             ("airQuality", "air-quality", {"lat": "48.8566", "lng": "2.3522"}, "application/json")]
+    for operation, path, params, media_type in calls:
+        status, body, headers = try_call(browser, operation, params,
+                                         media_type if media_type != "application/json" else None)
+        direct = requests.get(f"{base}/api/v1/{path}", params=params, timeout=30,
+                              headers={"Authorization": f"Bearer {key}", "Accept": media_type})
+        assert status == direct.status_code
+        assert json.loads(body) == direct.json()
+        assert f"content-type: {direct.headers['Content-Type']}" in headers
+        if status == 200:
+            assert f"etag: {direct.headers['ETag']}" in headers  # same bytes as the direct call
+    assert not shoot(browser, "11-docs-tried")
