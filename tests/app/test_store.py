@@ -315,3 +315,4 @@ def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_pa
     assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 100
     assert holder.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
     assert not writer.in_transaction
+
