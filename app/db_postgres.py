@@ -148,11 +148,16 @@ class Row(tuple):
         return list(self._index)
 
 
+@lru_cache(maxsize=256)
+def _index(names: tuple) -> dict:
+    return {name: i for i, name in enumerate(names)}
+
+
 def _row_factory(cursor):
-    desc = cursor.description
-    if desc is None:
+    result = cursor.pgresult  # the column names straight from libpq (cheaper than ``description``)
+    if result is None or not result.nfields:
         return tuple
-    index = {d.name: i for i, d in enumerate(desc)}
+    index = _index(tuple(result.fname(i).decode() for i in range(result.nfields)))
     return lambda values: Row(values, index)
 
 
@@ -312,8 +317,10 @@ def connect(url: str, timeout: float = 5.0) -> PgConnection:
     import psycopg
 
     with _errors():
+        # server-side parameters: a statement run a few times is prepared once per connection (the admission
+        # statement is parsed and planned once, not per call)
         raw = psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(round(timeout))),
-                              cursor_factory=psycopg.ClientCursor, row_factory=_row_factory)
+                              row_factory=_row_factory, prepare_threshold=2)
     conn = PgConnection(raw)
     conn.execute(f"SET lock_timeout = {int(timeout * 1000)}")
     conn.execute("SET synchronous_commit = off")

@@ -21,7 +21,7 @@ from .db import execute_write
 _ADMIT = (
     "INSERT INTO usage (account_id, day, count) VALUES (:account, :day, 1)"
     " ON CONFLICT (account_id, day) DO UPDATE SET count = usage.count + 1"
-    " WHERE :limit IS NULL OR usage.count < :limit"
+    " WHERE usage.count < IFNULL(:limit, usage.count + 1)"
     " RETURNING count"
 )
 

@@ -42,6 +42,24 @@ def _pg_count(url: str) -> int:
         conn.close()
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and all its live descendants."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return total / tick
+
+
 def admitted_in_logs(paths) -> int:
     """200 answers of the data endpoints in gunicorn's JSON access logs (what the servers admitted; wrk does
     not see the answers still in flight when a run ends)."""
@@ -88,6 +106,13 @@ def compare(args, wrk: str, data_dir: Path, *, run_wrk, mix_script, render) -> b
         scripts["one"].write_text(mix_script(one_fx))
         scripts["two"].write_text(mix_script(two_fx))
         ports = {"one": one.port, "two": nginx.port}
+        # CPU of every process serving each topology, by part: the machine is shared, so CPU per request is
+        # the steadier figure of what the proxy and the network stores cost
+        parts = {"one": {"app": [one.proc.pid]},
+                 "two": {"app": [h.proc.pid for h in hosts], "nginx": [nginx.proc.pid], "postgres": [pg.proc.pid],
+                         "redis": [redis.proc.pid]}}
+        cpu = {name: {part: 0.0 for part in p} for name, p in parts.items()}
+        served = {"one": 0, "two": 0}
         seen_ok = {"one": 0, "two": 0}
         results = {"one": [], "two": []}
         for name in ("one", "two"):  # warm-up (counted too)
@@ -95,8 +120,12 @@ def compare(args, wrk: str, data_dir: Path, *, run_wrk, mix_script, render) -> b
                                      seconds=2)["ok"]
         for _ in range(rounds):
             for name in ("one", "two"):
+                before = {part: sum(map(tree_cpu, pids)) for part, pids in parts[name].items()}
                 res = run_wrk(wrk, ports[name], scripts[name], path="/", connections=c, threads=t, seconds=seconds)
-                res["cpu_us"] = float("nan")
+                for part, pids in parts[name].items():
+                    cpu[name][part] += sum(map(tree_cpu, pids)) - before[part]
+                served[name] += res["requests"]
+                res["cpu_us"] = sum(cpu[name].values()) * 1e6 / max(1, served[name])
                 seen_ok[name] += res["ok"]
                 results[name].append(res)
         healthy = all(get(p, "/healthz")[0] == 200 for p in ports.values())
@@ -105,6 +134,9 @@ def compare(args, wrk: str, data_dir: Path, *, run_wrk, mix_script, render) -> b
             server.stop()  # flushes the access logs
         admitted = {name: admitted_in_logs(paths) for name, paths in logs.items()}
     median = {name: sorted(rs, key=lambda r: r["rps"])[len(rs) // 2] for name, rs in results.items()}
+    per_req = {name: {part: v * 1e6 / max(1, served[name]) for part, v in cpu[name].items()} for name in cpu}
+    for name in median:  # the CPU column: all rounds of that topology
+        median[name] = {**median[name], "cpu_us": sum(per_req[name].values())}
     ratio = median["two"]["rps"] / median["one"]["rps"]
     print(f"\nOne host vs two hosts behind nginx (PostgreSQL + Redis), same machine, same run: "
           f"{workers} workers on one host, {per_host} on each of two; {c} connections; median of {rounds} "
@@ -113,6 +145,10 @@ def compare(args, wrk: str, data_dir: Path, *, run_wrk, mix_script, render) -> b
                   ("two hosts: nginx, PostgreSQL, Redis", c, median["two"])], median["one"]["rps"]))
     print("  rounds req/s, one host: " + ", ".join(f"{r['rps']:,.0f}" for r in results["one"])
           + "; two hosts: " + ", ".join(f"{r['rps']:,.0f}" for r in results["two"]))
+    print("  CPU per request (all rounds): one host " + ", ".join(f"{k} {v:.0f} us" for k, v in per_req["one"].items())
+          + "; two hosts " + ", ".join(f"{k} {v:.0f} us" for k, v in per_req["two"].items())
+          + f"; ratio {median['one']['cpu_us'] / median['two']['cpu_us']:.0%} (the throughput two hosts would keep "
+            "on an idle machine where CPU is the limit)")
     errors = sum(r["other"] + r["socket_errors"] for rs in results.values() for r in rs)
     checks = [
         (f"two hosts keep >= {1 - TARGET_LOSS:.0%} of one host's throughput", ratio >= 1 - TARGET_LOSS,
