@@ -7,7 +7,7 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser docs-ui snapshot serve serve-live test bench loadtest clean
+.PHONY: install browser docs-ui services snapshot serve serve-live test bench loadtest clean
 
 # The dev venv holds the server (this folder) and the client distribution (client/), both editable.
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml
@@ -40,6 +40,15 @@ $(CHROMEDRIVER):
 
 browser: $(CHROMEDRIVER)
 
+# The several-hosts tests and `make loadtest` start Debian's real nginx, PostgreSQL and redis-server
+# (each on 127.0.0.1, a free port and a temp dir; the packages' own system services are not used).
+services:
+	@if [ -x /usr/sbin/nginx ] && [ -x /usr/bin/redis-server ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+	    nginx postgresql redis-server >/dev/null; \
+	else echo "these tests need Debian nginx, postgresql, redis-server: sudo apt-get install nginx postgresql redis-server"; exit 1; fi
+
 $(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
 	$(PY) -m geo.snapshot build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
 
@@ -52,7 +61,7 @@ serve: install snapshot docs-ui
 serve-live: install
 	$(PY) -m app.sources live --port $(PORT) --reference $(REFERENCE)
 
-test: install browser docs-ui
+test: install browser docs-ui services
 	$(PY) -m pytest -n auto
 
 bench: install snapshot
@@ -65,8 +74,8 @@ $(WRK):
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; \
 	else echo "make loadtest needs Debian's wrk: sudo apt-get install wrk"; exit 1; fi
 
-loadtest: install snapshot $(WRK)
-	$(PY) -m bench.loadtest
+loadtest: install snapshot services $(WRK)
+	$(PY) -m bench.loadtest --topology both
 
 clean:
 	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot instance .pytest_cache .hypothesis

@@ -54,6 +54,8 @@ def load_config(app: Flask, test_config: dict | None) -> None:
     cfg = app.config
     if not cfg.get("DATABASE"):
         cfg["DATABASE"] = os.path.join(app.instance_path, "urban.sqlite")
+    if not cfg.get("RATELIMIT_STORAGE_URI") and cfg.get("REDIS_URL"):
+        cfg["RATELIMIT_STORAGE_URI"] = cfg["REDIS_URL"]  # shared by every host
     if not cfg.get("RATELIMIT_STORAGE_URI"):
         cfg["RATELIMIT_STORAGE_URI"] = "urban-sqlite:///" + os.path.join(app.instance_path, "ratelimit.sqlite")
     settings.check(cfg, debug=app.debug, testing=app.testing)

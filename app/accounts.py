@@ -73,10 +73,10 @@ def create_account(conn, email: str, plan: str, *, with_key: bool = True):
     with write(conn, durable=True):
         if find_account(conn, email) is not None:
             raise StoreError(f"an account with e-mail {email!r} already exists")
-        cur = conn.execute(
-            "INSERT INTO accounts (email, plan, created_at) VALUES (?, ?, ?)", (email, plan, utc_stamp())
-        )
-        account_id = cur.lastrowid
+        account_id = conn.execute(
+            "INSERT INTO accounts (email, plan, created_at) VALUES (?, ?, ?) RETURNING id",
+            (email, plan, utc_stamp()),
+        ).fetchone()[0]
         key = _insert_key(conn, account_id)[1] if with_key else None
     return conn.execute("SELECT * FROM accounts WHERE id = ?", (account_id,)).fetchone(), key
 
@@ -92,11 +92,11 @@ def set_plan(conn, email: str, plan: str) -> sqlite3.Row:
 
 def _insert_key(conn, account_id: int) -> tuple[int, str]:
     key = apikeys.new_key()
-    cur = conn.execute(
-        "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (?, ?, ?, ?)",
+    key_id = conn.execute(
+        "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (?, ?, ?, ?) RETURNING id",
         (account_id, apikeys.digest(key), apikeys.display_prefix(key), utc_stamp()),
-    )
-    return cur.lastrowid, key
+    ).fetchone()[0]
+    return key_id, key
 
 
 def create_key(conn, account_id: int) -> tuple[int, str]:

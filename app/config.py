@@ -15,6 +15,10 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "ENV": ("production", "production or development; production refuses to start without SECRET_KEY"),
     "SECRET_KEY": (None, "signs portal sessions and CSRF tokens; required in production"),
     "DATABASE": (None, "account store SQLite file; default <instance>/urban.sqlite"),
+    "DATABASE_URL": (None, "postgresql://user:password@host:5432/dbname: the account store on PostgreSQL, "
+                           "shared by several app hosts (default: the SQLite file DATABASE)"),
+    "REDIS_URL": (None, "redis://host:6379/0: per-IP limits (unless RATELIMIT_STORAGE_URI is set) and the "
+                        "refresher's HTTP cache in Redis, shared by several hosts"),
     "DATA_DIR": ("data/snapshot", "snapshot directory loaded by the geo engine at start"),
     "LOAD_ENGINE": (True, "load the snapshot at start; false only for admin-only or platform tests"),
     "CLOCK": ("snapshot", "data clock: 'snapshot' (the snapshot's asOf, deterministic) or 'system' (UTC now)"),
@@ -134,5 +138,12 @@ def check(config, *, debug: bool, testing: bool) -> None:
     hops = config.get("TRUSTED_PROXIES", 0)
     if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= 10:
         raise ConfigurationError(f"URBAN_TRUSTED_PROXIES must be a number of proxy hops 0..10, not {hops!r}")
+    url = config.get("DATABASE_URL")
+    if url and not str(url).startswith(("postgresql://", "postgres://")):
+        raise ConfigurationError(f"URBAN_DATABASE_URL must be a postgresql:// URL (unset it for the SQLite "
+                                 f"store), not {str(url).split('://')[0]!r}://…")
+    redis_url = config.get("REDIS_URL")
+    if redis_url and not str(redis_url).startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigurationError("URBAN_REDIS_URL must be a redis://, rediss:// or unix:// URL")
     if config.get("CLOCK") not in {"snapshot", "system"}:
         raise ConfigurationError(f"URBAN_CLOCK must be 'snapshot' or 'system', not {config.get('CLOCK')!r}")

@@ -17,6 +17,8 @@ from importlib import resources
 
 from flask import current_app, g
 
+from . import db_postgres
+
 
 class StoreConnection(sqlite3.Connection):
     """A store connection that remembers its busy timeout (for :func:`execute_write`)."""
@@ -109,6 +111,10 @@ def write(conn: sqlite3.Connection, *, durable: bool = False):
     >>> [r[0] for r in conn.execute("SELECT x FROM t")]
     [1]
     """
+    if isinstance(conn, db_postgres.PgConnection):  # the PostgreSQL store (app/db_postgres.py)
+        with conn.transaction(durable=durable):
+            yield conn
+        return
     if conn.in_transaction:
         name = f"w{id(object()):x}"
         conn.execute(f"SAVEPOINT {name}")
@@ -169,6 +175,8 @@ def _statements(sql: str):
 
 def schema_version(conn: sqlite3.Connection) -> int:
     """Highest applied migration (0 for an empty database)."""
+    if isinstance(conn, db_postgres.PgConnection):
+        return conn.schema_version()
     row = conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
     ).fetchone()
@@ -182,6 +190,8 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
 
     Returns the names applied.
     """
+    if isinstance(conn, db_postgres.PgConnection):
+        return conn.migrate(migrations())
     conn.execute("PRAGMA journal_mode = WAL")
     applied = []
     with write(conn, durable=True):
@@ -205,8 +215,14 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
 
 
 def open_store(app) -> sqlite3.Connection:
-    """A migrated connection for ``app`` outside a request (CLI, portal jobs); caller closes it."""
-    conn = connect(app.config["DATABASE"], app.config["DB_TIMEOUT"])
+    """A migrated connection for ``app`` outside a request (CLI, portal jobs); caller closes it.
+
+    ``DATABASE_URL`` (``postgresql://…``) selects the PostgreSQL store, else the SQLite file ``DATABASE``."""
+    url = app.config.get("DATABASE_URL")
+    if url:
+        conn = db_postgres.connect(url, app.config["DB_TIMEOUT"])
+    else:
+        conn = connect(app.config["DATABASE"], app.config["DB_TIMEOUT"])
     state = app.extensions["urban"]
     if state.migrated_pid != os.getpid():
         migrate(conn)

@@ -20,8 +20,8 @@ from .db import execute_write
 
 _ADMIT = (
     "INSERT INTO usage (account_id, day, count) VALUES (:account, :day, 1)"
-    " ON CONFLICT (account_id, day) DO UPDATE SET count = count + 1"
-    " WHERE :limit IS NULL OR count < :limit"
+    " ON CONFLICT (account_id, day) DO UPDATE SET count = usage.count + 1"
+    " WHERE usage.count < IFNULL(:limit, usage.count + 1)"
     " RETURNING count"
 )
 
@@ -54,8 +54,8 @@ def _admit_key_sql(plans: tuple) -> str:
         "INSERT INTO usage (account_id, day, count)"
         " SELECT k.account_id, :day, 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id"
         f" WHERE k.digest = :digest AND k.revoked_at IS NULL AND a.plan IN ({names})"
-        " ON CONFLICT (account_id, day) DO UPDATE SET count = count + 1"
-        f" WHERE count < IFNULL({limit}, count + 1)"
+        " ON CONFLICT (account_id, day) DO UPDATE SET count = usage.count + 1"
+        f" WHERE usage.count < IFNULL({limit}, usage.count + 1)"
         " RETURNING account_id AS id,"
         " (SELECT email FROM accounts WHERE id = usage.account_id) AS email,"
         " (SELECT plan FROM accounts WHERE id = usage.account_id) AS plan,"

@@ -60,9 +60,11 @@ def inside_points(data_dir, n: int, seed: int = 7) -> list[tuple[float, float]]:
 
 
 def prepare(instance: Path, data_dir, *, accounts: int = 40, locations_per_account: int = 3,
-            points: int = 200, plan: str = "enterprise", seed: int = 7) -> Fixture:
-    """A fresh instance folder with ``accounts`` accounts on ``plan``, each with saved locations."""
+            points: int = 200, plan: str = "enterprise", seed: int = 7, database_url: str | None = None) -> Fixture:
+    """A fresh instance folder with ``accounts`` accounts on ``plan``, each with saved locations (in the
+    instance's SQLite store, or in the PostgreSQL store at ``database_url``)."""
     from app import accounts as acc
+    from app import db_postgres
     from app.db import connect, migrate
     from app.saved_locations import add_location
 
@@ -70,7 +72,7 @@ def prepare(instance: Path, data_dir, *, accounts: int = 40, locations_per_accou
     instance.mkdir(parents=True, exist_ok=True)
     pts = inside_points(data_dir, points, seed)
     fx = Fixture(instance, points=pts)
-    conn = connect(str(instance / "urban.sqlite"))
+    conn = db_postgres.connect(database_url) if database_url else connect(str(instance / "urban.sqlite"))
     try:
         migrate(conn)
         rng = random.Random(seed)

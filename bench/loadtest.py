@@ -165,7 +165,23 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="per run (three runs + warm-up)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--wrk-threads", type=int, default=1)
+    parser.add_argument("--topology", default="single", choices=["single", "hosts", "both"],
+                        help="single: the runs above; hosts: one host vs two hosts behind nginx with PostgreSQL "
+                             "and Redis (bench/topology.py); both: the one, then the other")
     args = parser.parse_args(argv)
+    if args.topology != "single":
+        from bench import topology
+
+        ok = True if args.topology == "hosts" else main_single(args) == 0
+        wrk = ensure_wrk()
+        data_dir = Path(os.environ.get("URBAN_DATA_DIR", ROOT / "data/snapshot")).resolve()
+        ok = topology.compare(args, wrk, data_dir, run_wrk=run_wrk, mix_script=mix_script, render=render) and ok
+        return 0 if ok else 1
+    return main_single(args)
+
+
+def main_single(args) -> int:
+    """The single-host runs: ceiling, mixed at N connections, single client."""
     seconds = min(args.seconds, 15.0)  # keeps the whole run under 60 s
     wrk = ensure_wrk()
     data_dir = Path(os.environ.get("URBAN_DATA_DIR", ROOT / "data/snapshot")).resolve()

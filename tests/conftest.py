@@ -43,3 +43,61 @@ def engine(snapshot_dir):
     from geo.engine import Engine
 
     return Engine.load(snapshot_dir)
+
+
+# --- real PostgreSQL and Redis, one of each per test session (per xdist worker) ------------------------------
+
+if str(REPO) not in __import__("sys").path:  # bench/ (the server helpers) is a top-level folder
+    __import__("sys").path.insert(0, str(REPO))
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """Debian's PostgreSQL, initdb'd into a temp dir, on 127.0.0.1 and a free port (fsync off)."""
+    from bench.services import Postgres
+
+    with Postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """The URL of a fresh, empty schema of the session's PostgreSQL (one per test: tests do not share
+    rows; migrations run into it as into a new database)."""
+    import uuid
+
+    import psycopg
+
+    schema = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return postgres_server.url("postgres", search_path=schema)
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    """Debian's redis-server on 127.0.0.1 and a free port, no persistence."""
+    from bench.services import Redis
+
+    with Redis() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """The session's Redis, emptied for this test."""
+    import redis
+
+    client = redis.Redis.from_url(redis_server.url)
+    client.flushall()
+    client.close()
+    return redis_server.url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_backend(request) -> dict:
+    """App settings selecting each account-store backend in turn: ``{}`` (the SQLite default) or
+    ``{"DATABASE_URL": <fresh PostgreSQL schema>}``."""
+    if request.param == "sqlite":
+        return {}
+    return {"DATABASE_URL": request.getfixturevalue("postgres_url")}

@@ -1,6 +1,7 @@
 """HTTP to the upstreams: one injected ``CachedSession``, timeouts, retries, a breaker, a size cap, validation.
 
-``build_session`` makes the session (SQLite cache in WAL mode, JSON serializer, no global ``install_cache``);
+``build_session`` makes the session (SQLite cache in WAL mode, or Redis with ``URBAN_REDIS_URL``; JSON
+serializer, no global ``install_cache``);
 ``Upstream.get_json`` is the only way the adapters fetch. Every failure — refused connection, timeout, 5xx,
 ``Retry-After`` beyond the budget, an open breaker, an oversized, truncated or malformed body, a payload of the
 wrong shape — becomes one ``UpstreamError`` naming the source; nothing else escapes.
@@ -86,8 +87,10 @@ class CappedAdapter(HTTPAdapter):
 def build_session(cache_path: str | Path, settings: SourceSettings | None = None) -> CachedSession:
     """Build the ``CachedSession`` every adapter gets injected.
 
-    SQLite backend in WAL mode with the JSON serializer; only 200 answers are cached; the De Lijn key is
-    neither part of a cache key nor stored. Expiry is given per request by the adapters (per source and kind).
+    SQLite backend in WAL mode with the JSON serializer, or, when ``settings.redis_url`` is set (several
+    hosts), Redis under the ``urban_http`` namespace (``cache_path`` is then unused); only 200 answers are
+    cached; the De Lijn key is neither part of a cache key nor stored. Expiry is given per request by the
+    adapters (per source and kind).
 
     Examples
     --------
@@ -96,9 +99,12 @@ def build_session(cache_path: str | Path, settings: SourceSettings | None = None
     True
     """
     settings = settings or SourceSettings()
-    cache_path = Path(cache_path)
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
-    backend = SQLiteCache(cache_path, serializer="json", wal=True, busy_timeout=10_000)
+    if settings.redis_url:
+        backend = redis_cache(settings.redis_url)
+    else:
+        cache_path = Path(cache_path)
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        backend = SQLiteCache(cache_path, serializer="json", wal=True, busy_timeout=10_000)
     session = CachedSession(
         backend=backend,
         expire_after=300,
@@ -113,6 +119,15 @@ def build_session(cache_path: str | Path, settings: SourceSettings | None = None
     session.mount("https://", adapter)
     session.headers.update({"User-Agent": USER_AGENT, "Accept": "application/json"})
     return session
+
+
+def redis_cache(url: str):
+    """The requests-cache Redis backend at ``url`` (namespace ``urban_http``, JSON serializer; entries expire
+    in Redis with the responses' own expiry)."""
+    from redis import Redis
+    from requests_cache import RedisCache
+
+    return RedisCache(namespace="urban_http", connection=Redis.from_url(url), serializer="json", ttl=True)
 
 
 class CircuitBreaker:

@@ -48,6 +48,7 @@ class SourceSettings:
     gipod_max_pages: int = 200
     ircel_hours: int = 48
     http_cache: str = ""
+    redis_url: str = ""
     connect_timeout: float = 3.05
     read_timeout: float = 20.0
     budget: float = 60.0
@@ -108,6 +109,7 @@ _KEYS = {
     "gipod_max_pages": "URBAN_GIPOD_MAX_PAGES",
     "ircel_hours": "URBAN_IRCEL_HOURS",
     "http_cache": "URBAN_HTTP_CACHE",
+    "redis_url": "URBAN_REDIS_URL",
     "connect_timeout": "URBAN_HTTP_CONNECT_TIMEOUT",
     "read_timeout": "URBAN_HTTP_READ_TIMEOUT",
     "budget": "URBAN_HTTP_BUDGET",

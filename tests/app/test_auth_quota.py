@@ -1,4 +1,5 @@
-"""Bearer keys, plans, daily quotas and the rate-limit headers, through real requests on a real store."""
+"""Bearer keys, plans, daily quotas and the rate-limit headers, through real requests on a real store — each
+test on both account-store backends (a SQLite file and a real PostgreSQL server)."""
 
 import time
 from datetime import UTC, datetime
@@ -8,6 +9,12 @@ import pytest
 from app import accounts, usage
 from conftest import bearer
 from platform_helpers import assert_error
+
+
+@pytest.fixture
+def make_app(make_app, store_backend):
+    """Every app of this module on each backend in turn (``store_backend``)."""
+    return lambda **overrides: make_app(**{**store_backend, **overrides})
 
 
 def _count(store, account_id, day="2026-11-16"):

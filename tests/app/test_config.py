@@ -70,3 +70,31 @@ def test_create_app_opens_no_database(tmp_path):
     assert not any(p.suffix == ".sqlite" for p in tmp_path.iterdir())
     app.test_client().get("/api/v1/locations")
     assert (tmp_path / "urban.sqlite").exists() or (tmp_path / "ratelimit.sqlite").exists()
+
+
+@pytest.mark.parametrize("setting, value, match", [
+    ("DATABASE_URL", "sqlite:///x.sqlite", "postgresql://"), ("DATABASE_URL", "/var/lib/urban.sqlite", "postgresql://"),
+    ("DATABASE_URL", "mysql://db/urban", "postgresql://"), ("REDIS_URL", "memcached://x:11211", "redis://"),
+    ("REDIS_URL", "localhost:6379", "redis://")])
+def test_store_urls_of_another_kind_refuse_to_start(tmp_path, setting, value, match):
+    with pytest.raises(ConfigurationError, match=match):
+        create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True, setting: value})
+
+
+def test_redis_url_selects_redis_for_the_per_ip_limits_unless_a_storage_is_named(tmp_path, redis_url):
+    import redis
+
+    app = create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True, "REDIS_URL": redis_url,
+                      "AUTH_FAILURE_LIMIT": "3 per hour"})
+    assert app.config["RATELIMIT_STORAGE_URI"] == redis_url
+    client = app.test_client()
+    assert [client.get("/api/v1/locations").headers["X-RateLimit-Remaining"] for _ in range(3)] == ["2", "1", "0"]
+    assert client.get("/api/v1/locations").status_code == 429
+    stored = redis.Redis.from_url(redis_url).keys("*auth-failure*")
+    assert stored, "the failed-authentication counter is not in Redis"
+    assert not (tmp_path / "ratelimit.sqlite").exists()
+    named = create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True, "REDIS_URL": redis_url,
+                        "RATELIMIT_STORAGE_URI": "memory://"})
+    assert named.config["RATELIMIT_STORAGE_URI"] == "memory://"
+    assert create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True}).config[
+        "RATELIMIT_STORAGE_URI"].startswith("urban-sqlite:///")

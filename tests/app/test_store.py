@@ -1,35 +1,58 @@
-"""The account store on a real SQLite file: migrations, WAL, digests only, atomic quota statement."""
+"""The account store on both backends — a real SQLite file and a real PostgreSQL server: migrations, digests
+only, atomic quota statement, revocation, constraints. SQLite-only mechanics (WAL, busy waits) at the end."""
 
 import sqlite3
 import threading
 
 import pytest
 
-from app import accounts, usage
+from app import accounts, db_postgres, usage
 from app.db import connect, execute_write, migrate, migrations, schema_version
 from app.saved_locations import add_location, list_locations, remove_location
 from app.accounts import StoreError
 
 
-def test_migrations_apply_once_and_record_versions(tmp_path):
-    path = str(tmp_path / "s.sqlite")
-    conn = connect(path)
+@pytest.fixture
+def make_app(make_app, store_backend):
+    """Every app of this module on each backend in turn (``store_backend``)."""
+    return lambda **overrides: make_app(**{**store_backend, **overrides})
+
+
+@pytest.fixture
+def connector(app):
+    """``connector(timeout=5.0)``: a new, unmigrated connection to the app's store (either backend)."""
+    url = app.config.get("DATABASE_URL")
+    if url:
+        return lambda timeout=5.0: db_postgres.connect(url, timeout)
+    return lambda timeout=5.0: connect(app.config["DATABASE"], timeout)
+
+
+def _tables(conn) -> set[str]:
+    if isinstance(conn, db_postgres.PgConnection):
+        sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+    else:
+        sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    return {r[0] for r in conn.execute(sql)}
+
+
+def test_migrations_apply_once_and_record_versions(connector):
+    conn = connector()
+    assert schema_version(conn) == 0
     applied = migrate(conn)
     assert applied == [name for _v, name, _sql in migrations()]
     assert migrate(conn) == []
     assert schema_version(conn) == migrations()[-1][0]
-    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"accounts", "api_keys", "locations", "usage", "schema_version"} <= tables
+    if not isinstance(conn, db_postgres.PgConnection):
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert {"accounts", "api_keys", "locations", "usage", "email_tokens", "schema_version"} <= _tables(conn)
 
 
-def test_concurrent_migrations_from_many_connections(tmp_path):
-    path = str(tmp_path / "s.sqlite")
+def test_concurrent_migrations_from_many_connections(connector):
     errors, results = [], []
 
     def run():
         try:
-            results.append(migrate(connect(path)))
+            results.append(migrate(connector(timeout=30)))
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -45,7 +68,11 @@ def test_concurrent_migrations_from_many_connections(tmp_path):
 def test_plaintext_key_never_in_database_file(app, store, account):
     _row, key = account("developer")
     key_id, key2 = accounts.create_key(store, _row["id"])
-    store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if isinstance(store, db_postgres.PgConnection):  # no file to read: the dump of every column must do
+        dump = repr([tuple(r) for t in ("accounts", "api_keys") for r in store.execute(f"SELECT * FROM {t}")])
+        assert key not in dump and key2 not in dump and key[14:] not in dump
+    else:
+        store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     for suffix in ("", "-wal", "-shm"):
         try:
             data = open(app.config["DATABASE"] + suffix, "rb").read()
@@ -76,18 +103,15 @@ def test_duplicate_email_case_insensitive_writes_nothing(store, account):
     assert store.execute("SELECT COUNT(*) FROM api_keys").fetchone()[0] == 1
 
 
-def test_admit_is_exact_under_threads(tmp_path):
-    path = str(tmp_path / "u.sqlite")
-    setup = connect(path)
-    migrate(setup)
-    setup.execute("INSERT INTO accounts (id, email, plan, created_at) VALUES (1, 'a@b.be', 'developer', '')")
+def test_admit_is_exact_under_threads(store, account, connector):
+    row, key = account("developer")
     admitted = []
     lock = threading.Lock()
 
     def worker():
-        conn = connect(path, timeout=30)
-        for _ in range(25):
-            got = usage.admit(conn, 1, "2026-11-16", 100)
+        conn = connector(timeout=30)
+        for i in range(25):
+            got = usage.admit(conn, row["id"], "2026-11-16", 100)
             with lock:
                 admitted.append(got)
 
@@ -99,7 +123,36 @@ def test_admit_is_exact_under_threads(tmp_path):
     counts = sorted(c for c in admitted if c is not None)
     assert counts == list(range(1, 101))
     assert admitted.count(None) == 50
-    assert usage.used(setup, 1, "2026-11-16") == 100
+    assert usage.used(store, row["id"], "2026-11-16") == 100
+
+
+def test_admit_key_is_exact_under_threads_and_refunds(store, account, connector):
+    """The one-statement admission of key + quota: 6 threads × 25 calls on a 100-a-day key."""
+    from app.apikeys import digest
+    from app.plans import PLANS
+
+    row, key = account("developer")
+    results = []
+    lock = threading.Lock()
+
+    def worker():
+        conn = connector(timeout=30)
+        for _ in range(25):
+            got = usage.admit_key(conn, digest(key), "2026-11-17", tuple(PLANS.values()))
+            with lock:
+                results.append(None if got is None else (got["id"], got["key_id"], got["count"]))
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ok = [r for r in results if r is not None]
+    assert sorted(c for _a, _k, c in ok) == list(range(1, 101)) and results.count(None) == 50
+    assert {(a, k) for a, k, _c in ok} == {(row["id"], accounts.list_keys(store, row["id"])[0]["id"])}
+    usage.refund(store, row["id"], "2026-11-17")
+    assert usage.used(store, row["id"], "2026-11-17") == 99
+    assert usage.admit_key(store, digest(key), "2026-11-17", tuple(PLANS.values()))["count"] == 100
 
 
 def test_unlimited_plan_counts_without_limit(store, account):
@@ -154,6 +207,62 @@ def test_foreign_keys_enforced(store):
         store.execute("INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (999, 'd', 'p', '')")
 
 
+def test_revocation_is_seen_by_every_other_connection_at_once(store, account, connector):
+    row, key = account("developer")
+    others = [connector() for _ in range(3)]
+    assert all(accounts.authenticate(c, key)["id"] == row["id"] for c in others)
+    accounts.revoke_key(store, row["id"], accounts.list_keys(store, row["id"])[0]["id"])
+    assert [accounts.authenticate(c, key) for c in others] == [None, None, None]
+    again = accounts.revoke_key(store, row["id"], accounts.list_keys(store, row["id"])[0]["id"])  # idempotent
+    assert again["revoked_at"] == accounts.list_keys(store, row["id"])[0]["revoked_at"]
+
+
+def test_concurrent_sign_ups_for_one_address_create_one_account(store, connector):
+    """Check-then-insert inside ``write``: SQLite's write lock / PostgreSQL's advisory lock serialise it, so
+    every loser gets the StoreError, never an IntegrityError."""
+    outcomes = []
+
+    def sign_up(i):
+        conn = connector(timeout=30)
+        try:
+            accounts.create_account(conn, ("RACE@gent.be", "race@gent.be", "Race@Gent.be")[i % 3], "developer")
+            outcomes.append("created")
+        except StoreError:
+            outcomes.append("exists")
+
+    threads = [threading.Thread(target=sign_up, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["created"] + ["exists"] * 5
+    assert store.execute("SELECT COUNT(*) FROM accounts").fetchone()[0] == 1
+
+
+def test_store_that_cannot_be_reached_is_503_and_healthz_says_so(make_app, app):
+    from bench.deploy import free_port
+    from platform_helpers import assert_error
+
+    if app.config.get("DATABASE_URL"):
+        down = make_app(DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/urban", DB_TIMEOUT=1.0)
+    else:
+        down = make_app(DATABASE="/nonexistent-dir/urban.sqlite")
+    client = down.test_client()
+    from app.apikeys import new_key
+    assert_error(client.get("/api/v1/locations", headers={"Authorization": f"Bearer {new_key()}"}), 503,
+                 "service_unavailable")
+    assert_error(client.get("/healthz"), 503, "service_unavailable")
+
+
+def test_postgres_dialect_refuses_sqlite_idioms_it_does_not_map():
+    for sql in ("CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT);", "PRAGMA foreign_keys = ON;",
+                "CREATE TABLE t (x TEXT) STRICT;", "CREATE INDEX i ON t(strftime('%s', x));"):
+        with pytest.raises(ValueError, match="does not translate"):
+            db_postgres.translate_ddl(sql)
+    for _version, _name, sql in migrations():  # every shipped migration translates
+        assert "NOCASE" not in db_postgres.translate_ddl(sql)
+
+
 def test_sqlite_limits_storage_fixed_window(tmp_path, monkeypatch):
     from app import limits_sqlite
     from limits.storage import storage_from_string
@@ -206,3 +315,4 @@ def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_pa
     assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 100
     assert holder.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
     assert not writer.in_transaction
+

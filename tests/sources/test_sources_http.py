@@ -246,3 +246,30 @@ def test_half_open_breaker_admits_one_trial_at_a_time():
 ])
 def test_same_origin_guard(url, ok):
     assert same_origin(url, "http://127.0.0.1:5/gipod/ogc/features/v1") is ok
+
+
+def test_redis_cache_is_shared_between_two_hosts_and_never_stores_the_key(fake, settings, redis_url):
+    """URBAN_REDIS_URL: the cache lives in a real redis-server, so a second host's session (another
+    CachedSession on the same URL) is served what the first fetched."""
+    import dataclasses
+
+    import redis
+
+    shared = dataclasses.replace(settings, redis_url=redis_url)
+    host1, host2 = build_session("unused", shared), build_session("unused", shared)
+    try:
+        first = Upstream(host1, shared).get_json("gipod", _items(shared), params={"limit": 3}, expire_after=900)
+        second = Upstream(host2, shared).get_json("gipod", _items(shared), params={"limit": 3}, expire_after=900)
+        assert fake.hits_under(GIPOD_BASE) == 1
+        assert (first.from_cache, second.from_cache) == (False, True) and second.payload == first.payload
+        url = f"{shared.delijn_url}/entiteiten/1/haltes"
+        Upstream(host1, shared).get_json("delijn", url, headers={"Ocp-Apim-Subscription-Key": DELIJN_KEY},
+                                         expire_after=60)
+        client = redis.Redis.from_url(redis_url)
+        keys = client.keys("urban_http*")
+        assert keys and not any(DELIJN_KEY.encode() in (client.dump(k) or b"") for k in keys)
+        responses = [k for k in keys if not k.endswith(b":redirects")]
+        assert responses and all(client.ttl(k) > 0 for k in responses)  # Redis expires them itself
+    finally:
+        host1.close()
+        host2.close()

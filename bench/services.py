@@ -1,0 +1,237 @@
+"""Debian's real PostgreSQL, redis-server and nginx on 127.0.0.1, each in a temporary directory and on a free
+port, for the multi-host tests and ``make loadtest --topology``.
+
+Each class is a context manager: ``start()`` waits until the server answers, ``stop()`` ends only the
+process it started. PostgreSQL refuses to run as root, so as root ``initdb`` and ``postgres`` run as the
+``postgres`` system user (the Debian package creates it) in a directory handed to that user.
+
+Examples
+--------
+>>> with Postgres() as pg, Redis() as redis:      # doctest: +SKIP
+...     pg.url("urban"), redis.url
+('postgresql://postgres@127.0.0.1:41234/urban', 'redis://127.0.0.1:41235/0')
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from bench.deploy import ROOT, free_port
+
+NGINX_CONF = ROOT / "deploy" / "nginx.conf"
+
+
+class ServiceError(RuntimeError):
+    """A server did not start; the message carries the end of its log."""
+
+
+def _wait_port(port: int, proc: subprocess.Popen, log: Path, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+    raise ServiceError(f"{what} did not start on 127.0.0.1:{port}:\n{tail}")
+
+
+def _stop(proc: subprocess.Popen | None, sig=signal.SIGTERM, timeout: float = 20) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+class _Service:
+    proc: subprocess.Popen | None = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+def postgres_bin(name: str) -> str:
+    """Path of a PostgreSQL server program (Debian keeps them in /usr/lib/postgresql/<major>/bin)."""
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(p.split("/")[4]))
+    if found:
+        return found[-1]
+    path = shutil.which(name)
+    if path is None:
+        raise ServiceError(f"PostgreSQL's {name} not found: apt-get install postgresql")
+    return path
+
+
+class Postgres(_Service):
+    """A throw-away PostgreSQL cluster (``initdb`` into a temp dir, trust auth, 127.0.0.1 + a socket in the
+    temp dir). ``durable=False`` (tests) turns fsync off; the load test keeps the defaults."""
+
+    def __init__(self, *, durable: bool = False, port: int | None = None):
+        self.durable = durable
+        self.port = port or free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="urban-pg-"))
+        self.data, self.log = self.dir / "data", self.dir / "postgres.log"
+        self._user = None
+        if os.geteuid() == 0:
+            self._user = pwd.getpwnam("postgres")
+            os.chown(self.dir, self._user.pw_uid, self._user.pw_gid)
+        os.chmod(self.dir, 0o700)
+
+    def _demote(self):
+        if self._user is not None:
+            os.setgid(self._user.pw_gid)
+            os.setuid(self._user.pw_uid)
+
+    def _run(self, *cmd) -> subprocess.CompletedProcess:
+        return subprocess.run(cmd, preexec_fn=self._demote, capture_output=True, text=True, cwd=self.dir)
+
+    def start(self, timeout: float = 60) -> "Postgres":
+        init = self._run(postgres_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
+                         "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions")
+        if init.returncode != 0:
+            raise ServiceError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
+        options = ["-c", f"port={self.port}", "-c", "listen_addresses=127.0.0.1",
+                   "-c", f"unix_socket_directories={self.dir}", "-c", "max_connections=200",
+                   "-c", "shared_buffers=64MB"]
+        if not self.durable:
+            options += ["-c", "fsync=off", "-c", "full_page_writes=off"]
+        log = open(self.log, "ab")
+        self.proc = subprocess.Popen([postgres_bin("postgres"), "-D", str(self.data), *options],
+                                     preexec_fn=self._demote, stdout=log, stderr=subprocess.STDOUT,
+                                     cwd=self.dir)
+        log.close()
+        _wait_port(self.port, self.proc, self.log, timeout, "PostgreSQL")
+        # accepting TCP is not yet accepting queries: wait for a real session
+        deadline = time.monotonic() + timeout
+        while self.psql("postgres", "SELECT 1").returncode != 0:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                raise ServiceError("PostgreSQL does not accept sessions:\n" + self.log.read_text()[-3000:])
+            time.sleep(0.1)
+        return self
+
+    def psql(self, database: str, sql: str) -> subprocess.CompletedProcess:
+        """Run ``sql`` with Debian's psql over TCP (``-v ON_ERROR_STOP=1``)."""
+        return subprocess.run([postgres_bin("psql") if glob.glob("/usr/lib/postgresql/*/bin/psql")
+                               else "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
+                               "-p", str(self.port), "-U", "postgres", "-d", database, "-c", sql],
+                              capture_output=True, text=True)
+
+    def create_database(self, name: str) -> str:
+        """Create database ``name``; returns its URL."""
+        done = self.psql("postgres", f'CREATE DATABASE "{name}"')
+        if done.returncode != 0:
+            raise ServiceError(f"CREATE DATABASE {name} failed: {done.stderr}")
+        return self.url(name)
+
+    def url(self, database: str = "postgres", **options: str) -> str:
+        """``postgresql://postgres@127.0.0.1:<port>/<database>`` (``options`` become ``-c`` settings)."""
+        url = f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+        if options:
+            url += "?options=" + "%20".join(f"-c%20{k}%3D{v}" for k, v in options.items())
+        return url
+
+    def stop(self) -> None:
+        _stop(self.proc, signal.SIGINT)  # "fast" shutdown
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Redis(_Service):
+    """A throw-away ``redis-server`` (no persistence) on 127.0.0.1."""
+
+    def __init__(self, *, port: int | None = None):
+        self.port = port or free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="urban-redis-"))
+        self.log = self.dir / "redis.log"
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 30) -> "Redis":
+        exe = shutil.which("redis-server") or "/usr/bin/redis-server"
+        if not os.path.exists(exe):
+            raise ServiceError("redis-server not found: apt-get install redis-server")
+        log = open(self.log, "ab")
+        self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
+                                      "--save", "", "--appendonly", "no", "--protected-mode", "yes",
+                                      "--unixsocket", "", "--daemonize", "no"],
+                                     stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
+        log.close()
+        _wait_port(self.port, self.proc, self.log, timeout, "redis-server")
+        return self
+
+    def stop(self) -> None:
+        _stop(self.proc)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def render_nginx(conf: str, *, port: int, upstreams: list[int], prefix: Path, user: str | None) -> str:
+    """``deploy/nginx.conf`` for a local run: listen on 127.0.0.1:``port``, proxy to gunicorns on 127.0.0.1
+    ``upstreams``, pid, logs and temp files under ``prefix``, in the foreground. Every substitution must
+    match exactly once, so a change to the shipped file that breaks it fails loudly."""
+    servers = "".join(f"        server 127.0.0.1:{p} max_fails=0;\n" for p in upstreams)
+    temp = "".join(f"    {kind}_temp_path {prefix}/{kind};\n"
+                   for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    swaps = [
+        ("user nginx;\n", f"user {user};\n" if user else ""),
+        ("pid /run/nginx.pid;\n", f"pid {prefix}/nginx.pid;\ndaemon off;\n"),
+        ("error_log /dev/stderr warn;\n", f"error_log {prefix}/error.log warn;\n"),
+        ("    access_log /dev/stdout urban;\n", f"    access_log {prefix}/access.log urban;\n{temp}"),
+        ("    include /etc/nginx/mime.types;\n", ""),
+        ("        server app1:8000 max_fails=0;\n        server app2:8000 max_fails=0;\n", servers),
+        ("        listen 80 default_server;\n", f"        listen 127.0.0.1:{port} default_server;\n"),
+    ]
+    for old, new in swaps:
+        if conf.count(old) != 1:
+            raise ServiceError(f"deploy/nginx.conf no longer contains {old.strip()!r} exactly once")
+        conf = conf.replace(old, new)
+    return conf
+
+
+class Nginx(_Service):
+    """Debian's nginx running ``deploy/nginx.conf`` in front of local gunicorns (master + workers, in the
+    foreground; as root the workers run as ``nobody``)."""
+
+    def __init__(self, upstreams: list[int], *, port: int | None = None, conf: Path = NGINX_CONF):
+        self.port = port or free_port()
+        self.upstreams = list(upstreams)
+        self.dir = Path(tempfile.mkdtemp(prefix="urban-nginx-"))
+        os.chmod(self.dir, 0o755)
+        user = "nobody nogroup" if os.geteuid() == 0 else None
+        self.conf = self.dir / "nginx.conf"
+        self.conf.write_text(render_nginx(conf.read_text(), port=self.port, upstreams=self.upstreams,
+                                          prefix=self.dir, user=user))
+        self.log = self.dir / "error.log"
+
+    def start(self, timeout: float = 30) -> "Nginx":
+        exe = shutil.which("nginx") or "/usr/sbin/nginx"
+        if not os.path.exists(exe):
+            raise ServiceError("nginx not found: apt-get install nginx")
+        out = open(self.dir / "stderr.log", "ab")
+        self.proc = subprocess.Popen([exe, "-p", str(self.dir), "-c", str(self.conf), "-e", str(self.log)],
+                                     stdout=out, stderr=subprocess.STDOUT, cwd=self.dir)
+        out.close()
+        _wait_port(self.port, self.proc, self.dir / "stderr.log", timeout, "nginx")
+        return self
+
+    def stop(self) -> None:
+        _stop(self.proc, signal.SIGQUIT)  # graceful: finish requests in flight
+        shutil.rmtree(self.dir, ignore_errors=True)
