@@ -101,6 +101,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     from . import portal
 
     portal.init_app(app)
+    from . import dashboard
+
+    dashboard.init_app(app)
     trust_proxies(app)
     return app
 
