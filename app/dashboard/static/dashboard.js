@@ -14,7 +14,7 @@
     boundary: { color: "#0b5394", weight: 2, fill: false },
     municipality: { color: "#9a9a9a", weight: 0.7, fill: false },
     lez: { color: "#b35c00", weight: 2, fillColor: "#f0a500", fillOpacity: 0.15 },
-    river: { color: "#2d7fc1", weight: 1, fillColor: "#9cc9ee", fillOpacity: 0.25 }
+    river: { color: "#2d7fc1", weight: 0.5, dashArray: "2 4", fillColor: "#9cc9ee", fillOpacity: 0.06 }
   };
   function baseStyle(f) {
     var s = STYLE[f.properties.layer] || {};
