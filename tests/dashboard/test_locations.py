@@ -127,3 +127,19 @@ def test_signed_out_visitors_are_sent_to_sign_in(app):
         assert resp.status_code == 302 and resp.headers["Location"].endswith("/portal/")
     assert client.get("/dashboard/map.json?lat=51.2&lng=4.4").status_code == 401
     assert client.get("/dashboard/basemap.json").status_code == 401
+
+
+def test_bad_edits_change_nothing_and_delete_takes_the_alerts_along(app, user, store):
+    _acc, key, client = user("pro")
+    add(client, **STADHUIS)
+    [loc] = api_locations(app, key)
+    for fields, message in [({"name": ""}, "name must not be empty"),
+                            ({"name": "ok", "label": "z" * 201}, "label must be at most 200")]:
+        resp = client.post(f"/dashboard/locations/{loc['id']}", data={"csrf_token": CSRF, **fields})
+        assert resp.status_code == 400 and message in resp.get_data(as_text=True)
+        assert api_locations(app, key) == [loc]
+    client.post(f"/dashboard/locations/{loc['id']}/alerts", data={"csrf_token": CSRF, "kind": "detour_new"})
+    assert store.execute("SELECT COUNT(*) FROM alert_subscriptions").fetchone()[0] == 1
+    client.post(f"/dashboard/locations/{loc['id']}/delete", data={"csrf_token": CSRF})
+    assert store.execute("SELECT COUNT(*) FROM alert_subscriptions").fetchone()[0] == 0
+    assert store.execute("SELECT COUNT(*) FROM alert_events").fetchone()[0] == 0

@@ -117,3 +117,19 @@ def test_page_security_headers_and_no_third_party_assets(user):
     page = resp.get_data(as_text=True)
     assert "/dashboard/static/vendor/leaflet/leaflet.js" in page and "//unpkg" not in page and "cdn" not in page
     assert client.get("/dashboard/static/vendor/leaflet/leaflet.js").status_code == 200
+
+
+def test_optional_tile_url_reaches_the_map_and_the_csp(config, engine):
+    from app import accounts, create_app
+    from app.db import connect, migrate
+
+    from .conftest import signed_in
+
+    app = create_app({**config, "MAP_TILE_URL": "https://{s}.tiles.example.be/{z}/{x}/{y}.png",
+                      "MAP_TILE_ATTRIBUTION": "© Stad"})
+    conn = connect(app.config["DATABASE"]); migrate(conn)
+    account, _ = accounts.create_account(conn, "tiles@stad.be", "pro")
+    resp = signed_in(app, account["id"]).get("/dashboard/map")
+    assert "img-src 'self' data: https://*.tiles.example.be;" in resp.headers["Content-Security-Policy"]
+    page = resp.get_data(as_text=True)
+    assert 'data-tiles="https://{s}.tiles.example.be/{z}/{x}/{y}.png"' in page and 'data-attribution="© Stad"' in page

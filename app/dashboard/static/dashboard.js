@@ -55,6 +55,7 @@
     put(+latInput.value, +lngInput.value); map.setView([+latInput.value, +lngInput.value], 14);
   }
 
+  function text(t) { var span = document.createElement("span"); span.textContent = t; return span; }  // upstream text is never HTML
   var COLORS = { running: "#c0392b", planned: "#2e86c1", station: "#6c3483", stop: "#1e8449" };
   if (el.dataset.point) {
     pending.push(getJSON(el.dataset.point).then(function (body) {
@@ -63,9 +64,9 @@
       body.features.features.forEach(function (f) {
         var c = f.geometry.coordinates, q = f.properties, at = [c[1], c[0]], m;
         if (q.kind === "point") { put(at[0], at[1]); return; }
-        if (q.kind === "work") { m = L.circleMarker(at, { radius: 6, color: q.running ? COLORS.running : COLORS.planned, weight: 2, fillOpacity: 0.8 }).bindTooltip(q.description + " · " + q.status + " · " + q.distanceKm + " km"); }
-        else if (q.kind === "station") { m = L.circleMarker(at, { radius: 9, color: COLORS.station, weight: 3, fillOpacity: 0.6 }).bindTooltip("NO2 " + q.name + ": " + q.value + " µg/m³"); }
-        else { m = L.circleMarker(at, { radius: 4, color: COLORS.stop, weight: 2, fillOpacity: 1 }).bindTooltip("Stop " + q.name + " (detour " + q.detour + ")"); }
+        if (q.kind === "work") { m = L.circleMarker(at, { radius: 6, color: q.running ? COLORS.running : COLORS.planned, weight: 2, fillOpacity: 0.8 }).bindTooltip(text(q.description + " · " + q.status + " · " + q.distanceKm + " km")); }
+        else if (q.kind === "station") { m = L.circleMarker(at, { radius: 9, color: COLORS.station, weight: 3, fillOpacity: 0.6 }).bindTooltip(text("NO2 " + q.name + ": " + q.value + " µg/m³")); }
+        else { m = L.circleMarker(at, { radius: 4, color: COLORS.stop, weight: 2, fillOpacity: 1 }).bindTooltip(text("Stop " + q.name + " (detour " + q.detour + ")")); }
         m.feature = f; m.addTo(layer);
       });
       map.fitBounds(layer.getBounds().pad(0.05));
