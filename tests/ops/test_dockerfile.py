@@ -57,6 +57,7 @@ def test_dockerfile_policy():
     assert env["URBAN_ENV"] == "production" and "URBAN_SECRET_KEY" not in env
 
 
+@pytest.mark.timeout(900)  # installs the whole runtime closure (now with WeasyPrint) into a fresh venv
 def test_dockerfile_installs_and_starts_in_a_fresh_venv(tmp_path, snapshot_dir):
     steps = instructions((ROOT / "Dockerfile").read_text())
     work = tmp_path / "srv"
