@@ -7,6 +7,12 @@ WORKDIR /ui
 COPY app/docs_ui/package.json app/docs_ui/package-lock.json ./
 RUN SCARF_ANALYTICS=false npm ci --ignore-scripts --no-audit --no-fund
 
+# The dashboard's Leaflet comes from npm at build time (package-lock.json); nothing is loaded from a CDN.
+FROM node:20-slim AS assets
+WORKDIR /assets
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund --loglevel=error
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -19,6 +25,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PORT=8000 \
     WEB_CONCURRENCY=2
 
+# WeasyPrint (PDF reports) needs pango and a font.
+RUN apt-get update && apt-get install -y --no-install-recommends libpango-1.0-0 libpangoft2-1.0-0 \
+    libharfbuzz-subset0 fonts-dejavu-core && rm -rf /var/lib/apt/lists/*
+
 RUN useradd --system --create-home --uid 10001 urban \
  && mkdir -p /data /var/lib/urban && chown urban /var/lib/urban
 
@@ -27,6 +37,9 @@ COPY requirements.txt ./
 RUN pip install -r requirements.txt
 COPY setup.cfg pyproject.toml README.md wsgi.py gunicorn.conf.py ./
 COPY app ./app
+COPY --from=assets /assets/node_modules/leaflet/dist/leaflet.js /assets/node_modules/leaflet/dist/leaflet.css \
+     ./app/dashboard/static/vendor/leaflet/
+COPY --from=assets /assets/node_modules/leaflet/dist/images ./app/dashboard/static/vendor/leaflet/images
 COPY geo ./geo
 COPY --from=docs-ui /ui/node_modules ./app/docs_ui/node_modules
 RUN pip install --no-deps .

@@ -7,7 +7,7 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser docs-ui services snapshot serve serve-live test bench loadtest clean
+.PHONY: install browser docs-ui services pdf assets snapshot serve serve-live test bench loadtest clean
 
 # The dev venv holds the server (this folder) and the client distribution (client/), both editable.
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml
@@ -49,19 +49,47 @@ services:
 	    nginx postgresql redis-server >/dev/null; \
 	else echo "these tests need Debian nginx, postgresql, redis-server: sudo apt-get install nginx postgresql redis-server"; exit 1; fi
 
+# PDF reports: WeasyPrint (PyPI) needs Debian's pango; the report tests read PDFs with poppler-utils.
+PDFTOPPM := /usr/bin/pdftoppm
+$(PDFTOPPM):
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq \
+	    libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core poppler-utils >/dev/null; \
+	else echo "PDF reports need: sudo apt-get install libpango-1.0-0 libpangoft2-1.0-0 libharfbuzz-subset0 fonts-dejavu-core poppler-utils"; exit 1; fi
+
+pdf: $(PDFTOPPM)
+
+# The dashboard's map library: Leaflet from npm (package-lock.json), copied into the dashboard's static
+# folder; neither node_modules nor the copy is committed, and nothing is loaded from a CDN at run time.
+LEAFLET := app/dashboard/static/vendor/leaflet/leaflet.js
+NPM := /usr/bin/npm
+$(NPM):
+	@if [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq npm >/dev/null; \
+	else echo "the dashboard assets need npm: sudo apt-get install npm"; exit 1; fi
+
+$(LEAFLET): package.json package-lock.json | $(NPM)
+	npm ci --no-audit --no-fund --loglevel=error
+	rm -rf app/dashboard/static/vendor/leaflet && mkdir -p app/dashboard/static/vendor/leaflet
+	cp -r node_modules/leaflet/dist/leaflet.js node_modules/leaflet/dist/leaflet.css \
+	  node_modules/leaflet/dist/images node_modules/leaflet/LICENSE app/dashboard/static/vendor/leaflet/
+	touch $@
+
+assets: $(LEAFLET)
+
 $(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
 	$(PY) -m geo.snapshot build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
 
-serve: install snapshot docs-ui
+serve: install snapshot docs-ui assets
 	$(PY) -m app.serve --port $(PORT)
 
 # Live mode: refresh from the upstream URLs in the environment (URBAN_*_URL), then serve and keep refreshing.
-serve-live: install
+serve-live: install assets
 	$(PY) -m app.sources live --port $(PORT) --reference $(REFERENCE)
 
-test: install browser docs-ui services
+test: install browser docs-ui services pdf assets
 	$(PY) -m pytest -n auto
 
 bench: install snapshot
@@ -78,4 +106,5 @@ loadtest: install snapshot services $(WRK)
 	$(PY) -m bench.loadtest --topology both
 
 clean:
-	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot instance .pytest_cache .hypothesis
+	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot instance .pytest_cache .hypothesis node_modules \
+	  app/dashboard/static/vendor

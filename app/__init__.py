@@ -103,10 +103,11 @@ def create_app(test_config: dict | None = None) -> Flask:
     from . import portal
 
     portal.init_app(app)
-    from . import docs_ui, front
+    from . import dashboard, docs_ui, front
 
     front.init_app(app)
     docs_ui.init_app(app)
+    dashboard.init_app(app)
     trust_proxies(app)
     return app
 

@@ -52,6 +52,15 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "MAIL_SENDER": (MAIL_DEFAULTS["MAIL_SENDER"], "From address of the link mails"),
     "MAIL_TIMEOUT": (MAIL_DEFAULTS["MAIL_TIMEOUT"], "seconds for the SMTP connection and each command"),
     "MAIL_OUTBOX": (MAIL_DEFAULTS["MAIL_OUTBOX"], "outbox folder (default <instance>/outbox)"),
+    # dashboard, alerts and reports (docs/dashboard.md)
+    "MAP_TILE_URL": ("", "optional raster tile URL template under the dashboard map, e.g. "
+                         "https://tiles.example.be/{z}/{x}/{y}.png (default: none, only our own vector layers)"),
+    "MAP_TILE_ATTRIBUTION": ("", "attribution text shown with MAP_TILE_URL tiles"),
+    "MUNICIPALITIES_FILE": ("", "municipality borders GeoJSON for the dashboard base map; default "
+                                "<URBAN_REFERENCE_DIR>/boundaries/be_municipalities_2019.geojson"),
+    "ALERT_WEBHOOK_TIMEOUT": (5.0, "seconds for one alert webhook POST"),
+    "ALERT_WEBHOOK_ALLOW_PRIVATE": (False, "allow alert webhooks to loopback and private addresses (off: only "
+                                           "public addresses, so a webhook cannot probe the internal network)"),
 }
 
 #: the type of settings whose default is None (the others take the type of their default)

@@ -1,4 +1,5 @@
-"""Plans: which carry API access and how many calls a day they admit (None = unlimited)."""
+"""Plans: which carry API access, how many calls a day they admit (None = unlimited), and which include the
+dashboard (saved locations, alerts, PDF reports; docs/dashboard.md)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,22 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Plan:
-    """One plan. ``daily_quota`` None means unlimited (Enterprise)."""
+    """One plan. ``daily_quota`` None means unlimited (Enterprise). ``dashboard``: the full dashboard
+    (editable saved locations, alerts, PDF reports); the others get the read-only map explorer."""
 
     name: str
     api_access: bool
     daily_quota: int | None
     label: str
+    dashboard: bool = False
 
 
 PLANS: dict[str, Plan] = {
     "developer": Plan("developer", True, 100, "Developer"),
     "api": Plan("api", True, 10_000, "API"),
-    "pro": Plan("pro", True, 10_000, "Pro"),
-    "enterprise": Plan("enterprise", True, None, "Enterprise"),
-    "dashboard": Plan("dashboard", False, 0, "Dashboard (no API access)"),
+    "pro": Plan("pro", True, 10_000, "Pro", dashboard=True),
+    "enterprise": Plan("enterprise", True, None, "Enterprise", dashboard=True),
+    "dashboard": Plan("dashboard", False, 0, "Dashboard (no API access)", dashboard=True),
 }
 
 

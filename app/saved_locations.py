@@ -107,6 +107,24 @@ def remove_location(conn, account_id: int, location_id: str) -> None:
             raise StoreError(f"no location with id {location_id!r} in this account")
 
 
+def update_location(conn, account_id: int, location_id: str, *, name, address, label, is_primary):
+    """Rename, re-address, re-label one of the account's locations and set or clear its primary mark
+    (marking it primary clears the mark on the others). The coordinates and id never change."""
+    name = _text("name", name, required=True)
+    address = _text("address", address, required=False)
+    label = _text("label", label, required=False)
+    with write(conn, durable=True):
+        if get_location(conn, account_id, location_id) is None:
+            raise StoreError(f"no location with id {location_id!r} in this account")
+        if is_primary:
+            conn.execute("UPDATE locations SET is_primary = 0 WHERE account_id = ? AND id != ?",
+                         (account_id, location_id))
+        conn.execute("UPDATE locations SET name = ?, address = ?, label = ?, is_primary = ?"
+                     " WHERE id = ? AND account_id = ?",
+                     (name, address, label, int(bool(is_primary)), location_id, account_id))
+    return get_location(conn, account_id, location_id)
+
+
 def as_json(row) -> dict:
     """The API's Location record (field order fixed)."""
     return {

@@ -87,14 +87,18 @@ def resolve_target(engine) -> Target:
         if row is None:
             raise LocationNotFound(f"no location {echo(location_id)} in your account")
         target = Target(row["lat"], row["lng"], row["id"], row["name"])
-    if engine is None:
-        raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
-    if not bool(engine.in_service_area(target.lat, target.lng)[0]):
-        raise OutsideServiceArea(
-            f"lat={target.lat}, lng={target.lng} lies outside the service area (Flanders and Brussels)"
-        )
+    require_service_area(engine, target.lat, target.lng)
     g.target = target  # for a representation that places the point (GeoJSON)
     return target
+
+
+def require_service_area(engine, lat: float, lng: float) -> None:
+    """503 without a snapshot, 422 ``outside_service_area`` outside Flanders and Brussels (also used by the
+    dashboard's forms, so they answer with the API's own messages)."""
+    if engine is None:
+        raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
+    if not bool(engine.in_service_area(lat, lng)[0]):
+        raise OutsideServiceArea(f"lat={lat}, lng={lng} lies outside the service area (Flanders and Brussels)")
 
 
 def current_engine():

@@ -26,8 +26,10 @@ from .settings import SourceSettings
 
 
 def run_rounds(data_dir, reference, settings: SourceSettings, cache_path, *, every: float | None = None,
-               rounds: int | None = None, echo: Callable[[str], None] = click.echo) -> bool:
-    """Run refresh rounds; returns whether the last round published.
+               rounds: int | None = None, echo: Callable[[str], None] = click.echo,
+               after_publish: Callable | None = None) -> bool:
+    """Run refresh rounds; returns whether the last round published. ``after_publish(report)`` runs after
+    each round that published (the dashboard's alerts).
 
     Examples
     --------
@@ -45,6 +47,8 @@ def run_rounds(data_dir, reference, settings: SourceSettings, cache_path, *, eve
             ok = report.published
             for line in report.lines():
                 echo(line)
+            if ok and after_publish is not None:
+                after_publish(report)
             done += 1
             if every is None or (rounds is not None and done >= rounds):
                 break
@@ -81,10 +85,13 @@ def snapshot_group():
 @with_appcontext
 def refresh_command(every, reference, rounds):
     """Fetch the live sources; publish a new snapshot at DATA_DIR atomically."""
-    app = current_app
+    from app.dashboard.run import after_refresh
+
+    app = current_app._get_current_object()
     settings = SourceSettings.from_mapping(app.config)
     ok = run_rounds(app.config.get("DATA_DIR", "data/snapshot"), reference or settings.reference_dir, settings,
-                    default_cache(settings, app.instance_path), every=every, rounds=rounds)
+                    default_cache(settings, app.instance_path), every=every, rounds=rounds,
+                    after_publish=lambda report: after_refresh(app, report))
     if not ok:
         raise SystemExit(1)
 
@@ -93,6 +100,9 @@ def standalone_refresh(every, reference, rounds) -> int:
     """``python -m app.sources refresh``: the same rounds, settings from the environment only."""
     settings = SourceSettings.from_mapping({})
     instance = os.environ.get("URBAN_INSTANCE_PATH") or "instance"
+    from app.dashboard.run import standalone_hook
+
     ok = run_rounds(os.environ.get("URBAN_DATA_DIR") or "data/snapshot", reference or settings.reference_dir,
-                    settings, default_cache(settings, instance), every=every, rounds=rounds)
+                    settings, default_cache(settings, instance), every=every, rounds=rounds,
+                    after_publish=standalone_hook())
     return 0 if ok else 1

@@ -69,6 +69,7 @@ def test_dockerfile_policy():
     assert env["URBAN_ENV"] == "production" and "URBAN_SECRET_KEY" not in env
 
 
+@pytest.mark.timeout(900)  # installs the whole runtime closure (now with WeasyPrint) into a fresh venv
 def test_dockerfile_installs_and_starts_in_a_fresh_venv(tmp_path, snapshot_dir):
     steps = runtime_stage(instructions((ROOT / "Dockerfile").read_text()))
     work = tmp_path / "srv"
@@ -84,11 +85,15 @@ def test_dockerfile_installs_and_starts_in_a_fresh_venv(tmp_path, snapshot_dir):
             continue  # the docs UI built by the npm stage: not needed to start and answer /healthz
         elif kind == "COPY":
             *sources, dest = shlex.split(args)
+            stage = sources[0].startswith("--from=")
+            if stage:  # the assets stage ran `npm ci` in /assets: `make assets` did the same in ROOT
+                sources = [src.removeprefix("/assets/") for src in sources[1:]]
             target = work / dest
             for src in sources:
                 path = ROOT / src
+                assert path.exists(), f"{src} is missing: run `make assets` first" if stage else src
                 if path.is_dir():
-                    shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__"))
+                    shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
                 else:
                     (target if dest.endswith("/") else target.parent).mkdir(parents=True, exist_ok=True)
                     shutil.copy2(path, target / path.name if dest.endswith("/") or dest == "./" else target)

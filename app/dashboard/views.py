@@ -1,0 +1,268 @@
+"""Dashboard pages: saved locations, the map of a point, alert subscriptions, unsubscribe, PDF report."""
+from __future__ import annotations
+
+from flask import (Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request,
+                   url_for)
+
+from app.accounts import StoreError
+from app.api.targeting import current_engine
+from app.clock import data_now
+from app.db import get_db
+from app.errors import ApiError, LocationNotFound, error_response, to_api_error
+from app.portal import csrf
+from app.redact import echo
+from app.saved_locations import (add_location, as_json, get_location, list_locations, remove_location,
+                                 update_location)
+
+from . import alerts, basemap, points
+from .access import current_viewer, sign_in_first
+from .figures import is_finite, map_features, point_figures
+
+bp = Blueprint("dashboard", __name__, url_prefix="/dashboard", template_folder="templates",
+               static_folder="static", static_url_path="/static")
+
+
+def _csp() -> str:
+    from urllib.parse import urlsplit
+
+    tiles = urlsplit(current_app.config.get("MAP_TILE_URL") or "")
+    img = "'self' data:" + (f" {tiles.scheme}://{tiles.netloc.replace('{s}.', '*.')}" if tiles.netloc else "")
+    return (f"default-src 'none'; script-src 'self'; style-src 'self'; img-src {img}; connect-src 'self'; "
+            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+
+
+@bp.after_request
+def _headers(response):
+    response.headers.setdefault("Cache-Control", "no-store")
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Security-Policy"] = _csp()
+    return response
+
+
+@bp.before_request
+def _check_csrf():
+    if request.method == "POST" and not csrf.valid_request():
+        return page("dashboard/problem.html", 400, heading="Form expired",
+                    text="This form is no longer valid (or cookies are blocked). Reload the page and try again.")
+    return None
+
+
+@bp.errorhandler(Exception)
+def _error(exc):
+    err = to_api_error(exc)
+    if request.path.endswith(".json"):
+        return error_response(err)
+    heading = "Temporarily unavailable" if err.status >= 500 else "Not possible"
+    return page("dashboard/problem.html", err.status, heading=heading, text=err.message, code=err.code)
+
+
+def page(template, status=200, **context):
+    context.setdefault("viewer", current_viewer())
+    context.setdefault("tile_url", current_app.config.get("MAP_TILE_URL") or "")
+    context.setdefault("tile_attribution", current_app.config.get("MAP_TILE_ATTRIBUTION") or "")
+    context.setdefault("kinds", alerts.KINDS)
+    context.setdefault("is_finite", is_finite)
+    return render_template(template, **context), status
+
+
+def _viewer_or_redirect(full: bool = False):
+    viewer = current_viewer()
+    if viewer is None:
+        return None, sign_in_first()
+    if full and not viewer.full:
+        return None, page("dashboard/problem.html", 403, heading="Pro plan needed", code="plan_required",
+                          text=f"Your plan ({viewer.plan.label}) has the read-only map explorer. Saving "
+                               "locations, alerts and PDF reports are part of the Pro and Enterprise plans.")
+    return viewer, None
+
+
+def _own_location(conn, viewer, location_id):
+    row = get_location(conn, viewer.account["id"], location_id)
+    if row is None:
+        raise LocationNotFound(f"no location {echo(location_id)} in your account")
+    return row
+
+
+def _locations_page(viewer, status=200, **context):
+    rows = list_locations(get_db(), viewer.account["id"])
+    return page("dashboard/locations.html", status, locations=[as_json(r) for r in rows], **context)
+
+
+# -- saved locations ---------------------------------------------------------------------------------------
+
+@bp.get("/")
+def index():
+    viewer, stop = _viewer_or_redirect()
+    if stop:
+        return stop
+    return _locations_page(viewer, form={"lat": request.args.get("lat", ""), "lng": request.args.get("lng", "")})
+
+
+@bp.post("/locations")
+def add():
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    form = request.form
+    try:
+        lat, lng = points.checked_point(current_engine(), form.get("lat"), form.get("lng"))
+        row = add_location(get_db(), viewer.account["id"], name=form.get("name", ""),
+                           address=form.get("address", ""), label=form.get("label", ""), lat=lat, lng=lng,
+                           is_primary=form.get("primary") == "on",
+                           max_locations=current_app.config["MAX_LOCATIONS"])
+    except (ApiError, StoreError) as exc:
+        err = to_api_error(exc) if isinstance(exc, ApiError) else None
+        return _locations_page(viewer, err.status if err else 400, form=form,
+                               error=err.message if err else str(exc), error_code=err.code if err else None)
+    flash(f"Saved “{row['name']}” (id {row['id']}).", "ok")
+    return redirect(url_for("dashboard.map_page", location=row["id"]))
+
+
+@bp.post("/locations/<location_id>")
+def update(location_id):
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    form = request.form
+    try:
+        row = update_location(get_db(), viewer.account["id"], location_id, name=form.get("name", ""),
+                              address=form.get("address", ""), label=form.get("label", ""),
+                              is_primary=form.get("primary") == "on")
+    except StoreError as exc:
+        _own_location(get_db(), viewer, location_id)
+        return _locations_page(viewer, 400, error=str(exc))
+    flash(f"Updated “{row['name']}”.", "ok")
+    return redirect(url_for("dashboard.index"))
+
+
+@bp.post("/locations/<location_id>/delete")
+def delete(location_id):
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    try:
+        remove_location(get_db(), viewer.account["id"], location_id)
+    except StoreError:
+        _own_location(get_db(), viewer, location_id)
+        raise
+    flash("The location is deleted (with its alerts).", "ok")
+    return redirect(url_for("dashboard.index"))
+
+
+# -- the map -----------------------------------------------------------------------------------------------
+
+@bp.get("/map")
+def map_page():
+    viewer, stop = _viewer_or_redirect()
+    if stop:
+        return stop
+    conn = get_db()
+    saved = [as_json(r) for r in list_locations(conn, viewer.account["id"])]
+    if not request.args.get("location") and not request.args.get("lat") and not request.args.get("lng"):
+        return page("dashboard/map.html", point=None, figures=None, saved=saved, subs=[])
+    engine = current_engine()
+    point = points.resolve(conn, viewer.account["id"], engine, request.args)
+    figures = point_figures(engine, point.lat, point.lng, data_now(engine))
+    subs = (alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
+            if point.location is not None else [])
+    return page("dashboard/map.html", point=point, figures=figures, saved=saved, subs=subs,
+                as_of=getattr(engine, "as_of", None), location=as_json(point.location) if point.location else None)
+
+
+@bp.get("/map.json")
+def map_json():
+    """The point's figures (the API's bodies) and the features the map draws."""
+    viewer = current_viewer()
+    if viewer is None:
+        return error_response(to_api_error(_unauthenticated()))
+    engine = current_engine()
+    point = points.resolve(get_db(), viewer.account["id"], engine, request.args)
+    figures = point_figures(engine, point.lat, point.lng, data_now(engine))
+    return jsonify({"point": {"lat": point.lat, "lng": point.lng}, "figures": figures,
+                    "features": map_features(engine, point.lat, point.lng, figures)})
+
+
+def _unauthenticated():
+    from app.errors import MissingKey
+
+    return MissingKey("sign in to the dashboard first")
+
+
+@bp.get("/basemap.json")
+def basemap_json():
+    """Our own base layers (boundary, municipalities, LEZ, river) as GeoJSON."""
+    if current_viewer() is None:
+        return error_response(_unauthenticated())
+    engine = current_engine()
+    if engine is None:
+        from app.errors import ServiceUnavailable
+
+        raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
+    resp = Response(basemap.for_engine(current_app, engine), mimetype="application/json")
+    resp.headers["Cache-Control"] = "private, max-age=3600"
+    return resp
+
+
+# -- alerts ------------------------------------------------------------------------------------------------
+
+@bp.post("/locations/<location_id>/alerts")
+def subscribe(location_id):
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    conn = get_db()
+    row = _own_location(conn, viewer, location_id)
+    engine = current_engine()
+    try:
+        alerts.subscribe(conn, viewer.account["id"], row, request.form.getlist("kind"),
+                         request.form.get("webhook_url", ""), engine, data_now(engine))
+    except StoreError as exc:
+        flash(f"Alerts not changed: {exc}.", "warn")
+        return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
+    flash("Alerts saved. You get an e-mail when something changes after a data refresh.", "ok")
+    return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
+
+
+@bp.post("/alerts/<int:sub_id>/delete")
+def delete_alert(sub_id):
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    try:
+        row = alerts.delete(get_db(), viewer.account["id"], sub_id)
+    except StoreError as exc:
+        return page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
+    flash("Alert removed.", "ok")
+    return redirect(url_for("dashboard.map_page", location=row["location_id"]) + "#alerts")
+
+
+@bp.get("/unsubscribe/<token>")
+def unsubscribe_page(token):
+    """Confirmation only: a mail scanner opening the link changes nothing."""
+    sub = alerts.by_token(get_db(), token)
+    return page("dashboard/unsubscribe.html", 200 if sub else 404, sub=sub, token=token, done=False)
+
+
+@bp.post("/unsubscribe/<token>")
+def unsubscribe(token):
+    done = alerts.unsubscribe(get_db(), token)
+    return page("dashboard/unsubscribe.html", 200 if done else 404, sub=None, token=token, done=done)
+
+
+# -- report ------------------------------------------------------------------------------------------------
+
+@bp.get("/locations/<location_id>/report.pdf")
+def report(location_id):
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    from .report import render_pdf
+
+    row = _own_location(get_db(), viewer, location_id)
+    engine = current_engine()
+    pdf = render_pdf(engine, as_json(row), data_now(engine))
+    resp = Response(pdf, mimetype="application/pdf")
+    resp.headers["Content-Disposition"] = f'attachment; filename="report-{row["id"]}.pdf"'
+    return resp

@@ -1,0 +1,61 @@
+"""Fixtures for the dashboard: an app on the session's demo snapshot and a real SQLite file, a real SMTP
+server (aiosmtpd), signed-in test clients per plan."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app import accounts, create_app
+from app.db import connect, migrate
+from tests.portal.conftest import smtp_server  # noqa: F401  (the real aiosmtpd server fixture)
+from tests.portal.helpers import LiveServer
+
+CSRF = "dashboard-test-csrf-token"
+
+
+@pytest.fixture
+def config(tmp_path, smtp_server, engine):
+    return {"TESTING": True, "ENGINE": engine, "INSTANCE_PATH": str(tmp_path / "instance"),
+            "SECRET_KEY": "dashboard-test-secret-key-only", "MAIL_BACKEND": "smtp", "MAIL_HOST": "127.0.0.1",
+            "MAIL_PORT": smtp_server.port, "MAIL_SECURITY": "none", "MAIL_TIMEOUT": 5.0,
+            "MAIL_SENDER": "Urban Conditions <no-reply@urban.test>", "PUBLIC_URL": "http://urban.test",
+            "ALERT_WEBHOOK_ALLOW_PRIVATE": True, "SIGNUP_LIMIT_PER_IP": "1000 per hour",
+            "SIGNUP_LIMIT_PER_ADDRESS": "100 per hour"}
+
+
+@pytest.fixture
+def app(config):
+    return create_app(config)
+
+
+@pytest.fixture
+def store(app):
+    conn = connect(app.config["DATABASE"])
+    migrate(conn)
+    yield conn
+    conn.close()
+
+
+def signed_in(app, account_id):
+    client = app.test_client()
+    with client.session_transaction() as s:
+        s["account_id"], s["signed_in_at"], s["csrf"] = account_id, int(time.time()), CSRF
+    return client
+
+
+@pytest.fixture
+def user(app, store):
+    """``user(plan)`` → (account row, API key, signed-in test client)."""
+    made = iter(range(1000))
+
+    def make(plan="pro"):
+        account, key = accounts.create_account(store, f"user{next(made)}-{plan}@stad.be", plan)
+        return account, key, signed_in(app, account["id"])
+    return make
+
+
+@pytest.fixture
+def live_server(app):
+    with LiveServer(app) as server:
+        yield server
