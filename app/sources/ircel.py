@@ -16,7 +16,7 @@ from geo import upstream as normalise
 
 from .errors import UpstreamError
 from .http import Upstream
-from .payload import SourceData, array_of_objects, object_with
+from .payload import SourceData, array_of_objects, check_skipped, object_with
 from .settings import SourceSettings
 
 SOURCE = "ircel"
@@ -38,17 +38,17 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     data = SourceData(SOURCE)
     times: dict[str, list] = {"stations": [], "no2": []}
 
-    def get(path, kind, check, layer, params=None):
+    def get(path, kind, check, layer, params=None, endpoint=""):
         got = up.get_json(SOURCE, f"{base}{path}", params=params, expire_after=settings.expiry(SOURCE, kind),
-                          check=check)
+                          check=check, endpoint=endpoint)
         data.requests += 1
         data.from_cache += got.from_cache
         times[layer].append(got.retrieved_at)
         return got.payload
 
     expanded = {"phenomenon": NO2, "expanded": "true"}
-    stations = get("/stations", "stations", array_of_objects, "stations", expanded)
-    series = get("/timeseries", "timeseries", array_of_objects, "no2", expanded)
+    stations = get("/stations", "stations", array_of_objects, "stations", expanded, endpoint="/stations")
+    series = get("/timeseries", "timeseries", array_of_objects, "no2", expanded, endpoint="/timeseries")
     end = now.astimezone(timezone.utc).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     timespan = f"PT{int(settings.ircel_hours)}H/{end.strftime('%Y-%m-%dT%H:%M:%SZ')}"
     values: dict[str, dict] = {}
@@ -57,7 +57,7 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         if not _ID.fullmatch(ts_id) or not _is_no2(item):
             continue
         values[ts_id] = get(f"/timeseries/{ts_id}/getData", "no2", object_with("values", arrays=("values",)),
-                            "no2", {"timespan": timespan})
+                            "no2", {"timespan": timespan}, endpoint="/timeseries/{id}/getData")
     try:
         station_layer = normalise.normalise_stations(stations)
         no2_layer = normalise.normalise_no2(series, values, station_layer)
@@ -65,6 +65,7 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         raise UpstreamError(SOURCE, f"IRCEL: unusable payload ({exc})") from None
     if len(station_layer) == 0 or len(no2_layer) == 0:
         raise UpstreamError(SOURCE, "IRCEL: no NO2 stations or values (refusing an empty network)")
+    check_skipped(SOURCE, "IRCEL", {"stations": station_layer, "no2": no2_layer}, settings)
     data.raw.update({"stations": stations, "timeseries": series, "no2": values})
     data.retrieved_at.update({layer: min(t) for layer, t in times.items()})
     return data
