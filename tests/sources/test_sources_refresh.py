@@ -17,6 +17,7 @@ from app.sources import store
 from app.sources.refresher import refresh
 from geo.snapshot import read_snapshot
 
+from .fakeupstream import listed_works, single_works
 from .fakeupstream import BOUNDARY_BASE, DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, LEZ_BASE, Fault, FakeUpstream
 
 NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
@@ -58,7 +59,7 @@ def test_refresh_publishes_a_live_snapshot_behind_an_atomic_pointer(fake, upstre
     for name in ("works", "stops", "detours", "stations", "no2", "lez", "service_area"):
         got = datetime.fromisoformat(m["layers"][name]["retrievedAt"].replace("Z", "+00:00"))
         assert before - timedelta(milliseconds=1) <= got <= after, name  # the real retrieval time
-    assert set(layers["works"]["id"]) == {w["id"] for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"}
+    assert set(layers["works"]["id"]) == listed_works(fake.data["works"])
 
 
 def test_failed_refresh_leaves_the_serving_snapshot_untouched(fake, upstream, settings, data_dir, reference_dir):
@@ -175,7 +176,7 @@ def test_cli_refresh_every_keeps_going(live_fake, tmp_path, data_dir, reference_
 
 def test_bad_coordinates_from_gipod_are_skipped_and_the_snapshot_loads(fake, upstream, settings, data_dir,
                                                                        reference_dir):
-    good = [w for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"][:3]
+    good = single_works(fake)[:3]
     bad = [{**good[0], "id": "1188001", "geometry": {"type": "Point", "coordinates": [152000, 212000]},
             "properties": {**good[0]["properties"], "GipodId": 1188001}},
            {**good[0], "id": "1188002", "geometry": {"type": "Point", "coordinates": [float("nan")] * 2},
@@ -198,7 +199,7 @@ def test_a_source_whose_skipped_share_passes_the_threshold_fails_and_keeps_its_l
         fake, upstream, settings, data_dir, reference_dir):
     assert refresh(data_dir, reference_dir, upstream, settings, now=NOW).published
     before = manifest(data_dir)
-    good = [w for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"][:3]
+    good = single_works(fake)[:3]
     # 12 unplaceable records of 15 (and at least URBAN_SKIP_MIN = 10): the format must have changed
     bad = [{**good[0], "id": str(1188000 + k), "geometry": None,
             "properties": {**good[0]["properties"], "GipodId": 1188000 + k}} for k in range(12)]
