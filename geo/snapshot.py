@@ -28,7 +28,8 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 DEMO_AS_OF = "2026-11-16T07:00:00.000Z"
 DEFAULT_SEED = 20261116
-KINDS = ("reference", "live", "demo")
+#: ``recorded``: upstream payloads replayed from a recording (``app.sources.recording``), never stale
+KINDS = ("reference", "live", "demo", "recorded")
 
 #: raw payload keys accepted by :func:`build_snapshot` (and their CLI options)
 RAW_KEYS = ("works", "stops", "stop_lines", "lines", "stop_details", "detours", "stations", "timeseries", "no2",
@@ -131,7 +132,7 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
 
 
 def skipped_by_source(entries: dict) -> dict:
-    """``{source: {reason: count}}`` of the live layers' skipped upstream records (manifest ``skipped``).
+    """``{source: {reason: count}}`` of the upstream layers' skipped records (manifest ``skipped``).
 
     Examples
     --------
@@ -142,7 +143,7 @@ def skipped_by_source(entries: dict) -> dict:
     out: dict = {}
     for name in sorted(entries):
         entry = entries[name]
-        if entry.get("kind") != "live" or not entry.get("skipped"):
+        if entry.get("kind") not in ("live", "recorded") or not entry.get("skipped"):
             continue
         into = out.setdefault(LAYER_SOURCE.get(name, name), {})
         for reason, n in entry["skipped"].items():

@@ -369,6 +369,8 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
 
     if isinstance(payload, Mapping) and "omleidingen" not in payload and "titel" in payload:
         items = [payload]
+    elif isinstance(payload, Mapping) and "omleidingen" not in payload and "storingen" in payload:
+        items = []  # a /storingen answer (service disruptions, no detours): real ones carry no 'omleidingen'
     else:
         items = _items(payload, "omleidingen", "De Lijn Omleidingen")
     book = lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines)
