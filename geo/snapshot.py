@@ -438,6 +438,11 @@ def build_snapshot(out_dir, reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None
     'demo'
     """
     layers, metas = build_layers(reference_dir, as_of=as_of, raw=raw, seed=seed, retrieved_at=retrieved_at)
+    return write_and_publish(layers, metas, as_of, out_dir)
+
+
+def write_and_publish(layers: dict, metas: dict, as_of, out_dir) -> dict:
+    """:func:`write_snapshot` into a staging directory beside ``out_dir``, then :func:`publish` it there."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = staging_dir(out)

@@ -21,13 +21,12 @@ from __future__ import annotations
 import collections
 import json
 import re
-import shutil
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from geo.snapshot import build_layers, iso_ms, publish, staging_dir, write_snapshot
+from geo.snapshot import build_layers, iso_ms, write_and_publish
 
 from .catalog import SOURCES
 from .errors import MissingResponse, UpstreamError
@@ -257,13 +256,4 @@ def replay(directory, out, reference_dir, *, base: SourceSettings | None = None)
             meta["kind"] = "recorded"
             meta["note"] = "; ".join(x for x in (meta.get("note"), f"replayed from a recording made at "
                                                  f"{iso_ms(now)}") if x)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = staging_dir(out)
-    try:
-        manifest = write_snapshot(layers, metas, now, tmp)
-        publish(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return manifest
+    return write_and_publish(layers, metas, now, out)
