@@ -492,6 +492,10 @@ def _parser() -> argparse.ArgumentParser:
                       help='object {"<entiteit>_<halte>": Lijnrichtingen response}')
     live.add_argument("--detours-json", nargs="+", default=[], metavar="FILE",
                       help="De Lijn Omleidingen response(s)")
+    live.add_argument("--lines-json", nargs="+", default=[], metavar="FILE",
+                      help="De Lijn /entiteiten/{e}/lijnen response(s): internal -> public line numbers")
+    live.add_argument("--stop-details-json", metavar="FILE",
+                      help='object {"<entiteit>_<halte>": /haltes/{e}/{h} response} for detour stops')
     live.add_argument("--stations-json", metavar="FILE", help="IRCEL /stations?phenomenon=8 response")
     live.add_argument("--timeseries-json", metavar="FILE", help="IRCEL /timeseries?phenomenon=8 response")
     live.add_argument("--no2-json", metavar="FILE",
@@ -534,6 +538,8 @@ def main(argv=None) -> int:
             "stops": _merge(_load_json(args.stops_json)),
             "stop_lines": _merge(_load_json([args.stop_lines_json] if args.stop_lines_json else [])),
             "detours": _merge(_load_json(args.detours_json)),
+            "lines": _load_json(args.lines_json) or None,
+            "stop_details": _merge(_load_json([args.stop_details_json] if args.stop_details_json else [])),
             "stations": _merge(_load_json([args.stations_json] if args.stations_json else [])),
             "timeseries": _merge(_load_json([args.timeseries_json] if args.timeseries_json else [])),
             "no2": _merge(_load_json([args.no2_json] if args.no2_json else [])),
