@@ -3,11 +3,12 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 REFERENCE ?= ../shared/data
-URBAN_DATA_DIR ?= data/snapshot
+# `make serve RECORDING=DIR` serves the snapshot replayed from a recording (python -m app.sources record DIR)
+URBAN_DATA_DIR ?= $(if $(RECORDING),data/recording,data/snapshot)
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser docs-ui services pdf assets snapshot serve serve-live test bench loadtest clean
+.PHONY: install browser docs-ui services pdf assets snapshot replay serve serve-live test bench loadtest clean
 
 # The dev venv holds the server (this folder) and the client distribution (client/), both editable.
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml
@@ -82,8 +83,12 @@ $(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
 
-serve: install snapshot docs-ui assets
+serve: install $(if $(RECORDING),replay,snapshot) docs-ui assets
 	$(PY) -m app.serve --port $(PORT)
+
+# The snapshot of a recording, rebuilt on every `make serve RECORDING=DIR` (answers as of its recordedAt).
+replay: install
+	$(PY) -m app.sources replay $(RECORDING) --out $(URBAN_DATA_DIR) --reference $(REFERENCE)
 
 # Live mode: refresh from the upstream URLs in the environment (URBAN_*_URL), then serve and keep refreshing.
 serve-live: install assets

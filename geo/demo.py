@@ -27,6 +27,7 @@ N_WORKS = 3000
 N_RECURRING = 150             # works repeated with the same description a few metres away
 N_RIVERSIDE = 40              # extra works per Scheldt bank within 2 km of the centreline
 N_EVENTS = 40                 # GIPOD occupations of type "Evenement" (dropped by the normaliser)
+N_SERIES = 24                 # works published as several occurrences of one GipodId (as GIPOD does)
 PAGE_SIZE = 1000
 N_DETOURS_ANTWERP = 40
 N_DETOURS_ELSEWHERE = 8
@@ -61,6 +62,8 @@ STREETS = ["Kerkstraat", "Stationsstraat", "Dorpsstraat", "Molenstraat", "Nieuws
 ANTWERP_LINES = ["1", "2", "3", "4", "5", "6", "8", "9", "10", "11", "12", "15", "24", "007", "013",
                  "017", "018", "019", "021", "022", "023", "030", "032", "034", "036", "090", "091", "180",
                  "181", "183", "410", "411", "420", "500", "600", "640", "650", "700", "750", "760"]
+#: demo transport regions (``vervoerRegioCode``) per entity; entity 1 = AN (Antwerp lines), KE, ME
+REGION_OF_ENTITY = {"2": "GE", "3": "VB", "4": "LI", "5": "WK"}
 DAYS = ["MAANDAG", "DINSDAG", "WOENSDAG", "DONDERDAG", "VRIJDAG", "ZATERDAG", "ZONDAG"]
 DETOUR_REASONS = [("werken", "Werken"), ("werken", "Rioleringswerken"), ("werken", "Wegenwerken"),
                   ("werken", "Heraanleg"), ("evenement", "Evenement"), ("evenement", "Markt"),
@@ -169,7 +172,8 @@ class Scenario:
                                                         [round(lon - dx, 6), round(lat - dy, 6)]]]}
         else:
             geom = {"type": "Point", "coordinates": [round(float(lon), 6), round(float(lat), 6)]}
-        return {"type": "Feature", "id": str(gid), "geometry": geom,
+        stamp = pd.Timestamp(props["Start"]).tz_convert("UTC").strftime("%y%m%d%H%M")
+        return {"type": "Feature", "id": f"INNAME_PUNT.{gid}-{stamp}", "geometry": geom,
                 "properties": {"GipodId": gid, "Uri": f"https://gipod.api.vlaanderen.be/api/v1/"
                                                        f"public-domain-occupancies/{gid}", **props}}
 
@@ -235,10 +239,10 @@ class Scenario:
             start = self.as_of.normalize() + pd.Timedelta(days=int(rng.integers(-5, 30)), hours=6)
             features.append(self._feature(gid, lon, lat, {
                 "Description": f"{EVENTS[rng.integers(len(EVENTS))]} {STREETS[rng.integers(len(STREETS))]}",
-                "Type": "Evenement", "Status": "Concreet gepland", "Start": _iso_z(start),
+                "Type": "Evenement", "Status": "Lopende", "Start": _iso_z(start),
                 "End": _iso_z(start + pd.Timedelta(hours=12)), "Owner": "Stad Antwerpen"}, rng))
         order = rng.permutation(len(features))
-        features = [features[i] for i in order]
+        features = [features[i] for i in order] + self._series(gid)
         base = "https://geo.api.vlaanderen.be/GIPOD/ogc/features/v1/collections/INNAME_PUNT/items"
         pages = []
         for off in range(0, len(features), PAGE_SIZE):
@@ -248,6 +252,31 @@ class Scenario:
             pages.append({"type": "FeatureCollection", "features": features[off:off + PAGE_SIZE],
                           "numberReturned": len(features[off:off + PAGE_SIZE]), "links": links})
         return pages
+
+    def _series(self, last_gid: int) -> list[dict]:
+        """Works published as a series of occurrences (one feature per occurrence, one GipodId, same point),
+        near Antwerp: weekly day-time slots around ``as_of``, statuses as GIPOD sends them."""
+        rng = self._rng(6)
+        muni = self.municipalities
+        antwerp = muni.geometry.iat[int(np.flatnonzero(muni["name_nl"].to_numpy() == "Antwerpen")[0])]
+        xy = sample_points(antwerp, N_SERIES, rng)
+        statuses = ["In uitvoering", "Lopende", "Concreet gepland"]
+        out, gid = [], last_gid + 1000
+        for k, (lon, lat) in enumerate(xy.tolist()):
+            gid += int(rng.integers(1, 40))
+            first = self.as_of.normalize() + pd.Timedelta(days=int(rng.integers(-10, 10)),
+                                                          hours=int(rng.integers(5, 9)))
+            if k % 8 == 0:  # a few series have an occurrence in progress at asOf (the week before + 7 days)
+                first = self.as_of.floor("h") - pd.Timedelta(days=7, hours=1)
+            hours = int(rng.integers(4, 10))
+            props = {"Description": f"{WORKS[rng.integers(len(WORKS))]} {STREETS[rng.integers(len(STREETS))]}",
+                     "Type": "Grondwerk", "Status": statuses[k % 3],
+                     "Owner": OWNERS[rng.integers(len(OWNERS))], "GroundworkCategory": "Nutswerken"}
+            for n in range(int(rng.integers(2, 8))):
+                start = first + pd.Timedelta(days=7 * n)
+                out.append(self._feature(gid, lon, lat, {**props, "Start": _iso_z(start),
+                                                          "End": _iso_z(start + pd.Timedelta(hours=hours))}, rng))
+        return out
 
     @staticmethod
     def _anchor(feature) -> tuple[float, float]:
@@ -350,20 +379,54 @@ class Scenario:
                 "hoofdHalte": None, "taal": "N",
                 "links": [{"rel": "detail", "url": f"https://api.delijn.be/DLKernOpenData/api/v1/haltes/"
                                                    f"{entity}/{number}"}]})
+            # as the real /haltes/{e}/{h}/lijnrichtingen: internal lijnnummer only, no public number
             lijnrichtingen[f"{entity}_{number}"] = {"lijnrichtingen": [
-                {"lijnNummerPubliek": routes[r][1], "entiteitnummer": routes[r][0],
-                 "lijnnummer": str(int(routes[r][1])) if routes[r][1].isdigit() else routes[r][1],
+                {"entiteitnummer": routes[r][0], "lijnnummer": self.internal_number(r),
                  "richting": richting, "omschrijving": f"Lijn {routes[r][1]}",
-                 "bestemming": town.upper(), "kleurVoorGrond": "#FFFFFF", "kleurAchterGrond": "#991199",
-                 "kleurAchterGrondRand": "#991199"}
+                 "links": [{"rel": "detail", "url": f"https://api.delijn.be/DLKernOpenData/api/v1/lijnen/"
+                                                    f"{routes[r][0]}/{self.internal_number(r)}/lijnrichtingen/"
+                                                    f"{richting}"}]}
                 for r in rs for richting in ("HEEN", "TERUG")], "links": []}
         return {"haltes": haltes, "links": []}, lijnrichtingen
+
+    def internal_number(self, r: int) -> str:
+        """Internal ``lijnnummer`` of demo route ``r``: as in the real entity-1 list, some Antwerp lines have an
+        internal number that differs from the public one (every fourth: ``900 + k``), zero-padded public
+        numbers are internally plain (``007`` -> ``7``)."""
+        entity, public = self._stops[0][r][:2]
+        if entity == "1" and r < len(ANTWERP_LINES) and r % 4 == 3:
+            return str(900 + r)
+        return str(int(public)) if public.isdigit() else public
+
+    def region(self, r: int) -> str:
+        """``vervoerRegioCode`` of demo route ``r``: Antwerp lines AN, the other entity-1 lines KE/ME."""
+        entity = self._stops[0][r][0]
+        if entity == "1":
+            return "AN" if r < len(ANTWERP_LINES) else ("KE" if r % 2 == 0 else "ME")
+        return REGION_OF_ENTITY[entity]
+
+    def lines_payload(self) -> list[dict]:
+        """``GET /entiteiten/{e}/lijnen`` answers (one per entity), in the real shape."""
+        routes = self._stops[0]
+        pages = []
+        for entity in ("1", "2", "3", "4", "5"):
+            lijnen = [{"entiteitnummer": entity, "lijnnummer": self.internal_number(r),
+                       "lijnnummerPubliek": routes[r][1], "omschrijving": f"Lijn {routes[r][1]}",
+                       "vervoerRegioCode": self.region(r), "publiek": True,
+                       "vervoertype": "TRAM" if entity == "1" and routes[r][1] in ANTWERP_LINES[:13] else "BUS",
+                       "bedieningtype": "NORMAAL", "lijnGeldigVan": "2026-01-01", "lijnGeldigTot": "2099-12-01",
+                       "links": []}
+                      for r in range(len(routes)) if routes[r][0] == entity]
+            pages.append({"lijnen": lijnen, "links": []})
+        return pages
 
     # --- De Lijn detours ------------------------------------------------------------------------------
 
     def detours_payload(self, stops) -> dict:
         """De Lijn ``Omleidingen`` response built on a ``stops`` layer (unserved stops are real stop ids)."""
         rng = self._rng(4)
+        routes = self._stops[0]
+        route_of = {(e, public): r for r, (e, public, _, _) in enumerate(routes)}
         xy = _km_xy(stops.geometry.x.to_numpy(), stops.geometry.y.to_numpy())
         tree = cKDTree(xy)
         centre = _km_xy([ANTWERP_CENTRE[0]], [ANTWERP_CENTRE[1]])[0]
@@ -395,27 +458,31 @@ class Scenario:
             entity = stops["entity"].iat[i]
             lrs = []
             for line in lines:
-                published = line.lstrip("0") if line.startswith("0") and rng.random() < 0.5 else line
+                r = route_of[(entity, line)]
+                if line.startswith("0"):
+                    rng.random()  # keeps the stream of the earlier generator (it drew one number here)
                 for richting in ("HEEN", "TERUG"):
-                    lrs.append({"lijnNummerPubliek": published, "entiteitnummer": entity,
-                                "lijnnummer": line.lstrip("0") or "0", "richting": richting,
-                                "omschrijving": f"Lijn {line}", "bestemming": town.upper()})
-            haltes = []
-            for j in unserved:
-                lon, lat = round(float(stops.geometry.x.iat[j]), 6), round(float(stops.geometry.y.iat[j]), 6)
-                haltes.append({"entiteitnummer": stops["entity"].iat[j], "haltenummer": stops["number"].iat[j],
-                               "omschrijving": stops["name"].iat[j],
-                               "omschrijvingGemeente": stops["municipality"].iat[j], "taal": "N",
-                               "geoCoordinaat": f"{lat},{lon}" if k % 2 else {"latitude": lat,
-                                                                               "longitude": lon}})
+                    # as the real omleidingen: internal lijnnummer only, no public number
+                    lrs.append({"entiteitnummer": entity, "lijnnummer": self.internal_number(r),
+                                "richting": richting, "omschrijving": f"Lijn {line}",
+                                "links": [{"rel": "lijnrichting", "url": "https://api.delijn.be/DLKernOpenData/"
+                                           f"api/v1/lijnen/{entity}/{self.internal_number(r)}/lijnrichtingen/"
+                                           f"{richting}"}]})
+            # as the real omleidingen: stops by key only (no coordinates, no name)
+            haltes = [{"entiteitnummer": stops["entity"].iat[j], "haltenummer": stops["number"].iat[j],
+                       "halteToegankelijkheden": [], "hoofdHalte": None,
+                       "links": [{"rel": "halte", "url": "https://api.delijn.be/DLKernOpenData/api/v1/haltes/"
+                                  f"{stops['entity'].iat[j]}/{stops['number'].iat[j]}"}]} for j in unserved]
             periode = {"startDatum": _iso_local(start)}
             if end is not None:
                 periode["eindDatum"] = _iso_local(end)
             days = [] if rng.random() < 0.6 else (DAYS[5:] if kind == "evenement" else DAYS[:5])
             ref = 30500 + k * 3
+            # the real service sends type lower case, upper case or not at all
+            typed = {"type": kind} if k % 3 == 0 else {"type": kind.upper()} if k % 3 == 1 else {}
             omleidingen.append({
                 "titel": f"{town}: {reason} {street}", "omschrijving": text, "periode": periode,
-                "lijnrichtingen": lrs, "haltes": haltes, "referentieOmleiding": ref, "type": kind,
+                "lijnrichtingen": lrs, "haltes": haltes, "referentieOmleiding": ref, **typed,
                 "omleidingsDagen": days,
                 "links": [{"rel": "detail", "url": f"https://api.delijn.be/DLKernOpenData/api/v1/"
                                                    f"omleidingen/{ref}"}]})

@@ -15,8 +15,8 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "river": ("part", "name"),
     "stations": ("id", "eoi_code", "name", "station_type", "area_type", "no2"),
     "stops": ("id", "entity", "number", "name", "municipality", "lines"),
-    "works": ("id", "description", "status", "type", "owner", "start", "end"),
-    "detours": ("id", "title", "description", "type", "entity", "lines", "unserved_stops",
+    "works": ("id", "description", "status", "type", "owner", "start", "end", "occurrences"),
+    "detours": ("id", "title", "description", "type", "entity", "region", "lines", "unserved_stops",
                 "start", "end", "days", "delay_min"),
     "no2": ("station_id", "timestamp", "value", "kind"),
 }
@@ -27,6 +27,8 @@ LAYERS: tuple[str, ...] = tuple(sorted(SCHEMAS))
 TIME_COLUMNS = {"works": ("start", "end"), "detours": ("start", "end"), "no2": ("timestamp",)}
 FLOAT_COLUMNS = {"no2": ("value",), "detours": ("delay_min",)}
 BOOL_COLUMNS = {"stations": ("no2",)}
+#: integer columns and the value an absent entry takes
+INT_COLUMNS = {"works": {"occurrences": 1}}
 
 NO2_KINDS = ("measured", "modelled", "estimated")
 
@@ -47,7 +49,8 @@ def frame(layer: str, records: dict, geometry) -> gpd.GeoDataFrame:
     """Build a layer with exactly the schema's columns and dtypes, CRS EPSG:4326 and a RangeIndex.
 
     ``records`` maps column name to a sequence of equal length; absent text columns become ``""``,
-    absent float columns NaN, absent time columns NaT.
+    absent float columns NaN, absent time columns NaT, absent integer columns their default
+    (:data:`INT_COLUMNS`).
 
     Examples
     --------
@@ -67,6 +70,9 @@ def frame(layer: str, records: dict, geometry) -> gpd.GeoDataFrame:
             data[col] = to_utc(values)
         elif col in FLOAT_COLUMNS.get(layer, ()):
             data[col] = pd.Series([np.nan if v is None else float(v) for v in values], dtype="float64")
+        elif col in INT_COLUMNS.get(layer, {}):
+            default = INT_COLUMNS[layer][col]
+            data[col] = pd.Series([default if v is None else int(v) for v in values], dtype="int64")
         elif col in BOOL_COLUMNS.get(layer, ()):
             data[col] = pd.Series([bool(v) for v in values], dtype="bool")
         else:

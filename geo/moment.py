@@ -3,7 +3,7 @@ key that fixes each value exactly.
 
 For one engine (immutable) these values change only at known instants, so each is cached under the piece
 of ``now`` it depends on: the 14-day upcoming flag per works cluster under the Brussels date; the detours in
-force under the interval between consecutive detour start/end instants; a station's NO2 reading under the
+force under the interval between consecutive detour start/end instants and the Brussels date; a station's NO2 reading under the
 interval between consecutive measurement instants ``t`` and ``t + 2 h``; the briefing's hourly slots and
 windows under the first slot start (and whether ``now`` is on the hour); the next rush peak under the UTC
 minute (every rush boundary is a whole minute). With the snapshot clock every request hits; with the system
@@ -126,7 +126,8 @@ class Moment:
         masks = self._active
         if masks is None:
             t = self._t
-            segment = bisect_right(t.detour_breaks, self.now_ms)
+            # in force changes at a start/end instant; the weekday (omleidingsDagen) at local midnight
+            segment = (bisect_right(t.detour_breaks, self.now_ms), day_number(local_day(self.now)))
             masks = t.active.get(segment)
             if masks is None:
                 d = self.lookups.prepared.detours

@@ -166,7 +166,10 @@ def _works(engine) -> Works:
     np.minimum.at(first_start, labels, m_start)
     last_end = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(last_end, labels, np.where(has_end[listed], end_ms[listed], NO_END_MS))
-    occurrences = np.bincount(labels, minlength=k)
+    # GIPOD occurrences of every collapsed work (a work with no count stands for one)
+    occ = np.array([int(x) if isinstance(x, (int, np.integer)) and x > 0 else 1
+                    for x in _col(frame, "occurrences", 1)], dtype=np.int64)
+    occurrences = np.bincount(labels, weights=occ[listed], minlength=k).astype(np.int64)
 
     start_date = np.full(k, None, dtype=object)
     ok = first_start != np.iinfo(np.int64).max
@@ -201,8 +204,7 @@ def _works(engine) -> Works:
 
 def _detours(engine) -> Detours:
     frame = engine.detours
-    entity = np.array([str(e).strip() for e in _col(frame, "entity", "")], dtype=object)
-    rows = np.flatnonzero(entity == tr.ANTWERP_ENTITY)
+    rows = np.flatnonzero(tr.antwerp_region(_col(frame, "region", ""), _col(frame, "entity", "")))
     sub = frame.iloc[rows]
     lines = [tr.split_lines(x) for x in _col(sub, "lines")]
     vocab = {line: i for i, line in enumerate(sorted({x for ls in lines for x in ls}))}

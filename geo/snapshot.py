@@ -28,10 +28,16 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 DEMO_AS_OF = "2026-11-16T07:00:00.000Z"
 DEFAULT_SEED = 20261116
-KINDS = ("reference", "live", "demo")
+#: ``recorded``: upstream payloads replayed from a recording (``app.sources.recording``), never stale
+KINDS = ("reference", "live", "demo", "recorded")
 
 #: raw payload keys accepted by :func:`build_snapshot` (and their CLI options)
-RAW_KEYS = ("works", "stops", "stop_lines", "detours", "stations", "timeseries", "no2", "lez", "boundary")
+RAW_KEYS = ("works", "stops", "stop_lines", "lines", "stop_details", "detours", "stations", "timeseries", "no2",
+            "lez", "boundary")
+
+#: upstream source (``app.sources.catalog`` name) of each layer fed by one, for the manifest's ``skipped``
+LAYER_SOURCE = {"works": "gipod", "stops": "delijn", "detours": "delijn", "stations": "ircel", "no2": "ircel",
+                "lez": "lez", "service_area": "boundary"}
 
 
 def fix_hint(path) -> str:
@@ -117,10 +123,32 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
         }
         if meta.get("note"):
             entries[name]["note"] = meta["note"]
+        if meta.get("skipped"):
+            entries[name]["skipped"] = dict(sorted(meta["skipped"].items()))
     manifest = {"formatVersion": FORMAT_VERSION, "snapshotId": snapshot_id(files), "asOf": as_of,
-                "layers": entries}
+                "layers": entries, "skipped": skipped_by_source(entries)}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
+
+
+def skipped_by_source(entries: dict) -> dict:
+    """``{source: {reason: count}}`` of the upstream layers' skipped records (manifest ``skipped``).
+
+    Examples
+    --------
+    >>> skipped_by_source({"detours": {"kind": "live", "skipped": {"stop_not_found": 1}},
+    ...                    "works": {"kind": "demo", "skipped": {"event": 40}}})
+    {'delijn': {'stop_not_found': 1}}
+    """
+    out: dict = {}
+    for name in sorted(entries):
+        entry = entries[name]
+        if entry.get("kind") not in ("live", "recorded") or not entry.get("skipped"):
+            continue
+        into = out.setdefault(LAYER_SOURCE.get(name, name), {})
+        for reason, n in entry["skipped"].items():
+            into[reason] = into.get(reason, 0) + int(n)
+    return {src: dict(sorted(r.items())) for src, r in out.items()}
 
 
 def staging_dir(out_dir) -> Path:
@@ -337,8 +365,11 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
         layers[name] = layer
         metas[name] = {"kind": "live", "source": source, "licence": licence,
                        "retrievedAt": retrieved_at.get(name, as_of)}
-        if layer.attrs.get("skipped"):
-            metas[name]["note"] = f"{layer.attrs['skipped']} unusable upstream records skipped"
+        skipped = layer.attrs.get("skipped") or {}
+        if skipped:
+            metas[name]["skipped"] = dict(skipped)
+            metas[name]["note"] = (f"{sum(skipped.values())} upstream records skipped ("
+                                   + ", ".join(f"{r}: {n}" for r, n in sorted(skipped.items())) + ")")
 
     if "boundary" in raw:
         live("service_area", upstream.normalise_boundary(raw["boundary"]), "regional boundary GeoJSON "
@@ -369,20 +400,25 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
             live(name, live_layer(), source, licence)
         else:
             layers[name] = demo_layer()
+            layers[name].attrs.pop("skipped", None)  # generated on purpose (e.g. events), not upstream loss
             metas[name] = {"kind": "demo", "source": f"demo scenario (geo.demo, seed {seed}) in the "
                            f"{source} format", "licence": "generated data, no restrictions",
                            "retrievedAt": as_of, "note": demo_note}
 
-    dynamic("works", (lambda: upstream.normalise_works(raw["works"])) if "works" in raw else None,
+    dynamic("works", (lambda: upstream.normalise_works(raw["works"], now=as_of)) if "works" in raw else None,
             "GIPOD OGC API Features INNAME/INNAME_PUNT", "Modellicentie Gratis Hergebruik v1.0; "
-            "Bron: GIPOD, Digitaal Vlaanderen", lambda: upstream.normalise_works(scenario.works_pages()))
-    dynamic("stops", (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines")))
+            "Bron: GIPOD, Digitaal Vlaanderen",
+            lambda: upstream.normalise_works(scenario.works_pages(), now=as_of))
+    dynamic("stops", (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines")))
             if "stops" in raw else None, "De Lijn Kern Open Data v1 haltes + lijnrichtingen",
             "De Lijn open data (licence per the De Lijn data portal terms)",
-            lambda: upstream.normalise_stops(*scenario.stops_payloads()))
-    dynamic("detours", (lambda: upstream.normalise_detours(raw["detours"])) if "detours" in raw else None,
+            lambda: upstream.normalise_stops(*scenario.stops_payloads(), scenario.lines_payload()))
+    dynamic("detours", (lambda: upstream.normalise_detours(raw["detours"], raw.get("lines"), layers["stops"],
+                                                           raw.get("stop_details")))
+            if "detours" in raw else None,
             "De Lijn Kern Open Data v1 omleidingen", "De Lijn open data (licence per the De Lijn data "
-            "portal terms)", lambda: upstream.normalise_detours(scenario.detours_payload(layers["stops"])))
+            "portal terms)", lambda: upstream.normalise_detours(scenario.detours_payload(layers["stops"]),
+                                                                scenario.lines_payload(), layers["stops"]))
     dynamic("no2", (lambda: upstream.normalise_no2(raw.get("timeseries") or [], raw["no2"],
                                                    layers["stations"])) if "no2" in raw else None,
             "IRCEL-CELINE SOS timeseries REST API /timeseries + getData (NO2, phenomenon 8)",
@@ -402,6 +438,11 @@ def build_snapshot(out_dir, reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None
     'demo'
     """
     layers, metas = build_layers(reference_dir, as_of=as_of, raw=raw, seed=seed, retrieved_at=retrieved_at)
+    return write_and_publish(layers, metas, as_of, out_dir)
+
+
+def write_and_publish(layers: dict, metas: dict, as_of, out_dir) -> dict:
+    """:func:`write_snapshot` into a staging directory beside ``out_dir``, then :func:`publish` it there."""
     out = Path(out_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = staging_dir(out)
@@ -451,6 +492,10 @@ def _parser() -> argparse.ArgumentParser:
                       help='object {"<entiteit>_<halte>": Lijnrichtingen response}')
     live.add_argument("--detours-json", nargs="+", default=[], metavar="FILE",
                       help="De Lijn Omleidingen response(s)")
+    live.add_argument("--lines-json", nargs="+", default=[], metavar="FILE",
+                      help="De Lijn /entiteiten/{e}/lijnen response(s): internal -> public line numbers")
+    live.add_argument("--stop-details-json", metavar="FILE",
+                      help='object {"<entiteit>_<halte>": /haltes/{e}/{h} response} for detour stops')
     live.add_argument("--stations-json", metavar="FILE", help="IRCEL /stations?phenomenon=8 response")
     live.add_argument("--timeseries-json", metavar="FILE", help="IRCEL /timeseries?phenomenon=8 response")
     live.add_argument("--no2-json", metavar="FILE",
@@ -467,6 +512,14 @@ def _summary(manifest: dict) -> str:
     lines = [f"snapshot {manifest['snapshotId'][:16]}… asOf {manifest['asOf']}"]
     for name, e in manifest["layers"].items():
         lines.append(f"  {name:<13} {e['kind']:<9} {e['records']:>7} records  {e['file']}")
+    skipped = manifest.get("skipped") or {}
+    if skipped:
+        lines.append("skipped upstream records (per source and reason):")
+        for source, reasons in skipped.items():
+            for reason, n in reasons.items():
+                lines.append(f"  {source:<9} {reason:<18} {n:>7}")
+    else:
+        lines.append("skipped upstream records: none")
     return "\n".join(lines)
 
 
@@ -485,6 +538,8 @@ def main(argv=None) -> int:
             "stops": _merge(_load_json(args.stops_json)),
             "stop_lines": _merge(_load_json([args.stop_lines_json] if args.stop_lines_json else [])),
             "detours": _merge(_load_json(args.detours_json)),
+            "lines": _load_json(args.lines_json) or None,
+            "stop_details": _merge(_load_json([args.stop_details_json] if args.stop_details_json else [])),
             "stations": _merge(_load_json([args.stations_json] if args.stations_json else [])),
             "timeseries": _merge(_load_json([args.timeseries_json] if args.timeseries_json else [])),
             "no2": _merge(_load_json([args.no2_json] if args.no2_json else [])),

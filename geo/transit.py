@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-ANTWERP_ENTITY = "1"          # De Lijn entiteitnummer of the Antwerp region
+ANTWERP_ENTITY = "1"          # De Lijn entiteitnummer of the province of Antwerp (its stops are fetched)
+ANTWERP_REGION = "AN"         # vervoerRegioCode of the Antwerp transport region (detour scope)
 STOP_RADIUS_KM = 0.400        # stops "near the point"
 LOW, MEDIUM, HIGH = 0, 1, 2
 SEVERITY_NAMES = ("low", "medium", "high")
@@ -130,16 +131,20 @@ def in_force(start_ms, end_ms, t_ms) -> np.ndarray:
 
 
 def active_detours(detours, now_ms: int) -> np.ndarray:
-    """bool per prepared detour (:class:`geo.prepared.Detours`): in force at ``now_ms``.
+    """bool per prepared detour (:class:`geo.prepared.Detours`): in force at ``now_ms`` on one of its days.
 
-    The rule of ``/disruptions`` and of batch scoring; the weekday list does not hide a detour in force.
+    The rule of ``/disruptions`` and of batch scoring: ``start <= now < end`` and the Europe/Brussels weekday
+    of ``now`` is one of the detour's ``omleidingsDagen`` (an empty list means every day).
 
     Examples
     --------
     >>> active_detours(prepare(engine).detours, to_ms(now))  # doctest: +SKIP
     array([ True, False, ...])
     """
-    return in_force(detours.start_ms, detours.end_ms, now_ms)
+    from .calendar import local_hour_kind
+
+    weekday = int(local_hour_kind([now_ms])[2][0])
+    return active_at(detours.start_ms, detours.end_ms, detours.days, now_ms, weekday)
 
 
 def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
@@ -153,3 +158,19 @@ def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
     [True, False, False]
     """
     return in_force(start_ms, end_ms, t_ms) & ((np.asarray(days) >> np.asarray(t_weekday)) & 1).astype(bool)
+
+
+def antwerp_region(regions, entities) -> np.ndarray:
+    """bool per detour: one of its lines belongs to the Antwerp transport region (``vervoerRegioCode``
+    ``AN``); a detour without region data (no ``lijnen`` list was given) falls back to entity ``1``.
+
+    Examples
+    --------
+    >>> antwerp_region(["AN", "KE,ME", "", ""], ["1", "1", "1", "3"]).tolist()
+    [True, False, True, False]
+    """
+    out = []
+    for reg, ent in zip(regions, entities):
+        codes = {c.strip() for c in reg.split(",")} if isinstance(reg, str) and reg.strip() else set()
+        out.append(ANTWERP_REGION in codes if codes else str(ent).strip() == ANTWERP_ENTITY)
+    return np.array(out, dtype=bool)

@@ -3,7 +3,8 @@
 No I/O here: callers (the snapshot builder, the live refresher, the demo generator) parse JSON and pass the
 objects in. Structural problems (not the expected container) raise :class:`UpstreamFormatError`; single bad
 records (no usable geometry or coordinate: missing, NaN/infinite, or not WGS84 lon/lat such as a Lambert-72
-pair) are skipped and counted in ``layer.attrs["skipped"]``.
+pair; a detour stop that cannot be placed; a line whose public number is unknown) are skipped and counted per
+reason in ``layer.attrs["skipped"]`` (``{reason: count}``).
 Timestamps without a zone are Belgian local time (Europe/Brussels); unparseable timestamps become NaT.
 """
 
@@ -174,11 +175,15 @@ def _items(payload, key: str, what: str) -> list:
 
 # --- GIPOD --------------------------------------------------------------------------------------------
 
-def normalise_works(pages) -> "gpd.GeoDataFrame":  # noqa: F821
+def normalise_works(pages, now=None) -> "gpd.GeoDataFrame":  # noqa: F821
     """GIPOD OGC API Features ``INNAME``/``INNAME_PUNT`` FeatureCollection(s) -> ``works`` layer.
 
-    One row per ``GipodId`` (a later page wins), events (``Type`` = ``Evenement``) dropped, geometry the
-    feature's representative point, ``End`` nullable. Rows sorted by id.
+    The service sends one feature per **occurrence** (id ``INNAME_PUNT.<GipodId>-<yyMMddHHmm>``); a work is
+    its ``GipodId``. Each row shows the occurrence running at ``now`` (the snapshot's ``asOf``), else the next
+    one, else the last one (:func:`geo.upstream_gipod.choose`): its description, status, period and point;
+    ``occurrences`` counts the distinct occurrences. Events (``Type`` = ``Evenement``, any case) are not works.
+    Geometry is the feature's representative point; ``End`` nullable. Rows sorted by id. Skipped records are
+    counted per reason in ``attrs["skipped"]``: ``no_id``, ``no_geometry``, ``bad_coordinates``, ``event``.
 
     Examples
     --------
@@ -187,48 +192,77 @@ def normalise_works(pages) -> "gpd.GeoDataFrame":  # noqa: F821
     ...   "properties": {"GipodId": 1143473, "Description": "Proefwerk riolering", "Type": "Grondwerk",
     ...                  "Status": "In uitvoering", "Start": "2026-06-01T06:00:00Z", "End": None,
     ...                  "Owner": "water-link"}}]}
-    >>> normalise_works(fc)[["id", "status"]].values.tolist()
-    [['1143473', 'In uitvoering']]
+    >>> normalise_works(fc)[["id", "status", "occurrences"]].values.tolist()
+    [['1143473', 'In uitvoering', 1]]
     """
+    from .upstream_gipod import choose, gipod_id
+
     features = _items(pages, "features", "GIPOD FeatureCollection")
-    by_id: dict[str, tuple] = {}
-    skipped = 0
+    groups: dict[str, dict] = {}
+    skipped: dict[str, int] = {}
     for feat in features:
         if not isinstance(feat, Mapping):
-            skipped += 1
+            _count(skipped, "no_id")
             continue
         props = feat.get("properties") or {}
-        gid = props.get("GipodId", feat.get("id"))
-        if gid is None or str(props.get("Type", "")).strip().lower() in EVENT_TYPES:
-            skipped += gid is None
+        gid = gipod_id(feat)
+        if gid is None:
+            _count(skipped, "no_id")
+            continue
+        if str(props.get("Type", "")).strip().lower() in EVENT_TYPES:
+            _count(skipped, "event")
             continue
         try:
             geom = shapely.force_2d(shape(feat["geometry"]))
+        except (KeyError, TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
+            _count(skipped, "no_geometry")
+            continue
+        try:
             if not wgs84_ok(geom):  # NaN or projected coordinates: one bad record, never a bad layer
-                skipped += 1
+                _count(skipped, "bad_coordinates")
                 continue
             point = shapely.point_on_surface(shapely.make_valid(geom)) if geom.geom_type.endswith(
                 "Polygon") else shapely.point_on_surface(geom)
-        except (KeyError, TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
-            skipped += 1
+        except (TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
+            _count(skipped, "no_geometry")
             continue
         if not wgs84_ok(point):
-            skipped += 1
+            _count(skipped, "bad_coordinates")
             continue
-        by_id[str(gid)] = (props, point)
-    ids = list(by_id)
-    rows = [by_id[i][0] for i in ids]
+        start, end = parse_time(props.get("Start")), parse_time(props.get("End"))
+        key = str(feat.get("id") or f"{gid}-{props.get('Start')}")
+        # the same occurrence read twice (overlapping pages): the later read wins
+        groups.setdefault(gid, {})[key] = (start, end, props, point)
+    now_ms = None if now is None else _ms(parse_time(now) if isinstance(now, str) else pd.Timestamp(now))
+    ids, rows, points, counts = [], [], [], []
+    for gid, occ in groups.items():
+        keys = list(occ)
+        spans = [(_ms(occ[k][0]), _ms(occ[k][1]), k) for k in keys]
+        start, end, props, point = occ[keys[choose(spans, now_ms)]]
+        ids.append(gid)
+        rows.append((props, start, end))
+        points.append(point)
+        counts.append(len(keys))
     layer = frame("works", {
         "id": ids,
-        "description": [p.get("Description") for p in rows],
-        "status": [p.get("Status") for p in rows],
-        "type": [p.get("Type") for p in rows],
-        "owner": [p.get("Owner") for p in rows],
-        "start": [parse_time(p.get("Start")) for p in rows],
-        "end": [parse_time(p.get("End")) for p in rows],
-    }, [by_id[i][1] for i in ids])
+        "description": [p.get("Description") for p, _, _ in rows],
+        "status": [p.get("Status") for p, _, _ in rows],
+        "type": [p.get("Type") for p, _, _ in rows],
+        "owner": [p.get("Owner") for p, _, _ in rows],
+        "start": [s for _, s, _ in rows],
+        "end": [e for _, _, e in rows],
+        "occurrences": counts,
+    }, points)
     layer.attrs["skipped"] = skipped
     return _sorted_by_id(layer)
+
+
+def _ms(ts) -> int | None:
+    if ts is None or ts is pd.NaT:
+        return None
+    t = pd.Timestamp(ts)
+    t = t.tz_localize("UTC") if t.tzinfo is None else t
+    return int(t.value // 1_000_000)
 
 
 # --- De Lijn ------------------------------------------------------------------------------------------
@@ -241,13 +275,20 @@ def _lijnrichtingen(value) -> list:
     return [lr for lr in value if isinstance(lr, Mapping)]
 
 
-def normalise_stops(haltes, lijnrichtingen: Mapping | None = None):
+def _count(skipped: dict, reason: str, n: int = 1) -> None:
+    skipped[reason] = skipped.get(reason, 0) + n
+
+
+def normalise_stops(haltes, lijnrichtingen: Mapping | None = None, lines=None):
     """De Lijn Kern ``Haltes`` payload(s) + per-stop ``Lijnrichtingen`` -> ``stops`` layer.
 
     ``lijnrichtingen`` maps the stop key ``"{entiteitnummer}_{haltenummer}"`` to the response of
     ``GET /haltes/{entiteitnummer}/{haltenummer}/lijnrichtingen`` (or its bare list). A ``Halte`` may also
-    carry a ``lijnrichtingen`` member itself. ``lines`` lists the distinct ``lijnNummerPubliek`` values as
-    published (leading zeros kept), ordered numerically.
+    carry a ``lijnrichtingen`` member itself. ``lines`` are the ``/entiteiten/{e}/lijnen`` answer(s) (or a
+    :class:`geo.upstream_delijn.LineBook`): the real ``lijnrichtingen`` carry only the internal ``lijnnummer``,
+    mapped here to the public number. ``lines`` lists the distinct public numbers as published (leading zeros
+    kept), ordered numerically; a line direction whose public number is unknown is counted in
+    ``attrs["skipped"]["line_unknown"]``, never listed under its internal number.
 
     Examples
     --------
@@ -257,26 +298,33 @@ def normalise_stops(haltes, lijnrichtingen: Mapping | None = None):
     >>> normalise_stops(h, lr)[["id", "lines"]].values.tolist()
     [['3_303980', '335']]
     """
+    from .upstream_delijn import LineBook
+
     items = _items(haltes, "haltes", "De Lijn Haltes")
     lijnrichtingen = lijnrichtingen or {}
+    book = lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines)
     if not isinstance(lijnrichtingen, Mapping):
         raise UpstreamFormatError("De Lijn lijnrichtingen: expected an object keyed by "
                                   "'{entiteitnummer}_{haltenummer}'")
     by_id: dict[str, tuple] = {}
-    skipped = 0
+    skipped: dict[str, int] = {}
     for h in items:
         if not isinstance(h, Mapping) or not h.get("haltenummer") or h.get("entiteitnummer") is None:
-            skipped += 1
+            _count(skipped, "no_id")
             continue
         ll = parse_geo_coordinaat(h.get("geoCoordinaat"))
         if ll is None:
-            skipped += 1
+            _count(skipped, "no_coordinates")
             continue
         key = f"{h['entiteitnummer']}_{h['haltenummer']}"
-        lines = _unique(str(lr.get("lijnNummerPubliek") or lr.get("lijnnummer") or "")
-                        for lr in _lijnrichtingen(h.get("lijnrichtingen"))
-                        + _lijnrichtingen(lijnrichtingen.get(key)))
-        by_id[key] = (h, ll, sorted(lines, key=_line_key))
+        publics = []
+        for lr in _lijnrichtingen(h.get("lijnrichtingen")) + _lijnrichtingen(lijnrichtingen.get(key)):
+            line = book.resolve({"entiteitnummer": h["entiteitnummer"], **lr})
+            if line is None or not line.public:
+                _count(skipped, "line_unknown")
+            else:
+                publics.append(line.public)
+        by_id[key] = (h, ll, sorted(_unique(publics), key=_line_key))
     ids = list(by_id)
     vals = [by_id[i] for i in ids]
     layer = frame("stops", {
@@ -291,13 +339,23 @@ def normalise_stops(haltes, lijnrichtingen: Mapping | None = None):
     return _sorted_by_id(layer)
 
 
-def normalise_detours(payload):
+def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | None = None):
     """De Lijn ``Omleidingen`` payload(s) (``omleidingen`` array; ``storingen`` ignored) -> ``detours``.
 
     Also accepts a bare list of ``Omleiding`` objects or a single one (``GET /omleidingen/{ref}``).
-    ``entity`` is the first line direction's ``entiteitnummer`` (else the first stop's); ``unserved_stops``
-    are the listed ``haltes`` (stops not served); the point is their mean, empty when none are usable;
-    ``end`` NaT = open-ended; ``delay_min`` is read from ``omschrijving`` ("vertraging van ... 10 minuten").
+
+    - ``lines`` (``/entiteiten/{e}/lijnen`` answers or a :class:`geo.upstream_delijn.LineBook`) turn each
+      line direction's internal ``lijnnummer`` into its public number and transport region (``region``, the
+      comma-joined ``vervoerRegioCode`` values); a direction that carries ``lijnNummerPubliek`` itself keeps it.
+    - The point is the mean of the listed ``haltes`` (stops not served): a stop's own ``geoCoordinaat`` when it
+      has one, else its place in ``stops`` (the stops layer) or in ``stop_details`` (``{"e_h": Halte}``
+      answers of ``GET /haltes/{e}/{h}``). A detour without listed stops has an empty point.
+    - Skipped, counted per reason in ``attrs["skipped"]``: no ``referentieOmleiding`` (``no_reference``);
+      line directions listed but none with a known public number (``line_unknown``); stops listed but none
+      placeable (``stop_not_found``).
+    - ``entity`` is the first line direction's ``entiteitnummer`` (else the first stop's); ``type`` is lower
+      case (the service sends ``werken``, ``WERKEN`` or nothing); ``days`` the upper-case ``omleidingsDagen``;
+      ``end`` NaT = open-ended (``eindDatum`` absent); ``delay_min`` is read from ``omschrijving``.
 
     Examples
     --------
@@ -307,37 +365,55 @@ def normalise_detours(payload):
     >>> d[["id", "entity", "lines"]].values.tolist(), bool(d["end"].isna()[0])
     ([['7', '1', '007']], True)
     """
+    from .upstream_delijn import LineBook, StopBook
+
     if isinstance(payload, Mapping) and "omleidingen" not in payload and "titel" in payload:
         items = [payload]
+    elif isinstance(payload, Mapping) and "omleidingen" not in payload and "storingen" in payload:
+        items = []  # a /storingen answer (service disruptions, no detours): real ones carry no 'omleidingen'
     else:
         items = _items(payload, "omleidingen", "De Lijn Omleidingen")
+    book = lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines)
+    places = StopBook.from_sources(stops, stop_details)
     by_id: dict[str, dict] = {}
-    skipped = 0
+    skipped: dict[str, int] = {}
     for o in items:
         if not isinstance(o, Mapping) or o.get("referentieOmleiding") is None:
-            skipped += 1
+            _count(skipped, "no_reference")
             continue
         lrs = _lijnrichtingen(o.get("lijnrichtingen"))
+        resolved = [line for line in (book.resolve(lr) for lr in lrs) if line is not None and line.public]
+        if lrs and not resolved:
+            _count(skipped, "line_unknown")
+            continue
         haltes = [h for h in (o.get("haltes") or []) if isinstance(h, Mapping) and h.get("haltenummer")]
-        coords = [c for c in (parse_geo_coordinaat(h.get("geoCoordinaat")) for h in haltes) if c]
+        coords = []
+        for h in haltes:
+            ll = parse_geo_coordinaat(h.get("geoCoordinaat"))
+            lonlat = (ll[1], ll[0]) if ll else places.place(h.get("entiteitnummer", ""), h["haltenummer"])
+            if lonlat is not None:
+                coords.append(lonlat)
+        if haltes and not coords:
+            _count(skipped, "stop_not_found")
+            continue
         entity = next((str(x["entiteitnummer"]) for x in lrs + haltes if x.get("entiteitnummer")), "")
         periode = o.get("periode") or {}
         match = _DELAY.search(str(o.get("omschrijving") or ""))
         by_id[str(o["referentieOmleiding"])] = {
-            "title": o.get("titel"), "description": o.get("omschrijving"), "type": o.get("type"),
-            "entity": entity,
-            "lines": _join(_unique(str(lr.get("lijnNummerPubliek") or lr.get("lijnnummer") or "")
-                                   for lr in lrs)),
+            "title": o.get("titel"), "description": o.get("omschrijving"),
+            "type": str(o.get("type") or "").strip().lower(), "entity": entity,
+            "region": _join(sorted(_unique(line.region for line in resolved))),
+            "lines": _join(_unique(line.public for line in resolved)),
             "unserved_stops": _join(_unique(f"{h.get('entiteitnummer')}_{h['haltenummer']}" for h in haltes)),
             "start": parse_time(periode.get("startDatum")), "end": parse_time(periode.get("eindDatum")),
-            "days": _join(str(d) for d in (o.get("omleidingsDagen") or []) if d),
+            "days": _join(str(d).strip().upper() for d in (o.get("omleidingsDagen") or []) if d),
             "delay_min": float(match.group(1)) if match else None,
-            "geometry": shapely.Point(np.mean([c[1] for c in coords]), np.mean([c[0] for c in coords]))
+            "geometry": shapely.Point(np.mean([c[0] for c in coords]), np.mean([c[1] for c in coords]))
             if coords else shapely.Point(),
         }
     ids = list(by_id)
     rows = [by_id[i] for i in ids]
-    cols = {c: [r[c] for r in rows] for c in ("title", "description", "type", "entity", "lines",
+    cols = {c: [r[c] for r in rows] for c in ("title", "description", "type", "entity", "region", "lines",
                                                "unserved_stops", "start", "end", "days", "delay_min")}
     layer = frame("detours", {"id": ids, **cols}, [r["geometry"] for r in rows])
     layer.attrs["skipped"] = skipped
@@ -383,13 +459,13 @@ def normalise_stations(features, reference=None, *, no2_default: bool = True):
     if reference is not None:
         ref = {r["id"]: r for r in reference.drop(columns="geometry").to_dict("records")}
     by_id: dict[str, tuple] = {}
-    skipped = 0
+    skipped: dict[str, int] = {}
     for f in items:
         props = (f or {}).get("properties") or {} if isinstance(f, Mapping) else {}
         code, place = station_code(props.get("label", ""))
         point = _point2d(f.get("geometry")) if isinstance(f, Mapping) else None
         if not code or point is None:
-            skipped += 1
+            _count(skipped, "no_label" if not code else "no_coordinates")
             continue
         phen = _phenomenon_ids(props)
         no2 = NO2_PHENOMENON in phen if phen else no2_default
@@ -468,7 +544,7 @@ def normalise_no2(timeseries, data: Mapping, stations=None):
     if stations is not None:
         ref_points = dict(zip(stations["id"], stations.geometry))
     rows: dict[tuple, tuple] = {}
-    skipped = 0
+    skipped: dict[str, int] = {}
     for item in items:
         if not isinstance(item, Mapping) or not _is_no2(item):
             continue
@@ -477,7 +553,7 @@ def normalise_no2(timeseries, data: Mapping, stations=None):
         point = _point2d(station.get("geometry")) or ref_points.get(code)
         values = (data.get(str(item.get("id"))) or {}).get("values")
         if not code or point is None or values is None:
-            skipped += 1
+            _count(skipped, "no_station" if not code or point is None else "no_values")
             continue
         kind = series_kind(item)
         for v in values:
@@ -486,7 +562,7 @@ def normalise_no2(timeseries, data: Mapping, stations=None):
                 value = v.get("value")
                 value = np.nan if value is None else float(value)
             except (KeyError, TypeError, ValueError):
-                skipped += 1
+                _count(skipped, "bad_value")
                 continue
             key = (code, ts, kind)
             if key not in rows or (np.isnan(rows[key][0]) and not np.isnan(value)):

@@ -17,9 +17,11 @@ from scipy.spatial import cKDTree
 
 from .spherical import chord_for_km, haversine_km, unit_vectors
 from .timefmt import day_number, local_day
+from .upstream_gipod import STATUS_CLASSES
 
-RUNNING_STATUSES = frozenset({"In uitvoering"})
-PLANNED_STATUSES = frozenset({"Concreet gepland", "Gepland", "Voorlopig gepland"})
+RUNNING_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "running")  # {"In uitvoering"}
+# {"Concreet gepland", "Gepland", "Voorlopig gepland", "Lopende"}: see docs/sources.md for Lopende
+PLANNED_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "planned")
 NOT_LISTED, RUNNING, PLANNED = 0, 1, 2
 
 RADIUS_KM = 2.0           # works listed within 2 km (haversine, boundary included) of the point
@@ -34,8 +36,8 @@ def status_class(statuses) -> np.ndarray:
 
     Examples
     --------
-    >>> status_class(["In uitvoering", "Concreet gepland", "Uitgevoerd", " Gepland "]).tolist()
-    [1, 2, 0, 2]
+    >>> status_class(["In uitvoering", "Concreet gepland", "Uitgevoerd", " Gepland ", "Lopende"]).tolist()
+    [1, 2, 0, 2, 2]
     """
     out = np.zeros(len(statuses), dtype=np.int8)
     for i, s in enumerate(statuses):

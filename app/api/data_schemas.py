@@ -55,17 +55,19 @@ CONSTRUCTION_ITEM = _obj(
         "id": _d({"type": "string"}, "GIPOD id of the representative occurrence."),
         "description": _d({"type": "string"}, "Dutch free-text description as published."),
         "status": _d({"type": "string"}, "Dutch GIPOD status: `In uitvoering` (running) or a planned status "
-                                         "(`Concreet gepland`, `Gepland`, `Voorlopig gepland`)."),
+                                         "(`Concreet gepland`, `Gepland`, `Voorlopig gepland`, `Lopende`)."),
         "lat": _d(LAT, "Latitude of the work's representative point, degrees, 6 decimals."),
         "lng": _d(LNG, "Longitude of the work's representative point, degrees, 6 decimals."),
         "distanceKm": _d({"type": "number", "minimum": 0, "maximum": 2},
                          "Haversine distance from the queried point, kilometres, 3 decimals."),
         "startDate": _d({**DATE, "type": ["string", "null"]},
-                        "Earliest start of the collapsed occurrences, Europe/Brussels date; null if unknown."),
+                        "Earliest start of the shown occurrences (per work: the one running at the snapshot's "
+                        "asOf, else the next), Europe/Brussels date; null if unknown."),
         "endDate": _d({**DATE, "type": ["string", "null"]},
-                      "Latest end of the collapsed occurrences, Europe/Brussels date; null when open-ended."),
+                      "Latest end of the shown occurrences, Europe/Brussels date; null when open-ended."),
         "occurrences": _d({"type": "integer", "minimum": 1},
-                          "Number of register records collapsed into this item (recurring occurrences)."),
+                          "Number of GIPOD occurrences this item stands for (all occurrences of its work, plus "
+                          "those of works collapsed with it)."),
     },
     "A road work within 2 km (recurring occurrences collapsed into one item).",
 )

@@ -4,6 +4,8 @@
 
     python -m app.sources refresh [--every SECONDS]          # cron form: no SECRET_KEY, no snapshot needed
     python -m app.sources live [--port 8000] [--every 60]    # refresh once, then refresher loop + API server
+    python -m app.sources record DIR                         # save every upstream answer raw (+ manifest)
+    python -m app.sources replay DIR --out SNAPSHOT          # build a snapshot offline from a recording
 
 Settings come from the ``URBAN_*`` environment (see ``docs/sources.md``).
 """
@@ -40,6 +42,41 @@ def refresh(every, reference, rounds):
 def live(port, host, workers, every, reference):
     """Live mode end to end: one refresh round, then the refresher loop and the API (``python -m app.serve``)."""
     raise SystemExit(run_live(port=port, host=host, workers=workers, every=every, reference=reference))
+
+
+@main.command("record")
+@click.argument("directory", type=click.Path(file_okay=False))
+def record_command(directory):
+    """Fetch every configured source once and save each answer raw in DIRECTORY (+ manifest.json)."""
+    from .recording import RecordingError, record_live
+
+    try:
+        failed = record_live(directory)
+    except RecordingError as exc:
+        raise click.ClickException(str(exc)) from None
+    for name, message in failed.items():
+        click.echo(f"  {name:<8} FAILED  {message}", err=True)
+    raise SystemExit(1 if failed else 0)
+
+
+@main.command("replay")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="snapshot directory to (re)place")
+@REFERENCE
+def replay_command(directory, out, reference):
+    """Build a snapshot offline from a recording (answers as of its recordedAt)."""
+    from .recording import RecordingError, replay
+    from .settings import SourceSettings
+
+    settings = SourceSettings.from_mapping({})
+    try:
+        manifest = replay(directory, out, reference or settings.reference_dir, base=settings)
+    except (RecordingError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"replayed {directory} into {out}: snapshot {manifest['snapshotId'][:16]}… asOf {manifest['asOf']}")
+    for source, reasons in (manifest.get("skipped") or {}).items():
+        for reason, n in reasons.items():
+            click.echo(f"  skipped {source} {reason}: {n}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from .payload import SourceData, fetch_geojson_layer
 from .settings import SourceSettings
 
 SOURCE = "boundary"
+#: the recording endpoint of the configured URL (the URL itself is the whole request)
+ENDPOINT = "{URBAN_BOUNDARY_URL}"
 
 
 def enabled(settings: SourceSettings) -> bool:
@@ -39,4 +41,4 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         raise UpstreamError(SOURCE, "regional boundary: no URL configured (set URBAN_BOUNDARY_URL)")
     return fetch_geojson_layer(up, SOURCE, settings.boundary_url, layer="service_area", kind="boundary",
                                label="regional boundary", normaliser=normalise.normalise_boundary,
-                               expire_after=settings.expiry(SOURCE, "boundary"))
+                               expire_after=settings.expiry(SOURCE, "boundary"), endpoint=ENDPOINT)

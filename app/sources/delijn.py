@@ -6,9 +6,13 @@ Requests (subscription key in the ``Ocp-Apim-Subscription-Key`` header, from ``U
 - ``GET /entiteiten/{e}/lijnen`` then ``GET /lijnen/{e}/{lijn}/lijnrichtingen/{HEEN|TERUG}/haltes`` — the
   stops of each line direction, inverted into the stop → lines relation (one request per line direction
   instead of one per stop; a direction that does not exist answers 404 and is skipped);
-- ``GET /omleidingen?startDatum=…&eindDatum=…&taalCode=NEDERLANDS`` — detours of the next 28 days.
+- ``GET /omleidingen?startDatum=…&eindDatum=…&taalCode=NEDERLANDS`` — detours of the next 28 days;
+- ``GET /entiteiten/{e}/lijnen`` for every other entity the detours name — their lines are named by the
+  internal ``lijnnummer`` only, the public number and ``vervoerRegioCode`` come from these lists;
+- ``GET /haltes/{e}/{h}`` for every detour stop that is not in the stop list (detour stops carry no
+  coordinates); a 404 leaves the stop unknown, and a detour none of whose stops can be placed is skipped.
 
-Path segments taken from payloads (entity and line numbers) must be plain digits, or the line is skipped.
+Path segments taken from payloads (entity, line and stop numbers) must be plain digits, or they are skipped.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from geo import upstream as normalise
+from geo.upstream_delijn import detour_entities, unknown_stops
 
 from .errors import UpstreamError
 from .http import Upstream
-from .payload import SourceData, object_with
+from .payload import SourceData, check_skipped, object_with
 from .settings import SourceSettings
 
 SOURCE = "delijn"
@@ -48,9 +53,10 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     data = SourceData(SOURCE)
     times: dict[str, list] = {"stops": [], "detours": []}
 
-    def get(path, kind, check, layer, params=None, missing_ok=False):
+    def get(path, kind, check, layer, params=None, missing_ok=False, endpoint=""):
         got = up.get_json(SOURCE, f"{base}{path}", params=params, headers=headers,
-                          expire_after=settings.expiry(SOURCE, kind), check=check, missing_ok=missing_ok)
+                          expire_after=settings.expiry(SOURCE, kind), check=check, missing_ok=missing_ok,
+                          endpoint=endpoint)
         data.requests += 1
         if got is None:
             return None
@@ -58,8 +64,11 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         times[layer].append(got.retrieved_at)
         return got.payload
 
-    haltes = get(f"/entiteiten/{entity}/haltes", "stops", object_with("haltes", arrays=("haltes",)), "stops")
-    lijnen = get(f"/entiteiten/{entity}/lijnen", "lines", object_with("lijnen", arrays=("lijnen",)), "stops")
+    lines_check = object_with("lijnen", arrays=("lijnen",))
+    haltes = get(f"/entiteiten/{entity}/haltes", "stops", object_with("haltes", arrays=("haltes",)), "stops",
+                 endpoint="/entiteiten/{entiteitnummer}/haltes")
+    lijnen = get(f"/entiteiten/{entity}/lijnen", "lines", lines_check, "stops",
+                 endpoint="/entiteiten/{entiteitnummer}/lijnen")
     stop_lines: dict[str, dict] = {}
     for lijn in lijnen.get("lijnen") or []:
         e, nr = str(lijn.get("entiteitnummer", entity)), str(lijn.get("lijnnummer", ""))
@@ -68,7 +77,8 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         public = str(lijn.get("lijnnummerPubliek") or lijn.get("lijnNummerPubliek") or nr)
         for richting in DIRECTIONS:
             page = get(f"/lijnen/{e}/{nr}/lijnrichtingen/{richting}/haltes", "lines",
-                       object_with("haltes", arrays=("haltes",)), "stops", missing_ok=True)
+                       object_with("haltes", arrays=("haltes",)), "stops", missing_ok=True,
+                       endpoint="/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/{richting}/haltes")
             for halte in (page or {}).get("haltes") or []:
                 if not isinstance(halte, dict) or not halte.get("haltenummer"):
                     continue
@@ -81,14 +91,26 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
               "eindDatum": (start + timedelta(days=DETOUR_DAYS)).strftime("%Y-%m-%dT%H:%M:%S"),
               "taalCode": "NEDERLANDS"}
     omleidingen = get("/omleidingen", "detours", object_with("omleidingen", arrays=("omleidingen",)),
-                      "detours", params=window)
+                      "detours", params=window, endpoint="/omleidingen")
     try:
-        stops = normalise.normalise_stops(haltes, stop_lines)
-        normalise.normalise_detours(omleidingen)
+        lines = [lijnen]
+        for e in detour_entities(omleidingen):
+            if e != str(entity) and _DIGITS.fullmatch(e):
+                lines.append(get(f"/entiteiten/{e}/lijnen", "lines", lines_check, "detours",
+                                 endpoint="/entiteiten/{entiteitnummer}/lijnen"))
+        stops = normalise.normalise_stops(haltes, stop_lines, lines)
+        details: dict[str, dict | None] = {}
+        for e, h in unknown_stops(omleidingen, stops):
+            if _DIGITS.fullmatch(e) and _DIGITS.fullmatch(h):
+                details[f"{e}_{h}"] = get(f"/haltes/{e}/{h}", "stops", object_with("haltenummer"), "detours",
+                                          missing_ok=True, endpoint="/haltes/{entiteitnummer}/{haltenummer}")
+        detours = normalise.normalise_detours(omleidingen, lines, stops, details)
     except normalise.UpstreamFormatError as exc:
         raise UpstreamError(SOURCE, f"De Lijn: unusable payload ({exc})") from None
     if len(stops) == 0:
         raise UpstreamError(SOURCE, f"De Lijn: no stops for entity {entity} (refusing an empty stop list)")
-    data.raw.update({"stops": haltes, "stop_lines": stop_lines, "detours": omleidingen})
+    check_skipped(SOURCE, "De Lijn", {"stops": stops, "detours": detours}, settings)
+    data.raw.update({"stops": haltes, "stop_lines": stop_lines, "lines": lines, "stop_details": details,
+                     "detours": omleidingen})
     data.retrieved_at.update({layer: min(t) for layer, t in times.items()})
     return data

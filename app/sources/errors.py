@@ -33,3 +33,7 @@ class UpstreamError(_PlatformUpstreamError):
         super().__init__(message, headers=headers)
         self.source = source
         self.retry_after = retry_after
+
+
+class MissingResponse(UpstreamError):
+    """Replay only: the recording holds no answer for a request the adapter makes."""

@@ -1,5 +1,9 @@
 """GIPOD road works: OGC API Features ``INNAME_PUNT`` items over the service-area bbox, ``links rel=next`` paging.
 
+The server is asked only for what we list: ``filter=<CQL2 text>&filter-lang=cql2-text`` with
+``Type <> 'Evenement' AND Status IN (...)`` (:func:`geo.upstream_gipod.cql2_filter`). The page budget is
+``URBAN_GIPOD_MAX_PAGES`` pages of ``URBAN_GIPOD_PAGE_SIZE`` features (one feature per occurrence): when the
+first page's ``numberMatched`` already exceeds it, or paging goes past it, the source fails with that reason.
 Only the configured base URL is ever requested; a ``next`` link that leaves it is refused (SSRF guard).
 """
 
@@ -8,10 +12,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from geo import upstream as normalise
+from geo.upstream_gipod import cql2_filter
 
 from .errors import UpstreamError
 from .http import Upstream, same_origin
-from .payload import SourceData, feature_collection
+from .payload import SourceData, check_skipped, feature_collection
 from .settings import SourceSettings
 
 SOURCE = "gipod"
@@ -30,17 +35,25 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     base = settings.gipod_url
     url = f"{base}/collections/{COLLECTION}/items"
     params: dict | None = {"limit": settings.gipod_page_size,
-                           "bbox": ",".join(f"{v:g}" for v in settings.gipod_bbox)}
+                           "bbox": ",".join(f"{v:g}" for v in settings.gipod_bbox),
+                           "filter": cql2_filter(), "filter-lang": "cql2-text"}
+    budget = settings.gipod_max_pages * settings.gipod_page_size
     expiry = settings.expiry(SOURCE, "works")
     data = SourceData(SOURCE)
     pages, oldest, seen = [], None, set()
     while url is not None:
         if len(pages) >= settings.gipod_max_pages:
-            raise UpstreamError(SOURCE, f"GIPOD: more than {settings.gipod_max_pages} pages; "
+            raise UpstreamError(SOURCE, f"GIPOD: more than the page budget of {settings.gipod_max_pages} pages; "
                                         "raise URBAN_GIPOD_MAX_PAGES or the page size")
         got = up.get_json(SOURCE, url, params=params,
                           headers={"Accept": "application/geo+json, application/json"},
-                          expire_after=expiry, check=feature_collection)
+                          expire_after=expiry, check=feature_collection,
+                          endpoint="/collections/{collection}/items")
+        matched = got.payload.get("numberMatched")
+        if not pages and isinstance(matched, int) and matched > budget:
+            raise UpstreamError(SOURCE, f"GIPOD: {matched} features match, more than the page budget of "
+                                        f"{settings.gipod_max_pages} pages x {settings.gipod_page_size} "
+                                        f"(URBAN_GIPOD_MAX_PAGES, URBAN_GIPOD_PAGE_SIZE)")
         data.requests += 1
         data.from_cache += got.from_cache
         pages.append(got.payload)
@@ -50,11 +63,12 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         if url in seen:
             raise UpstreamError(SOURCE, "GIPOD: paging loops back to a page already read")
     try:
-        layer = normalise.normalise_works(pages)
+        layer = normalise.normalise_works(pages, now=now)
     except normalise.UpstreamFormatError as exc:
         raise UpstreamError(SOURCE, f"GIPOD: unusable payload ({exc})") from None
     if len(layer) == 0:
         raise UpstreamError(SOURCE, "GIPOD: no works in the service area (refusing an empty register)")
+    check_skipped(SOURCE, "GIPOD", {"works": layer}, settings)
     data.raw["works"] = pages
     data.retrieved_at["works"] = oldest
     return data

@@ -239,16 +239,21 @@ class Upstream:
                     self.settings.breaker_failures, self.settings.breaker_cooldown, self.clock)
             return self._breakers[source]
 
+    #: called as ``on_response(source, endpoint, url, status, body_bytes, retrieved_at)`` for every answer accepted (a
+    #: validated 200, or a 404 with ``missing_ok``): the hook ``app.sources.recording`` records with
+    on_response: Callable[..., None] | None = None
+
     def get_json(self, source: str, url: str, *, params: dict | None = None, headers: dict | None = None,
                  expire_after: float | None = None, check: Callable[[Any], None] | None = None,
-                 missing_ok: bool = False) -> Fetched | None:
+                 missing_ok: bool = False, endpoint: str = "") -> Fetched | None:
         """GET ``url`` and return its validated JSON, or raise ``UpstreamError`` within the time budget.
 
         Retries refused/timed-out connections, 429/5xx answers and truncated or malformed bodies with
         exponential backoff (``backoff * 2**n``), honouring ``Retry-After`` when it fits in the remaining
         budget; a ``Retry-After`` beyond the budget ends the fetch at once. Other 4xx answers and bodies over
         the size cap are not retried. ``check(payload)`` validates the shape (raise ``PayloadError``,
-        ``KeyError``, ``TypeError`` or ``ValueError``). With ``missing_ok`` a 404 returns None.
+        ``KeyError``, ``TypeError`` or ``ValueError``). With ``missing_ok`` a 404 returns None. ``endpoint`` is
+        the upstream's own path template of the request (for recordings).
         """
         label = SOURCES[source].label if source in SOURCES else source
         breaker = self.breaker(source)
@@ -289,8 +294,12 @@ class Upstream:
                         reason = f"malformed or truncated answer ({_short(exc)})"
                     else:
                         breaker.record_success()
-                        return Fetched(payload, response.url, _retrieved_at(response),
-                                       bool(getattr(response, "from_cache", False)))
+                        fetched = Fetched(payload, response.url, _retrieved_at(response),
+                                          bool(getattr(response, "from_cache", False)))
+                        if self.on_response is not None:
+                            self.on_response(source, endpoint, response.url, 200, response.content,
+                                             fetched.retrieved_at)
+                        return fetched
                 elif status in RETRY_STATUSES:
                     reason = f"HTTP {status}"
                     wait = _retry_after(response.headers.get("Retry-After"))
@@ -299,6 +308,9 @@ class Upstream:
                         break
                 elif status == 404 and missing_ok:
                     breaker.record_success()
+                    if self.on_response is not None:
+                        self.on_response(source, endpoint, response.url, 404, response.content,
+                                         datetime.now(timezone.utc))
                     return None
                 else:
                     breaker.record_failure()

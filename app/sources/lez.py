@@ -27,4 +27,4 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     """
     return fetch_geojson_layer(up, SOURCE, f"{settings.lez_url}/query", params=QUERY, layer="lez", kind="lez",
                                label="LEZ", normaliser=normalise.normalise_lez,
-                               expire_after=settings.expiry(SOURCE, "lez"))
+                               expire_after=settings.expiry(SOURCE, "lez"), endpoint="/query")

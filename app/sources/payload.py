@@ -68,16 +68,56 @@ def array_of_objects(payload: Any) -> None:
 
 
 def fetch_geojson_layer(up, source: str, url: str, *, layer: str, kind: str, label: str,
-                        normaliser: Callable[[Any], Any], expire_after, params: dict | None = None) -> SourceData:
+                        normaliser: Callable[[Any], Any], expire_after, params: dict | None = None,
+                        endpoint: str = "") -> SourceData:
     """GET one GeoJSON FeatureCollection, check it normalises, and wrap it as ``raw[kind]`` for ``layer``.
 
     A payload the normaliser refuses is an ``UpstreamError`` naming ``label``; nothing is kept from it.
     """
     got = up.get_json(source, url, params=params, headers={"Accept": "application/geo+json, application/json"},
-                      expire_after=expire_after, check=feature_collection)
+                      expire_after=expire_after, check=feature_collection, endpoint=endpoint)
     try:
         normaliser(got.payload)
     except UpstreamFormatError as exc:
         raise UpstreamError(source, f"{label}: unusable payload ({exc})") from None
     return SourceData(source, raw={kind: got.payload}, retrieved_at={layer: got.retrieved_at},
                       requests=1, from_cache=int(got.from_cache))
+
+
+#: skip reasons that are filters by design, not loss: GIPOD events (not road works), and line directions of
+#: a stop whose public number is unknown (counted per direction, not per record)
+INFORMATIONAL = frozenset({("works", "event"), ("stops", "line_unknown")})
+
+
+def check_skipped(source: str, label: str, layers: dict, settings) -> None:
+    """Fail the source (``UpstreamError``, like an unreachable one) when too many of its records were skipped.
+
+    ``layers`` maps layer name to the normalised layer (its ``attrs["skipped"]`` holds ``{reason: n}``). The
+    source fails when at least ``settings.skip_min`` records were skipped and they are more than
+    ``settings.skip_share`` of the records read (kept + skipped); :data:`INFORMATIONAL` reasons do not count.
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> from app.sources.settings import SourceSettings
+    >>> layer = gpd.GeoDataFrame({"id": ["1"] * 5}, geometry=gpd.points_from_xy([4.4] * 5, [51.2] * 5))
+    >>> layer.attrs["skipped"] = {"stop_not_found": 20}
+    >>> check_skipped("delijn", "De Lijn", {"detours": layer}, SourceSettings())
+    Traceback (most recent call last):
+    ...
+    app.sources.errors.UpstreamError: De Lijn: 20 of 25 records skipped (detours stop_not_found: 20), more than the 20 % allowed (URBAN_SKIP_SHARE); the upstream format may have changed
+    """
+    kept = skipped = 0
+    parts = []
+    for name, layer in layers.items():
+        kept += len(layer)
+        for reason, n in sorted((layer.attrs.get("skipped") or {}).items()):
+            if (name, reason) in INFORMATIONAL:
+                continue
+            skipped += int(n)
+            parts.append(f"{name} {reason}: {n}")
+    total = kept + skipped
+    if skipped >= settings.skip_min and total and skipped > settings.skip_share * total:
+        raise UpstreamError(source, f"{label}: {skipped} of {total} records skipped ({', '.join(parts)}), more "
+                                    f"than the {settings.skip_share * 100:g} % allowed (URBAN_SKIP_SHARE); the "
+                                    f"upstream format may have changed")

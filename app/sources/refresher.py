@@ -113,7 +113,8 @@ def refresh(data_dir, reference_dir, upstream: Upstream, settings: SourceSetting
     layers, metas = build_layers(reference_dir, as_of=now, raw=raw, seed=seed, retrieved_at=retrieved)
     for layer, (frame, entry) in kept.items():
         layers[layer] = frame
-        metas[layer] = {k: entry[k] for k in ("kind", "source", "licence", "retrievedAt", "note") if k in entry}
+        metas[layer] = {k: entry[k] for k in ("kind", "source", "licence", "retrievedAt", "note", "skipped")
+                         if k in entry}
     report.kept = sorted(kept)
 
     version = store.new_version_dir(data_dir, now)

@@ -47,6 +47,8 @@ class SourceSettings:
     gipod_page_size: int = 1000
     gipod_max_pages: int = 200
     ircel_hours: int = 48
+    skip_share: float = 0.2
+    skip_min: int = 10
     http_cache: str = ""
     redis_url: str = ""
     connect_timeout: float = 3.05
@@ -108,6 +110,8 @@ _KEYS = {
     "gipod_page_size": "URBAN_GIPOD_PAGE_SIZE",
     "gipod_max_pages": "URBAN_GIPOD_MAX_PAGES",
     "ircel_hours": "URBAN_IRCEL_HOURS",
+    "skip_share": "URBAN_SKIP_SHARE",
+    "skip_min": "URBAN_SKIP_MIN",
     "http_cache": "URBAN_HTTP_CACHE",
     "redis_url": "URBAN_REDIS_URL",
     "connect_timeout": "URBAN_HTTP_CONNECT_TIMEOUT",

@@ -79,12 +79,12 @@ def stops(rows):
 
 
 def detours(rows):
-    """rows: (id, entity, lines, unserved_stops, start, end, days, point (lat, lng) or None)."""
-    cols = list(zip(*rows)) if rows else [[]] * 8
+    """rows: (id, entity, lines, unserved_stops, start, end, days, point (lat, lng) or None[, region])."""
+    cols = list(zip(*[tuple(r[:8]) for r in rows])) if rows else [[]] * 8
     return gpd.GeoDataFrame(
         {"id": list(cols[0]), "title": [f"Omleiding {r[0]}" for r in rows],
          "description": [""] * len(rows), "type": ["werken"] * len(rows), "entity": list(cols[1]),
-         "lines": list(cols[2]), "unserved_stops": list(cols[3]), "start": _times(cols[4]),
+         "region": [r[8] if len(r) > 8 else "" for r in rows], "lines": list(cols[2]), "unserved_stops": list(cols[3]), "start": _times(cols[4]),
          "end": _times(cols[5]), "days": list(cols[6])},
         geometry=[Point(p[1], p[0]) if p else Point() for p in cols[7]], crs="EPSG:4326")
 

@@ -32,7 +32,7 @@ def test_works_statuses_dates_and_dutch_text(layers):
     assert 2800 <= len(w) <= 3200
     assert w["id"].is_unique
     counts = w["status"].value_counts()
-    assert {"In uitvoering", "Concreet gepland", "Uitgevoerd", "Geannuleerd"} == set(counts.index)
+    assert {"In uitvoering", "Concreet gepland", "Uitgevoerd", "Geannuleerd", "Lopende"} == set(counts.index)
     assert counts["In uitvoering"] > 0.3 * len(w) and counts["Concreet gepland"] > 0.3 * len(w)
     assert set(w["type"]) == {"Grondwerk", "Werk"}               # GIPOD events were dropped
     assert (w["description"].str.len() > 5).all() and (w["owner"] != "").all()
@@ -40,9 +40,21 @@ def test_works_statuses_dates_and_dutch_text(layers):
     assert (running["end"] - AS_OF > pd.Timedelta(days=365)).sum() > 50     # multi-year end dates
     assert (running["end"] < AS_OF).sum() > 5                                 # overdue but still running
     assert running["end"].isna().sum() > 5
-    planned = w[w["status"] == "Concreet gepland"]
+    planned = w[(w["status"] == "Concreet gepland") & (w["occurrences"] == 1)]
     assert (planned["start"] > AS_OF).all()
     assert ((planned["start"] - AS_OF) <= pd.Timedelta(days=14)).sum() > 50
+
+
+def test_works_published_as_occurrences_show_the_running_or_next_one(layers):
+    # GIPOD sends one feature per occurrence; the demo's series works are weekly slots of one GipodId
+    w = layers["works"]
+    series = w[w["occurrences"] > 1]
+    assert len(series) == 24 and set(series["status"]) == {"In uitvoering", "Lopende", "Concreet gepland"}
+    assert (w["occurrences"] >= 1).all() and w["id"].is_unique
+    running_now = (series["start"] <= AS_OF) & (AS_OF < series["end"])
+    # a shown occurrence is the one running at asOf, else the next one, else the last one (all in the past)
+    assert ((series["start"] > AS_OF) | running_now | (series["end"] <= AS_OF)).all()
+    assert running_now.sum() >= 1 and (series["start"] > AS_OF).sum() >= 5
 
 
 def test_works_inside_service_area_and_weighted_by_population(layers, reference_dir):
@@ -96,9 +108,10 @@ def test_stops_dense_in_antwerp_with_lines_and_leading_zeros(layers):
 
 def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
     d, s = layers["detours"], layers["stops"]
-    antwerp = d[d["entity"] == "1"]
+    antwerp = d[d["region"] == "AN"]
     assert len(antwerp) >= 30 and len(d) > len(antwerp)
-    assert set(d["type"]) == {"werken", "evenement"}
+    assert set(antwerp["entity"]) == {"1"} and {"KE", "ME"} <= set(d.loc[d["entity"] == "1", "region"])
+    assert set(d["type"]) == {"werken", "evenement", ""}           # lower, upper (lowered) or absent
     assert d["title"].str.contains(": ").all()
     assert antwerp["end"].isna().sum() >= 3 and antwerp["end"].notna().sum() >= 20
     assert (antwerp["start"] < AS_OF).sum() >= 10 and (antwerp["start"] > AS_OF).sum() >= 3
@@ -109,9 +122,11 @@ def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
     assert (d["unserved_stops"] == "").sum() >= 1 and d.geometry.is_empty.sum() >= 1
     stop_lines = {x for v in s["lines"] for x in v.split(",")}
     detour_lines = {x for v in d["lines"] for x in v.split(",") if x}
-    assert {strip_line(x) for x in detour_lines} <= {strip_line(x) for x in stop_lines}
-    # some detours publish "7" where the stops publish "007": only the zero-stripped comparison matches
-    assert any(x not in stop_lines for x in detour_lines)
+    # detours name internal numbers (some 9xx); the layer holds the public ones, the stops' numbers
+    assert detour_lines <= stop_lines and not any(x.startswith("9") and len(x) == 3 for x in detour_lines)
+    # every detour with stops is placed at them (the payload's stops carry no coordinates)
+    placed = d[d["unserved_stops"] != ""]
+    assert not placed.geometry.is_empty.any()
 
 
 # --- NO2 ----------------------------------------------------------------------------------------------

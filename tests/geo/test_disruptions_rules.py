@@ -374,3 +374,33 @@ def validate(schema, body):
 def test_distance_helper_is_exact_on_meridians():
     assert math.isclose(W.meridian_km(0.001), 0.111195, rel_tol=1e-5)
     assert math.isclose(float(haversine_km(LAT, LNG, LAT + 0.001, LNG)), W.meridian_km(0.001), rel_tol=1e-9)
+
+
+def test_a_detour_applies_only_on_its_omleidingsdagen():
+    # NOW is Monday 16 Nov 08:00 Brussels; 22:30Z on Sunday 22 Nov is Sunday 23:30 in Brussels, 23:30Z is
+    # already Monday 00:30: the weekday is the Brussels one
+    eng = W.engine(stop_rows=STOPS, detour_rows=[
+        ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "MAANDAG", north(0.001)),
+        ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "ZATERDAG,ZONDAG", north(0.002)),
+        ("3", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.003))])
+    at = {when: [t["id"] for t in disruptions(eng, LAT, LNG, when)["transit"]]
+          for when in (W.NOW, datetime(2026, 11, 21, 12, 0, tzinfo=UTC), datetime(2026, 11, 22, 22, 30, tzinfo=UTC),
+                       datetime(2026, 11, 22, 23, 30, tzinfo=UTC), datetime(2026, 11, 24, 7, 0, tzinfo=UTC))}
+    assert list(at.values()) == [["1", "3"], ["2", "3"], ["2", "3"], ["1", "3"], ["3"]]
+    # the fast path (cached per detour interval and Brussels date) equals the vectorised rule at each instant
+    from geo.disruptions import find, find_by_rules
+
+    for when in at:
+        assert find(eng, LAT, LNG, when).detours.tolist() == find_by_rules(eng, LAT, LNG, when).detours.tolist()
+
+
+def test_antwerp_region_is_vervoerregio_an_with_entity_fallback():
+    # the last field: the regions of the detour's lines (vervoerRegioCode from De Lijn's line lists)
+    eng = W.engine(stop_rows=STOPS, detour_rows=[
+        ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.001), "AN"),
+        ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.002), "KE"),
+        ("3", "3", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.003), "AN,VB"),
+        ("4", "2", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.004), "")])
+    # 1: an AN line; 2: entity 1 but a Kempen line (not Antwerp); 3: another entity's detour on an AN line;
+    # 4: no region data and entity 2 (the fallback keeps entity 1 only)
+    assert [t["id"] for t in disruptions(eng, LAT, LNG, W.NOW)["transit"]] == ["1", "3"]

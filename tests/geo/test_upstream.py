@@ -84,7 +84,8 @@ def test_gipod_pages_polygons_events_nulls_and_bad_records():
     assert shapely.box(4.40, 51.20, 4.41, 51.21).contains(poly.geometry)
     assert pd.isna(poly["end"])
     assert poly["start"] == utc("2026-12-01T06:00:00Z")               # no zone: Brussels winter time
-    assert works.attrs["skipped"] == 1
+    assert works.attrs["skipped"] == {"event": 1, "no_geometry": 1}
+    assert works["occurrences"].tolist() == [1, 1]                    # the same occurrence read twice
 
 
 def test_gipod_wrong_container_is_a_format_error():
@@ -120,7 +121,7 @@ def test_delijn_geocoordinaat_object_lines_embedded_and_leading_zeros():
     stops = normalise_stops(haltes, extra)
     assert stops["lines"].tolist() == ["007,12,N1"]
     assert (stops.geometry.x[0], stops.geometry.y[0]) == (4.4210, 51.2210)
-    assert stops.attrs["skipped"] == 1
+    assert stops.attrs["skipped"] == {"no_coordinates": 1}
 
 
 def test_delijn_omleidingen_example_from_the_openapi_file(delijn):
@@ -205,7 +206,7 @@ def test_ircel_stations_bare_array_with_nan_third_coordinate(reference_dir):
     assert st_layer["eoi_code"].tolist() == ["BELAB01", "BELAL01", "BETR801"]
     assert st_layer["name"].tolist() == ["Antwerpen", "Linkeroever", "Borgerhout"]
     assert st_layer.geometry.x.tolist()[1] == 4.385223684454717
-    assert st_layer.attrs["skipped"] == 1
+    assert st_layer.attrs["skipped"] == {"no_label": 1}
 
 
 def _series(sid, code, place, procedure=None, phenomenon="8"):

@@ -27,14 +27,14 @@ def test_works_with_lambert_or_nan_coordinates_are_skipped_and_counted():
     layer = u.normalise_works(works_fc([[4.4, 51.2], LAMBERT, [float("nan"), float("nan")],
                                         [4.41, float("inf")], [200.0, 51.0]]))
     assert layer["id"].tolist() == ["1"]
-    assert layer.attrs["skipped"] == 4
+    assert layer.attrs["skipped"] == {"bad_coordinates": 4}
 
 
 def test_nan_text_in_a_payload_never_becomes_a_work_at_0_0():
     fc = json.loads('{"type": "FeatureCollection", "features": [{"type": "Feature", "id": "9", '
                     '"geometry": {"type": "Point", "coordinates": [NaN, NaN]}, "properties": {"GipodId": 9}}]}')
     layer = u.normalise_works(fc)
-    assert len(layer) == 0 and layer.attrs["skipped"] == 1
+    assert len(layer) == 0 and layer.attrs["skipped"] == {"bad_coordinates": 1}
 
 
 def test_polygon_work_with_a_projected_ring_is_skipped():
@@ -51,7 +51,7 @@ def test_stations_with_bad_coordinates_are_skipped_and_counted():
              for k, c in enumerate([[4.43, 51.21, "NaN"], LAMBERT, [float("nan"), 51.2]])]
     layer = u.normalise_stations(json.loads(json.dumps(feats)))
     assert layer["id"].tolist() == ["40R801"]
-    assert layer.attrs["skipped"] == 2
+    assert layer.attrs["skipped"] == {"no_coordinates": 2}
 
 
 def test_no2_series_whose_station_has_projected_coordinates_is_skipped():
@@ -60,7 +60,7 @@ def test_no2_series_whose_station_has_projected_coordinates_is_skipped():
                        "geometry": {"type": "Point", "coordinates": LAMBERT}}}]
     data = {"6522": {"values": [{"timestamp": 1700002800000, "value": 27.0}]}}
     layer = u.normalise_no2(ts, data)
-    assert len(layer) == 0 and layer.attrs["skipped"] == 1
+    assert len(layer) == 0 and layer.attrs["skipped"] == {"no_station": 1}
 
 
 @pytest.mark.parametrize("point", [(4.4, 51.2), (-180.0, -90.0), (180.0, 90.0)])

@@ -57,10 +57,27 @@ def _dt(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _occurrence_id(gid: int, start: datetime) -> str:
+    """GIPOD's feature id of one occurrence: ``INNAME_PUNT.<GipodId>-<yyMMddHHmm>`` (UTC start)."""
+    return f"INNAME_PUNT.{gid}-{start.astimezone(timezone.utc).strftime('%y%m%d%H%M')}"
+
+
+#: internal lijnnummer -> (lijnnummerPubliek, vervoerRegioCode, omschrijving) of the fake's entity-1 lines; as in
+#: the real list (``upstream-samples/delijn/lines_by_entity.json``) the internal number may differ (908 -> 8)
+LINES = {"907": ("7", "AN", "Sportpaleis - Mortsel"), "12": ("12", "AN", "Sportpaleis - Bist"),
+         "30": ("30", "AN", "Luchtbal - Zuid")}
+#: a detour of another entity (made here, on the real sample's line and stop numbers) and its line
+OTHER_LINES = {"3": {"620": ("620", "VB", "Meer - Hoogstraten - Antwerpen")}}
+OTHER_STOP = {"entiteitnummer": "3", "haltenummer": "308530", "omschrijving": "Aristide Briand",
+              "omschrijvingLang": "Anderlecht Aristide Briand", "gemeentenummer": 21001,
+              "omschrijvingGemeente": "Anderlecht", "geoCoordinaat": {"latitude": 50.8346, "longitude": 4.2984},
+              "halteToegankelijkheden": [], "hoofdHalte": None, "taal": "?", "links": []}
+
+
 def build_scenario(now: datetime) -> dict:
-    """Deterministic upstream data around Antwerp, in each upstream's own shapes."""
+    """Deterministic upstream data around Antwerp, in each upstream's own shapes (the real samples win)."""
     works = []
-    statuses = ["In uitvoering", "Concreet gepland", "In uitvoering", "Concreet gepland", "Uitgevoerd"]
+    statuses = ["In uitvoering", "Concreet gepland", "In uitvoering", "Lopende", "Uitgevoerd"]
     for i in range(25):
         lon = 4.38 + 0.004 * (i % 5) + 0.0005 * i
         lat = 51.20 + 0.003 * (i // 5)
@@ -68,32 +85,33 @@ def build_scenario(now: datetime) -> dict:
         end = None if i % 7 == 3 else start + timedelta(days=400 + 10 * i)
         gid = 1143400 + i
         kind = "Evenement" if i == 24 else "Grondwerk"
-        works.append({
-            "type": "Feature",
-            "id": str(gid),
-            "geometry": {"type": "Point", "coordinates": [round(lon, 6), round(lat, 6)]},
-            "properties": {
-                "GipodId": gid,
-                "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
-                "Description": ["Heraanleg riolering", "Vernieuwing gasleiding", "Aanleg fietspad",
-                                "Proefwerk riolering", "Herstelling voetpad"][i % 5],
-                "Reference": f"REF-{gid}",
-                "Type": kind,
-                "TypeId": 1 if kind == "Grondwerk" else 2,
-                "Status": statuses[i % 5],
-                "StatusId": i % 5,
-                "Start": _dt(start),
-                "End": _dt(end) if end else None,
-                "Owner": ["water-link", "Fluvius", "Stad Antwerpen"][i % 3],
-                "OwnerId": 10 + i % 3,
-                "GroundworkCategory": "Nutswerken",
-                "GroundworkPartOfTrenchSynergy": False,
-                "LastModifiedOn": _dt(now - timedelta(days=1)),
-            },
-        })
+        # as GIPOD does: a work with several occurrences is one feature per occurrence (same id and point)
+        n_occ = 3 if i % 6 == 1 else 1
+        for k in range(n_occ):
+            o_start = start + timedelta(days=7 * k) if n_occ > 1 else start
+            o_end = (o_start + timedelta(hours=9)) if n_occ > 1 else end
+            works.append({
+                "type": "Feature",
+                "id": _occurrence_id(gid, o_start),
+                "geometry": {"type": "Point", "coordinates": [round(lon, 6), round(lat, 6)]},
+                "properties": {
+                    "GipodId": gid,
+                    "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
+                    "Description": ["Heraanleg riolering", "Vernieuwing gasleiding", "Aanleg fietspad",
+                                    "Proefwerk riolering", "Herstelling voetpad"][i % 5],
+                    "Reference": f"REF-{gid}",
+                    "Type": kind,
+                    "PublicDomainOccupancyTypes": "Grondwerk;Signalisatie" if kind != "Evenement" else "Markt",
+                    "Status": statuses[i % 5],
+                    "Start": _dt(o_start),
+                    "End": _dt(o_end) if o_end else None,
+                    "Owner": ["water-link", "Fluvius", "Stad Antwerpen"][i % 3],
+                    "ContactOrganisations": None,
+                },
+            })
     # one work far away (Gent) so bbox filtering shows
     works.append({
-        "type": "Feature", "id": "1199999",
+        "type": "Feature", "id": _occurrence_id(1199999, now - timedelta(days=5)),
         "geometry": {"type": "Point", "coordinates": [3.7250, 51.0540]},
         "properties": {"GipodId": 1199999, "Description": "Heraanleg Korenmarkt", "Type": "Grondwerk",
                        "Status": "In uitvoering", "Start": _dt(now - timedelta(days=5)), "End": None,
@@ -107,43 +125,86 @@ def build_scenario(now: datetime) -> dict:
         coord = (f"{lat},{lon}" if i % 2 == 0 else {"latitude": lat, "longitude": lon})
         stops.append({
             "entiteitnummer": "1", "haltenummer": str(101000 + i), "omschrijving": f"Halte {i} Antwerpen",
-            "gemeentenummer": 1, "omschrijvingGemeente": "Antwerpen", "districtCode": "ANT",
-            "geoCoordinaat": coord, "halteToegankelijkheden": ["VISUELE_BEPERKING"], "hoofdHalte": i == 0,
-            "taal": "N", "links": [{"rel": "detail", "url": f"https://api.delijn.be/x/haltes/1/{101000 + i}"}],
+            "omschrijvingLang": f"Antwerpen Halte {i}", "gemeentenummer": 1, "omschrijvingGemeente": "Antwerpen",
+            "geoCoordinaat": coord, "halteToegankelijkheden": ["VISUELE_BEPERKING"], "hoofdHalte": None,
+            "taal": "?", "links": [{"rel": "detail", "url": f"https://api.delijn.be/x/haltes/1/{101000 + i}"}],
         })
-    lines = {"007": "Sportpaleis - Mortsel", "12": "Sportpaleis - Bist", "30": "Luchtbal - Zuid"}
-    serving = {s["haltenummer"]: [n for j, n in enumerate(lines) if (idx + j) % 2 == 0]
+    serving = {s["haltenummer"]: [n for j, n in enumerate(LINES) if (idx + j) % 2 == 0]
                for idx, s in enumerate(stops)}
 
-    def lijnrichting(nr: str) -> dict:
-        return {"lijnNummerPubliek": nr, "entiteitnummer": "1", "lijnnummer": str(int(nr)), "richting": "HEEN",
-                "omschrijving": lines[nr], "bestemming": lines[nr].split(" - ")[-1].upper(),
-                "kleurVoorGrond": "#FFFFFF", "kleurAchterGrond": "#991199", "kleurAchterGrondRand": "#991199",
-                "links": []}
+    def lijnrichting(internal: str, entity: str = "1", richting: str = "HEEN") -> dict:
+        # as the real service: the internal lijnnummer only, no public number, no colours
+        name = (LINES if entity == "1" else OTHER_LINES[entity])[internal][2]
+        return {"entiteitnummer": entity, "lijnnummer": internal, "richting": richting, "omschrijving": name,
+                "links": [{"rel": "lijnrichting", "url": "https://api.delijn.be/DLKernOpenData/api/v1/lijnen/"
+                                                         f"{entity}/{internal}/lijnrichtingen/{richting}"}]}
+
+    def halte_ref(entity: str, number: str) -> dict:
+        # as the real detour stops: entity and number only, no coordinates, no name
+        return {"entiteitnummer": entity, "haltenummer": number, "halteToegankelijkheden": [], "hoofdHalte": None,
+                "links": [{"rel": "halte", "url": "https://api.delijn.be/DLKernOpenData/api/v1/haltes/"
+                                                  f"{entity}/{number}"}]}
 
     local = lambda t: t.astimezone(timezone(timedelta(hours=1))).strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
     detours = [
         {"titel": "Antwerpen: Werken Brabo 2 Fr. Rooseveltplaats Werken",
          "omschrijving": "Periode : ... Niet-bediende haltes : Halte 1 ... vervanghaltes: ...",
          "periode": {"startDatum": local(now - timedelta(days=3)), "eindDatum": local(now + timedelta(days=40))},
-         "lijnrichtingen": [lijnrichting("12")], "haltes": [stops[1], stops[3]],
+         "lijnrichtingen": [lijnrichting("12")], "haltes": [halte_ref("1", "101001"), halte_ref("1", "101003")],
          "referentieOmleiding": 30506, "type": "werken", "omleidingsDagen": ["MAANDAG", "DINSDAG"],
-         "links": [{"rel": "detail", "url": "https://api.delijn.be/DLKernOpenData/api/v1/omleidingen/30506"}]},
+         "links": [{"rel": "omleidingen", "url": "https://api.delijn.be/DLKernOpenData/api/v1/omleidingen/30506"}]},
         {"titel": "Antwerpen: Evenement Meir", "omschrijving": "Omleiding wegens evenement.",
-         "periode": {"startDatum": local(now - timedelta(hours=2)), "eindDatum": None},
-         "lijnrichtingen": [lijnrichting("007"), lijnrichting("30")], "haltes": [],
-         "referentieOmleiding": 30611, "type": "evenement", "omleidingsDagen": [], "links": []},
+         "periode": {"startDatum": local(now - timedelta(hours=2))},  # eindDatum absent: open-ended
+         "lijnrichtingen": [lijnrichting("907"), lijnrichting("30", richting="TERUG")], "haltes": [],
+         "referentieOmleiding": 30611, "type": "EVENEMENT", "omleidingsDagen": [], "links": []},
+        {"titel": "Werken thv de halte Aristide Briand", "omschrijving": "Niet-bediende halte: Aristide Briand",
+         "periode": {"startDatum": local(now - timedelta(days=30))},
+         "lijnrichtingen": [lijnrichting("620", "3", "TERUG")], "haltes": [halte_ref("3", "308530")],
+         "referentieOmleiding": 873876, "omleidingsDagen": ["MAANDAG", "DINSDAG", "WOENSDAG", "DONDERDAG",
+                                                            "VRIJDAG", "ZATERDAG", "ZONDAG"], "links": []},
     ]
 
     stations = _stations()
     series = {}
+    procedures = ["Unknown device", "", "THIS 42C", "DAILY CORRECTION TEOM"]  # labels the real service sends
     for k, st in enumerate(stations):
         ts_id = str(6500 + k)
-        series[ts_id] = {"station": st, "values": _hourly(now, k)}
+        series[ts_id] = {"station": st, "values": _hourly(now, k), "procedure": procedures[k % 4]}
     lez = _lez()
-    return {"now": now, "works": works, "stops": stops, "lines": lines, "serving": serving,
+    return {"now": now, "works": works, "stops": stops, "lines": LINES, "serving": serving,
             "lijnrichting": lijnrichting, "detours": detours, "series": series, "lez": lez,
             "boundary": _regions()}
+
+
+def listed_works(works: list) -> set:
+    """The GipodIds a works request with our CQL2 filter returns (no events, only listed statuses)."""
+    from geo.upstream_gipod import REQUESTED_STATUSES
+
+    return {str(f["properties"]["GipodId"]) for f in works
+            if f["properties"]["Type"] != "Evenement" and f["properties"]["Status"] in REQUESTED_STATUSES}
+
+
+def single_works(fake) -> list:
+    """Features of the fake's works published as one occurrence (events excluded), in order."""
+    count: dict = collections.Counter(f["properties"]["GipodId"] for f in fake.data["works"])
+    return [f for f in fake.data["works"] if f["properties"]["Type"] != "Evenement"
+            and count[f["properties"]["GipodId"]] == 1]
+
+
+def _cql2_match(expr: str, props: dict) -> bool:
+    """The CQL2-text subset our adapter sends: ``A <> 'x'``, ``A = 'x'``, ``A IN ('x','y')`` joined by AND."""
+    for part in re.split(r"\s+AND\s+", expr.strip()):
+        if m := re.fullmatch(r"(\w+)\s*(<>|=)\s*'((?:[^']|'')*)'", part.strip()):
+            value = m.group(3).replace("''", "'")
+            if (str(props.get(m.group(1))) == value) != (m.group(2) == "="):
+                return False
+        elif m := re.fullmatch(r"(\w+)\s+IN\s*\((.*)\)", part.strip()):
+            values = [v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", m.group(2))]
+            if str(props.get(m.group(1))) not in values:
+                return False
+        else:
+            raise ValueError(f"unsupported CQL2 expression {part!r}")
+    return True
 
 
 def _stations() -> list[dict]:
@@ -432,6 +493,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not m:
             return 404, {"code": "NotFound", "description": sub}, "application/json"
         feats = d["works"] if m.group(1) in ("INNAME_PUNT", "INNAME") else []
+        if "filter" in q:
+            if q.get("filter-lang") != "cql2-text":
+                return 400, {"code": "InvalidParameterValue", "description": "filter-lang"}, "application/json"
+            try:
+                feats = [f for f in feats if _cql2_match(q["filter"], f["properties"])]
+            except ValueError as exc:
+                return 400, {"code": "InvalidParameterValue", "description": str(exc)}, "application/json"
         if "bbox" in q:
             x0, y0, x1, y1 = (float(v) for v in q["bbox"].split(","))
             feats = [f for f in feats if x0 <= f["geometry"]["coordinates"][0] <= x1
@@ -458,15 +526,24 @@ class _Handler(BaseHTTPRequestHandler):
                 return 404, {"statusCode": 404, "message": "halte niet gevonden"}, "application/json"
             return 200, {"lijnrichtingen": [d["lijnrichting"](n) for n in lines], "links": []}, \
                 "application/json;charset=UTF-8"
+        if m := re.fullmatch(r"/haltes/(\d+)/(\d+)", sub):
+            known = [s for s in d["stops"] + [OTHER_STOP] if (s["entiteitnummer"], s["haltenummer"]) == m.groups()]
+            if not known:
+                return 404, {"statusCode": 404, "message": "halte niet gevonden"}, "application/json"
+            return 200, known[0], "application/json;charset=UTF-8"
         if m := re.fullmatch(r"/entiteiten/(\d+)/lijnen", sub):
-            return 200, {"lijnen": [{"entiteitnummer": "1", "lijnnummer": str(int(n)), "lijnnummerPubliek": n,
-                                     "omschrijving": o, "publiek": True, "vervoertype": "BUS", "links": []}
-                                    for n, o in d["lines"].items()], "links": []}, "application/json"
+            book = d["lines"] if m.group(1) == "1" else OTHER_LINES.get(m.group(1), {})
+            return 200, {"lijnen": [{"entiteitnummer": m.group(1), "lijnnummer": n, "lijnnummerPubliek": pub,
+                                     "omschrijving": o, "vervoerRegioCode": reg, "publiek": True,
+                                     "vervoertype": "BUS", "bedieningtype": "NORMAAL",
+                                     "lijnGeldigVan": "2026-01-01", "lijnGeldigTot": "2099-12-01",
+                                     "links": []}
+                                    for n, (pub, reg, o) in book.items()], "links": []}, "application/json"
         if m := re.fullmatch(r"/lijnen/(\d+)/(\d+)/lijnrichtingen/(HEEN|TERUG)/haltes", sub):
-            public = next((n for n in d["lines"] if str(int(n)) == m.group(2)), None)
-            if public is None or (m.group(3) == "TERUG" and public == "30"):  # line 30 runs one way only
+            internal = m.group(2) if m.group(1) == "1" and m.group(2) in d["lines"] else None
+            if internal is None or (m.group(3) == "TERUG" and internal == "30"):  # line 30 runs one way only
                 return 404, {"statusCode": 404, "message": "lijnrichting niet gevonden"}, "application/json"
-            stops = [s for s in d["stops"] if public in d["serving"][s["haltenummer"]]]
+            stops = [s for s in d["stops"] if internal in d["serving"][s["haltenummer"]]]
             return 200, {"haltes": stops, "links": []}, "application/json;charset=UTF-8"
         if sub == "/omleidingen":
             return 200, {"omleidingen": d["detours"], "storingen": [], "links": []}, "application/json"
@@ -479,13 +556,22 @@ class _Handler(BaseHTTPRequestHandler):
                 st = s["station"]
                 props = {"id": st["id"], "label": st["label"]}
                 if q.get("expanded") == "true":
+                    proc = f"{ts_id} - {s['procedure']} - procedure"
+                    bc_id = str(int(ts_id) + 5000)
                     props["timeseries"] = {ts_id: {
                         "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
-                        "offering": {"id": ts_id, "label": f"{ts_id} - Unknown device - procedure"},
+                        "offering": {"id": ts_id, "label": proc},
                         "feature": {"id": str(st["id"]), "label": st["label"]},
-                        "procedure": {"id": ts_id, "label": f"{ts_id} - Unknown device - procedure"},
+                        "procedure": {"id": ts_id, "label": proc},
                         "phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
-                        "category": {"id": "8", "label": "Nitrogen dioxide"}}}
+                        "category": {"id": "8", "label": "Nitrogen dioxide"}},
+                        bc_id: {  # as the real /stations: other phenomena at the same station
+                        "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
+                        "offering": {"id": bc_id, "label": f"{bc_id} - THIS 42C - procedure"},
+                        "feature": {"id": str(st["id"]), "label": st["label"]},
+                        "procedure": {"id": bc_id, "label": f"{bc_id} - THIS 42C - procedure"},
+                        "phenomenon": {"id": "391", "label": "Black Carbon"},
+                        "category": {"id": "391", "label": "Black Carbon"}}}
                 out.append({"properties": props, "type": "Feature",
                             "geometry": {"coordinates": [st["lon"], st["lat"], "NaN"], "type": "Point"}})
             return 200, out, "application/json"
@@ -500,7 +586,9 @@ class _Handler(BaseHTTPRequestHandler):
                                         "geometry": {"type": "Point", "coordinates": [st["lon"], st["lat"], "NaN"]},
                                         "type": "Feature"},
                             "parameters": {"phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
-                                           "category": {"id": "8", "label": "Nitrogen dioxide"}},
+                                           "category": {"id": "8", "label": "Nitrogen dioxide"},
+                                           "procedure": {"id": ts_id,
+                                                         "label": f"{ts_id} - {s['procedure']} - procedure"}},
                             "firstValue": s["values"][0], "lastValue": last})
             return 200, out, "application/json"
         if m := re.fullmatch(r"/timeseries/(\d+)/getData", sub):

@@ -25,15 +25,27 @@ def test_gipod_follows_next_links_within_the_bbox_and_caches_every_page(fake, up
     s = replace(settings, gipod_page_size=10, gipod_bbox=ANTWERP_BBOX)
     data = gipod.fetch(upstream, s, NOW)
     pages = data.raw["works"]
-    assert [len(p["features"]) for p in pages] == [10, 10, 5]  # 25 works around Antwerp, Gent outside bbox
+    # 25 works around Antwerp (Gent is outside the bbox), 4 of them published as 3 occurrences (33 features);
+    # the server filters out the event (1 feature) and the 4 'Uitgevoerd' works (one of them a series: 6)
+    assert [len(p["features"]) for p in pages] == [10, 10, 6]
     first = fake.requests[0][1]
     assert first["bbox"] == "4.3,51.1,4.6,51.35" and first["limit"] == "10"
-    works = normalise.normalise_works(pages)
-    assert len(works) == 24  # the one 'Evenement' is not a work
-    assert "1199999" not in set(works["id"])
+    assert first["filter-lang"] == "cql2-text" and first["filter"].startswith("Type <> 'Evenement' AND Status IN (")
+    assert "'Lopende'" in first["filter"] and "'Uitgevoerd'" not in first["filter"]
+    works = normalise.normalise_works(pages, now=NOW)
+    assert len(works) == 20 and "1199999" not in set(works["id"])
+    series = works.set_index("id").loc["1143401"]       # i = 1: 3 weekly occurrences from NOW - 27 d
+    assert series["occurrences"] == 3 and series["start"] == pd.Timestamp("2026-11-03T07:00:00Z")
     assert data.retrieved_at["works"].tzinfo is not None
     again = gipod.fetch(upstream, s, NOW)
     assert fake.hits_under(GIPOD_BASE) == 3 and again.from_cache == 3
+
+
+def test_gipod_more_matches_than_the_page_budget_fail_with_the_reason(fake, upstream, settings):
+    s = replace(settings, gipod_page_size=10, gipod_max_pages=2)
+    with pytest.raises(UpstreamError, match="features match, more than the page budget of 2 pages x 10"):
+        gipod.fetch(upstream, s, NOW)     # 27 features match (Gent included): 3 pages needed
+    assert fake.hits_under(GIPOD_BASE) == 1
 
 
 def test_gipod_refuses_a_next_link_to_another_host(fake, upstream, settings):
@@ -53,15 +65,27 @@ def test_gipod_empty_register_is_a_failure(fake, upstream, settings):
 
 def test_delijn_stops_lines_and_detours(fake, upstream, settings):
     data = delijn.fetch(upstream, settings, NOW)
-    stops = normalise.normalise_stops(data.raw["stops"], data.raw["stop_lines"])
+    raw = data.raw
+    stops = normalise.normalise_stops(raw["stops"], raw["stop_lines"], raw["lines"])
     by_id = dict(zip(stops["id"], stops["lines"]))
-    # by construction: even stops are served by 007 and 30, odd ones by 12 (line 30 has no TERUG: a 404)
-    assert by_id["1_101000"] == "007,30" and by_id["1_101001"] == "12"
+    # by construction: even stops are served by internal 907 (public 7) and 30, odd ones by 12 (30 has no TERUG)
+    assert by_id["1_101000"] == "7,30" and by_id["1_101001"] == "12"
     assert len(stops) == 12
-    detours = normalise.normalise_detours(data.raw["detours"])
-    assert sorted(detours["id"]) == ["30506", "30611"]
-    row = detours.set_index("id").loc["30506"]
-    assert row["lines"] == "12" and row["unserved_stops"] == "1_101001,1_101003"
+    # the detours name entity 3 too: its line list and the unknown stop 3/308530 were fetched
+    assert fake.hits[f"{DELIJN_BASE}/entiteiten/3/lijnen"] == 1 and fake.hits[f"{DELIJN_BASE}/haltes/3/308530"] == 1
+    assert sorted(raw["stop_details"]) == ["3_308530"]
+    detours = normalise.normalise_detours(raw["detours"], raw["lines"], stops, raw["stop_details"]).set_index("id")
+    assert sorted(detours.index) == ["30506", "30611", "873876"]
+    row = detours.loc["30506"]
+    assert row["lines"] == "12" and row["unserved_stops"] == "1_101001,1_101003" and row["region"] == "AN"
+    # placed at its two stops (their payload carries no coordinates): 51.207/4.4015 and 51.211/4.4045
+    assert (round(row.geometry.x, 6), round(row.geometry.y, 6)) == (4.403, 51.209)
+    meir = detours.loc["30611"]
+    assert (meir["lines"], meir["type"], meir.geometry.is_empty) == ("7,30", "evenement", True)
+    assert pd.isna(meir["end"])                                           # eindDatum absent: open-ended
+    other = detours.loc["873876"]
+    assert (other["entity"], other["region"], other["lines"]) == ("3", "VB", "620")
+    assert (other.geometry.x, other.geometry.y) == (4.2984, 50.8346)
     # every De Lijn request carried the key in the header, none in the URL
     delijn_requests = [r for r in fake.requests if r[0].startswith(DELIJN_BASE)]
     assert all(h.get("Ocp-Apim-Subscription-Key") == settings.delijn_key for _, _, h in delijn_requests)

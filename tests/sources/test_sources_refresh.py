@@ -17,6 +17,7 @@ from app.sources import store
 from app.sources.refresher import refresh
 from geo.snapshot import read_snapshot
 
+from .fakeupstream import listed_works, single_works
 from .fakeupstream import BOUNDARY_BASE, DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, LEZ_BASE, Fault, FakeUpstream
 
 NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
@@ -58,7 +59,7 @@ def test_refresh_publishes_a_live_snapshot_behind_an_atomic_pointer(fake, upstre
     for name in ("works", "stops", "detours", "stations", "no2", "lez", "service_area"):
         got = datetime.fromisoformat(m["layers"][name]["retrievedAt"].replace("Z", "+00:00"))
         assert before - timedelta(milliseconds=1) <= got <= after, name  # the real retrieval time
-    assert set(layers["works"]["id"]) == {w["id"] for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"}
+    assert set(layers["works"]["id"]) == listed_works(fake.data["works"])
 
 
 def test_failed_refresh_leaves_the_serving_snapshot_untouched(fake, upstream, settings, data_dir, reference_dir):
@@ -175,7 +176,7 @@ def test_cli_refresh_every_keeps_going(live_fake, tmp_path, data_dir, reference_
 
 def test_bad_coordinates_from_gipod_are_skipped_and_the_snapshot_loads(fake, upstream, settings, data_dir,
                                                                        reference_dir):
-    good = [w for w in fake.data["works"] if w["properties"]["Type"] != "Evenement"][:3]
+    good = single_works(fake)[:3]
     bad = [{**good[0], "id": "1188001", "geometry": {"type": "Point", "coordinates": [152000, 212000]},
             "properties": {**good[0]["properties"], "GipodId": 1188001}},
            {**good[0], "id": "1188002", "geometry": {"type": "Point", "coordinates": [float("nan")] * 2},
@@ -186,10 +187,40 @@ def test_bad_coordinates_from_gipod_are_skipped_and_the_snapshot_loads(fake, ups
     assert report.published, report.lines()
     m = manifest(data_dir)
     assert m["layers"]["works"]["records"] == 3
-    assert m["layers"]["works"]["note"] == "2 unusable upstream records skipped"
+    assert m["layers"]["works"]["note"] == "2 upstream records skipped (bad_coordinates: 2)"
+    assert m["layers"]["works"]["skipped"] == {"bad_coordinates": 2}
+    assert m["skipped"]["gipod"] == {"bad_coordinates": 2}       # per source and reason
     from geo.engine import Engine
 
     assert len(Engine.load(data_dir).works) == 3
+
+
+def test_a_source_whose_skipped_share_passes_the_threshold_fails_and_keeps_its_last_layer(
+        fake, upstream, settings, data_dir, reference_dir):
+    assert refresh(data_dir, reference_dir, upstream, settings, now=NOW).published
+    before = manifest(data_dir)
+    good = single_works(fake)[:3]
+    # 12 unplaceable records of 15 (and at least URBAN_SKIP_MIN = 10): the format must have changed
+    bad = [{**good[0], "id": str(1188000 + k), "geometry": None,
+            "properties": {**good[0]["properties"], "GipodId": 1188000 + k}} for k in range(12)]
+    fake.inject(GIPOD_BASE, Fault("body", payload={"type": "FeatureCollection", "features": good + bad,
+                                                   "links": []}), times=None)
+    upstream.session.cache.clear()
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    assert "12 of 15 records skipped (works no_geometry: 12)" in report.failed["gipod"]
+    assert report.published and report.kept == ["works"]         # like an unreachable source
+    after = manifest(data_dir)
+    assert after["layers"]["works"]["sha256"] == before["layers"]["works"]["sha256"]
+    assert after["layers"]["works"]["retrievedAt"] == before["layers"]["works"]["retrievedAt"]
+    # a share under the threshold (10 of 60) still publishes the new layer
+    many = [{**good[0], "id": str(1189000 + k), "properties": {**good[0]["properties"], "GipodId": 1189000 + k}}
+            for k in range(50)]
+    fake.clear_faults()
+    fake.inject(GIPOD_BASE, Fault("body", payload={"type": "FeatureCollection", "features": many + bad[:10],
+                                                   "links": []}), times=None)
+    upstream.session.cache.clear()
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    assert "gipod" not in report.failed and manifest(data_dir)["skipped"]["gipod"] == {"no_geometry": 10}
 
 
 def test_a_version_the_engine_cannot_load_is_never_switched_in(fake, upstream, settings, data_dir,
