@@ -13,7 +13,7 @@ from app.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
 from app.http import json_body
 from app.mail import MailUnavailable
 from app.redact import echo
-from app.portal import links, throttle
+from app.portal import links
 from app.portal.addresses import InvalidEmail as BadAddress, normalize_email
 from app.portal.views import link_url
 
@@ -42,7 +42,6 @@ def parse_signup_body():
 
 
 @bp.post("/signup")
-@throttle.per_ip
 def signup():
     email = parse_signup_body()
     try:

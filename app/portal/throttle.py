@@ -2,8 +2,9 @@
 
 Both the API (``POST /api/v1/signup``) and the portal form draw from the same buckets:
 
-- ``SIGNUP_LIMIT_PER_IP`` (default ``20 per hour``): every request counts, valid or not (a Flask-Limiter
-  limit on the view). It is the only limit that refuses (429) and the one the ``X-RateLimit-*`` headers show.
+- ``SIGNUP_LIMIT_PER_IP`` (default ``20 per hour``): every request counts, valid or not — charged by
+  :func:`charge_per_ip` before anything reads the request (body, form, CSRF field). It is the only limit
+  that refuses (429) and the one the ``X-RateLimit-*`` headers show.
 - ``SIGNUP_LIMIT_PER_ADDRESS`` (default ``5 per hour``): links mailed to one address *at the request of one
   client IP*. Past it the request gets the same 202 and no mail: nothing tells a client how many links an
   address received, and a stranger who spends the budget from their address spends only their own — the
@@ -16,14 +17,28 @@ from __future__ import annotations
 
 import hashlib
 
-from flask import current_app
+from flask import current_app, g, request
 from limits import parse
 
-from app.ratelimit import client_address, limiter
+from app.errors import RateLimited
+from app.ratelimit import client_address, limiter, retry_after, window
 
 SCOPE = "signup-address"
+#: the endpoints that mail a link (the API and the portal form)
+ENDPOINTS = frozenset({"signup.signup", "portal.request_link"})
 
-per_ip = limiter.shared_limit(lambda: current_app.config["SIGNUP_LIMIT_PER_IP"], scope="signup-ip")
+
+def charge_per_ip() -> None:
+    """``before_request`` (app-wide, so before the portal's CSRF check): count a sign-up request against
+    its client's per-IP window, report that window in the headers, and refuse past it (429)."""
+    if request.endpoint not in ENDPOINTS or request.method == "OPTIONS":
+        return
+    item, client = parse(current_app.config["SIGNUP_LIMIT_PER_IP"]), client_address()
+    ok = limiter.limiter.hit(item, "signup-ip", client)
+    g.rate = info = window(item, "signup-ip", client)
+    if not ok:
+        raise RateLimited("too many sign-up requests from this address; retry later",
+                          headers={"Retry-After": str(retry_after(info))})
 
 
 def _address_bucket(address: str) -> tuple:

@@ -11,7 +11,7 @@ from app.mail import MailUnavailable
 from app.plans import get_plan
 from app.saved_locations import as_json, list_locations
 
-from . import csrf, links, sessions, throttle
+from . import csrf, links, sessions
 from .addresses import InvalidEmail, normalize_email
 
 bp = Blueprint("portal", __name__, url_prefix="/portal", template_folder="templates",
@@ -102,7 +102,9 @@ def _template_helpers():
 def _portal_error(exc):
     err = to_api_error(exc)
     if isinstance(err, ApiError) and err.status == 429:
-        return problem(429, "Too many requests", "Too many links were requested. Wait a while and try again.")
+        body, status = problem(429, "Too many requests", "Too many links were requested. Wait a while and try "
+                                                         "again.")
+        return body, status, err.headers  # Retry-After
     if err.status >= 500:
         return problem(err.status, "Temporarily unavailable",
                        "The service could not complete this request. Nothing was changed; try again shortly.")
@@ -119,7 +121,6 @@ def index():
 
 
 @bp.post("/signin")
-@throttle.per_ip
 def request_link():
     raw = request.form.get("email", "").strip()
     try:
