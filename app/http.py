@@ -214,9 +214,10 @@ def _set_headers(headers, values: dict[str, str]) -> None:
     headers.extend(fresh)
 
 
-def _strip_redirect_page(response) -> None:
+def _strip_framework_page(response) -> None:
     """A redirect (Werkzeug's ``/portal`` → ``/portal/``, the portal's own redirects) without Werkzeug's
-    "Redirecting..." HTML page: the ``Location`` header is the whole answer."""
+    "Redirecting..." HTML page — the ``Location`` header is the whole answer — and Flask's automatic
+    ``OPTIONS`` answer without its ``text/html`` type."""
     response.set_data(b"")
     response.headers.pop("Content-Type", None)
 
@@ -229,8 +230,8 @@ def finalize(response):
     except Exception:  # a refund that fails must not turn a response into another error
         log.exception("refund failed (request %s)", ctx_g.get("request_id"))
     req = request._get_current_object()
-    if 300 <= response.status_code < 400 and response.mimetype == "text/html":
-        _strip_redirect_page(response)
+    if response.mimetype == "text/html" and (300 <= response.status_code < 400 or req.method == "OPTIONS"):
+        _strip_framework_page(response)
     _conditional(response, req)
     rate = ctx_g.get("rate")
     if rate is None:
