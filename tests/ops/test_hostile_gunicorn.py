@@ -199,3 +199,21 @@ def test_hostile_signup_body_is_400_and_one_log_line(hostile, name):
         handle.seek(before)
         new = handle.read().decode("utf-8", "replace").splitlines()
     assert len(new) == 1 and json.loads(new[0])["status"] == 400, new
+
+
+# -- finding 2 on the real server: production without PUBLIC_URL does not start -----------------------------
+
+def test_production_gunicorn_refuses_to_start_without_public_url(snapshot_dir, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from bench.deploy import ROOT, free_port
+
+    env = {k: v for k, v in os.environ.items() if k != "URBAN_PUBLIC_URL"}
+    env.update(URBAN_ENV="production", URBAN_SECRET_KEY="x" * 32, URBAN_INSTANCE_PATH=str(tmp_path / "i"),
+               URBAN_DATA_DIR=str(snapshot_dir), PORT=str(free_port()))
+    out = subprocess.run([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert "refuses to start" in out.stderr and "PUBLIC_URL" in out.stderr, out.stderr[-2000:]
