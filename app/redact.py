@@ -20,17 +20,18 @@ _SECRET_NAMES = {"key", "apikey", "api_key", "token", "access_token", "auth", "a
 
 def _any_encoding(text: str) -> str:
     """A pattern matching ``text`` with each character as itself or escaped: percent-encoded (also
-    double-encoded, ``%255F``), ``\\xHH`` or ``\\u00HH`` (as log lines and reprs show bytes). Used with
+    double-encoded, ``%255F``), ``\\xHH`` or ``\\u00HH`` (as log lines and reprs show bytes, with their
+    backslashes escaped again or not). Used with
     IGNORECASE, so mixed case and lower/upper hex digits match too."""
     parts = []
     for ch in text:
         hh = f"{ord(ch):02x}"
-        parts.append(rf"(?:{re.escape(ch)}|%(?:25)*{hh}|\\x{hh}|\\u00{hh})")
+        parts.append(rf"(?:{re.escape(ch)}|%(?:25)*{hh}|\\+x{hh}|\\+u00{hh})")
     return "".join(parts)
 
 
 #: a character of a key's body in any of those encodings (any percent-escape counts: over-redaction is fine)
-_BODY_CHAR = r"(?:[A-Za-z0-9]|%(?:25)*[0-9A-Fa-f]{2}|\\x[0-9A-Fa-f]{2}|\\u00[0-9A-Fa-f]{2})"
+_BODY_CHAR = r"(?:[A-Za-z0-9]|%(?:25)*[0-9A-Fa-f]{2}|\\+x[0-9A-Fa-f]{2}|\\+u00[0-9A-Fa-f]{2})"
 _KEY = re.compile(_any_encoding("uc_live_") + _BODY_CHAR + "*", re.IGNORECASE)
 _LINK = re.compile("(" + _any_encoding("/portal/link/") + r")[^/?#\s\"'&]+", re.IGNORECASE)
 _ADDRESS = re.compile(r"[^\s/?&=@'\"]*@[^\s/?&'\"]*")

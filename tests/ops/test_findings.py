@@ -260,7 +260,7 @@ def encodings(secret: str) -> list[str]:
     pct = "".join(f"%{ord(c):02X}" for c in secret)
     return [secret, secret.upper(), secret.replace("uc_live_", "Uc_LiVe_"), secret.replace("_", "%5F"),
             secret.replace("_", "%5f"), pct, pct.lower(), secret.replace("_", "%255F"),
-            secret.replace("_", "\\x5f"), secret.replace("_", "\\u005f")]
+            secret.replace("_", "\\x5f"), secret.replace("_", "\\u005f"), secret.replace("_", "\\\\x5f")]
 
 
 @pytest.mark.parametrize("logger", ["app", "app.errors", "werkzeug", "gunicorn.error", "gunicorn.access",

@@ -171,13 +171,15 @@ def test_keys_in_every_encoding_stay_out_of_every_log(hostile):
                        f"/healthz?x=1&api_key={form}&y=2"):
             exchange(server.port, request_bytes("GET", target, [], None))                  # access log
             exchange(server.port, f"GET {target} HTTP/9.9\r\nHost: x\r\n\r\n".encode())    # "Invalid request"
+            exchange(server.port, f"GET {target}\r\nHost: x\r\n\r\n".encode())  # ... naming the line
             exchange(server.port, f"GET {target} HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n".encode())
             exchange(server.port, f"GET {target}{'x' * 5000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())   # 414
     time.sleep(0.3)
     with open(server.log_path, "rb") as handle:
         handle.seek(before)
         logged = handle.read().decode("latin-1")
-    assert "Invalid request" in logged  # the error-log path was exercised
+    assert "Invalid HTTP request line: '[redacted]" not in logged  # the line is kept, only the key goes
+    assert "Invalid HTTP request line: 'GET /api/v1/locations?key=[redacted]" in logged  # error-log path hit
     body = KEY[8:30]
     for needle in (body, body.lower(), body.upper(), "".join(f"%{ord(c):02X}" for c in body[:10]),
                    "".join(f"%{ord(c):02x}" for c in body[:10])):
