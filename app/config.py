@@ -39,7 +39,8 @@ SETTINGS: dict[str, tuple[object, str]] = {
                                     "over TLS"),
     "PORTAL_SESSION_HOURS": (8, "hours a portal sign-in lasts"),
     "SIGNUP_LIMIT_PER_IP": ("20 per hour", "sign-up/sign-in link requests per client IP (every request counts)"),
-    "SIGNUP_LIMIT_PER_ADDRESS": ("5 per hour", "links sent per e-mail address (only mails actually sent count)"),
+    "SIGNUP_LIMIT_PER_ADDRESS": ("5 per hour", "links mailed per address and client IP; past it the same "
+                                               "202 and no mail (hidden; only mails actually sent count)"),
     "MAIL_BACKEND": (MAIL_DEFAULTS["MAIL_BACKEND"], "'outbox' (write <instance>/outbox/*.eml) or 'smtp'"),
     "MAIL_HOST": (MAIL_DEFAULTS["MAIL_HOST"], "SMTP server host"),
     "MAIL_PORT": (MAIL_DEFAULTS["MAIL_PORT"], "SMTP port (default 587 starttls, 465 ssl, 25 none)"),
@@ -125,15 +126,16 @@ def check_public_url(value) -> None:
     Examples
     --------
     >>> check_public_url("https://api.example.be/")
-    >>> check_public_url("api.example.be")
+    >>> check_public_url("api.example.be")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    app.config.ConfigurationError: URBAN_PUBLIC_URL must be an origin like https://api.example.be, not 'api.example.be'
+    app.config.ConfigurationError: URBAN_PUBLIC_URL must be an origin like https://..., not 'api.example.be'
     """
     parts = urlsplit(value) if isinstance(value, str) else None
-    if (parts is None or parts.scheme not in {"http", "https"} or not parts.hostname or parts.path not in {"", "/"}
-            or parts.query or parts.fragment or parts.username or parts.password):
-        raise ConfigurationError(f"URBAN_PUBLIC_URL must be an origin like https://api.example.be, not {value!r}")
+    if (parts is None or parts.scheme not in {"http", "https"} or not parts.hostname
+            or parts.path not in {"", "/"} or parts.query or parts.fragment or parts.username or parts.password):
+        raise ConfigurationError(
+            f"URBAN_PUBLIC_URL must be an origin like https://api.example.be, not {value!r}")
 
 
 def check(config, *, debug: bool, testing: bool) -> None:

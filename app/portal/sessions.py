@@ -22,8 +22,8 @@ def start(conn, account_id: int, *, now: int, hours: float) -> str:
     session_id = secrets.token_urlsafe(32)
     with write(conn, durable=True):
         conn.execute("DELETE FROM portal_sessions WHERE expires_at <= ?", (int(now),))
-        conn.execute("INSERT INTO portal_sessions (digest, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                     (_digest(session_id), account_id, int(now), int(now + hours * 3600)))
+        conn.execute("INSERT INTO portal_sessions (digest, account_id, created_at, expires_at) "
+                     "VALUES (?, ?, ?, ?)", (_digest(session_id), account_id, int(now), int(now + hours * 3600)))
     return session_id
 
 

@@ -45,7 +45,8 @@ def signed_in_account():
             conn = get_db()
             account_id = sessions.account_of(conn, session_id, now=int(wall_now().timestamp()))
             if account_id is not None:
-                g.portal_account = conn.execute("SELECT * FROM accounts WHERE id = ?", (account_id,)).fetchone()
+                g.portal_account = conn.execute("SELECT * FROM accounts WHERE id = ?",
+                                                (account_id,)).fetchone()
     return g.portal_account
 
 

@@ -59,7 +59,8 @@ def test_every_body_route_answers_400_counts_and_logs_no_traceback(make_app, cap
     client = app.test_client()
     caplog.set_level(logging.DEBUG)
     for route in body_routes(app):
-        for ctype in ("application/json", "application/json; charset=utf-8", "application/x-www-form-urlencoded"):
+        for ctype in ("application/json", "application/json; charset=utf-8",
+                      "application/x-www-form-urlencoded"):
             before = len(caplog.records)
             resp = client.post(route, data=HOSTILE_BODIES[name], content_type=ctype)
             assert resp.status_code == 400, (route, ctype, resp.status_code, resp.data[:200])
@@ -70,7 +71,8 @@ def test_every_body_route_answers_400_counts_and_logs_no_traceback(make_app, cap
             else:
                 assert b"Urban Conditions" in resp.data and b"Werkzeug" not in resp.data
             records = caplog.records[before:]
-            assert len(records) <= 1 and not any(r.exc_info for r in records), [r.getMessage() for r in records]
+            assert len(records) <= 1 and not any(r.exc_info for r in records), \
+                [r.getMessage() for r in records]
 
 
 @pytest.mark.parametrize("route", ["/api/v1/signup", "/portal/signin"])
@@ -85,10 +87,10 @@ def test_hostile_bodies_count_against_the_per_ip_limit(make_app, route):
 
 def test_the_json_that_is_expected_still_works(make_app):
     client = make_app().test_client()
-    for body in (b'{"email": "a@stad.be"}', '{"email": "ä@stad.be"}'.encode(), b' {"email":"b@stad.be"} \n'):
-        assert client.post("/api/v1/signup", data=body, content_type="application/json").status_code in (202, 400)
-    ok = client.post("/api/v1/signup", data=b'{"email": "c@stad.be"}', content_type="application/json")
-    assert ok.status_code == 202
+    for body in (b'{"email": "a@stad.be"}', b'{"email": "b\\u0040stad.be"}', b' {"email":"c@stad.be"} \n',
+                 b'{"email": "d@stad.be"}' + b" " * 2000):
+        resp = client.post("/api/v1/signup", data=body, content_type="application/json")
+        assert resp.status_code == 202, resp.data
 
 
 # -- 2. absolute links never come from request headers ---------------------------------------------------
