@@ -1,8 +1,9 @@
 """Per-IP abuse limits (Flask-Limiter over a storage shared by all workers) and the rate-limit headers.
 
 :class:`RateInfo` is what a response reports in ``X-RateLimit-*``: the account's daily quota for an
-authenticated call, otherwise the per-IP limit that applies to the request (a Flask-Limiter limit on the
-view, e.g. sign-up, or the failed-authentication limit).
+authenticated call, otherwise the per-IP limit that applies to the request (sign-up's window, charged by
+:func:`app.portal.throttle.charge_per_ip`, a Flask-Limiter limit on a view, or the failed-authentication
+limit).
 """
 
 from __future__ import annotations
