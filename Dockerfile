@@ -49,7 +49,8 @@ VOLUME ["/data", "/var/lib/urban"]
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \
   CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8000'), timeout=2)"
-# URBAN_SECRET_KEY must be provided at run time (the app refuses to start in production without it), e.g.
-#   docker run -e URBAN_SECRET_KEY=... -v $PWD/data/snapshot:/data/snapshot:ro -v urban:/var/lib/urban -p 8000:8000 urban
+# URBAN_SECRET_KEY and URBAN_PUBLIC_URL must be provided at run time (the app refuses to start in production
+# without them), e.g.
+#   docker run -e URBAN_SECRET_KEY=... -e URBAN_PUBLIC_URL=https://api.example.be -v $PWD/data/snapshot:/data/snapshot:ro -v urban:/var/lib/urban -p 8000:8000 urban
 # A missing or corrupt snapshot stops the container at start with a message naming the file.
 CMD ["gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"]

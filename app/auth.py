@@ -7,6 +7,7 @@ An admitted call is counted with one atomic statement; :func:`settle` refunds it
 
 from __future__ import annotations
 
+import math
 import sqlite3
 
 from flask import g, request
@@ -41,6 +42,19 @@ def _reject(error) -> None:
     raise error
 
 
+def _report_quota(conn, account, day: str, reset_at) -> None:
+    """``g.rate`` = the account's plan quota and today's use, for an answer that counted nothing."""
+    plan = PLANS.get(account["plan"])
+    if plan is None or not plan.api_access:
+        g.rate = RateInfo(0, 0, int(reset_at.timestamp()))
+        return
+    try:
+        used = usage.used(conn, account["id"], day)
+    except sqlite3.Error:
+        used = 0
+    g.rate = RateInfo.daily(plan.daily_quota, used, reset_at)
+
+
 def require_api_access() -> None:
     """``before_request`` of the data endpoints: sets ``g.account``, ``g.rate`` and ``g.admitted``.
 
@@ -61,9 +75,12 @@ def require_api_access() -> None:
         try:
             account = usage.admit_key(conn, apikeys.digest(token), day, PLANS.values())
         except sqlite3.OperationalError:
-            # the store is write-locked or failing: an unknown key is still 401, as the read alone says
-            if accounts.authenticate(conn, token) is None:
+            # the store is write-locked or failing: an unknown key is still 401, as the read alone says;
+            # a known key's 503 reports its plan's quota (read without the write lock), not a per-IP budget
+            known = accounts.authenticate(conn, token)
+            if known is None:
                 _reject(InvalidKey())
+            _report_quota(conn, known, day, reset_at)
             raise
     if account is not None:
         plan = PLANS[account["plan"]]
@@ -79,10 +96,14 @@ def require_api_access() -> None:
                 f"the {plan.label if plan else account['plan']} plan does not include API access; "
                 "upgrade to Developer, API, Pro or Enterprise"
             )
-        count = usage.admit(conn, account["id"], day, plan.daily_quota)
+        try:
+            count = usage.admit(conn, account["id"], day, plan.daily_quota)
+        except sqlite3.OperationalError:
+            _report_quota(conn, account, day, reset_at)
+            raise
         if count is None:
             g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota, reset_at)
-            seconds = max(1, int((reset_at - now).total_seconds()))
+            seconds = max(1, math.ceil((reset_at - now).total_seconds()))
             raise QuotaExceeded(
                 f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",
                 headers={"Retry-After": str(seconds)},

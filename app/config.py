@@ -7,6 +7,7 @@ appears there.
 from __future__ import annotations
 
 import os
+from urllib.parse import urlsplit
 
 from .mail import DEFAULTS as MAIL_DEFAULTS
 
@@ -36,13 +37,14 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "BENCH_ROUTES": (False, "serve /_bench/ping (trivial JSON, the load test's framework ceiling); never in "
                             "production"),
     # sign-up, mail and portal (docs/signup.md)
-    "PUBLIC_URL": (None, "public origin used in e-mailed links, e.g. https://api.example.be (default: the "
-                         "request's host; set it in production so a forged Host header cannot redirect links)"),
+    "PUBLIC_URL": (None, "public origin used in e-mailed links and portal pages, e.g. https://api.example.be; "
+                         "required in production (development falls back to the request's host)"),
     "SESSION_COOKIE_SECURE": (None, "portal session cookie only over HTTPS; default: when the request came "
                                     "over TLS"),
     "PORTAL_SESSION_HOURS": (8, "hours a portal sign-in lasts"),
     "SIGNUP_LIMIT_PER_IP": ("20 per hour", "sign-up/sign-in link requests per client IP (every request counts)"),
-    "SIGNUP_LIMIT_PER_ADDRESS": ("5 per hour", "links sent per e-mail address (only mails actually sent count)"),
+    "SIGNUP_LIMIT_PER_ADDRESS": ("5 per hour", "links mailed per address and client IP; past it the same "
+                                               "202 and no mail (hidden; only mails actually sent count)"),
     "MAIL_BACKEND": (MAIL_DEFAULTS["MAIL_BACKEND"], "'outbox' (write <instance>/outbox/*.eml) or 'smtp'"),
     "MAIL_HOST": (MAIL_DEFAULTS["MAIL_HOST"], "SMTP server host"),
     "MAIL_PORT": (MAIL_DEFAULTS["MAIL_PORT"], "SMTP port (default 587 starttls, 465 ssl, 25 none)"),
@@ -131,6 +133,24 @@ class ConfigurationError(RuntimeError):
     """The app refuses to start with these settings (message says what to set)."""
 
 
+def check_public_url(value) -> None:
+    """``PUBLIC_URL`` must be an origin: ``http(s)://host[:port]``, nothing after it but one ``/``.
+
+    Examples
+    --------
+    >>> check_public_url("https://api.example.be/")
+    >>> check_public_url("api.example.be")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    app.config.ConfigurationError: URBAN_PUBLIC_URL must be an origin like https://..., not 'api.example.be'
+    """
+    parts = urlsplit(value) if isinstance(value, str) else None
+    if (parts is None or parts.scheme not in {"http", "https"} or not parts.hostname
+            or parts.path not in {"", "/"} or parts.query or parts.fragment or parts.username or parts.password):
+        raise ConfigurationError(
+            f"URBAN_PUBLIC_URL must be an origin like https://api.example.be, not {value!r}")
+
+
 def check(config, *, debug: bool, testing: bool) -> None:
     """Refuse unsafe or inconsistent settings."""
     env = str(config.get("ENV", "production")).lower()
@@ -143,6 +163,14 @@ def check(config, *, debug: bool, testing: bool) -> None:
         raise ConfigurationError(
             "SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c \"import secrets; "
             "print(secrets.token_urlsafe(32))\"`) or URBAN_ENV=development for a local run"
+        )
+    public_url = config.get("PUBLIC_URL")
+    if public_url:
+        check_public_url(public_url)
+    elif production:
+        raise ConfigurationError(
+            "PUBLIC_URL is not set: set URBAN_PUBLIC_URL to the service's public origin (e.g. "
+            "https://api.example.be); production never builds e-mailed links from the request's Host header"
         )
     hops = config.get("TRUSTED_PROXIES", 0)
     if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= 10:

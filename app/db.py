@@ -185,6 +185,27 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
 
 
+def enable_wal(conn: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode = WAL``, waiting out other connections that open the same fresh file.
+
+    Switching a new file to WAL needs an exclusive lock, and SQLite answers ``SQLITE_BUSY`` at once
+    (without its busy handler) when another connection holds a shared lock meanwhile: several workers
+    starting together failed with "database is locked". Retried in short pauses for the connection's busy
+    timeout; a file already in WAL needs no lock at all.
+    """
+    limit = (getattr(conn, "busy_timeout_ms", None) or 5000) / 1000
+    deadline, pause = time.monotonic() + limit, 1e-3
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 50e-3)
+
+
 def migrate(conn: sqlite3.Connection) -> list[str]:
     """Apply pending migrations in one ``BEGIN IMMEDIATE`` transaction (safe with many workers).
 
@@ -192,7 +213,7 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
     """
     if isinstance(conn, db_postgres.PgConnection):
         return conn.migrate(migrations())
-    conn.execute("PRAGMA journal_mode = WAL")
+    enable_wal(conn)
     applied = []
     with write(conn, durable=True):
         conn.execute(

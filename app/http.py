@@ -16,7 +16,7 @@ from werkzeug.http import parse_etags
 from werkzeug.sansio.utils import get_content_length
 
 from . import auth, negotiation, ratelimit
-from .errors import PayloadTooLarge
+from .errors import ApiError, InvalidRequest, PayloadTooLarge
 
 log = logging.getLogger("app.http")
 
@@ -84,12 +84,96 @@ def prepare_request() -> None:
             raise PayloadTooLarge(f"request body over {limit} bytes")
 
 
-def json_body():
-    """The request's JSON body (None when it is not a JSON object/value or not declared JSON).
+#: deepest nesting of arrays/objects a request body may have (sign-up needs 1)
+MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
+
+class _BadJSON(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    out = {}
+    for name, value in pairs:
+        if name in out:
+            raise _BadJSON("a member name appears twice")
+        out[name] = value
+    return out
+
+
+def _no_constant(name):
+    raise _BadJSON(f"{name} is not a JSON number")
+
+
+def _finite(text):
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _BadJSON("a number is out of range")
+    return value
+
+
+def _depth(data: bytes) -> int:
+    """Deepest nesting of ``[``/``{`` outside string literals (counted before parsing recurses)."""
+    depth = deepest = 0
+    for byte in _JSON_STRING.sub(b'""', data):
+        if byte in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in b"]}":
+            depth -= 1
+    return deepest
+
+
+def parse_json(data: bytes):
+    """Strict JSON (RFC 8259): UTF-8, at most :data:`MAX_JSON_DEPTH` levels, no duplicate member names,
+    no ``NaN``/``Infinity``, no number that overflows; otherwise :class:`InvalidRequest` saying why.
+
+    Examples
+    --------
+    >>> parse_json(b'{"email": "a@b.be"}')
+    {'email': 'a@b.be'}
+    >>> parse_json(b'{"a": 1, "a": 2}')
+    Traceback (most recent call last):
+    ...
+    app.errors.InvalidRequest: the body is not valid JSON: a member name appears twice
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidRequest("the body is not valid JSON: it is not UTF-8") from None
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise InvalidRequest(f"the body is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
+                          parse_float=_finite)
+    except _BadJSON as exc:
+        raise InvalidRequest(f"the body is not valid JSON: {exc}") from None
+    except (ValueError, RecursionError):
+        raise InvalidRequest("the body is not valid JSON") from None
+
+
+def json_body():
+    """The request's JSON body; None when it is not declared JSON (``Content-Type``).
+
+    A declared JSON body that is not strict JSON (see :func:`parse_json`) is 400 ``invalid_request``. The
+    result (or the error) is kept for the request, so the limiter and the view parse it once.
     A body over ``MAX_CONTENT_LENGTH`` is 413 also when it came chunked, without ``Content-Length``:
     Werkzeug then reads it only up to the limit, so ``get_json(silent=True)`` would see a truncated body.
     """
+    ctx_g = g._get_current_object()
+    if "json_body" not in ctx_g:
+        try:
+            ctx_g.json_body = (_read_json(), None)
+        except ApiError as exc:
+            ctx_g.json_body = (None, exc)
+    value, error = ctx_g.json_body
+    if error is not None:
+        raise error
+    return value
+
+
+def _read_json():
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
     try:
         data = request.get_data(cache=True)
@@ -99,10 +183,7 @@ def json_body():
         raise PayloadTooLarge(f"request body over {limit} bytes") from None
     if not request.is_json:
         return None
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
+    return parse_json(data)
 
 
 def _conditional(response, req) -> None:
@@ -136,6 +217,14 @@ def _set_headers(headers, values: dict[str, str]) -> None:
     headers.extend(fresh)
 
 
+def _strip_framework_page(response) -> None:
+    """A redirect (Werkzeug's ``/portal`` → ``/portal/``, the portal's own redirects) without Werkzeug's
+    "Redirecting..." HTML page — the ``Location`` header is the whole answer — and Flask's automatic
+    ``OPTIONS`` answer without its ``text/html`` type."""
+    response.set_data(b"")
+    response.headers.pop("Content-Type", None)
+
+
 def finalize(response):
     """``after_request`` for every response (errors included)."""
     ctx_g = g._get_current_object()
@@ -144,6 +233,8 @@ def finalize(response):
     except Exception:  # a refund that fails must not turn a response into another error
         log.exception("refund failed (request %s)", ctx_g.get("request_id"))
     req = request._get_current_object()
+    if response.mimetype == "text/html" and (300 <= response.status_code < 400 or req.method == "OPTIONS"):
+        _strip_framework_page(response)
     _conditional(response, req)
     rate = ctx_g.get("rate")
     if rate is None:

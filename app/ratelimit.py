@@ -1,8 +1,9 @@
 """Per-IP abuse limits (Flask-Limiter over a storage shared by all workers) and the rate-limit headers.
 
 :class:`RateInfo` is what a response reports in ``X-RateLimit-*``: the account's daily quota for an
-authenticated call, otherwise the per-IP limit that applies to the request (a Flask-Limiter limit on the
-view, e.g. sign-up, or the failed-authentication limit).
+authenticated call, otherwise the per-IP limit that applies to the request (sign-up's window, charged by
+:func:`app.portal.throttle.charge_per_ip`, a Flask-Limiter limit on a view, or the failed-authentication
+limit).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class RateInfo:
     limit: int | None
     remaining: int | None
     reset: int  # epoch seconds
+    window: int | None = None  # length of a per-IP window in seconds (caps Retry-After)
 
     def headers(self) -> dict[str, str]:
         """The ``X-RateLimit-*`` headers.
@@ -61,7 +63,8 @@ def _auth_failure_item():
     return parse(current_app.config["AUTH_FAILURE_LIMIT"])
 
 
-def _client() -> str:
+def client_address() -> str:
+    """The client IP the per-IP limits key on (the socket peer, or the trusted proxies' client)."""
     return get_remote_address() or "unknown"
 
 
@@ -69,16 +72,17 @@ def window(item, *identifiers: str) -> RateInfo:
     """The headers of one per-IP window. A window with no hits yet would start with the next hit, so it
     reports ``now + window length`` as its reset (never "now")."""
     reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
+    length = item.get_expiry()
     if remaining >= item.amount:
-        reset = time.time() + item.get_expiry()
-    return RateInfo(item.amount, remaining, math.ceil(reset))
+        reset = time.time() + length
+    return RateInfo(item.amount, remaining, math.ceil(reset), length)
 
 
 def hit_auth_failure() -> tuple[bool, RateInfo]:
     """Count one failed authentication for the client IP: (still within the limit, headers to report)."""
     item = _auth_failure_item()
-    ok = limiter.limiter.hit(item, "auth-failure", _client())
-    return ok, window(item, "auth-failure", _client())
+    ok = limiter.limiter.hit(item, "auth-failure", client_address())
+    return ok, window(item, "auth-failure", client_address())
 
 
 def exceeded(exc) -> RateInfo:
@@ -98,18 +102,23 @@ def peek() -> RateInfo:
     current = limiter.current_limit
     if current is not None:
         return window(current.limit, *current.request_args)
-    return window(_auth_failure_item(), "auth-failure", _client())
+    return window(_auth_failure_item(), "auth-failure", client_address())
 
 
-def retry_after(info: RateInfo) -> int:
-    """Whole seconds until ``info`` resets (at least 1, rounded up).
+def retry_after(info: RateInfo, now: float | None = None) -> int:
+    """Whole seconds until ``info`` resets: rounded up (a client that waits this long is never early),
+    at least 1, and never more than the window's length (a one-hour window never asks for 3601 s).
 
     Examples
     --------
-    >>> retry_after(RateInfo(3, 0, int(time.time()) + 3600)) in (3599, 3600)
-    True
+    >>> retry_after(RateInfo(3, 0, 1_000_084_213), now=1_000_000_000.6)
+    84213
+    >>> retry_after(RateInfo(3, 0, 1_000_003_601, 3600), now=1_000_000_000.5)
+    3600
     """
-    return max(1, math.ceil(info.reset - time.time()))
+    now = time.time() if now is None else now
+    seconds = max(1, math.ceil(info.reset - now))
+    return min(seconds, info.window) if info.window else seconds
 
 
 def init_app(app) -> None:

@@ -16,11 +16,31 @@ ECHO_LIMIT = 32
 
 _SECRET_NAMES = {"key", "apikey", "api_key", "token", "access_token", "auth", "authorization", "password",
                  "secret", "email", "e-mail", "mail"}
-_KEY = re.compile(r"uc_live_[A-Za-z0-9]*", re.IGNORECASE)
-_LINK = re.compile(r"(/portal/link/)[^/?#\s\"']+")
+
+
+def _any_encoding(text: str) -> str:
+    """A pattern matching ``text`` with each character as itself or escaped: percent-encoded (also
+    double-encoded, ``%255F``), ``\\xHH`` or ``\\u00HH`` (as log lines and reprs show bytes, with their
+    backslashes escaped again or not). Used with
+    IGNORECASE, so mixed case and lower/upper hex digits match too."""
+    parts = []
+    for ch in text:
+        hh = f"{ord(ch):02x}"
+        parts.append(rf"(?:{re.escape(ch)}|%(?:25)*{hh}|\\+x{hh}|\\+u00{hh})")
+    return "".join(parts)
+
+
+#: a character of a key's body in any of those encodings (any percent-escape counts: over-redaction is fine)
+_BODY_CHAR = r"(?:[A-Za-z0-9]|%(?:25)*[0-9A-Fa-f]{2}|\\+x[0-9A-Fa-f]{2}|\\+u00[0-9A-Fa-f]{2})"
+_KEY = re.compile(_any_encoding("uc_live_") + _BODY_CHAR + "*", re.IGNORECASE)
+_LINK = re.compile("(" + _any_encoding("/portal/link/") + r")[^/?#\s\"'&]+", re.IGNORECASE)
+#: the same for text without any escape (most request lines): a cheaper scan, the same matches
+_KEY_PLAIN = re.compile(r"uc_live_[A-Za-z0-9]*", re.IGNORECASE)
+_LINK_PLAIN = re.compile(r"(/portal/link/)[^/?#\s\"'&]+", re.IGNORECASE)
 _ADDRESS = re.compile(r"[^\s/?&=@'\"]*@[^\s/?&'\"]*")
 _LONG_RUN = re.compile(r"[A-Za-z0-9]{16,}")  # a key or token fragment; location ids have 12 random characters
-_SECRET_VALUE = re.compile(r"uc_live_|@|[A-Za-z0-9]{16,}|^[A-Za-z0-9_-]{40,}$", re.IGNORECASE)
+_SECRET_VALUE = re.compile(_any_encoding("uc_live_") + r"|@|%40|[A-Za-z0-9]{16,}|^[A-Za-z0-9_-]{40,}$",
+                           re.IGNORECASE)
 
 
 def redact_text(text: str) -> str:
@@ -32,8 +52,12 @@ def redact_text(text: str) -> str:
     '"GET /portal/link/[redacted] HTTP/1.1" 200'
     >>> redact_text("GET /api/v1/locations?k=uc_live_abc")
     'GET /api/v1/locations?k=[redacted]'
+    >>> redact_text("GET /x?key=Uc%5FLIVE%255fAbC HTTP/1.1")
+    'GET /x?key=[redacted] HTTP/1.1'
     """
-    return _KEY.sub(REDACTED, _LINK.sub(r"\1" + REDACTED, text or ""))
+    text = text or ""
+    key, link = (_KEY, _LINK) if "%" in text or "\\" in text else (_KEY_PLAIN, _LINK_PLAIN)
+    return key.sub(REDACTED, link.sub(r"\1" + REDACTED, text))
 
 
 def redact_path(path: str, limit: int = 120) -> str:

@@ -23,7 +23,7 @@ from .accounts import StoreError, utc_stamp
 from .apikeys import ALPHABET
 from .db import write
 
-_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ID = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 MAX_TEXT = 200
 
 
@@ -60,7 +60,7 @@ def add_location(conn, account_id: int, *, name, address, lat, lng, label="", is
                  location_id=None, engine=None, max_locations: int = 100):
     """Validate and save a location; ``is_primary`` moves the primary mark to it. Returns the row."""
     location_id = location_id or new_location_id()
-    if not isinstance(location_id, str) or not _ID.match(location_id):
+    if not valid_id(location_id):
         raise StoreError("id must be 1-64 characters of letters, digits, '_' or '-'")
     name = _text("name", name, required=True)
     address = _text("address", address, required=False)
@@ -92,8 +92,22 @@ def list_locations(conn, account_id: int) -> list:
     ).fetchall()
 
 
+def valid_id(location_id) -> bool:
+    """Whether ``location_id`` has the shape of an id (1-64 of ``A-Za-z0-9_-``): checked before any SQL.
+
+    Examples
+    --------
+    >>> valid_id("loc_3fK9xQ2mPa7Z"), valid_id("x" * 65), valid_id("' OR 1=1")
+    (True, False, False)
+    """
+    return isinstance(location_id, str) and _ID.match(location_id) is not None
+
+
 def get_location(conn, account_id: int, location_id: str):
-    """The account's location ``location_id`` or None (also for another account's id)."""
+    """The account's location ``location_id`` or None (also for another account's id, and without a
+    query for a value that is not an id)."""
+    if not valid_id(location_id):
+        return None
     return conn.execute(
         "SELECT * FROM locations WHERE id = ? AND account_id = ?", (location_id, account_id)
     ).fetchone()
@@ -101,6 +115,8 @@ def get_location(conn, account_id: int, location_id: str):
 
 def remove_location(conn, account_id: int, location_id: str) -> None:
     """Delete one of the account's locations."""
+    if not valid_id(location_id):
+        raise StoreError("id must be 1-64 characters of letters, digits, '_' or '-'")
     with write(conn, durable=True):
         cur = conn.execute("DELETE FROM locations WHERE id = ? AND account_id = ?", (location_id, account_id))
         if cur.rowcount == 0:

@@ -121,6 +121,7 @@ class Gunicorn:
         self.env.update({
             "URBAN_ENV": "production", "URBAN_SECRET_KEY": "load-test-secret-not-for-production",
             "URBAN_INSTANCE_PATH": str(self.instance), "PORT": str(self.port), "HOST": "127.0.0.1",
+            "URBAN_PUBLIC_URL": f"http://127.0.0.1:{self.port}",
             "WEB_CONCURRENCY": str(workers),
             "URBAN_DATA_DIR": str(Path(data_dir or self.env.get("URBAN_DATA_DIR", ROOT / "data/snapshot"))
                                   .resolve()),

@@ -4,6 +4,8 @@
   ``URBAN_REFERENCE_DIR``); the session fails with a clear message when they are missing.
 - ``snapshot_dir``: the demo snapshot, built once per session into a temporary directory.
 - ``engine``: ``geo.Engine.load(snapshot_dir)``.
+
+Also the Hypothesis profile of every test: no wall-clock deadline per example.
 """
 
 from __future__ import annotations
@@ -12,8 +14,14 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
+
+# Hypothesis tests check behaviour, not speed: no per-example deadline (its default, 200 ms of wall clock,
+# fails correct code on a loaded CI machine — e.g. 605 ms for a 0.3 ms example). Timing lives in bench/.
+settings.register_profile("urban", deadline=None)
+settings.load_profile("urban")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """``POST /api/v1/signup``: e-mail a single-use link that creates a Developer account and its first key.
 
-Always 202 with the same body, whether or not the address already has an account (no enumeration).
+Always 202 with the same body, whether or not the address already has an account (no enumeration) and
+whether or not the hidden per-address limit let a mail go out (:mod:`app.portal.throttle`).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from app.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
 from app.http import json_body
 from app.mail import MailUnavailable
 from app.redact import echo
-from app.portal import links, throttle
+from app.portal import links
 from app.portal.addresses import InvalidEmail as BadAddress, normalize_email
 from app.portal.views import link_url
 
@@ -41,13 +42,11 @@ def parse_signup_body():
 
 
 @bp.post("/signup")
-@throttle.per_ip
-@throttle.per_address
 def signup():
     email = parse_signup_body()
     try:
-        links.send_link(get_db(), current_app.extensions["mail"], email, now=wall_now(),
-                        link_for=link_url, sender=current_app.config["MAIL_SENDER"])
+        links.send_link_within_limits(get_db(), current_app.extensions["mail"], email, now=wall_now(),
+                                      link_for=link_url, sender=current_app.config["MAIL_SENDER"])
     except MailUnavailable:
         raise ServiceUnavailable("the mail server is unavailable, so no link was sent and nothing was "
                                  "saved; retry in a few minutes") from None

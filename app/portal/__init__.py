@@ -16,7 +16,7 @@ from flask.sessions import SecureCookieSessionInterface
 
 from app.mail import Mail
 
-from . import redact, settings
+from . import redact, settings, throttle
 
 mail = Mail()
 log = logging.getLogger(__name__)
@@ -73,6 +73,8 @@ def init_app(app):
         log.warning("MAIL_BACKEND=outbox in production: sign-up mails are written to %s, not sent; "
                     "set URBAN_MAIL_BACKEND=smtp and URBAN_MAIL_HOST", app.config["MAIL_OUTBOX"])
     redact.install()
+    if throttle.charge_per_ip not in app.before_request_funcs.get(None, []):
+        app.before_request(throttle.charge_per_ip)
     if "signup" not in app.blueprints:
         app.register_blueprint(signup_bp)
     if "portal" not in app.blueprints:

@@ -4,6 +4,7 @@ Functions take the store connection and the clock value (``now``, aware UTC date
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from flask import render_template
@@ -11,6 +12,10 @@ from flask import render_template
 from app import accounts, tokens
 from app.db import write
 from app.mail import build_message
+
+from . import throttle
+
+log = logging.getLogger(__name__)
 
 DEVELOPER_PLAN = "developer"
 SUBJECT = {False: "Bevestig je aanmelding / Confirm your sign-up — Urban Conditions",
@@ -62,6 +67,18 @@ def send_link(conn, mail, email, *, now, link_for, sender):
     except BaseException:
         tokens.discard(conn, token)
         raise
+
+
+def send_link_within_limits(conn, mail, email, *, now, link_for, sender) -> bool:
+    """:func:`send_link` unless this client already had ``SIGNUP_LIMIT_PER_ADDRESS`` links mailed to
+    ``email`` in the window (then nothing is sent, and the caller answers exactly as if it were).
+    Returns whether a mail went out; only a mail actually sent is counted."""
+    if not throttle.may_mail(email):
+        log.info("sign-up: per-address limit of this client reached; no link mailed")
+        return False
+    send_link(conn, mail, email, now=now, link_for=link_for, sender=sender)
+    throttle.mailed(email)
+    return True
 
 
 def link_state(conn, token, *, now):

@@ -1,4 +1,5 @@
-"""Logging filter that removes link tokens and keys from request lines (werkzeug and gunicorn access logs)."""
+"""Log redaction: link tokens and API keys (in any encoding, :func:`app.redact.redact_text`) are removed from
+every log record of the process — werkzeug and gunicorn request lines, gunicorn's error log, the app's own log."""
 from __future__ import annotations
 
 import logging
@@ -37,9 +38,28 @@ class TokenRedactor(logging.Filter):
         return True
 
 
+_FILTER = TokenRedactor()
+
+
+def _redacting_factory(factory):
+    """A log record factory: every record of the process (the app's loggers, libraries, gunicorn) leaves
+    it with keys and link tokens replaced, whichever logger or handler it then reaches."""
+
+    def make(*args, **kwargs):
+        record = factory(*args, **kwargs)
+        _FILTER.filter(record)
+        return record
+
+    make.redacts = True
+    return make
+
+
 def install():
-    """Attach one redactor to each server logger (idempotent)."""
+    """Attach one redactor to each server logger and to the record factory (idempotent)."""
     for name in LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, TokenRedactor) for f in logger.filters):
             logger.addFilter(TokenRedactor())
+    factory = logging.getLogRecordFactory()
+    if not getattr(factory, "redacts", False):
+        logging.setLogRecordFactory(_redacting_factory(factory))

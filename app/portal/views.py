@@ -1,9 +1,7 @@
 """Developer portal pages (server-rendered, no JavaScript): sign-up/sign-in by link, the API section."""
 from __future__ import annotations
 
-import time
-
-from flask import Blueprint, abort, current_app, flash, redirect, render_template, request, session, url_for
+from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 
 from app import accounts, usage
 from app.clock import wall_now
@@ -13,14 +11,13 @@ from app.mail import MailUnavailable
 from app.plans import get_plan
 from app.saved_locations import as_json, list_locations
 
-from . import csrf, links, throttle
+from . import csrf, links, sessions
 from .addresses import InvalidEmail, normalize_email
 
 bp = Blueprint("portal", __name__, url_prefix="/portal", template_folder="templates",
                static_folder="static", static_url_path="/static")
 
-SESSION_ACCOUNT = "account_id"
-SESSION_SINCE = "signed_in_at"
+SESSION_ID = "sid"  # the cookie's server-side session id (app.portal.sessions)
 
 
 # -- helpers -----------------------------------------------------------------------------------------------
@@ -40,24 +37,35 @@ def api_base():
 
 
 def signed_in_account():
-    """The signed-in account row, or None (no session, expired session, or account gone)."""
-    account_id = session.get(SESSION_ACCOUNT)
-    since = session.get(SESSION_SINCE, 0)
-    if account_id is None or time.time() - since > current_app.config["PORTAL_SESSION_HOURS"] * 3600:
-        return None
-    return get_db().execute("SELECT * FROM accounts WHERE id = ?", (account_id,)).fetchone()
+    """The signed-in account row, or None (no session, a session signed out or expired, account gone)."""
+    if "portal_account" not in g:
+        g.portal_account = None
+        session_id = session.get(SESSION_ID)
+        if session_id is not None:
+            conn = get_db()
+            account_id = sessions.account_of(conn, session_id, now=int(wall_now().timestamp()))
+            if account_id is not None:
+                g.portal_account = conn.execute("SELECT * FROM accounts WHERE id = ?",
+                                                (account_id,)).fetchone()
+    return g.portal_account
 
 
 def sign_in(account):
+    """A new server-side session for ``account`` (a fresh id and CSRF secret in a fresh cookie)."""
     session.clear()
-    session[SESSION_ACCOUNT] = account["id"]
-    session[SESSION_SINCE] = int(time.time())
+    session[SESSION_ID] = sessions.start(get_db(), account["id"], now=int(wall_now().timestamp()),
+                                         hours=current_app.config["PORTAL_SESSION_HOURS"])
     session.permanent = False
     csrf.rotate()
+    g.portal_account = account
 
 
 def page(template, status=200, **context):
-    context.setdefault("signed_in", session.get(SESSION_ACCOUNT) is not None)
+    if "signed_in" not in context:
+        try:
+            context["signed_in"] = signed_in_account() is not None
+        except Exception:  # a problem page about a failing store still renders
+            context["signed_in"] = False
     context.setdefault("ttl_minutes", links.ttl_minutes())
     return render_template(template, **context), status
 
@@ -95,7 +103,9 @@ def _template_helpers():
 def _portal_error(exc):
     err = to_api_error(exc)
     if isinstance(err, ApiError) and err.status == 429:
-        return problem(429, "Too many requests", "Too many links were requested. Wait a while and try again.")
+        body, status = problem(429, "Too many requests", "Too many links were requested. Wait a while and try "
+                                                         "again.")
+        return body, status, err.headers  # Retry-After
     if err.status >= 500:
         return problem(err.status, "Temporarily unavailable",
                        "The service could not complete this request. Nothing was changed; try again shortly.")
@@ -112,8 +122,6 @@ def index():
 
 
 @bp.post("/signin")
-@throttle.per_ip
-@throttle.per_address
 def request_link():
     raw = request.form.get("email", "").strip()
     try:
@@ -122,8 +130,8 @@ def request_link():
         return page("portal/index.html", 400, api_base=api_base(), email=raw,
                     error="Enter a valid e-mail address, like name@example.be.")
     try:
-        links.send_link(get_db(), current_app.extensions["mail"], email, now=wall_now(),
-                        link_for=link_url, sender=current_app.config["MAIL_SENDER"])
+        links.send_link_within_limits(get_db(), current_app.extensions["mail"], email, now=wall_now(),
+                                      link_for=link_url, sender=current_app.config["MAIL_SENDER"])
     except MailUnavailable:
         return problem(503, "Mail could not be sent", "Our mail server is not reachable right now. "
                                                        "Nothing was saved: try again in a few minutes.")
@@ -159,7 +167,9 @@ def consume_link():
 
 @bp.post("/signout")
 def sign_out():
+    sessions.end(get_db(), session.get(SESSION_ID))
     session.clear()
+    g.portal_account = None
     csrf.rotate()
     flash("You are signed out.", "ok")
     return redirect(url_for("portal.index"))
@@ -170,7 +180,7 @@ def sign_out():
 def _require_account():
     account = signed_in_account()
     if account is None:
-        session.pop(SESSION_ACCOUNT, None)
+        session.pop(SESSION_ID, None)
         flash("Sign in first: enter your e-mail address to get a sign-in link.", "warn")
     return account
 
@@ -198,7 +208,7 @@ def create_key():
     return page("portal/key_created.html", key=key, new_account=False, api_base=api_base())
 
 
-@bp.post("/keys/<int:key_id>/revoke")
+@bp.post("/keys/<int(max=9223372036854775807):key_id>/revoke")  # an SQLite INTEGER
 def revoke_key(key_id):
     acc = _require_account()
     if acc is None:

@@ -6,6 +6,8 @@ handler renders it in the one error shape.
 
 from __future__ import annotations
 
+import math
+
 from app.errors import UpstreamError as _PlatformUpstreamError
 
 
@@ -29,7 +31,7 @@ class UpstreamError(_PlatformUpstreamError):
     """
 
     def __init__(self, source: str, message: str, *, retry_after: float | None = None):
-        headers = {"Retry-After": str(max(1, int(round(retry_after))))} if retry_after is not None else None
+        headers = {"Retry-After": str(max(1, math.ceil(retry_after)))} if retry_after is not None else None
         super().__init__(message, headers=headers)
         self.source = source
         self.retry_after = retry_after

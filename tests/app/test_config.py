@@ -20,10 +20,29 @@ def test_production_refuses_to_start_without_secret_key(tmp_path, monkeypatch):
         create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "ENV": "production"})
 
 
-def test_production_starts_with_secret_key(tmp_path, monkeypatch):
+def test_production_starts_with_secret_key_and_public_url(tmp_path, monkeypatch):
     monkeypatch.setenv("URBAN_SECRET_KEY", "s" * 40)
+    monkeypatch.setenv("URBAN_PUBLIC_URL", "https://api.example.be")
     app = create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None})
     assert app.config["SECRET_KEY"] == "s" * 40 and not app.debug
+
+
+def test_production_refuses_to_start_without_public_url(tmp_path, monkeypatch):
+    """Finding 2: production never builds absolute links from the request's Host header."""
+    monkeypatch.setenv("URBAN_SECRET_KEY", "s" * 40)
+    monkeypatch.delenv("URBAN_PUBLIC_URL", raising=False)
+    monkeypatch.delenv("URBAN_ENV", raising=False)
+    with pytest.raises(ConfigurationError, match="PUBLIC_URL"):
+        create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None})
+    create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "ENV": "development"})  # falls back to Host
+
+
+@pytest.mark.parametrize("value", ["api.example.be", "ftp://api.example.be", "https://", "https://x.be/sub",
+                                   "https://x.be/?a=1", "https://u:p@x.be", "javascript:alert(1)"])
+def test_public_url_must_be_an_origin(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("URBAN_SECRET_KEY", "s" * 40)
+    with pytest.raises(ConfigurationError, match="PUBLIC_URL"):
+        create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "PUBLIC_URL": value})
 
 
 def test_precedence_default_instance_env_test_config(tmp_path, monkeypatch):

@@ -47,22 +47,74 @@ def test_migrations_apply_once_and_record_versions(connector):
     assert {"accounts", "api_keys", "locations", "usage", "email_tokens", "schema_version"} <= _tables(conn)
 
 
-def test_concurrent_migrations_from_many_connections(connector):
+def _migrate_together(open_connection, n: int) -> tuple[list, list]:
+    """``n`` connections open the same fresh store and migrate it at the same moment."""
     errors, results = [], []
+    start = threading.Barrier(n)
 
     def run():
         try:
-            results.append(migrate(connector(timeout=30)))
+            start.wait()
+            results.append(migrate(open_connection()))
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=run) for _ in range(6)]
+    threads = [threading.Thread(target=run) for _ in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    return errors, results
+
+
+def test_concurrent_migrations_from_many_connections(connector):
+    errors, results = _migrate_together(lambda: connector(timeout=30), 6)
     assert errors == []
     assert sum(1 for r in results if r) == 1  # exactly one connection applied them
+
+
+def test_concurrent_sqlite_start_many_times(tmp_path):
+    for run in range(25):  # several workers starting together on a fresh file, many times over
+        path = str(tmp_path / f"s{run}.sqlite")
+        errors, results = _migrate_together(lambda: connect(path), 6)
+        assert errors == []
+        assert sum(1 for r in results if r) == 1  # exactly one connection applied them
+
+
+def test_switch_to_wal_waits_for_a_writer_on_the_fresh_file(tmp_path):
+    """The interleaving behind "database is locked" at start-up: one connection writes the fresh file
+    (still in rollback-journal mode) when another switches it to WAL. SQLite refuses that switch at once,
+    without its busy handler; the migration must wait for the writer, not fail (it failed every time)."""
+    path = str(tmp_path / "s.sqlite")
+    first = connect(path)
+    first.execute("BEGIN IMMEDIATE")
+    first.execute("CREATE TABLE early (x)")
+    outcome = []
+    second = threading.Thread(target=lambda: outcome.append(_try_migrate(path)))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive() and outcome == []  # waiting, not failed
+    first.execute("COMMIT")
+    second.join(10)
+    assert outcome == [[name for _v, name, _sql in migrations()]]
+    assert connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def _try_migrate(path):
+    try:
+        return migrate(connect(path))
+    except sqlite3.OperationalError as exc:
+        return repr(exc)
+
+
+def test_switch_to_wal_gives_up_after_the_busy_timeout(tmp_path):
+    path = str(tmp_path / "s.sqlite")
+    first = connect(path)
+    first.execute("BEGIN IMMEDIATE")
+    first.execute("CREATE TABLE early (x)")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        migrate(connect(path, timeout=0.2))
+    first.execute("ROLLBACK")
 
 
 def test_plaintext_key_never_in_database_file(app, store, account):

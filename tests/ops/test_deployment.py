@@ -256,7 +256,8 @@ def test_bad_snapshot_refuses_to_start(snapshot_dir, tmp_path, damage):
         named = str(target)
     else:
         named = str(data)
-    env = dict(os.environ, URBAN_ENV="production", URBAN_SECRET_KEY="x", URBAN_INSTANCE_PATH=str(tmp_path / "i"),
+    env = dict(os.environ, URBAN_ENV="production", URBAN_SECRET_KEY="x", URBAN_PUBLIC_URL="https://api.example.be",
+               URBAN_INSTANCE_PATH=str(tmp_path / "i"),
                URBAN_DATA_DIR=str(data), PORT=str(free_port()))
     out = subprocess.run([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=60)

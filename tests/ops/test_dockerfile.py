@@ -66,7 +66,7 @@ def test_dockerfile_policy():
     for k, a in steps:
         if k == "ENV":
             env.update(env_pairs(a))
-    assert env["URBAN_ENV"] == "production" and "URBAN_SECRET_KEY" not in env
+    assert env["URBAN_ENV"] == "production" and "URBAN_SECRET_KEY" not in env and "URBAN_PUBLIC_URL" not in env
 
 
 @pytest.mark.timeout(900)  # installs the whole runtime closure (now with WeasyPrint) into a fresh venv
@@ -108,7 +108,8 @@ def test_dockerfile_installs_and_starts_in_a_fresh_venv(tmp_path, snapshot_dir):
     assert not names & {"pytest", "hypothesis", "schemathesis", "selenium", "mcp"}  # server runtime only
     port = free_port()
     env.update({"URBAN_DATA_DIR": str(snapshot_dir), "URBAN_INSTANCE_PATH": str(tmp_path / "instance"),
-                "URBAN_SECRET_KEY": "docker-test", "PORT": str(port), "HOST": "127.0.0.1",
+                "URBAN_SECRET_KEY": "docker-test", "URBAN_PUBLIC_URL": f"http://127.0.0.1:{port}",
+                "PORT": str(port), "HOST": "127.0.0.1",
                 "WEB_CONCURRENCY": "1"})
     cmd = json.loads(next(a for k, a in steps if k == "CMD"))
     log = open(tmp_path / "server.log", "wb")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from app import accounts
+from app.db import open_store
 from app.saved_locations import add_location
 
 from .helpers import KEY, csrf_from, link_in, open_link, press_button, request_link
@@ -89,12 +90,51 @@ def test_dashboard_plan_sees_that_it_lacks_api_access(client, smtp_server, store
     assert accounts.list_keys(store, accounts.find_account(store, "dashboard@stad.be")["id"]) == []
 
 
-def test_sign_out_ends_the_session(client, smtp_server, store):
-    accounts.create_account(store, "weg@stad.be", "developer")
+def _cookie(client):
+    return client.get_cookie("session").value
+
+
+def test_sign_out_ends_the_session_on_the_server(app, client, smtp_server, store):
+    """Finding 3: the cookie of a signed-out session, replayed with its old CSRF token, opens nothing and
+    creates no key; the other signed-in cookie of the same account (another browser) keeps working."""
+    account, _key = accounts.create_account(store, "weg@stad.be", "developer")
     sign_in(client, smtp_server, "weg@stad.be")
+    other = app.test_client()
+    sign_in(other, smtp_server, "weg@stad.be")
     csrf = csrf_from(client.get("/portal/account").get_data(as_text=True))
+    stolen = _cookie(client)
     assert client.post("/portal/signout", data={"csrf_token": csrf}).status_code == 302
     assert client.get("/portal/account").status_code == 302
+    replay = app.test_client()
+    replay.set_cookie("session", stolen)
+    assert replay.get("/portal/account").status_code == 302
+    created = replay.post("/portal/keys", data={"csrf_token": csrf})
+    assert created.status_code == 302 and KEY.search(created.get_data(as_text=True)) is None
+    assert len(accounts.list_keys(store, account["id"])) == 1
+    kid = accounts.list_keys(store, account["id"])[0]["id"]
+    assert replay.post(f"/portal/keys/{kid}/revoke", data={"csrf_token": csrf}).status_code == 302
+    assert accounts.list_keys(store, account["id"])[0]["revoked_at"] is None
+    assert other.get("/portal/account").status_code == 200  # only the signed-out session ended
+
+
+def test_a_session_ends_after_portal_session_hours(portal_config, smtp_server):
+    """The expiry is the server's, on the injected wall clock (no waiting, no real-time margin)."""
+    from datetime import UTC, datetime, timedelta
+
+    from .helpers import build_app
+
+    now = [datetime.now(UTC)]
+    app = build_app({**portal_config, "WALL_CLOCK": lambda: now[0]})
+    client = app.test_client()
+    store = open_store(app)
+    accounts.create_account(store, "laat@stad.be", "developer")
+    sign_in(client, smtp_server, "laat@stad.be")
+    assert client.get("/portal/account").status_code == 200
+    now[0] += timedelta(hours=app.config["PORTAL_SESSION_HOURS"], seconds=-1)
+    assert client.get("/portal/account").status_code == 200
+    now[0] += timedelta(seconds=1)
+    assert client.get("/portal/account").status_code == 302
+    store.close()
 
 
 def test_portal_form_requests_a_link_like_the_api(client, smtp_server, store):

@@ -81,7 +81,7 @@ def test_live_mode_end_to_end(tmp_path, reference_dir):
 
             # the register changes upstream; a new refresh is switched in and every worker picks it up
             fake.data["works"] = fake.data["works"][:3]
-            time.sleep(1.1)  # past the 1 s works expiry of this run
+            time.sleep(2.1)  # past the 1 s works expiry of this run (requests-cache rounds it to the second)
             out = run(["snapshot", "refresh"], env)
             assert out.returncode == 0, out.stdout + out.stderr
             after = {w["id"] for w in fake.data["works"][:3]}
