@@ -8,6 +8,8 @@ import pytest
 
 from app import accounts, create_app
 from app.db import connect, migrate
+from app.portal import sessions
+from app.portal.views import SESSION_ID
 from tests.portal.conftest import smtp_server  # noqa: F401  (the real aiosmtpd server fixture)
 from tests.portal.helpers import LiveServer
 
@@ -38,9 +40,14 @@ def store(app):
 
 
 def signed_in(app, account_id):
+    """A test client holding a live server-side portal session of ``account_id``."""
+    conn = connect(app.config["DATABASE"])
+    migrate(conn)
+    session_id = sessions.start(conn, account_id, now=int(time.time()), hours=1)
+    conn.close()
     client = app.test_client()
     with client.session_transaction() as s:
-        s["account_id"], s["signed_in_at"], s["csrf"] = account_id, int(time.time()), CSRF
+        s[SESSION_ID], s["csrf"] = session_id, CSRF
     return client
 
 
