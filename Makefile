@@ -7,7 +7,7 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser snapshot serve serve-live test bench loadtest clean
+.PHONY: install browser snapshot serve serve-live test bench loadtest clean golden
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -57,3 +57,8 @@ loadtest: install snapshot $(WRK)
 
 clean:
 	rm -rf $(VENV) data/snapshot instance .pytest_cache .hypothesis
+
+# Golden corpus of the data endpoints' response bodies (tests/golden): rewrite it after an intended change of
+# output (e.g. a new demo scenario generator), then review and commit tests/golden/corpus.jsonl.gz.
+golden: install
+	$(PY) tests/golden/corpus.py --write
