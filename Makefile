@@ -28,7 +28,7 @@ $(CHROMEDRIVER):
 browser: $(CHROMEDRIVER)
 
 $(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
-	$(PY) -m geo.snapshot build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
+	$(PY) -m geo.data build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
 

@@ -1,4 +1,5 @@
-"""Engine time of the three data endpoints per request (``geo.disruptions`` / ``geo.air`` / ``geo.briefing``).
+"""Engine time of the three data endpoints per request (``geo.service.disruptions`` / ``geo.service.air`` /
+``geo.service.briefing``).
 
 Each function is timed once per point over ``URBAN_BENCH_REQUESTS`` (default 10,000) deterministic random
 points inside the service area, at the snapshot's ``asOf``; the table shows the median (``single µs``) and the
@@ -18,10 +19,10 @@ from datetime import timezone
 import numpy as np
 
 from bench import Row, service_points
-from geo import prepared
-from geo.air import air_quality
-from geo.briefing import briefing
-from geo.disruptions import disruptions
+from geo.rules import prepared
+from geo.service.air import air_quality
+from geo.service.briefing import briefing
+from geo.service.disruptions import disruptions
 
 TARGET_US = {"disruptions": 300.0, "air_quality": 100.0, "briefing": 500.0}
 BASELINE_POINTS = 5

@@ -1,8 +1,9 @@
-"""Single-point engine time of ``geo.briefing`` / ``geo.disruptions`` / ``geo.air`` against the previous
-per-request path, measured in the same run.
+"""Single-point engine time of ``geo.service.briefing`` / ``geo.service.disruptions`` / ``geo.service.air``
+against the previous per-request path, measured in the same run.
 
-The baseline is the path these functions took before the single-point fast path (``geo.lookups``,
-``geo.near_one``, ``geo.moment``): the vectorised rules composed per request from the public rule functions
+The baseline is the path these functions took before the single-point fast path (``geo.service.lookups``,
+``geo.index.near_one``, ``geo.service.moment``): the vectorised rules composed per request from the public rule
+functions
 (engine radius queries, NumPy masks over every detour, the 24-slot profile, window and rush formatting
 recomputed on every call). Both must give the same JSON; the note says whether they did. ``single µs`` is
 the median of many calls at one point at the snapshot clock; ``ratio`` is the speed-up. The ``fresh now``
@@ -17,16 +18,16 @@ from datetime import timedelta
 import numpy as np
 
 from bench import Row, median_us, service_points
-from geo import air as air_mod
-from geo import airrules as ar
-from geo import briefing as br
-from geo import disruptions as dis
-from geo import transit as tr
-from geo import works as wk
-from geo.calendar import next_rush_peak
-from geo.point import checked_point
-from geo.prepared import prepare
-from geo.timefmt import iso_utc_ms, to_ms
+from geo.service import air as air_mod
+from geo.rules import airrules as ar
+from geo.service import briefing as br
+from geo.service import disruptions as dis
+from geo.rules import transit as tr
+from geo.rules import works as wk
+from geo.rules.calendar import next_rush_peak
+from geo.service.point import checked_point
+from geo.rules.prepared import prepare
+from geo.rules.timefmt import iso_utc_ms, to_ms
 
 POINTS = {"Ghent area": (50.947233, 3.221685), "Antwerp centre": (51.2177, 4.4206)}
 

@@ -29,7 +29,7 @@ def locations():
 @bp.get("/disruptions")
 def disruptions():
     """Road works and transit detours near the target."""
-    from geo.disruptions import disruptions as compute
+    from geo.service.disruptions import disruptions as compute
 
     engine = current_engine()
     target = resolve_target(engine)
@@ -40,7 +40,7 @@ def disruptions():
 @bp.get("/air-quality")
 def air_quality():
     """Latest measured NO2 at the nearest station, thresholds, compliance and LEZ status."""
-    from geo.air import air_quality as compute
+    from geo.service.air import air_quality as compute
 
     engine = current_engine()
     target = resolve_target(engine)
@@ -50,7 +50,7 @@ def air_quality():
 @bp.get("/briefing")
 def briefing():
     """Risk, headline, key facts and the next 24 hours' windows for the target."""
-    from geo.briefing import briefing as compute
+    from geo.service.briefing import briefing as compute
 
     engine = current_engine()
     target = resolve_target(engine)

@@ -17,7 +17,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from geo import upstream as normalise
+from geo.data import upstream as normalise
 
 from .errors import UpstreamError
 from .http import Upstream

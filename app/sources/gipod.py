@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from geo import upstream as normalise
+from geo.data import upstream as normalise
 
 from .errors import UpstreamError
 from .http import Upstream, same_origin

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rules_world as W
-from geo import airrules as ar
-from geo.air import air_quality, nearest_no2_station
-from geo.prepared import prepare
+from geo.rules import airrules as ar
+from geo.service.air import air_quality, nearest_no2_station
+from geo.rules.prepared import prepare
 
 UTC = timezone.utc
 LAT, LNG = W.P

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 import rules_world as W
 from geo import InvalidCoordinates, OutsideServiceArea
-from geo import transit as tr
-from geo import works as wk
-from geo.disruptions import disruptions
-from geo.prepared import prepare
-from geo.spherical import haversine_km
-from geo.timefmt import to_ms
+from geo.rules import transit as tr
+from geo.rules import works as wk
+from geo.service.disruptions import disruptions
+from geo.rules.prepared import prepare
+from geo.index.spherical import haversine_km
+from geo.rules.timefmt import to_ms
 
 UTC = timezone.utc
 LAT, LNG = W.P

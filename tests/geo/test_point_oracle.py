@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:  # bench/ is a top-level folder, not an installed 
     sys.path.insert(0, str(ROOT))
 
 from bench.bench_point import previous_air_quality, previous_briefing, previous_disruptions  # noqa: E402
-from geo import air, briefing, disruptions  # noqa: E402
+from geo.service import air, briefing, disruptions  # noqa: E402
 
 PAIRS = [(disruptions.disruptions, previous_disruptions), (air.air_quality, previous_air_quality),
          (briefing.briefing, previous_briefing)]

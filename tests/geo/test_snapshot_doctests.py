@@ -7,21 +7,28 @@ import sys
 
 import pytest
 
-MODULES = ["geo.snapshot", "geo.reference", "geo.upstream", "geo.river", "geo.demo", "geo.layers"]
+MODULES = ["geo.data.snapshot", "geo.data.reference", "geo.data.upstream", "geo.data.river", "geo.data.demo",
+           "geo.data.layers"]
 FORBIDDEN = ("flask", "werkzeug", "requests", "requests_cache", "sqlite3", "urllib3", "flask_limiter")
+
+
+#: modules whose doctests name an exception by its pre-issue-14 module path (``geo.upstream.…``): LAYOUT.md
+#: froze their text until the parallel branches are merged; the exception's module is ignored, not its type
+OLD_PATH_IN_TRACEBACK = {"geo.data.upstream"}
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    flags = doctest.ELLIPSIS | (doctest.IGNORE_EXCEPTION_DETAIL if name in OLD_PATH_IN_TRACEBACK else 0)
+    result = doctest.testmod(importlib.import_module(name), optionflags=flags)
     assert result.failed == 0
 
 
 def test_building_and_reading_a_snapshot_loads_no_web_http_or_sql_module(snapshot_dir):
     code = (
         "import sys\n"
-        "from geo.snapshot import read_snapshot\n"
-        "import geo.demo, geo.upstream, geo.reference, geo.river\n"
+        "from geo.data.snapshot import read_snapshot\n"
+        "import geo.data.demo, geo.data.upstream, geo.data.reference, geo.data.river\n"
         f"read_snapshot({str(snapshot_dir)!r})\n"
         f"print(','.join(m for m in {FORBIDDEN!r} if m in sys.modules))"
     )

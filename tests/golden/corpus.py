@@ -49,7 +49,7 @@ def instants(as_of: datetime) -> list[datetime]:
 
 def points(engine, n_random: int = 60) -> list[tuple[float, float]]:
     """Seeded random points over Flanders and Brussels (and beyond), plus points near layer features."""
-    from geo.engine import point_coords
+    from geo.data.engine import point_coords
 
     rng = np.random.default_rng(14)
     pts = list(zip(rng.uniform(50.60, 51.55, n_random).round(6), rng.uniform(2.45, 5.95, n_random).round(6)))
@@ -67,9 +67,9 @@ def responses(engine):
     """Yield ``(endpoint, lat, lng, now, status, body_bytes)`` in a fixed order."""
     from app import create_app
     from app.api.targeting import Target
-    from geo.air import air_quality
-    from geo.briefing import briefing
-    from geo.disruptions import disruptions
+    from geo.service.air import air_quality
+    from geo.service.briefing import briefing
+    from geo.service.disruptions import disruptions
     from geo.errors import GeoError
 
     app = create_app({"TESTING": True, "ENGINE": engine, "INSTANCE_PATH": tempfile.mkdtemp(prefix="golden-")})
@@ -91,8 +91,8 @@ def responses(engine):
 
 
 def demo_engine(tmp: Path):
-    from geo.engine import Engine
-    from geo.snapshot import DEFAULT_SEED, DEMO_AS_OF, build_snapshot
+    from geo.data.engine import Engine
+    from geo.data.snapshot import DEFAULT_SEED, DEMO_AS_OF, build_snapshot
 
     reference = Path(os.environ.get("URBAN_REFERENCE_DIR", REPO.parent / "shared" / "data"))
     build_snapshot(tmp / "snapshot", reference, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)

@@ -15,19 +15,19 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import airrules as ar
-from . import briefing as br
-from . import transit as tr
-from . import works as wk
-from .air import window_values
-from .coords import as_arrays, valid_mask
-from .disruptions import RADIUS_KM, far_side
-from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
-from .errors import InvalidCoordinates
-from .point_index import PointIndex
-from .prepared import prepare
-from .score_grid import pairs_within
-from .timefmt import iso_utc_ms, to_ms
+from ..rules import airrules as ar
+from ..service import briefing as br
+from ..rules import transit as tr
+from ..rules import works as wk
+from ..rules.airrules import window_values
+from ..coords import as_arrays, valid_mask
+from ..service.disruptions import RADIUS_KM, far_side
+from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
+from ..errors import InvalidCoordinates
+from ..index.point_index import PointIndex
+from ..rules.prepared import prepare
+from .pairs import pairs_within
+from ..rules.timefmt import iso_utc_ms, to_ms
 
 OK, INVALID, OUTSIDE = 0, 1, 2
 STATUS_NAMES = ("ok", "invalid_coordinates", "outside_service_area")

@@ -29,7 +29,7 @@ def connect(address: str, workers: int = 2):
 
 def _score_partition(part: pd.DataFrame, path: str, snapshot_id: str, now_iso: str, lat: str, lng: str):
     from .score import join_scores, score
-    from .score_worker import engine_for
+    from .workers import engine_for
 
     eng = engine_for(path, snapshot_id)
     out = score(part, eng, datetime.fromisoformat(now_iso), lat=lat, lng=lng)
@@ -56,7 +56,7 @@ def score_dask(ddf, path, now=None, *, lat: str = "lat", lng: str = "lng"):
     from pathlib import Path
 
     from .score import join_scores, score
-    from .score_worker import engine_for
+    from .workers import engine_for
 
     path = str(Path(path).resolve())
     eng = engine_for(path)

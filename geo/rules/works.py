@@ -15,7 +15,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from .spherical import chord_for_km, haversine_km, unit_vectors
+from ..index.spherical import chord_for_km, haversine_km, unit_vectors
 from .timefmt import day_number, local_day
 
 RUNNING_STATUSES = frozenset({"In uitvoering"})
@@ -124,7 +124,7 @@ def upcoming_mask(start_day, today, days: int = UPCOMING_DAYS) -> np.ndarray:
 
 
 def upcoming_clusters(works, now) -> np.ndarray:
-    """bool per prepared works cluster (:class:`geo.prepared.Works`): a planned member starts within
+    """bool per prepared works cluster (:class:`geo.rules.prepared.Works`): a planned member starts within
     :func:`upcoming_mask` of the Europe/Brussels date of ``now`` (only planned clusters can be True).
 
     The rule behind ``upcomingWorks14d``, shared by ``/disruptions`` and batch scoring.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .score_io import InputError, file_format, open_reader, open_writer
+from .io import InputError, file_format, open_reader, open_writer
 
 
 def _parse_now(value, engine):
@@ -36,7 +36,7 @@ class _Runner:
         self.window = 1
         self._pool = self._client = self._cluster = None
         if dask:
-            from .dask_score import connect
+            from .dask import connect
 
             self._client, self._cluster = connect(dask, workers)
             self.window = 2 * max(1, len(self._client.scheduler_info().get("workers", {})) or 1)
@@ -52,7 +52,7 @@ class _Runner:
             self.where = "1 process"
 
     def submit(self, chunk):
-        from .score_worker import score_arrays
+        from .workers import score_arrays
 
         args = (self.data, self.engine.snapshot_id, chunk.lat, chunk.lng, self.now_iso)
         if self._client is not None:
@@ -60,7 +60,7 @@ class _Runner:
         if self._pool is not None:
             return self._pool.submit(score_arrays, *args)
         from .score import score
-        from .score_io import score_table
+        from .io import score_table
 
         clock = datetime.fromisoformat(self.now_iso)
         return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
@@ -107,7 +107,7 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     >>> run("points.csv", "scores.parquet", data="data/snapshot")  # doctest: +SKIP
     {'rows': 1000, 'ok': 998, ...}
     """
-    from .engine import Engine
+    from ..data.engine import Engine
 
     file_format(output)
     if Path(input_path).resolve() == Path(output).resolve():
@@ -205,7 +205,7 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pro
     One output row per input row, in input order: the input columns followed by the score columns
     (status, LEZ, river side, nearest NO2 station, NO2 value and trend, works, transit, risk).
     """
-    from .errors import SnapshotError
+    from ..errors import SnapshotError
 
     if progress is None:
         progress = sys.stderr.isatty()

@@ -22,7 +22,7 @@ def engine_for(path: str, snapshot_id: str | None = None):
     >>> engine_for("data/snapshot").snapshot_id  # doctest: +SKIP
     '0cfedcbb…'
     """
-    from .engine import Engine
+    from ..data.engine import Engine
 
     with _LOCK:
         eng = _ENGINES.get(path)
@@ -43,7 +43,7 @@ def score_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str):
     pyarrow.Table ...
     """
     from .score import score
-    from .score_io import score_table
+    from .io import score_table
 
     eng = engine_for(path, snapshot_id)
     return score_table(score((lat, lng), eng, datetime.fromisoformat(now_iso)))

@@ -144,3 +144,22 @@ def trend_one(first: float, last: float, n_values: int) -> tuple:
         return (RISING if pct > 0 else FALLING), pct
     delta = last - first
     return (STABLE if delta == 0 else RISING if delta > 0 else FALLING), float("nan")
+
+
+def window_values(air, lo: int, hi: int) -> tuple:
+    """``(value, first, n_values, measured_ms)`` of one station's measured rows ``[lo, hi)`` (a window of
+    :func:`window_bounds`): the last and first non-null values, their count and the timestamp
+    of the last one; ``(nan, nan, 0, -1)`` when there is none. Shared with batch scoring.
+
+    Examples
+    --------
+    >>> a = prepare(engine).air  # doctest: +SKIP
+    >>> lo, hi = ar.window_bounds(a.offsets, a.times_ms, 57, now_ms)  # doctest: +SKIP
+    >>> window_values(a, int(lo[0]), int(hi[0]))  # doctest: +SKIP
+    (25.0, 20.0, 2, 1794812400000)
+    """
+    vals = air.values[lo:hi]
+    ok = np.flatnonzero(~np.isnan(vals))
+    if not ok.size:
+        return float("nan"), float("nan"), 0, -1
+    return float(vals[ok[-1]]), float(vals[ok[0]]), int(ok.size), int(air.times_ms[lo + ok[-1]])

@@ -8,8 +8,8 @@ exists at a time: callers aggregate per chunk, never over all pairs.
 
 from __future__ import annotations
 
-from .point_index import PointIndex
-from .radius_grid import PairChunk
+from ..index.point_index import PointIndex
+from ..index.radius_grid import PairChunk
 
 
 class Pairs(PairChunk):

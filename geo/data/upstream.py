@@ -17,7 +17,7 @@ import pandas as pd
 import shapely
 from shapely.geometry import shape
 
-from .errors import GeoError
+from ..errors import GeoError
 from .layers import frame
 
 LOCAL_TZ = "Europe/Brussels"

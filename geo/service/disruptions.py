@@ -1,7 +1,7 @@
 """``/disruptions`` computation: road works within 2 km and De Lijn detours affecting a point.
 
 Pure: engine + point + ``now`` in, JSON-ready dict out (without ``location``, which the API adds).
-The rules are in :mod:`geo.works` and :mod:`geo.transit`; the per-layer work in :mod:`geo.prepared`.
+The rules are in :mod:`geo.rules.works` and :mod:`geo.rules.transit`; the per-layer work in :mod:`geo.rules.prepared`.
 See docs/rules.md.
 """
 
@@ -12,14 +12,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import transit as tr
-from . import works as wk
-from .engine import RIVER_NONE
+from ..rules import transit as tr
+from ..rules import works as wk
+from ..data.engine import RIVER_NONE
 from .lookups import lookups
 from .moment import moment
-from .near_one import query_radians
+from ..index.near_one import query_radians
 from .point import checked_point
-from .spherical import haversine_rad
+from ..index.spherical import haversine_rad
 
 RADIUS_KM = wk.RADIUS_KM
 
@@ -60,7 +60,7 @@ def find(engine, lat: float, lng: float, now) -> Found:
 
 def find_by_rules(engine, lat: float, lng: float, now) -> Found:
     """The same selection composed from the vectorised rules (engine radius queries, the prepared arrays,
-    :func:`geo.works.upcoming_clusters`, :func:`geo.transit.active_detours`): the definition the
+    :func:`geo.rules.works.upcoming_clusters`, :func:`geo.rules.transit.active_detours`): the definition the
     single-point :func:`find` must equal (tests compare them; ``bench/bench_point.py`` times both).
 
     Examples
@@ -68,8 +68,8 @@ def find_by_rules(engine, lat: float, lng: float, now) -> Found:
     >>> find_by_rules(engine, 51.2194, 4.4025, now).stops_near  # doctest: +SKIP
     True
     """
-    from .prepared import prepare
-    from .timefmt import to_ms
+    from ..rules.prepared import prepare
+    from ..rules.timefmt import to_ms
 
     p = prepare(engine)
     side = int(engine.river_side(lat, lng)[0])
@@ -99,7 +99,7 @@ def _by_distance(d, sel: np.ndarray, lat: float, lng: float) -> tuple:
 
 
 def find_at(engine, lat: float, lng: float, m) -> Found:
-    """:func:`find` with the clock-dependent data of a :class:`geo.moment.Moment` (shared by the endpoints).
+    """:func:`find` with the clock-dependent data of a :class:`geo.service.moment.Moment` (shared by the endpoints).
 
     Equivalent to the vectorised rules: works rows within 2 km that represent a cluster not on the far river
     side; detours in force, not on the far side and, when stops lie within the stop distance, sharing a line
@@ -168,7 +168,7 @@ class Tally(NamedTuple):
 
 
 def tally(lk, found: Found, near_km: float = 0.0) -> Tally:
-    """:class:`Tally` of a selection, with :class:`geo.lookups.Lookups` ``lk`` of its engine.
+    """:class:`Tally` of a selection, with :class:`geo.service.lookups.Lookups` ``lk`` of its engine.
 
     Examples
     --------

@@ -1,7 +1,7 @@
 """``/briefing`` computation: risk, Dutch headline, key facts, best/worst 2-hour window, next rush peak.
 
 Built from the same selections as ``/disruptions`` and ``/air-quality`` plus the rush-hour profile of
-:mod:`geo.calendar`. Pure and deterministic; see docs/rules.md for every constant.
+:mod:`geo.rules.calendar`. Pure and deterministic; see docs/rules.md for every constant.
 """
 
 from __future__ import annotations
@@ -9,81 +9,18 @@ from __future__ import annotations
 import numpy as np
 
 from . import air as air_mod
-from . import airrules as ar
+from ..rules import airrules as ar
 from . import disruptions as dis
-from . import transit as tr
-from . import works as wk
-from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
+from ..rules import transit as tr
+from ..rules import works as wk
+from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
 from .moment import moment
 from .point import checked_point
-from .prepared import prepare
-from .timefmt import MS_PER_HOUR, from_ms, iso_local
-
-LOW, MODERATE, HIGH = 0, 1, 2
-RISK_NAMES = ("low", "moderate", "high")
-RISK_PREFIX = ("Weinig hinder", "Matige hinder", "Veel hinder")
-MODERATE_FROM, HIGH_FROM = 2.0, 5.0
-NEAR_WORK_KM = 0.5
-
-WINDOW_HOURS = 2
-HORIZON_HOURS = 24
-TRAFFIC_WEIGHT, LOAD_WEIGHT = 0.75, 0.25
-LOAD_PER_RUNNING_WORK = 0.05
-LOAD_PER_DETOUR = np.array([0.10, 0.20, 0.35])  # by severity low / medium / high
-
-
-def risk_score(near_running, other_running, upcoming, n_low, n_medium, n_high, compliance,
-               stops_near) -> np.ndarray:
-    """Risk points (vectorised over points).
-
-    works: 1 per running work within 0.5 km + 0.5 per other running work within 2 km (at most 4);
-    upcoming works: 0.25 each (at most 1); detours: low 0.5, medium 1, high 2 (at most 4), counted only
-    where a stop lies within the stop distance (``stops_near``): detours kept by the contract's no-stop
-    fallback (every Antwerp-region detour) add nothing; NO2: 2 above the EU limit, 1 above the WHO guideline.
-
-    Examples
-    --------
-    >>> risk_score([1, 1], [2, 2], [1, 1], [0, 0], [1, 1], [1, 1], [ar.ABOVE_WHO] * 2, [True, False]).tolist()
-    [6.25, 3.25]
-    """
-    works = np.minimum(np.asarray(near_running) * 1.0 + np.asarray(other_running) * 0.5, 4.0)
-    upcoming = np.minimum(np.asarray(upcoming) * 0.25, 1.0)
-    transit = np.minimum(np.asarray(n_low) * 0.5 + np.asarray(n_medium) * 1.0 + np.asarray(n_high) * 2.0, 4.0)
-    transit = np.where(np.asarray(stops_near, dtype=bool), transit, 0.0)
-    c = np.asarray(compliance)
-    air = np.where(c == ar.ABOVE_EU, 2.0, np.where(c == ar.ABOVE_WHO, 1.0, 0.0))
-    return works + upcoming + transit + air
-
-
-def risk_level(score) -> np.ndarray:
-    """int8 risk: LOW below 2 points, MODERATE below 5, HIGH from 5.
-
-    Examples
-    --------
-    >>> risk_level([0, 1.99, 2, 4.99, 5]).tolist()
-    [0, 0, 1, 1, 2]
-    """
-    return np.searchsorted([MODERATE_FROM, HIGH_FROM], np.asarray(score, dtype=np.float64),
-                           side="right").astype(np.int8)
-
-
-def risk_one(near_running: int, other_running: int, upcoming: int, n_low: int, n_medium: int, n_high: int,
-             compliance: int, stops_near: bool) -> tuple:
-    """Scalar ``(risk_score, risk_level)`` of one point: the same IEEE operations in the same order as
-    :func:`risk_score` and :func:`risk_level` (the single-request fast path).
-
-    Examples
-    --------
-    >>> risk_one(1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, True), risk_one(1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, False)
-    ((6.25, 2), (3.25, 1))
-    """
-    works = min(near_running * 1.0 + other_running * 0.5, 4.0)
-    upcoming = min(upcoming * 0.25, 1.0)
-    transit = min(n_low * 0.5 + n_medium * 1.0 + n_high * 2.0, 4.0) if stops_near else 0.0
-    air = 2.0 if compliance == ar.ABOVE_EU else (1.0 if compliance == ar.ABOVE_WHO else 0.0)
-    score = works + upcoming + transit + air
-    return score, (score >= MODERATE_FROM) + (score >= HIGH_FROM)
-
+from ..rules.prepared import prepare
+from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule names)
+    HIGH, HORIZON_HOURS, LOAD_PER_DETOUR, LOAD_PER_RUNNING_WORK, LOAD_WEIGHT, LOW, MODERATE, NEAR_WORK_KM,
+    RISK_NAMES, TRAFFIC_WEIGHT, WINDOW_HOURS, risk_level, risk_one, risk_score)
+from ..rules.timefmt import MS_PER_HOUR, from_ms, iso_local
 
 def _n(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
@@ -101,6 +38,7 @@ def _transit_phrase(n: int, high: int) -> str:
     return text + (f" ({high} met grote hinder)" if high else "")
 
 
+RISK_PREFIX = ("Weinig hinder", "Matige hinder", "Veel hinder")
 STOP_RADIUS_M = round(tr.STOP_RADIUS_KM * 1000)
 
 

@@ -119,7 +119,7 @@ def severity(n_unserved, n_lines, delay_min=0) -> np.ndarray:
 
 
 def in_force(start_ms, end_ms, t_ms) -> np.ndarray:
-    """bool (broadcasting): ``start <= t < end``; ``end_ms`` is :data:`geo.timefmt.NO_END_MS` when open.
+    """bool (broadcasting): ``start <= t < end``; ``end_ms`` is :data:`geo.rules.timefmt.NO_END_MS` when open.
 
     Examples
     --------
@@ -130,7 +130,7 @@ def in_force(start_ms, end_ms, t_ms) -> np.ndarray:
 
 
 def active_detours(detours, now_ms: int) -> np.ndarray:
-    """bool per prepared detour (:class:`geo.prepared.Detours`): in force at ``now_ms``.
+    """bool per prepared detour (:class:`geo.rules.prepared.Detours`): in force at ``now_ms``.
 
     The rule of ``/disruptions`` and of batch scoring; the weekday list does not hide a detour in force.
 
@@ -145,7 +145,7 @@ def active_detours(detours, now_ms: int) -> np.ndarray:
 def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
     """bool (broadcasting): ``start <= t < end`` and the local weekday of ``t`` is one of the detour days.
 
-    ``end_ms`` uses :data:`geo.timefmt.NO_END_MS` for open-ended detours.
+    ``end_ms`` uses :data:`geo.rules.timefmt.NO_END_MS` for open-ended detours.
 
     Examples
     --------

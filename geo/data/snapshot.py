@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import SnapshotError
+from ..errors import SnapshotError
 from .layers import CRS, LAYERS, SCHEMAS
 
 FORMAT_VERSION = 1
@@ -166,7 +166,7 @@ def verify_loadable(path):
     geo.errors.SnapshotError: snapshot directory /nonexistent does not exist; rebuild it: ...
     """
     from .engine import Engine
-    from .errors import GeoError
+    from ..errors import GeoError
 
     try:
         return Engine.load(path)

@@ -18,7 +18,7 @@ import shapely
 
 from . import transit as tr
 from . import works as wk
-from .engine import RIVER_NONE
+from ..data.engine import RIVER_NONE
 from .timefmt import NO_END_MS, column_ms, day_strings, iso_utc_ms, local_day_numbers, to_ms
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

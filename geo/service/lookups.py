@@ -1,4 +1,4 @@
-"""Per-engine lookup tables of the single-point endpoints, built once (first use) from :mod:`geo.prepared`.
+"""Per-engine lookup tables of the single-point endpoints, built once (first use) from :mod:`geo.rules.prepared`.
 
 What a single request needs beyond the prepared arrays, in the form that is cheapest to index for one
 point: works rows that may be listed for each river side of the point, each stop's matched detours as an
@@ -13,11 +13,11 @@ import weakref
 
 import numpy as np
 
-from . import works as wk
-from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
-from .near_one import NearTable
-from .prepared import prepare
-from .transit import STOP_RADIUS_KM
+from ..rules import works as wk
+from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
+from ..index.near_one import NearTable
+from ..rules.prepared import prepare
+from ..rules.transit import STOP_RADIUS_KM
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -49,7 +49,7 @@ class Lookups:
 
     Attributes
     ----------
-    prepared : geo.prepared.Prepared
+    prepared : geo.rules.prepared.Prepared
     row_listed : dict side -> bool array over ``engine.works`` rows: the row represents a works cluster
         that is not on the far river side of a point on ``side``
     row_cluster : int64 array over works rows (``prepared.works.row_cluster``)
@@ -96,7 +96,7 @@ class Lookups:
             for i, title, lines, sev, delay, end in d.items]
 
     def _near_tables(self, engine, w):
-        """The works-cluster and stop :class:`geo.near_one.NearTable` s (None when unusable: the engine's
+        """The works-cluster and stop :class:`geo.index.near_one.NearTable` s (None when unusable: the engine's
         own queries serve then)."""
         rep = np.flatnonzero(self.row_cluster >= 0)
         clusters = self.row_cluster[rep]
@@ -137,7 +137,7 @@ class Lookups:
 
 def lookups(engine) -> Lookups:
     """The engine's :class:`Lookups`, built on first call and kept with the engine's prepared data
-    (:func:`geo.prepared.prepare`; rebuilt if that is rebuilt).
+    (:func:`geo.rules.prepared.prepare`; rebuilt if that is rebuilt).
 
     Examples
     --------

@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from .coords import validate
-from .polygon_index import PolygonGrid
-from .point_index import PointIndex
-from .spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
+from ..coords import validate
+from ..errors import InvalidCoordinates
+from ..index.polygon_index import PolygonGrid
+from ..index.point_index import PointIndex
+from ..index.spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
 
 # river_side() codes
 RIVER_NONE = 0   # outside the Antwerp river zone: no river side
@@ -28,6 +29,7 @@ RIVER_LEFT = 1   # left (west) bank: Linkeroever, Zwijndrecht, Burcht, Kruibeke,
 RIVER_RIGHT = 2  # right (east) bank: city centre, Hoboken, northern port
 
 LAYERS = ("service_area", "lez", "river", "stations", "stops", "works", "detours", "no2")
+POINT_LAYERS = ("stations", "stops", "works", "detours")  # located by one point each (point_on_surface)
 
 
 def _scalar(lat, lng):
@@ -123,28 +125,25 @@ class Engine:
             if frame is None:
                 frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})
             setattr(self, name, _as_4326(frame).reset_index(drop=True))
+        self._check_points()
         self._build_indexes()
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
     def load(cls, path) -> "Engine":
-        """Load and validate a snapshot directory, build every index and the rules' prepared data.
+        """Load and validate a snapshot directory and build every spatial index.
 
-        Raises ``SnapshotError`` naming the file and the fix.
+        Raises ``SnapshotError`` naming the file and the fix. :func:`geo.load` also builds the rules'
+        prepared data and the single-point tables (what the API does at start).
 
         Examples
         --------
         >>> eng = Engine.load("data/snapshot")  # doctest: +SKIP
         """
-        from .lookups import lookups
-        from .prepared import prepare
         from .snapshot import read_snapshot
 
         layers, manifest = read_snapshot(path)
-        engine = cls.from_layers(layers, manifest)
-        prepare(engine)  # the endpoint rules' per-layer data, built at load and never per request
-        lookups(engine)  # and the single-point lookup tables built from it
-        return engine
+        return cls.from_layers(layers, manifest)
 
     @classmethod
     def from_layers(cls, layers: dict, manifest: dict) -> "Engine":
@@ -159,6 +158,17 @@ class Engine:
         array([ True])
         """
         return cls(layers, manifest)
+
+    def _check_points(self):
+        """Every located point of the point layers is a WGS84 (lat, lng): a projected pair (e.g. Lambert-72
+        metres) raises ``InvalidCoordinates`` naming the layer, here at load and never in a request."""
+        for name in POINT_LAYERS:
+            lat, lng = point_coords(getattr(self, name))
+            located = np.isfinite(lat) & np.isfinite(lng)
+            try:
+                validate(lat[located], lng[located])
+            except InvalidCoordinates as exc:
+                raise InvalidCoordinates(f"layer {name}: {exc}") from None
 
     def _build_indexes(self):
         self._area = PolygonGrid(_union(self.service_area))

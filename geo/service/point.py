@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .coords import validate
-from .errors import InvalidCoordinates, OutsideServiceArea
+from ..coords import validate
+from ..errors import InvalidCoordinates, OutsideServiceArea
 
 
 def checked_point(engine, lat, lng) -> tuple:

@@ -13,7 +13,7 @@ import geopandas as gpd
 import shapely
 from shapely.geometry import shape
 
-from .errors import SnapshotError
+from ..errors import SnapshotError
 from .layers import CRS, frame
 
 SERVICE_AREA = "boundaries/flanders_brussels_union.geojson"

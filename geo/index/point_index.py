@@ -2,7 +2,7 @@
 
 Candidates come from a ``scipy.spatial.cKDTree`` on 3-D unit vectors (chord distance, widened by
 ``CHORD_SLACK``), and every reported distance and every in/out decision is made on the exact haversine
-distance (:func:`geo.spherical.haversine_rad`). Ties are broken by the layer's row order (nearest) or by
+distance (:func:`geo.index.spherical.haversine_rad`). Ties are broken by the layer's row order (nearest) or by
 ``(distance, id)`` (radius lists).
 """
 
@@ -125,7 +125,7 @@ class PointIndex:
 
     # --- many points --------------------------------------------------------------------------
     def pairs(self, lat, lng, radius_km: float, chunk: int = PAIR_CHUNK):
-        """Yield :class:`geo.radius_grid.PairChunk` s covering every (query, point) pair with haversine
+        """Yield :class:`geo.index.radius_grid.PairChunk` s covering every (query, point) pair with haversine
         distance <= radius (``chunk.k`` numbers the compacted points: ``self.rows[chunk.k]`` is the row).
 
         ``lat``/``lng`` are validated float64 degree arrays. Chunks come in ascending query order, a query's

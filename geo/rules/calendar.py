@@ -67,7 +67,7 @@ def easter_sunday(year):
 
     Examples
     --------
-    >>> from geo.timefmt import day_strings
+    >>> from geo.rules.timefmt import day_strings
     >>> day_strings(easter_sunday([2024, 2025, 2026])).tolist()
     ['2024-03-31', '2025-04-20', '2026-04-05']
     """

@@ -1,7 +1,7 @@
 """``/air-quality`` computation: latest measured NO2 at the nearest station, thresholds, compliance, LEZ.
 
-Pure: engine + point + ``now`` in, JSON-ready dict out. Rules in :mod:`geo.airrules`; the measured series
-per station are prepared once in :mod:`geo.prepared`. See docs/rules.md.
+Pure: engine + point + ``now`` in, JSON-ready dict out. Rules in :mod:`geo.rules.airrules`; the measured series
+per station are prepared once in :mod:`geo.rules.prepared`. See docs/rules.md.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import airrules as ar
+from ..rules import airrules as ar
+from ..rules.airrules import window_values  # noqa: F401  (re-exported: air.window_values)
 from .moment import moment
 from .point import checked_point
-from .spherical import haversine_rad
-from .timefmt import iso_utc_ms
+from ..index.spherical import haversine_rad
+from ..rules.timefmt import iso_utc_ms
 
 UNIT = "µg/m³"
 THRESHOLD_NOTE = ("Jaargemiddelde normen voor NO2; de vergelijking met een uurwaarde is indicatief.")
@@ -53,25 +54,6 @@ def nearest_no2_station(air, lat: float, lng: float) -> tuple:
     return int(air.no2_rows[k]), float(km[k])
 
 
-def window_values(air, lo: int, hi: int) -> tuple:
-    """``(value, first, n_values, measured_ms)`` of one station's measured rows ``[lo, hi)`` (a window of
-    :func:`geo.airrules.window_bounds`): the last and first non-null values, their count and the timestamp
-    of the last one; ``(nan, nan, 0, -1)`` when there is none. Shared with batch scoring.
-
-    Examples
-    --------
-    >>> a = prepare(engine).air  # doctest: +SKIP
-    >>> lo, hi = ar.window_bounds(a.offsets, a.times_ms, 57, now_ms)  # doctest: +SKIP
-    >>> window_values(a, int(lo[0]), int(hi[0]))  # doctest: +SKIP
-    (25.0, 20.0, 2, 1794812400000)
-    """
-    vals = air.values[lo:hi]
-    ok = np.flatnonzero(~np.isnan(vals))
-    if not ok.size:
-        return float("nan"), float("nan"), 0, -1
-    return float(vals[ok[-1]]), float(vals[ok[0]]), int(ok.size), int(air.times_ms[lo + ok[-1]])
-
-
 def read(engine, lat: float, lng: float, now) -> Reading:
     """The raw reading for a checked point.
 
@@ -84,7 +66,7 @@ def read(engine, lat: float, lng: float, now) -> Reading:
 
 
 def read_at(engine, lat: float, lng: float, m) -> Reading:
-    """:func:`read` with the per-instant station readings of a :class:`geo.moment.Moment`."""
+    """:func:`read` with the per-instant station readings of a :class:`geo.service.moment.Moment`."""
     station, station_km = nearest_no2_station(m.lookups.prepared.air, lat, lng)
     in_lez = bool(engine.in_lez(lat, lng)[0])
     if station < 0:
@@ -107,7 +89,7 @@ def build(engine, r: Reading, now) -> dict:
 
 
 def build_at(r: Reading, m) -> dict:
-    """:func:`build` with the per-instant strings of a :class:`geo.moment.Moment`."""
+    """:func:`build` with the per-instant strings of a :class:`geo.service.moment.Moment`."""
     a = m.lookups.prepared.air
     known = r.n_values > 0
     station = None

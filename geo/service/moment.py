@@ -18,16 +18,16 @@ from bisect import bisect_right
 
 import numpy as np
 
-from . import transit as tr
-from . import works as wk
-from .airrules import WINDOW_MS, compliance_one, trend_one, window_bounds
-from .calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
-from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
+from ..rules import transit as tr
+from ..rules import works as wk
+from ..rules.airrules import WINDOW_MS, compliance_one, trend_one, window_bounds, window_values
+from ..rules.risk import HORIZON_HOURS, LOAD_PER_DETOUR
+from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
+from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
 from .lookups import lookups
-from .timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
+from ..rules.timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
 
 MAX_ENTRIES = 4096     # per cache; a full cache is emptied and refilled
-HORIZON_HOURS = 24
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -88,7 +88,7 @@ class Moment:
     ----------
     now : datetime.datetime
     now_ms : int
-    lookups : geo.lookups.Lookups
+    lookups : geo.service.lookups.Lookups
 
     Examples
     --------
@@ -110,7 +110,7 @@ class Moment:
     # --- disruptions --------------------------------------------------------------------------
     @property
     def upcoming(self) -> np.ndarray:
-        """bool per works cluster: :func:`geo.works.upcoming_clusters` (cached per Brussels date)."""
+        """bool per works cluster: :func:`geo.rules.works.upcoming_clusters` (cached per Brussels date)."""
         hit = self._upcoming
         if hit is None:
             today = day_number(local_day(self.now))
@@ -154,7 +154,6 @@ class Moment:
         key = (bisect_right(t.air_breaks, self.now_ms), station)
         r = t.readings.get(key)
         if r is None:
-            from .air import window_values  # the one definition of the window's values
 
             a = self.lookups.prepared.air
             lo, hi = window_bounds(a.offsets, a.times_ms, station, self.now_ms)
@@ -170,11 +169,10 @@ class Moment:
     def slots(self):
         """``(starts, traffic, load_per_detour)``: the hourly slot starts of the next 24 h, their traffic
         profile, and the (n_detours, n_slots) load each detour adds to each slot it is in force in (period
-        and weekday), as :func:`geo.briefing.slot_scores` computes them (cached per :meth:`slot_key`)."""
+        and weekday), as :func:`geo.service.briefing.slot_scores` computes them (cached per :meth:`slot_key`)."""
         key = self.slot_key()
         s = self._t.slots.get(key)
         if s is None:
-            from .briefing import LOAD_PER_DETOUR
 
             d = self.lookups.prepared.detours
             starts = hour_starts(self.now_ms, HORIZON_HOURS)
@@ -194,14 +192,14 @@ class Moment:
         return found
 
     def local_iso(self, ms: int) -> str:
-        """:func:`geo.timefmt.iso_local` of epoch milliseconds (cached)."""
+        """:func:`geo.rules.timefmt.iso_local` of epoch milliseconds (cached)."""
         text = self._t.local_iso.get(ms)
         if text is None:
             text = _put(self._t.local_iso, ms, iso_local(from_ms(ms)))
         return text
 
     def rush(self) -> tuple:
-        """``(kind, start, peak, end)`` strings of :func:`geo.calendar.next_rush_peak` (cached per minute:
+        """``(kind, start, peak, end)`` strings of :func:`geo.rules.calendar.next_rush_peak` (cached per minute:
         rush periods start and end on whole minutes)."""
         minute = self.now_ms // 60_000
         r = self._t.rush.get(minute)

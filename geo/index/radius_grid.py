@@ -89,7 +89,7 @@ class RadiusGrid:
 
         Examples
         --------
-        >>> from geo.spherical import unit_vectors
+        >>> from geo.index.spherical import unit_vectors
         >>> lat, lng = np.array([51.0, 51.01, 52.0]), np.array([4.0, 4.0, 4.0])
         >>> la, ln = np.radians(lat), np.radians(lng)
         >>> g = RadiusGrid(la, ln, np.cos(la), unit_vectors(lat, lng), 2.0)

@@ -4,7 +4,7 @@ The points' bounding box is cut into cells at least the radius wide along both a
 the rigorous bound ``2 asin(sin(r / 2R) / cos(lat_max))``), so every point within the radius of a query lies
 in the 3 x 3 block around the query's cell. At build time each cell gets the list of every point of its
 3 x 3 block, stored contiguously with the points' radians and ``cos(latitude)``: a query reads one slice and
-computes the exact haversine distances on it with :func:`geo.spherical.haversine_rad` on the same values as
+computes the exact haversine distances on it with :func:`geo.index.spherical.haversine_rad` on the same values as
 the engine's indexes, so distances and membership are the engine's, byte for byte.
 """
 
