@@ -26,7 +26,7 @@ from geo.rules import transit as tr
 from geo.rules import works as wk
 from geo.rules.calendar import next_rush_peak
 from geo.service.point import checked_point
-from geo.rules.prepared import prepare
+from geo.service.loaded import prepare
 from geo.rules.timefmt import iso_utc_ms, to_ms
 
 POINTS = {"Ghent area": (50.947233, 3.221685), "Antwerp centre": (51.2177, 4.4206)}

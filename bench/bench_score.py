@@ -112,7 +112,7 @@ def naive_score(engine, lat, lng, now):
     """
     from geo.rules import transit as tr
     from geo.rules import works as wk
-    from geo.rules.prepared import prepare
+    from geo.service.loaded import prepare
     from geo.batch.score import _air_by_station
     from geo.rules.timefmt import to_ms
 

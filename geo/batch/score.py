@@ -25,7 +25,7 @@ from ..service.disruptions import RADIUS_KM, far_side
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..errors import InvalidCoordinates
 from ..index.point_index import PointIndex
-from ..rules.prepared import prepare
+from ..service.loaded import prepare
 from .pairs import pairs_within
 from ..rules.timefmt import iso_utc_ms, to_ms
 

@@ -1,4 +1,5 @@
-"""Per-engine precomputation for the data-endpoint rules, built once (first use or :func:`prepare`).
+"""Per-snapshot precomputation for the data-endpoint rules: :func:`build`, called once per loaded snapshot
+by :class:`geo.service.loaded.LoadedSnapshot` (``geo.service.loaded.prepare(engine)`` returns its copy).
 
 Everything that does not depend on the query point or the clock is computed here from the engine's layers:
 status classes and collapsed works clusters with their river side, Antwerp-region detours with normalised line
@@ -8,8 +9,6 @@ Requests then only index these arrays.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,8 +20,6 @@ from . import works as wk
 from ..data.engine import RIVER_NONE
 from .timefmt import NO_END_MS, column_ms, day_strings, iso_utc_ms, local_day_numbers, to_ms
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
 
 
 def _col(frame, name, default=None):
@@ -120,24 +117,16 @@ class Prepared:
     retrieved_at: str           # oldest retrievedAt of the works / detours / stops layers
 
 
-def prepare(engine) -> Prepared:
-    """The engine's prepared rule data, built on first call and cached for the engine's lifetime.
+def build(engine) -> Prepared:
+    """The prepared rule data of ``engine`` (a new object on every call: keep the one of the snapshot's
+    :class:`geo.service.loaded.LoadedSnapshot`).
 
     Examples
     --------
-    >>> p = prepare(engine)  # doctest: +SKIP
-    >>> p is prepare(engine)  # doctest: +SKIP
+    >>> build(engine).works.ids.size <= len(engine.works)  # doctest: +SKIP
     True
     """
-    found = _CACHE.get(engine)
-    if found is not None:
-        return found
-    with _LOCK:
-        found = _CACHE.get(engine)
-        if found is None:
-            found = Prepared(_works(engine), _detours(engine), _air(engine), _retrieved_at(engine))
-            _CACHE[engine] = found
-    return found
+    return Prepared(_works(engine), _detours(engine), _air(engine), _retrieved_at(engine))
 
 
 def _works(engine) -> Works:

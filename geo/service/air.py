@@ -13,7 +13,7 @@ import numpy as np
 
 from ..rules import airrules as ar
 from ..rules.airrules import window_values  # noqa: F401  (re-exported: air.window_values)
-from .moment import moment
+from .loaded import moment
 from .point import checked_point
 from ..index.spherical import haversine_rad
 from ..rules.timefmt import iso_utc_ms

@@ -9,14 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import air as air_mod
-from ..rules import airrules as ar
+from ..rules import airrules as ar  # noqa: F401  (the doctests' compliance names)
 from . import disruptions as dis
 from ..rules import transit as tr
 from ..rules import works as wk
 from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
-from .moment import moment
+from .loaded import moment, prepare
 from .point import checked_point
-from ..rules.prepared import prepare
 from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule names)
     HIGH, HORIZON_HOURS, LOAD_PER_DETOUR, LOAD_PER_RUNNING_WORK, LOAD_WEIGHT, LOW, MODERATE, NEAR_WORK_KM,
     RISK_NAMES, TRAFFIC_WEIGHT, WINDOW_HOURS, risk_level, risk_one, risk_score)

@@ -15,8 +15,7 @@ import numpy as np
 from ..rules import transit as tr
 from ..rules import works as wk
 from ..data.engine import RIVER_NONE
-from .lookups import lookups
-from .moment import moment
+from .loaded import lookups, moment, prepare
 from ..index.near_one import query_radians
 from .point import checked_point
 from ..index.spherical import haversine_rad
@@ -68,7 +67,6 @@ def find_by_rules(engine, lat: float, lng: float, now) -> Found:
     >>> find_by_rules(engine, 51.2194, 4.4025, now).stops_near  # doctest: +SKIP
     True
     """
-    from ..rules.prepared import prepare
     from ..rules.timefmt import to_ms
 
     p = prepare(engine)
@@ -256,13 +254,17 @@ def disruptions(engine, lat, lng, now) -> dict:
     ['construction', 'radiusKm', 'retrievedAt', 'summary', 'transit']
     """
     lat, lng = checked_point(engine, lat, lng)
-    found = find(engine, lat, lng, now)
-    return build(engine, found)
+    m = moment(engine, now)
+    return body(m.lookups, find_at(engine, lat, lng, m))
 
 
 def build(engine, found: Found) -> dict:
     """The response dict of a selection."""
-    lk = lookups(engine)
+    return body(lookups(engine), found)
+
+
+def body(lk, found: Found) -> dict:
+    """The response dict of a selection, from the snapshot's lookup tables."""
     return {
         "radiusKm": 2,
         "summary": summary_of(tally(lk, found), found),

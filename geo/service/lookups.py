@@ -1,4 +1,4 @@
-"""Per-engine lookup tables of the single-point endpoints, built once (first use) from :mod:`geo.rules.prepared`.
+"""Lookup tables of the single-point endpoints, built once per loaded snapshot from its prepared data.
 
 What a single request needs beyond the prepared arrays, in the form that is cheapest to index for one
 point: works rows that may be listed for each river side of the point, each stop's matched detours as an
@@ -8,19 +8,13 @@ depends on the query point or the clock.
 
 from __future__ import annotations
 
-import threading
-import weakref
-
 import numpy as np
 
 from ..rules import works as wk
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..index.near_one import NearTable
-from ..rules.prepared import prepare
 from ..rules.transit import STOP_RADIUS_KM
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
 MAX_SELECTIONS = 4096  # cached detour bit mask -> index array conversions
 
 
@@ -64,8 +58,8 @@ class Lookups:
     work_items, detour_items : per cluster / detour, the JSON item of ``/disruptions`` (copy before use)
     """
 
-    def __init__(self, engine):
-        p = self.prepared = prepare(engine)
+    def __init__(self, engine, prepared):
+        p = self.prepared = prepared
         w, d = p.works, p.detours
         self.row_cluster = w.row_cluster
         rep = w.row_cluster >= 0
@@ -133,23 +127,3 @@ class Lookups:
                 self._selections.clear()
             self._selections[mask] = sel
         return sel
-
-
-def lookups(engine) -> Lookups:
-    """The engine's :class:`Lookups`, built on first call and kept with the engine's prepared data
-    (:func:`geo.rules.prepared.prepare`; rebuilt if that is rebuilt).
-
-    Examples
-    --------
-    >>> lookups(engine) is lookups(engine)  # doctest: +SKIP
-    True
-    """
-    p = prepare(engine)
-    found = _CACHE.get(engine)
-    if found is not None and found.prepared is p:
-        return found
-    with _LOCK:
-        found = _CACHE.get(engine)
-        if found is None or found.prepared is not p:  # built from these prepared arrays, never stale
-            found = _CACHE[engine] = Lookups(engine)
-    return found

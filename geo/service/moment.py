@@ -1,7 +1,7 @@
-"""Clock-dependent, point-independent data of the single-point endpoints, cached per engine by the coarsest
-key that fixes each value exactly.
+"""Clock-dependent, point-independent data of the single-point endpoints, cached per loaded snapshot by the
+coarsest key that fixes each value exactly.
 
-For one engine (immutable) these values change only at known instants, so each is cached under the piece
+For one snapshot (immutable) these values change only at known instants, so each is cached under the piece
 of ``now`` it depends on: the 14-day upcoming flag per works cluster under the Brussels date; the detours in
 force under the interval between consecutive detour start/end instants; a station's NO2 reading under the
 interval between consecutive measurement instants ``t`` and ``t + 2 h``; the briefing's hourly slots and
@@ -12,8 +12,6 @@ clock nearly every request does. ``now`` stays a parameter: nothing here reads t
 
 from __future__ import annotations
 
-import threading
-import weakref
 from bisect import bisect_right
 
 import numpy as np
@@ -24,13 +22,10 @@ from ..rules.airrules import WINDOW_MS, compliance_one, trend_one, window_bounds
 from ..rules.risk import HORIZON_HOURS, LOAD_PER_DETOUR
 from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
-from .lookups import lookups
 from ..rules.timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
 
 MAX_ENTRIES = 4096     # per cache; a full cache is emptied and refilled
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
 
 
 def _put(cache: dict, key, value):
@@ -53,8 +48,9 @@ class StationReading:
         self.measured_at = iso_utc_ms(measured_ms) if n_values else None
 
 
-class _Times:
-    """Per-engine caches (see the module docstring) and the instants at which their values change."""
+class Times:
+    """The clock caches of one loaded snapshot (see the module docstring) and the instants at which their
+    values change; held by :class:`geo.service.loaded.LoadedSnapshot`."""
 
     def __init__(self, lk):
         self.lookups = lk
@@ -71,18 +67,9 @@ class _Times:
         self.last = None            # the last Moment made (reused for the same instant)
 
 
-def _times(engine, lk) -> _Times:
-    found = _CACHE.get(engine)
-    if found is None or found.lookups is not lk:
-        with _LOCK:
-            found = _CACHE.get(engine)
-            if found is None or found.lookups is not lk:  # built from these lookups, never stale
-                found = _CACHE[engine] = _Times(lk)
-    return found
-
-
 class Moment:
-    """The clock-dependent data of one engine at one instant ``now`` (aware datetime).
+    """The clock-dependent data of one loaded snapshot (:class:`geo.service.loaded.LoadedSnapshot`) at one
+    instant ``now`` (aware datetime).
 
     Attributes
     ----------
@@ -92,19 +79,19 @@ class Moment:
 
     Examples
     --------
-    >>> m = Moment(engine, now)  # doctest: +SKIP
-    >>> m.upcoming is Moment(engine, now).upcoming  # doctest: +SKIP
+    >>> m = Moment(loaded(engine), now)  # doctest: +SKIP
+    >>> m.upcoming is Moment(loaded(engine), now).upcoming  # doctest: +SKIP
     True
     """
 
     __slots__ = ("now", "now_ms", "instant", "lookups", "_t", "_upcoming", "_active", "_window")
 
-    def __init__(self, engine, now):
+    def __init__(self, snapshot, now):
         self.now_ms = to_ms(now)  # raises ValueError for a naive ``now``, as before
         self.now = now
         self.instant = now.timestamp()  # exact, fold-aware (== on same-tzinfo datetimes ignores fold)
-        self.lookups = lk = lookups(engine)
-        self._t = _times(engine, lk)
+        self.lookups = snapshot.lookups
+        self._t = snapshot.times
         self._upcoming = self._active = self._window = None
 
     # --- disruptions --------------------------------------------------------------------------
@@ -208,23 +195,3 @@ class Moment:
             r = _put(self._t.rush, minute,
                      (peak.kind, peak.start.isoformat(), peak.peak.isoformat(), peak.end.isoformat()))
         return r
-
-
-def moment(engine, now) -> Moment:
-    """The :class:`Moment` of ``engine`` at ``now`` (the last one is reused for the same instant, as with
-    the snapshot clock). Raises ``ValueError`` for a naive ``now``.
-
-    Examples
-    --------
-    >>> moment(engine, now) is moment(engine, now)  # doctest: +SKIP
-    True
-    """
-    t = _CACHE.get(engine)
-    last = t.last if t is not None else None
-    same = (last is not None and now.utcoffset() is not None and last.instant == now.timestamp()
-            and last.lookups is lookups(engine))
-    if same:
-        return last  # same instant (in any time zone) and the same prepared data: the same values
-    m = Moment(engine, now)
-    m._t.last = m
-    return m

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import rules_world as W
 from geo.rules import airrules as ar
 from geo.service.air import air_quality, nearest_no2_station
-from geo.rules.prepared import prepare
+from geo.service.loaded import prepare
 
 UTC = timezone.utc
 LAT, LNG = W.P

@@ -16,7 +16,7 @@ from geo.service.air import air_quality
 from geo.service.briefing import briefing
 from geo.data.demo import EMPTY_WINDOW_STATION, LAST_HOUR_GAP_STATION
 from geo.service.disruptions import disruptions
-from geo.rules.prepared import prepare
+from geo.service.loaded import prepare
 from geo.rules.transit import split_lines
 
 GROENPLAATS = (51.2194, 4.4003)

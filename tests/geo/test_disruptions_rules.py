@@ -19,7 +19,7 @@ from geo import InvalidCoordinates, OutsideServiceArea
 from geo.rules import transit as tr
 from geo.rules import works as wk
 from geo.service.disruptions import disruptions
-from geo.rules.prepared import prepare
+from geo.service.loaded import prepare
 from geo.index.spherical import haversine_km
 from geo.rules.timefmt import to_ms
 

@@ -20,7 +20,7 @@ from geo.service import air, briefing as br, disruptions as dis
 from geo.rules import works as wk
 from geo.service.lookups import stop_detour_masks
 from geo.index.near_one import NearTable
-from geo.rules.prepared import prepare
+from geo.service.loaded import prepare
 from geo.index.spherical import haversine_rad
 from geo.rules.timefmt import from_ms, iso_utc_ms
 
@@ -150,13 +150,14 @@ def test_responses_do_not_share_mutable_parts(world):
 
 
 def test_upcoming_flags_follow_the_brussels_date(world):
+    from geo.service.loaded import loaded
     from geo.service.moment import Moment
 
     works = prepare(world).works
     start = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # spans the end of summer time
     for h in range(0, 40 * 24, 5):
         now = start + timedelta(hours=h)
-        assert Moment(world, now).upcoming.tolist() == wk.upcoming_clusters(works, now).tolist(), now
+        assert Moment(loaded(world), now).upcoming.tolist() == wk.upcoming_clusters(works, now).tolist(), now
 
 
 def test_build_of_a_reading_from_another_instant_reports_that_reading(engine):
