@@ -7,7 +7,7 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser snapshot serve serve-live test bench loadtest clean golden
+.PHONY: install browser snapshot serve serve-live lint test bench loadtest clean golden
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,7 +39,12 @@ serve: install snapshot
 serve-live: install
 	$(PY) -m app.sources live --port $(PORT) --reference $(REFERENCE)
 
-test: install browser
+# Lint (ruff: pyflakes + bugbear, configured in pyproject.toml) and types (mypy on geo/ and app/).
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: install browser lint
 	$(PY) -m pytest -n auto
 
 bench: install snapshot
@@ -56,7 +61,7 @@ loadtest: install snapshot $(WRK)
 	$(PY) -m bench.loadtest
 
 clean:
-	rm -rf $(VENV) data/snapshot instance .pytest_cache .hypothesis
+	rm -rf $(VENV) data/snapshot instance .pytest_cache .hypothesis .mypy_cache .ruff_cache
 
 # Golden corpus of the data endpoints' response bodies (tests/golden): rewrite it after an intended change of
 # output (e.g. a new demo scenario generator), then review and commit tests/golden/corpus.jsonl.gz.

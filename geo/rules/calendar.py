@@ -183,7 +183,7 @@ def local_hour_kind(instants_ms) -> tuple:
         off = datetime.fromtimestamp(lo / 1000.0, BRUSSELS).utcoffset()
         if hi - lo <= 2 * 24 * MS_PER_HOUR and datetime.fromtimestamp(hi / 1000.0, BRUSSELS).utcoffset() == off:
             # one UTC offset over a short span (no DST change in between): plain integer arithmetic
-            local = ms + off // timedelta(milliseconds=1)
+            local = ms + off // timedelta(milliseconds=1)  # type: ignore[operator]  # aware: never None
             days = local // (24 * MS_PER_HOUR)
             kind_of = {int(d): day_kind_of(date(1970, 1, 1) + timedelta(days=int(d))) for d in np.unique(days)}
             kinds = np.array([kind_of[d] for d in days.tolist()], dtype=np.int8)
@@ -191,13 +191,13 @@ def local_hour_kind(instants_ms) -> tuple:
     hours = np.empty(ms.size, dtype=np.int64)
     kinds = np.empty(ms.size, dtype=np.int8)
     weekdays = np.empty(ms.size, dtype=np.int64)
-    kind_of = {}
+    kind_of_day: dict[date, int] = {}
     for i, t in enumerate(ms.tolist()):
         local = datetime.fromtimestamp(t / 1000.0, BRUSSELS)
         day = local.date()
-        kind = kind_of.get(day)
+        kind = kind_of_day.get(day)
         if kind is None:
-            kind = kind_of[day] = day_kind_of(day)
+            kind = kind_of_day[day] = day_kind_of(day)
         hours[i], kinds[i], weekdays[i] = local.hour, kind, day.weekday()
     return hours, kinds, weekdays
 

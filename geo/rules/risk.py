@@ -77,9 +77,9 @@ def risk_one(near_running: int, other_running: int, upcoming: int, n_low: int, n
     ((6.25, 2), (3.25, 1))
     """
     works = min(near_running * WORKS_NEAR + other_running * WORKS_OTHER, WORKS_CAP)
-    upcoming = min(upcoming * UPCOMING_EACH, UPCOMING_CAP)
+    soon = min(upcoming * UPCOMING_EACH, UPCOMING_CAP)
     transit = min(n_low * DETOUR_LOW + n_medium * DETOUR_MEDIUM + n_high * DETOUR_HIGH, TRANSIT_CAP) \
         if stops_near else 0.0
     air = AIR_ABOVE_EU if compliance == ar.ABOVE_EU else (AIR_ABOVE_WHO if compliance == ar.ABOVE_WHO else 0.0)
-    score = works + upcoming + transit + air
+    score = works + soon + transit + air
     return score, (score >= MODERATE_FROM) + (score >= HIGH_FROM)

@@ -95,7 +95,7 @@ def day_number(day: date) -> int:
     return (day - date(1970, 1, 1)).days
 
 
-def column_ms(values) -> np.ndarray:
+def column_ms(values) -> tuple[np.ndarray, np.ndarray]:
     """int64 epoch milliseconds of a timestamp column; missing values (NaT) become -1 with a mask.
 
     Returns ``(ms, present)``. Naive timestamps are read as UTC.

@@ -44,7 +44,7 @@ def split_lines(joined) -> tuple:
     """
     if not isinstance(joined, str):
         return ()
-    seen = {}
+    seen: dict[str, None] = {}
     for part in joined.split(","):
         if part.strip():
             seen.setdefault(normalise_line(part), None)
