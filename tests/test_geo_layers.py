@@ -154,3 +154,13 @@ def test_no_import_cycles_but_the_listed_ones():
     cycles = {frozenset(c) for c in strongly_connected(graph())}
     assert cycles - ALLOWED_CYCLES == set(), f"import cycles: {[sorted(c) for c in cycles - ALLOWED_CYCLES]}"
     assert ALLOWED_CYCLES - cycles == set(), "an allowed cycle is gone: remove it from ALLOWED_CYCLES"
+
+
+def test_no_test_edits_sys_path():
+    """Tests import the project as installed (``bench`` through pytest's ``pythonpath`` setting)."""
+    needle = "sys" + ".path."
+    tests = Path(__file__).resolve().parent
+    edits = [f"{p.relative_to(tests)}:{i}" for p in sorted(tests.rglob("*.py"))
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if needle + "insert" in line or needle + "append" in line]
+    assert not edits, edits

@@ -9,13 +9,10 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numpy as np
-
 from ..rules import airrules as ar
 from ..rules.airrules import window_values  # noqa: F401  (re-exported: air.window_values)
 from .loaded import moment
 from .point import checked_point
-from ..index.spherical import haversine_rad
 from ..rules.timefmt import iso_utc_ms
 
 UNIT = "µg/m³"
@@ -35,23 +32,20 @@ class Reading(NamedTuple):
     in_lez: bool
 
 
-def nearest_no2_station(air, lat: float, lng: float) -> tuple:
-    """(station row, km) of the nearest NO2 station for one point, (-1, inf) when there is none.
-
-    Same answer as ``engine.nearest_station(lat, lng, "no2")`` (exact haversine, ties to the lowest row),
-    computed over the prepared station arrays to stay within the single-request budget.
+def nearest_no2_station(engine, lat: float, lng: float) -> tuple:
+    """(station row, km) of the nearest NO2 station for one point, (-1, inf) when there is none: the engine's
+    nearest index (``engine.nearest_station(lat, lng, "no2")``: exact haversine, ties to the lowest row).
 
     Examples
     --------
-    >>> nearest_no2_station(prepare(engine).air, 51.2194, 4.4025)  # doctest: +SKIP
+    >>> nearest_no2_station(engine, 51.2194, 4.4025)  # doctest: +SKIP
     (57, 2.448)
     """
-    if air.no2_rows.size == 0:
-        return -1, float("inf")
-    la, ln = math.radians(lat), math.radians(lng)
-    km = haversine_rad(la, ln, math.cos(la), air.no2_lat_r, air.no2_lng_r, air.no2_cos)
-    k = int(np.argmin(km))
-    return int(air.no2_rows[k]), float(km[k])
+    try:
+        idx, km = engine.nearest_station(lat, lng, "no2")
+    except ValueError:  # a stations layer without the no2 flag (a constructed engine): no NO2 station
+        return -1, math.inf
+    return int(idx[0]), float(km[0])
 
 
 def read(engine, lat: float, lng: float, now) -> Reading:
@@ -67,7 +61,7 @@ def read(engine, lat: float, lng: float, now) -> Reading:
 
 def read_at(engine, lat: float, lng: float, m) -> Reading:
     """:func:`read` with the per-instant station readings of a :class:`geo.service.moment.Moment`."""
-    station, station_km = nearest_no2_station(m.lookups.prepared.air, lat, lng)
+    station, station_km = nearest_no2_station(engine, lat, lng)
     in_lez = bool(engine.in_lez(lat, lng)[0])
     if station < 0:
         return Reading(station, station_km, _NAN, _NAN, -1, 0, ar.UNKNOWN, in_lez)
