@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from .errors import error_codes
+from .api.endpoints import ENDPOINTS
 from .plans import PLANS
 
 _RATE = {
@@ -182,11 +183,7 @@ def build() -> dict:
             "responses": {"200": _ok("#/components/schemas/LocationList", "The caller's saved locations"),
                           "304": _not_modified(), **_errors(401, 403, 429, 503)},
         }},
-        "/disruptions": _data_get("Road works and transit disruptions near a point", "Disruptions",
-                                  target_errors),
-        "/air-quality": _data_get("Latest measured NO2, thresholds, compliance and LEZ status", "AirQuality",
-                                  target_errors),
-        "/briefing": _data_get("Operations briefing for the next 24 hours", "Briefing", target_errors),
+        **{e.path: _data_get(e.summary, e.schema, target_errors) for e in ENDPOINTS},
         "/signup": {"post": {
             "summary": "Request a sign-up link by e-mail (no key needed)", "operationId": "signup",
             "security": [],

@@ -19,10 +19,8 @@ from datetime import timezone
 import numpy as np
 
 from bench import Row, service_points
+from app.api.endpoints import ENDPOINTS
 from geo.service import loaded
-from geo.service.air import air_quality
-from geo.service.briefing import briefing
-from geo.service.disruptions import disruptions
 
 TARGET_US = {"disruptions": 300.0, "air_quality": 100.0, "briefing": 500.0}
 BASELINE_POINTS = 5
@@ -57,7 +55,7 @@ def run(engine) -> list[Row]:
     loaded.loaded(engine)
     prep_ms = (time.perf_counter() - t0) * 1e3
     rows = [Row("data rules: prepare", note=f"{prep_ms:.0f} ms once per engine")]
-    for fn in (disruptions, air_quality, briefing):
+    for fn in (e.function() for e in ENDPOINTS):  # every declared data endpoint
         for a, b in zip(lat[:50].tolist(), lng[:50].tolist()):   # warm-up
             fn(engine, a, b, now)
         gc.collect()

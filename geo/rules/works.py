@@ -23,6 +23,8 @@ PLANNED_STATUSES = frozenset({"Concreet gepland", "Gepland", "Voorlopig gepland"
 NOT_LISTED, RUNNING, PLANNED = 0, 1, 2
 
 RADIUS_KM = 2.0           # works listed within 2 km (haversine, boundary included) of the point
+RADIUS_TEXT = f"{RADIUS_KM:g} km"                                       # "2 km" in the texts
+RADIUS_JSON = int(RADIUS_KM) if RADIUS_KM.is_integer() else RADIUS_KM  # the radiusKm member: 2
 COLLAPSE_KM = 0.050       # recurring occurrences: same description within 50 m (single linkage)
 UPCOMING_DAYS = 14        # upcomingWorks14d: start date in [today, today + 14] (Brussels dates)
 

@@ -26,8 +26,8 @@ def _n(count: int, one: str, many: str) -> str:
 
 
 def _works_phrase(n: int) -> str:
-    return "geen werken in uitvoering binnen 2 km" if n == 0 else \
-        _n(n, "werk", "werken") + " in uitvoering binnen 2 km"
+    return f"geen werken in uitvoering binnen {wk.RADIUS_TEXT}" if n == 0 else \
+        _n(n, "werk", "werken") + f" in uitvoering binnen {wk.RADIUS_TEXT}"
 
 
 def _transit_phrase(n: int, high: int) -> str:
@@ -232,7 +232,7 @@ def _facts(p, nearest_km, counts, stops_near: bool, reading) -> list:
         {"key": "activeWorks", "text": _cap(_works_phrase(n_act)), "value": n_act},
         {"key": "nearestActiveWorkKm",
          "text": (f"Dichtstbijzijnde werk in uitvoering op {round(nearest * 1000)} m" if nearest is not None
-                  else "Geen werk in uitvoering binnen 2 km"),
+                  else f"Geen werk in uitvoering binnen {wk.RADIUS_TEXT}"),
          "value": nearest},
         {"key": "upcomingWorks14d",
          "text": ("Geen geplande werken die binnen 14 dagen starten" if n_up == 0 else

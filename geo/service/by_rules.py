@@ -69,7 +69,7 @@ def disruptions(engine, lat, lng, now):
         i, title, lines, severity, delay, end = p.detours.items[j]
         transit.append({"id": i, "title": title, "lines": list(lines), "severity": severity,
                         "estimatedDelayMin": delay, "endDate": end})
-    return {"radiusKm": 2, "summary": _summary(p, found), "construction": construction, "transit": transit,
+    return {"radiusKm": wk.RADIUS_JSON, "summary": _summary(p, found), "construction": construction, "transit": transit,
             "retrievedAt": p.retrieved_at}
 
 

@@ -266,7 +266,7 @@ def build(engine, found: Found) -> dict:
 def body(lk, found: Found) -> dict:
     """The response dict of a selection, from the snapshot's lookup tables."""
     return {
-        "radiusKm": 2,
+        "radiusKm": wk.RADIUS_JSON,
         "summary": summary_of(tally(lk, found), found),
         "construction": _construction_items(lk, found.clusters, found.cluster_km),
         "transit": _transit_items(lk, found.detours),
