@@ -8,7 +8,7 @@ URBAN_DATA_DIR ?= $(if $(RECORDING),data/recording,data/snapshot)
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser docs-ui services pdf assets snapshot replay serve serve-live test bench loadtest clean
+.PHONY: install browser docs-ui services pdf assets snapshot replay serve serve-live lint test bench loadtest clean golden
 
 # The dev venv holds the server (this folder) and the client distribution (client/), both editable.
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml
@@ -79,7 +79,7 @@ $(LEAFLET): package.json package-lock.json | $(NPM)
 assets: $(LEAFLET)
 
 $(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
-	$(PY) -m geo.snapshot build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
+	$(PY) -m geo.data build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
 
@@ -94,7 +94,12 @@ replay: install
 serve-live: install assets
 	$(PY) -m app.sources live --port $(PORT) --reference $(REFERENCE)
 
-test: install browser docs-ui services pdf assets
+# Lint (ruff: pyflakes + bugbear, configured in pyproject.toml) and types (mypy on geo/ and app/).
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+test: install browser docs-ui services pdf assets lint
 	$(PY) -m pytest -n auto
 
 bench: install snapshot
@@ -112,4 +117,10 @@ loadtest: install snapshot services $(WRK)
 
 clean:
 	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot instance .pytest_cache .hypothesis node_modules \
-	  app/dashboard/static/vendor
+	  app/dashboard/static/vendor .mypy_cache .ruff_cache
+
+
+# Golden corpus of the data endpoints' response bodies (tests/golden): rewrite it after an intended change of
+# output (e.g. a new demo scenario generator), then review and commit tests/golden/corpus.jsonl.gz.
+golden: install
+	$(PY) tests/golden/corpus.py --write

@@ -71,9 +71,9 @@ def load_engine(app: Flask):
         return app.config["ENGINE"]
     if not app.config["LOAD_ENGINE"]:
         return None
-    from geo.engine import Engine
+    from geo.service.loaded import load
 
-    return Engine.load(app.config["DATA_DIR"])
+    return load(app.config["DATA_DIR"])
 
 
 def create_app(test_config: dict | None = None) -> Flask:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 
 from .errors import error_codes
+from .api.endpoints import ENDPOINTS
+from .api.geojson import SERIALISERS
 from .plans import PLANS
 
 _RATE = {
@@ -196,11 +198,8 @@ def build() -> dict:
                                      geojson=True),
                           "304": _not_modified(), **_errors(401, 403, 406, 429, 503)},
         }},
-        "/disruptions": _data_get("Road works and transit disruptions near a point", "Disruptions",
-                                  target_errors, geojson=True),
-        "/air-quality": _data_get("Latest measured NO2, thresholds, compliance and LEZ status", "AirQuality",
-                                  target_errors, geojson=True),
-        "/briefing": _data_get("Operations briefing for the next 24 hours", "Briefing", target_errors),
+        **{e.path: _data_get(e.summary, e.schema, target_errors, geojson=e.path.lstrip("/") in SERIALISERS)
+           for e in ENDPOINTS},
         "/signup": {"post": {
             "summary": "Request a sign-up link by e-mail (no key needed)", "operationId": "signup",
             "security": [],

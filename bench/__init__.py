@@ -2,7 +2,7 @@
 
 How the harness works
 ---------------------
-``python -m bench`` loads the engine once (``Engine.load($URBAN_DATA_DIR or data/snapshot)``), measuring
+``python -m bench`` loads the engine once (``geo.load($URBAN_DATA_DIR or data/snapshot)``), measuring
 load time and process RSS, then imports every module ``bench/bench_*.py`` in name order and calls its
 ``run(engine) -> list[Row]``. All rows are printed as one table.
 

@@ -52,13 +52,13 @@ def main(argv=None) -> int:
 
     import psutil
 
-    from geo import Engine
+    import geo
 
     proc = psutil.Process()
     rss0 = proc.memory_info().rss
     path = os.environ.get("URBAN_DATA_DIR", "data/snapshot")
     t0 = time.perf_counter()
-    engine = Engine.load(path)
+    engine = geo.load(path)
     load_s = time.perf_counter() - t0
     rss = proc.memory_info().rss
     print(f"engine: {engine!r} from {path}")

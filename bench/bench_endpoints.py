@@ -1,4 +1,5 @@
-"""Engine time of the three data endpoints per request (``geo.disruptions`` / ``geo.air`` / ``geo.briefing``).
+"""Engine time of the three data endpoints per request (``geo.service.disruptions`` / ``geo.service.air`` /
+``geo.service.briefing``).
 
 Each function is timed once per point over ``URBAN_BENCH_REQUESTS`` (default 10,000) deterministic random
 points inside the service area, at the snapshot's ``asOf``; the table shows the median (``single µs``) and the
@@ -18,10 +19,8 @@ from datetime import timezone
 import numpy as np
 
 from bench import Row, service_points
-from geo import prepared
-from geo.air import air_quality
-from geo.briefing import briefing
-from geo.disruptions import disruptions
+from app.api.endpoints import ENDPOINTS
+from geo.service import loaded
 
 TARGET_US = {"disruptions": 300.0, "air_quality": 100.0, "briefing": 500.0}
 BASELINE_POINTS = 5
@@ -41,7 +40,7 @@ def _unprepared_us(fn, engine, lat, lng, now) -> float:
     """Median time of ``fn`` when the prepared rule data is rebuilt for every request."""
     times = []
     for a, b in zip(lat.tolist(), lng.tolist()):
-        prepared._CACHE.pop(engine, None)
+        loaded._LOADED.pop(engine, None)  # the whole LoadedSnapshot is rebuilt for this request
         t0 = time.perf_counter()
         fn(engine, a, b, now)
         times.append(time.perf_counter() - t0)
@@ -53,17 +52,17 @@ def run(engine) -> list[Row]:
     now = (engine.as_of or engine.manifest.get("asOf")).astimezone(timezone.utc)
     lat, lng = service_points(engine, n, seed=4)
     t0 = time.perf_counter()
-    prepared.prepare(engine)
+    loaded.loaded(engine)
     prep_ms = (time.perf_counter() - t0) * 1e3
     rows = [Row("data rules: prepare", note=f"{prep_ms:.0f} ms once per engine")]
-    for fn in (disruptions, air_quality, briefing):
+    for fn in (e.function() for e in ENDPOINTS):  # every declared data endpoint
         for a, b in zip(lat[:50].tolist(), lng[:50].tolist()):   # warm-up
             fn(engine, a, b, now)
         gc.collect()
         us = _times_us(fn, engine, lat, lng, now)
         median, p99 = float(np.median(us)), float(np.percentile(us, 99))
         base = _unprepared_us(fn, engine, lat[:BASELINE_POINTS], lng[:BASELINE_POINTS], now)
-        prepared.prepare(engine)
+        loaded.loaded(engine)
         target = TARGET_US[fn.__name__]
         rows.append(Row(
             f"endpoint {fn.__name__}",

@@ -172,7 +172,7 @@ def _pair_rows(engine, n, works, stops, uniform, antwerp):
 
 def _table_build_row(index, radius_km, name):
     """Time to build a RadiusTable (done once per radius and mask, on first use) and its size."""
-    from geo.radius_table import RadiusTable
+    from geo.index.radius_table import RadiusTable
 
     t0 = time.perf_counter()
     table = RadiusTable(index.lat_r, index.lng_r, index.cos_lat, radius_km)

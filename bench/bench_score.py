@@ -53,7 +53,7 @@ def _pool_rate(engine, lat, lng, now) -> float:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    from geo.score_worker import score_arrays
+    from geo.batch.workers import score_arrays
 
     path, sid, iso = _data_dir(), engine.snapshot_id, now.isoformat()
     with ProcessPoolExecutor(2, mp_context=mp.get_context("spawn")) as pool:
@@ -67,12 +67,12 @@ def _pool_rate(engine, lat, lng, now) -> float:
 def _dask_rate(engine, lat, lng, now) -> float:
     from distributed import Client, LocalCluster
 
-    from geo.score_worker import score_arrays
+    from geo.batch.workers import score_arrays
 
     path, sid, iso = _data_dir(), engine.snapshot_id, now.isoformat()
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
     with cluster, Client(cluster) as client:
-        client.run(lambda: __import__("geo.score_worker").score_worker.engine_for(path, sid)
+        client.run(lambda: __import__("geo.batch.workers").batch.workers.engine_for(path, sid)
                    .nearest_station(51.2, 4.4))
         client.gather([client.submit(score_arrays, path, sid, lat[:1000], lng[:1000], iso, pure=False)
                        for _ in range(2)])
@@ -98,7 +98,7 @@ def _cli_run(engine, n: int):
                 written += k
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "geo.score_cli", str(src), "-o", str(out),
+        subprocess.run([sys.executable, "-m", "geo.batch.cli", str(src), "-o", str(out),
                         "--data", _data_dir(), "--no-progress"], check=True, capture_output=True)
         seconds = time.perf_counter() - t0
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -110,11 +110,11 @@ def naive_score(engine, lat, lng, now):
     """What a GeoPandas user would write: sjoin for polygons, sjoin_nearest for the station, buffers and an
     sjoin of every (point, work) and (point, stop) pair, then pandas group-bys (same rules, metric distances).
     """
-    from geo import transit as tr
-    from geo import works as wk
-    from geo.prepared import prepare
-    from geo.score import _air_by_station
-    from geo.timefmt import to_ms
+    from geo.rules import transit as tr
+    from geo.rules import works as wk
+    from geo.service.loaded import prepare
+    from geo.batch.score import _air_by_station
+    from geo.rules.timefmt import to_ms
 
     p = prepare(engine)
     pts = gpd.GeoDataFrame({"pid": np.arange(lat.size)}, geometry=gpd.points_from_xy(lng, lat),
@@ -132,7 +132,7 @@ def naive_score(engine, lat, lng, now):
     value, first, count, _ = _air_by_station(engine, now)
     row_of = {s: i for i, s in enumerate(engine.stations["id"])}
     srow = near["id"].map(row_of).to_numpy()
-    from geo import airrules as ar
+    from geo.rules import airrules as ar
 
     compliance = ar.compliance_class(value[srow])
     trend = ar.trend_class(first[srow], value[srow], count[srow])
@@ -169,7 +169,7 @@ def naive_score(engine, lat, lng, now):
 
 
 def run(engine) -> list[Row]:
-    from geo.score import score
+    from geo.batch.score import score
 
     n = int(os.environ.get("URBAN_BENCH_POINTS", 1_000_000))
     nb = min(n, int(os.environ.get("URBAN_BENCH_NAIVE_POINTS", 20_000)))

@@ -41,7 +41,7 @@ class Fixture:
 
 def inside_points(data_dir, n: int, seed: int = 7) -> list[tuple[float, float]]:
     """``n`` points inside the service area: stops/stations/works of the snapshot, slightly jittered."""
-    from geo.engine import Engine
+    from geo.data.engine import Engine
 
     engine = Engine.load(data_dir)
     rng = random.Random(seed)

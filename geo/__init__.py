@@ -1,6 +1,8 @@
 """Pure geo core of the Urban Conditions Service: NumPy / Shapely / GeoPandas / SciPy only.
 
-``import geo`` never loads Flask, HTTP or database modules (a test checks this).
+``import geo`` never loads Flask, HTTP, database or command-line modules (tests check this). This module only
+re-exports the public names; the layers are ``geo.index`` → ``geo.data`` → ``geo.rules`` → ``geo.service``
+→ ``geo.batch`` (see docs/architecture.md).
 
 Examples
 --------
@@ -10,13 +12,14 @@ Examples
 """
 
 from . import coords
-from .engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, Engine
+from .batch.score import score  # geo.score(points, engine, now): the batch scorer
+from .data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, Engine
 from .errors import GeoError, InvalidCoordinates, OutsideServiceArea, SnapshotError
-from .score import score  # the function shadows the submodule name on purpose: geo.score(points, engine, now)
-from .spherical import EARTH_RADIUS_KM, haversine_km
+from .index.spherical import EARTH_RADIUS_KM, haversine_km
+from .service.loaded import load
 
 __all__ = [
-    "Engine", "haversine_km", "EARTH_RADIUS_KM", "RIVER_NONE", "RIVER_LEFT", "RIVER_RIGHT",
+    "Engine", "load", "haversine_km", "EARTH_RADIUS_KM", "RIVER_NONE", "RIVER_LEFT", "RIVER_RIGHT",
     "GeoError", "InvalidCoordinates", "OutsideServiceArea", "SnapshotError", "coords",
     "score",
 ]

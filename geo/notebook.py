@@ -13,8 +13,8 @@ import pandas as pd
 from shapely.geometry import Point, box
 
 from .coords import validate
-from .disruptions import RADIUS_KM
-from .transit import STOP_RADIUS_KM
+from .service.disruptions import RADIUS_KM
+from .rules.transit import STOP_RADIUS_KM
 
 KM_PER_DEG_LAT = 111.195
 
@@ -146,14 +146,14 @@ def _circle(lat, lng, km, n=96):
 
 
 def scores_frame(engine, frame: pd.DataFrame, now=None, *, lat="lat", lng="lng") -> gpd.GeoDataFrame:
-    """``frame`` joined with :func:`geo.score.score` as a GeoDataFrame of points (for ``explore()``).
+    """``frame`` joined with :func:`geo.batch.score.score` as a GeoDataFrame of points (for ``explore()``).
 
     Examples
     --------
     >>> frame = pd.DataFrame({"lat": [51.2194], "lng": [4.4025]})
     >>> scores_frame(engine, frame).explore(column="risk")  # doctest: +SKIP
     """
-    from .score import join_scores, score
+    from .batch.score import join_scores, score
 
     scored = join_scores(frame, score(frame, engine, now, lat=lat, lng=lng))
     la = pd.to_numeric(frame[lat], errors="coerce").to_numpy(dtype=float)

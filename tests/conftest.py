@@ -3,7 +3,7 @@
 - ``reference_dir``: the published reference files (``../shared/data`` beside the project, or
   ``URBAN_REFERENCE_DIR``); the session fails with a clear message when they are missing.
 - ``snapshot_dir``: the demo snapshot, built once per session into a temporary directory.
-- ``engine``: ``geo.Engine.load(snapshot_dir)``.
+- ``engine``: ``geo.load(snapshot_dir)`` (the engine with its prepared rule data, as the API loads it).
 
 Also the Hypothesis profile of every test: no wall-clock deadline per example.
 """
@@ -39,7 +39,7 @@ def reference_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def snapshot_dir(reference_dir, tmp_path_factory) -> Path:
-    from geo.snapshot import DEMO_AS_OF, DEFAULT_SEED, build_snapshot
+    from geo.data.snapshot import DEMO_AS_OF, DEFAULT_SEED, build_snapshot
 
     out = tmp_path_factory.mktemp("snapshot") / "snapshot"
     build_snapshot(out, reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
@@ -48,16 +48,12 @@ def snapshot_dir(reference_dir, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def engine(snapshot_dir):
-    from geo.engine import Engine
+    import geo
 
-    return Engine.load(snapshot_dir)
+    return geo.load(snapshot_dir)
 
 
 # --- real PostgreSQL and Redis, one of each per test session (per xdist worker) ------------------------------
-
-if str(REPO) not in __import__("sys").path:  # bench/ (the server helpers) is a top-level folder
-    __import__("sys").path.insert(0, str(REPO))
-
 
 @pytest.fixture(scope="session")
 def postgres_server():

@@ -1,7 +1,8 @@
 """Data endpoints: ``/locations``, ``/disruptions``, ``/air-quality``, ``/briefing``.
 
 Each view only parses (targeting), calls ``geo`` and serialises; authentication, plan and quota run first
-in :func:`app.auth.require_api_access`. The ``geo`` computations are imported inside the views.
+in :func:`app.auth.require_api_access`. The three targeted views are made from their declarations in
+:mod:`app.api.endpoints` (the ``geo`` computations are imported on first call).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ..db import get_db
 from ..http import data_response
 from ..negotiation import negotiate
 from ..saved_locations import as_json, list_locations
+from .endpoints import ENDPOINTS, DataEndpoint
 from .targeting import current_engine, resolve_target
 
 bp = Blueprint("data", __name__)
@@ -28,32 +30,21 @@ def locations():
     return data_response({"locations": [as_json(r) for r in rows]})
 
 
-@bp.get("/disruptions")
-def disruptions():
-    """Road works and transit detours near the target."""
-    from geo.disruptions import disruptions as compute
+def data_view(endpoint: DataEndpoint):
+    """The view of a targeted data endpoint: resolve the target, compute, serialise."""
 
-    engine = current_engine()
-    target = resolve_target(engine)
-    body = compute(engine, target.lat, target.lng, data_now(engine))
-    return data_response({"location": target.location_json(), **body})
+    def view():
+        compute = endpoint.function()
+        engine = current_engine()
+        target = resolve_target(engine)
+        body = compute(engine, target.lat, target.lng, data_now(engine))
+        if endpoint.with_location:
+            body = {"location": target.location_json(), **body}
+        return data_response(body)
 
-
-@bp.get("/air-quality")
-def air_quality():
-    """Latest measured NO2 at the nearest station, thresholds, compliance and LEZ status."""
-    from geo.air import air_quality as compute
-
-    engine = current_engine()
-    target = resolve_target(engine)
-    return data_response(compute(engine, target.lat, target.lng, data_now(engine)))
+    view.__name__, view.__doc__ = endpoint.view, endpoint.summary
+    return view
 
 
-@bp.get("/briefing")
-def briefing():
-    """Risk, headline, key facts and the next 24 hours' windows for the target."""
-    from geo.briefing import briefing as compute
-
-    engine = current_engine()
-    target = resolve_target(engine)
-    return data_response(compute(engine, target.lat, target.lng, data_now(engine)))
+for _endpoint in ENDPOINTS:
+    bp.add_url_rule(_endpoint.path, _endpoint.view, data_view(_endpoint), methods=["GET"])

@@ -6,6 +6,8 @@ self-contained schemas (no ``$ref``), so they validate on their own with ``jsons
 the rules behind the numbers are in docs/rules.md.
 """
 
+from geo.rules.works import RADIUS_JSON, RADIUS_TEXT
+
 UTC_MS = {
     "type": "string",
     "format": "date-time",
@@ -58,7 +60,7 @@ CONSTRUCTION_ITEM = _obj(
                                          "(`Concreet gepland`, `Gepland`, `Voorlopig gepland`, `Lopende`)."),
         "lat": _d(LAT, "Latitude of the work's representative point, degrees, 6 decimals."),
         "lng": _d(LNG, "Longitude of the work's representative point, degrees, 6 decimals."),
-        "distanceKm": _d({"type": "number", "minimum": 0, "maximum": 2},
+        "distanceKm": _d({"type": "number", "minimum": 0, "maximum": RADIUS_JSON},
                          "Haversine distance from the queried point, kilometres, 3 decimals."),
         "startDate": _d({**DATE, "type": ["string", "null"]},
                         "Earliest start of the shown occurrences (per work: the one running at the snapshot's "
@@ -69,7 +71,7 @@ CONSTRUCTION_ITEM = _obj(
                           "Number of GIPOD occurrences this item stands for (all occurrences of its work, plus "
                           "those of works collapsed with it)."),
     },
-    "A road work within 2 km (recurring occurrences collapsed into one item).",
+    f"A road work within {RADIUS_TEXT} (recurring occurrences collapsed into one item).",
 )
 
 TRANSIT_ITEM = _obj(
@@ -95,7 +97,7 @@ COUNT = {"type": "integer", "minimum": 0}
 DISRUPTIONS = _obj(
     {
         "location": LOCATION,
-        "radiusKm": _d({"const": 2}, "Road-works search radius, kilometres."),
+        "radiusKm": _d({"const": RADIUS_JSON}, "Road-works search radius, kilometres."),
         "summary": _obj(
             {
                 "activeWorks": _d(COUNT, "Listed works with status `In uitvoering`."),
@@ -108,7 +110,7 @@ DISRUPTIONS = _obj(
             "Integer counts over the listed items.",
         ),
         "construction": _d({"type": "array", "items": CONSTRUCTION_ITEM},
-                           "Works within 2 km, sorted by distance then id."),
+                           f"Works within {RADIUS_TEXT}, sorted by distance then id."),
         "transit": _d({"type": "array", "items": TRANSIT_ITEM},
                       "Detours, sorted by distance to the detour point (detours without a point last) then id."),
         "retrievedAt": _d(UTC_MS, "When the works / detours / stops data used was retrieved (the oldest of "

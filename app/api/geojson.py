@@ -40,9 +40,9 @@ def locations(body: dict, target=None, engine=None) -> dict:
 
 def disruptions(body: dict, target, engine) -> dict:
     """FeatureCollection of the queried point, the works and the detours (JSON answer's order)."""
-    from geo.places import places
+    from geo.service.loaded import loaded
 
-    detour_stops = places(engine).detour_stops
+    detour_stops = loaded(engine).places.detour_stops
     head = {k: v for k, v in body.items() if k not in ("construction", "transit")}
     loc = body["location"]
     features = [_feature("location", _point(loc["lng"], loc["lat"]), head)]
@@ -56,13 +56,13 @@ def disruptions(body: dict, target, engine) -> dict:
 
 def air_quality(body: dict, target, engine) -> dict:
     """FeatureCollection of the queried point (with the whole answer) and the nearest station."""
-    from geo.places import places
+    from geo.service.loaded import loaded
 
     loc = target.location_json()
     features = [_feature("location", _point(loc["lng"], loc["lat"]), {"location": loc, **body})]
     station = body["reading"]["station"]
     if station is not None:
-        where = places(engine).stations.get(station["id"])
+        where = loaded(engine).places.stations.get(station["id"])
         features.append(_feature("station", _point(*where) if where else None, station))
     return _collection(features)
 

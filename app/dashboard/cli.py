@@ -15,7 +15,7 @@ def alerts_group():
 @with_appcontext
 def run_command():
     """Evaluate every subscription against the current snapshot and deliver the new events."""
-    from geo.engine import Engine
+    from geo.data.engine import Engine
 
     from .run import run_alerts
 

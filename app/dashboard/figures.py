@@ -12,9 +12,9 @@ RUNNING = "In uitvoering"
 
 def point_figures(engine, lat: float, lng: float, now) -> dict:
     """``{"disruptions": …, "airQuality": …, "briefing": …}`` as the API computes them."""
-    from geo.air import air_quality
-    from geo.briefing import briefing
-    from geo.disruptions import disruptions
+    from geo.service.air import air_quality
+    from geo.service.briefing import briefing
+    from geo.service.disruptions import disruptions
 
     return {"disruptions": disruptions(engine, lat, lng, now), "airQuality": air_quality(engine, lat, lng, now),
             "briefing": briefing(engine, lat, lng, now)}

@@ -36,7 +36,7 @@ def run_alerts(app, engine) -> dict:
 
 def after_refresh(app, report) -> None:
     """Refresh hook: run the alerts on the snapshot just published (``report.path``)."""
-    from geo.engine import Engine
+    from geo.data.engine import Engine
 
     try:
         run_alerts(app, Engine.load(report.path))

@@ -43,10 +43,10 @@ def init_app(app) -> None:
 
     holder = app.extensions.get("urban")
     if holder is not None and "ENGINE" not in app.config and settings.reload_interval > 0:
-        from geo.engine import Engine
+        from geo.service.loaded import load
 
         state["watcher"] = SnapshotWatcher(app.config.get("DATA_DIR", "data/snapshot"),
-                                           settings.reload_interval, Engine.load,
+                                           settings.reload_interval, load,
                                            background=bool(app.config.get("RELOAD_BACKGROUND", True)))
 
     @app.before_request

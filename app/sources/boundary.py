@@ -2,7 +2,7 @@
 
 Request: ``GET {URBAN_BOUNDARY_URL}`` exactly as configured, e.g. a WFS 2.0 ``GetFeature`` with
 ``outputFormat=application/json&srsName=EPSG:4326`` or an OGC API Features ``/items?f=json`` URL (candidates
-in ``docs/sources.md``). The answer must pass ``geo.upstream.normalise_boundary`` (polygons, WGS84, plausible
+in ``docs/sources.md``). The answer must pass ``geo.data.upstream.normalise_boundary`` (polygons, WGS84, plausible
 area, Antwerp/Ghent/Brussels inside, Liège/Namur outside). There is no default URL: when none is set the
 source is not asked and the reference file's boundary is used; when it fails, the refresher keeps the
 serving snapshot's live boundary, or else the reference file's.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from geo import upstream as normalise
+from geo.data import upstream as normalise
 
 from .errors import UpstreamError
 from .http import Upstream

@@ -21,8 +21,8 @@ import re
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from geo import upstream as normalise
-from geo.upstream_delijn import detour_entities, unknown_stops
+from geo.data import upstream as normalise
+from geo.data.upstream_delijn import detour_entities, unknown_stops
 
 from .errors import UpstreamError
 from .http import Upstream

@@ -1,7 +1,7 @@
 """GIPOD road works: OGC API Features ``INNAME_PUNT`` items over the service-area bbox, ``links rel=next`` paging.
 
 The server is asked only for what we list: ``filter=<CQL2 text>&filter-lang=cql2-text`` with
-``Type <> 'Evenement' AND Status IN (...)`` (:func:`geo.upstream_gipod.cql2_filter`). The page budget is
+``Type <> 'Evenement' AND Status IN (...)`` (:func:`geo.data.upstream_gipod.cql2_filter`). The page budget is
 ``URBAN_GIPOD_MAX_PAGES`` pages of ``URBAN_GIPOD_PAGE_SIZE`` features (one feature per occurrence): when the
 first page's ``numberMatched`` already exceeds it, or paging goes past it, the source fails with that reason.
 Only the configured base URL is ever requested; a ``next`` link that leaves it is refused (SSRF guard).
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from geo import upstream as normalise
-from geo.upstream_gipod import cql2_filter
+from geo.data import upstream as normalise
+from geo.data.upstream_gipod import cql2_filter
 
 from .errors import UpstreamError
 from .http import Upstream, same_origin

@@ -4,7 +4,7 @@ Requests: ``GET /stations?phenomenon=8&expanded=true``, ``GET /timeseries?phenom
 series ``GET /timeseries/{id}/getData?timespan=PT{hours}H/{end}``. ``end`` is the next full UTC hour, so the URL
 (and its cache entry) stays the same within an hour while the 60 s expiry still brings new values. Timestamps
 are Unix milliseconds marking the end of the hour; ``null`` values stay unknown; only measured series count
-(``geo.upstream.series_kind``). Any failed series fails the source: no half-written ``no2`` layer.
+(``geo.data.upstream.series_kind``). Any failed series fails the source: no half-written ``no2`` layer.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-from geo import upstream as normalise
+from geo.data import upstream as normalise
 
 from .errors import MissingResponse, UpstreamError
 from .http import Upstream

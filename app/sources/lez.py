@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from geo import upstream as normalise
+from geo.data import upstream as normalise
 
 from .http import Upstream
 from .payload import SourceData, fetch_geojson_layer

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
-from geo.upstream import UpstreamFormatError
+from geo.data.upstream import UpstreamFormatError
 
 from .errors import UpstreamError
 from .http import PayloadError
@@ -14,7 +14,7 @@ from .http import PayloadError
 
 @dataclass
 class SourceData:
-    """Raw payloads of one source, keyed as ``geo.snapshot.build_layers(raw=...)`` expects them.
+    """Raw payloads of one source, keyed as ``geo.data.snapshot.build_layers(raw=...)`` expects them.
 
     ``retrieved_at`` maps each layer this source feeds to the real retrieval time of its oldest payload.
     """

@@ -1,8 +1,8 @@
 """Build a new snapshot from the live sources and switch it in atomically; keep the last good one on failure.
 
 One round: every adapter fetches (through the injected ``Upstream``); the payloads go to
-``geo.snapshot.build_layers``; the new version is written aside, verified by loading a full ``geo.Engine``
-from it (``geo.snapshot.verify_loadable``) and switched in with ``store.switch``; a version that does not
+``geo.data.snapshot.build_layers``; the new version is written aside, verified by loading a full ``geo.Engine``
+from it (``geo.data.snapshot.verify_loadable``) and switched in with ``store.switch``; a version that does not
 load is removed and nothing is published. A source that fails keeps its layers from the serving snapshot
 (kind ``live``, with their original ``retrievedAt``, so the freshness limit catches a source that keeps
 failing). When a failed source has no earlier live layers to keep (its layers would otherwise become demo
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from geo.errors import SnapshotError
-from geo.snapshot import DEFAULT_SEED, build_layers, read_snapshot, verify_loadable, write_snapshot
+from geo.data.snapshot import DEFAULT_SEED, build_layers, read_snapshot, verify_loadable, write_snapshot
 
 from . import boundary, delijn, gipod, ircel, lez, store
 from .catalog import SOURCES

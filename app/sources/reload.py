@@ -36,7 +36,7 @@ class SnapshotWatcher:
     interval : float
         Minimum seconds between two checks in this process.
     loader : callable
-        ``path -> engine`` (``geo.engine.Engine.load``).
+        ``path -> engine`` (``geo.load``).
     background : bool
         Load in a background thread (serving) or inline (CLI, tests that want determinism).
     wait : float

@@ -59,8 +59,8 @@ def variant(snapshot_dir, out, *, no2: float, running_work: str | None = None, n
     """A copy of the demo snapshot with the station's last readings set to ``no2``, optionally one planned
     work switched to running, one detour duplicated under a new id, and the readings and ``asOf`` moved
     ``hours_later``; returns the loaded engine."""
-    from geo.engine import Engine
-    from geo.snapshot import read_snapshot, write_snapshot
+    from geo.data.engine import Engine
+    from geo.data.snapshot import read_snapshot, write_snapshot
 
     layers, manifest = read_snapshot(snapshot_dir)
     no2_layer = layers["no2"].copy()

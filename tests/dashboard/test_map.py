@@ -76,7 +76,7 @@ def test_map_features_are_the_listed_works_station_and_detour_stops(user, engine
     reading = body["figures"]["airQuality"]["reading"]
     assert station["properties"]["id"] == reading["station"]["id"]
     # the station's own coordinates give the distance the API reports (haversine, 3 decimals)
-    from geo.spherical import haversine_km
+    from geo.index.spherical import haversine_km
 
     lng, lat = station["geometry"]["coordinates"]
     assert abs(float(haversine_km(51.2194, 4.4025, lat, lng)) - reading["station"]["distanceKm"]) < 0.002

@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rules_world as W
-from geo import airrules as ar
-from geo.air import air_quality, nearest_no2_station
-from geo.prepared import prepare
+from geo.rules import airrules as ar
+from geo.service.air import air_quality, nearest_no2_station
+from geo.service.by_rules import nearest_no2_station as brute_nearest_no2_station
+from geo.service.loaded import prepare
 
 UTC = timezone.utc
 LAT, LNG = W.P
@@ -159,11 +160,19 @@ def test_lez(eng, point, inside):
 
 @settings(max_examples=80, deadline=None)
 @given(st.floats(50.91, 51.49), st.floats(4.01, 4.99))
-def test_nearest_station_equals_the_engine(lat, lng):
+def test_nearest_station_equals_the_brute_force_oracle(lat, lng):
     eng = _station_engine()
-    row, km = nearest_no2_station(prepare(eng).air, lat, lng)
-    idx, dist = eng.nearest_station(lat, lng, "no2")
-    assert (row, km) == (int(idx[0]), float(dist[0]))
+    assert nearest_no2_station(eng, lat, lng) == brute_nearest_no2_station(prepare(eng).air, lat, lng)
+
+
+def test_nearest_station_without_a_no2_flag_is_none():
+    import geopandas as gpd
+
+    from geo import Engine
+
+    eng = Engine.from_layers({"stations": gpd.GeoDataFrame(
+        {"id": ["A"]}, geometry=gpd.points_from_xy([4.4], [51.2]), crs="EPSG:4326")}, {})
+    assert nearest_no2_station(eng, 51.2, 4.4) == (-1, float("inf"))
 
 
 _ENG = {}

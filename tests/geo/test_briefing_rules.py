@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import rules_world as W
-from geo import airrules as ar
-from geo import briefing as br
-from geo import disruptions as dis
-from geo.calendar import next_rush_peak
-from geo.timefmt import to_ms
+from geo.rules import airrules as ar
+from geo.service import briefing as br
+from geo.service import disruptions as dis
+from geo.rules.calendar import next_rush_peak
+from geo.rules.timefmt import to_ms
 
 UTC = timezone.utc
 LAT, LNG = W.P

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geo import calendar as cal
-from geo.timefmt import day_number
+from geo.rules import calendar as cal
+from geo.rules.timefmt import day_number
 
 UTC = timezone.utc
 
@@ -147,8 +147,9 @@ def test_profile_peaks_match_rush_periods():
     assert (cal.TRAFFIC_PROFILE >= 0).all() and (cal.TRAFFIC_PROFILE <= 1).all()
 
 
-@pytest.mark.parametrize("module", ["geo.calendar", "geo.timefmt", "geo.works", "geo.transit", "geo.airrules",
-                                    "geo.briefing", "geo.disruptions"])
+@pytest.mark.parametrize("module", ["geo.rules.calendar", "geo.rules.timefmt", "geo.rules.works",
+                                    "geo.rules.transit", "geo.rules.airrules",
+                                    "geo.service.briefing", "geo.service.disruptions"])
 def test_doctests(module):
     import importlib
 

@@ -66,7 +66,7 @@ def test_scalar_and_array_answers_are_identical(ref_engine):
 
 
 def test_radius_methods_take_arrays_and_agree_with_single_points(ref_engine):
-    from geo.engine import RadiusPairs
+    from geo.data.engine import RadiusPairs
 
     lats, lngs = [51.2194, 51.0543, 51.2194], [4.4025, 3.7174, 4.4025]
     got = ref_engine.works_near(lats, lngs)

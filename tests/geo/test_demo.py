@@ -8,9 +8,9 @@ import pytest
 import shapely
 from scipy.spatial import cKDTree
 
-from geo import reference
-from geo.snapshot import DEMO_AS_OF, read_snapshot
-from geo.upstream import strip_line
+from geo.data import reference
+from geo.data.snapshot import DEMO_AS_OF, read_snapshot
+from geo.data.upstream import strip_line
 
 AS_OF = pd.Timestamp(DEMO_AS_OF)
 KX, KY = 111.320 * np.cos(np.radians(51.0)), 110.574

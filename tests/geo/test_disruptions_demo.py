@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from geo import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, OutsideServiceArea
-from geo.air import air_quality
-from geo.briefing import briefing
-from geo.demo import EMPTY_WINDOW_STATION, LAST_HOUR_GAP_STATION
-from geo.disruptions import disruptions
-from geo.prepared import prepare
-from geo.transit import split_lines
+from geo.service.air import air_quality
+from geo.service.briefing import briefing
+from geo.data.demo import EMPTY_WINDOW_STATION, LAST_HOUR_GAP_STATION
+from geo.service.disruptions import disruptions
+from geo.service.loaded import prepare
+from geo.rules.transit import split_lines
 
 GROENPLAATS = (51.2194, 4.4003)
 LINKEROEVER = (51.2205, 4.3890)

@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 
 import rules_world as W
 from geo import InvalidCoordinates, OutsideServiceArea
-from geo import transit as tr
-from geo import works as wk
-from geo.disruptions import disruptions
-from geo.prepared import prepare
-from geo.spherical import haversine_km
-from geo.timefmt import to_ms
+from geo.rules import transit as tr
+from geo.rules import works as wk
+from geo.service.disruptions import disruptions
+from geo.service.loaded import prepare
+from geo.index.spherical import haversine_km
+from geo.rules.timefmt import to_ms
 
 UTC = timezone.utc
 LAT, LNG = W.P
@@ -388,7 +388,7 @@ def test_a_detour_applies_only_on_its_omleidingsdagen():
                        datetime(2026, 11, 22, 23, 30, tzinfo=UTC), datetime(2026, 11, 24, 7, 0, tzinfo=UTC))}
     assert list(at.values()) == [["1", "3"], ["2", "3"], ["2", "3"], ["1", "3"], ["3"]]
     # the fast path (cached per detour interval and Brussels date) equals the vectorised rule at each instant
-    from geo.disruptions import find, find_by_rules
+    from geo.service.disruptions import find, find_by_rules
 
     for when in at:
         assert find(eng, LAT, LNG, when).detours.tolist() == find_by_rules(eng, LAT, LNG, when).detours.tolist()

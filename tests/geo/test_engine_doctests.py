@@ -5,8 +5,9 @@ import importlib
 
 import pytest
 
-MODULES = ["geo", "geo.spherical", "geo.polygon_index", "geo.point_index", "geo.radius_table", "geo.radius_grid",
-           "geo.score_grid", "geo.engine",
+MODULES = ["geo", "geo.index.spherical", "geo.index.polygon_index", "geo.index.point_index",
+           "geo.index.radius_table", "geo.index.radius_grid",
+           "geo.batch.pairs", "geo.data.engine",
            "geo.coords"]
 
 

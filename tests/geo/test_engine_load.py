@@ -1,4 +1,4 @@
-"""Engine load path: ``geo.snapshot.read_layer`` gives exactly the frame ``geopandas.read_parquet`` gives."""
+"""Engine load path: ``geo.data.snapshot.read_layer`` gives exactly the frame ``geopandas.read_parquet`` gives."""
 
 import io
 
@@ -7,7 +7,7 @@ import pytest
 from geopandas.testing import assert_geodataframe_equal
 from shapely.geometry import Point
 
-from geo.snapshot import _crs, read_layer
+from geo.data.snapshot import _crs, read_layer
 
 
 def assert_same(data: bytes):

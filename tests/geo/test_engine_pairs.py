@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geo import Engine, InvalidCoordinates
-from geo.engine import RadiusPairs
-from geo.point_index import PointIndex
-from geo.score_grid import pairs_within
+from geo.data.engine import RadiusPairs
+from geo.index.point_index import PointIndex
+from geo.batch.pairs import pairs_within
 
 R = 6371.0088
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from shapely.geometry import MultiPolygon, Point, Polygon, box
 
 from geo import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, Engine
-from geo.polygon_index import PolygonGrid
+from geo.index.polygon_index import PolygonGrid
 
 RIVER_LEFT_BOX = box(4.30, 51.15, 4.40, 51.30)   # as built by conftest.ref_engine
 RIVER_RIGHT_BOX = box(4.40, 51.15, 4.50, 51.30)

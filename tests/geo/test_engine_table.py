@@ -1,4 +1,4 @@
-"""The per-radius lookup table (geo.radius_table) against a brute-force loop of the same haversine.
+"""The per-radius lookup table (geo.index.radius_table) against a brute-force loop of the same haversine.
 
 The reference here is ``geo.haversine_km`` itself (not a math-module copy), so answers must agree exactly,
 including points placed on the circle and within rounding of it.
@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from geo import haversine_km
-from geo.point_index import PointIndex
-from geo.radius_table import RadiusTable
+from geo.index.point_index import PointIndex
+from geo.index.radius_table import RadiusTable
 
 R = 6371.0088
 

@@ -1,4 +1,5 @@
-"""The single-point fast path (geo.lookups, geo.near_one, geo.moment) gives the rules' answers exactly.
+"""The single-point fast path (geo.service.lookups, geo.index.near_one, geo.service.moment) gives the rules'
+answers exactly.
 
 The oracles are the vectorised rule functions and the engine's own radius queries, on a constructed world
 with works on both river banks, recurring works, stops with lines and detours with periods and weekdays.
@@ -15,13 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rules_world as W
-from geo import air, briefing as br, disruptions as dis
-from geo import works as wk
-from geo.lookups import stop_detour_masks
-from geo.near_one import NearTable
-from geo.prepared import prepare
-from geo.spherical import haversine_rad
-from geo.timefmt import from_ms, iso_utc_ms
+from geo.service import air, briefing as br, disruptions as dis
+from geo.rules import works as wk
+from geo.service.lookups import stop_detour_masks
+from geo.index.near_one import NearTable
+from geo.service.loaded import prepare
+from geo.index.spherical import haversine_rad
+from geo.rules.timefmt import from_ms, iso_utc_ms
 
 UTC = timezone.utc
 RUN, PLAN = "In uitvoering", "Concreet gepland"
@@ -149,13 +150,14 @@ def test_responses_do_not_share_mutable_parts(world):
 
 
 def test_upcoming_flags_follow_the_brussels_date(world):
-    from geo.moment import Moment
+    from geo.service.loaded import loaded
+    from geo.service.moment import Moment
 
     works = prepare(world).works
     start = datetime(2026, 10, 25, 0, 30, tzinfo=UTC)  # spans the end of summer time
     for h in range(0, 40 * 24, 5):
         now = start + timedelta(hours=h)
-        assert Moment(world, now).upcoming.tolist() == wk.upcoming_clusters(works, now).tolist(), now
+        assert Moment(loaded(world), now).upcoming.tolist() == wk.upcoming_clusters(works, now).tolist(), now
 
 
 def test_build_of_a_reading_from_another_instant_reports_that_reading(engine):

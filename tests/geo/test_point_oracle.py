@@ -1,37 +1,33 @@
-"""The single-point endpoints equal the previous per-request path (the public vectorised rules composed per
-call, kept in ``bench/bench_point.py`` as the benchmark's baseline) on the demo snapshot, byte for byte,
+"""The single-point endpoints equal the reference path (``geo.service.by_rules``: the public vectorised rules
+composed per call, also the baseline of ``bench/bench_point.py``) on the demo snapshot, byte for byte,
 over random points and instants, including both DST changes and the autumn fold."""
 
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder, not an installed package
-    sys.path.insert(0, str(ROOT))
+from geo.service import air, briefing, by_rules, disruptions
 
-from bench.bench_point import previous_air_quality, previous_briefing, previous_disruptions  # noqa: E402
-from geo import air, briefing, disruptions  # noqa: E402
-
-PAIRS = [(disruptions.disruptions, previous_disruptions), (air.air_quality, previous_air_quality),
-         (briefing.briefing, previous_briefing)]
+PAIRS = [(disruptions.disruptions, by_rules.disruptions), (air.air_quality, by_rules.air_quality),
+         (briefing.briefing, by_rules.briefing)]
 BRUSSELS = ZoneInfo("Europe/Brussels")
 
 
 @pytest.fixture(scope="module")
 def points(engine):
-    from bench import service_points
-
-    lat, lng = service_points(engine, 400, seed=11)
-    return list(zip(lat.tolist(), lng.tolist()))
+    """400 seeded random points inside the service area."""
+    rng = np.random.default_rng(11)
+    minx, miny, maxx, maxy = engine.service_area.total_bounds
+    lat, lng = rng.uniform(miny, maxy, 4000), rng.uniform(minx, maxx, 4000)
+    inside = engine.in_service_area(lat, lng)
+    return list(zip(lat[inside][:400].tolist(), lng[inside][:400].tolist()))
 
 
 def _dump(obj) -> str:

@@ -11,8 +11,8 @@ import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from geo import reference, river
-from geo.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
+from geo.data import reference, river
+from geo.data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
 
 # (lat, lng) of well-known places and the bank they lie on
 PLACES = {

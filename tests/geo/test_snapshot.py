@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from geo.errors import SnapshotError
-from geo.layers import LAYERS, SCHEMAS
-from geo.snapshot import DEMO_AS_OF, read_snapshot
+from geo.data.layers import LAYERS, SCHEMAS
+from geo.data.snapshot import DEMO_AS_OF, read_snapshot
 
 
 def test_manifest_lists_every_layer_with_hash_count_kind_and_licence(snapshot_dir):
@@ -53,7 +53,7 @@ def _raises_naming(path, needle):
         read_snapshot(path)
     msg = str(info.value)
     assert needle in msg, msg
-    assert "make snapshot" in msg and "python -m geo.snapshot build" in msg
+    assert "make snapshot" in msg and "python -m geo.data build" in msg
     return msg
 
 
@@ -141,7 +141,7 @@ def test_wrong_columns_even_with_matching_hash(snapshot_dir, tmp_path):
 # --- determinism, atomic publish ------------------------------------------------------------------------
 
 def test_building_twice_gives_the_same_snapshot_id(snapshot_dir, reference_dir, tmp_path):
-    from geo.snapshot import DEFAULT_SEED, build_snapshot
+    from geo.data.snapshot import DEFAULT_SEED, build_snapshot
 
     first = json.loads((snapshot_dir / "manifest.json").read_text())
     again = build_snapshot(tmp_path / "again", reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
@@ -149,8 +149,8 @@ def test_building_twice_gives_the_same_snapshot_id(snapshot_dir, reference_dir, 
 
 
 def test_seed_and_as_of_change_the_demo_payloads(reference_dir, snapshot_dir):
-    from geo.demo import Scenario
-    from geo.snapshot import DEFAULT_SEED
+    from geo.data.demo import Scenario
+    from geo.data.snapshot import DEFAULT_SEED
 
     base = Scenario(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED).works_pages()
     assert Scenario(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED + 1).works_pages() != base
@@ -163,7 +163,7 @@ def test_seed_and_as_of_change_the_demo_payloads(reference_dir, snapshot_dir):
 
 
 def test_publish_replaces_the_previous_snapshot_and_leaves_no_temporary_dirs(snapshot_dir, tmp_path):
-    from geo.snapshot import publish, staging_dir
+    from geo.data.snapshot import publish, staging_dir
 
     out = tmp_path / "data" / "snapshot"
     out.mkdir(parents=True)
@@ -177,7 +177,7 @@ def test_publish_replaces_the_previous_snapshot_and_leaves_no_temporary_dirs(sna
 
 
 def test_publish_refuses_a_broken_staging_dir_and_keeps_the_old_snapshot(snapshot_dir, tmp_path):
-    from geo.snapshot import publish, staging_dir
+    from geo.data.snapshot import publish, staging_dir
 
     out = tmp_path / "snapshot"
     shutil.copytree(snapshot_dir, out)
@@ -191,7 +191,7 @@ def test_publish_refuses_a_broken_staging_dir_and_keeps_the_old_snapshot(snapsho
 
 
 def test_write_snapshot_rejects_wrong_columns_and_unknown_kind(snapshot_dir, tmp_path):
-    from geo.snapshot import write_snapshot
+    from geo.data.snapshot import write_snapshot
 
     layers, manifest = read_snapshot(snapshot_dir)
     metas = {n: {k: e[k] for k in ("kind", "source", "licence")} for n, e in manifest["layers"].items()}

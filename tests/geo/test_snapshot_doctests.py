@@ -7,7 +7,8 @@ import sys
 
 import pytest
 
-MODULES = ["geo.snapshot", "geo.reference", "geo.upstream", "geo.river", "geo.demo", "geo.layers"]
+MODULES = ["geo.data.snapshot", "geo.data.reference", "geo.data.upstream", "geo.data.river", "geo.data.demo",
+           "geo.data.layers"]
 FORBIDDEN = ("flask", "werkzeug", "requests", "requests_cache", "sqlite3", "urllib3", "flask_limiter")
 
 
@@ -20,8 +21,8 @@ def test_docstring_examples(name):
 def test_building_and_reading_a_snapshot_loads_no_web_http_or_sql_module(snapshot_dir):
     code = (
         "import sys\n"
-        "from geo.snapshot import read_snapshot\n"
-        "import geo.demo, geo.upstream, geo.reference, geo.river\n"
+        "from geo.data.snapshot import read_snapshot\n"
+        "import geo.data.demo, geo.data.upstream, geo.data.reference, geo.data.river\n"
         f"read_snapshot({str(snapshot_dir)!r})\n"
         f"print(','.join(m for m in {FORBIDDEN!r} if m in sys.modules))"
     )

@@ -10,7 +10,7 @@ import sys
 import pandas as pd
 import pytest
 
-from geo.snapshot import DEMO_AS_OF, build_snapshot, read_snapshot
+from geo.data.snapshot import DEMO_AS_OF, build_snapshot, read_snapshot
 
 AS_OF = "2026-11-16T09:30:00.000Z"
 
@@ -59,7 +59,7 @@ def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_p
             (reference_dir / "lez" / "antwerp_lez_official_simplified.geojson").read_text()))],
     }
     out = tmp_path / "snap"
-    args = [sys.executable, "-m", "geo.snapshot", "build", "--reference", str(reference_dir), "--out", str(out),
+    args = [sys.executable, "-m", "geo.data", "build", "--reference", str(reference_dir), "--out", str(out),
             "--as-of", AS_OF]
     for opt, paths in files.items():
         args += [opt, *paths]
@@ -77,7 +77,7 @@ def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_p
     no2 = layers["no2"]
     assert no2["timestamp"].tolist() == [pd.Timestamp("2025-11-16T08:00:00Z"), pd.Timestamp("2025-11-16T09:00:00Z")]
     assert no2["value"].iloc[0] == 27.0 and math.isnan(no2["value"].iloc[1])
-    verify = subprocess.run([sys.executable, "-m", "geo.snapshot", "verify", str(out)], capture_output=True,
+    verify = subprocess.run([sys.executable, "-m", "geo.data", "verify", str(out)], capture_output=True,
                             text=True, timeout=60)
     assert verify.returncode == 0 and "works" in verify.stdout and "live" in verify.stdout
 
@@ -96,12 +96,12 @@ def test_partial_live_build_falls_back_to_demo_and_says_so(reference_dir, tmp_pa
 @pytest.mark.slow
 def test_cli_reports_errors_without_a_traceback(reference_dir, tmp_path):
     bad = _write(tmp_path / "bad.json", {"type": "Feature"})
-    run = subprocess.run([sys.executable, "-m", "geo.snapshot", "build", "--reference", str(reference_dir),
+    run = subprocess.run([sys.executable, "-m", "geo.data", "build", "--reference", str(reference_dir),
                           "--out", str(tmp_path / "snap"), "--works-json", bad],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "features" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "snap").exists()
-    missing = subprocess.run([sys.executable, "-m", "geo.snapshot", "build", "--reference",
+    missing = subprocess.run([sys.executable, "-m", "geo.data", "build", "--reference",
                               str(tmp_path / "nowhere"), "--out", str(tmp_path / "snap")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and "reference file" in missing.stderr and "Traceback" not in missing.stderr

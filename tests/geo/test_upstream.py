@@ -15,8 +15,8 @@ import shapely
 from hypothesis import given
 from hypothesis import strategies as st
 
-from geo.layers import SCHEMAS
-from geo.upstream import (UpstreamFormatError, normalise_detours, normalise_lez, normalise_no2,
+from geo.data.layers import SCHEMAS
+from geo.data.upstream import (UpstreamFormatError, normalise_detours, normalise_lez, normalise_no2,
                           normalise_stations, normalise_stops, normalise_works, parse_geo_coordinaat,
                           parse_time, strip_line)
 
@@ -187,7 +187,7 @@ def test_parse_time_handles_zones_dst_and_garbage():
 # --- IRCEL-CELINE -------------------------------------------------------------------------------------
 
 def test_ircel_stations_bare_array_with_nan_third_coordinate(reference_dir):
-    from geo import reference
+    from geo.data import reference
     features = [
         {"properties": {"id": 1030, "label": "40AL01 - Linkeroever"},
          "geometry": {"coordinates": [4.385223684454717, 51.23619419990248, "NaN"], "type": "Point"},

@@ -8,9 +8,9 @@ import json
 import pytest
 import shapely
 
-from geo import upstream as u
+from geo.data import upstream as u
 from geo.errors import SnapshotError
-from geo.snapshot import publish, read_snapshot, staging_dir, verify_loadable, write_snapshot
+from geo.data.snapshot import publish, read_snapshot, staging_dir, verify_loadable, write_snapshot
 
 LAMBERT = [152000, 212000]  # a Lambert-72 pair where WGS84 lon/lat was expected
 
@@ -108,7 +108,7 @@ def test_publish_keeps_the_previous_snapshot_when_the_new_one_does_not_load(snap
 
 def test_a_layer_read_back_and_written_again_gives_the_same_bytes(snapshot_dir):
     """Kept layers (a failing source's last good data) must keep their sha256 across refreshes."""
-    from geo.snapshot import layer_bytes, read_layer
+    from geo.data.snapshot import layer_bytes, read_layer
 
     for name in ("works", "stops", "no2"):
         data = (snapshot_dir / f"{name}.parquet").read_bytes()

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from geo import upstream as u
-from geo.upstream_delijn import LineBook, StopBook, unknown_stops
-from geo.upstream_gipod import gipod_id
-from geo.works import PLANNED, RUNNING, status_class
+from geo.data.upstream_delijn import LineBook, StopBook, unknown_stops
+from geo.data.upstream_gipod import gipod_id
+from geo.rules.works import PLANNED, RUNNING, status_class
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +141,7 @@ def test_delijn_stops_in_vicinity_sample_has_no_stop_key(sample):
 
 
 def test_delijn_entities_sample_numbers_the_regions_as_we_assume(sample):
-    from geo.demo import ENTITY_NAME
+    from geo.data.demo import ENTITY_NAME
 
     entities = {e["entiteitnummer"]: e["omschrijving"] for e in sample("delijn/entities.json")["entiteiten"]}
     assert entities == ENTITY_NAME == {"1": "Antwerpen", "2": "Oost-Vlaanderen", "3": "Vlaams-Brabant",

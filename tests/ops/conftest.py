@@ -3,17 +3,10 @@ accounts made through the library, and (for the slow tests) a real gunicorn depl
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # bench/ is a top-level folder, not an installed package
-    sys.path.insert(0, str(ROOT))
-
-from app import accounts, create_app  # noqa: E402
-from app.db import open_store  # noqa: E402
+from app import accounts, create_app
+from app.db import open_store
 
 
 @pytest.fixture

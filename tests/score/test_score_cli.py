@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from geo.score import COLUMNS, score
-from geo.score_cli import main, run
+from geo.batch.score import COLUMNS, score
+from geo.batch.cli import main, run
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +163,7 @@ def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample):
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
-    from geo.dask_score import score_dask
+    from geo.batch.dask import score_dask
 
     lat, lng, _ = sample
     frame = pd.DataFrame({"lat": lat, "lng": lng, "k": np.arange(lat.size)})

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from geo import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
-from geo.air import air_quality
-from geo.briefing import briefing
-from geo.disruptions import disruptions
+from geo.service.air import air_quality
+from geo.service.briefing import briefing
+from geo.service.disruptions import disruptions
 from geo.errors import OutsideServiceArea
-from geo.score import score
+from geo.batch.score import score
 
 SIDE = {RIVER_NONE: "none", RIVER_LEFT: "left", RIVER_RIGHT: "right"}
 

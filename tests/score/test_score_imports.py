@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 FORBIDDEN = ("flask", "werkzeug", "requests", "sqlite3", "click", "rich", "dask", "distributed",
-             "matplotlib", "folium", "geo.score_cli")
+             "matplotlib", "folium", "geo.batch.cli")
 
 
 def _loaded(code):
@@ -15,9 +15,9 @@ def _loaded(code):
 
 
 def test_score_notebook_and_dask_modules_import_lazily():
-    modules = "geo, geo.score, geo.score_io, geo.score_worker, geo.notebook, geo.dask_score"
+    modules = "geo, geo.batch.score, geo.batch.io, geo.batch.workers, geo.notebook, geo.batch.dask"
     assert _loaded(f"import {modules}") == ""
 
 
 def test_from_geo_score_import_score():
-    assert _loaded("from geo.score import score, join_scores, COLUMNS\nassert callable(score)") == ""
+    assert _loaded("from geo.batch.score import score, join_scores, COLUMNS\nassert callable(score)") == ""

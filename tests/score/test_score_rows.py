@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from geo.score import COLUMNS, score
+from geo.batch.score import COLUMNS, score
 
 coord = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.floats(50.6, 51.6), st.floats(2.5, 6.0))
 

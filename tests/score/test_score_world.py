@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from geo.briefing import briefing
-from geo.disruptions import disruptions
-from geo.score import score
+from geo.service.briefing import briefing
+from geo.service.disruptions import disruptions
+from geo.batch.score import score
 
 _spec = importlib.util.spec_from_file_location(
     "score_rules_world", Path(__file__).resolve().parents[1] / "geo" / "rules_world.py")

@@ -178,7 +178,7 @@ def build_scenario(now: datetime) -> dict:
 
 def listed_works(works: list) -> set:
     """The GipodIds a works request with our CQL2 filter returns (no events, only listed statuses)."""
-    from geo.upstream_gipod import REQUESTED_STATUSES
+    from geo.data.upstream_gipod import REQUESTED_STATUSES
 
     return {str(f["properties"]["GipodId"]) for f in works
             if f["properties"]["Type"] != "Evenement" and f["properties"]["Status"] in REQUESTED_STATUSES}

@@ -13,7 +13,7 @@ from app.sources import delijn, gipod, ircel, lez
 from app.sources.errors import UpstreamError
 from app.sources.http import Upstream, build_session
 from app.sources.settings import SourceSettings
-from geo import upstream as normalise
+from geo.data import upstream as normalise
 
 from .fakeupstream import DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, SHARED, Fault, FakeUpstream
 

@@ -12,9 +12,9 @@ import pytest
 from app.sources import boundary
 from app.sources.errors import UpstreamError
 from app.sources.refresher import refresh
-from geo import upstream as u
-from geo.engine import Engine
-from geo.snapshot import read_snapshot
+from geo.data import upstream as u
+from geo.data.engine import Engine
+from geo.data.snapshot import read_snapshot
 
 from .fakeupstream import BOUNDARY_BASE, Fault
 

@@ -13,7 +13,7 @@ import pytest
 
 from app.sources.recording import FORMAT, RecordingError, ReplayUpstream, record, replay
 from app.sources.refresher import refresh
-from geo.snapshot import read_snapshot
+from geo.data.snapshot import read_snapshot
 
 from .fakeupstream import DELIJN_BASE, FakeUpstream
 

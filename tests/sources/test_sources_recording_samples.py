@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from app.sources.recording import FORMAT, replay
-from geo.snapshot import read_snapshot
+from geo.data.snapshot import read_snapshot
 
 from .test_sources_e2e import free_port
 
@@ -98,7 +98,7 @@ def test_the_sample_detours_stop_is_looked_up_or_counted_as_skipped(reference_di
     assert without["skipped"]["delijn"] == {"stop_not_found": 1}
     assert without["layers"]["detours"]["skipped"] == {"stop_not_found": 1}
     assert without["skipped"]["gipod"] == {"event": 45}        # the real markets: events, not road works
-    verify = subprocess.run([sys.executable, "-m", "geo.snapshot", "verify", str(tmp_path / "sb")], cwd=REPO,
+    verify = subprocess.run([sys.executable, "-m", "geo.data", "verify", str(tmp_path / "sb")], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert verify.returncode == 0, verify.stderr
     assert "  delijn    stop_not_found           1" in verify.stdout

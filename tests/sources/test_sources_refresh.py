@@ -15,7 +15,7 @@ import pytest
 from app import create_app
 from app.sources import store
 from app.sources.refresher import refresh
-from geo.snapshot import read_snapshot
+from geo.data.snapshot import read_snapshot
 
 from .fakeupstream import listed_works, single_works
 from .fakeupstream import BOUNDARY_BASE, DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, LEZ_BASE, Fault, FakeUpstream
@@ -190,7 +190,7 @@ def test_bad_coordinates_from_gipod_are_skipped_and_the_snapshot_loads(fake, ups
     assert m["layers"]["works"]["note"] == "2 upstream records skipped (bad_coordinates: 2)"
     assert m["layers"]["works"]["skipped"] == {"bad_coordinates": 2}
     assert m["skipped"]["gipod"] == {"bad_coordinates": 2}       # per source and reason
-    from geo.engine import Engine
+    from geo.data.engine import Engine
 
     assert len(Engine.load(data_dir).works) == 3
 
@@ -227,7 +227,7 @@ def test_a_version_the_engine_cannot_load_is_never_switched_in(fake, upstream, s
                                                               reference_dir):
     import shapely
 
-    from geo.snapshot import write_snapshot
+    from geo.data.snapshot import write_snapshot
 
     assert refresh(data_dir, reference_dir, upstream, settings, now=NOW).published
     # a serving snapshot written before coordinates were checked: its live works hold a Lambert-72 point

@@ -1,0 +1,49 @@
+"""One engine per process, and the scoring call that local workers and Dask workers run on a chunk.
+
+The engine is loaded from the snapshot directory the first time a process scores a chunk and kept for the
+life of the process; every chunk is scored by :func:`geo.batch.score.score`, so results do not depend on where or
+in which chunk a point was scored.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+_ENGINES: dict = {}
+_LOCK = threading.Lock()
+
+
+def engine_for(path: str, snapshot_id: str | None = None):
+    """The process's engine for the snapshot at ``path`` (loaded once; checked against ``snapshot_id``).
+
+    Examples
+    --------
+    >>> engine_for("data/snapshot").snapshot_id  # doctest: +SKIP
+    '0cfedcbb…'
+    """
+    from ..data.engine import Engine
+
+    with _LOCK:
+        eng = _ENGINES.get(path)
+        if eng is None:
+            eng = _ENGINES[path] = Engine.load(path)
+    if snapshot_id and eng.snapshot_id != snapshot_id:
+        raise RuntimeError(f"worker snapshot {eng.snapshot_id[:12]} at {path} differs from the client's "
+                           f"{snapshot_id[:12]}: every worker must see the same snapshot")
+    return eng
+
+
+def score_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str):
+    """Score one chunk on this process: an Arrow table of the score columns (plain types).
+
+    Examples
+    --------
+    >>> score_arrays("data/snapshot", "", [51.2194], [4.4025], "2026-11-16T07:00:00+00:00")  # doctest: +SKIP
+    pyarrow.Table ...
+    """
+    from .score import score
+    from .io import score_table
+
+    eng = engine_for(path, snapshot_id)
+    return score_table(score((lat, lng), eng, datetime.fromisoformat(now_iso)))

@@ -1,0 +1,355 @@
+"""The geo engine: a snapshot's layers as GeoDataFrames plus spatial indexes built once at load.
+
+Every query method is ufunc-style: ``lat``/``lng`` scalar or 1-D array in (validated with
+``geo.coords.validate``, raising ``InvalidCoordinates``), NumPy arrays out, one element per point.
+Python ``float``/``int`` scalars take a fast path without array broadcasting; the answers are the same.
+See ``docs/engine.md`` for the index design and the exactness guarantees.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import NamedTuple
+
+import geopandas as gpd
+import numpy as np
+import pandas as pd
+import shapely
+
+from ..coords import validate
+from ..errors import InvalidCoordinates
+from ..index.polygon_index import PolygonGrid
+from ..index.point_index import PointIndex
+from ..index.spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
+
+# river_side() codes
+RIVER_NONE = 0   # outside the Antwerp river zone: no river side
+RIVER_LEFT = 1   # left (west) bank: Linkeroever, Zwijndrecht, Burcht, Kruibeke, Beveren
+RIVER_RIGHT = 2  # right (east) bank: city centre, Hoboken, northern port
+
+LAYERS = ("service_area", "lez", "river", "stations", "stops", "works", "detours", "no2")
+POINT_LAYERS = ("stations", "stops", "works", "detours")  # located by one point each (point_on_surface)
+
+
+def _scalar(lat, lng):
+    """(lat, lng) as Python floats when both are valid real scalars, else None (take the array path)."""
+    t1, t2 = type(lat), type(lng)
+    if (t1 is float or t1 is int or t1 is np.float64) and (t2 is float or t2 is int or t2 is np.float64):
+        la, ln = float(lat), float(lng)
+        if -90.0 <= la <= 90.0 and -180.0 <= ln <= 180.0:  # False for NaN
+            return la, ln
+    return None
+
+
+def _union(frame) -> shapely.Geometry:
+    geoms = frame.geometry.values if len(frame) else []
+    return shapely.union_all(np.asarray(geoms)) if len(geoms) else shapely.MultiPolygon()
+
+
+def _as_4326(frame):
+    if frame.crs is not None and not frame.crs.equals("EPSG:4326"):
+        return frame.to_crs("EPSG:4326")
+    return frame
+
+
+def _parse_as_of(value):
+    if not value:
+        return None
+    ts = _dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return ts if ts.tzinfo else ts.replace(tzinfo=_dt.timezone.utc)
+
+
+class RadiusPairs(NamedTuple):
+    """Array form of ``Engine.works_near`` / ``stops_near``: one element per (query point, layer row) pair
+    within the radius, sorted by (point, distance, id). ``idx[point == i]`` and ``km[point == i]`` are the
+    scalar call's ``(idx, km)`` for query ``i``, byte for byte; a query with none has no element.
+
+    Attributes
+    ----------
+    point : int64 array, position of the query point in the input arrays
+    idx : int64 array, row in the layer (``engine.works`` / ``engine.stops``)
+    km : float64 array, haversine distance
+    """
+
+    point: np.ndarray
+    idx: np.ndarray
+    km: np.ndarray
+
+
+def point_coords(frame):
+    """(lat, lng) float64 arrays of a point layer; NaN where the geometry is missing or empty.
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> frame = gpd.GeoDataFrame(geometry=gpd.points_from_xy([4.4, 3.7], [51.2, 51.05]), crs="EPSG:4326")
+    >>> [a.tolist() for a in point_coords(frame)]
+    [[51.2, 51.05], [4.4, 3.7]]
+    """
+    geom = np.asarray(frame.geometry.values, dtype=object) if len(frame) else np.empty(0, dtype=object)
+    ok = ~(shapely.is_missing(geom) | shapely.is_empty(geom)) if geom.size else np.empty(0, dtype=bool)
+    lat, lng = np.full(geom.size, np.nan), np.full(geom.size, np.nan)
+    if ok.any():
+        pts = shapely.point_on_surface(geom[ok])
+        lng[ok], lat[ok] = shapely.get_x(pts), shapely.get_y(pts)
+    return lat, lng
+
+
+
+
+class Engine:
+    """Layers of one snapshot plus their spatial indexes.
+
+    Attributes
+    ----------
+    manifest : dict            the snapshot's manifest.json
+    snapshot_id : str
+    as_of : datetime.datetime  aware UTC (None when the manifest has no ``asOf``)
+    service_area, lez, river, stations, stops, works, detours, no2 : geopandas.GeoDataFrame
+        layers as in data/README.md (row order = the index used by the query methods)
+
+    Examples
+    --------
+    >>> eng = Engine.load("data/snapshot")                       # doctest: +SKIP
+    >>> eng.in_service_area([51.2194, 50.6326], [4.4025, 5.5797])  # doctest: +SKIP
+    array([ True, False])
+    """
+
+    def __init__(self, layers: dict, manifest: dict):
+        self.manifest = dict(manifest or {})
+        self.snapshot_id = str(self.manifest.get("snapshotId", ""))
+        self.as_of = _parse_as_of(self.manifest.get("asOf"))
+        for name in LAYERS:
+            frame = layers.get(name)
+            if frame is None:
+                frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})
+            setattr(self, name, _as_4326(frame).reset_index(drop=True))
+        self._check_points()
+        self._build_indexes()
+
+    # --- construction -------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path) -> "Engine":
+        """Load and validate a snapshot directory and build every spatial index.
+
+        Raises ``SnapshotError`` naming the file and the fix. :func:`geo.load` also builds the rules'
+        prepared data and the single-point tables (what the API does at start).
+
+        Examples
+        --------
+        >>> eng = Engine.load("data/snapshot")  # doctest: +SKIP
+        """
+        from .snapshot import read_snapshot
+
+        layers, manifest = read_snapshot(path)
+        return cls.from_layers(layers, manifest)
+
+    @classmethod
+    def from_layers(cls, layers: dict, manifest: dict) -> "Engine":
+        """Build from in-memory GeoDataFrames (tests, notebooks); a missing layer is empty.
+
+        Examples
+        --------
+        >>> import geopandas as gpd
+        >>> from shapely.geometry import box
+        >>> area = gpd.GeoDataFrame({"name": ["x"]}, geometry=[box(4, 51, 5, 52)], crs="EPSG:4326")
+        >>> Engine.from_layers({"service_area": area}, {}).in_service_area(51.5, 4.5)
+        array([ True])
+        """
+        return cls(layers, manifest)
+
+    def _check_points(self):
+        """Every located point of the point layers is a WGS84 (lat, lng): a projected pair (e.g. Lambert-72
+        metres) raises ``InvalidCoordinates`` naming the layer, here at load and never in a request."""
+        for name in POINT_LAYERS:
+            lat, lng = point_coords(getattr(self, name))
+            located = np.isfinite(lat) & np.isfinite(lng)
+            try:
+                validate(lat[located], lng[located])
+            except InvalidCoordinates as exc:
+                raise InvalidCoordinates(f"layer {name}: {exc}") from None
+
+    def _build_indexes(self):
+        self._area = PolygonGrid(_union(self.service_area))
+        self._lez = PolygonGrid(_union(self.lez))
+        part = self.river["part"] if "part" in self.river.columns else []
+        self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
+        self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
+        self._works = self._point_index(self.works)
+        self._stops = self._point_index(self.stops)
+        lat, lng = point_coords(self.stations)
+        self._stations = {}
+        for col in self.stations.columns:
+            if col != "geometry" and pd.api.types.is_bool_dtype(self.stations[col].dtype):
+                flag = self.stations[col].fillna(False).to_numpy(dtype=bool)
+                self._stations[col] = PointIndex(np.where(flag, lat, np.nan), lng)
+
+    @staticmethod
+    def _point_index(frame):
+        lat, lng = point_coords(frame)
+        ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
+        return PointIndex(lat, lng, ids)
+
+    # --- polygons -----------------------------------------------------------------------------
+    def in_service_area(self, lat, lng) -> np.ndarray:
+        """bool array: inside Flanders ∪ Brussels (boundary counts as inside).
+
+        Examples
+        --------
+        >>> engine.in_service_area([51.2194, 50.8467, 50.6326], [4.4025, 4.3525, 5.5797])  # doctest: +SKIP
+        array([ True,  True, False])
+        """
+        s = _scalar(lat, lng)
+        if s is not None:
+            return np.array([self._area.contains_one(s[1], s[0])])
+        lat, lng = validate(lat, lng)
+        return self._area.contains(lng, lat)
+
+    def in_lez(self, lat, lng) -> np.ndarray:
+        """bool array: inside the Antwerp LEZ (all parts, holes honoured; boundary counts as inside).
+
+        Examples
+        --------
+        >>> engine.in_lez(51.2194, 4.4003)  # Groenplaats  # doctest: +SKIP
+        array([ True])
+        """
+        s = _scalar(lat, lng)
+        if s is not None:
+            return np.array([self._lez.contains_one(s[1], s[0])])
+        lat, lng = validate(lat, lng)
+        return self._lez.contains(lng, lat)
+
+    def river_side(self, lat, lng) -> np.ndarray:
+        """int8 array of RIVER_NONE / RIVER_LEFT / RIVER_RIGHT (a point on both areas' shared edge: left).
+
+        Examples
+        --------
+        >>> engine.river_side([51.2205, 51.2194], [4.3890, 4.4003])  # Linkeroever, Groenplaats  # doctest: +SKIP
+        array([1, 2], dtype=int8)
+        """
+        s = _scalar(lat, lng)
+        if s is not None:
+            side = RIVER_LEFT if self._left.contains_one(s[1], s[0]) else (
+                RIVER_RIGHT if self._right.contains_one(s[1], s[0]) else RIVER_NONE)
+            return np.array([side], dtype=np.int8)
+        lat, lng = validate(lat, lng)
+        out = np.zeros(lat.size, dtype=np.int8)
+        out[self._right.contains(lng, lat)] = RIVER_RIGHT
+        out[self._left.contains(lng, lat)] = RIVER_LEFT
+        return out
+
+    # --- nearest / radius ---------------------------------------------------------------------
+    def nearest_station(self, lat, lng, pollutant: str = "no2"):
+        """(idx int64 array into self.stations, haversine distance km float64 array)
+        over stations measuring ``pollutant`` (column of the same name is True).
+
+        Ties go to the lowest row; with no such station the answer is (-1, inf).
+        Raises ``ValueError`` when ``stations`` has no bool column ``pollutant``.
+
+        Examples
+        --------
+        >>> idx, km = engine.nearest_station(51.2194, 4.4003)  # doctest: +SKIP
+        >>> engine.stations.loc[idx[0], "id"], round(float(km[0]), 2)  # doctest: +SKIP
+        ('42R801', 1.2)
+        """
+        index = self._stations.get(pollutant)
+        if index is None:
+            raise ValueError(f"unknown pollutant {pollutant!r}: stations has no bool column of that name")
+        s = _scalar(lat, lng)
+        if s is not None:
+            return index.nearest_one(*s)
+        lat, lng = validate(lat, lng)
+        return index.nearest(lat, lng)
+
+    def works_near(self, lat, lng, radius_km: float = 2.0):
+        """Works within ``radius_km`` (haversine, inclusive) of each point.
+
+        A scalar point (``lat`` and ``lng`` 0-d: Python or NumPy numbers) gives ``(idx, km)``: int64 rows
+        of ``self.works`` and float64 distances, sorted by (distance, id). Arrays of points (1-D, any
+        length, also one) give a :class:`RadiusPairs` ``(point, idx, km)``: flat arrays, one element per
+        pair, sorted by (point, distance, id); pairs are generated in bounded chunks, so memory beyond the
+        result stays bounded.
+
+        Examples
+        --------
+        >>> idx, km = engine.works_near(51.2194, 4.4003, 2.0)  # doctest: +SKIP
+        >>> bool((km <= 2.0).all())  # doctest: +SKIP
+        True
+        >>> import geopandas as gpd
+        >>> works = gpd.GeoDataFrame({"id": ["b", "a"]}, crs="EPSG:4326",
+        ...                          geometry=gpd.points_from_xy([4.0, 4.0], [51.0, 51.01]))
+        >>> eng = Engine.from_layers({"works": works}, {})
+        >>> eng.works_near(51.0, 4.0, 2.0)[0].tolist()
+        [0, 1]
+        >>> point, idx, km = eng.works_near([51.0, 53.0, 51.01], [4.0, 4.0, 4.0], 2.0)
+        >>> point.tolist(), idx.tolist(), km.round(3).tolist()
+        ([0, 0, 2, 2], [0, 1, 1, 0], [0.0, 1.112, 0.0, 1.112])
+        """
+        return self._near(self._works, lat, lng, radius_km)
+
+    def stops_near(self, lat, lng, radius_km: float):
+        """Stops within ``radius_km``: ``(idx, km)`` for a scalar point, :class:`RadiusPairs`
+        ``(point, idx, km)`` for arrays of points; as :meth:`works_near`.
+
+        Examples
+        --------
+        >>> idx, km = engine.stops_near(51.2194, 4.4003, 0.4)  # doctest: +SKIP
+        >>> point, idx, km = engine.stops_near([51.2194, 51.0543], [4.4003, 3.7174], 0.4)  # doctest: +SKIP
+        """
+        return self._near(self._stops, lat, lng, radius_km)
+
+    def count_works_near(self, lat, lng, radius_km: float = 2.0, mask=None):
+        """Many points, aggregated (never materialising all pairs):
+        (count int64 array, nearest_km float64 array with inf when none) over works where
+        ``mask`` (bool array over self.works, default all) is True.
+
+        Examples
+        --------
+        >>> count, km = engine.count_works_near([51.2194, 51.0543], [4.4003, 3.7174])  # doctest: +SKIP
+        """
+        index = self._works if mask is None else self._works.subset(mask)
+        radius = _radius(radius_km)
+        s = _scalar(lat, lng)
+        if s is not None:
+            _, km = index.within(*s, radius)
+            return np.array([km.size], dtype=np.int64), np.array([km.min() if km.size else np.inf])
+        lat, lng = validate(lat, lng)
+        return index.count_within(lat, lng, radius)
+
+    def any_stop_near(self, lat, lng, radius_km: float) -> np.ndarray:
+        """bool array: at least one stop within radius_km (haversine).
+
+        Examples
+        --------
+        >>> engine.any_stop_near([51.2194], [4.4003], 0.4)  # doctest: +SKIP
+        array([ True])
+        """
+        radius = _radius(radius_km)
+        s = _scalar(lat, lng)
+        if s is not None:
+            return np.array([self._stops.within(*s, radius)[0].size > 0])
+        lat, lng = validate(lat, lng)
+        return self._stops.any_within(lat, lng, radius)
+
+    # --- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def _near(index, lat, lng, radius_km):
+        s = _scalar(lat, lng)
+        if s is not None:
+            return index.within(*s, _radius(radius_km))
+        la, ln = validate(lat, lng)  # coordinates first, as before: InvalidCoordinates wins
+        if np.ndim(lat) == 0 and np.ndim(lng) == 0:
+            return index.within(float(la[0]), float(ln[0]), _radius(radius_km))
+        return RadiusPairs(*index.within_many(la, ln, _radius(radius_km)))
+
+    def __repr__(self):
+        return (f"<Engine snapshot={self.snapshot_id[:12] or '?'} works={len(self.works)} "
+                f"stops={len(self.stops)} stations={len(self.stations)}>")
+
+
+def _radius(radius_km) -> float:
+    r = float(radius_km)
+    if not math.isfinite(r) or r < 0:
+        raise ValueError(f"radius_km must be a finite number >= 0, got {radius_km!r}")
+    return r

@@ -1,0 +1,305 @@
+"""Per-snapshot precomputation for the data-endpoint rules: :func:`build`, called once per loaded snapshot
+by :class:`geo.service.loaded.LoadedSnapshot` (``geo.service.loaded.prepare(engine)`` returns its copy).
+
+Everything that does not depend on the query point or the clock is computed here from the engine's layers:
+status classes and collapsed works clusters with their river side, Antwerp-region detours with normalised line
+sets, severity, delay and river side, a stop x line bit matrix, and per-station measured NO2 series.
+Requests then only index these arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import shapely
+
+from . import transit as tr
+from . import works as wk
+from ..data.engine import RIVER_NONE
+from .timefmt import NO_END_MS, column_ms, day_strings, iso_utc_ms, local_day_numbers, to_ms
+
+
+
+def _col(frame, name, default=None):
+    if name in frame.columns:
+        return frame[name].to_numpy(dtype=object)
+    return np.full(len(frame), default, dtype=object)
+
+
+def _coords(frame):
+    """(lat, lng) of a point layer; NaN for missing or empty geometries."""
+    if len(frame) == 0:
+        return np.zeros(0), np.zeros(0)
+    geom = np.asarray(frame.geometry.values, dtype=object)
+    bad = shapely.is_missing(geom) | shapely.is_empty(geom)
+    lat, lng = np.full(geom.size, np.nan), np.full(geom.size, np.nan)
+    pts = shapely.point_on_surface(geom[~bad])
+    lng[~bad], lat[~bad] = shapely.get_x(pts), shapely.get_y(pts)
+    return lat, lng
+
+
+def _sides(engine, lat, lng):
+    side = np.full(lat.size, RIVER_NONE, dtype=np.int8)
+    ok = np.isfinite(lat) & np.isfinite(lng)
+    if ok.any():
+        side[ok] = engine.river_side(lat[ok], lng[ok])
+    return side
+
+
+@dataclass(frozen=True)
+class Works:
+    """Collapsed works clusters (index = cluster) and the row -> cluster map."""
+
+    row_cluster: np.ndarray     # over engine.works rows: cluster of a representative row, else -1
+    ids: np.ndarray
+    description: np.ndarray
+    status: np.ndarray          # Dutch status string of the representative
+    status_class: np.ndarray    # wk.RUNNING / wk.PLANNED
+    lat: np.ndarray
+    lng: np.ndarray
+    start_date: np.ndarray      # 'YYYY-MM-DD' (earliest member start, Brussels date)
+    end_date: np.ndarray        # 'YYYY-MM-DD' or None (latest member end; None if any is open-ended)
+    occurrences: np.ndarray     # members per cluster
+    side: np.ndarray            # river side of the representative point
+    member_cluster: np.ndarray  # planned members of planned clusters: their cluster ...
+    member_start_day: np.ndarray  # ... and local start date (days since epoch)
+    items: list                 # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n)
+
+
+@dataclass(frozen=True)
+class Detours:
+    """Antwerp-region detours (index = detour) and the stop x line bit matrix."""
+
+    ids: np.ndarray
+    id_rank: np.ndarray         # rank of the id in string order (tie-break of the distance sort)
+    titles: np.ndarray
+    lines: list                 # tuples of normalised line numbers
+    line_bits: np.ndarray       # (n_detours, n_bytes) uint8, packed over the line vocabulary
+    stop_bits: np.ndarray       # (n_stops, n_bytes) uint8: Antwerp-region lines serving each stop
+    start_ms: np.ndarray
+    end_ms: np.ndarray          # NO_END_MS when open-ended
+    end_date: np.ndarray        # 'YYYY-MM-DD' or None
+    days: np.ndarray            # weekday bit masks
+    severity: np.ndarray        # tr.LOW / MEDIUM / HIGH
+    delay_min: np.ndarray
+    lat: np.ndarray             # detour point (NaN when it has none)
+    lng: np.ndarray
+    side: np.ndarray
+    lat_r: np.ndarray           # detour point in radians and cos(latitude), for the distance sort
+    lng_r: np.ndarray
+    cos_lat: np.ndarray
+    items: list                 # per detour: JSON-ready (id, title, lines, severity, delay, endDate)
+
+
+@dataclass(frozen=True)
+class Air:
+    """Measured NO2 series per station row (CSR) plus station names and the LEZ name."""
+
+    offsets: np.ndarray         # n_stations + 1
+    times_ms: np.ndarray        # end-of-hour timestamps, ascending within a station
+    values: np.ndarray          # µg/m³ rounded to 0.1, NaN for null
+    station_ids: np.ndarray
+    station_names: np.ndarray
+    lez_name: str
+    no2_rows: np.ndarray        # station rows measuring NO2 with a point, ascending
+    no2_lat_r: np.ndarray       # their latitude / longitude in radians and cos(latitude)
+    no2_lng_r: np.ndarray
+    no2_cos: np.ndarray
+
+
+@dataclass(frozen=True)
+class Prepared:
+    works: Works
+    detours: Detours
+    air: Air
+    retrieved_at: str           # oldest retrievedAt of the works / detours / stops layers
+
+
+def build(engine) -> Prepared:
+    """The prepared rule data of ``engine`` (a new object on every call: keep the one of the snapshot's
+    :class:`geo.service.loaded.LoadedSnapshot`).
+
+    Examples
+    --------
+    >>> build(engine).works.ids.size <= len(engine.works)  # doctest: +SKIP
+    True
+    """
+    return Prepared(_works(engine), _detours(engine), _air(engine), _retrieved_at(engine))
+
+
+def _works(engine) -> Works:
+    frame = engine.works
+    n = len(frame)
+    status = np.array([s.strip() if isinstance(s, str) else "" for s in _col(frame, "status", "")],
+                      dtype=object)
+    cls = wk.status_class(status)
+    lat, lng = _coords(frame)
+    listed = np.flatnonzero((cls != wk.NOT_LISTED) & np.isfinite(lat))
+    start_ms, has_start = column_ms(_col(frame, "start"))
+    end_ms, has_end = column_ms(_col(frame, "end"))
+    start_ms = np.where(has_start, start_ms, NO_END_MS)  # unknown start sorts last, never "upcoming"
+    ids = np.array([str(x) for x in _col(frame, "id", "")], dtype=object)
+    desc = _col(frame, "description", "")
+
+    labels = wk.collapse_labels(desc[listed], lat[listed], lng[listed])
+    rep_local = wk.representatives(labels, cls[listed], start_ms[listed], ids[listed])
+    rep = listed[rep_local]
+    k = rep.size
+    row_cluster = np.full(n, -1, dtype=np.int64)
+    row_cluster[rep] = np.arange(k)
+
+    m_start = np.where(has_start[listed], start_ms[listed], np.iinfo(np.int64).max)
+    first_start = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_start, labels, m_start)
+    last_end = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
+    np.maximum.at(last_end, labels, np.where(has_end[listed], end_ms[listed], NO_END_MS))
+    # GIPOD occurrences of every collapsed work (a work with no count stands for one)
+    occ = np.array([int(x) if isinstance(x, (int, np.integer)) and x > 0 else 1
+                    for x in _col(frame, "occurrences", 1)], dtype=np.int64)
+    occurrences = np.bincount(labels, weights=occ[listed], minlength=k).astype(np.int64)
+
+    start_date = np.full(k, None, dtype=object)
+    ok = first_start != np.iinfo(np.int64).max
+    start_date[ok] = day_strings(local_day_numbers(first_start[ok]))
+    end_date = np.full(k, None, dtype=object)
+    ok = last_end != NO_END_MS
+    end_date[ok] = day_strings(local_day_numbers(last_end[ok]))
+
+    cluster_cls = cls[rep]
+    planned_member = (cluster_cls[labels] == wk.PLANNED) & has_start[listed]
+    description = np.array([d if isinstance(d, str) else "" for d in desc[rep]], dtype=object)
+    items = [(str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n))
+             for i, d, s, a, b, sd, ed, n in zip(ids[rep], description, status[rep], lat[rep], lng[rep],
+                                                 start_date, end_date, occurrences)]
+    return Works(
+        items=items,
+        row_cluster=row_cluster,
+        ids=ids[rep],
+        description=description,
+        status=status[rep],
+        status_class=cluster_cls,
+        lat=lat[rep],
+        lng=lng[rep],
+        start_date=start_date,
+        end_date=end_date,
+        occurrences=occurrences,
+        side=_sides(engine, lat[rep], lng[rep]),
+        member_cluster=labels[planned_member],
+        member_start_day=local_day_numbers(start_ms[listed][planned_member]),
+    )
+
+
+def _detours(engine) -> Detours:
+    frame = engine.detours
+    rows = np.flatnonzero(tr.antwerp_region(_col(frame, "region", ""), _col(frame, "entity", "")))
+    sub = frame.iloc[rows]
+    lines = [tr.split_lines(x) for x in _col(sub, "lines")]
+    vocab = {line: i for i, line in enumerate(sorted({x for ls in lines for x in ls}))}
+    n_bytes = max(1, -(-len(vocab) // 8))
+
+    def bits(line_sets):
+        dense = np.zeros((len(line_sets), n_bytes * 8), dtype=bool)
+        for r, ls in enumerate(line_sets):
+            cols = [vocab[x] for x in ls if x in vocab]
+            dense[r, cols] = True
+        return np.packbits(dense, axis=1)
+
+    stops = engine.stops
+    stop_entity = np.array([str(e).strip() for e in _col(stops, "entity", "")], dtype=object)
+    stop_lines = [tr.split_lines(x) if e == tr.ANTWERP_ENTITY else ()
+                  for x, e in zip(_col(stops, "lines"), stop_entity)]
+
+    start_ms, has_start = column_ms(_col(sub, "start"))
+    end_ms, has_end = column_ms(_col(sub, "end"))
+    start_ms = np.where(has_start, start_ms, np.iinfo(np.int64).min)
+    end_ms = np.where(has_end, end_ms, NO_END_MS)
+    end_date = np.full(len(sub), None, dtype=object)
+    if has_end.any():
+        end_date[has_end] = day_strings(local_day_numbers(end_ms[has_end]))
+    n_unserved = np.array([tr.count_items(x) for x in _col(sub, "unserved_stops")], dtype=np.int64)
+    n_lines = np.array([len(ls) for ls in lines], dtype=np.int64)
+    published = np.asarray(sub["delay_min"], dtype=np.float64) if "delay_min" in sub.columns else None
+    delay = tr.delay_minutes(n_unserved, published)
+    lat, lng = _coords(sub)
+    ids = np.array([str(x) for x in _col(sub, "id", "")], dtype=object)
+    titles = np.array([t if isinstance(t, str) else "" for t in _col(sub, "title", "")], dtype=object)
+    sev = tr.severity(n_unserved, n_lines, delay)
+    items = [(str(i), str(t), list(ls), tr.SEVERITY_NAMES[int(v)], int(m), e)
+             for i, t, ls, v, m, e in zip(ids, titles, lines, sev, delay, end_date)]
+    lat_r, lng_r = np.radians(lat), np.radians(lng)
+    return Detours(
+        lat_r=lat_r,
+        lng_r=lng_r,
+        cos_lat=np.cos(lat_r),
+        items=items,
+        ids=ids,
+        id_rank=np.unique(ids.astype(str), return_inverse=True)[1] if ids.size else np.zeros(0, np.int64),
+        titles=titles,
+        lines=lines,
+        line_bits=bits(lines),
+        stop_bits=bits(stop_lines),
+        start_ms=start_ms,
+        end_ms=end_ms,
+        end_date=end_date,
+        days=np.array([tr.day_mask(x) for x in _col(sub, "days", "")], dtype=np.int64),
+        severity=sev,
+        delay_min=delay,
+        lat=lat,
+        lng=lng,
+        side=_sides(engine, lat, lng),
+    )
+
+
+def _air(engine) -> Air:
+    stations = engine.stations
+    station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
+    row_of = {sid: i for i, sid in enumerate(station_ids)}
+    rows = engine.no2
+    kind = np.array([str(k).strip().lower() for k in _col(rows, "kind", "")], dtype=object)
+    srow = np.array([row_of.get(str(s), -1) for s in _col(rows, "station_id", "")], dtype=np.int64)
+    t_ms, has_t = column_ms(_col(rows, "timestamp"))
+    values = np.asarray(rows["value"], dtype=np.float64) if "value" in rows.columns else np.zeros(len(rows))
+    keep = (kind == "measured") & (srow >= 0) & has_t
+    srow, t_ms, values = srow[keep], t_ms[keep], values[keep]
+    order = np.lexsort((t_ms, srow))
+    srow, t_ms, values = srow[order], t_ms[order], values[order]
+    # one value per (station, timestamp): the last row of the layer wins
+    last = np.r_[(srow[1:] != srow[:-1]) | (t_ms[1:] != t_ms[:-1]), True] if srow.size else np.zeros(0, bool)
+    srow, t_ms, values = srow[last], t_ms[last], values[last]
+    values = np.where(np.isfinite(values), np.round(values, 1), np.nan)
+    offsets = np.searchsorted(srow, np.arange(len(stations) + 1), side="left")
+    names = _col(engine.lez, "name", "")
+    s_lat, s_lng = _coords(stations)
+    flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
+    no2_rows = np.flatnonzero(flag & np.isfinite(s_lat))
+    lat_r, lng_r = np.radians(s_lat[no2_rows]), np.radians(s_lng[no2_rows])
+    return Air(
+        no2_rows=no2_rows,
+        no2_lat_r=lat_r,
+        no2_lng_r=lng_r,
+        no2_cos=np.cos(lat_r),
+        offsets=offsets,
+        times_ms=t_ms,
+        values=values,
+        station_ids=station_ids,
+        station_names=np.array([x if isinstance(x, str) else "" for x in _col(stations, "name", "")],
+                               dtype=object),
+        lez_name=str(names[0]) if len(names) and isinstance(names[0], str) else "Lage-emissiezone Antwerpen",
+    )
+
+
+def _retrieved_at(engine) -> str:
+    layers = engine.manifest.get("layers", {}) or {}
+    stamps = []
+    for name in ("works", "detours", "stops"):
+        value = (layers.get(name) or {}).get("retrievedAt")
+        if value:
+            stamps.append(to_ms(pd.Timestamp(value).tz_convert("UTC") if pd.Timestamp(value).tzinfo
+                                else pd.Timestamp(value).tz_localize("UTC")))
+    if stamps:
+        return iso_utc_ms(min(stamps))
+    if engine.as_of is not None:
+        return iso_utc_ms(engine.as_of)
+    return iso_utc_ms(0)

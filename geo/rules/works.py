@@ -1,0 +1,154 @@
+"""Road-works rules (vectorised): status classes, collapse of recurring occurrences, 14-day window.
+
+A work is *running* when its status is ``In uitvoering`` (dates are not used for that), *planned* when its
+status is one of :data:`PLANNED_STATUSES`; every other status (finished, cancelled, unknown) is not listed.
+Listed works with the same description (whitespace and case ignored) whose points are connected by steps of at
+most :data:`COLLAPSE_KM` collapse into one item. See docs/rules.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+
+from ..index.spherical import chord_for_km, haversine_km, unit_vectors
+from .timefmt import day_number, local_day
+from .upstream_gipod import STATUS_CLASSES
+
+RUNNING_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "running")  # {"In uitvoering"}
+# {"Concreet gepland", "Gepland", "Voorlopig gepland", "Lopende"}: see docs/sources.md for Lopende
+PLANNED_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "planned")
+NOT_LISTED, RUNNING, PLANNED = 0, 1, 2
+
+RADIUS_KM = 2.0           # works listed within 2 km (haversine, boundary included) of the point
+RADIUS_TEXT = f"{RADIUS_KM:g} km"                                       # "2 km" in the texts
+RADIUS_JSON = int(RADIUS_KM) if RADIUS_KM.is_integer() else RADIUS_KM  # the radiusKm member: 2
+COLLAPSE_KM = 0.050       # recurring occurrences: same description within 50 m (single linkage)
+UPCOMING_DAYS = 14        # upcomingWorks14d: start date in [today, today + 14] (Brussels dates)
+
+_SPACES = re.compile(r"\s+")
+
+
+def status_class(statuses) -> np.ndarray:
+    """int8 array: RUNNING (1), PLANNED (2) or NOT_LISTED (0); surrounding whitespace is ignored.
+
+    Examples
+    --------
+    >>> status_class(["In uitvoering", "Concreet gepland", "Uitgevoerd", " Gepland ", "Lopende"]).tolist()
+    [1, 2, 0, 2, 2]
+    """
+    out = np.zeros(len(statuses), dtype=np.int8)
+    for i, s in enumerate(statuses):
+        s = s.strip() if isinstance(s, str) else ""
+        if s in RUNNING_STATUSES:
+            out[i] = RUNNING
+        elif s in PLANNED_STATUSES:
+            out[i] = PLANNED
+    return out
+
+
+def description_key(text) -> str:
+    """The comparison key of a description: whitespace runs collapsed, trimmed, case-folded.
+
+    Examples
+    --------
+    >>> description_key("  Heraanleg   RIOLERING ")
+    'heraanleg riolering'
+    """
+    return _SPACES.sub(" ", text if isinstance(text, str) else "").strip().casefold()
+
+
+def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM) -> np.ndarray:
+    """Cluster label per work (0..k-1, numbered by first member in input order).
+
+    Two works are linked when their description keys are equal and their haversine distance is at most
+    ``radius_km``; clusters are the connected components of these links (single linkage).
+
+    Examples
+    --------
+    >>> collapse_labels(["Markt", "markt", "Markt", "Riolering"],
+    ...                 [51.0, 51.0003, 51.01, 51.0], [4.0, 4.0, 4.0, 4.0]).tolist()
+    [0, 0, 1, 2]
+    """
+    lat = np.asarray(lat, dtype=np.float64)
+    lng = np.asarray(lng, dtype=np.float64)
+    n = lat.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    _, key = np.unique(np.array([description_key(d) for d in descriptions], dtype=object), return_inverse=True)
+    pairs = cKDTree(unit_vectors(lat, lng)).query_pairs(chord_for_km(radius_km), output_type="ndarray")
+    i, j = pairs[:, 0], pairs[:, 1]
+    keep = (key[i] == key[j]) & (haversine_km(lat[i], lng[i], lat[j], lng[j]) <= radius_km)
+    graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (i[keep], j[keep])), shape=(n, n))
+    _, comp = connected_components(graph, directed=False)
+    # renumber by first appearance so labels do not depend on scipy's internal numbering
+    _, first = np.unique(comp, return_index=True)
+    order = np.argsort(first, kind="stable")
+    relabel = np.empty(order.size, dtype=np.int64)
+    relabel[np.unique(comp)[order]] = np.arange(order.size)
+    return relabel[comp]
+
+
+def representatives(labels, status, start_ms, ids) -> np.ndarray:
+    """Row of the representative of each cluster (index = label).
+
+    The representative is the running member if any, else a planned one; among those the earliest start,
+    then the smallest id (string order).
+
+    Examples
+    --------
+    >>> representatives(np.array([0, 0, 0]), np.array([2, 1, 1]), np.array([5, 9, 7]),
+    ...                 np.array(["a", "b", "c"], dtype=object)).tolist()
+    [2]
+    """
+    labels = np.asarray(labels)
+    if labels.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    priority = np.where(np.asarray(status) == RUNNING, 0, 1)
+    id_rank = np.unique(np.asarray(ids, dtype=object).astype(str), return_inverse=True)[1]
+    order = np.lexsort((id_rank, np.asarray(start_ms), priority, labels))
+    first = np.r_[True, labels[order][1:] != labels[order][:-1]]
+    return order[first]
+
+
+def upcoming_mask(start_day, today, days: int = UPCOMING_DAYS) -> np.ndarray:
+    """bool array: local start date within ``[today, today + days]`` (both ends included).
+
+    Examples
+    --------
+    >>> upcoming_mask([99, 100, 114, 115], 100).tolist()
+    [False, True, True, False]
+    """
+    start_day = np.asarray(start_day, dtype=np.int64)
+    return (start_day >= today) & (start_day <= today + days)
+
+
+def upcoming_clusters(works, now) -> np.ndarray:
+    """bool per prepared works cluster (:class:`geo.rules.prepared.Works`): a planned member starts within
+    :func:`upcoming_mask` of the Europe/Brussels date of ``now`` (only planned clusters can be True).
+
+    The rule behind ``upcomingWorks14d``, shared by ``/disruptions`` and batch scoring.
+
+    Examples
+    --------
+    >>> upcoming_clusters(prepare(engine).works, now).sum()  # doctest: +SKIP
+    41
+    """
+    return upcoming_clusters_on(works, day_number(local_day(now)))
+
+
+def upcoming_clusters_on(works, today: int) -> np.ndarray:
+    """:func:`upcoming_clusters` for the Brussels date ``today`` (days since 1970-01-01).
+
+    Examples
+    --------
+    >>> upcoming_clusters_on(prepare(engine).works, day_number(local_day(now))).sum()  # doctest: +SKIP
+    41
+    """
+    hit = np.zeros(works.ids.size, dtype=bool)
+    hit[works.member_cluster[upcoming_mask(works.member_start_day, today)]] = True
+    return hit

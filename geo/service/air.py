@@ -1,0 +1,148 @@
+"""``/air-quality`` computation: latest measured NO2 at the nearest station, thresholds, compliance, LEZ.
+
+Pure: engine + point + ``now`` in, JSON-ready dict out. Rules in :mod:`geo.rules.airrules`; the measured series
+per station are prepared once in :mod:`geo.rules.prepared`. See docs/rules.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from ..rules import airrules as ar
+from ..rules.airrules import window_values  # noqa: F401  (re-exported: air.window_values)
+from .loaded import moment
+from .point import checked_point
+from ..rules.timefmt import iso_utc_ms
+
+UNIT = "µg/m³"
+THRESHOLD_NOTE = ("Jaargemiddelde normen voor NO2; de vergelijking met een uurwaarde is indicatief.")
+
+
+class Reading(NamedTuple):
+    """Raw NO2 reading of one point (NaN / -1 when unknown)."""
+
+    station: int                # row in engine.stations, -1 when there is no NO2 station
+    station_km: float
+    value: float                # last non-null measured value in the window, NaN when none
+    first: float                # first non-null measured value in the window
+    measured_ms: int            # end-of-hour timestamp of ``value``, -1 when none
+    n_values: int               # non-null measured values in the window
+    compliance: int             # ar.UNKNOWN / BELOW_WHO / ABOVE_WHO / ABOVE_EU
+    in_lez: bool
+
+
+def nearest_no2_station(engine, lat: float, lng: float) -> tuple:
+    """(station row, km) of the nearest NO2 station for one point, (-1, inf) when there is none: the engine's
+    nearest index (``engine.nearest_station(lat, lng, "no2")``: exact haversine, ties to the lowest row).
+
+    Examples
+    --------
+    >>> nearest_no2_station(engine, 51.2194, 4.4025)  # doctest: +SKIP
+    (57, 2.448)
+    """
+    try:
+        idx, km = engine.nearest_station(lat, lng, "no2")
+    except ValueError:  # a stations layer without the no2 flag (a constructed engine): no NO2 station
+        return -1, math.inf
+    return int(idx[0]), float(km[0])
+
+
+def read(engine, lat: float, lng: float, now) -> Reading:
+    """The raw reading for a checked point.
+
+    Examples
+    --------
+    >>> read(engine, 51.2194, 4.4025, now).compliance  # doctest: +SKIP
+    2
+    """
+    return read_at(engine, lat, lng, moment(engine, now))
+
+
+def read_at(engine, lat: float, lng: float, m) -> Reading:
+    """:func:`read` with the per-instant station readings of a :class:`geo.service.moment.Moment`."""
+    station, station_km = nearest_no2_station(engine, lat, lng)
+    in_lez = bool(engine.in_lez(lat, lng)[0])
+    if station < 0:
+        return Reading(station, station_km, _NAN, _NAN, -1, 0, ar.UNKNOWN, in_lez)
+    s = m.reading(station)
+    return Reading(station, station_km, s.value, s.first, s.measured_ms, s.n_values, s.compliance, in_lez)
+
+
+_NAN = float("nan")
+
+
+def _threshold(limit: float, label: str, value: float) -> dict:
+    return {"value": int(limit), "unit": UNIT, "label": label,
+            "exceeded": None if value != value else value > limit}
+
+
+def build(engine, r: Reading, now) -> dict:
+    """The response dict of a raw reading."""
+    return build_at(r, moment(engine, now))
+
+
+def build_at(r: Reading, m) -> dict:
+    """:func:`build` with the per-instant strings of a :class:`geo.service.moment.Moment`."""
+    a = m.lookups.prepared.air
+    known = r.n_values > 0
+    station = None
+    if r.station >= 0:
+        station = {"id": a.station_ids[r.station], "name": a.station_names[r.station],
+                   "distanceKm": round(r.station_km, 3) + 0.0}
+    s = m.reading(r.station) if r.station >= 0 else None
+    if s is not None and (s.value, s.first, s.measured_ms, s.n_values) == (r.value, r.first, r.measured_ms,
+                                                                           r.n_values):
+        trend, pct = s.trend  # r is this instant's reading: its texts are cached
+        measured_at = s.measured_at
+    else:
+        trend, pct = ar.trend_one(r.first, r.value, r.n_values)
+        measured_at = iso_utc_ms(r.measured_ms) if known else None
+    window = m.window
+    reading = {
+        "pollutant": "NO2",
+        "unit": UNIT,
+        "value": round(r.value, 1) + 0.0 if known else None,
+        "status": "measured" if known else "unknown",
+        "measuredAt": measured_at,
+        "ageMinutes": (m.now_ms - r.measured_ms) // 60_000 if known else None,
+        "trend": ar.TREND_NAMES[trend],
+        "trendPercent": None if pct != pct else pct,
+        "window": {"from": window[0], "to": window[1], "values": r.n_values},
+        "station": station,
+    }
+    value = r.value
+    return {
+        "reading": reading,
+        "thresholds": {
+            "basis": "annual",
+            "note": THRESHOLD_NOTE,
+            "who": _threshold(ar.WHO_NO2, "WHO-richtlijn (jaargemiddelde)", value),
+            "eu": _threshold(ar.EU_NO2, "EU-grenswaarde (jaargemiddelde)", value),
+        },
+        "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
+                       "label": ar.COMPLIANCE_LABELS[r.compliance],
+                       "indicative": True},
+        "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None},
+    }
+
+
+def air_quality(engine, lat, lng, now) -> dict:
+    """Air quality at a point: ``reading``, ``thresholds``, ``compliance``, ``lez``.
+
+    Parameters
+    ----------
+    engine : geo.Engine
+    lat, lng : float
+        WGS84 degrees inside the service area (else ``OutsideServiceArea``).
+    now : datetime.datetime
+        Aware instant of the request.
+
+    Examples
+    --------
+    >>> air_quality(engine, 51.2194, 4.4025, now)["reading"]["unit"]  # doctest: +SKIP
+    'µg/m³'
+    """
+    lat, lng = checked_point(engine, lat, lng)
+    m = moment(engine, now)
+    return build_at(read_at(engine, lat, lng, m), m)

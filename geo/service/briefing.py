@@ -1,0 +1,252 @@
+"""``/briefing`` computation: risk, Dutch headline, key facts, best/worst 2-hour window, next rush peak.
+
+Built from the same selections as ``/disruptions`` and ``/air-quality`` plus the rush-hour profile of
+:mod:`geo.rules.calendar`. Pure and deterministic; see docs/rules.md for every constant.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import air as air_mod
+from ..rules import airrules as ar  # noqa: F401  (the doctests' compliance names)
+from . import disruptions as dis
+from ..rules import transit as tr
+from ..rules import works as wk
+from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
+from .loaded import moment, prepare
+from .point import checked_point
+from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule names)
+    HIGH, HORIZON_HOURS, LOAD_PER_DETOUR, LOAD_PER_RUNNING_WORK, LOAD_WEIGHT, LOW, MODERATE, NEAR_WORK_KM,
+    RISK_NAMES, TRAFFIC_WEIGHT, WINDOW_HOURS, risk_level, risk_one, risk_score)
+from ..rules.timefmt import MS_PER_HOUR, from_ms, iso_local
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _works_phrase(n: int) -> str:
+    return f"geen werken in uitvoering binnen {wk.RADIUS_TEXT}" if n == 0 else \
+        _n(n, "werk", "werken") + f" in uitvoering binnen {wk.RADIUS_TEXT}"
+
+
+def _transit_phrase(n: int, high: int) -> str:
+    if n == 0:
+        return "geen omleidingen van De Lijn"
+    text = _n(n, "omleiding", "omleidingen") + " van De Lijn"
+    return text + (f" ({high} met grote hinder)" if high else "")
+
+
+RISK_PREFIX = ("Weinig hinder", "Matige hinder", "Veel hinder")
+STOP_RADIUS_M = round(tr.STOP_RADIUS_KM * 1000)
+
+
+AIR_PHRASE = ("NO2 onbekend", "NO2 onder de WHO-richtlijn", "NO2 boven de WHO-richtlijn",
+              "NO2 boven de EU-grenswaarde")
+
+
+def _fallback_phrase(n: int) -> str:
+    """Headline clause when no stop lies near the point: the listed detours are regional context."""
+    region = "geen omleidingen" if n == 0 else _n(n, "omleiding", "omleidingen")
+    return f"geen halte binnen {STOP_RADIUS_M} m ({region} in de regio Antwerpen)"
+
+
+def headline(level: int, counts: dict, compliance: int, stops_near: bool) -> str:
+    r"""Dutch one-line summary from a fixed template (docs/rules.md).
+
+    With a stop within the stop distance: ``{risk}: {works}, {detours}, {NO2}``. Without one (the
+    contract's no-stop fallback) the detours are not the point's own, so they move to a closing clause:
+    ``{risk}: {works}, {NO2}; geen halte binnen 400 m ({n} omleidingen in de regio Antwerpen)``.
+
+    Examples
+    --------
+    >>> c = {"activeWorks": 2, "transitDisruptions": 12, "highSeverityTransit": 3}
+    >>> print(headline(LOW, c, ar.BELOW_WHO, False).replace("; ", ";\n"))
+    Weinig hinder: 2 werken in uitvoering binnen 2 km, NO2 onder de WHO-richtlijn;
+    geen halte binnen 400 m (12 omleidingen in de regio Antwerpen)
+    >>> print(headline(HIGH, c, ar.UNKNOWN, True).replace("), ", "),\n"))
+    Veel hinder: 2 werken in uitvoering binnen 2 km, 12 omleidingen van De Lijn (3 met grote hinder),
+    NO2 onbekend
+    """
+    works = f"{RISK_PREFIX[level]}: {_works_phrase(counts['activeWorks'])}"
+    if not stops_near:
+        return f"{works}, {AIR_PHRASE[compliance]}; {_fallback_phrase(counts['transitDisruptions'])}"
+    return (f"{works}, {_transit_phrase(counts['transitDisruptions'], counts['highSeverityTransit'])}, "
+            f"{AIR_PHRASE[compliance]}")
+
+
+def _fallback_fact(stops_near: bool, n: int) -> dict:
+    """Whether the detours were matched through a stop near the point or kept by the no-stop fallback."""
+    if stops_near:
+        return {"key": "transitFallback", "value": None,
+                "text": (f"Halte binnen {STOP_RADIUS_M} m: alleen omleidingen van lijnen die er stoppen, "
+                         "meegeteld in het risico")}
+    if n == 0:
+        text = f"Geen halte binnen {STOP_RADIUS_M} m en geen omleidingen in de regio Antwerpen"
+    else:
+        text = (f"Geen halte binnen {STOP_RADIUS_M} m: "
+                + ("de enige omleiding" if n == 1 else f"alle {n} omleidingen")
+                + " in de regio Antwerpen getoond, niet meegeteld in het risico")
+    return {"key": "transitFallback", "value": n, "text": text}
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _decimal(x: float, digits: int) -> str:
+    return f"{x:.{digits}f}".replace(".", ",")
+
+
+def slot_scores(engine, found, now_ms: int):
+    """(slot starts ms, score per hourly slot) over the next 24 h: 0.75 traffic + 0.25 local load.
+
+    The load of a slot is min(1, 0.05 per running work + 0.10/0.20/0.35 per low/medium/high detour that is
+    in force during the slot's start (period and weekday)). As in :func:`risk_score`, detours count only
+    when a stop lies within the stop distance: those kept by the no-stop fallback add no load.
+    """
+    p = prepare(engine)
+    starts = hour_starts(now_ms, HORIZON_HOURS)
+    hours, kinds, weekdays = local_hour_kind(starts)
+    traffic = TRAFFIC_PROFILE[kinds, hours]
+    n_running = int(np.count_nonzero(p.works.status_class[found.clusters] == wk.RUNNING))
+    d = p.detours
+    sel = found.detours if found.stops_near else found.detours[:0]
+    act = tr.active_at(d.start_ms[sel][:, None], d.end_ms[sel][:, None], d.days[sel][:, None],
+                       starts[None, :], weekdays[None, :])
+    load = np.minimum(1.0, LOAD_PER_RUNNING_WORK * n_running
+                      + (LOAD_PER_DETOUR[d.severity[sel]][:, None] * act).sum(axis=0))
+    return starts, TRAFFIC_WEIGHT * traffic + LOAD_WEIGHT * load
+
+
+def windows(starts, scores, now_ms: int) -> tuple:
+    """(best, worst) 2-hour windows: start indices into ``starts`` with ``start + 2 h <= now + 24 h``;
+    score = mean of the two slots; ties go to the earliest window.
+
+    Examples
+    --------
+    >>> windows(np.arange(4) * 3_600_000, np.array([0.5, 0.1, 0.2, 0.9]), 0)
+    ((1, 0.15), (2, 0.55))
+    """
+    n = int(np.count_nonzero(starts + WINDOW_HOURS * MS_PER_HOUR <= now_ms + HORIZON_HOURS * MS_PER_HOUR))
+    n = min(n, scores.size - WINDOW_HOURS + 1)
+    means = np.convolve(scores, np.ones(WINDOW_HOURS) / WINDOW_HOURS, mode="valid")[:n]
+    means = np.round(means, 3) + 0.0
+    b, w = int(np.argmin(means)), int(np.argmax(means))
+    return (b, float(means[b])), (w, float(means[w]))
+
+
+def window_json(starts, pick) -> dict:
+    """``{start, end, score}`` of window ``pick = (index, score)``: local times with offsets.
+
+    Examples
+    --------
+    >>> window_json(np.array([1_792_882_800_000]), (0, 0.5))["end"]  # across the end of summer time
+    '2026-10-25T02:00:00+01:00'
+    """
+    i, score = pick
+    return {"start": iso_local(from_ms(int(starts[i]))),
+            "end": iso_local(from_ms(int(starts[i]) + WINDOW_HOURS * MS_PER_HOUR)),
+            "score": score}
+
+
+def briefing(engine, lat, lng, now) -> dict:
+    """Operations briefing at a point: ``risk``, ``headline``, ``keyFacts``, ``bestWindow``,
+    ``worstWindow``, ``nextRushPeak``.
+
+    Parameters
+    ----------
+    engine : geo.Engine
+    lat, lng : float
+        WGS84 degrees inside the service area (else ``OutsideServiceArea``).
+    now : datetime.datetime
+        Aware instant of the request.
+
+    Examples
+    --------
+    >>> briefing(engine, 51.2194, 4.4025, now)["risk"] in ("low", "moderate", "high")  # doctest: +SKIP
+    True
+    """
+    lat, lng = checked_point(engine, lat, lng)
+    m = moment(engine, now)
+    found = dis.find_at(engine, lat, lng, m)
+    t = dis.tally(m.lookups, found, NEAR_WORK_KM)
+    counts = dis.summary_of(t, found)
+    reading = air_mod.read_at(engine, lat, lng, m)
+    n_low, n_medium, n_high = t.severity
+    _, level = risk_one(t.near_running, t.running - t.near_running, t.upcoming, n_low, n_medium, n_high,
+                        reading.compliance, found.stops_near)
+    b_start, b_end, b_score, w_start, w_end, w_score = _windows_at(m, found, t.running)
+    kind, r_start, r_peak, r_end = m.rush()
+    return {
+        "risk": RISK_NAMES[level],
+        "headline": headline(level, counts, reading.compliance, found.stops_near),
+        "keyFacts": _facts(m.lookups.prepared, t.nearest_running_km, counts, found.stops_near, reading),
+        "bestWindow": {"start": b_start, "end": b_end, "score": b_score},
+        "worstWindow": {"start": w_start, "end": w_end, "score": w_score},
+        "nextRushPeak": {"kind": kind, "start": r_start, "peak": r_peak, "end": r_end},
+    }
+
+
+def _windows_at(m, found, n_running: int) -> tuple:
+    """Best and worst window of a point as ``(start, end, score) * 2`` strings and floats, computed as
+    :func:`slot_scores` + :func:`windows` + :func:`window_json` and cached per instant and load situation
+    (running works and the ordered detour selection: the order fixes the floating-point sum)."""
+    sel = found.detours if found.stops_near else found.detours[:0]
+    key = (n_running, sel.tobytes())
+
+    def compute():
+        starts, traffic, load_per_detour = m.slots()
+        load = np.minimum(1.0, LOAD_PER_RUNNING_WORK * n_running + load_per_detour[sel].sum(axis=0))
+        best, worst = windows(starts, TRAFFIC_WEIGHT * traffic + LOAD_WEIGHT * load, m.now_ms)
+        out = ()
+        for i, score in (best, worst):
+            s = int(starts[i])
+            out += (m.local_iso(s), m.local_iso(s + WINDOW_HOURS * MS_PER_HOUR), score)
+        return out
+
+    return m.windows(key, compute)
+
+
+def key_facts(p, found, counts, reading) -> list:
+    """The fixed list of key facts (always the same keys, in the same order)."""
+    running = np.flatnonzero(p.works.status_class[found.clusters] == wk.RUNNING)
+    nearest = float(found.cluster_km[running[0]]) if running.size else None
+    return _facts(p, nearest, counts, found.stops_near, reading)
+
+
+def _facts(p, nearest_km, counts, stops_near: bool, reading) -> list:
+    """:func:`key_facts` from the distance of the nearest running work (None when there is none)."""
+    nearest = round(nearest_km, 3) + 0.0 if nearest_km is not None else None
+    n_act, n_up = counts["activeWorks"], counts["upcomingWorks14d"]
+    n_tr, n_hi = counts["transitDisruptions"], counts["highSeverityTransit"]
+    a = p.air
+    if reading.n_values:
+        station = a.station_names[reading.station] or a.station_ids[reading.station]
+        no2_text = (f"NO2 {_decimal(reading.value, 1)} µg/m³ gemeten in {station} "
+                    f"({a.station_ids[reading.station]})")
+        no2 = round(reading.value, 1) + 0.0
+    else:
+        no2_text, no2 = "Geen NO2-meting in de laatste twee uur", None
+    return [
+        {"key": "activeWorks", "text": _cap(_works_phrase(n_act)), "value": n_act},
+        {"key": "nearestActiveWorkKm",
+         "text": (f"Dichtstbijzijnde werk in uitvoering op {round(nearest * 1000)} m" if nearest is not None
+                  else f"Geen werk in uitvoering binnen {wk.RADIUS_TEXT}"),
+         "value": nearest},
+        {"key": "upcomingWorks14d",
+         "text": ("Geen geplande werken die binnen 14 dagen starten" if n_up == 0 else
+                  _n(n_up, "gepland werk start", "geplande werken starten") + " binnen 14 dagen"),
+         "value": n_up},
+        {"key": "transitDisruptions", "text": _cap(_transit_phrase(n_tr, 0)), "value": n_tr},
+        {"key": "highSeverityTransit",
+         "text": ("Geen omleidingen met grote hinder" if n_hi == 0 else
+                  _n(n_hi, "omleiding", "omleidingen") + " met grote hinder"),
+         "value": n_hi},
+        _fallback_fact(stops_near, n_tr),
+        {"key": "no2", "text": no2_text, "value": no2},
+        {"key": "lez",
+         "text": ("In de lage-emissiezone Antwerpen" if reading.in_lez
+                  else "Buiten de lage-emissiezone Antwerpen"),
+         "value": reading.in_lez},
+    ]

@@ -1,0 +1,274 @@
+"""``/disruptions`` computation: road works within 2 km and De Lijn detours affecting a point.
+
+Pure: engine + point + ``now`` in, JSON-ready dict out (without ``location``, which the API adds).
+The rules are in :mod:`geo.rules.works` and :mod:`geo.rules.transit`; the per-layer work in :mod:`geo.rules.prepared`.
+See docs/rules.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from ..rules import transit as tr
+from ..rules import works as wk
+from ..data.engine import RIVER_NONE
+from .loaded import lookups, moment, prepare
+from ..index.near_one import query_radians
+from .point import checked_point
+from ..index.spherical import haversine_rad
+
+RADIUS_KM = wk.RADIUS_KM
+
+
+class Found(NamedTuple):
+    """Raw selection for one point: works clusters and detours (indices into the prepared arrays)."""
+
+    clusters: np.ndarray        # sorted by (distance, id)
+    cluster_km: np.ndarray
+    upcoming: np.ndarray        # bool per selected cluster
+    detours: np.ndarray         # sorted by (distance to the detour point, id)
+    detour_km: np.ndarray       # inf when the detour has no point
+    stops_near: bool
+
+
+def far_side(point_side, item_side) -> np.ndarray:
+    """bool (broadcasting): both river sides are known and differ.
+
+    Examples
+    --------
+    >>> far_side(1, np.array([0, 1, 2])).tolist()
+    [False, False, True]
+    """
+    point_side = np.asarray(point_side)
+    item_side = np.asarray(item_side)
+    return (point_side != RIVER_NONE) & (item_side != RIVER_NONE) & (item_side != point_side)
+
+
+def find(engine, lat: float, lng: float, now) -> Found:
+    """Select the works clusters and detours for a checked point (no formatting).
+
+    Examples
+    --------
+    >>> found = find(engine, 51.2194, 4.4025, now)  # doctest: +SKIP
+    """
+    return find_at(engine, lat, lng, moment(engine, now))
+
+
+def find_by_rules(engine, lat: float, lng: float, now) -> Found:
+    """The same selection composed from the vectorised rules (engine radius queries, the prepared arrays,
+    :func:`geo.rules.works.upcoming_clusters`, :func:`geo.rules.transit.active_detours`): the definition the
+    single-point :func:`find` must equal (tests compare them; ``bench/bench_point.py`` times both).
+
+    Examples
+    --------
+    >>> find_by_rules(engine, 51.2194, 4.4025, now).stops_near  # doctest: +SKIP
+    True
+    """
+    from ..rules.timefmt import to_ms
+
+    p = prepare(engine)
+    side = int(engine.river_side(lat, lng)[0])
+    w, d = p.works, p.detours
+    idx, km = engine.works_near(lat, lng, RADIUS_KM)
+    cl = w.row_cluster[idx]
+    keep = cl >= 0
+    cl, km = cl[keep], km[keep]
+    keep = ~far_side(side, w.side[cl])
+    cl, km = cl[keep], km[keep]
+    stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+    active = tr.active_detours(d, to_ms(now)) & ~far_side(side, d.side)
+    if stops.size:
+        served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
+        active &= (d.line_bits & served).any(axis=1)
+    sel, dkm = _by_distance(d, np.flatnonzero(active), lat, lng)
+    return Found(cl, km, wk.upcoming_clusters(w, now)[cl], sel, dkm, bool(stops.size))
+
+
+def _by_distance(d, sel: np.ndarray, lat: float, lng: float) -> tuple:
+    """(detours, km) of the selected detours sorted by (distance to their point, id); inf without a point."""
+    la, ln = math.radians(lat), math.radians(lng)
+    dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
+    dkm[np.isnan(dkm)] = np.inf
+    order = np.lexsort((d.id_rank[sel], dkm))
+    return sel[order], dkm[order]
+
+
+def find_at(engine, lat: float, lng: float, m) -> Found:
+    """:func:`find` with the clock-dependent data of a :class:`geo.service.moment.Moment` (shared by the endpoints).
+
+    Equivalent to the vectorised rules: works rows within 2 km that represent a cluster not on the far river
+    side; detours in force, not on the far side and, when stops lie within the stop distance, sharing a line
+    with one of them; detours sorted by (distance, id).
+    """
+    lk = m.lookups
+    side = int(engine.river_side(lat, lng)[0])
+    q = query_radians(lat, lng)
+    cl, km = _works_near(engine, lk, lat, lng, side, q)
+    stops_near, served = _stops_near(engine, lk, lat, lng, q)
+    mask = m.active(side)
+    if stops_near:
+        mask &= served
+    if mask:
+        sel, dkm = _by_distance(lk.prepared.detours, lk.selection(mask), lat, lng)
+    else:
+        sel, dkm = np.zeros(0, dtype=np.int64), np.zeros(0)
+    return Found(cl, km, m.upcoming[cl], sel, dkm, stops_near)
+
+
+def _works_near(engine, lk, lat: float, lng: float, side: int, q: tuple) -> tuple:
+    """(clusters, km) of the works clusters within 2 km not on the far river side, by (distance, id)."""
+    t = lk.works_table
+    if t is None or t.radius != RADIUS_KM:
+        idx, km = engine.works_near(lat, lng, RADIUS_KM)
+        keep = lk.row_listed[side][idx]
+        return lk.row_cluster[idx[keep]], km[keep]
+    start, stop = t.span(lat, lng)
+    if start == stop:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    d = t.distances(q, start, stop)
+    keep = np.flatnonzero((d <= RADIUS_KM) & lk.works_listed[side][start:stop])
+    k, km = keep + start, d[keep]
+    order = np.lexsort((lk.works_rank[k], km))
+    return t.point[k[order]], km[order]
+
+
+def _stops_near(engine, lk, lat: float, lng: float, q: tuple) -> tuple:
+    """(a stop lies within the stop distance, bit mask of the detours sharing a line with such a stop)."""
+    t = lk.stops_table
+    served = 0
+    if t is None:
+        stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+        for s in stops.tolist():
+            served |= lk.stop_detours[s]
+        return bool(stops.size), served
+    start, stop = t.span(lat, lng)
+    if start == stop:
+        return False, 0
+    hits = np.flatnonzero(t.distances(q, start, stop) <= t.radius)
+    entry_detours = lk.stop_entry_detours
+    for h in hits.tolist():
+        served |= entry_detours[start + h]
+    return bool(hits.size), served
+
+
+class Tally(NamedTuple):
+    """Counts of a selection (one pass over its clusters and detours)."""
+
+    running: int
+    planned: int
+    upcoming: int          # planned clusters starting within 14 days
+    near_running: int      # running clusters within ``near_km``
+    nearest_running_km: float | None  # distance of the nearest running cluster, None when there is none
+    severity: tuple        # detours per severity (low, medium, high)
+
+
+def tally(lk, found: Found, near_km: float = 0.0) -> Tally:
+    """:class:`Tally` of a selection, with :class:`geo.service.lookups.Lookups` ``lk`` of its engine.
+
+    Examples
+    --------
+    >>> tally(lookups(engine), find(engine, 51.2194, 4.4025, now), 0.5).running  # doctest: +SKIP
+    3
+    """
+    running, planned = lk.running, lk.planned
+    n_run = n_plan = n_up = n_near = 0
+    nearest = None
+    for c, k, up in zip(found.clusters.tolist(), found.cluster_km.tolist(), found.upcoming.tolist()):
+        if running[c]:
+            n_run += 1
+            if nearest is None:
+                nearest = k
+            if k <= near_km:
+                n_near += 1
+        elif planned[c]:
+            n_plan += 1
+            if up:
+                n_up += 1
+    sev = [0, 0, 0]
+    severity = lk.severity
+    for j in found.detours.tolist():
+        sev[severity[j]] += 1
+    return Tally(n_run, n_plan, n_up, n_near, nearest, tuple(sev))
+
+
+def summary_of(t: Tally, found: Found) -> dict:
+    """The ``summary`` counts of a tallied selection."""
+    return {
+        "activeWorks": t.running,
+        "plannedWorks": t.planned,
+        "upcomingWorks14d": t.upcoming,
+        "transitDisruptions": int(found.detours.size),
+        "highSeverityTransit": t.severity[tr.HIGH],
+    }
+
+
+def summary(engine, found: Found) -> dict:
+    """The ``summary`` counts of a selection.
+
+    Examples
+    --------
+    >>> summary(engine, find(engine, 51.2194, 4.4025, now))["activeWorks"]  # doctest: +SKIP
+    3
+    """
+    return summary_of(tally(lookups(engine), found), found)
+
+
+def _construction_items(lk, clusters, km) -> list:
+    templates = lk.work_items
+    out = []
+    for c, k in zip(clusters.tolist(), km.tolist()):
+        item = templates[c].copy()  # keeps the key order; distanceKm is filled in its place
+        item["distanceKm"] = round(k, 3) + 0.0
+        out.append(item)
+    return out
+
+
+def _transit_items(lk, detours) -> list:
+    templates = lk.detour_items
+    out = []
+    for j in detours.tolist():
+        item = templates[j].copy()
+        item["lines"] = list(item["lines"])  # a list of its own per response
+        out.append(item)
+    return out
+
+
+def disruptions(engine, lat, lng, now) -> dict:
+    """Disruptions at a point: ``radiusKm``, ``summary``, ``construction``, ``transit``, ``retrievedAt``.
+
+    Parameters
+    ----------
+    engine : geo.Engine
+    lat, lng : float
+        WGS84 degrees inside the service area (else ``OutsideServiceArea``).
+    now : datetime.datetime
+        Aware instant of the request (the engine never reads the clock).
+
+    Examples
+    --------
+    >>> body = disruptions(engine, 51.2194, 4.4025, now)  # doctest: +SKIP
+    >>> sorted(body)  # doctest: +SKIP
+    ['construction', 'radiusKm', 'retrievedAt', 'summary', 'transit']
+    """
+    lat, lng = checked_point(engine, lat, lng)
+    m = moment(engine, now)
+    return body(m.lookups, find_at(engine, lat, lng, m))
+
+
+def build(engine, found: Found) -> dict:
+    """The response dict of a selection."""
+    return body(lookups(engine), found)
+
+
+def body(lk, found: Found) -> dict:
+    """The response dict of a selection, from the snapshot's lookup tables."""
+    return {
+        "radiusKm": wk.RADIUS_JSON,
+        "summary": summary_of(tally(lk, found), found),
+        "construction": _construction_items(lk, found.clusters, found.cluster_km),
+        "transit": _transit_items(lk, found.detours),
+        "retrievedAt": lk.prepared.retrieved_at,
+    }

@@ -1,0 +1,114 @@
+"""One object per loaded snapshot: :class:`LoadedSnapshot` holds the engine, the rules' prepared data, the
+single-point lookup tables and the clock caches, all built once when the snapshot is loaded.
+
+The endpoint functions (``disruptions(engine, lat, lng, now)`` and its siblings) take the engine, as the app,
+the notebooks and the batch scorer do, and find its ``LoadedSnapshot`` with :func:`loaded` (one weak map
+keyed by the engine: the object lives exactly as long as its engine). The app swaps the engine on a snapshot
+reload, and with it the ``LoadedSnapshot`` that :func:`load` built; nothing else keeps per-engine state.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+from ..data.engine import Engine
+from ..rules.prepared import Prepared, build
+from .places import build_places
+from .lookups import Lookups
+from .moment import Moment, Times
+
+_LOADED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+class LoadedSnapshot:
+    """Everything the three data endpoints read for one snapshot, built once.
+
+    Attributes
+    ----------
+    engine : geo.Engine
+    prepared : geo.rules.prepared.Prepared      clock-free per-layer arrays of the rules
+    lookups : geo.service.lookups.Lookups       single-point tables built from ``prepared``
+    times : geo.service.moment.Times            clock caches (by the coarsest key that fixes each value)
+
+    Examples
+    --------
+    >>> snap = loaded(engine)  # doctest: +SKIP
+    >>> snap is loaded(engine) and snap.lookups.prepared is snap.prepared  # doctest: +SKIP
+    True
+    """
+
+    __slots__ = ("engine", "prepared", "lookups", "times", "_places", "__weakref__")
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.prepared: Prepared = build(engine)
+        self.lookups = Lookups(engine, self.prepared)
+        self.times = Times(self.lookups)
+        self._places = None
+
+    @property
+    def places(self):
+        """Where detour stops and stations lie (:class:`geo.service.places.Places`), built on first use:
+        only the GeoJSON representation needs it."""
+        if self._places is None:
+            with _LOCK:
+                if self._places is None:
+                    self._places = build_places(self.engine)
+        return self._places
+
+    def moment(self, now) -> Moment:
+        """The :class:`~geo.service.moment.Moment` at ``now``: the last one is reused for the same instant
+        (in any time zone), as with the snapshot clock. Raises ``ValueError`` for a naive ``now``."""
+        last = self.times.last
+        if last is not None and now.utcoffset() is not None and last.instant == now.timestamp():
+            return last
+        m = Moment(self, now)
+        self.times.last = m
+        return m
+
+
+def loaded(engine) -> LoadedSnapshot:
+    """The :class:`LoadedSnapshot` of ``engine``, built on first use (``load`` builds it at load time).
+
+    Examples
+    --------
+    >>> loaded(engine) is loaded(engine)  # doctest: +SKIP
+    True
+    """
+    found = _LOADED.get(engine)
+    if found is None:
+        with _LOCK:
+            found = _LOADED.get(engine)
+            if found is None:
+                found = _LOADED[engine] = LoadedSnapshot(engine)
+    return found
+
+
+def prepare(engine) -> Prepared:
+    """The prepared rule data of ``engine``'s loaded snapshot (the same object on every call)."""
+    return loaded(engine).prepared
+
+
+def lookups(engine) -> Lookups:
+    """The single-point lookup tables of ``engine``'s loaded snapshot."""
+    return loaded(engine).lookups
+
+
+def moment(engine, now) -> Moment:
+    """:meth:`LoadedSnapshot.moment` of ``engine``'s loaded snapshot."""
+    return loaded(engine).moment(now)
+
+
+def load(path) -> Engine:
+    """``Engine.load(path)`` plus its :class:`LoadedSnapshot`, built now (at start, so gunicorn's preloaded
+    workers share it) and never per request.
+
+    Examples
+    --------
+    >>> engine = load("data/snapshot")  # doctest: +SKIP
+    """
+    engine = Engine.load(path)
+    loaded(engine)
+    return engine

@@ -1,0 +1,129 @@
+"""Lookup tables of the single-point endpoints, built once per loaded snapshot from its prepared data.
+
+What a single request needs beyond the prepared arrays, in the form that is cheapest to index for one
+point: works rows that may be listed for each river side of the point, each stop's matched detours as an
+integer bit mask, and Python lists of the per-cluster / per-detour values read item by item. Nothing here
+depends on the query point or the clock.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..rules import works as wk
+from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
+from ..index.near_one import NearTable
+from ..rules.transit import STOP_RADIUS_KM
+
+MAX_SELECTIONS = 4096  # cached detour bit mask -> index array conversions
+
+
+def stop_detour_masks(stop_bits: np.ndarray, line_bits: np.ndarray) -> list[int]:
+    """Per stop, an int whose bit ``j`` is set when detour ``j`` has a line serving the stop.
+
+    ``stop_bits`` (stops × bytes) and ``line_bits`` (detours × bytes) are packed line sets; shared lines are
+    counted with one matrix product (memory stops × detours, not stops × detours × bytes).
+
+    Examples
+    --------
+    >>> stops = np.packbits(np.array([[1, 0, 0], [0, 1, 1], [0, 0, 0]], dtype=bool), axis=1)
+    >>> detours = np.packbits(np.array([[0, 1, 0], [1, 0, 1]], dtype=bool), axis=1)
+    >>> stop_detour_masks(stops, detours)
+    [2, 3, 0]
+    """
+    stop_lines = np.unpackbits(stop_bits, axis=1).astype(np.float32)
+    detour_lines = np.unpackbits(line_bits, axis=1).astype(np.float32)
+    match = (stop_lines @ detour_lines.T) > 0
+    packed = np.packbits(match, axis=1, bitorder="little")
+    return [int.from_bytes(row, "little") for row in map(bytes, packed)]
+
+
+class Lookups:
+    """Lookup tables of one engine (see the module docstring).
+
+    Attributes
+    ----------
+    prepared : geo.rules.prepared.Prepared
+    row_listed : dict side -> bool array over ``engine.works`` rows: the row represents a works cluster
+        that is not on the far river side of a point on ``side``
+    row_cluster : int64 array over works rows (``prepared.works.row_cluster``)
+    running, planned : list of bool per cluster
+    stop_detours : list of int per stop: bit ``j`` set when detour ``j`` has a line serving the stop
+    severity : list of int per detour
+    works_table : NearTable over the works clusters (representative points) at 2 km, or None
+    works_rank : int64 per works_table entry: (id, row) rank of the cluster's representative row
+    works_listed : dict side -> bool per works_table entry: cluster not on the far river side
+    stops_table : NearTable over the stops with a point at the stop distance, or None
+    stop_entry_detours : list of int per stops_table entry: the stop's ``stop_detours`` mask
+    work_items, detour_items : per cluster / detour, the JSON item of ``/disruptions`` (copy before use)
+    """
+
+    def __init__(self, engine, prepared):
+        p = self.prepared = prepared
+        w, d = p.works, p.detours
+        self.row_cluster = w.row_cluster
+        rep = w.row_cluster >= 0
+        row_side = np.full(w.row_cluster.size, RIVER_NONE, dtype=np.int8)
+        row_side[rep] = w.side[w.row_cluster[rep]]
+        self.row_listed = {RIVER_NONE: rep}
+        for side in (RIVER_LEFT, RIVER_RIGHT):
+            self.row_listed[side] = rep & ((row_side == RIVER_NONE) | (row_side == side))
+        cls = w.status_class.tolist()
+        self.running = [c == wk.RUNNING for c in cls]
+        self.planned = [c == wk.PLANNED for c in cls]
+        n_det = d.ids.size
+        if n_det and d.stop_bits.shape[0]:
+            self.stop_detours = stop_detour_masks(d.stop_bits, d.line_bits)
+        else:
+            self.stop_detours = [0] * d.stop_bits.shape[0]
+        self.severity = d.severity.tolist()
+        self._selections: dict = {}
+        self._near_tables(engine, w)
+        # JSON items of /disruptions in their key order; distanceKm is set per request
+        self.work_items = [
+            {"id": i, "description": desc, "status": status, "lat": la, "lng": ln, "distanceKm": None,
+             "startDate": start, "endDate": end, "occurrences": n}
+            for i, desc, status, la, ln, start, end, n in w.items]
+        self.detour_items = [
+            {"id": i, "title": title, "lines": lines, "severity": sev, "estimatedDelayMin": delay,
+             "endDate": end}
+            for i, title, lines, sev, delay, end in d.items]
+
+    def _near_tables(self, engine, w):
+        """The works-cluster and stop :class:`geo.index.near_one.NearTable` s (None when unusable: the engine's
+        own queries serve then)."""
+        rep = np.flatnonzero(self.row_cluster >= 0)
+        clusters = self.row_cluster[rep]
+        ids = engine.works["id"].astype(str).to_numpy() if "id" in engine.works.columns else None
+        rank = np.empty(w.ids.size, dtype=np.int64)  # (id, row) order of the representatives
+        rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = \
+            np.arange(rep.size)
+        table = NearTable(w.lat, w.lng, wk.RADIUS_KM)
+        self.works_table = table if table.usable else None
+        if self.works_table is not None:
+            self.works_rank = rank[table.point]
+            side = w.side[table.point]
+            self.works_listed = {s: (side == RIVER_NONE) | (side == s) for s in (RIVER_LEFT, RIVER_RIGHT)}
+            self.works_listed[RIVER_NONE] = np.ones(side.size, dtype=bool)
+        lat, lng = point_coords(engine.stops)
+        rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
+        table = NearTable(lat[rows], lng[rows], STOP_RADIUS_KM)
+        self.stops_table = table if table.usable else None
+        if self.stops_table is not None:
+            self.stop_entry_detours = [self.stop_detours[s] for s in rows[table.point].tolist()]
+
+    def selection(self, mask: int) -> np.ndarray:
+        """int64 array of the detours in bit mask ``mask``, ascending (cached per mask).
+
+        Examples
+        --------
+        >>> lookups(engine).selection(0b101).tolist()  # doctest: +SKIP
+        [0, 2]
+        """
+        sel = self._selections.get(mask)
+        if sel is None:
+            sel = np.array([j for j in range(mask.bit_length()) if mask >> j & 1], dtype=np.int64)
+            if len(self._selections) >= MAX_SELECTIONS:
+                self._selections.clear()
+            self._selections[mask] = sel
+        return sel
