@@ -121,6 +121,16 @@ def _numeric(values) -> np.ndarray:
                              errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+def service_mask(engine, la: np.ndarray, ln: np.ndarray):
+    """(valid, inside) bool arrays: usable coordinates, and those inside the service area (the points the
+    API answers for)."""
+    valid = valid_mask(la, ln)
+    inside = np.zeros(la.size, dtype=bool)
+    if valid.any():
+        inside[valid] = engine.in_service_area(la[valid], ln[valid])
+    return valid, inside
+
+
 # --- rules over arrays ------------------------------------------------------------------------------
 def _clock(engine, now):
     if now is None:
@@ -265,10 +275,7 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     to_ms(now)  # rejects a naive datetime early
     n = la.size
     status = np.full(n, INVALID, dtype=np.int8)
-    valid = valid_mask(la, ln)
-    inside = np.zeros(n, dtype=bool)
-    if valid.any():
-        inside[valid] = engine.in_service_area(la[valid], ln[valid])
+    valid, inside = service_mask(engine, la, ln)
     status[valid] = OUTSIDE
     status[inside] = OK
     ok = np.flatnonzero(inside)

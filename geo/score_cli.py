@@ -51,18 +51,25 @@ class _Runner:
         else:
             self.where = "1 process"
 
-    def submit(self, chunk):
-        from .score_worker import score_arrays
+    def submit(self, chunk, pairs=False):
+        from . import score_worker
 
+        fn = score_worker.pairs_arrays if pairs else score_worker.score_arrays
         args = (self.data, self.engine.snapshot_id, chunk.lat, chunk.lng, self.now_iso)
+        if pairs:
+            args += (chunk.first_row - 1,)
         if self._client is not None:
-            return self._client.submit(score_arrays, *args, pure=False)
+            return self._client.submit(fn, *args, pure=False)
         if self._pool is not None:
-            return self._pool.submit(score_arrays, *args)
+            return self._pool.submit(fn, *args)
+        clock = datetime.fromisoformat(self.now_iso)
+        if pairs:
+            from .score_pairs import pairs_table
+
+            return _Done(pairs_table(self.engine, chunk.lat, chunk.lng, clock, chunk.first_row - 1))
         from .score import score
         from .score_io import score_table
 
-        clock = datetime.fromisoformat(self.now_iso)
         return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
 
     def close(self):
@@ -97,10 +104,12 @@ def _progress(enabled, total, unit):
 
 
 def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=None, chunk_size=250_000,
-        workers=1, dask=None, progress=True, engine=None):
+        workers=1, dask=None, progress=True, engine=None, pairs=False):
     """Score ``input_path`` into ``output``; returns the summary dict (used by the CLI and tests).
 
     ``engine`` (optional) is an already loaded engine of the snapshot at ``data`` (workers load their own).
+    ``pairs``: write the long table of (input row, work / detour id, distance) pairs instead
+    (:mod:`geo.score_pairs`). Reading, scoring and writing overlap (:mod:`geo.score_pipe`).
 
     Examples
     --------
@@ -108,6 +117,7 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     {'rows': 1000, 'ok': 998, ...}
     """
     from .engine import Engine
+    from .score_pipe import ReadAhead, WriteBehind
 
     file_format(output)
     if Path(input_path).resolve() == Path(output).resolve():
@@ -115,47 +125,60 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     reader = open_reader(input_path, lat, lng, chunk_size)
     engine = engine if engine is not None else Engine.load(data)
     now = _parse_now(now, engine) if not isinstance(now, datetime) else now
-    writer = open_writer(output)
+    writer = open_writer(output, pairs=pairs)
     runner = _Runner(data, engine, now, workers, dask)
-    counts, risks, rows = Counter(), Counter(), 0
+    counts, risks, kinds, tally = Counter(), Counter(), Counter(), {"rows": 0, "out": 0}
     bar, console = _progress(progress, reader.total, reader.unit)
     t0 = time.perf_counter()
+    chunks = ReadAhead(reader)
+    behind = WriteBehind(writer.write)
     try:
         with bar:
             task = bar.add_task("score", total=reader.total or None, rows=0, rate=0.0)
             pending = deque()
 
             def drain(limit):
-                nonlocal rows
                 while len(pending) > limit:
                     chunk, fut = pending.popleft()
                     scores = fut.result()
-                    writer.write(chunk, scores)
-                    rows += scores.num_rows
-                    counts.update(_value_counts(scores, "status"))
-                    risks.update(_value_counts(scores, "risk"))
+                    behind.put(chunk, scores)
+                    tally["rows"] += chunk.lat.size
+                    tally["out"] += scores.num_rows
+                    if pairs:
+                        kinds.update(_value_counts(scores, "kind"))
+                    else:
+                        counts.update(_value_counts(scores, "status"))
+                        risks.update(_value_counts(scores, "risk"))
                     elapsed = time.perf_counter() - t0
-                    bar.update(task, completed=chunk.progress, rows=rows,
-                               rate=rows / elapsed if elapsed else 0)
+                    bar.update(task, completed=chunk.progress, rows=tally["rows"],
+                               rate=tally["rows"] / elapsed if elapsed else 0)
 
-            for chunk in reader:
-                pending.append((chunk, runner.submit(chunk)))
+            for chunk in chunks:
+                pending.append((chunk, runner.submit(chunk, pairs)))
                 drain(runner.window - 1)
             drain(0)
+            behind.finish()
         writer.close()
     except BaseException:
+        behind.close()
         writer.abort()
         raise
     finally:
+        chunks.close()
         runner.close()
     elapsed = time.perf_counter() - t0
-    return {"rows": rows, "ok": counts.get("ok", 0),
+    rows = tally["rows"]
+    summary = {"rows": rows, "seconds": round(elapsed, 3),
+               "rows_per_second": round(rows / elapsed) if elapsed else None,
+               "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(),
+               "ran_on": runner.where}
+    if pairs:
+        summary["pairs"] = {"work": kinds.get("work", 0), "detour": kinds.get("detour", 0)}
+        return summary
+    return {**summary, "ok": counts.get("ok", 0),
             "outside_service_area": counts.get("outside_service_area", 0),
             "invalid_coordinates": counts.get("invalid_coordinates", 0),
-            "risk": {k: risks.get(k, 0) for k in ("low", "moderate", "high")},
-            "seconds": round(elapsed, 3), "rows_per_second": round(rows / elapsed) if elapsed else None,
-            "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(),
-            "ran_on": runner.where}
+            "risk": {k: risks.get(k, 0) for k in ("low", "moderate", "high")}}
 
 
 def _value_counts(table, column) -> dict:
@@ -169,13 +192,16 @@ def _value_counts(table, column) -> dict:
 
 
 def _summary_text(s) -> str:
+    head = (f"{s['rows']:,} rows scored in {s['seconds']:.1f} s ({s['rows_per_second'] or 0:,} rows/s, "
+            f"{s['ran_on']}) -> {s['output']}\n")
+    tail = f"  snapshot {s['snapshot'][:12]}   clock {s['now']}"
+    if "pairs" in s:
+        p = s["pairs"]
+        return head + f"  pairs: works {p['work']:,}   detours {p['detour']:,}\n" + tail
     r = s["risk"]
-    return (f"{s['rows']:,} rows scored in {s['seconds']:.1f} s ({s['rows_per_second'] or 0:,} rows/s, "
-            f"{s['ran_on']}) -> {s['output']}\n"
-            f"  ok {s['ok']:,}   outside service area {s['outside_service_area']:,}   "
+    return (head + f"  ok {s['ok']:,}   outside service area {s['outside_service_area']:,}   "
             f"invalid coordinates {s['invalid_coordinates']:,}\n"
-            f"  risk: low {r['low']:,}   moderate {r['moderate']:,}   high {r['high']:,}\n"
-            f"  snapshot {s['snapshot'][:12]}   clock {s['now']}")
+            f"  risk: low {r['low']:,}   moderate {r['moderate']:,}   high {r['high']:,}\n" + tail)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -197,9 +223,12 @@ def _summary_text(s) -> str:
 @click.option("--dask", default=None, metavar="ADDRESS|local",
               help="Score on a Dask distributed cluster (scheduler address, or 'local' for a LocalCluster "
                    "with --workers workers).")
+@click.option("--pairs", is_flag=True,
+              help="Write the long table instead: one row per (input row, listed work or detour) with "
+                   "its distance (.csv or .parquet).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
-def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, progress):
+def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pairs, progress):
     """Score every coordinate of INPUT (CSV, Parquet, GeoParquet or GeoJSON) into OUTPUT.
 
     One output row per input row, in input order: the input columns followed by the score columns
@@ -211,7 +240,7 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pro
         progress = sys.stderr.isatty()
     try:
         summary = run(input_path, output, lat=lat, lng=lng, data=data, now=now, chunk_size=chunk_size,
-                      workers=workers, dask=dask, progress=progress)
+                      workers=workers, dask=dask, progress=progress, pairs=pairs)
     except (InputError, SnapshotError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(_summary_text(summary), err=True)
