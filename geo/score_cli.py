@@ -36,9 +36,10 @@ class _Runner:
         self.window = 1
         self._pool = self._client = self._cluster = None
         if dask:
-            from .dask_score import connect
+            from .dask_score import connect, register_engine
 
             self._client, self._cluster = connect(dask, workers)
+            register_engine(self._client, self.data)
             self.window = 2 * max(1, len(self._client.scheduler_info().get("workers", {})) or 1)
             self.where = f"Dask {self._client.scheduler.address}"
         elif workers > 1:
@@ -50,6 +51,14 @@ class _Runner:
             self.where = f"{workers} local processes"
         else:
             self.where = "1 process"
+
+    def call(self, fn, *args):
+        """``fn(*args)`` where the runner runs things: a future with ``result()``."""
+        if self._client is not None:
+            return self._client.submit(fn, *args, pure=False)
+        if self._pool is not None:
+            return self._pool.submit(fn, *args)
+        return _Done(fn(*args))
 
     def submit(self, chunk, pairs=False):
         from . import score_worker
@@ -119,6 +128,9 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     from .engine import Engine
     from .score_pipe import ReadAhead, WriteBehind
 
+    if Path(input_path).is_dir():
+        return _run_dataset(input_path, output, lat=lat, lng=lng, data=data, now=now, chunk_size=chunk_size,
+                            workers=workers, dask=dask, progress=progress, engine=engine, pairs=pairs)
     file_format(output)
     if Path(input_path).resolve() == Path(output).resolve():
         raise InputError(f"{output}: the output must not be the input file")
@@ -166,12 +178,49 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     finally:
         chunks.close()
         runner.close()
-    elapsed = time.perf_counter() - t0
-    rows = tally["rows"]
+    return _summary(tally["rows"], counts, risks, kinds, pairs, time.perf_counter() - t0, output, engine, now,
+                    runner.where)
+
+
+def _run_dataset(input_path, output, *, lat, lng, data, now, chunk_size, workers, dask, progress, engine,
+                 pairs):
+    """A directory of Parquet files into a directory of parts, one task per file (geo.score_dataset)."""
+    from .engine import Engine
+    from .score_dataset import dataset_files, row_offsets, run_dataset
+
+    if Path(input_path).resolve() == Path(output).resolve():
+        raise InputError(f"{output}: the output must not be the input directory")
+    files = dataset_files(input_path)
+    total_rows = row_offsets(files)[-1]
+    engine = engine if engine is not None else Engine.load(data)
+    now = _parse_now(now, engine) if not isinstance(now, datetime) else now
+    runner = _Runner(data, engine, now, workers, dask)
+    bar, _ = _progress(progress, total_rows, "rows")
+    t0 = time.perf_counter()
+    done = [0]
+    try:
+        with bar:
+            task = bar.add_task("score", total=total_rows or None, rows=0, rate=0.0)
+
+            def on_done(rows):
+                done[0] += rows
+                elapsed = time.perf_counter() - t0
+                bar.update(task, completed=done[0], rows=done[0], rate=done[0] / elapsed if elapsed else 0)
+
+            got = run_dataset(input_path, output, runner.call, data=runner.data, snapshot_id=engine.snapshot_id,
+                              now_iso=runner.now_iso, lat=lat, lng=lng, pairs=pairs, chunk_rows=chunk_size,
+                              on_done=on_done)
+    finally:
+        runner.close()
+    return _summary(got["rows"], got["status"], got["risk"], got["kind"], pairs, time.perf_counter() - t0,
+                    output, engine, now, f"{runner.where}, {len(files)} part(s)")
+
+
+def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, where) -> dict:
     summary = {"rows": rows, "seconds": round(elapsed, 3),
                "rows_per_second": round(rows / elapsed) if elapsed else None,
                "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(),
-               "ran_on": runner.where}
+               "ran_on": where}
     if pairs:
         summary["pairs"] = {"work": kinds.get("work", 0), "detour": kinds.get("detour", 0)}
         return summary
@@ -205,9 +254,10 @@ def _summary_text(s) -> str:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Output file: .csv, .parquet, .geo.parquet / .geoparquet (GeoParquet) or .geojson.")
+@click.argument("input_path", metavar="INPUT", type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Output file: .csv, .parquet, .geo.parquet / .geoparquet (GeoParquet) or .geojson; "
+                   "a directory of Parquet parts when INPUT is a directory of Parquet files.")
 @click.option("--lat", "lat", default="lat", show_default=True, help="Latitude column of the input.")
 @click.option("--lng", "lng", default="lng", show_default=True, help="Longitude column of the input.")
 @click.option("--data", default=lambda: os.environ.get("URBAN_DATA_DIR", "data/snapshot"),
