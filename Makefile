@@ -7,7 +7,7 @@ URBAN_DATA_DIR ?= data/snapshot
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser snapshot serve serve-live test bench loadtest clean
+.PHONY: install browser snapshot serve serve-live test bench bench-batch loadtest clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ test: install browser
 
 bench: install snapshot
 	$(PY) -m bench
+
+# Only the batch-scoring benches (issue 17 targets: 10^7-row files, Dask, pairs); a few minutes.
+bench-batch: install snapshot
+	$(PY) -m bench --batch
 
 # The load test drives the real gunicorn deployment with Debian's wrk.
 WRK := /usr/bin/wrk

@@ -12,28 +12,45 @@ from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
-from distributed import WorkerPlugin
 
 PLUGIN = "urban-engine"
 
 
-class EnginePlugin(WorkerPlugin):
-    """Loads the snapshot's engine (and its scoring indexes) once when a worker starts or joins, and checks
-    it is the client's snapshot; tasks then find it in :func:`geo.score_worker.engine_for`'s cache."""
+def _plugin_class():
+    """The worker plugin class, made once (it subclasses Dask's ``WorkerPlugin``)."""
+    if "EnginePlugin" in globals():
+        return globals()["EnginePlugin"]
+    from distributed import WorkerPlugin
 
-    name = PLUGIN
+    class EnginePlugin(WorkerPlugin):
+        """Loads the snapshot's engine (and its scoring indexes) once when a worker starts or joins, and
+        checks it is the client's snapshot; tasks then find it in :func:`geo.score_worker.engine_for`'s
+        cache."""
 
-    def __init__(self, path: str, snapshot_id: str):
-        self.path, self.snapshot_id = path, snapshot_id
+        name = PLUGIN
 
-    def setup(self, worker):
-        import numpy as np
+        def __init__(self, path: str, snapshot_id: str):
+            self.path, self.snapshot_id = path, snapshot_id
 
-        from .score import score
-        from .score_worker import engine_for
+        def setup(self, worker):
+            import numpy as np
 
-        eng = engine_for(self.path, self.snapshot_id)
-        score((np.array([51.2194]), np.array([4.4025])), eng)  # builds the per-engine indexes now
+            from .score import score
+            from .score_worker import engine_for
+
+            eng = engine_for(self.path, self.snapshot_id)
+            score((np.array([51.2194]), np.array([4.4025])), eng)  # builds the per-engine indexes now
+
+    EnginePlugin.__module__, EnginePlugin.__qualname__ = __name__, "EnginePlugin"
+    globals()["EnginePlugin"] = EnginePlugin
+    return EnginePlugin
+
+
+def __getattr__(name):
+    """``EnginePlugin`` is made on first use, so that importing this module does not import Dask."""
+    if name == "EnginePlugin":
+        return _plugin_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_engine(client, path) -> str:
@@ -51,7 +68,7 @@ def register_engine(client, path) -> str:
 
     path = str(Path(path).resolve())
     sid = engine_for(path).snapshot_id
-    client.register_plugin(EnginePlugin(path, sid), name=PLUGIN)
+    client.register_plugin(_plugin_class()(path, sid), name=PLUGIN)
     return sid
 
 

@@ -66,23 +66,31 @@ def _words(bits: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint64).reshape(n, bits.shape[1] // 8)
 
 
-def _indexes(engine) -> _Indexes:
-    found = _CACHE.get(engine)
+def per_engine(cache, engine, build):
+    """``cache[engine]``, made once by ``build(engine)`` (thread-safe; ``cache`` a WeakKeyDictionary)."""
+    found = cache.get(engine)
     if found is None:
         with _LOCK:
-            found = _CACHE.get(engine)
+            found = cache.get(engine)
             if found is None:
-                p = prepare(engine)
-                s_lat, s_lng = point_coords(engine.stops)
-                s_ids = engine.stops["id"].astype(str).to_numpy() if "id" in engine.stops.columns else None
-                found = _Indexes(
-                    clusters=PointIndex(p.works.lat, p.works.lng, p.works.ids),
-                    stops=PointIndex(s_lat, s_lng, s_ids),
-                    stop_words=_words(p.detours.stop_bits),
-                    line_words=_words(p.detours.line_bits),
-                )
-                _CACHE[engine] = found
+                found = cache[engine] = build(engine)
     return found
+
+
+def _indexes(engine) -> _Indexes:
+    return per_engine(_CACHE, engine, _build_indexes)
+
+
+def _build_indexes(engine) -> _Indexes:
+    p = prepare(engine)
+    s_lat, s_lng = point_coords(engine.stops)
+    s_ids = engine.stops["id"].astype(str).to_numpy() if "id" in engine.stops.columns else None
+    return _Indexes(
+        clusters=PointIndex(p.works.lat, p.works.lng, p.works.ids),
+        stops=PointIndex(s_lat, s_lng, s_ids),
+        stop_words=_words(p.detours.stop_bits),
+        line_words=_words(p.detours.line_bits),
+    )
 
 
 # --- inputs -----------------------------------------------------------------------------------------

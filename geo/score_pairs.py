@@ -9,65 +9,81 @@ lists for it (the selection of :func:`geo.disruptions.find_by_rules`, vectorised
   distance, sharing a line with such a stop; ``distanceKm`` is the distance to the detour's point (null
   when the detour has none).
 
-Rows come by ``(input_row, kind: works first, distanceKm, id)``, the order of the API's lists. Invalid and
-outside points have no pair. See docs/scoring.md.
+Rows come by ``(input_row, kind: works first, id)``: no sort by distance is needed to make them (the API
+lists by distance: sort by ``distanceKm`` for that order). Invalid and outside points have no pair.
+See docs/scoring.md.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+import weakref
+
 from . import transit as tr
 from .coords import as_arrays
 from .disruptions import RADIUS_KM, far_side
+from .pair_table import PairTable
 from .prepared import prepare
-from .score import _indexes, _stops_served, service_mask
+from .score import _indexes, _stops_served, per_engine, service_mask
 from .spherical import haversine_rad
 from .timefmt import to_ms
 
 PAIR_COLUMNS = ("input_row", "kind", "id", "distanceKm")
 KINDS = ("work", "detour")
 WORK, DETOUR = 0, 1
+_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _table(engine):
+    """(the 2 km :class:`geo.pair_table.PairTable` over the works clusters, their id ranks), built once."""
+    return per_engine(_TABLES, engine, _build_table)
+
+
+def _build_table(engine):
+    w = prepare(engine).works
+    rank = np.empty(w.ids.size, dtype=np.int64)
+    rank[np.argsort(np.asarray([str(x) for x in w.ids], dtype=object), kind="stable")] = np.arange(w.ids.size)
+    return PairTable(w.lat, w.lng, rank, RADIUS_KM), rank
 
 
 def works_pairs(engine, lat, lng, side):
-    """(point, cluster, km) of the listed works, by (point, distance, id), for checked points."""
+    """(point, cluster, km) of the listed works, by (point, id), for checked points: clusters within 2 km
+    (the in/out decisions and distances of ``Engine.works_near``), not on the far side of the river."""
     w = prepare(engine).works
-    found = engine.works_near(lat, lng, RADIUS_KM)
-    cl = w.row_cluster[found.idx]
-    keep = np.flatnonzero(cl >= 0)
-    keep = keep[~far_side(side[found.point[keep]], w.side[cl[keep]])]
-    return found.point[keep], cl[keep], found.km[keep]
+    table, rank = _table(engine)
+    if table.usable:
+        point, cl, km = table.pairs(lat, lng)
+    else:  # near a pole or the antimeridian: the works_near array form, re-sorted by id
+        found = engine.works_near(lat, lng, RADIUS_KM)
+        cl = w.row_cluster[found.idx]
+        keep = cl >= 0
+        point, cl, km = found.point[keep], cl[keep], found.km[keep]
+        order = np.lexsort((rank[cl], point))
+        point, cl, km = point[order], cl[order], km[order]
+    keep = ~far_side(side[point], w.side[cl])
+    return point[keep], cl[keep], km[keep]
 
 
 def detour_pairs(engine, lat, lng, side, now):
-    """(point, detour, km) of the listed detours, by (point, distance, id); km is inf without a point."""
+    """(point, detour, km) of the listed detours, by (point, id); km is inf without a detour point."""
     d = prepare(engine).detours
     words = _indexes(engine).line_words
     active = np.flatnonzero(tr.active_detours(d, to_ms(now)))
-    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
     if active.size == 0 or lat.size == 0:
-        return empty
-    active = active[np.argsort(d.id_rank[active], kind="stable")]  # equal distances: by id
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    active = active[np.argsort(d.id_rank[active], kind="stable")]
     near, served = _stops_served(engine, lat, lng)
     keep = np.empty((lat.size, active.size), dtype=bool)
     for c, j in enumerate(active.tolist()):  # a few dozen detours, each one vector test over the points
         shares = (served & words[j]).any(axis=1)
         keep[:, c] = ~far_side(side, d.side[j]) & (~near | shares)
-    count = keep.sum(axis=1)
-    rows = np.flatnonzero(count)
-    if rows.size == 0:
-        return empty
-    lat_r, lng_r = np.radians(lat[rows]), np.radians(lng[rows])
-    km = haversine_rad(lat_r[:, None], lng_r[:, None], np.cos(lat_r)[:, None],
-                       d.lat_r[active], d.lng_r[active], d.cos_lat[active])
+    point, col = np.nonzero(keep)  # row-major: by (point, id)
+    j = active[col]
+    lat_r, lng_r = np.radians(lat[point]), np.radians(lng[point])
+    km = haversine_rad(lat_r, lng_r, np.cos(lat_r), d.lat_r[j], d.lng_r[j], d.cos_lat[j])
     km[np.isnan(km)] = np.inf
-    key = np.where(keep[rows], km, np.nan)  # NaN sorts last: the kept pairs come first in each row
-    order = np.argsort(key, axis=1, kind="stable")
-    first = np.arange(active.size) < count[rows, None]
-    r, pos = np.nonzero(first)
-    col = order[r, pos]
-    return rows[r].astype(np.int64), active[col].astype(np.int64), km[r, col]
+    return point.astype(np.int64), j.astype(np.int64), km
 
 
 def pair_arrays(engine, lat, lng, now):

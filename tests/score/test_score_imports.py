@@ -15,7 +15,8 @@ def _loaded(code):
 
 
 def test_score_notebook_and_dask_modules_import_lazily():
-    modules = "geo, geo.score, geo.score_io, geo.score_worker, geo.notebook, geo.dask_score"
+    modules = ("geo, geo.score, geo.score_io, geo.score_worker, geo.notebook, geo.dask_score, geo.score_pairs, "
+               "geo.score_pipe, geo.score_dataset, geo.pair_table")
     assert _loaded(f"import {modules}") == ""
 
 
