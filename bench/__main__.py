@@ -41,7 +41,8 @@ def render_targets(rows) -> str:
     if not rows:
         return ""
     head = ("target", "required", "measured", "ratio", "met")
-    body = [(r.name.strip(), r.target, r.measured, _fmt(r.ratio, "x"), "met" if r.met else "NOT MET")
+    verdict = {None: "n/a (other size)", True: "met", False: "NOT MET"}
+    body = [(r.name.strip(), r.target, r.measured, _fmt(r.ratio, "x"), verdict[r.met])
             for r in rows]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
@@ -83,7 +84,8 @@ def main(argv=None) -> int:
     load_s = time.perf_counter() - t0
     rss = proc.memory_info().rss
     print(f"engine: {engine!r} from {path}")
-    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+          f"{os.cpu_count()} cores")
     print(f"engine load: {load_s:.2f} s   process RSS after load: {rss / 2**20:.0f} MB "
           f"(engine + its imports: {(rss - rss0) / 2**20:.0f} MB)\n")
 

@@ -61,25 +61,23 @@ class _Runner:
         return _Done(fn(*args))
 
     def submit(self, chunk, pairs=False):
+        """Score one chunk (its pairs with ``pairs``): a future of the Arrow table."""
         from . import score_worker
 
-        fn = score_worker.pairs_arrays if pairs else score_worker.score_arrays
+        if self._client is None and self._pool is None:  # this process: the engine at hand
+            clock = datetime.fromisoformat(self.now_iso)
+            if pairs:
+                from .score_pairs import pairs_table
+
+                return _Done(pairs_table(self.engine, chunk.lat, chunk.lng, clock, chunk.first_row - 1))
+            from .score import score
+            from .score_io import score_table
+
+            return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
         args = (self.data, self.engine.snapshot_id, chunk.lat, chunk.lng, self.now_iso)
         if pairs:
-            args += (chunk.first_row - 1,)
-        if self._client is not None:
-            return self._client.submit(fn, *args, pure=False)
-        if self._pool is not None:
-            return self._pool.submit(fn, *args)
-        clock = datetime.fromisoformat(self.now_iso)
-        if pairs:
-            from .score_pairs import pairs_table
-
-            return _Done(pairs_table(self.engine, chunk.lat, chunk.lng, clock, chunk.first_row - 1))
-        from .score import score
-        from .score_io import score_table
-
-        return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
+            return self.call(score_worker.pairs_arrays, *args, chunk.first_row - 1)
+        return self.call(score_worker.score_arrays, *args)
 
     def close(self):
         if self._pool is not None:
@@ -139,7 +137,7 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     now = _parse_now(now, engine) if not isinstance(now, datetime) else now
     writer = open_writer(output, pairs=pairs)
     runner = _Runner(data, engine, now, workers, dask)
-    counts, risks, kinds, tally = Counter(), Counter(), Counter(), {"rows": 0, "out": 0}
+    counts, risks, kinds, tally = Counter(), Counter(), Counter(), {"rows": 0}
     bar, console = _progress(progress, reader.total, reader.unit)
     t0 = time.perf_counter()
     chunks = ReadAhead(reader)
@@ -155,7 +153,6 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
                     scores = fut.result()
                     behind.put(chunk, scores)
                     tally["rows"] += chunk.lat.size
-                    tally["out"] += scores.num_rows
                     if pairs:
                         kinds.update(_value_counts(scores, "kind"))
                     else:
@@ -207,7 +204,8 @@ def _run_dataset(input_path, output, *, lat, lng, data, now, chunk_size, workers
                 elapsed = time.perf_counter() - t0
                 bar.update(task, completed=done[0], rows=done[0], rate=done[0] / elapsed if elapsed else 0)
 
-            got = run_dataset(input_path, output, runner.call, data=runner.data, snapshot_id=engine.snapshot_id,
+            got = run_dataset(input_path, output, runner.call, data=runner.data,
+                              snapshot_id=engine.snapshot_id,
                               now_iso=runner.now_iso, lat=lat, lng=lng, pairs=pairs, chunk_rows=chunk_size,
                               on_done=on_done)
     finally:
