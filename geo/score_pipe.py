@@ -1,9 +1,10 @@
 """Overlap of the three stages of ``urban-score``: reading, scoring and writing run at the same time.
 
 :class:`ReadAhead` iterates a reader in a background thread, a few chunks ahead; :class:`WriteBehind` writes
-chunks in a background thread, in the order given. Arrow's CSV/Parquet code and most NumPy kernels release
-the GIL, so on one process the file work runs on another core while the main thread scores. Memory stays
-bounded by the queue depths (a few chunks). Exceptions of a stage re-raise in the caller, unchanged.
+chunks in a background thread, in the order given. Arrow's CSV/Parquet code releases the GIL, so
+the file work can run on another core while the main thread scores; the scoring's many short NumPy calls
+hold the GIL most of the time, so the overlap measured on one process is small (docs/scoring.md). Memory
+stays bounded by the queue depths (a few chunks). Exceptions of a stage re-raise in the caller, unchanged.
 """
 
 from __future__ import annotations
