@@ -8,7 +8,7 @@ URBAN_DATA_DIR ?= $(if $(RECORDING),data/recording,data/snapshot)
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser docs-ui services pdf assets snapshot replay serve serve-live lint test bench loadtest clean golden
+.PHONY: install browser docs-ui services pdf assets snapshot replay serve serve-live lint test bench bench-batch loadtest clean golden
 
 # The dev venv holds the server (this folder) and the client distribution (client/), both editable.
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml
@@ -104,6 +104,10 @@ test: install browser docs-ui services pdf assets lint
 
 bench: install snapshot
 	$(PY) -m bench
+
+# Only the batch-scoring benches (issue 17 targets: 10^7-row files, Dask, pairs); a few minutes.
+bench-batch: install snapshot
+	$(PY) -m bench --batch
 
 # The load test drives the real gunicorn deployment with Debian's wrk.
 WRK := /usr/bin/wrk

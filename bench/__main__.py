@@ -35,6 +35,23 @@ def render(rows) -> str:
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body)])
 
 
+def render_targets(rows) -> str:
+    """The rows that carry a target: target, measured figure, ratio to the baseline, met / not met."""
+    rows = [r for r in rows if r.target]
+    if not rows:
+        return ""
+    head = ("target", "required", "measured", "ratio", "met")
+    verdict = {None: "n/a (other size)", True: "met", False: "NOT MET"}
+    body = [(r.name.strip(), r.target, r.measured, _fmt(r.ratio, "x"), verdict[r.met])
+            for r in rows]
+    widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
+    line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
+    return "\n".join(["", "Targets", line(head), line(["-" * w for w in widths]), *map(line, body)])
+
+
+BATCH = "bench_score"  # module-name prefix of the batch-scoring benches (--batch)
+
+
 def modules(keyword: str = ""):
     """Names of the benchmark modules ``bench.bench_*`` (optionally filtered), in name order."""
     path = [str(Path(bench.__file__).parent)]
@@ -45,10 +62,15 @@ def modules(keyword: str = ""):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("-k", dest="keyword", default="", help="only modules whose name contains this")
-    parser.add_argument("--quick", action="store_true", help="10^5 instead of 10^6 batch points")
+    parser.add_argument("--quick", action="store_true",
+                        help="10^5 instead of 10^6 batch points, 10^6 instead of 10^7 rows at scale")
+    parser.add_argument("--batch", action="store_true", help="only the batch-scoring benches (bench_score*)")
     args = parser.parse_args(argv)
     if args.quick:
         os.environ["URBAN_BENCH_POINTS"] = "100000"
+        os.environ.setdefault("URBAN_BENCH_SCALE_ROWS", "1000000")
+    if args.batch:
+        args.keyword = args.keyword or BATCH
 
     import psutil
 
@@ -62,6 +84,8 @@ def main(argv=None) -> int:
     load_s = time.perf_counter() - t0
     rss = proc.memory_info().rss
     print(f"engine: {engine!r} from {path}")
+    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+          f"{os.cpu_count()} cores")
     print(f"engine load: {load_s:.2f} s   process RSS after load: {rss / 2**20:.0f} MB "
           f"(engine + its imports: {(rss - rss0) / 2**20:.0f} MB)\n")
 
@@ -71,6 +95,9 @@ def main(argv=None) -> int:
         rows.extend(importlib.import_module(name).run(engine))
         print(f"  {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
     print(render(rows))
+    print(render_targets(rows))
+    print(f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+          f"{os.cpu_count()} cores")
     import resource
 
     print(f"\npeak process RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")

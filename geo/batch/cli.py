@@ -36,9 +36,10 @@ class _Runner:
         self.window = 1
         self._pool = self._client = self._cluster = None
         if dask:
-            from .dask import connect
+            from .dask import connect, register_engine
 
             self._client, self._cluster = connect(dask, workers)
+            register_engine(self._client, self.data)
             self.window = 2 * max(1, len(self._client.scheduler_info().get("workers", {})) or 1)
             self.where = f"Dask {self._client.scheduler.address}"
         elif workers > 1:
@@ -51,19 +52,32 @@ class _Runner:
         else:
             self.where = "1 process"
 
-    def submit(self, chunk):
-        from .workers import score_arrays
-
-        args = (self.data, self.engine.snapshot_id, chunk.lat, chunk.lng, self.now_iso)
+    def call(self, fn, *args):
+        """``fn(*args)`` where the runner runs things: a future with ``result()``."""
         if self._client is not None:
-            return self._client.submit(score_arrays, *args, pure=False)
+            return self._client.submit(fn, *args, pure=False)
         if self._pool is not None:
-            return self._pool.submit(score_arrays, *args)
-        from .score import score
-        from .io import score_table
+            return self._pool.submit(fn, *args)
+        return _Done(fn(*args))
 
-        clock = datetime.fromisoformat(self.now_iso)
-        return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
+    def submit(self, chunk, pairs=False):
+        """Score one chunk (its pairs with ``pairs``): a future of the Arrow table."""
+        from . import workers as score_worker
+
+        if self._client is None and self._pool is None:  # this process: the engine at hand
+            clock = datetime.fromisoformat(self.now_iso)
+            if pairs:
+                from .pair_rows import pairs_table
+
+                return _Done(pairs_table(self.engine, chunk.lat, chunk.lng, clock, chunk.first_row - 1))
+            from .score import score
+            from .io import score_table
+
+            return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
+        args = (self.data, self.engine.snapshot_id, chunk.lat, chunk.lng, self.now_iso)
+        if pairs:
+            return self.call(score_worker.pairs_arrays, *args, chunk.first_row - 1)
+        return self.call(score_worker.score_arrays, *args)
 
     def close(self):
         if self._pool is not None:
@@ -97,10 +111,12 @@ def _progress(enabled, total, unit):
 
 
 def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=None, chunk_size=250_000,
-        workers=1, dask=None, progress=True, engine=None):
+        workers=1, dask=None, progress=True, engine=None, pairs=False):
     """Score ``input_path`` into ``output``; returns the summary dict (used by the CLI and tests).
 
     ``engine`` (optional) is an already loaded engine of the snapshot at ``data`` (workers load their own).
+    ``pairs``: write the long table of (input row, work / detour id, distance) pairs instead
+    (:mod:`geo.batch.pair_rows`). Reading, scoring and writing overlap (:mod:`geo.batch.pipe`).
 
     Examples
     --------
@@ -108,54 +124,108 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     {'rows': 1000, 'ok': 998, ...}
     """
     from ..data.engine import Engine
+    from .pipe import ReadAhead, WriteBehind
 
+    if Path(input_path).is_dir():
+        return _run_dataset(input_path, output, lat=lat, lng=lng, data=data, now=now, chunk_size=chunk_size,
+                            workers=workers, dask=dask, progress=progress, engine=engine, pairs=pairs)
     file_format(output)
     if Path(input_path).resolve() == Path(output).resolve():
         raise InputError(f"{output}: the output must not be the input file")
     reader = open_reader(input_path, lat, lng, chunk_size)
     engine = engine if engine is not None else Engine.load(data)
     now = _parse_now(now, engine) if not isinstance(now, datetime) else now
-    writer = open_writer(output)
+    writer = open_writer(output, pairs=pairs)
     runner = _Runner(data, engine, now, workers, dask)
-    counts, risks, rows = Counter(), Counter(), 0
+    counts, risks, kinds, tally = Counter(), Counter(), Counter(), {"rows": 0}
     bar, console = _progress(progress, reader.total, reader.unit)
     t0 = time.perf_counter()
+    chunks = ReadAhead(reader)
+    behind = WriteBehind(writer.write)
     try:
         with bar:
             task = bar.add_task("score", total=reader.total or None, rows=0, rate=0.0)
             pending = deque()
 
             def drain(limit):
-                nonlocal rows
                 while len(pending) > limit:
                     chunk, fut = pending.popleft()
                     scores = fut.result()
-                    writer.write(chunk, scores)
-                    rows += scores.num_rows
-                    counts.update(_value_counts(scores, "status"))
-                    risks.update(_value_counts(scores, "risk"))
+                    behind.put(chunk, scores)
+                    tally["rows"] += chunk.lat.size
+                    if pairs:
+                        kinds.update(_value_counts(scores, "kind"))
+                    else:
+                        counts.update(_value_counts(scores, "status"))
+                        risks.update(_value_counts(scores, "risk"))
                     elapsed = time.perf_counter() - t0
-                    bar.update(task, completed=chunk.progress, rows=rows,
-                               rate=rows / elapsed if elapsed else 0)
+                    bar.update(task, completed=chunk.progress, rows=tally["rows"],
+                               rate=tally["rows"] / elapsed if elapsed else 0)
 
-            for chunk in reader:
-                pending.append((chunk, runner.submit(chunk)))
+            for chunk in chunks:
+                pending.append((chunk, runner.submit(chunk, pairs)))
                 drain(runner.window - 1)
             drain(0)
+            behind.finish()
         writer.close()
     except BaseException:
+        behind.close()
         writer.abort()
         raise
     finally:
+        chunks.close()
         runner.close()
-    elapsed = time.perf_counter() - t0
-    return {"rows": rows, "ok": counts.get("ok", 0),
+    return _summary(tally["rows"], counts, risks, kinds, pairs, time.perf_counter() - t0, output, engine, now,
+                    runner.where)
+
+
+def _run_dataset(input_path, output, *, lat, lng, data, now, chunk_size, workers, dask, progress, engine,
+                 pairs):
+    """A directory of Parquet files into a directory of parts, one task per file (geo.batch.dataset)."""
+    from ..data.engine import Engine
+    from .dataset import dataset_files, row_offsets, run_dataset
+
+    if Path(input_path).resolve() == Path(output).resolve():
+        raise InputError(f"{output}: the output must not be the input directory")
+    files = dataset_files(input_path)
+    total_rows = row_offsets(files)[-1]
+    engine = engine if engine is not None else Engine.load(data)
+    now = _parse_now(now, engine) if not isinstance(now, datetime) else now
+    runner = _Runner(data, engine, now, workers, dask)
+    bar, _ = _progress(progress, total_rows, "rows")
+    t0 = time.perf_counter()
+    done = [0]
+    try:
+        with bar:
+            task = bar.add_task("score", total=total_rows or None, rows=0, rate=0.0)
+
+            def on_done(rows):
+                done[0] += rows
+                elapsed = time.perf_counter() - t0
+                bar.update(task, completed=done[0], rows=done[0], rate=done[0] / elapsed if elapsed else 0)
+
+            got = run_dataset(input_path, output, runner.call, data=runner.data,
+                              snapshot_id=engine.snapshot_id,
+                              now_iso=runner.now_iso, lat=lat, lng=lng, pairs=pairs, chunk_rows=chunk_size,
+                              on_done=on_done)
+    finally:
+        runner.close()
+    return _summary(got["rows"], got["status"], got["risk"], got["kind"], pairs, time.perf_counter() - t0,
+                    output, engine, now, f"{runner.where}, {len(files)} part(s)")
+
+
+def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, where) -> dict:
+    summary = {"rows": rows, "seconds": round(elapsed, 3),
+               "rows_per_second": round(rows / elapsed) if elapsed else None,
+               "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(),
+               "ran_on": where}
+    if pairs:
+        summary["pairs"] = {"work": kinds.get("work", 0), "detour": kinds.get("detour", 0)}
+        return summary
+    return {**summary, "ok": counts.get("ok", 0),
             "outside_service_area": counts.get("outside_service_area", 0),
             "invalid_coordinates": counts.get("invalid_coordinates", 0),
-            "risk": {k: risks.get(k, 0) for k in ("low", "moderate", "high")},
-            "seconds": round(elapsed, 3), "rows_per_second": round(rows / elapsed) if elapsed else None,
-            "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(),
-            "ran_on": runner.where}
+            "risk": {k: risks.get(k, 0) for k in ("low", "moderate", "high")}}
 
 
 def _value_counts(table, column) -> dict:
@@ -169,19 +239,23 @@ def _value_counts(table, column) -> dict:
 
 
 def _summary_text(s) -> str:
+    head = (f"{s['rows']:,} rows scored in {s['seconds']:.1f} s ({s['rows_per_second'] or 0:,} rows/s, "
+            f"{s['ran_on']}) -> {s['output']}\n")
+    tail = f"  snapshot {s['snapshot'][:12]}   clock {s['now']}"
+    if "pairs" in s:
+        p = s["pairs"]
+        return head + f"  pairs: works {p['work']:,}   detours {p['detour']:,}\n" + tail
     r = s["risk"]
-    return (f"{s['rows']:,} rows scored in {s['seconds']:.1f} s ({s['rows_per_second'] or 0:,} rows/s, "
-            f"{s['ran_on']}) -> {s['output']}\n"
-            f"  ok {s['ok']:,}   outside service area {s['outside_service_area']:,}   "
+    return (head + f"  ok {s['ok']:,}   outside service area {s['outside_service_area']:,}   "
             f"invalid coordinates {s['invalid_coordinates']:,}\n"
-            f"  risk: low {r['low']:,}   moderate {r['moderate']:,}   high {r['high']:,}\n"
-            f"  snapshot {s['snapshot'][:12]}   clock {s['now']}")
+            f"  risk: low {r['low']:,}   moderate {r['moderate']:,}   high {r['high']:,}\n" + tail)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Output file: .csv, .parquet, .geo.parquet / .geoparquet (GeoParquet) or .geojson.")
+@click.argument("input_path", metavar="INPUT", type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="Output file: .csv, .parquet, .geo.parquet / .geoparquet (GeoParquet) or .geojson; "
+                   "a directory of Parquet parts when INPUT is a directory of Parquet files.")
 @click.option("--lat", "lat", default="lat", show_default=True, help="Latitude column of the input.")
 @click.option("--lng", "lng", default="lng", show_default=True, help="Longitude column of the input.")
 @click.option("--data", default=lambda: os.environ.get("URBAN_DATA_DIR", "data/snapshot"),
@@ -197,9 +271,12 @@ def _summary_text(s) -> str:
 @click.option("--dask", default=None, metavar="ADDRESS|local",
               help="Score on a Dask distributed cluster (scheduler address, or 'local' for a LocalCluster "
                    "with --workers workers).")
+@click.option("--pairs", is_flag=True,
+              help="Write the long table instead: one row per (input row, listed work or detour) with "
+                   "its distance (.csv or .parquet).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
-def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, progress):
+def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pairs, progress):
     """Score every coordinate of INPUT (CSV, Parquet, GeoParquet or GeoJSON) into OUTPUT.
 
     One output row per input row, in input order: the input columns followed by the score columns
@@ -211,7 +288,7 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pro
         progress = sys.stderr.isatty()
     try:
         summary = run(input_path, output, lat=lat, lng=lng, data=data, now=now, chunk_size=chunk_size,
-                      workers=workers, dask=dask, progress=progress)
+                      workers=workers, dask=dask, progress=progress, pairs=pairs)
     except (InputError, SnapshotError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(_summary_text(summary), err=True)

@@ -112,6 +112,7 @@ class CsvReader(Reader):
         _need(header, lat, lng, path)
         self.total = os.path.getsize(path)
         self._bad = None
+        self._header, self._chunk_rows = header, chunk_rows
 
         def invalid(row):
             self._bad = row
@@ -122,11 +123,12 @@ class CsvReader(Reader):
         except pa.ArrowInvalid as exc:
             raise InputError(self._describe(exc, 1)) from None
 
-    def _open(self, pcsv, path, header, chunk_rows, invalid):
-        self._fh = open(path, "rb")
+    def _open(self, pcsv, path, header, chunk_rows, invalid, threads=True):
+        """Arrow's streaming CSV reader (multi-threaded: blocks are parsed and converted in parallel)."""
+        self._fh = fh = open(path, "rb")
         return pcsv.open_csv(
-            self._fh,
-            read_options=pcsv.ReadOptions(block_size=max(1 << 16, chunk_rows * 48), use_threads=False),
+            fh,
+            read_options=pcsv.ReadOptions(block_size=max(1 << 16, chunk_rows * 48), use_threads=threads),
             parse_options=pcsv.ParseOptions(invalid_row_handler=invalid, newlines_in_values=False),
             convert_options=pcsv.ConvertOptions(column_types={h: pa.string() for h in header},
                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
@@ -151,12 +153,37 @@ class CsvReader(Reader):
 
     def _describe(self, exc, row):
         bad = self._bad
+        if bad is not None and bad.number is None:
+            bad = self._locate() or bad
         if bad is not None:
             where = (f"line {bad.number} (data row {bad.number - 1})" if bad.number is not None
                      else f"a row after data row {row - 1}")
             return (f"{self.path}: {where} has {bad.actual_columns} fields, the header has "
                     f"{bad.expected_columns}: {bad.text[:80]!r}")
         return f"{self.path}: unreadable CSV after data row {row - 1}: {exc}"
+
+    def _locate(self):
+        """The bad row with its line number: the threaded parser does not count lines, so the file is
+        parsed again on one thread up to the first bad row (on the error path only)."""
+        import pyarrow.csv as pcsv
+
+        found = []
+
+        def invalid(row):
+            found.append(row)
+            return "error"
+
+        fh = self._fh
+        try:
+            reader = self._open(pcsv, self.path, self._header, self._chunk_rows, invalid, threads=False)
+            for _ in reader:
+                pass
+        except pa.ArrowInvalid:
+            pass
+        finally:
+            self._fh.close()
+            self._fh = fh
+        return found[0] if found else None
 
 
 class ParquetReader(Reader):
@@ -390,14 +417,18 @@ def open_reader(path, lat="lat", lng="lng", chunk_rows=250_000) -> Reader:
 
 # --- writers ----------------------------------------------------------------------------------------
 def score_table(frame: pd.DataFrame) -> pa.Table:
-    """The score frame as an Arrow table with plain types (categories as text, nullable numbers)."""
+    """The score frame as an Arrow table: categories as dictionary-encoded text (the smallest index type;
+    a few bytes per row to pickle between processes, and Parquet stores them as dictionaries without
+    re-hashing), nullable numbers and booleans as they are. No Python object per row."""
     cols = {}
     for name in frame.columns:
         s = frame[name]
         if isinstance(s.dtype, pd.CategoricalDtype):
             cats = pa.array(np.asarray(s.cat.categories, dtype=object), type=pa.string())
             codes = s.cat.codes.to_numpy()
-            cols[name] = pc.take(cats, pa.array(codes, mask=codes < 0, type=pa.int32()))
+            index = pa.int8() if len(cats) < 128 else pa.int16() if len(cats) < 32768 else pa.int32()
+            cols[name] = pa.DictionaryArray.from_arrays(
+                pa.array(codes.astype(index.to_pandas_dtype()), mask=codes < 0, type=index), cats)
         else:
             cols[name] = pa.array(s.array)
     return pa.table(cols)
@@ -436,12 +467,12 @@ def _merge(columns: pa.Table, scores: pa.Table) -> pa.Table:
 class TableWriter(Writer):
     """CSV or (Geo)Parquet through Arrow's streaming writers."""
 
-    def __init__(self, path, kind):
+    def __init__(self, path, kind, carry: bool = True):
         super().__init__(path)
-        self.kind, self._w, self._schema = kind, None, None
+        self.kind, self.carry, self._w, self._schema = kind, carry, None, None
 
     def write(self, chunk: Chunk, scores: pa.Table):
-        table = _merge(chunk.columns, scores)
+        table = _merge(chunk.columns, scores) if self.carry else scores
         if self.kind == "geoparquet":
             table = table.append_column(GEOMETRY, _wkb_points(chunk.lat, chunk.lng))
         if self._w is None:
@@ -456,8 +487,15 @@ class TableWriter(Writer):
                 if self.kind == "geoparquet":
                     schema = schema.with_metadata({b"geo": json.dumps(_geo_metadata()).encode()})
                     self._schema = schema
-                self._w = pq.ParquetWriter(str(self.tmp), schema)
-        self._w.write_table(table.cast(self._schema))
+                # dictionary-encode only the category columns: trying it on unique input text (ids,
+                # coordinates) and falling back costs more than the whole write
+                coded = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+                self._w = pq.ParquetWriter(str(self.tmp), schema, use_dictionary=coded or False)
+        table = table.cast(self._schema)
+        if self.kind == "csv":
+            self._w.write_table(table)
+        else:  # one row group per chunk
+            self._w.write_table(table, row_group_size=max(1, table.num_rows))
         self.rows += table.num_rows
 
     def _finish(self):
@@ -512,14 +550,19 @@ class GeoJsonWriter(Writer):
             self._fh.close()
 
 
-def open_writer(path) -> Writer:
-    """The writer for ``path`` by extension (``.parquet`` plain Parquet, ``.geo.parquet`` GeoParquet).
+def open_writer(path, *, pairs: bool = False) -> Writer:
+    """The writer for ``path`` by extension (``.parquet`` plain Parquet, ``.geo.parquet`` GeoParquet);
+    ``pairs``: a writer of the long pair table alone (CSV or plain Parquet).
 
     Examples
     --------
     >>> writer = open_writer("scores.parquet")  # doctest: +SKIP
     """
     kind = file_format(path)
+    if pairs:
+        if kind not in ("csv", "parquet"):
+            raise InputError(f"{path}: the pair table is written as .csv or .parquet")
+        return TableWriter(path, kind, carry=False)
     if kind == "geojson":
         return GeoJsonWriter(path)
     return TableWriter(path, kind)

@@ -66,23 +66,31 @@ def _words(bits: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint64).reshape(n, bits.shape[1] // 8)
 
 
-def _indexes(engine) -> _Indexes:
-    found = _CACHE.get(engine)
+def per_engine(cache, engine, build):
+    """``cache[engine]``, made once by ``build(engine)`` (thread-safe; ``cache`` a WeakKeyDictionary)."""
+    found = cache.get(engine)
     if found is None:
         with _LOCK:
-            found = _CACHE.get(engine)
+            found = cache.get(engine)
             if found is None:
-                p = prepare(engine)
-                s_lat, s_lng = point_coords(engine.stops)
-                s_ids = engine.stops["id"].astype(str).to_numpy() if "id" in engine.stops.columns else None
-                found = _Indexes(
-                    clusters=PointIndex(p.works.lat, p.works.lng, p.works.ids),
-                    stops=PointIndex(s_lat, s_lng, s_ids),
-                    stop_words=_words(p.detours.stop_bits),
-                    line_words=_words(p.detours.line_bits),
-                )
-                _CACHE[engine] = found
+                found = cache[engine] = build(engine)
     return found
+
+
+def _indexes(engine) -> _Indexes:
+    return per_engine(_CACHE, engine, _build_indexes)
+
+
+def _build_indexes(engine) -> _Indexes:
+    p = prepare(engine)
+    s_lat, s_lng = point_coords(engine.stops)
+    s_ids = engine.stops["id"].astype(str).to_numpy() if "id" in engine.stops.columns else None
+    return _Indexes(
+        clusters=PointIndex(p.works.lat, p.works.lng, p.works.ids),
+        stops=PointIndex(s_lat, s_lng, s_ids),
+        stop_words=_words(p.detours.stop_bits),
+        line_words=_words(p.detours.line_bits),
+    )
 
 
 # --- inputs -----------------------------------------------------------------------------------------
@@ -119,6 +127,16 @@ def _numeric(values) -> np.ndarray:
     except (TypeError, ValueError):
         return pd.to_numeric(pd.Series(np.atleast_1d(np.asarray(values, dtype=object))),
                              errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def service_mask(engine, la: np.ndarray, ln: np.ndarray):
+    """(valid, inside) bool arrays: usable coordinates, and those inside the service area (the points the
+    API answers for)."""
+    valid = valid_mask(la, ln)
+    inside = np.zeros(la.size, dtype=bool)
+    if valid.any():
+        inside[valid] = engine.in_service_area(la[valid], ln[valid])
+    return valid, inside
 
 
 # --- rules over arrays ------------------------------------------------------------------------------
@@ -265,10 +283,7 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     to_ms(now)  # rejects a naive datetime early
     n = la.size
     status = np.full(n, INVALID, dtype=np.int8)
-    valid = valid_mask(la, ln)
-    inside = np.zeros(n, dtype=bool)
-    if valid.any():
-        inside[valid] = engine.in_service_area(la[valid], ln[valid])
+    valid, inside = service_mask(engine, la, ln)
     status[valid] = OUTSIDE
     status[inside] = OK
     ok = np.flatnonzero(inside)

@@ -47,3 +47,17 @@ def score_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str):
 
     eng = engine_for(path, snapshot_id)
     return score_table(score((lat, lng), eng, datetime.fromisoformat(now_iso)))
+
+
+def pairs_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str, first_row: int = 0):
+    """The long-table pairs of one chunk on this process (:func:`geo.batch.pair_rows.pairs_table`).
+
+    Examples
+    --------
+    >>> pairs_arrays("data/snapshot", "", [51.2194], [4.4025], "2026-11-16T07:00:00+00:00")  # doctest: +SKIP
+    pyarrow.Table ...
+    """
+    from .pair_rows import pairs_table
+
+    eng = engine_for(path, snapshot_id)
+    return pairs_table(eng, lat, lng, datetime.fromisoformat(now_iso), first_row)

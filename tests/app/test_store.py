@@ -76,7 +76,7 @@ def test_concurrent_migrations_from_many_connections(connector):
 def test_concurrent_sqlite_start_many_times(tmp_path):
     for run in range(25):  # several workers starting together on a fresh file, many times over
         path = str(tmp_path / f"s{run}.sqlite")
-        errors, results = _migrate_together(lambda: connect(path), 6)
+        errors, results = _migrate_together(lambda path=path: connect(path), 6)
         assert errors == []
         assert sum(1 for r in results if r) == 1  # exactly one connection applied them
 

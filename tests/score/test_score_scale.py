@@ -1,0 +1,174 @@
+"""Batch scoring at scale (issue 17), at small sizes: the pair table against the API's selection and a
+brute-force oracle, exact CSV errors from the multi-threaded reader, the overlapped pipeline's failures, and
+the same output from one process, local worker processes and Dask (files and Parquet directories)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from geo.service.disruptions import find_by_rules
+from geo.index.pair_table import PairTable
+from geo.rules.prepared import prepare
+from geo.batch.score import service_mask
+from geo.batch.cli import main, run
+from geo.batch.pair_rows import DETOUR, WORK, pair_arrays, pairs_table
+from geo.batch.pipe import ReadAhead, WriteBehind
+from geo.index.spherical import haversine_km
+
+
+def test_pairs_are_the_api_selection_of_every_point(engine, clock, sample):
+    lat, lng, _ = sample
+    row, kind, item, km = pair_arrays(engine, lat, lng, clock)
+    p = prepare(engine)
+    # order: (input row, works before detours, id)
+    ids = np.where(kind == WORK, p.works.ids[np.where(kind == WORK, item, 0)],
+                   p.detours.ids[np.where(kind == DETOUR, item, 0)]).astype(str)
+    keys = list(zip(row.tolist(), kind.tolist(), ids.tolist()))
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    _, inside = service_mask(engine, lat, lng)
+    assert not np.isin(row, np.flatnonzero(~inside)).any()
+    assert (kind == DETOUR).any() and (kind == WORK).any()
+    for i in np.flatnonzero(inside).tolist():
+        f = find_by_rules(engine, float(lat[i]), float(lng[i]), clock)
+        m = row == i
+        w, d = m & (kind == WORK), m & (kind == DETOUR)
+        assert sorted(zip(item[w].tolist(), km[w].tolist())) == sorted(zip(f.clusters.tolist(),
+                                                                         f.cluster_km.tolist()))
+        assert sorted(zip(item[d].tolist(), km[d].tolist())) == sorted(zip(f.detours.tolist(),
+                                                                         f.detour_km.tolist()))
+
+
+@pytest.mark.parametrize("radius", [0.3, 2.0, 7.5])
+def test_pair_table_equals_brute_force(radius):
+    rng = np.random.default_rng(int(radius * 10))
+    plat, plng = rng.uniform(50.9, 51.1, 300), rng.uniform(3.9, 4.3, 300)
+    plat[7] = np.nan  # a point without coordinates is never listed
+    rank = rng.permutation(300)
+    qlat, qlng = rng.uniform(50.85, 51.15, 400), rng.uniform(3.8, 4.4, 400)
+    qlat[:5], qlng[:5] = plat[10:15], plng[10:15]  # queries on points: distance 0
+    qlat[5], qlng[5] = 10.0, 4.0  # far outside the table
+    table = PairTable(plat, plng, rank, radius)
+    assert table.usable
+    q, k, km = table.pairs(qlat, qlng)
+    d = haversine_km(qlat[:, None], qlng[:, None], plat[None, :], plng[None, :])
+    bq, bk = np.nonzero(d <= radius)
+    assert sorted(zip(q.tolist(), k.tolist())) == sorted(zip(bq.tolist(), bk.tolist()))
+    np.testing.assert_allclose(km, d[q, k], rtol=0, atol=1e-9)
+    assert list(zip(q.tolist(), rank[k].tolist())) == sorted(zip(q.tolist(), rank[k].tolist()))
+    assert not PairTable(np.array([89.5]), np.array([4.0]), np.array([0]), radius).usable
+
+
+def test_pairs_cli_writes_the_long_table(engine, now, snapshot_dir, sample, tmp_path):
+    lat, lng, _ = sample
+    src = tmp_path / "p.csv"
+    pd.DataFrame({"lat": lat, "lng": lng}).to_csv(src, index=False)
+    for ext in ("parquet", "csv"):
+        out = tmp_path / f"pairs.{ext}"
+        summary = run(src, out, data=snapshot_dir, chunk_size=37, progress=False, engine=engine, pairs=True)
+        got = pq.read_table(out) if ext == "parquet" else None
+        expected = pairs_table(engine, lat, lng, now)
+        if got is None:
+            got = pd.read_csv(out, keep_default_na=False, na_values=[""], dtype={"id": str})
+            exp = expected.to_pandas().astype({"kind": str, "id": str})
+            pd.testing.assert_frame_equal(got, exp, check_dtype=False)
+        else:
+            assert got.column_names == ["input_row", "kind", "id", "distanceKm"]
+            assert got.equals(expected.cast(got.schema))
+        assert summary["pairs"]["work"] + summary["pairs"]["detour"] == expected.num_rows
+        assert summary["rows"] == lat.size
+    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "x.geojson"), "--pairs",
+                                       "--data", str(snapshot_dir)])
+    assert result.exit_code == 1 and "the pair table is written as .csv or .parquet" in result.output
+
+
+def test_bad_row_in_a_later_block_names_its_line(snapshot_dir, tmp_path):
+    src = tmp_path / "late.csv"
+    rows = [f"{i},51.{i:04d},4.4" for i in range(3000)]
+    rows[2100] = "2100,51.2"  # line 2102 of the file (data row 2101)
+    src.write_text("id,lat,lng\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "out.parquet"
+    result = CliRunner().invoke(main, [str(src), "-o", str(out), "--data", str(snapshot_dir),
+                                       "--chunk-size", "100"])
+    assert result.exit_code == 1
+    assert "line 2102 (data row 2101) has 2 fields, the header has 3: '2100,51.2'" in result.output
+    assert not list(tmp_path.glob("out.parquet*"))
+
+
+def test_pipeline_stages_hand_errors_to_the_caller():
+    def broken():
+        yield 1
+        raise ValueError("reader failed")
+
+    got = []
+    with pytest.raises(ValueError, match="reader failed"):
+        for x in ReadAhead(broken()):
+            got.append(x)
+    assert got == [1]
+
+    def write(x):
+        if x == 2:
+            raise OSError("disk full")
+
+    behind = WriteBehind(write)
+    with pytest.raises(OSError, match="disk full"):
+        for x in range(1, 50):
+            behind.put(x)
+        behind.finish()
+
+
+def _parts(tmp_path, sample):
+    lat, lng, _ = sample
+    src = tmp_path / "points"
+    src.mkdir()
+    table = pa.table({"id": [f"{i:05d}" for i in range(lat.size)], "lat": lat, "lng": lng})
+    for i, s in enumerate(range(0, lat.size, 150)):
+        pq.write_table(table.slice(s, 150), src / f"points-{i}.parquet", row_group_size=64)
+    whole = tmp_path / "whole.parquet"
+    pq.write_table(table, whole)
+    return src, whole
+
+
+@pytest.mark.parametrize("pairs", [False, True], ids=["scores", "pairs"])
+def test_parquet_directory_equals_the_single_file(engine, snapshot_dir, sample, tmp_path, pairs):
+    src, whole = _parts(tmp_path, sample)
+    one, parts = tmp_path / "one.parquet", tmp_path / "out"
+    run(whole, one, data=snapshot_dir, chunk_size=50, progress=False, engine=engine, pairs=pairs)
+    summary = run(src, parts, data=snapshot_dir, chunk_size=50, progress=False, engine=engine, pairs=pairs)
+    assert sorted(p.name for p in parts.iterdir()) == [f"part-{i:05d}.parquet" for i in range(3)]
+    assert pq.read_table(parts).equals(pq.read_table(one))
+    assert summary["rows"] == len(sample[0]) and summary["ran_on"] == "1 process, 3 part(s)"
+    assert not (tmp_path / "out.partial").exists()
+
+
+@pytest.mark.slow
+def test_one_process_local_workers_and_dask_write_the_same(engine, snapshot_dir, sample, tmp_path):
+    from distributed import Client, LocalCluster
+
+    from geo.batch.dask import PLUGIN
+
+    src, whole = _parts(tmp_path, sample)
+    kw = dict(data=snapshot_dir, chunk_size=60, progress=False)
+    expected = {}
+    for pairs in (False, True):
+        run(whole, tmp_path / f"one-{pairs}.parquet", engine=engine, pairs=pairs, **kw)
+        expected[pairs] = pq.read_table(tmp_path / f"one-{pairs}.parquet")
+    run(whole, tmp_path / "w2.parquet", workers=2, pairs=True, **kw)
+    assert pq.read_table(tmp_path / "w2.parquet").equals(expected[True])
+    run(src, tmp_path / "w2-dir", workers=2, **kw)
+    assert pq.read_table(tmp_path / "w2-dir").equals(expected[False])
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
+    with cluster, Client(cluster) as client:
+        for pairs in (False, True):
+            out = tmp_path / f"dask-{pairs}"
+            summary = run(src, out, dask=cluster.scheduler_address, pairs=pairs, **kw)
+            assert summary["ran_on"].startswith("Dask tcp://127.0.0.1")
+            assert pq.read_table(out).equals(expected[pairs])
+        run(whole, tmp_path / "dask-file.parquet", dask=cluster.scheduler_address, pairs=True, **kw)
+        assert pq.read_table(tmp_path / "dask-file.parquet").equals(expected[True])
+        plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
+        assert all(PLUGIN in names for names in plugins.values()) and len(plugins) == 2
