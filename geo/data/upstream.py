@@ -20,6 +20,9 @@ from shapely.geometry import shape
 
 from ..errors import GeoError
 from .layers import frame
+from .payload import UpstreamFormatError, parse_geo_coordinaat
+from .payload import items as _items
+from .upstream_delijn import LineBook, StopBook
 
 LOCAL_TZ = "Europe/Brussels"
 LEZ_NAME = "Lage-emissiezone Antwerpen"
@@ -31,8 +34,6 @@ _ESTIMATED = re.compile(r"schat|estimat|forecast|voorspel|prognos", re.IGNORECAS
 _DELAY = re.compile(r"vertraging[^0-9.]{0,40}?(\d{1,3})\s*(?:min|minuten)\b", re.IGNORECASE)
 
 
-class UpstreamFormatError(GeoError, ValueError):
-    """An upstream payload is not in the expected format (the message says what was expected)."""
 
 
 # --- small parsers -----------------------------------------------------------------------------------
@@ -58,33 +59,6 @@ def parse_time(value):
     if ts.tzinfo is None:
         ts = ts.tz_localize(LOCAL_TZ, ambiguous=True, nonexistent="shift_forward")
     return ts.tz_convert("UTC")
-
-
-def parse_geo_coordinaat(value):
-    """De Lijn ``geoCoordinaat`` -> (lat, lon) floats, or None when unusable.
-
-    Accepts the schema's object ``{"latitude": .., "longitude": ..}`` and the examples' string ``"lat,lon"``.
-
-    Examples
-    --------
-    >>> parse_geo_coordinaat("50.98145261213046,4.823559183763914")
-    (50.98145261213046, 4.823559183763914)
-    >>> parse_geo_coordinaat({"latitude": 51.221, "longitude": 4.421})
-    (51.221, 4.421)
-    """
-    try:
-        if isinstance(value, Mapping):
-            lat, lon = float(value["latitude"]), float(value["longitude"])
-        elif isinstance(value, str):
-            lat_s, lon_s = value.split(",")
-            lat, lon = float(lat_s), float(lon_s)
-        else:
-            return None
-    except (KeyError, ValueError, TypeError):
-        return None
-    if not (np.isfinite(lat) and np.isfinite(lon) and abs(lat) <= 90 and abs(lon) <= 180):
-        return None
-    return lat, lon
 
 
 def station_code(label: str) -> tuple[str, str]:
@@ -151,26 +125,6 @@ def wgs84_ok(geom) -> bool:
     xy = shapely.get_coordinates(geom)
     return bool(len(xy) and np.isfinite(xy).all() and (np.abs(xy[:, 0]) <= 180).all()
                 and (np.abs(xy[:, 1]) <= 90).all())
-
-
-def _items(payload, key: str, what: str) -> list:
-    """Items of ``payload[key]``; ``payload`` may be the container dict, a list of containers (pages) or
-    a bare list of items."""
-    if isinstance(payload, Mapping):
-        if key not in payload:
-            raise UpstreamFormatError(f"{what}: expected an object with a '{key}' array, got keys "
-                                      f"{sorted(payload)[:8]}")
-        items = payload[key]
-        if items is None:
-            return []
-        if not isinstance(items, list):
-            raise UpstreamFormatError(f"{what}: '{key}' must be an array")
-        return items
-    if isinstance(payload, list):
-        if all(isinstance(p, Mapping) and key in p for p in payload) and payload:
-            return [item for page in payload for item in _items(page, key, what)]
-        return payload
-    raise UpstreamFormatError(f"{what}: expected a JSON object or array, got {type(payload).__name__}")
 
 
 # --- GIPOD --------------------------------------------------------------------------------------------
@@ -298,8 +252,7 @@ def normalise_stops(haltes, lijnrichtingen: Mapping | None = None, lines=None):
     >>> normalise_stops(h, lr)[["id", "lines"]].values.tolist()
     [['3_303980', '335']]
     """
-    from .upstream_delijn import LineBook
-
+    
     items = _items(haltes, "haltes", "De Lijn Haltes")
     lijnrichtingen = lijnrichtingen or {}
     book = lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines)
@@ -365,8 +318,7 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
     >>> d[["id", "entity", "lines"]].values.tolist(), bool(d["end"].isna()[0])
     ([['7', '1', '007']], True)
     """
-    from .upstream_delijn import LineBook, StopBook
-
+    
     if isinstance(payload, Mapping) and "omleidingen" not in payload and "titel" in payload:
         items = [payload]
     elif isinstance(payload, Mapping) and "omleidingen" not in payload and "storingen" in payload:
@@ -674,7 +626,7 @@ def normalise_boundary(feature_collection):
     >>> normalise_boundary(fc)
     Traceback (most recent call last):
     ...
-    geo.data.upstream.UpstreamFormatError: boundary GeoJSON: area ... km² is not plausible ...
+    geo.data.payload.UpstreamFormatError: boundary GeoJSON: area ... km² is not plausible ...
     """
     feats = [f for f in _items(feature_collection, "features", "boundary GeoJSON") if isinstance(f, Mapping)]
     identities = [_region_identity(f.get("properties") or {}) for f in feats]

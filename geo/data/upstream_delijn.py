@@ -102,7 +102,7 @@ class StopBook:
 
     @classmethod
     def from_sources(cls, stops=None, details: Mapping | None = None) -> "StopBook":
-        from .upstream import parse_geo_coordinaat
+        from .payload import parse_geo_coordinaat
 
         book = cls()
         if stops is not None and len(stops):
@@ -128,7 +128,7 @@ def unknown_stops(omleidingen, stops=None) -> list[tuple[str, str]]:
     >>> unknown_stops({"omleidingen": [{"haltes": [{"entiteitnummer": "3", "haltenummer": "308530"}]}]})
     [('3', '308530')]
     """
-    from .upstream import _items, parse_geo_coordinaat
+    from .payload import items as _items, parse_geo_coordinaat
 
     known = StopBook.from_sources(stops)
     out = set()
@@ -150,7 +150,7 @@ def detour_entities(omleidingen) -> list[str]:
     >>> detour_entities({"omleidingen": [{"lijnrichtingen": [{"entiteitnummer": "3", "lijnnummer": "620"}]}]})
     ['3']
     """
-    from .upstream import _items
+    from .payload import items as _items
 
     out = set()
     for o in _items(omleidingen, "omleidingen", "De Lijn Omleidingen"):

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 import pytest
 
-from geo import upstream as u
+from geo.data import upstream as u
 from geo.data.upstream_delijn import LineBook, StopBook, unknown_stops
 from geo.data.upstream_gipod import gipod_id
 from geo.rules.works import PLANNED, RUNNING, status_class

@@ -15,7 +15,7 @@ def _loaded(code):
 
 
 def test_score_notebook_and_dask_modules_import_lazily():
-    modules = ("geo, geo.score, geo.batch.io, geo.batch.workers, geo.notebook, geo.batch.dask, geo.batch.pair_rows, "
+    modules = ("geo, geo.batch.score, geo.batch.io, geo.batch.workers, geo.notebook, geo.batch.dask, geo.batch.pair_rows, "
                "geo.batch.pipe, geo.batch.dataset, geo.index.pair_table")
     assert _loaded(f"import {modules}") == ""
 
