@@ -40,7 +40,7 @@ def env_pairs(args: str) -> dict:
 
 def runtime_stage(steps):
     """The instructions of the final (runtime) stage, from its FROM on; earlier stages only build files it
-    copies with ``COPY --from`` (the Swagger UI of /api/v1/docs)."""
+    copies with ``COPY --from`` (the Swagger UI of /api/v1/docs, the dashboard's Leaflet)."""
     last = max(i for i, (k, _a) in enumerate(steps) if k == "FROM")
     return steps[last:]
 
@@ -51,8 +51,11 @@ def test_dockerfile_policy():
     kinds = [k for k, _ in steps]
     assert steps[0][0] == "FROM" and steps[0][1].startswith("python:") and "-slim" in steps[0][1]
     assert all("-slim" in a for k, a in all_steps if k == "FROM")
-    docs = [a for k, a in steps if k == "COPY" and a.startswith("--from=")]
-    assert docs == ["--from=docs-ui /ui/node_modules ./app/docs_ui/node_modules"]
+    built = [a for k, a in steps if k == "COPY" and a.startswith("--from=")]
+    assert "--from=docs-ui /ui/node_modules ./app/docs_ui/node_modules" in built  # Swagger UI of /api/v1/docs
+    assert any(a.startswith("--from=assets ") and a.endswith("./app/dashboard/static/vendor/leaflet/")
+               for a in built)  # the dashboard's Leaflet
+    assert all(a.startswith(("--from=docs-ui ", "--from=assets ")) for a in built)
     assert not any("urban_client" in a for k, a in all_steps)  # the client is its own distribution
     user = [a for k, a in steps if k == "USER"]
     assert user and user[-1] not in {"root", "0"}

@@ -10,6 +10,7 @@ gunicorn's error log ("Invalid request" lines) and the access log; a deeply nest
 from __future__ import annotations
 
 import json
+import re
 import socket
 import time
 from urllib.parse import quote
@@ -28,7 +29,16 @@ ROUTES = ["/api/v1/locations", "/api/v1/disruptions", "/api/v1/air-quality", "/a
           "/api/v1/openapi.json", "/api/v1/signup", "/healthz", "/portal/", "/portal/signin", "/portal/sent",
           "/portal/link/" + "A" * 43, "/portal/link", "/portal/signout", "/portal/account", "/portal/keys",
           "/portal/keys/1/revoke", "/portal/static/portal.css", "/portal/static/nope.css", "/portal", "/",
-          "/nope", "/api/v1/nope", "/portal/static/..%2f..%2fapp%2fconfig.py"]
+          "/nope", "/api/v1/nope", "/portal/static/..%2f..%2fapp%2fconfig.py",
+          "/api/v1/docs", "/api/v1/docs/ui/x", "/api/v1/docs/static/x", "/static/x",
+          "/dashboard/", "/dashboard/map", "/dashboard/map.json", "/dashboard/basemap.json", "/dashboard/locations",
+          "/dashboard/locations/x", "/dashboard/locations/x/alerts", "/dashboard/locations/x/delete",
+          "/dashboard/locations/x/report.pdf", "/dashboard/alerts/1/delete", "/dashboard/unsubscribe/x",
+          "/dashboard/static/x", "/portal/link/x", "/portal/static/x"]
+#: the pages that answer HTML (every other path answers JSON, CSS, scripts, images or a PDF)
+HTML_PAGES = ("/", "/api/v1/docs", "/portal/", "/dashboard/")
+NON_JSON = ("application/json", "application/geo+json", "text/css", "text/javascript", "application/javascript",
+            "application/pdf", "image/")
 RATE = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 
 
@@ -123,6 +133,15 @@ def header_sets(keys):
     return st.fixed_dictionaries({}, optional=optional).map(lambda d: list(d.items()))
 
 
+def test_the_routes_cover_every_rule_of_the_app(tmp_path):
+    """A new route joins ``ROUTES`` (variables filled in: ``1`` for an integer, ``x`` otherwise)."""
+    from app import create_app
+
+    app = create_app({"TESTING": True, "SECRET_KEY": "x" * 32, "INSTANCE_PATH": str(tmp_path), "ENGINE": None})
+    fill = lambda rule: re.sub(r"<[^>]*>", lambda m: "1" if m.group(0).startswith("<int") else "x", rule)
+    assert {fill(rule.rule) for rule in app.url_map.iter_rules()} <= set(ROUTES)
+
+
 def check(status: int, headers: dict, body: bytes, method: str, target: str, keys) -> None:
     assert status < 500, (status, body[:300])
     for name in RATE:
@@ -132,10 +151,10 @@ def check(status: int, headers: dict, body: bytes, method: str, target: str, key
     assert "Werkzeug" not in text and "gunicorn" not in text.lower() and "Redirecting" not in text
     if "html" in ctype:
         path = target.split("?", 1)[0]
-        assert path.startswith("/portal/"), (method, status, target, body[:200])  # HTML only from the portal
+        assert path in HTML_PAGES or path.startswith(HTML_PAGES[2:]), (method, status, target, body[:200])
         assert method == "HEAD" or "Urban Conditions" in text  # ... and only our own pages
     elif body and method != "HEAD":
-        assert ctype.startswith(("application/json", "text/css")), (ctype, target)
+        assert ctype.startswith(NON_JSON), (ctype, target)
         if status >= 400:
             doc = json.loads(body)
             assert set(doc) in ({"error", "message"}, {"error", "message", "requestId"}), doc
