@@ -174,7 +174,7 @@ def _gpd_pairs(engine):
     import geopandas as gpd
     import shapely
 
-    from geo.rules.prepared import prepare
+    from geo.service.loaded import prepare
 
     w = prepare(engine).works
     works = gpd.GeoDataFrame(geometry=gpd.points_from_xy(w.lng, w.lat), crs="EPSG:4326").to_crs("EPSG:31370")

@@ -90,7 +90,7 @@ def pair_arrays(engine, lat, lng, now):
     """(input position, kind, item, km) of every pair of the points, in the table's order.
 
     ``item`` is the cluster number (kind ``WORK``) or the detour number (``DETOUR``) in
-    :func:`geo.rules.prepared.prepare` 's arrays; ``km`` is inf for a detour without a point.
+    :func:`geo.service.loaded.prepare` 's arrays; ``km`` is inf for a detour without a point.
 
     Examples
     --------

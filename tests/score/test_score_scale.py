@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from geo.service.disruptions import find_by_rules
 from geo.index.pair_table import PairTable
-from geo.rules.prepared import prepare
+from geo.service.loaded import prepare
 from geo.batch.score import service_mask
 from geo.batch.cli import main, run
 from geo.batch.pair_rows import DETOUR, WORK, pair_arrays, pairs_table
