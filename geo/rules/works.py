@@ -17,7 +17,7 @@ from scipy.spatial import cKDTree
 
 from ..index.spherical import chord_for_km, haversine_km, unit_vectors
 from .timefmt import day_number, local_day
-from .upstream_gipod import STATUS_CLASSES
+from ..data.upstream_gipod import STATUS_CLASSES
 
 RUNNING_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "running")  # {"In uitvoering"}
 # {"Concreet gepland", "Gepland", "Voorlopig gepland", "Lopende"}: see docs/sources.md for Lopende
