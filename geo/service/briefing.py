@@ -6,6 +6,8 @@ Built from the same selections as ``/disruptions`` and ``/air-quality`` plus the
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from . import air as air_mod
@@ -64,22 +66,25 @@ def headline(level: int, counts: dict, compliance: int, stops_near: bool, lang: 
     >>> print(headline(HIGH, c, ar.ABOVE_EU, True, "en"))
     High disruption: 2 road works in progress within 2 km, 12 De Lijn detours (3 high-impact), NO2 above the EU limit value
     """
+    return _headline(level, counts["activeWorks"], counts["transitDisruptions"], counts["highSeverityTransit"],
+                     compliance, stops_near, lang)
+
+
+@lru_cache(maxsize=4096)  # a few small integers: the same headline recurs across points and requests
+def _headline(level: int, n_works: int, n_transit: int, n_high: int, compliance: int, stops_near: bool,
+              lang: str) -> str:
     t = catalogue(lang)
-    risk, works, air = t(RISK_KEYS[level]), _works_phrase(t, counts["activeWorks"]), t(AIR_KEYS[compliance])
+    risk, works, air = t(RISK_KEYS[level]), _works_phrase(t, n_works), t(AIR_KEYS[compliance])
     if not stops_near:
-        return t("headline.no_stop", risk=risk, works=works, air=air,
-                 fallback=_fallback_phrase(t, counts["transitDisruptions"]))
-    return t("headline.stop", risk=risk, works=works, air=air,
-             transit=_transit_phrase(t, counts["transitDisruptions"], counts["highSeverityTransit"]))
+        return t("headline.no_stop", risk=risk, works=works, air=air, fallback=_fallback_phrase(t, n_transit))
+    return t("headline.stop", risk=risk, works=works, air=air, transit=_transit_phrase(t, n_transit, n_high))
 
 
-def _fallback_fact(t, stops_near: bool, n: int) -> dict:
+def _fallback_text(t, stops_near: bool, n: int) -> str:
     """Whether the detours were matched through a stop near the point or kept by the no-stop fallback."""
     if stops_near:
-        return {"key": "transitFallback", "value": None, "text": t("fact.stop", m=STOP_RADIUS_M)}
-    text = t("fact.no_stop.none", m=STOP_RADIUS_M) if n == 0 else \
-        t.plural("fact.no_stop", n, m=STOP_RADIUS_M)
-    return {"key": "transitFallback", "value": n, "text": text}
+        return t("fact.stop", m=STOP_RADIUS_M)
+    return t("fact.no_stop.none", m=STOP_RADIUS_M) if n == 0 else t.plural("fact.no_stop", n, m=STOP_RADIUS_M)
 
 
 def _cap(text: str) -> str:
@@ -208,33 +213,47 @@ def key_facts(p, found, counts, reading, lang: str = DEFAULT) -> list:
 
 def _facts(p, nearest_km, counts, stops_near: bool, reading, lang: str = DEFAULT) -> list:
     """:func:`key_facts` from the distance of the nearest running work (None when there is none)."""
-    t = catalogue(lang)
     nearest = round(nearest_km, 3) + 0.0 if nearest_km is not None else None
     n_act, n_up = counts["activeWorks"], counts["upcomingWorks14d"]
     n_tr, n_hi = counts["transitDisruptions"], counts["highSeverityTransit"]
     a = p.air
     if reading.n_values:
-        station = a.station_names[reading.station] or a.station_ids[reading.station]
-        no2_text = t("fact.no2", value=t.decimal(reading.value, 1), station=station,
-                     id=a.station_ids[reading.station])
         no2 = round(reading.value, 1) + 0.0
+        station = a.station_names[reading.station] or a.station_ids[reading.station]
+        no2_text = _no2_text(reading.value, station, a.station_ids[reading.station], lang)
     else:
-        no2_text, no2 = t("fact.no2.none"), None
+        no2_text, no2 = catalogue(lang)("fact.no2.none"), None
+    texts = _fact_texts(n_act, None if nearest is None else round(nearest * 1000), n_up, n_tr, n_hi, stops_near,
+                        bool(reading.in_lez), lang)
     return [
-        {"key": "activeWorks", "text": _cap(_works_phrase(t, n_act)), "value": n_act},
-        {"key": "nearestActiveWorkKm",
-         "text": (t("fact.nearest", m=round(nearest * 1000)) if nearest is not None
-                  else t("fact.nearest.none", radius=wk.RADIUS_TEXT)),
-         "value": nearest},
-        {"key": "upcomingWorks14d",
-         "text": t("fact.upcoming.none") if n_up == 0 else t.plural("fact.upcoming", n_up),
-         "value": n_up},
-        {"key": "transitDisruptions", "text": _cap(_transit_phrase(t, n_tr, 0)), "value": n_tr},
-        {"key": "highSeverityTransit",
-         "text": t("fact.high.none") if n_hi == 0 else t.plural("fact.high", n_hi),
-         "value": n_hi},
-        _fallback_fact(t, stops_near, n_tr),
+        {"key": "activeWorks", "text": texts[0], "value": n_act},
+        {"key": "nearestActiveWorkKm", "text": texts[1], "value": nearest},
+        {"key": "upcomingWorks14d", "text": texts[2], "value": n_up},
+        {"key": "transitDisruptions", "text": texts[3], "value": n_tr},
+        {"key": "highSeverityTransit", "text": texts[4], "value": n_hi},
+        {"key": "transitFallback", "value": None if stops_near else n_tr, "text": texts[5]},
         {"key": "no2", "text": no2_text, "value": no2},
-        {"key": "lez", "text": t("fact.lez.inside" if reading.in_lez else "fact.lez.outside"),
-         "value": reading.in_lez},
+        {"key": "lez", "text": texts[6], "value": reading.in_lez},
     ]
+
+
+@lru_cache(maxsize=4096)  # small integers and flags: the same texts recur across points and requests
+def _fact_texts(n_act: int, nearest_m, n_up: int, n_tr: int, n_hi: int, stops_near: bool, in_lez: bool,
+                lang: str) -> tuple:
+    """The texts of the key facts but ``no2``, in :func:`key_facts` order (a tuple: shared, never changed)."""
+    t = catalogue(lang)
+    return (
+        _cap(_works_phrase(t, n_act)),
+        t("fact.nearest", m=nearest_m) if nearest_m is not None else t("fact.nearest.none", radius=wk.RADIUS_TEXT),
+        t("fact.upcoming.none") if n_up == 0 else t.plural("fact.upcoming", n_up),
+        _cap(_transit_phrase(t, n_tr, 0)),
+        t("fact.high.none") if n_hi == 0 else t.plural("fact.high", n_hi),
+        _fallback_text(t, stops_near, n_tr),
+        t("fact.lez.inside" if in_lez else "fact.lez.outside"),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _no2_text(value: float, station: str, station_id: str, lang: str) -> str:
+    t = catalogue(lang)
+    return t("fact.no2", value=t.decimal(value, 1), station=station, id=station_id)
