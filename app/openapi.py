@@ -199,7 +199,7 @@ def build() -> dict:
                            "q-values are honoured; a region subtag selects its language (`fr-BE` → `fr`); "
                            "absent, empty or nothing supported → `nl`, never an error. Data values stay "
                            "Dutch. See docs/api.md → Languages.",
-            "schema": {"type": "string", "maxLength": 256}, "example": "fr-BE, fr;q=0.9, en;q=0.8"},
+            "schema": {"type": "string"}, "example": "fr-BE, fr;q=0.9, en;q=0.8"},
         "locationId": {"name": "locationId", "in": "query", "required": False,
                        "description": "One of the caller's location ids. Not together with lat/lng "
                                       "(400 ambiguous_target); another account's id is 404 location_not_found.",
