@@ -196,10 +196,11 @@ def build() -> dict:
         "Accept-Language": {
             "name": "Accept-Language", "in": "header", "required": False,
             "description": "Language of the generated texts (RFC 9110 §12.5.4): `nl` (default), `fr` or `en`. "
-                           "q-values are honoured; a region subtag selects its language (`fr-BE` → `fr`); "
+                           "q-values are honoured (`fr-BE, fr;q=0.9, en;q=0.8`); a region subtag selects "
+                           "its language (`fr-BE` → `fr`); "
                            "absent, empty or nothing supported → `nl`, never an error. Data values stay "
                            "Dutch. See docs/api.md → Languages.",
-            "schema": {"type": "string"}, "example": "fr-BE, fr;q=0.9, en;q=0.8"},
+            "schema": {"type": "string"}},  # no example: Swagger UI would prefill it into every try-out
         "locationId": {"name": "locationId", "in": "query", "required": False,
                        "description": "One of the caller's location ids. Not together with lat/lng "
                                       "(400 ambiguous_target); another account's id is 404 location_not_found.",
