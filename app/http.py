@@ -64,11 +64,16 @@ class UrbanJSONProvider(DefaultJSONProvider):
 
 def data_response(body: dict):
     """A cacheable data response in the negotiated representation (:mod:`app.negotiation`):
-    ``Cache-Control: private, max-age=N`` and ``Vary: Authorization, Accept``."""
+    ``Cache-Control: private, max-age=N`` and ``Vary: Authorization, Accept``; an answer with translated
+    texts also ``Content-Language`` and ``Accept-Language`` in ``Vary``."""
     app = current_app._get_current_object()
     text, media_type = negotiation.render(body)
-    return app.response_class(text, mimetype=media_type, headers=[
-        ("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"), ("Vary", negotiation.VARY)])
+    language = g.get("language")
+    headers = [("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"),
+               ("Vary", negotiation.VARY if language is None else negotiation.VARY_LANGUAGE)]
+    if language is not None:
+        headers.append(("Content-Language", language))
+    return app.response_class(text, mimetype=media_type, headers=headers)
 
 
 def prepare_request() -> None:

@@ -1,14 +1,24 @@
 """Content negotiation of the data endpoints: which representation of an answer the caller gets.
 
-One place decides it, from the request headers listed in :data:`NEGOTIATED` (today ``Accept``; a language
-chosen from ``Accept-Language`` joins here as a second field of :class:`Representation`), and the same
-list is the data responses' ``Vary``. See docs/api.md → Representations.
+One place decides it, from the request headers listed in :data:`NEGOTIATED` (``Accept``, and
+``Accept-Language`` on the endpoints whose generated texts are translated), and the same list is the data
+responses' ``Vary``. See docs/api.md → Representations and → Languages.
+
+Media type:
 
 - no ``Accept``, an empty one, or ``*/*``: JSON, byte-identical to an answer without negotiation;
 - otherwise RFC 9110 §12.5.1: each offered type gets the q of the most specific media range matching it;
   the highest q > 0 wins, ties go to the server's order (JSON first); media-range parameters other than
   ``q`` are ignored; a range that does not parse matches nothing;
 - nothing acceptable: 406 ``not_acceptable`` (in the one JSON error shape).
+
+Language (:func:`choose_language`), among ``nl``, ``fr``, ``en`` (:data:`geo.rules.texts.LANGUAGES`):
+
+- no ``Accept-Language`` or an empty one: ``nl``, byte-identical to an answer without negotiation;
+- each language gets the q of the range equal to it, else the highest q of the ranges with it as primary
+  subtag (``fr-BE``, ``fr-CA`` → ``fr``), else that of ``*``; the highest q > 0 wins, ties go to the
+  range listed first, then to nl, fr, en; elements that do not parse are ignored;
+- nothing supported (``de``, ``*;q=0``, junk): ``nl`` (a language is a preference: never 406).
 """
 
 from __future__ import annotations
@@ -27,10 +37,31 @@ GEOJSON = "application/geo+json"
 #: request headers that select the representation: the data responses' ``Vary`` (with Authorization)
 NEGOTIATED = ("Accept",)
 VARY = ", ".join(("Authorization", *NEGOTIATED))
+#: ``Vary`` of the endpoints with translated texts (``Content-Language`` on their answers)
+VARY_LANGUAGE = ", ".join((VARY, "Accept-Language"))
+#: the languages of the generated texts, the default first (as geo.rules.texts.LANGUAGES; a test checks it)
+LANGUAGES = ("nl", "fr", "en")
 
 _TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
 _RANGE = re.compile(rf"^({_TOKEN})/({_TOKEN})$")
 _QVALUE = re.compile(r"^(?:0(?:\.[0-9]{0,3})?|1(?:\.0{0,3})?)$")
+_LANGUAGE_RANGE = re.compile(r"^(?:\*|[A-Za-z]{1,8}(?:-[A-Za-z0-9]{1,8})*)$")
+
+
+def _weight(params: list[str], others: bool) -> float:
+    """The ``q`` of an element's parameters (1 when absent), -1 when it does not parse or, unless
+    ``others``, when another parameter is present."""
+    q = 1.0
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            value = value.strip()
+            if not _QVALUE.match(value):
+                return -1.0
+            q = float(value)
+        elif not others:
+            return -1.0
+    return q
 
 
 def parse_accept(header: str) -> list[tuple[str, str, float]]:
@@ -48,12 +79,7 @@ def parse_accept(header: str) -> list[tuple[str, str, float]]:
         match = _RANGE.match(media.strip())
         if not match:
             continue
-        q = 1.0
-        for param in params:
-            name, _, value = param.partition("=")
-            if name.strip().lower() == "q":
-                value = value.strip()
-                q = float(value) if _QVALUE.match(value) else -1.0
+        q = _weight(params, others=True)
         if q >= 0:
             ranges.append((match.group(1).lower(), match.group(2).lower(), q))
     return ranges
@@ -109,6 +135,73 @@ def choose(header: str | None, offers: tuple[str, ...]) -> str | None:
     return best
 
 
+def parse_accept_language(header: str) -> list[tuple[str, float]]:
+    """The language ranges of an ``Accept-Language`` value as ``(range, q)``, lower-cased, in the
+    caller's order; elements that do not parse (bad range or q) are dropped.
+
+    Examples
+    --------
+    >>> parse_accept_language("fr-BE, en;q=0.8, *;q=0.1, en_US, nl;q=2, 12")
+    [('fr-be', 1.0), ('en', 0.8), ('*', 0.1)]
+    """
+    ranges = []
+    for element in header.split(","):
+        tag, *params = element.split(";")
+        tag = tag.strip()
+        if not _LANGUAGE_RANGE.match(tag):
+            continue
+        q = _weight(params, others=False)  # Accept-Language has no parameter but q
+        if q >= 0:
+            ranges.append((tag.lower(), q))
+    return ranges
+
+
+def language_quality(language: str, ranges: list[tuple[str, float]]) -> tuple[float, int]:
+    """``(q, position of the deciding range)`` of one supported language (``(0, len)`` when none matches):
+    the range equal to it, else the best of those with it as primary subtag, else ``*``.
+
+    Examples
+    --------
+    >>> ranges = parse_accept_language("fr-BE;q=0.7, fr-FR;q=0.9, *;q=0.2, nl;q=0")
+    >>> language_quality("fr", ranges), language_quality("en", ranges), language_quality("nl", ranges)
+    ((0.9, 1), (0.2, 2), (0.0, 3))
+    """
+    exact = regional = wildcard = None
+    for position, (tag, q) in enumerate(ranges):
+        if tag == language:
+            if exact is None:
+                exact = (q, position)
+        elif tag.split("-", 1)[0] == language:
+            if regional is None or q > regional[0]:
+                regional = (q, position)
+        elif tag == "*" and wildcard is None:
+            wildcard = (q, position)
+    return exact or regional or wildcard or (0.0, len(ranges))
+
+
+@lru_cache(maxsize=512)  # browsers repeat their Accept-Language value: parse each distinct one once
+def choose_language(header: str | None) -> str:
+    """The language of the generated texts for an ``Accept-Language`` value (``nl`` when nothing fits).
+
+    Examples
+    --------
+    >>> choose_language(None), choose_language("fr-BE,fr;q=0.9,en;q=0.8"), choose_language("de, en;q=0.1")
+    ('nl', 'fr', 'en')
+    >>> choose_language("en, fr"), choose_language("*"), choose_language("de"), choose_language("nl;q=0, *")
+    ('en', 'nl', 'nl', 'fr')
+    """
+    if header is None or not header.strip():
+        return LANGUAGES[0]
+    ranges = parse_accept_language(header)
+    best, best_key = LANGUAGES[0], None
+    for order, language in enumerate(LANGUAGES):
+        q, position = language_quality(language, ranges)
+        key = (-q, position, order)
+        if q > 0 and (best_key is None or key < best_key):
+            best, best_key = language, key
+    return best
+
+
 @dataclass(frozen=True)
 class Representation:
     """What the caller gets: the media type and the function turning the JSON body into response text."""
@@ -124,10 +217,20 @@ def offers(resource: str) -> tuple[str, ...]:
     return (JSON, GEOJSON) if resource in SERIALISERS else (JSON,)
 
 
+def translated(resource: str) -> bool:
+    """Whether a data resource's answer has generated texts that follow ``Accept-Language``."""
+    from .api.endpoints import ENDPOINTS
+
+    return any(e.translated and e.path == f"/{resource}" for e in ENDPOINTS)
+
+
 def negotiate() -> None:
     """``before_request`` of the data endpoints (after authentication, plan and quota): choose the
-    representation (``g.representation``) or raise 406 ``not_acceptable``."""
+    representation (``g.representation``) or raise 406 ``not_acceptable``; on the translated endpoints
+    choose the language (``g.language``)."""
     resource = request.path.rsplit("/", 1)[-1]
+    if translated(resource):
+        g.language = choose_language(request.environ.get("HTTP_ACCEPT_LANGUAGE"))
     offered = offers(resource)
     media = choose(request.environ.get("HTTP_ACCEPT"), offered)
     if media is None:

@@ -71,14 +71,18 @@ def _all_codes() -> dict[str, int]:
     return documented
 
 
-def _ok(schema_ref: str, description: str, cacheable: bool = True, geojson: bool = False) -> dict:
-    """A 200; ``geojson``: also offered as ``application/geo+json`` (component ``<schema>GeoJSON``)."""
+def _ok(schema_ref: str, description: str, cacheable: bool = True, geojson: bool = False,
+        translated: bool = False) -> dict:
+    """A 200; ``geojson``: also offered as ``application/geo+json`` (component ``<schema>GeoJSON``);
+    ``translated``: generated texts follow ``Accept-Language`` (``Content-Language``, its own ``Vary``)."""
     headers = dict(_COMMON)
     content = {"application/json": {"schema": {"$ref": schema_ref}}}
     if cacheable:
         headers["ETag"] = {"$ref": "#/components/headers/ETag"}
         headers["Cache-Control"] = {"$ref": "#/components/headers/Cache-Control"}
-        headers["Vary"] = {"$ref": "#/components/headers/Vary"}
+        headers["Vary"] = {"$ref": "#/components/headers/" + ("VaryLanguage" if translated else "Vary")}
+    if translated:
+        headers["Content-Language"] = {"$ref": "#/components/headers/Content-Language"}
     if geojson:
         content["application/geo+json"] = {"schema": {"$ref": schema_ref + "GeoJSON"}}
         description += " (JSON, or GeoJSON with `Accept: application/geo+json`)"
@@ -90,12 +94,14 @@ def _not_modified() -> dict:
             "headers": {**_COMMON, "ETag": {"$ref": "#/components/headers/ETag"}}}
 
 
-def _data_get(summary: str, schema: str, statuses, geojson: bool = False) -> dict:
-    params = [{"$ref": f"#/components/parameters/{p}"} for p in ("locationId", "lat", "lng")]
+def _data_get(summary: str, schema: str, statuses, geojson: bool = False, translated: bool = False) -> dict:
+    names = ("locationId", "lat", "lng") + (("Accept-Language",) if translated else ())
+    params = [{"$ref": f"#/components/parameters/{p}"} for p in names]
     return {"get": {
         "summary": summary, "operationId": schema[0].lower() + schema[1:],
         "security": [{"bearerAuth": []}], "parameters": params,
-        "responses": {"200": _ok(f"#/components/schemas/{schema}", summary, geojson=geojson),
+        "responses": {"200": _ok(f"#/components/schemas/{schema}", summary, geojson=geojson,
+                                 translated=translated),
                       "304": _not_modified(), **_errors(*statuses)},
     }}
 
@@ -177,8 +183,24 @@ def build() -> dict:
         "Vary": {"description": "`Authorization, Accept`: the answer depends on the key and on the media "
                                "type negotiated from `Accept` (docs/api.md → Representations).",
                  "schema": {"type": "string"}},
+        "VaryLanguage": {"description": "`Authorization, Accept, Accept-Language`: the answer also depends on "
+                                        "the language negotiated from `Accept-Language` (docs/api.md → "
+                                        "Languages).",
+                         "schema": {"type": "string"}},
+        "Content-Language": {"description": "Language of the texts this service generates in the answer: "
+                                            "`nl` (default), `fr` or `en`. Data values from the upstreams "
+                                            "(names, descriptions, statuses, titles) stay Dutch.",
+                             "schema": {"type": "string", "enum": ["nl", "fr", "en"]}},
     }
     parameters = {
+        "Accept-Language": {
+            "name": "Accept-Language", "in": "header", "required": False,
+            "description": "Language of the generated texts (RFC 9110 §12.5.4): `nl` (default), `fr` or `en`. "
+                           "q-values are honoured (`fr-BE, fr;q=0.9, en;q=0.8`); a region subtag selects "
+                           "its language (`fr-BE` → `fr`); "
+                           "absent, empty or nothing supported → `nl`, never an error. Data values stay "
+                           "Dutch. See docs/api.md → Languages.",
+            "schema": {"type": "string"}},  # no example: Swagger UI would prefill it into every try-out
         "locationId": {"name": "locationId", "in": "query", "required": False,
                        "description": "One of the caller's location ids. Not together with lat/lng "
                                       "(400 ambiguous_target); another account's id is 404 location_not_found.",
@@ -198,7 +220,8 @@ def build() -> dict:
                                      geojson=True),
                           "304": _not_modified(), **_errors(401, 403, 406, 429, 503)},
         }},
-        **{e.path: _data_get(e.summary, e.schema, target_errors, geojson=e.path.lstrip("/") in SERIALISERS)
+        **{e.path: _data_get(e.summary, e.schema, target_errors, geojson=e.path.lstrip("/") in SERIALISERS,
+                             translated=e.translated)
            for e in ENDPOINTS},
         "/signup": {"post": {
             "summary": "Request a sign-up link by e-mail (no key needed)", "operationId": "signup",

@@ -37,7 +37,11 @@ def data_view(endpoint: DataEndpoint):
         compute = endpoint.function()
         engine = current_engine()
         target = resolve_target(engine)
-        body = compute(engine, target.lat, target.lng, data_now(engine))
+        now = data_now(engine)
+        if endpoint.translated:
+            body = compute(engine, target.lat, target.lng, now, lang=g.language)
+        else:
+            body = compute(engine, target.lat, target.lng, now)
         if endpoint.with_location:
             body = {"location": target.location_json(), **body}
         return data_response(body)

@@ -31,6 +31,7 @@ class DataEndpoint:
     summary: str               # OpenAPI summary and the view's docstring
     schema: str                # OpenAPI response schema name (app/api/data_schemas.py)
     with_location: bool = False  # the body starts with the resolved ``location``
+    translated: bool = False     # generated texts follow Accept-Language: function(..., lang=...)
 
     def function(self):
         """The ``geo`` function that computes the body."""
@@ -44,10 +45,10 @@ ENDPOINTS: tuple[DataEndpoint, ...] = (
                  "Road works and transit disruptions near a point", "Disruptions", with_location=True),
     DataEndpoint("/air-quality", "air_quality", "geo.service.air:air_quality",
                  ("stations", "no2", "lez"),
-                 "Latest measured NO2, thresholds, compliance and LEZ status", "AirQuality"),
+                 "Latest measured NO2, thresholds, compliance and LEZ status", "AirQuality", translated=True),
     DataEndpoint("/briefing", "briefing", "geo.service.briefing:briefing",
                  ("works", "stops", "detours", "stations", "no2", "lez"),
-                 "Operations briefing for the next 24 hours", "Briefing"),
+                 "Operations briefing for the next 24 hours", "Briefing", translated=True),
 )
 
 

@@ -273,6 +273,10 @@ def _error_from_response(resp: requests.Response, base: str) -> ApiError:
                     rate_limit=rate_limit, retry_after=retry_after, from_api=False)
 
 
+#: languages of the API's generated texts (docs/api.md → Languages); the API's default first
+LANGUAGES = ("nl", "fr", "en")
+
+
 class ApiClient:
     """Client bound to one base URL and key.
 
@@ -284,6 +288,9 @@ class ApiClient:
         Bearer key; ``None`` sends no ``Authorization`` header (the API then answers 401 ``missing_key``).
     timeout : float
         Seconds allowed for connecting and, separately, for each read.
+    language : str or None
+        Sent as ``Accept-Language`` (one of :data:`LANGUAGES`): the language of the texts the API generates
+        (headline, key facts, labels); ``None`` sends no header (the API answers in Dutch).
 
     Examples
     --------
@@ -293,9 +300,13 @@ class ApiClient:
     """
 
     def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, session: requests.Session | None = None):
+                 timeout: float = DEFAULT_TIMEOUT, session: requests.Session | None = None,
+                 language: str | None = None):
+        if language is not None and language not in LANGUAGES:
+            raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
+        self.language = language
         self._api_key = api_key or None
         self._session = session or requests.Session()
 
@@ -310,6 +321,8 @@ class ApiClient:
         headers = {"Accept": accept, "User-Agent": f"urban-client/{__version__}"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
+        if self.language:
+            headers["Accept-Language"] = self.language
         url = f"{self.base_url}/{path.lstrip('/')}"
         try:
             resp = self._session.get(url, params=params or None, headers=headers, timeout=self.timeout,

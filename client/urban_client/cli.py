@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 
 from urban_client import __version__
-from urban_client.api import GEOJSON, JSON, ApiClient, ApiError, NetworkError, target_params
+from urban_client.api import GEOJSON, JSON, LANGUAGES, ApiClient, ApiError, NetworkError, target_params
 from urban_client.config import ConfigError, Settings, parse_timeout, read_file, resolve, write_file
 
 
@@ -138,12 +138,12 @@ def _settings(ctx: click.Context) -> Settings:
         raise click.UsageError(str(exc)) from None
 
 
-def _client(settings: Settings) -> ApiClient:
-    return ApiClient(settings.base_url, settings.api_key, settings.timeout)
+def _client(settings: Settings, lang: str | None = None) -> ApiClient:
+    return ApiClient(settings.base_url, settings.api_key, settings.timeout, language=lang)
 
 
 def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str] | None = None,
-         geojson: bool = False) -> None:
+         geojson: bool = False, lang: str | None = None) -> None:
     """Call one endpoint and print its body (``--json``, ``--geojson``) or its summary; exit with the
     error's code."""
     from urban_client.render import RENDERERS, render_quota
@@ -153,7 +153,7 @@ def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str
     as_json = as_json or geojson
     settings = _settings(ctx)
     try:
-        response = _client(settings).get(endpoint, params, accept=GEOJSON if geojson else JSON)
+        response = _client(settings, lang).get(endpoint, params, accept=GEOJSON if geojson else JSON)
     except ApiError as error:
         if as_json and error.from_api:  # the API's error body; never a proxy's page
             _write_body(error.body)
@@ -176,6 +176,11 @@ json_option = click.option("--json", "as_json", is_flag=True,
 geojson_option = click.option("--geojson", is_flag=True,
                               help="Print the answer as GeoJSON (a FeatureCollection for QGIS, Leaflet or "
                                    "geojson.io), byte-for-byte, and nothing else on stdout.")
+
+
+lang_option = click.option("--lang", type=click.Choice(LANGUAGES), metavar="|".join(LANGUAGES),
+                           help="Language of the texts the API generates (headline, key facts, labels), sent "
+                                "as Accept-Language; data values stay Dutch. Default: the API's (nl).")
 
 
 def target_options(fn):
@@ -236,19 +241,21 @@ def disruptions(ctx, location_id, lat, lng, as_json, geojson):
 @target_options
 @json_option
 @geojson_option
+@lang_option
 @click.pass_context
-def air_quality(ctx, location_id, lat, lng, as_json, geojson):
+def air_quality(ctx, location_id, lat, lng, as_json, geojson, lang):
     """Latest measured NO2 at the nearest station, thresholds verdict and low-emission-zone status."""
-    _run(ctx, "air-quality", as_json, target_params(location_id, lat, lng), geojson)
+    _run(ctx, "air-quality", as_json, target_params(location_id, lat, lng), geojson, lang)
 
 
 @cli.command()
 @target_options
 @json_option
+@lang_option
 @click.pass_context
-def briefing(ctx, location_id, lat, lng, as_json):
+def briefing(ctx, location_id, lat, lng, as_json, lang):
     """Operations briefing for the next 24 hours: risk, headline, key facts, best and worst windows."""
-    _run(ctx, "briefing", as_json, target_params(location_id, lat, lng))
+    _run(ctx, "briefing", as_json, target_params(location_id, lat, lng), lang=lang)
 
 
 @cli.command()
@@ -310,12 +317,13 @@ def configure(ctx, new_base_url, new_timeout, show):
               help="Serve streamable HTTP on 127.0.0.1 (endpoint /mcp) instead of stdio.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, metavar="PORT",
               help="Port for --http (always bound to 127.0.0.1).")
+@lang_option
 @click.pass_context
-def mcp(ctx, use_http, port):
+def mcp(ctx, use_http, port, lang):
     """Run the MCP server: four read-only tools for agent clients, using the same key and base URL."""
     from urban_client.mcp_server import serve_http, serve_stdio
 
-    client = _client(_settings(ctx))
+    client = _client(_settings(ctx), lang)
     if use_http:
         click.echo(f"MCP server on http://127.0.0.1:{port}/mcp (Ctrl-C stops it)", err=True)
         try:

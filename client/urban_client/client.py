@@ -36,13 +36,16 @@ class Client:
         ``http://127.0.0.1:8000/api/v1``.
     timeout : float, optional
         Seconds for connecting and for each read (default ``URBAN_TIMEOUT``, the config file, or 10).
+    lang : str, optional
+        ``nl``, ``fr`` or ``en``, sent as ``Accept-Language``: the language of the texts the API generates
+        (headline, key facts, labels); data values stay Dutch. Default: no header (Dutch).
     """
 
     def __init__(self, api_key: str | None = None, *, base_url: str | None = None,
-                 timeout: float | None = None):
+                 timeout: float | None = None, lang: str | None = None):
         settings = resolve(base_url=base_url, timeout=timeout)
         self._api = ApiClient(settings.base_url, api_key if api_key is not None else settings.api_key,
-                              settings.timeout)
+                              settings.timeout, language=lang)
         self.rate_limit: RateLimit = RateLimit()
 
     def __repr__(self):  # never shows the key

@@ -77,7 +77,7 @@ TOOLS = (
         schemas.TARGET_INPUT, schemas.AIR_QUALITY_OUTPUT, True),
     ToolSpec(
         "get_briefing", "briefing", "Operations briefing for the next 24 hours",
-        "Operations briefing for a point: risk (low/moderate/high), a Dutch headline, key facts, the best "
+        "Operations briefing for a point: risk (low/moderate/high), a headline, key facts, the best "
         "and "
         "worst time windows of the next 24 hours and the next rush-hour peak (ISO 8601 times with offset). "
         + TARGET_HELP + " " + ERRORS_HELP,

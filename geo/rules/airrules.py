@@ -17,12 +17,6 @@ STABLE_PERCENT = 5.0          # |trendPercent| < 5 -> stable
 
 UNKNOWN, BELOW_WHO, ABOVE_WHO, ABOVE_EU = 0, 1, 2, 3
 COMPLIANCE_NAMES = ("unknown", "below_who", "above_who", "above_eu")
-COMPLIANCE_LABELS = (
-    "Onbekend: geen meting in de laatste twee uur",
-    "Onder de WHO-richtlijn",
-    "Boven de WHO-richtlijn, onder de EU-grenswaarde",
-    "Boven de EU-grenswaarde",
-)
 TREND_UNKNOWN, STABLE, RISING, FALLING = 0, 1, 2, 3
 TREND_NAMES = ("unknown", "stable", "rising", "falling")
 

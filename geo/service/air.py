@@ -13,10 +13,10 @@ from ..rules import airrules as ar
 from ..rules.airrules import window_values  # noqa: F401  (re-exported: air.window_values)
 from .loaded import moment
 from .point import checked_point
+from ..rules.texts import DEFAULT, catalogue
 from ..rules.timefmt import iso_utc_ms
 
 UNIT = "µg/m³"
-THRESHOLD_NOTE = ("Jaargemiddelde normen voor NO2; de vergelijking met een uurwaarde is indicatief.")
 
 
 class Reading(NamedTuple):
@@ -77,12 +77,25 @@ def _threshold(limit: float, label: str, value: float) -> dict:
             "exceeded": None if value != value else value > limit}
 
 
-def build(engine, r: Reading, now) -> dict:
-    """The response dict of a raw reading."""
-    return build_at(r, moment(engine, now))
+def build(engine, r: Reading, now, lang: str = DEFAULT) -> dict:
+    """The response dict of a raw reading, its texts in ``lang``."""
+    return build_at(r, moment(engine, now), lang)
 
 
-def build_at(r: Reading, m) -> dict:
+def texts(compliance: int, lang: str = DEFAULT) -> tuple:
+    """``(thresholds note, WHO label, EU label, compliance label)`` in ``lang`` (:mod:`geo.rules.texts`).
+
+    Examples
+    --------
+    >>> texts(ar.ABOVE_EU)[3], texts(ar.ABOVE_EU, "fr")[3], texts(ar.ABOVE_EU, "en")[2]
+    ('Boven de EU-grenswaarde', "Au-dessus de la valeur limite de l'UE", 'EU limit value (annual mean)')
+    """
+    t = catalogue(lang)
+    return (t("thresholds.note"), t("threshold.who"), t("threshold.eu"),
+            t(f"compliance.{ar.COMPLIANCE_NAMES[compliance]}"))
+
+
+def build_at(r: Reading, m, lang: str = DEFAULT) -> dict:
     """:func:`build` with the per-instant strings of a :class:`geo.service.moment.Moment`."""
     a = m.lookups.prepared.air
     known = r.n_values > 0
@@ -112,22 +125,23 @@ def build_at(r: Reading, m) -> dict:
         "station": station,
     }
     value = r.value
+    note, who, eu, label = texts(r.compliance, lang)
     return {
         "reading": reading,
         "thresholds": {
             "basis": "annual",
-            "note": THRESHOLD_NOTE,
-            "who": _threshold(ar.WHO_NO2, "WHO-richtlijn (jaargemiddelde)", value),
-            "eu": _threshold(ar.EU_NO2, "EU-grenswaarde (jaargemiddelde)", value),
+            "note": note,
+            "who": _threshold(ar.WHO_NO2, who, value),
+            "eu": _threshold(ar.EU_NO2, eu, value),
         },
         "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
-                       "label": ar.COMPLIANCE_LABELS[r.compliance],
+                       "label": label,
                        "indicative": True},
         "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None},
     }
 
 
-def air_quality(engine, lat, lng, now) -> dict:
+def air_quality(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     """Air quality at a point: ``reading``, ``thresholds``, ``compliance``, ``lez``.
 
     Parameters
@@ -137,6 +151,9 @@ def air_quality(engine, lat, lng, now) -> dict:
         WGS84 degrees inside the service area (else ``OutsideServiceArea``).
     now : datetime.datetime
         Aware instant of the request.
+    lang : str
+        Language of the generated labels (``thresholds.note``, ``thresholds.*.label``,
+        ``compliance.label``): one of :data:`geo.rules.texts.LANGUAGES`.
 
     Examples
     --------
@@ -145,4 +162,4 @@ def air_quality(engine, lat, lng, now) -> dict:
     """
     lat, lng = checked_point(engine, lat, lng)
     m = moment(engine, now)
-    return build_at(read_at(engine, lat, lng, m), m)
+    return build_at(read_at(engine, lat, lng, m), m, lang)

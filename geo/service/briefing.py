@@ -1,10 +1,12 @@
-"""``/briefing`` computation: risk, Dutch headline, key facts, best/worst 2-hour window, next rush peak.
+"""``/briefing`` computation: risk, headline (Dutch by default), key facts, best/worst 2-hour window, next rush peak.
 
 Built from the same selections as ``/disruptions`` and ``/air-quality`` plus the rush-hour profile of
 :mod:`geo.rules.calendar`. Pure and deterministic; see docs/rules.md for every constant.
 """
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 
@@ -19,40 +21,34 @@ from .point import checked_point
 from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule names)
     HIGH, HORIZON_HOURS, LOAD_PER_DETOUR, LOAD_PER_RUNNING_WORK, LOAD_WEIGHT, LOW, MODERATE, NEAR_WORK_KM,
     RISK_NAMES, TRAFFIC_WEIGHT, WINDOW_HOURS, risk_level, risk_one, risk_score)
+from ..rules.texts import DEFAULT, catalogue
 from ..rules.timefmt import MS_PER_HOUR, from_ms, iso_local
 
-def _n(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
-def _works_phrase(n: int) -> str:
-    return f"geen werken in uitvoering binnen {wk.RADIUS_TEXT}" if n == 0 else \
-        _n(n, "werk", "werken") + f" in uitvoering binnen {wk.RADIUS_TEXT}"
-
-
-def _transit_phrase(n: int, high: int) -> str:
-    if n == 0:
-        return "geen omleidingen van De Lijn"
-    text = _n(n, "omleiding", "omleidingen") + " van De Lijn"
-    return text + (f" ({high} met grote hinder)" if high else "")
-
-
-RISK_PREFIX = ("Weinig hinder", "Matige hinder", "Veel hinder")
+RISK_KEYS = ("risk.low", "risk.moderate", "risk.high")
+AIR_KEYS = ("air.unknown", "air.below_who", "air.above_who", "air.above_eu")   # per compliance class
 STOP_RADIUS_M = round(tr.STOP_RADIUS_KM * 1000)
 
 
-AIR_PHRASE = ("NO2 onbekend", "NO2 onder de WHO-richtlijn", "NO2 boven de WHO-richtlijn",
-              "NO2 boven de EU-grenswaarde")
+def _works_phrase(t, n: int) -> str:
+    return t("works.none", radius=wk.RADIUS_TEXT) if n == 0 else \
+        t.plural("works", n, radius=wk.RADIUS_TEXT)
 
 
-def _fallback_phrase(n: int) -> str:
+def _transit_phrase(t, n: int, high: int) -> str:
+    if n == 0:
+        return t("transit.none")
+    text = t.plural("transit", n)
+    return t("transit.with_high", transit=text, high=high) if high else text
+
+
+def _fallback_phrase(t, n: int) -> str:
     """Headline clause when no stop lies near the point: the listed detours are regional context."""
-    region = "geen omleidingen" if n == 0 else _n(n, "omleiding", "omleidingen")
-    return f"geen halte binnen {STOP_RADIUS_M} m ({region} in de regio Antwerpen)"
+    region = t("region.none") if n == 0 else t.plural("region", n)
+    return t("fallback", m=STOP_RADIUS_M, region=region)
 
 
-def headline(level: int, counts: dict, compliance: int, stops_near: bool) -> str:
-    r"""Dutch one-line summary from a fixed template (docs/rules.md).
+def headline(level: int, counts: dict, compliance: int, stops_near: bool, lang: str = DEFAULT) -> str:
+    r"""One-line summary from a fixed template (docs/rules.md) in ``lang`` (:mod:`geo.rules.texts`).
 
     With a stop within the stop distance: ``{risk}: {works}, {detours}, {NO2}``. Without one (the
     contract's no-stop fallback) the detours are not the point's own, so they move to a closing clause:
@@ -67,35 +63,32 @@ def headline(level: int, counts: dict, compliance: int, stops_near: bool) -> str
     >>> print(headline(HIGH, c, ar.UNKNOWN, True).replace("), ", "),\n"))
     Veel hinder: 2 werken in uitvoering binnen 2 km, 12 omleidingen van De Lijn (3 met grote hinder),
     NO2 onbekend
+    >>> print(headline(HIGH, c, ar.ABOVE_EU, True, "en"))
+    High disruption: 2 road works in progress within 2 km, 12 De Lijn detours (3 high-impact), NO2 above the EU limit value
     """
-    works = f"{RISK_PREFIX[level]}: {_works_phrase(counts['activeWorks'])}"
+    return _headline(level, counts["activeWorks"], counts["transitDisruptions"], counts["highSeverityTransit"],
+                     compliance, stops_near, lang)
+
+
+@lru_cache(maxsize=4096)  # a few small integers: the same headline recurs across points and requests
+def _headline(level: int, n_works: int, n_transit: int, n_high: int, compliance: int, stops_near: bool,
+              lang: str) -> str:
+    t = catalogue(lang)
+    risk, works, air = t(RISK_KEYS[level]), _works_phrase(t, n_works), t(AIR_KEYS[compliance])
     if not stops_near:
-        return f"{works}, {AIR_PHRASE[compliance]}; {_fallback_phrase(counts['transitDisruptions'])}"
-    return (f"{works}, {_transit_phrase(counts['transitDisruptions'], counts['highSeverityTransit'])}, "
-            f"{AIR_PHRASE[compliance]}")
+        return t("headline.no_stop", risk=risk, works=works, air=air, fallback=_fallback_phrase(t, n_transit))
+    return t("headline.stop", risk=risk, works=works, air=air, transit=_transit_phrase(t, n_transit, n_high))
 
 
-def _fallback_fact(stops_near: bool, n: int) -> dict:
+def _fallback_text(t, stops_near: bool, n: int) -> str:
     """Whether the detours were matched through a stop near the point or kept by the no-stop fallback."""
     if stops_near:
-        return {"key": "transitFallback", "value": None,
-                "text": (f"Halte binnen {STOP_RADIUS_M} m: alleen omleidingen van lijnen die er stoppen, "
-                         "meegeteld in het risico")}
-    if n == 0:
-        text = f"Geen halte binnen {STOP_RADIUS_M} m en geen omleidingen in de regio Antwerpen"
-    else:
-        text = (f"Geen halte binnen {STOP_RADIUS_M} m: "
-                + ("de enige omleiding" if n == 1 else f"alle {n} omleidingen")
-                + " in de regio Antwerpen getoond, niet meegeteld in het risico")
-    return {"key": "transitFallback", "value": n, "text": text}
+        return t("fact.stop", m=STOP_RADIUS_M)
+    return t("fact.no_stop.none", m=STOP_RADIUS_M) if n == 0 else t.plural("fact.no_stop", n, m=STOP_RADIUS_M)
 
 
 def _cap(text: str) -> str:
     return text[:1].upper() + text[1:]
-
-
-def _decimal(x: float, digits: int) -> str:
-    return f"{x:.{digits}f}".replace(".", ",")
 
 
 def slot_scores(engine, found, now_ms: int):
@@ -150,7 +143,7 @@ def window_json(starts, pick) -> dict:
             "score": score}
 
 
-def briefing(engine, lat, lng, now) -> dict:
+def briefing(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     """Operations briefing at a point: ``risk``, ``headline``, ``keyFacts``, ``bestWindow``,
     ``worstWindow``, ``nextRushPeak``.
 
@@ -161,6 +154,9 @@ def briefing(engine, lat, lng, now) -> dict:
         WGS84 degrees inside the service area (else ``OutsideServiceArea``).
     now : datetime.datetime
         Aware instant of the request.
+    lang : str
+        Language of the generated texts (``headline``, ``keyFacts[].text``): one of
+        :data:`geo.rules.texts.LANGUAGES`; numbers and codes do not depend on it.
 
     Examples
     --------
@@ -180,8 +176,8 @@ def briefing(engine, lat, lng, now) -> dict:
     kind, r_start, r_peak, r_end = m.rush()
     return {
         "risk": RISK_NAMES[level],
-        "headline": headline(level, counts, reading.compliance, found.stops_near),
-        "keyFacts": _facts(m.lookups.prepared, t.nearest_running_km, counts, found.stops_near, reading),
+        "headline": headline(level, counts, reading.compliance, found.stops_near, lang),
+        "keyFacts": _facts(m.lookups.prepared, t.nearest_running_km, counts, found.stops_near, reading, lang),
         "bestWindow": {"start": b_start, "end": b_end, "score": b_score},
         "worstWindow": {"start": w_start, "end": w_end, "score": w_score},
         "nextRushPeak": {"kind": kind, "start": r_start, "peak": r_peak, "end": r_end},
@@ -208,45 +204,56 @@ def _windows_at(m, found, n_running: int) -> tuple:
     return m.windows(key, compute)
 
 
-def key_facts(p, found, counts, reading) -> list:
-    """The fixed list of key facts (always the same keys, in the same order)."""
+def key_facts(p, found, counts, reading, lang: str = DEFAULT) -> list:
+    """The fixed list of key facts (always the same keys, in the same order) in ``lang``."""
     running = np.flatnonzero(p.works.status_class[found.clusters] == wk.RUNNING)
     nearest = float(found.cluster_km[running[0]]) if running.size else None
-    return _facts(p, nearest, counts, found.stops_near, reading)
+    return _facts(p, nearest, counts, found.stops_near, reading, lang)
 
 
-def _facts(p, nearest_km, counts, stops_near: bool, reading) -> list:
+def _facts(p, nearest_km, counts, stops_near: bool, reading, lang: str = DEFAULT) -> list:
     """:func:`key_facts` from the distance of the nearest running work (None when there is none)."""
     nearest = round(nearest_km, 3) + 0.0 if nearest_km is not None else None
     n_act, n_up = counts["activeWorks"], counts["upcomingWorks14d"]
     n_tr, n_hi = counts["transitDisruptions"], counts["highSeverityTransit"]
     a = p.air
     if reading.n_values:
-        station = a.station_names[reading.station] or a.station_ids[reading.station]
-        no2_text = (f"NO2 {_decimal(reading.value, 1)} µg/m³ gemeten in {station} "
-                    f"({a.station_ids[reading.station]})")
         no2 = round(reading.value, 1) + 0.0
+        station = a.station_names[reading.station] or a.station_ids[reading.station]
+        no2_text = _no2_text(reading.value, station, a.station_ids[reading.station], lang)
     else:
-        no2_text, no2 = "Geen NO2-meting in de laatste twee uur", None
+        no2_text, no2 = catalogue(lang)("fact.no2.none"), None
+    texts = _fact_texts(n_act, None if nearest is None else round(nearest * 1000), n_up, n_tr, n_hi, stops_near,
+                        bool(reading.in_lez), lang)
     return [
-        {"key": "activeWorks", "text": _cap(_works_phrase(n_act)), "value": n_act},
-        {"key": "nearestActiveWorkKm",
-         "text": (f"Dichtstbijzijnde werk in uitvoering op {round(nearest * 1000)} m" if nearest is not None
-                  else f"Geen werk in uitvoering binnen {wk.RADIUS_TEXT}"),
-         "value": nearest},
-        {"key": "upcomingWorks14d",
-         "text": ("Geen geplande werken die binnen 14 dagen starten" if n_up == 0 else
-                  _n(n_up, "gepland werk start", "geplande werken starten") + " binnen 14 dagen"),
-         "value": n_up},
-        {"key": "transitDisruptions", "text": _cap(_transit_phrase(n_tr, 0)), "value": n_tr},
-        {"key": "highSeverityTransit",
-         "text": ("Geen omleidingen met grote hinder" if n_hi == 0 else
-                  _n(n_hi, "omleiding", "omleidingen") + " met grote hinder"),
-         "value": n_hi},
-        _fallback_fact(stops_near, n_tr),
+        {"key": "activeWorks", "text": texts[0], "value": n_act},
+        {"key": "nearestActiveWorkKm", "text": texts[1], "value": nearest},
+        {"key": "upcomingWorks14d", "text": texts[2], "value": n_up},
+        {"key": "transitDisruptions", "text": texts[3], "value": n_tr},
+        {"key": "highSeverityTransit", "text": texts[4], "value": n_hi},
+        {"key": "transitFallback", "value": None if stops_near else n_tr, "text": texts[5]},
         {"key": "no2", "text": no2_text, "value": no2},
-        {"key": "lez",
-         "text": ("In de lage-emissiezone Antwerpen" if reading.in_lez
-                  else "Buiten de lage-emissiezone Antwerpen"),
-         "value": reading.in_lez},
+        {"key": "lez", "text": texts[6], "value": reading.in_lez},
     ]
+
+
+@lru_cache(maxsize=4096)  # small integers and flags: the same texts recur across points and requests
+def _fact_texts(n_act: int, nearest_m, n_up: int, n_tr: int, n_hi: int, stops_near: bool, in_lez: bool,
+                lang: str) -> tuple:
+    """The texts of the key facts but ``no2``, in :func:`key_facts` order (a tuple: shared, never changed)."""
+    t = catalogue(lang)
+    return (
+        _cap(_works_phrase(t, n_act)),
+        t("fact.nearest", m=nearest_m) if nearest_m is not None else t("fact.nearest.none", radius=wk.RADIUS_TEXT),
+        t("fact.upcoming.none") if n_up == 0 else t.plural("fact.upcoming", n_up),
+        _cap(_transit_phrase(t, n_tr, 0)),
+        t("fact.high.none") if n_hi == 0 else t.plural("fact.high", n_hi),
+        _fallback_text(t, stops_near, n_tr),
+        t("fact.lez.inside" if in_lez else "fact.lez.outside"),
+    )
+
+
+@lru_cache(maxsize=4096)
+def _no2_text(value: float, station: str, station_id: str, lang: str) -> str:
+    t = catalogue(lang)
+    return t("fact.no2", value=t.decimal(value, 1), station=station, id=station_id)

@@ -92,7 +92,7 @@ def _threshold(limit, label, value):
             "exceeded": None if value != value else value > limit}
 
 
-def air_quality(engine, lat, lng, now):
+def air_quality(engine, lat, lng, now, lang="nl"):
     lat, lng = checked_point(engine, lat, lng)
     r = _read(engine, lat, lng, now)
     a = prepare(engine).air
@@ -111,17 +111,18 @@ def air_quality(engine, lat, lng, now):
                "window": {"from": iso_utc_ms(now_ms - ar.WINDOW_MS), "to": iso_utc_ms(now_ms),
                           "values": r.n_values},
                "station": station}
+    note, who, eu, label = air_mod.texts(r.compliance, lang)
     return {"reading": reading,
-            "thresholds": {"basis": "annual", "note": air_mod.THRESHOLD_NOTE,
-                           "who": _threshold(ar.WHO_NO2, "WHO-richtlijn (jaargemiddelde)", r.value),
-                           "eu": _threshold(ar.EU_NO2, "EU-grenswaarde (jaargemiddelde)", r.value)},
+            "thresholds": {"basis": "annual", "note": note,
+                           "who": _threshold(ar.WHO_NO2, who, r.value),
+                           "eu": _threshold(ar.EU_NO2, eu, r.value)},
             "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
-                           "label": ar.COMPLIANCE_LABELS[r.compliance],
+                           "label": label,
                            "indicative": True},
             "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None}}
 
 
-def briefing(engine, lat, lng, now):
+def briefing(engine, lat, lng, now, lang="nl"):
     lat, lng = checked_point(engine, lat, lng)
     p = prepare(engine)
     now_ms = to_ms(now)
@@ -138,8 +139,8 @@ def briefing(engine, lat, lng, now):
     best, worst = br.windows(starts, scores, now_ms)
     rush = next_rush_peak(now)
     return {"risk": br.RISK_NAMES[level],
-            "headline": br.headline(level, counts, reading.compliance, found.stops_near),
-            "keyFacts": br.key_facts(p, found, counts, reading),
+            "headline": br.headline(level, counts, reading.compliance, found.stops_near, lang),
+            "keyFacts": br.key_facts(p, found, counts, reading, lang),
             "bestWindow": br.window_json(starts, best), "worstWindow": br.window_json(starts, worst),
             "nextRushPeak": {"kind": rush.kind, "start": rush.start.isoformat(),
                              "peak": rush.peak.isoformat(), "end": rush.end.isoformat()}}

@@ -202,7 +202,9 @@ def test_accept_negotiation(real, accept, expected):
             assert resp.headers["Cache-Control"] == "no-store"
         else:
             assert resp.status_code == 200 and resp.mimetype == expected
-            assert resp.headers["Vary"] == "Authorization, Accept"
+            # /air-quality's texts also follow Accept-Language (docs/api.md → Languages)
+            language = ", Accept-Language" if path.startswith("/air-quality") else ""
+            assert resp.headers["Vary"] == "Authorization, Accept" + language
 
 
 def test_json_is_byte_identical_with_or_without_accept(real):

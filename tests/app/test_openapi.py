@@ -46,9 +46,12 @@ def test_document_lists_every_endpoint_and_error_code(doc):
                                  "/openapi.json"}
     enum = set(doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
     assert set(error_codes()) <= enum
-    for path in ("/disruptions", "/air-quality", "/briefing"):
+    for path, translated in (("/disruptions", False), ("/air-quality", True), ("/briefing", True)):
         names = {p["$ref"].rsplit("/", 1)[1] for p in doc["paths"][path]["get"]["parameters"]}
-        assert names == {"locationId", "lat", "lng"}
+        assert names == {"locationId", "lat", "lng"} | ({"Accept-Language"} if translated else set())
+        headers = doc["paths"][path]["get"]["responses"]["200"]["headers"]
+        assert ("Content-Language" in headers) is translated
+        assert headers["Vary"]["$ref"].endswith("/VaryLanguage" if translated else "/Vary")
 
 
 def test_real_responses_conform(client, doc, store, account):

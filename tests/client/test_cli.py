@@ -13,6 +13,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
+import requests
 
 from .conftest import free_port, urban_command
 
@@ -50,6 +51,31 @@ def test_json_prints_the_rest_body_byte_for_byte(api_server, account, run_urban,
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == rest.content
     assert_clean(proc, account.key)
+
+
+@pytest.mark.parametrize("command", ["air-quality", "briefing"])
+@pytest.mark.parametrize("lang", ["nl", "fr", "en"])
+def test_lang_is_sent_as_accept_language(api_server, account, run_urban, command, lang):
+    params = {"lat": ANTWERP[0], "lng": ANTWERP[1]}
+    rest = requests.get(f"{api_server.base_url}/{command}", params=params, timeout=30,
+                        headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang})
+    assert rest.status_code == 200 and rest.headers["Content-Language"] == lang
+    args = ["--lat", ANTWERP[0], "--lng", ANTWERP[1], "--lang", lang]
+    proc = run_urban(command, *args, "--json", env=env_for(api_server, account.key))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == rest.content
+    assert (proc.stdout == api_server.get(command, account.key, **params).content) is (lang == "nl")
+    summary = run_urban(command, *args, env=env_for(api_server, account.key))
+    assert summary.returncode == 0, summary.stderr
+    if command == "briefing":  # the readable summary shows the translated headline
+        headline = json.loads(rest.content)["headline"]
+        assert headline.split(":")[0].split("\u00a0")[0].encode() in summary.stdout
+
+
+def test_lang_accepts_only_the_api_languages(run_urban):
+    proc = run_urban("briefing", "--lat", ANTWERP[0], "--lng", ANTWERP[1], "--lang", "de")
+    assert proc.returncode == 2 and b"--lang" in proc.stderr
+    assert_clean(proc)
 
 
 def test_locations_json_is_the_rest_body(api_server, account, run_urban):

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+import requests
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from .conftest import NGINX_502, free_port, http_answer, urban_command
@@ -19,10 +20,11 @@ TOOLS = {"list_locations": "locations", "get_disruptions": "disruptions",
          "get_air_quality": "air-quality", "get_briefing": "briefing"}
 
 
-def session_run(client_env, env, scenario):
-    """Spawn `urban mcp` with ``env``, open a ClientSession, run ``scenario(session)``, return its value."""
+def session_run(client_env, env, scenario, *options):
+    """Spawn `urban mcp [options]` with ``env``, open a ClientSession, run ``scenario(session)``, return its
+    value."""
     command = urban_command()
-    params = StdioServerParameters(command=command[0], args=command[1:] + ["mcp"],
+    params = StdioServerParameters(command=command[0], args=command[1:] + ["mcp", *options],
                                    env={**client_env, **env})
 
     async def main():
@@ -248,3 +250,22 @@ def test_streamable_http_transport_on_loopback(api_server, account, client_env):
     rest = api_server.get("air-quality", account.key, locationId="loc_groenplaats")
     assert not result.is_error
     assert result.content[0].text.encode() == rest.content
+
+
+@pytest.mark.parametrize("lang", ["fr", "en"])
+def test_lang_is_sent_as_accept_language(api_server, account, client_env, lang):
+    """`urban mcp --lang fr`: the tools answer with the texts the API writes for Accept-Language: fr."""
+    async def scenario(session):
+        return [await session.call_tool(name, dict(ANTWERP)) for name in ("get_air_quality", "get_briefing")]
+
+    results = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
+                          scenario, "--lang", lang)
+    for path, result in zip(("air-quality", "briefing"), results):
+        rest = requests.get(f"{api_server.base_url}/{path}", params={"lat": "51.2194", "lng": "4.4025"},
+                            headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang},
+                            timeout=30)
+        assert rest.status_code == 200 and rest.headers["Content-Language"] == lang
+        assert not result.is_error, result.content
+        assert result.content[0].text.encode("utf-8") == rest.content
+        dutch = api_server.get(path, account.key, lat="51.2194", lng="4.4025")
+        assert rest.content != dutch.content

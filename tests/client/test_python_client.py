@@ -34,6 +34,20 @@ def test_methods_return_the_api_json(api_server, account):
     assert client.locations(geojson=True)["features"][0]["properties"]["id"] == "loc_groenplaats"
 
 
+@pytest.mark.parametrize("lang", ["fr", "en"])
+def test_lang_is_sent_as_accept_language(api_server, account, lang):
+    client = Client(account.key, base_url=api_server.base_url, lang=lang)
+    for method, path in ((client.air_quality, "air-quality"), (client.briefing, "briefing")):
+        rest = requests.get(f"{api_server.base_url}/{path}", params={"lat": "51.2194", "lng": "4.4025"},
+                            headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang},
+                            timeout=30)
+        assert rest.headers["Content-Language"] == lang
+        assert method(**ANTWERP) == rest.json() != direct(api_server, account.key, path, lat="51.2194",
+                                                          lng="4.4025").json()
+    with pytest.raises(ValueError, match="language must be one of nl, fr, en"):
+        Client(account.key, base_url=api_server.base_url, lang="de")
+
+
 def test_settings_come_from_the_environment(api_server, account, monkeypatch, tmp_path):
     monkeypatch.setenv("URBAN_BASE_URL", api_server.base_url)
     monkeypatch.setenv("URBAN_API_KEY", account.key)

@@ -5,6 +5,7 @@ body and the same ETag (a hash of the exact bytes), as JSON and as GeoJSON."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import requests
@@ -93,8 +94,14 @@ def test_front_door_leads_to_docs_where_a_call_answers_as_curl_does(browser, ser
     for operation, path, params, media_type in calls:
         status, body, headers = try_call(browser, operation, params,
                                          media_type if media_type != "application/json" else None)
+        # the browser sends its own Accept-Language: curl with the language the answer came in
+        language = re.search(r"content-language: (\w+)", headers)
         direct = requests.get(f"{base}/api/v1/{path}", params=params, timeout=30,
-                              headers={"Authorization": f"Bearer {key}", "Accept": media_type})
+                              headers={"Authorization": f"Bearer {key}", "Accept": media_type,
+                                       **({"Accept-Language": language.group(1)} if language else {})})
+        assert (language is not None) is (status == 200 and path != "disruptions")
+        if language:
+            assert direct.headers["Content-Language"] == language.group(1)
         assert status == direct.status_code
         assert json.loads(body) == direct.json()
         assert f"content-type: {direct.headers['Content-Type']}" in headers
