@@ -12,6 +12,8 @@ import json
 import pytest
 import requests
 
+from app.saved_locations import add_location
+
 from tests.dashboard.test_dashboard_browser import wait_ready
 from tests.portal.test_portal_browser import SHOTS, browser, check_accessible, shoot  # noqa: F401
 
@@ -64,9 +66,16 @@ def positions(doc):
 
 
 def in_view(driver, points):
-    return driver.execute_script(
-        "var b = document.getElementById('map').urbanMap.getBounds();"
-        "return arguments[0].every(function (p) { return b.contains([p[1], p[0]]); });", list(points))
+    """Whether the map shows every [lng, lat] of ``points`` once its (animated) fit has ended."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, 5).until(lambda d: d.execute_script(
+            "var b = document.getElementById('map').urbanMap.getBounds();"
+            "return arguments[0].every(function (p) { return b.contains([p[1], p[0]]); });", list(points)))
+    except TimeoutException:
+        return False
 
 
 def popup_text(driver, expected):
@@ -85,12 +94,14 @@ def num(text):
 
 
 @pytest.mark.slow
-def test_map_opens_geojson_answers(browser, live_server, app, user, tmp_path):  # noqa: F811
+def test_map_opens_geojson_answers(browser, live_server, app, user, store, engine, tmp_path):  # noqa: F811
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
     base = live_server.url
-    _, key, client = user("pro")
+    account, key, client = user("pro")
+    for name, lat, lng in (("Stadhuis", 51.2213, 4.3997), ("Korenmarkt", 51.0549, 3.7215)):
+        add_location(store, account["id"], name=name, address="", lat=lat, lng=lng, engine=engine)
     sign_in_browser(browser, app, client, base)
     browser.get(f"{base}/dashboard/map")
     check_accessible(browser)
@@ -161,6 +172,17 @@ def test_map_opens_geojson_answers(browser, live_server, app, user, tmp_path):  
     popup_text(browser, hostile["features"][0]["properties"]["description"])
     assert not browser.find_elements(By.CSS_SELECTOR, "#main img, .leaflet-popup-content b, #geojson-table b")
     assert browser.title != "owned"
+
+    # /locations: each saved location at its place
+    saved_list = requests.get(f"{base}/api/v1/locations", timeout=30,
+                              headers={"Authorization": f"Bearer {key}"}).json()["locations"]
+    saved = tmp_path / "locations.geojson"
+    saved.write_bytes(requests.get(f"{base}/api/v1/locations", timeout=30,
+                                   headers={"Authorization": f"Bearer {key}", "Accept": GEO}).content)
+    assert open_file(browser, saved) == "Opened locations.geojson: 2 features, 2 drawn on the map."
+    assert [(r["Kind"], r["Id"], r["Name"]) for r in rows(browser)] == [
+        ("location", loc["id"], loc["name"]) for loc in saved_list]
+    assert drawn_markers(browser) == 2 and in_view(browser, [(loc["lng"], loc["lat"]) for loc in saved_list])
 
     # invalid files: a clear message, the previous drawing and list are gone, the page keeps working
     bad = {

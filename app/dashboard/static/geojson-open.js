@@ -96,7 +96,10 @@
       row(facts(props(f)), hit);
     });
     overlay = group.addTo(map);
-    if (drawn) { map.fitBounds(group.getBounds().pad(0.1), { maxZoom: 16 }); }
+    if (drawn) {  // Leaflet drops a view change asked for during a zoom animation: fit once that has ended
+      var fit = function () { map.fitBounds(group.getBounds().pad(0.1), { maxZoom: 16 }); };
+      if (map._animatingZoom) { map.once("zoomend", fit); } else { fit(); }
+    }
     table.hidden = false;
     el.dataset.geojsonFeatures = String(drawn);
     say("Opened " + name + ": " + doc.features.length + " features, " + drawn + " drawn on the map.", false);
