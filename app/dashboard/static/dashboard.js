@@ -7,6 +7,7 @@
   if (!el || !window.L) { return; }
   var ANTWERP = [51.2194, 4.4025];
   var map = L.map(el, { center: ANTWERP, zoom: 12, keyboard: true });
+  el.urbanMap = map;  // for geojson-open.js (opens a saved GeoJSON answer over this map)
   if (el.dataset.tiles) {
     L.tileLayer(el.dataset.tiles, { attribution: el.dataset.attribution || "", maxZoom: 19 }).addTo(map);
   }
