@@ -148,7 +148,8 @@ def check(status: int, headers: dict, body: bytes, method: str, target: str, key
         assert name.lower() in headers, (name, status, target)
     ctype = headers.get("content-type", "")
     text = body.decode("utf-8", "replace")
-    assert "Werkzeug" not in text and "gunicorn" not in text.lower() and "Redirecting" not in text
+    if status >= 300:  # a framework's own page or error text (our documents may name gunicorn: the OpenAPI 414)
+        assert "Werkzeug" not in text and "gunicorn" not in text.lower() and "Redirecting" not in text
     if "html" in ctype:
         path = target.split("?", 1)[0]
         assert path in HTML_PAGES or path.startswith(HTML_PAGES[2:]), (method, status, target, body[:200])
@@ -174,6 +175,10 @@ def test_generated_hostile_requests_to_every_route(hostile):
         status, got, answer = exchange(server.port, request_bytes(method, target, headers, body))
         check(status, got, answer, method, target, keys)
 
+    for path in ROUTES:  # every route at least once, whatever Hypothesis samples
+        for method in ("GET", "POST", "OPTIONS"):
+            status, got, answer = exchange(server.port, request_bytes(method, path, [], b""))
+            check(status, got, answer, method, path, keys)
     run()
     log = server.log_path.read_text(errors="replace")
     assert "Traceback" not in log and "Error handling request" not in log
