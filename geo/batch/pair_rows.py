@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-import weakref
 
 from ..rules import transit as tr
 from ..coords import as_arrays
@@ -32,12 +31,11 @@ from ..rules.timefmt import to_ms
 PAIR_COLUMNS = ("input_row", "kind", "id", "distanceKm")
 KINDS = ("work", "detour")
 WORK, DETOUR = 0, 1
-_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _table(engine):
     """(the 2 km :class:`geo.index.pair_table.PairTable` over the works clusters, their id ranks), built once."""
-    return per_engine(_TABLES, engine, _build_table)
+    return per_engine("batch.pair_table", engine, _build_table)
 
 
 def _build_table(engine):

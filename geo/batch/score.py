@@ -8,8 +8,6 @@ per chunk (:mod:`geo.batch.pairs`), never all (point, work) pairs at once. See d
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +23,7 @@ from ..service.disruptions import RADIUS_KM, far_side
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..errors import InvalidCoordinates
 from ..index.point_index import PointIndex
-from ..service.loaded import prepare
+from ..service.loaded import loaded, prepare
 from .pairs import pairs_within
 from ..rules.timefmt import iso_utc_ms, to_ms
 
@@ -43,8 +41,6 @@ COLUMNS = (
     "risk", "risk_score",
 )
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -66,19 +62,13 @@ def _words(bits: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(bits).view(np.uint64).reshape(n, bits.shape[1] // 8)
 
 
-def per_engine(cache, engine, build):
-    """``cache[engine]``, made once by ``build(engine)`` (thread-safe; ``cache`` a WeakKeyDictionary)."""
-    found = cache.get(engine)
-    if found is None:
-        with _LOCK:
-            found = cache.get(engine)
-            if found is None:
-                found = cache[engine] = build(engine)
-    return found
+def per_engine(key: str, engine, build):
+    """``build(engine)``, made once per loaded snapshot (:meth:`geo.service.loaded.LoadedSnapshot.derived`)."""
+    return loaded(engine).derived(key, build)
 
 
 def _indexes(engine) -> _Indexes:
-    return per_engine(_CACHE, engine, _build_indexes)
+    return per_engine("batch.indexes", engine, _build_indexes)
 
 
 def _build_indexes(engine) -> _Indexes:

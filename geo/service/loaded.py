@@ -20,6 +20,7 @@ from .moment import Moment, Times
 
 _LOADED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+_DERIVED_LOCK = threading.RLock()  # re-entrant: a build may derive another object of the same snapshot
 
 
 class LoadedSnapshot:
@@ -39,24 +40,31 @@ class LoadedSnapshot:
     True
     """
 
-    __slots__ = ("engine", "prepared", "lookups", "times", "_places", "__weakref__")
+    __slots__ = ("engine", "prepared", "lookups", "times", "_derived", "__weakref__")
 
     def __init__(self, engine: Engine):
         self.engine = engine
         self.prepared: Prepared = build(engine)
         self.lookups = Lookups(engine, self.prepared)
         self.times = Times(self.lookups)
-        self._places = None
+        self._derived: dict = {}
+
+    def derived(self, key: str, factory):
+        """``factory(engine)``, made once per loaded snapshot under ``key`` (thread-safe): where the layers above
+        (GeoJSON places, the batch scorer's indexes and pair tables) keep what they derive from a snapshot."""
+        found = self._derived.get(key)
+        if found is None:
+            with _DERIVED_LOCK:
+                found = self._derived.get(key)
+                if found is None:
+                    found = self._derived[key] = factory(self.engine)
+        return found
 
     @property
     def places(self):
         """Where detour stops and stations lie (:class:`geo.service.places.Places`), built on first use:
         only the GeoJSON representation needs it."""
-        if self._places is None:
-            with _LOCK:
-                if self._places is None:
-                    self._places = build_places(self.engine)
-        return self._places
+        return self.derived("places", build_places)
 
     def moment(self, now) -> Moment:
         """The :class:`~geo.service.moment.Moment` at ``now``: the last one is reused for the same instant
