@@ -15,6 +15,8 @@ import pytest
 from bench.deploy import Gunicorn, free_port, get, prepare
 from bench.services import NGINX_CONF, Nginx
 
+from .rawhttp import parse_response
+
 #: what nginx itself answers, per internal error location of deploy/nginx.conf: (status, error code)
 REJECTIONS = {"payload_too_large": (413, "payload_too_large"), "uri_too_long": (414, "uri_too_long"),
               "headers_too_large": (431, "headers_too_large"), "invalid_request": (400, "invalid_request"),
@@ -48,13 +50,7 @@ def _raw(port: int, data: bytes, timeout: float = 10.0) -> tuple[int, dict, byte
                 length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
                 if length and len(body) >= int(length.group(1)):
                     break
-    head, _, body = buf.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(lines[0].split()[1]), headers, body
+    return parse_response(buf)
 
 
 def assert_json_error(status_headers_body, status: int, code: str) -> dict:
