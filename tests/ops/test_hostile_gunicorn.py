@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 from bench.deploy import Gunicorn, prepare
 
+from .rawhttp import parse_response
+
 from .test_findings import HOSTILE_BODIES, KEY, encodings
 
 pytestmark = pytest.mark.slow
@@ -49,6 +51,11 @@ def hostile(snapshot_dir, tmp_path_factory):
                       env={"URBAN_AUTH_FAILURE_LIMIT": "1000000 per minute",
                            "URBAN_SIGNUP_LIMIT_PER_IP": "1000000 per hour"})
     with server:
+        deadline = time.monotonic() + 30  # every worker booted, so no start-up line lands in a test's log window
+        while server.log_path.read_text(errors="replace").count("Booting worker") < 2:
+            assert time.monotonic() < deadline, "gunicorn workers did not boot"
+            time.sleep(0.05)
+        time.sleep(0.3)  # the readiness probe's access-log line is written
         yield server, fx
 
 
@@ -68,15 +75,7 @@ def exchange(port: int, data: bytes) -> tuple[int, dict, bytes]:
             if not chunk:
                 break
             chunks.append(chunk)
-    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
-    while head.startswith(b"HTTP/1.1 1"):  # an interim answer (100 Continue): the real one follows
-        head, _, body = body.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {}
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(lines[0].split()[1]), headers, body
+    return parse_response(b"".join(chunks))
 
 
 def request_bytes(method: str, target: str, headers: list[tuple[str, str]], body: bytes | None) -> bytes:
