@@ -89,6 +89,16 @@ def test_access_log_is_json_without_secrets(deployment):
     assert {"time", "pid", "remote", "method", "path", "query", "status", "duration_us", "request_id"} <= set(entries[-1])
 
 
+def _wait_for_line_anywhere(paths: tuple[Path, ...], needle: str, port: int, timeout: float = 15.0) -> None:
+    """Request ``/healthz?<needle>`` once and wait until one of ``paths`` holds its access-log line."""
+    get(port, f"/healthz?{needle}")
+    deadline = time.monotonic() + timeout
+    while not any(p.exists() and needle in p.read_text() for p in paths):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no access-log line for {needle} in {paths}")
+        time.sleep(0.05)
+
+
 def _wait_for_line(path: Path, needle: str, port: int, timeout: float = 15.0) -> list[dict]:
     """Request ``/healthz?<needle>`` until ``path`` holds its access-log line; that file's entries."""
     deadline = time.monotonic() + timeout
@@ -110,6 +120,14 @@ def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
         rotated = tmp_path / "access.log.1"
         log.rename(rotated)  # what logrotate does, then it signals the master
         server.proc.send_signal(signal.SIGUSR1)
+        # Lines logged between the rename and the worker's reopen rightly land in the rotated file, so probe
+        # until one reaches the new file; from then on every line must go there.
+        for probe in (f"probe={i:04d}" for i in range(1000)):
+            _wait_for_line_anywhere((log, rotated), probe, server.port)
+            if log.exists() and probe in log.read_text():
+                break
+        else:
+            raise AssertionError("the worker never reopened its access log after SIGUSR1")
         after = _wait_for_line(log, "after=rotation", server.port)
     assert any(e["query"] == "before=rotation" for e in before)
     assert "after=rotation" not in rotated.read_text()
