@@ -97,6 +97,7 @@ serve-live: install assets
 # Lint (ruff: pyflakes + bugbear, configured in pyproject.toml) and types (mypy on geo/ and app/).
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
 test: install browser docs-ui services pdf assets lint

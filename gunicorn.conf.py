@@ -63,5 +63,8 @@ gunicorn.http.wsgi.SERVER = "urban"
 
 def on_starting(server):
     """Refuse a debug app in production before any worker starts."""
-    if os.environ.get("URBAN_ENV", "production") == "production" and os.environ.get("FLASK_DEBUG") in {"1", "true"}:
+    if os.environ.get("URBAN_ENV", "production") == "production" and os.environ.get("FLASK_DEBUG") in {
+        "1",
+        "true",
+    }:
         raise SystemExit("FLASK_DEBUG is set with URBAN_ENV=production: debug is never allowed in production")

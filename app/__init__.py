@@ -57,7 +57,9 @@ def load_config(app: Flask, test_config: dict | None) -> None:
     if not cfg.get("RATELIMIT_STORAGE_URI") and cfg.get("REDIS_URL"):
         cfg["RATELIMIT_STORAGE_URI"] = cfg["REDIS_URL"]  # shared by every host
     if not cfg.get("RATELIMIT_STORAGE_URI"):
-        cfg["RATELIMIT_STORAGE_URI"] = "urban-sqlite:///" + os.path.join(app.instance_path, "ratelimit.sqlite")
+        cfg["RATELIMIT_STORAGE_URI"] = "urban-sqlite:///" + os.path.join(
+            app.instance_path, "ratelimit.sqlite"
+        )
     settings.check(cfg, debug=app.debug, testing=app.testing)
     if not cfg.get("SECRET_KEY"):
         # development or testing only (check() refused production): an ephemeral key for this process

@@ -31,12 +31,22 @@ def _now_iso() -> str:
 
 def entry(status, method, path, query, remote, nbytes, duration_us, request_id) -> str:
     """One access log line (compact JSON, keys in a fixed order)."""
-    return json.dumps({
-        "time": _now_iso(),
-        "pid": _pid[0], "remote": remote, "method": method,
-        "path": redact_path(path), "query": redact_query(query), "status": status,
-        "bytes": nbytes, "duration_us": duration_us, "request_id": request_id,
-    }, ensure_ascii=True, separators=(",", ":"))
+    return json.dumps(
+        {
+            "time": _now_iso(),
+            "pid": _pid[0],
+            "remote": remote,
+            "method": method,
+            "path": redact_path(path),
+            "query": redact_query(query),
+            "status": status,
+            "bytes": nbytes,
+            "duration_us": duration_us,
+            "request_id": request_id,
+        },
+        ensure_ascii=True,
+        separators=(",", ":"),
+    )
 
 
 class JsonAccessLogger(Logger):
@@ -52,10 +62,16 @@ class JsonAccessLogger(Logger):
             for name, value in resp.headers:
                 if name.lower() == "x-request-id":
                     request_id = value
-            line = entry(status, environ.get("REQUEST_METHOD", "-"), environ.get("PATH_INFO", ""),
-                         environ.get("QUERY_STRING", ""), environ.get("REMOTE_ADDR", "-"),
-                         getattr(resp, "sent", None), request_time.seconds * 1_000_000 + request_time.microseconds,
-                         request_id)
+            line = entry(
+                status,
+                environ.get("REQUEST_METHOD", "-"),
+                environ.get("PATH_INFO", ""),
+                environ.get("QUERY_STRING", ""),
+                environ.get("REMOTE_ADDR", "-"),
+                getattr(resp, "sent", None),
+                request_time.seconds * 1_000_000 + request_time.microseconds,
+                request_id,
+            )
             self._write(line)
         except Exception:
             self.exception("access log entry failed")
@@ -66,9 +82,18 @@ class JsonAccessLogger(Logger):
         streams. Any other set-up (``--log-config``, syslog, propagation to root) goes through logging."""
         log = self.access_log
         handlers = log.handlers
-        direct = bool(handlers) and not log.propagate and not log.filters and all(
-            getattr(h, "_gunicorn", False) and getattr(h, "stream", None) is not None
-            and not h.filters and h.level == logging.NOTSET for h in handlers)
+        direct = (
+            bool(handlers)
+            and not log.propagate
+            and not log.filters
+            and all(
+                getattr(h, "_gunicorn", False)
+                and getattr(h, "stream", None) is not None
+                and not h.filters
+                and h.level == logging.NOTSET
+                for h in handlers
+            )
+        )
         if not direct:
             log.info(line)
             return

@@ -12,8 +12,8 @@ import secrets
 import zlib
 
 PREFIX = "uc_live_"
-RANDOM_LEN = 32          # 32 base62 characters ≈ 190 bits
-CHECKSUM_LEN = 6         # CRC32 fits in 6 base62 digits
+RANDOM_LEN = 32  # 32 base62 characters ≈ 190 bits
+CHECKSUM_LEN = 6  # CRC32 fits in 6 base62 digits
 DISPLAY_LEN = len(PREFIX) + 6
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _SHAPE = re.compile(rf"^{PREFIX}[0-9A-Za-z]{{{RANDOM_LEN + CHECKSUM_LEN}}}$")

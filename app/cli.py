@@ -136,8 +136,15 @@ def locations_add(email, name, address, lat, lng, label, is_primary, location_id
     with store() as conn:
         account = accounts.get_account(conn, email)
         row = add_location(
-            conn, account["id"], name=name, address=address, lat=lat, lng=lng, label=label,
-            is_primary=is_primary, location_id=location_id,
+            conn,
+            account["id"],
+            name=name,
+            address=address,
+            lat=lat,
+            lng=lng,
+            label=label,
+            is_primary=is_primary,
+            location_id=location_id,
             engine=current_app.extensions["urban"].engine,
             max_locations=current_app.config["MAX_LOCATIONS"],
         )
@@ -157,7 +164,9 @@ def locations_list(email, as_json_flag):
         return
     for it in items:
         mark = "*" if it["isPrimary"] else " "
-        click.echo(f"{mark} {it['id']}\t{it['name']}\t{it['address']}\t{it['lat']},{it['lng']}\t{it['label']}")
+        click.echo(
+            f"{mark} {it['id']}\t{it['name']}\t{it['address']}\t{it['lat']},{it['lng']}\t{it['label']}"
+        )
 
 
 @locations_cli.command("remove")
@@ -182,8 +191,10 @@ def usage_show(email, days):
         used = usage.used(conn, account["id"], today)
         rows = usage.history(conn, account["id"], days)
     quota = PLANS[account["plan"]].daily_quota if account["plan"] in PLANS else 0
-    click.echo(f"{account['email']} plan={account['plan']} today={today} used={used} "
-               f"quota={'unlimited' if quota is None else quota}")
+    click.echo(
+        f"{account['email']} plan={account['plan']} today={today} used={used} "
+        f"quota={'unlimited' if quota is None else quota}"
+    )
     for day, count in rows:
         click.echo(f"{day}\t{count}")
 

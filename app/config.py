@@ -16,35 +16,66 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "ENV": ("production", "production or development; production refuses to start without SECRET_KEY"),
     "SECRET_KEY": (None, "signs portal sessions and CSRF tokens; required in production"),
     "DATABASE": (None, "account store SQLite file; default <instance>/urban.sqlite"),
-    "DATABASE_URL": (None, "postgresql://user:password@host:5432/dbname: the account store on PostgreSQL, "
-                           "shared by several app hosts (default: the SQLite file DATABASE)"),
-    "REDIS_URL": (None, "redis://host:6379/0: per-IP limits (unless RATELIMIT_STORAGE_URI is set) and the "
-                        "refresher's HTTP cache in Redis, shared by several hosts"),
+    "DATABASE_URL": (
+        None,
+        "postgresql://user:password@host:5432/dbname: the account store on PostgreSQL, "
+        "shared by several app hosts (default: the SQLite file DATABASE)",
+    ),
+    "REDIS_URL": (
+        None,
+        "redis://host:6379/0: per-IP limits (unless RATELIMIT_STORAGE_URI is set) and the "
+        "refresher's HTTP cache in Redis, shared by several hosts",
+    ),
     "DATA_DIR": ("data/snapshot", "snapshot directory loaded by the geo engine at start"),
     "LOAD_ENGINE": (True, "load the snapshot at start; false only for admin-only or platform tests"),
-    "CLOCK": ("snapshot", "data clock: 'snapshot' (the snapshot's asOf, deterministic) or 'system' (UTC now)"),
-    "RATELIMIT_STORAGE_URI": (None, "per-IP limit storage shared by all workers; default "
-                              "urban-sqlite:///<instance>/ratelimit.sqlite, or redis://host:port/0"),
-    "AUTH_FAILURE_LIMIT": ("30 per minute", "failed authentications allowed per client IP (then 429 rate_limited)"),
+    "CLOCK": (
+        "snapshot",
+        "data clock: 'snapshot' (the snapshot's asOf, deterministic) or 'system' (UTC now)",
+    ),
+    "RATELIMIT_STORAGE_URI": (
+        None,
+        "per-IP limit storage shared by all workers; default "
+        "urban-sqlite:///<instance>/ratelimit.sqlite, or redis://host:port/0",
+    ),
+    "AUTH_FAILURE_LIMIT": (
+        "30 per minute",
+        "failed authentications allowed per client IP (then 429 rate_limited)",
+    ),
     "MAX_LOCATIONS": (100, "saved locations per account"),
     "MAX_CONTENT_LENGTH": (16384, "largest accepted request body in bytes (413 payload_too_large)"),
     "CACHE_MAX_AGE": (60, "seconds in Cache-Control: private, max-age=N on data responses"),
     "CORS_ALLOW_ORIGIN": ("*", "Access-Control-Allow-Origin on API responses"),
-    "TRUSTED_PROXIES": (0, "reverse proxies in front of gunicorn whose X-Forwarded-For/-Proto are trusted "
-                           "(hops; 0 = use the socket peer address, ignore the headers)"),
+    "TRUSTED_PROXIES": (
+        0,
+        "reverse proxies in front of gunicorn whose X-Forwarded-For/-Proto are trusted "
+        "(hops; 0 = use the socket peer address, ignore the headers)",
+    ),
     "DB_TIMEOUT": (5.0, "seconds a request waits for a locked account store before 503"),
     "LOG_LEVEL": ("INFO", "log level of the app logger"),
-    "BENCH_ROUTES": (False, "serve /_bench/ping (trivial JSON, the load test's framework ceiling); never in "
-                            "production"),
+    "BENCH_ROUTES": (
+        False,
+        "serve /_bench/ping (trivial JSON, the load test's framework ceiling); never in production",
+    ),
     # sign-up, mail and portal (docs/signup.md)
-    "PUBLIC_URL": (None, "public origin used in e-mailed links and portal pages, e.g. https://api.example.be; "
-                         "required in production (development falls back to the request's host)"),
-    "SESSION_COOKIE_SECURE": (None, "portal session cookie only over HTTPS; default: when the request came "
-                                    "over TLS"),
+    "PUBLIC_URL": (
+        None,
+        "public origin used in e-mailed links and portal pages, e.g. https://api.example.be; "
+        "required in production (development falls back to the request's host)",
+    ),
+    "SESSION_COOKIE_SECURE": (
+        None,
+        "portal session cookie only over HTTPS; default: when the request came over TLS",
+    ),
     "PORTAL_SESSION_HOURS": (8, "hours a portal sign-in lasts"),
-    "SIGNUP_LIMIT_PER_IP": ("20 per hour", "sign-up/sign-in link requests per client IP (every request counts)"),
-    "SIGNUP_LIMIT_PER_ADDRESS": ("5 per hour", "links mailed per address and client IP; past it the same "
-                                               "202 and no mail (hidden; only mails actually sent count)"),
+    "SIGNUP_LIMIT_PER_IP": (
+        "20 per hour",
+        "sign-up/sign-in link requests per client IP (every request counts)",
+    ),
+    "SIGNUP_LIMIT_PER_ADDRESS": (
+        "5 per hour",
+        "links mailed per address and client IP; past it the same "
+        "202 and no mail (hidden; only mails actually sent count)",
+    ),
     "MAIL_BACKEND": (MAIL_DEFAULTS["MAIL_BACKEND"], "'outbox' (write <instance>/outbox/*.eml) or 'smtp'"),
     "MAIL_HOST": (MAIL_DEFAULTS["MAIL_HOST"], "SMTP server host"),
     "MAIL_PORT": (MAIL_DEFAULTS["MAIL_PORT"], "SMTP port (default 587 starttls, 465 ssl, 25 none)"),
@@ -55,14 +86,23 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "MAIL_TIMEOUT": (MAIL_DEFAULTS["MAIL_TIMEOUT"], "seconds for the SMTP connection and each command"),
     "MAIL_OUTBOX": (MAIL_DEFAULTS["MAIL_OUTBOX"], "outbox folder (default <instance>/outbox)"),
     # dashboard, alerts and reports (docs/dashboard.md)
-    "MAP_TILE_URL": ("", "optional raster tile URL template under the dashboard map, e.g. "
-                         "https://tiles.example.be/{z}/{x}/{y}.png (default: none, only our own vector layers)"),
+    "MAP_TILE_URL": (
+        "",
+        "optional raster tile URL template under the dashboard map, e.g. "
+        "https://tiles.example.be/{z}/{x}/{y}.png (default: none, only our own vector layers)",
+    ),
     "MAP_TILE_ATTRIBUTION": ("", "attribution text shown with MAP_TILE_URL tiles"),
-    "MUNICIPALITIES_FILE": ("", "municipality borders GeoJSON for the dashboard base map; default "
-                                "<URBAN_REFERENCE_DIR>/boundaries/be_municipalities_2019.geojson"),
+    "MUNICIPALITIES_FILE": (
+        "",
+        "municipality borders GeoJSON for the dashboard base map; default "
+        "<URBAN_REFERENCE_DIR>/boundaries/be_municipalities_2019.geojson",
+    ),
     "ALERT_WEBHOOK_TIMEOUT": (5.0, "seconds for one alert webhook POST"),
-    "ALERT_WEBHOOK_ALLOW_PRIVATE": (False, "allow alert webhooks to loopback and private addresses (off: only "
-                                           "public addresses, so a webhook cannot probe the internal network)"),
+    "ALERT_WEBHOOK_ALLOW_PRIVATE": (
+        False,
+        "allow alert webhooks to loopback and private addresses (off: only "
+        "public addresses, so a webhook cannot probe the internal network)",
+    ),
 }
 
 #: the type of settings whose default is None (the others take the type of their default)
@@ -124,7 +164,7 @@ def from_environ(environ=None) -> dict:
     out = {}
     for key, raw in environ.items():
         if key.startswith("URBAN_") and key not in NOT_SETTINGS:
-            name = key[len("URBAN_"):]
+            name = key[len("URBAN_") :]
             out[name] = coerce(name, raw)
     return out
 
@@ -145,10 +185,19 @@ def check_public_url(value) -> None:
     app.config.ConfigurationError: URBAN_PUBLIC_URL must be an origin like https://..., not 'api.example.be'
     """
     parts = urlsplit(value) if isinstance(value, str) else None
-    if (parts is None or parts.scheme not in {"http", "https"} or not parts.hostname
-            or parts.path not in {"", "/"} or parts.query or parts.fragment or parts.username or parts.password):
+    if (
+        parts is None
+        or parts.scheme not in {"http", "https"}
+        or not parts.hostname
+        or parts.path not in {"", "/"}
+        or parts.query
+        or parts.fragment
+        or parts.username
+        or parts.password
+    ):
         raise ConfigurationError(
-            f"URBAN_PUBLIC_URL must be an origin like https://api.example.be, not {value!r}")
+            f"URBAN_PUBLIC_URL must be an origin like https://api.example.be, not {value!r}"
+        )
 
 
 def check(config, *, debug: bool, testing: bool) -> None:
@@ -161,8 +210,8 @@ def check(config, *, debug: bool, testing: bool) -> None:
     production = env == "production" and not testing
     if production and not config.get("SECRET_KEY"):
         raise ConfigurationError(
-            "SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c \"import secrets; "
-            "print(secrets.token_urlsafe(32))\"`) or URBAN_ENV=development for a local run"
+            'SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c "import secrets; '
+            'print(secrets.token_urlsafe(32))"`) or URBAN_ENV=development for a local run'
         )
     public_url = config.get("PUBLIC_URL")
     if public_url:
@@ -177,8 +226,10 @@ def check(config, *, debug: bool, testing: bool) -> None:
         raise ConfigurationError(f"URBAN_TRUSTED_PROXIES must be a number of proxy hops 0..10, not {hops!r}")
     url = config.get("DATABASE_URL")
     if url and not str(url).startswith(("postgresql://", "postgres://")):
-        raise ConfigurationError(f"URBAN_DATABASE_URL must be a postgresql:// URL (unset it for the SQLite "
-                                 f"store), not {str(url).split('://')[0]!r}://…")
+        raise ConfigurationError(
+            f"URBAN_DATABASE_URL must be a postgresql:// URL (unset it for the SQLite "
+            f"store), not {str(url).split('://')[0]!r}://…"
+        )
     redis_url = config.get("REDIS_URL")
     if redis_url and not str(redis_url).startswith(("redis://", "rediss://", "unix://")):
         raise ConfigurationError("URBAN_REDIS_URL must be a redis://, rediss:// or unix:// URL")

@@ -153,7 +153,11 @@ def error_codes() -> dict[str, int]:
 
 
 _HTTP_MAP = {
-    400: InvalidRequest, 404: NotFound, 405: MethodNotAllowed, 413: PayloadTooLarge, 429: RateLimited,
+    400: InvalidRequest,
+    404: NotFound,
+    405: MethodNotAllowed,
+    413: PayloadTooLarge,
+    429: RateLimited,
 }
 
 
@@ -177,8 +181,10 @@ def to_api_error(exc: BaseException) -> ApiError:
             return _limiter_breach(exc)
         if cls is MethodNotAllowed:
             allowed = ", ".join(sorted(exc.valid_methods or []))
-            return MethodNotAllowed(f"method {echo(request.method)} not allowed; use {allowed}",
-                                    headers={"Allow": allowed} if allowed else None)
+            return MethodNotAllowed(
+                f"method {echo(request.method)} not allowed; use {allowed}",
+                headers={"Allow": allowed} if allowed else None,
+            )
         if cls is NotFound:
             return NotFound(f"no endpoint at {redact_path(request.path)}")
         if cls is InvalidRequest:
@@ -188,8 +194,9 @@ def to_api_error(exc: BaseException) -> ApiError:
         from .db import discard_db
 
         discard_db()  # the next request opens a fresh connection
-    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, (sqlite3.IntegrityError,
-                                                                       sqlite3.ProgrammingError)):
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+        exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)
+    ):
         # locked past busy_timeout, disk full, I/O error, damaged file: the store, not the request
         log.error("account store unavailable (request %s): %s", g.get("request_id"), exc)
         return ServiceUnavailable("the account store is busy or unavailable; retry shortly")

@@ -26,18 +26,40 @@ from gunicorn.workers.sync import SyncWorker as _SyncWorker
 
 from .redact import echo, redact_text
 
-_REASONS = {400: "Bad Request", 414: "URI Too Long", 431: "Request Header Fields Too Large",
-            500: "Internal Server Error"}
+_REASONS = {
+    400: "Bad Request",
+    414: "URI Too Long",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+}
 _EXPOSED = "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, ETag, Retry-After, X-Request-Id"
 
 #: exceptions raised while reading a request: the client's fault (gunicorn's own list)
-_CLIENT_ERRORS = tuple(getattr(http_errors, name) for name in (
-    "InvalidRequestLine", "InvalidRequestMethod", "InvalidHTTPVersion", "InvalidHeader", "InvalidHeaderName",
-    "LimitRequestLine", "LimitRequestHeaders", "InvalidProxyLine", "InvalidProxyHeader",
-    "ForbiddenProxyRequest", "InvalidSchemeHeaders", "UnsupportedTransferCoding", "ObsoleteFolding",
-    "ExpectationFailed", "InvalidH2CPreface", "InvalidChunkSize", "ChunkMissingTerminator",
-    "InvalidChunkExtension", "NoMoreData",
-) if hasattr(http_errors, name))
+_CLIENT_ERRORS = tuple(
+    getattr(http_errors, name)
+    for name in (
+        "InvalidRequestLine",
+        "InvalidRequestMethod",
+        "InvalidHTTPVersion",
+        "InvalidHeader",
+        "InvalidHeaderName",
+        "LimitRequestLine",
+        "LimitRequestHeaders",
+        "InvalidProxyLine",
+        "InvalidProxyHeader",
+        "ForbiddenProxyRequest",
+        "InvalidSchemeHeaders",
+        "UnsupportedTransferCoding",
+        "ObsoleteFolding",
+        "ExpectationFailed",
+        "InvalidH2CPreface",
+        "InvalidChunkSize",
+        "ChunkMissingTerminator",
+        "InvalidChunkExtension",
+        "NoMoreData",
+    )
+    if hasattr(http_errors, name)
+)
 
 
 def classify(exc: BaseException) -> tuple[int, str, str]:
@@ -63,12 +85,16 @@ def classify(exc: BaseException) -> tuple[int, str, str]:
         named = f" {echo(name)}" if isinstance(name, str) and name else ""
         return 400, "invalid_request", f"malformed header field{named}"
     messages = {
-        "InvalidRequestLine": "malformed request line", "InvalidRequestMethod": "invalid method",
-        "InvalidHTTPVersion": "unsupported HTTP version", "ObsoleteFolding": "obsolete header line folding",
+        "InvalidRequestLine": "malformed request line",
+        "InvalidRequestMethod": "invalid method",
+        "InvalidHTTPVersion": "unsupported HTTP version",
+        "ObsoleteFolding": "obsolete header line folding",
         "UnsupportedTransferCoding": "unsupported Transfer-Encoding",
         "ExpectationFailed": "unsupported Expect",
-        "InvalidChunkSize": "malformed chunked body", "ChunkMissingTerminator": "malformed chunked body",
-        "InvalidChunkExtension": "malformed chunked body", "NoMoreData": "incomplete request",
+        "InvalidChunkSize": "malformed chunked body",
+        "ChunkMissingTerminator": "malformed chunked body",
+        "InvalidChunkExtension": "malformed chunked body",
+        "NoMoreData": "incomplete request",
     }
     return 400, "invalid_request", messages.get(type(exc).__name__, "the request is malformed")
 
@@ -106,8 +132,11 @@ def rate_headers(app, ip: str) -> dict[str, str]:
     spec = app.config.get("AUTH_FAILURE_LIMIT", "30 per minute") if app is not None else "30 per minute"
     item = parse(spec)
     reset = math.ceil(time.time() + item.get_expiry())
-    return {"X-RateLimit-Limit": str(item.amount), "X-RateLimit-Remaining": str(item.amount),
-            "X-RateLimit-Reset": str(reset)}
+    return {
+        "X-RateLimit-Limit": str(item.amount),
+        "X-RateLimit-Remaining": str(item.amount),
+        "X-RateLimit-Reset": str(reset),
+    }
 
 
 def error_bytes(status: int, code: str, message: str, headers: dict[str, str]) -> bytes:
@@ -116,8 +145,13 @@ def error_bytes(status: int, code: str, message: str, headers: dict[str, str]) -
     if status >= 500:
         body["requestId"] = headers["X-Request-Id"]
     payload = (json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
-    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}", "Server: urban", "Connection: close",
-             "Content-Type: application/json", f"Content-Length: {len(payload)}"]
+    lines = [
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
+        "Server: urban",
+        "Connection: close",
+        "Content-Type: application/json",
+        f"Content-Length: {len(payload)}",
+    ]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
 
@@ -131,15 +165,22 @@ class JsonErrorsMixin:
         if status >= 500:
             self.log.exception("Error handling request %s", redact_text(getattr(req, "uri", "") or ""))
         else:
-            self.log.warning("Invalid request from ip=%s: %s",
-                             (addr or ("",))[0] if isinstance(addr, tuple) else addr, redact_text(str(exc)))
+            self.log.warning(
+                "Invalid request from ip=%s: %s",
+                (addr or ("",))[0] if isinstance(addr, tuple) else addr,
+                redact_text(str(exc)),
+            )
         app = _flask_app(getattr(self, "wsgi", None))
         config = app.config if app is not None else {}
         ip = _client_ip(req, addr, int(config.get("TRUSTED_PROXIES", 0) or 0))
-        headers = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-                   "X-Request-Id": uuid.uuid4().hex,
-                   "Access-Control-Allow-Origin": config.get("CORS_ALLOW_ORIGIN", "*"),
-                   "Access-Control-Expose-Headers": _EXPOSED, **rate_headers(app, ip)}
+        headers = {
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+            "X-Request-Id": uuid.uuid4().hex,
+            "Access-Control-Allow-Origin": config.get("CORS_ALLOW_ORIGIN", "*"),
+            "Access-Control-Expose-Headers": _EXPOSED,
+            **rate_headers(app, ip),
+        }
         data = error_bytes(status, code, message, headers)
         if req is not None:
             try:

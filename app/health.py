@@ -41,8 +41,10 @@ def healthz():
     as_of = getattr(engine, "as_of", None)
     body = {
         "status": "ok",
-        "snapshot": {"snapshotId": engine.snapshot_id,
-                     "asOf": as_of.strftime("%Y-%m-%dT%H:%M:%SZ") if as_of else None},
+        "snapshot": {
+            "snapshotId": engine.snapshot_id,
+            "asOf": as_of.strftime("%Y-%m-%dT%H:%M:%SZ") if as_of else None,
+        },
         "database": "ok",
     }
     resp = current_app.json.response(body)

@@ -69,8 +69,10 @@ def data_response(body: dict):
     app = current_app._get_current_object()
     text, media_type = negotiation.render(body)
     language = g.get("language")
-    headers = [("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"),
-               ("Vary", negotiation.VARY if language is None else negotiation.VARY_LANGUAGE)]
+    headers = [
+        ("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"),
+        ("Vary", negotiation.VARY if language is None else negotiation.VARY_LANGUAGE),
+    ]
     if language is not None:
         headers.append(("Content-Language", language))
     return app.response_class(text, mimetype=media_type, headers=headers)
@@ -150,8 +152,9 @@ def parse_json(data: bytes):
     if _depth(data) > MAX_JSON_DEPTH:
         raise InvalidRequest(f"the body is not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
-                          parse_float=_finite)
+        return json.loads(
+            text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite
+        )
     except _BadJSON as exc:
         raise InvalidRequest(f"the body is not valid JSON: {exc}") from None
     except (ValueError, RecursionError):

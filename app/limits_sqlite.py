@@ -62,20 +62,27 @@ class SQLiteStorage(Storage):
         self._local.incrs = getattr(self._local, "incrs", 0) + 1
         if self._local.incrs % self.PURGE_EVERY == 0:
             self._conn().execute("DELETE FROM counters WHERE expires_at <= ?", (time.time(),))
-        row = self._conn().execute(_INCR, {"key": key, "amount": amount, "now": time.time(),
-                                           "expiry": expiry}).fetchone()
+        row = (
+            self._conn()
+            .execute(_INCR, {"key": key, "amount": amount, "now": time.time(), "expiry": expiry})
+            .fetchone()
+        )
         return int(row[0])
 
     def get(self, key: str) -> int:
-        row = self._conn().execute(
-            "SELECT count FROM counters WHERE key = ? AND expires_at > ?", (key, time.time())
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT count FROM counters WHERE key = ? AND expires_at > ?", (key, time.time()))
+            .fetchone()
+        )
         return 0 if row is None else int(row[0])
 
     def get_expiry(self, key: str) -> float:
-        row = self._conn().execute(
-            "SELECT expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, time.time())
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, time.time()))
+            .fetchone()
+        )
         return time.time() if row is None else float(row[0])
 
     def check(self) -> bool:

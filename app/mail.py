@@ -14,6 +14,7 @@ Settings (``app.config``; environment ``URBAN_<NAME>``), documented in ``docs/si
 Every failure to hand a message over raises :class:`MailUnavailable`; callers turn it into
 503 ``service_unavailable``.
 """
+
 from __future__ import annotations
 
 import logging

@@ -234,8 +234,9 @@ def negotiate() -> None:
     offered = offers(resource)
     media = choose(request.environ.get("HTTP_ACCEPT"), offered)
     if media is None:
-        raise NotAcceptable(f"/{resource} is available as {' or '.join(offered)}; "
-                            "send one of these in Accept (or */*)")
+        raise NotAcceptable(
+            f"/{resource} is available as {' or '.join(offered)}; send one of these in Accept (or */*)"
+        )
     if media == GEOJSON:
         from .api.geojson import render
 

@@ -23,13 +23,19 @@ _RATE = {
 _COMMON = {**_RATE, "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}
 
 _STATUS_TEXT = {
-    400: "Bad request", 401: "Missing, malformed, unknown or revoked API key",
-    403: "The plan has no API access", 404: "Not found", 405: "Method not allowed",
+    400: "Bad request",
+    401: "Missing, malformed, unknown or revoked API key",
+    403: "The plan has no API access",
+    404: "Not found",
+    405: "Method not allowed",
     406: "No representation in a media type the Accept header allows",
-    413: "Request body too large", 414: "Request line too long (gunicorn's limit)",
-    422: "Outside the service area", 429: "Daily quota or per-IP limit reached",
+    413: "Request body too large",
+    414: "Request line too long (gunicorn's limit)",
+    422: "Outside the service area",
+    429: "Daily quota or per-IP limit reached",
     431: "Too many or too large header fields (gunicorn's limit)",
-    500: "Unexpected error (logged with requestId)", 502: "An upstream source failed",
+    500: "Unexpected error (logged with requestId)",
+    502: "An upstream source failed",
     503: "Temporarily unavailable",
 }
 
@@ -60,19 +66,35 @@ def _error(status: int) -> dict:
 
 def _all_codes() -> dict[str, int]:
     documented = {
-        "missing_target": 400, "invalid_coordinates": 400, "ambiguous_target": 400, "invalid_request": 400,
-        "invalid_email": 400, "missing_key": 401, "invalid_key": 401, "plan_required": 403,
-        "location_not_found": 404, "not_found": 404, "method_not_allowed": 405, "not_acceptable": 406,
+        "missing_target": 400,
+        "invalid_coordinates": 400,
+        "ambiguous_target": 400,
+        "invalid_request": 400,
+        "invalid_email": 400,
+        "missing_key": 401,
+        "invalid_key": 401,
+        "plan_required": 403,
+        "location_not_found": 404,
+        "not_found": 404,
+        "method_not_allowed": 405,
+        "not_acceptable": 406,
         "payload_too_large": 413,
-        "uri_too_long": 414, "outside_service_area": 422, "quota_exceeded": 429, "headers_too_large": 431,
-        "rate_limited": 429, "internal_error": 500, "upstream_error": 502, "service_unavailable": 503,
+        "uri_too_long": 414,
+        "outside_service_area": 422,
+        "quota_exceeded": 429,
+        "headers_too_large": 431,
+        "rate_limited": 429,
+        "internal_error": 500,
+        "upstream_error": 502,
+        "service_unavailable": 503,
     }
     documented.update(error_codes())
     return documented
 
 
-def _ok(schema_ref: str, description: str, cacheable: bool = True, geojson: bool = False,
-        translated: bool = False) -> dict:
+def _ok(
+    schema_ref: str, description: str, cacheable: bool = True, geojson: bool = False, translated: bool = False
+) -> dict:
     """A 200; ``geojson``: also offered as ``application/geo+json`` (component ``<schema>GeoJSON``);
     ``translated``: generated texts follow ``Accept-Language`` (``Content-Language``, its own ``Vary``)."""
     headers = dict(_COMMON)
@@ -90,20 +112,28 @@ def _ok(schema_ref: str, description: str, cacheable: bool = True, geojson: bool
 
 
 def _not_modified() -> dict:
-    return {"description": "Not modified (If-None-Match matched the ETag); counted like a 200",
-            "headers": {**_COMMON, "ETag": {"$ref": "#/components/headers/ETag"}}}
+    return {
+        "description": "Not modified (If-None-Match matched the ETag); counted like a 200",
+        "headers": {**_COMMON, "ETag": {"$ref": "#/components/headers/ETag"}},
+    }
 
 
 def _data_get(summary: str, schema: str, statuses, geojson: bool = False, translated: bool = False) -> dict:
     names = ("locationId", "lat", "lng") + (("Accept-Language",) if translated else ())
     params = [{"$ref": f"#/components/parameters/{p}"} for p in names]
-    return {"get": {
-        "summary": summary, "operationId": schema[0].lower() + schema[1:],
-        "security": [{"bearerAuth": []}], "parameters": params,
-        "responses": {"200": _ok(f"#/components/schemas/{schema}", summary, geojson=geojson,
-                                 translated=translated),
-                      "304": _not_modified(), **_errors(*statuses)},
-    }}
+    return {
+        "get": {
+            "summary": summary,
+            "operationId": schema[0].lower() + schema[1:],
+            "security": [{"bearerAuth": []}],
+            "parameters": params,
+            "responses": {
+                "200": _ok(f"#/components/schemas/{schema}", summary, geojson=geojson, translated=translated),
+                "304": _not_modified(),
+                **_errors(*statuses),
+            },
+        }
+    }
 
 
 def build() -> dict:
@@ -119,7 +149,9 @@ def build() -> dict:
     )
     schemas = {
         "Error": {
-            "type": "object", "required": ["error", "message"], "additionalProperties": False,
+            "type": "object",
+            "required": ["error", "message"],
+            "additionalProperties": False,
             "properties": {
                 "error": {"type": "string", "enum": sorted(_all_codes())},
                 "message": {"type": "string"},
@@ -127,26 +159,37 @@ def build() -> dict:
             },
         },
         "Location": {
-            "type": "object", "additionalProperties": False,
+            "type": "object",
+            "additionalProperties": False,
             "required": ["id", "name", "address", "lat", "lng", "label", "isPrimary"],
             "properties": {
                 "id": {"type": "string", "description": "usable as locationId"},
-                "name": {"type": "string"}, "address": {"type": "string"},
+                "name": {"type": "string"},
+                "address": {"type": "string"},
                 "lat": {"type": "number", "minimum": -90, "maximum": 90},
                 "lng": {"type": "number", "minimum": -180, "maximum": 180},
-                "label": {"type": "string"}, "isPrimary": {"type": "boolean"},
+                "label": {"type": "string"},
+                "isPrimary": {"type": "boolean"},
             },
         },
         "LocationList": {
-            "type": "object", "required": ["locations"], "additionalProperties": False,
-            "properties": {"locations": {"type": "array", "items": {"$ref": "#/components/schemas/Location"}}},
+            "type": "object",
+            "required": ["locations"],
+            "additionalProperties": False,
+            "properties": {
+                "locations": {"type": "array", "items": {"$ref": "#/components/schemas/Location"}}
+            },
         },
         "SignupRequest": {
-            "type": "object", "required": ["email"], "additionalProperties": False,
+            "type": "object",
+            "required": ["email"],
+            "additionalProperties": False,
             "properties": {"email": {"type": "string", "format": "email", "maxLength": 254}},
         },
         "SignupAccepted": {
-            "type": "object", "required": ["status", "message", "expiresInMinutes"], "additionalProperties": False,
+            "type": "object",
+            "required": ["status", "message", "expiresInMinutes"],
+            "additionalProperties": False,
             "properties": {
                 "status": {"type": "string", "const": "link_sent"},
                 "message": {"type": "string"},
@@ -159,105 +202,177 @@ def build() -> dict:
     headers = {
         "X-RateLimit-Limit": {
             "description": "Calls allowed in the current window: the account's daily quota on authenticated "
-                           "calls (`unlimited` on Enterprise, `0` without API access), otherwise the per-IP "
-                           "limit that applies to the request.",
-            "schema": {"type": "string", "pattern": "^([0-9]+|unlimited)$"}},
+            "calls (`unlimited` on Enterprise, `0` without API access), otherwise the per-IP "
+            "limit that applies to the request.",
+            "schema": {"type": "string", "pattern": "^([0-9]+|unlimited)$"},
+        },
         "X-RateLimit-Remaining": {
             "description": "Calls left in the current window after this one (`unlimited` on Enterprise).",
-            "schema": {"type": "string", "pattern": "^([0-9]+|unlimited)$"}},
+            "schema": {"type": "string", "pattern": "^([0-9]+|unlimited)$"},
+        },
         "X-RateLimit-Reset": {
             "description": "Epoch seconds of the next reset (00:00 UTC for daily quotas).",
-            "schema": {"type": "string", "pattern": "^[0-9]+$"}},
-        "Retry-After": {"description": "Seconds until the limit resets.",
-                        "schema": {"type": "string", "pattern": "^[0-9]+$"}},
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        },
+        "Retry-After": {
+            "description": "Seconds until the limit resets.",
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        },
         "ETag": {"description": "Strong validator computed from the body.", "schema": {"type": "string"}},
-        "Cache-Control": {"description": "`private, max-age=60` on data responses.",
-                          "schema": {"type": "string"}},
-        "X-Request-Id": {"description": "Id of this request in the server log (the client's own when it sent "
-                                        "a valid `X-Request-Id`: 8–64 of `A-Za-z0-9._-`).",
-                         "schema": {"type": "string"}},
-        "WWW-Authenticate": {"description": "`Bearer realm=\"urban\"` (RFC 6750), with "
-                                            "`error=\"invalid_token\"` for `invalid_key`.",
-                             "schema": {"type": "string"}},
+        "Cache-Control": {
+            "description": "`private, max-age=60` on data responses.",
+            "schema": {"type": "string"},
+        },
+        "X-Request-Id": {
+            "description": "Id of this request in the server log (the client's own when it sent "
+            "a valid `X-Request-Id`: 8–64 of `A-Za-z0-9._-`).",
+            "schema": {"type": "string"},
+        },
+        "WWW-Authenticate": {
+            "description": '`Bearer realm="urban"` (RFC 6750), with '
+            '`error="invalid_token"` for `invalid_key`.',
+            "schema": {"type": "string"},
+        },
         "Allow": {"description": "The methods of this path.", "schema": {"type": "string"}},
-        "Vary": {"description": "`Authorization, Accept`: the answer depends on the key and on the media "
-                               "type negotiated from `Accept` (docs/api.md → Representations).",
-                 "schema": {"type": "string"}},
-        "VaryLanguage": {"description": "`Authorization, Accept, Accept-Language`: the answer also depends on "
-                                        "the language negotiated from `Accept-Language` (docs/api.md → "
-                                        "Languages).",
-                         "schema": {"type": "string"}},
-        "Content-Language": {"description": "Language of the texts this service generates in the answer: "
-                                            "`nl` (default), `fr` or `en`. Data values from the upstreams "
-                                            "(names, descriptions, statuses, titles) stay Dutch.",
-                             "schema": {"type": "string", "enum": ["nl", "fr", "en"]}},
+        "Vary": {
+            "description": "`Authorization, Accept`: the answer depends on the key and on the media "
+            "type negotiated from `Accept` (docs/api.md → Representations).",
+            "schema": {"type": "string"},
+        },
+        "VaryLanguage": {
+            "description": "`Authorization, Accept, Accept-Language`: the answer also depends on "
+            "the language negotiated from `Accept-Language` (docs/api.md → "
+            "Languages).",
+            "schema": {"type": "string"},
+        },
+        "Content-Language": {
+            "description": "Language of the texts this service generates in the answer: "
+            "`nl` (default), `fr` or `en`. Data values from the upstreams "
+            "(names, descriptions, statuses, titles) stay Dutch.",
+            "schema": {"type": "string", "enum": ["nl", "fr", "en"]},
+        },
     }
     parameters = {
         "Accept-Language": {
-            "name": "Accept-Language", "in": "header", "required": False,
+            "name": "Accept-Language",
+            "in": "header",
+            "required": False,
             "description": "Language of the generated texts (RFC 9110 §12.5.4): `nl` (default), `fr` or `en`. "
-                           "q-values are honoured (`fr-BE, fr;q=0.9, en;q=0.8`); a region subtag selects "
-                           "its language (`fr-BE` → `fr`); "
-                           "absent, empty or nothing supported → `nl`, never an error. Data values stay "
-                           "Dutch. See docs/api.md → Languages.",
-            "schema": {"type": "string"}},  # no example: Swagger UI would prefill it into every try-out
-        "locationId": {"name": "locationId", "in": "query", "required": False,
-                       "description": "One of the caller's location ids. Not together with lat/lng "
-                                      "(400 ambiguous_target); another account's id is 404 location_not_found.",
-                       "schema": {"type": "string", "maxLength": 64}},
-        "lat": {"name": "lat", "in": "query", "required": False,
-                "description": "Latitude in degrees (WGS84), decimal notation; with lng.",
-                "schema": {"type": "number", "minimum": -90, "maximum": 90}},
-        "lng": {"name": "lng", "in": "query", "required": False,
-                "description": "Longitude in degrees (WGS84), decimal notation; with lat.",
-                "schema": {"type": "number", "minimum": -180, "maximum": 180}},
+            "q-values are honoured (`fr-BE, fr;q=0.9, en;q=0.8`); a region subtag selects "
+            "its language (`fr-BE` → `fr`); "
+            "absent, empty or nothing supported → `nl`, never an error. Data values stay "
+            "Dutch. See docs/api.md → Languages.",
+            "schema": {"type": "string"},
+        },  # no example: Swagger UI would prefill it into every try-out
+        "locationId": {
+            "name": "locationId",
+            "in": "query",
+            "required": False,
+            "description": "One of the caller's location ids. Not together with lat/lng "
+            "(400 ambiguous_target); another account's id is 404 location_not_found.",
+            "schema": {"type": "string", "maxLength": 64},
+        },
+        "lat": {
+            "name": "lat",
+            "in": "query",
+            "required": False,
+            "description": "Latitude in degrees (WGS84), decimal notation; with lng.",
+            "schema": {"type": "number", "minimum": -90, "maximum": 90},
+        },
+        "lng": {
+            "name": "lng",
+            "in": "query",
+            "required": False,
+            "description": "Longitude in degrees (WGS84), decimal notation; with lat.",
+            "schema": {"type": "number", "minimum": -180, "maximum": 180},
+        },
     }
     paths = {
-        "/locations": {"get": {
-            "summary": "The caller's saved locations", "operationId": "listLocations",
-            "security": [{"bearerAuth": []}],
-            "responses": {"200": _ok("#/components/schemas/LocationList", "The caller's saved locations",
-                                     geojson=True),
-                          "304": _not_modified(), **_errors(401, 403, 406, 429, 503)},
-        }},
-        **{e.path: _data_get(e.summary, e.schema, target_errors, geojson=e.path.lstrip("/") in SERIALISERS,
-                             translated=e.translated)
-           for e in ENDPOINTS},
-        "/signup": {"post": {
-            "summary": "Request a sign-up link by e-mail (no key needed)", "operationId": "signup",
-            "security": [],
-            "requestBody": {"required": True, "content": {"application/json": {
-                "schema": {"$ref": "#/components/schemas/SignupRequest"}}}},
-            "responses": {"202": {"description": "Accepted; the same answer for new and known addresses",
-                                  "headers": dict(_COMMON),
-                                  "content": {"application/json": {
-                                      "schema": {"$ref": "#/components/schemas/SignupAccepted"}}}},
-                          **_errors(429, 503)},
-        }},
-        "/openapi.json": {"get": {
-            "summary": "This document", "operationId": "openapi", "security": [],
-            "responses": {"200": {"description": "OpenAPI 3.1 document", "headers": dict(_COMMON),
-                                  "content": {"application/json": {"schema": {"type": "object"}}}},
-                          "304": _not_modified(), **_errors()},
-        }},
+        "/locations": {
+            "get": {
+                "summary": "The caller's saved locations",
+                "operationId": "listLocations",
+                "security": [{"bearerAuth": []}],
+                "responses": {
+                    "200": _ok(
+                        "#/components/schemas/LocationList", "The caller's saved locations", geojson=True
+                    ),
+                    "304": _not_modified(),
+                    **_errors(401, 403, 406, 429, 503),
+                },
+            }
+        },
+        **{
+            e.path: _data_get(
+                e.summary,
+                e.schema,
+                target_errors,
+                geojson=e.path.lstrip("/") in SERIALISERS,
+                translated=e.translated,
+            )
+            for e in ENDPOINTS
+        },
+        "/signup": {
+            "post": {
+                "summary": "Request a sign-up link by e-mail (no key needed)",
+                "operationId": "signup",
+                "security": [],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {"schema": {"$ref": "#/components/schemas/SignupRequest"}}
+                    },
+                },
+                "responses": {
+                    "202": {
+                        "description": "Accepted; the same answer for new and known addresses",
+                        "headers": dict(_COMMON),
+                        "content": {
+                            "application/json": {"schema": {"$ref": "#/components/schemas/SignupAccepted"}}
+                        },
+                    },
+                    **_errors(429, 503),
+                },
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "operationId": "openapi",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "OpenAPI 3.1 document",
+                        "headers": dict(_COMMON),
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                    "304": _not_modified(),
+                    **_errors(),
+                },
+            }
+        },
     }
     return {
         "openapi": "3.1.0",
         "info": {
-            "title": "Urban Conditions Service API", "version": "v1",
+            "title": "Urban Conditions Service API",
+            "version": "v1",
             "description": "Road works, transit disruptions, air quality and briefings for any point in "
-                           "Flanders and Brussels. Daily quotas per account, reset at 00:00 UTC: "
-                           f"{quotas}. Error precedence: 401 → 403 → 429 → 406 → 400 → 404 → 422 → 502. "
-                           "`/locations`, `/disruptions` and `/air-quality` also answer GeoJSON (RFC 7946) "
-                           "with `Accept: application/geo+json`; errors are always JSON. Interactive "
-                           "documentation: /api/v1/docs. See docs/api.md.",
+            "Flanders and Brussels. Daily quotas per account, reset at 00:00 UTC: "
+            f"{quotas}. Error precedence: 401 → 403 → 429 → 406 → 400 → 404 → 422 → 502. "
+            "`/locations`, `/disruptions` and `/air-quality` also answer GeoJSON (RFC 7946) "
+            "with `Accept: application/geo+json`; errors are always JSON. Interactive "
+            "documentation: /api/v1/docs. See docs/api.md.",
         },
         "servers": [{"url": "/api/v1"}],
         "security": [{"bearerAuth": []}],
         "paths": paths,
         "components": {
-            "schemas": schemas, "parameters": parameters, "headers": headers,
-            "securitySchemes": {"bearerAuth": {"type": "http", "scheme": "bearer",
-                                               "description": "API key: uc_live_…"}},
+            "schemas": schemas,
+            "parameters": parameters,
+            "headers": headers,
+            "securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer", "description": "API key: uc_live_…"}
+            },
         },
     }

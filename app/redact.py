@@ -14,8 +14,20 @@ REDACTED = "[redacted]"
 #: Longest request value an error message repeats (longer ones are never echoed).
 ECHO_LIMIT = 32
 
-_SECRET_NAMES = {"key", "apikey", "api_key", "token", "access_token", "auth", "authorization", "password",
-                 "secret", "email", "e-mail", "mail"}
+_SECRET_NAMES = {
+    "key",
+    "apikey",
+    "api_key",
+    "token",
+    "access_token",
+    "auth",
+    "authorization",
+    "password",
+    "secret",
+    "email",
+    "e-mail",
+    "mail",
+}
 
 
 def _any_encoding(text: str) -> str:
@@ -39,8 +51,9 @@ _KEY_PLAIN = re.compile(r"uc_live_[A-Za-z0-9]*", re.IGNORECASE)
 _LINK_PLAIN = re.compile(r"(/portal/link/)[^/?#\s\"'&]+", re.IGNORECASE)
 _ADDRESS = re.compile(r"[^\s/?&=@'\"]*@[^\s/?&'\"]*")
 _LONG_RUN = re.compile(r"[A-Za-z0-9]{16,}")  # a key or token fragment; location ids have 12 random characters
-_SECRET_VALUE = re.compile(_any_encoding("uc_live_") + r"|@|%40|[A-Za-z0-9]{16,}|^[A-Za-z0-9_-]{40,}$",
-                           re.IGNORECASE)
+_SECRET_VALUE = re.compile(
+    _any_encoding("uc_live_") + r"|@|%40|[A-Za-z0-9]{16,}|^[A-Za-z0-9_-]{40,}$", re.IGNORECASE
+)
 
 
 def redact_text(text: str) -> str:
@@ -132,6 +145,8 @@ def redact_query(query: str) -> str:
     if _PLAIN_QUERY.match(query) and not _plain_query_secret(query):
         return query  # what parse_qsl + urlencode would give back unchanged
     pairs = parse_qsl(query, keep_blank_values=True)
-    out = [(name, REDACTED if name.lower() in _SECRET_NAMES or is_secret_like(value) else value)
-           for name, value in pairs]
+    out = [
+        (name, REDACTED if name.lower() in _SECRET_NAMES or is_secret_like(value) else value)
+        for name, value in pairs
+    ]
     return urlencode(out)

@@ -56,8 +56,20 @@ def validate_point(lat, lng, engine=None) -> tuple[float, float]:
     return lat, lng
 
 
-def add_location(conn, account_id: int, *, name, address, lat, lng, label="", is_primary=False,
-                 location_id=None, engine=None, max_locations: int = 100):
+def add_location(
+    conn,
+    account_id: int,
+    *,
+    name,
+    address,
+    lat,
+    lng,
+    label="",
+    is_primary=False,
+    location_id=None,
+    engine=None,
+    max_locations: int = 100,
+):
     """Validate and save a location; ``is_primary`` moves the primary mark to it. Returns the row."""
     location_id = location_id or new_location_id()
     if not valid_id(location_id):
@@ -71,7 +83,9 @@ def add_location(conn, account_id: int, *, name, address, lat, lng, label="", is
             raise StoreError(f"no account with id {account_id}")
         if conn.execute("SELECT 1 FROM locations WHERE id = ?", (location_id,)).fetchone() is not None:
             raise StoreError(f"a location with id {location_id!r} already exists")
-        (count,) = conn.execute("SELECT COUNT(*) FROM locations WHERE account_id = ?", (account_id,)).fetchone()
+        (count,) = conn.execute(
+            "SELECT COUNT(*) FROM locations WHERE account_id = ?", (account_id,)
+        ).fetchone()
         if count >= max_locations:
             raise StoreError(f"this account already has the maximum of {max_locations} locations")
         if is_primary:
@@ -133,17 +147,26 @@ def update_location(conn, account_id: int, location_id: str, *, name, address, l
         if get_location(conn, account_id, location_id) is None:
             raise StoreError(f"no location with id {location_id!r} in this account")
         if is_primary:
-            conn.execute("UPDATE locations SET is_primary = 0 WHERE account_id = ? AND id != ?",
-                         (account_id, location_id))
-        conn.execute("UPDATE locations SET name = ?, address = ?, label = ?, is_primary = ?"
-                     " WHERE id = ? AND account_id = ?",
-                     (name, address, label, int(bool(is_primary)), location_id, account_id))
+            conn.execute(
+                "UPDATE locations SET is_primary = 0 WHERE account_id = ? AND id != ?",
+                (account_id, location_id),
+            )
+        conn.execute(
+            "UPDATE locations SET name = ?, address = ?, label = ?, is_primary = ?"
+            " WHERE id = ? AND account_id = ?",
+            (name, address, label, int(bool(is_primary)), location_id, account_id),
+        )
     return get_location(conn, account_id, location_id)
 
 
 def as_json(row) -> dict:
     """The API's Location record (field order fixed)."""
     return {
-        "id": row["id"], "name": row["name"], "address": row["address"],
-        "lat": row["lat"], "lng": row["lng"], "label": row["label"], "isPrimary": bool(row["is_primary"]),
+        "id": row["id"],
+        "name": row["name"],
+        "address": row["address"],
+        "lat": row["lat"],
+        "lng": row["lng"],
+        "label": row["label"],
+        "isPrimary": bool(row["is_primary"]),
     }

@@ -6,6 +6,7 @@ A token is 256 random bits, URL-safe base64 (43 characters). Only its SHA-256 di
 confirmations exactly one sees the row. Functions take an open ``sqlite3`` connection and leave
 transaction control to the caller; timestamps are integer UTC epoch seconds passed in by the caller.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -100,5 +101,7 @@ def purge(conn, now):
 
 def release(conn, token, consumed_at):
     """Make a token consumed at ``consumed_at`` usable again (its account could not be written)."""
-    conn.execute("UPDATE email_tokens SET consumed_at = NULL WHERE digest = ? AND consumed_at = ?",
-                 (digest(token), int(consumed_at)))
+    conn.execute(
+        "UPDATE email_tokens SET consumed_at = NULL WHERE digest = ? AND consumed_at = ?",
+        (digest(token), int(consumed_at)),
+    )

@@ -51,9 +51,14 @@ def _admit_key_sql(plans: tuple) -> str:
     """The statement of :func:`admit_key` for these plans (their quotas become SQL literals)."""
     callable_plans = [p for p in plans if p.api_access and (p.daily_quota is None or p.daily_quota > 0)]
     names = ", ".join(_quote(p.name) for p in callable_plans)
-    cases = " ".join(f"WHEN {_quote(p.name)} THEN {int(p.daily_quota)}"
-                     for p in callable_plans if p.daily_quota is not None)
-    limit = f"(SELECT CASE plan {cases} END FROM accounts WHERE id = excluded.account_id)" if cases else "NULL"
+    cases = " ".join(
+        f"WHEN {_quote(p.name)} THEN {int(p.daily_quota)}"
+        for p in callable_plans
+        if p.daily_quota is not None
+    )
+    limit = (
+        f"(SELECT CASE plan {cases} END FROM accounts WHERE id = excluded.account_id)" if cases else "NULL"
+    )
     return (
         "INSERT INTO usage (account_id, day, count)"
         " SELECT k.account_id, :day, 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id"
@@ -100,7 +105,9 @@ def refund(conn, account_id: int, day: str) -> None:
 
 def used(conn, account_id: int, day: str) -> int:
     """Calls counted for the account on ``day`` (0 when none)."""
-    row = conn.execute("SELECT count FROM usage WHERE account_id = ? AND day = ?", (account_id, day)).fetchone()
+    row = conn.execute(
+        "SELECT count FROM usage WHERE account_id = ? AND day = ?", (account_id, day)
+    ).fetchone()
     return 0 if row is None else row[0]
 
 

@@ -37,7 +37,7 @@ class Row:
     baseline_per_s: float | None = None
     baseline_single_us: float | None = None
     note: str = ""
-    target: str = ""            # e.g. "<= 15 s": the row is also printed in the targets table
+    target: str = ""  # e.g. "<= 15 s": the row is also printed in the targets table
     measured: str = ""
     met: bool | None = None
 

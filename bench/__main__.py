@@ -27,11 +27,23 @@ def _fmt(value, kind):
 def render(rows) -> str:
     """The table as text: latency (µs), batch rate (points/s), GeoPandas baseline and ratio."""
     head = ("primitive", "single µs", "batch /s", "GeoPandas /s", "ratio", "GeoPandas single µs", "note")
-    body = [(r.name, _fmt(r.single_us, "us"), _fmt(r.batch_per_s, "rate"), _fmt(r.baseline_per_s, "rate"),
-             _fmt(r.ratio, "x"), _fmt(r.baseline_single_us, "us"), r.note) for r in rows]
+    body = [
+        (
+            r.name,
+            _fmt(r.single_us, "us"),
+            _fmt(r.batch_per_s, "rate"),
+            _fmt(r.baseline_per_s, "rate"),
+            _fmt(r.ratio, "x"),
+            _fmt(r.baseline_single_us, "us"),
+            r.note,
+        )
+        for r in rows
+    ]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
-    line = lambda cells: "  ".join(str(c).rjust(w) if 0 < i < 6 else str(c).ljust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    line = lambda cells: "  ".join(
+        str(c).rjust(w) if 0 < i < 6 else str(c).ljust(w)  # noqa: E731
+        for i, (c, w) in enumerate(zip(cells, widths))
+    ).rstrip()
     return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body)])
 
 
@@ -42,8 +54,7 @@ def render_targets(rows) -> str:
         return ""
     head = ("target", "required", "measured", "ratio", "met")
     verdict = {None: "n/a (other size)", True: "met", False: "NOT MET"}
-    body = [(r.name.strip(), r.target, r.measured, _fmt(r.ratio, "x"), verdict[r.met])
-            for r in rows]
+    body = [(r.name.strip(), r.target, r.measured, _fmt(r.ratio, "x"), verdict[r.met]) for r in rows]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
     return "\n".join(["", "Targets", line(head), line(["-" * w for w in widths]), *map(line, body)])
@@ -55,15 +66,21 @@ BATCH = "bench_score"  # module-name prefix of the batch-scoring benches (--batc
 def modules(keyword: str = ""):
     """Names of the benchmark modules ``bench.bench_*`` (optionally filtered), in name order."""
     path = [str(Path(bench.__file__).parent)]
-    return sorted(f"bench.{m.name}" for m in pkgutil.iter_modules(path)
-                  if m.name.startswith("bench_") and keyword in m.name)
+    return sorted(
+        f"bench.{m.name}"
+        for m in pkgutil.iter_modules(path)
+        if m.name.startswith("bench_") and keyword in m.name
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("-k", dest="keyword", default="", help="only modules whose name contains this")
-    parser.add_argument("--quick", action="store_true",
-                        help="10^5 instead of 10^6 batch points, 10^6 instead of 10^7 rows at scale")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="10^5 instead of 10^6 batch points, 10^6 instead of 10^7 rows at scale",
+    )
     parser.add_argument("--batch", action="store_true", help="only the batch-scoring benches (bench_score*)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -84,10 +101,14 @@ def main(argv=None) -> int:
     load_s = time.perf_counter() - t0
     rss = proc.memory_info().rss
     print(f"engine: {engine!r} from {path}")
-    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
-          f"{os.cpu_count()} cores")
-    print(f"engine load: {load_s:.2f} s   process RSS after load: {rss / 2**20:.0f} MB "
-          f"(engine + its imports: {(rss - rss0) / 2**20:.0f} MB)\n")
+    print(
+        f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+        f"{os.cpu_count()} cores"
+    )
+    print(
+        f"engine load: {load_s:.2f} s   process RSS after load: {rss / 2**20:.0f} MB "
+        f"(engine + its imports: {(rss - rss0) / 2**20:.0f} MB)\n"
+    )
 
     rows: list[Row] = [Row("engine load", note=f"{load_s * 1e3:.0f} ms, RSS {rss / 2**20:.0f} MB")]
     for name in modules(args.keyword):
@@ -96,8 +117,10 @@ def main(argv=None) -> int:
         print(f"  {name}: {time.perf_counter() - t:.1f} s", file=sys.stderr)
     print(render(rows))
     print(render_targets(rows))
-    print(f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
-          f"{os.cpu_count()} cores")
+    print(
+        f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+        f"{os.cpu_count()} cores"
+    )
     import resource
 
     print(f"\npeak process RSS: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")

@@ -56,7 +56,7 @@ def run(engine) -> list[Row]:
     prep_ms = (time.perf_counter() - t0) * 1e3
     rows = [Row("data rules: prepare", note=f"{prep_ms:.0f} ms once per engine")]
     for fn in (e.function() for e in ENDPOINTS):  # every declared data endpoint
-        for a, b in zip(lat[:50].tolist(), lng[:50].tolist()):   # warm-up
+        for a, b in zip(lat[:50].tolist(), lng[:50].tolist()):  # warm-up
             fn(engine, a, b, now)
         gc.collect()
         us = _times_us(fn, engine, lat, lng, now)
@@ -64,13 +64,15 @@ def run(engine) -> list[Row]:
         base = _unprepared_us(fn, engine, lat[:BASELINE_POINTS], lng[:BASELINE_POINTS], now)
         loaded.loaded(engine)
         target = TARGET_US[fn.__name__]
-        rows.append(Row(
-            f"endpoint {fn.__name__}",
-            single_us=median,
-            batch_per_s=1e6 / median,
-            baseline_per_s=1e6 / base,
-            baseline_single_us=base,
-            note=f"p99 {p99:,.0f} µs over {n:,} points; target median <= {target:.0f} µs "
-                 f"({'met' if median <= target else 'MISSED'}); baseline = unprepared",
-        ))
+        rows.append(
+            Row(
+                f"endpoint {fn.__name__}",
+                single_us=median,
+                batch_per_s=1e6 / median,
+                baseline_per_s=1e6 / base,
+                baseline_single_us=base,
+                note=f"p99 {p99:,.0f} µs over {n:,} points; target median <= {target:.0f} µs "
+                f"({'met' if median <= target else 'MISSED'}); baseline = unprepared",
+            )
+        )
     return rows

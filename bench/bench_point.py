@@ -23,9 +23,11 @@ from geo.service import disruptions as dis
 POINTS = {"Ghent area": (50.947233, 3.221685), "Antwerp centre": (51.2177, 4.4206)}
 
 
-PAIRS = (("briefing", br.briefing, by_rules.briefing),
-         ("disruptions", dis.disruptions, by_rules.disruptions),
-         ("air_quality", air_mod.air_quality, by_rules.air_quality))
+PAIRS = (
+    ("briefing", br.briefing, by_rules.briefing),
+    ("disruptions", dis.disruptions, by_rules.disruptions),
+    ("air_quality", air_mod.air_quality, by_rules.air_quality),
+)
 
 
 def _same(fast, slow, engine, points, now) -> bool:
@@ -59,8 +61,15 @@ def run(engine) -> list[Row]:
         for label, call in cases:
             us = median_us(lambda: call(fast), repeat=2000, warmup=100)
             base = median_us(lambda: call(slow), repeat=300, warmup=20)
-            rows.append(Row(f"point {name}, {label}", single_us=us, batch_per_s=1e6 / us,
-                            baseline_per_s=1e6 / base, baseline_single_us=base,
-                            note="calls/s; baseline = previous per-request path; same JSON: "
-                                 + ("yes" if same else "NO")))
+            rows.append(
+                Row(
+                    f"point {name}, {label}",
+                    single_us=us,
+                    batch_per_s=1e6 / us,
+                    baseline_per_s=1e6 / base,
+                    baseline_single_us=base,
+                    note="calls/s; baseline = previous per-request path; same JSON: "
+                    + ("yes" if same else "NO"),
+                )
+            )
     return rows

@@ -46,7 +46,7 @@ def _peak_mb(fn) -> float:
 
 
 def _chunks(lat, lng):
-    return [(lat[i:i + CHUNK], lng[i:i + CHUNK]) for i in range(0, lat.size, CHUNK)]
+    return [(lat[i : i + CHUNK], lng[i : i + CHUNK]) for i in range(0, lat.size, CHUNK)]
 
 
 def _pool_rate(engine, lat, lng, now) -> float:
@@ -72,13 +72,21 @@ def _dask_rate(engine, lat, lng, now) -> float:
     path, sid, iso = _data_dir(), engine.snapshot_id, now.isoformat()
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
     with cluster, Client(cluster) as client:
-        client.run(lambda: __import__("geo.batch.workers").batch.workers.engine_for(path, sid)
-                   .nearest_station(51.2, 4.4))
-        client.gather([client.submit(score_arrays, path, sid, lat[:1000], lng[:1000], iso, pure=False)
-                       for _ in range(2)])
+        client.run(
+            lambda: (
+                __import__("geo.batch.workers").batch.workers.engine_for(path, sid).nearest_station(51.2, 4.4)
+            )
+        )
+        client.gather(
+            [
+                client.submit(score_arrays, path, sid, lat[:1000], lng[:1000], iso, pure=False)
+                for _ in range(2)
+            ]
+        )
         t0 = time.perf_counter()
-        futures = [client.submit(score_arrays, path, sid, a, b, iso, pure=False)
-                   for a, b in _chunks(lat, lng)]
+        futures = [
+            client.submit(score_arrays, path, sid, a, b, iso, pure=False) for a, b in _chunks(lat, lng)
+        ]
         rows = sum(t.num_rows for t in client.gather(futures))
         return rows / (time.perf_counter() - t0)
 
@@ -94,12 +102,26 @@ def _cli_run(engine, n: int):
             while written < n:
                 k = min(lat.size, n - written)
                 pd.DataFrame({"id": np.arange(written, written + k), "lat": lat[:k], "lng": lng[:k]}).to_csv(
-                    fh, header=False, index=False)
+                    fh, header=False, index=False
+                )
                 written += k
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "geo.batch.cli", str(src), "-o", str(out),
-                        "--data", _data_dir(), "--no-progress"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "geo.batch.cli",
+                str(src),
+                "-o",
+                str(out),
+                "--data",
+                _data_dir(),
+                "--no-progress",
+            ],
+            check=True,
+            capture_output=True,
+        )
         seconds = time.perf_counter() - t0
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         return n / seconds, max(peak, before) / 1024, seconds
@@ -117,8 +139,9 @@ def naive_score(engine, lat, lng, now):
     from geo.rules.timefmt import to_ms
 
     p = prepare(engine)
-    pts = gpd.GeoDataFrame({"pid": np.arange(lat.size)}, geometry=gpd.points_from_xy(lng, lat),
-                           crs="EPSG:4326")
+    pts = gpd.GeoDataFrame(
+        {"pid": np.arange(lat.size)}, geometry=gpd.points_from_xy(lng, lat), crs="EPSG:4326"
+    )
     inside = gpd.sjoin(pts, engine.service_area[["geometry"]], predicate="intersects", how="left")
     pts = pts[inside.groupby("pid")["index_right"].count().to_numpy() > 0]
     lez = gpd.sjoin(pts, engine.lez[["geometry"]], predicate="intersects", how="left")
@@ -138,15 +161,26 @@ def naive_score(engine, lat, lng, now):
     trend = ar.trend_class(first[srow], value[srow], count[srow])
     # works: every (point, cluster) pair within 2 km
     w = p.works
-    clusters = gpd.GeoDataFrame({"c": np.arange(w.ids.size), "cls": w.status_class, "wside": w.side,
-                                 "up": wk.upcoming_clusters(w, now)},
-                                geometry=gpd.points_from_xy(w.lng, w.lat), crs="EPSG:4326").to_crs(METRIC)
+    clusters = gpd.GeoDataFrame(
+        {
+            "c": np.arange(w.ids.size),
+            "cls": w.status_class,
+            "wside": w.side,
+            "up": wk.upcoming_clusters(w, now),
+        },
+        geometry=gpd.points_from_xy(w.lng, w.lat),
+        crs="EPSG:4326",
+    ).to_crs(METRIC)
     circles = m.assign(geometry=m.buffer(2000))
     pairs = gpd.sjoin(circles, clusters, predicate="intersects")
     pairs["pside"] = pairs["pid"].map(side)
     pairs = pairs[~((pairs["pside"] > 0) & (pairs["wside"] > 0) & (pairs["pside"] != pairs["wside"]))]
-    pairs["d"] = m.set_index("pid").geometry.loc[pairs["pid"]].distance(
-        clusters.geometry.iloc[pairs["c"].to_numpy()], align=False).to_numpy()
+    pairs["d"] = (
+        m.set_index("pid")
+        .geometry.loc[pairs["pid"]]
+        .distance(clusters.geometry.iloc[pairs["c"].to_numpy()], align=False)
+        .to_numpy()
+    )
     g = pairs.groupby("pid")
     active = g["cls"].apply(lambda s: (s == wk.RUNNING).sum())
     planned = g["cls"].apply(lambda s: (s == wk.PLANNED).sum())
@@ -162,10 +196,17 @@ def naive_score(engine, lat, lng, now):
     sp = sp.assign(line=sp["lines"].map(tr.split_lines)).explode("line")[["pid", "line"]].drop_duplicates()
     kept = sp.merge(det_lines, on="line")[["pid", "j"]].drop_duplicates()
     transit = kept.groupby("pid")["j"].count()
-    return pd.DataFrame({"lez": in_lez, "active": active, "planned": planned, "near": near_running,
-                         "transit": transit,
-                         "compliance": pd.Series(compliance, index=near["pid"]),
-                         "trend": pd.Series(trend, index=near["pid"])})
+    return pd.DataFrame(
+        {
+            "lez": in_lez,
+            "active": active,
+            "planned": planned,
+            "near": near_running,
+            "transit": transit,
+            "compliance": pd.Series(compliance, index=near["pid"]),
+            "trend": pd.Series(trend, index=near["pid"]),
+        }
+    )
 
 
 def run(engine) -> list[Row]:
@@ -182,19 +223,44 @@ def run(engine) -> list[Row]:
     peak = _peak_mb(lambda: score((lat, lng), engine, now))
     single = median_us(lambda: score((lat[:1], lng[:1]), engine, now), repeat=200, warmup=10)
     naive = per_second(lambda: naive_score(engine, lat[:nb], lng[:nb], now), nb, repeat=1)
-    rows = [Row("score, 1 process", single_us=single, batch_per_s=one, baseline_per_s=naive,
-                note=f"{n:,} pts; peak +{peak:,.0f} MB traced; naive sjoin pipeline on {nb:,} pts")]
+    rows = [
+        Row(
+            "score, 1 process",
+            single_us=single,
+            batch_per_s=one,
+            baseline_per_s=naive,
+            note=f"{n:,} pts; peak +{peak:,.0f} MB traced; naive sjoin pipeline on {nb:,} pts",
+        )
+    ]
     try:
-        rows.append(Row("score, 2 local processes", batch_per_s=_pool_rate(engine, lat, lng, now),
-                        baseline_per_s=naive, note=f"{CHUNK:,}-point chunks, engine once per process"))
+        rows.append(
+            Row(
+                "score, 2 local processes",
+                batch_per_s=_pool_rate(engine, lat, lng, now),
+                baseline_per_s=naive,
+                note=f"{CHUNK:,}-point chunks, engine once per process",
+            )
+        )
     except Exception as exc:  # noqa: BLE001  (report, keep the other rows)
         rows.append(Row("score, 2 local processes", note=f"failed: {exc}"))
     try:
-        rows.append(Row("score, Dask LocalCluster 2x1", batch_per_s=_dask_rate(engine, lat, lng, now),
-                        baseline_per_s=naive, note="client.submit per chunk, engine once per worker"))
+        rows.append(
+            Row(
+                "score, Dask LocalCluster 2x1",
+                batch_per_s=_dask_rate(engine, lat, lng, now),
+                baseline_per_s=naive,
+                note="client.submit per chunk, engine once per worker",
+            )
+        )
     except Exception as exc:  # noqa: BLE001
         rows.append(Row("score, Dask LocalCluster 2x1", note=f"failed: {exc}"))
     rate, rss, seconds = _cli_run(engine, n_csv)
-    rows.append(Row("urban-score CSV->CSV", batch_per_s=rate, baseline_per_s=naive,
-                    note=f"{n_csv:,} rows in {seconds:.1f} s incl. start-up; peak RSS {rss:,.0f} MB"))
+    rows.append(
+        Row(
+            "urban-score CSV->CSV",
+            batch_per_s=rate,
+            baseline_per_s=naive,
+            note=f"{n_csv:,} rows in {seconds:.1f} s incl. start-up; peak RSS {rss:,.0f} MB",
+        )
+    )
     return rows

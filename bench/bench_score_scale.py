@@ -56,8 +56,9 @@ def _base_tree(tmp) -> str | None:
     out = Path(tmp) / "base"
     out.mkdir()
     try:
-        archive = subprocess.run(["git", "-C", str(root), "archive", BASE_REF, "geo"], check=True,
-                                 capture_output=True).stdout
+        archive = subprocess.run(
+            ["git", "-C", str(root), "archive", BASE_REF, "geo"], check=True, capture_output=True
+        ).stdout
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
     except (OSError, subprocess.CalledProcessError):
         return None
@@ -73,8 +74,12 @@ def _cli(args, pythonpath=None):
         env["PYTHONPATH"] = pythonpath
     t0 = time.perf_counter()
     module = "geo.score_cli" if pythonpath else "geo.batch.cli"
-    proc = subprocess.Popen([sys.executable, "-m", module, *args, "--data", _data_dir(),
-                             "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args, "--data", _data_dir(), "--no-progress"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace")
@@ -89,8 +94,15 @@ def _target(name, value, limit, unit, *, at_most=True, note="", baseline=None, r
     """A row with its target; ``judged`` False when the run's size is not the one the target is set for."""
     met = (value <= limit if at_most else value >= limit) if judged else None
     sign = "<=" if at_most else ">="
-    return Row(name, batch_per_s=rate, baseline_per_s=baseline, target=f"{sign} {limit:g} {unit}",
-               measured=f"{value:,.2f} {unit}", met=met, note=note)
+    return Row(
+        name,
+        batch_per_s=rate,
+        baseline_per_s=baseline,
+        target=f"{sign} {limit:g} {unit}",
+        measured=f"{value:,.2f} {unit}",
+        met=met,
+        note=note,
+    )
 
 
 def _cli_rows(engine, n, tmp) -> list[Row]:
@@ -110,13 +122,37 @@ def _cli_rows(engine, n, tmp) -> list[Row]:
         what = "1 process" if workers == 1 else "--workers 2"
         cpu = min(r[2] for r in new_runs)
         note = f"{n:,} rows incl. start-up, {cpu:.1f} CPU s; today's path ({BASE_REF}) "
-        note += (f"{min(r[0] for r in old_runs):.1f} s, {min(r[2] for r in old_runs):.1f} CPU s, peak RSS "
-                 f"{max(r[1] for r in old_runs):,.0f} MB") if base else "not measured (no git)"
+        note += (
+            (
+                f"{min(r[0] for r in old_runs):.1f} s, {min(r[2] for r in old_runs):.1f} CPU s, peak RSS "
+                f"{max(r[1] for r in old_runs):,.0f} MB"
+            )
+            if base
+            else "not measured (no git)"
+        )
         old_rate = n / min(r[0] for r in old_runs) if base else None
-        rows.append(_target(f"CSV->Parquet {n:,} rows, {what}", new_s, limit, "s", note=note,
-                            rate=n / new_s, baseline=old_rate, judged=n == 10**7))
-        rows.append(_target(f"  peak RSS, {what}", new_rss, 1024, "MB", judged=n == 10**7,
-                            note="main process (workers hold a chunk or two each)"))
+        rows.append(
+            _target(
+                f"CSV->Parquet {n:,} rows, {what}",
+                new_s,
+                limit,
+                "s",
+                note=note,
+                rate=n / new_s,
+                baseline=old_rate,
+                judged=n == 10**7,
+            )
+        )
+        rows.append(
+            _target(
+                f"  peak RSS, {what}",
+                new_rss,
+                1024,
+                "MB",
+                judged=n == 10**7,
+                note="main process (workers hold a chunk or two each)",
+            )
+        )
     return rows
 
 
@@ -129,8 +165,11 @@ def _dataset(engine, n, path, parts):
     bounds = np.linspace(0, n, parts + 1).astype(np.int64)
     for i in range(parts):
         s, e = bounds[i], bounds[i + 1]
-        pq.write_table(pa.table({"id": np.arange(s, e), "lat": la[s:e], "lng": ln[s:e]}),
-                       path / f"points-{i:03d}.parquet", row_group_size=250_000)
+        pq.write_table(
+            pa.table({"id": np.arange(s, e), "lat": la[s:e], "lng": ln[s:e]}),
+            path / f"points-{i:03d}.parquet",
+            row_group_size=250_000,
+        )
 
 
 def _dask_rows(engine, sizes, tmp) -> list[Row]:
@@ -153,8 +192,9 @@ def _dask_rows(engine, sizes, tmp) -> list[Row]:
                 return run(src, out, data=data, progress=False, engine=engine)["seconds"], 0
 
             def dask():
-                return run(src, out, data=data, progress=False, engine=engine,
-                           dask=cluster.scheduler_address)["seconds"], 0
+                return run(
+                    src, out, data=data, progress=False, engine=engine, dask=cluster.scheduler_address
+                )["seconds"], 0
 
             t_one, t_dask = [], []
             for _ in range(REPEAT):
@@ -162,10 +202,20 @@ def _dask_rows(engine, sizes, tmp) -> list[Row]:
                 t_dask.append(dask()[0])
             a, b = min(t_one), min(t_dask)
             limit = 1.6 if n >= 10**7 else 1.0
-            rows.append(_target(f"Dask 2 workers vs 1 process, {n:,} pts from Parquet", a / b, limit, "x",
-                                at_most=False, rate=n / b, baseline=n / a, judged=n in (10**6, 10**7),
-                                note=f"1 process {a:.1f} s, Dask LocalCluster 2x1 {b:.1f} s "
-                                     f"(Parquet dir -> dir, warm cluster)"))
+            rows.append(
+                _target(
+                    f"Dask 2 workers vs 1 process, {n:,} pts from Parquet",
+                    a / b,
+                    limit,
+                    "x",
+                    at_most=False,
+                    rate=n / b,
+                    baseline=n / a,
+                    judged=n in (10**6, 10**7),
+                    note=f"1 process {a:.1f} s, Dask LocalCluster 2x1 {b:.1f} s "
+                    f"(Parquet dir -> dir, warm cluster)",
+                )
+            )
     return rows
 
 
@@ -186,6 +236,7 @@ def _gpd_pairs(engine):
         km = shapely.distance(pts.geometry.values[p], works.geometry.values[i]) / 1000.0
         order = np.lexsort((i, km, p))
         return p[order], i[order], km[order]
+
     return go
 
 
@@ -194,8 +245,10 @@ def _pair_rows(engine, n) -> list[Row]:
 
     now = engine.as_of
     flanders = service_points(engine, n, seed=3)
-    antwerp = (np.random.default_rng(4).normal(51.215, 0.03, n),
-               np.random.default_rng(5).normal(4.41, 0.045, n))
+    antwerp = (
+        np.random.default_rng(4).normal(51.215, 0.03, n),
+        np.random.default_rng(5).normal(4.41, 0.045, n),
+    )
     base = _gpd_pairs(engine)
     rows = []
     for name, (lat, lng) in (("Flanders-wide", flanders), ("Antwerp-clustered", antwerp)):
@@ -205,11 +258,20 @@ def _pair_rows(engine, n) -> list[Row]:
         gpd_rate = per_second(lambda: base(lat[:nb], lng[:nb]), nb, repeat=1)
         rate = per_second(lambda: works_pairs(engine, lat, lng, side), n, repeat=REPEAT)
         n_works = works_pairs(engine, lat, lng, side)[0].size
-        rows.append(_target(f"works pairs ({name}) vs GeoPandas, {n:,} pts", rate / gpd_rate, 20, "x",
-                            at_most=False, rate=rate, baseline=gpd_rate,
-                            note=f"{n_works / n:.1f} pairs/pt, {rate * n_works / n / 1e6:.1f} M pairs/s; "
-                                 f"GeoPandas "
-                                 f"sjoin(dwithin) + distance + sort on {nb:,} pts"))
+        rows.append(
+            _target(
+                f"works pairs ({name}) vs GeoPandas, {n:,} pts",
+                rate / gpd_rate,
+                20,
+                "x",
+                at_most=False,
+                rate=rate,
+                baseline=gpd_rate,
+                note=f"{n_works / n:.1f} pairs/pt, {rate * n_works / n / 1e6:.1f} M pairs/s; "
+                f"GeoPandas "
+                f"sjoin(dwithin) + distance + sort on {nb:,} pts",
+            )
+        )
         full = per_second(lambda: pairs_table(engine, lat, lng, now), n, repeat=REPEAT)
         table = pairs_table(engine, lat, lng, now)
         tracemalloc.start()
@@ -218,11 +280,16 @@ def _pair_rows(engine, n) -> list[Row]:
         tracemalloc.stop()
         per_m = 1e6 / max(table.num_rows, 1)
         detours = (table.num_rows - n_works) / n
-        rows.append(Row(f"  --pairs table ({name}), works + detours", batch_per_s=full,
-                        note=f"{table.num_rows / n:.1f} pairs/pt ({detours:.1f} detours), "
-                             f"{full * table.num_rows / n / 1e6:.1f} M pairs/s; memory per M pairs: table "
-                             f"{table.nbytes * per_m / 2**20:.0f} MB, peak "
-                             f"{peak * per_m / 2**20:.0f} MB traced"))
+        rows.append(
+            Row(
+                f"  --pairs table ({name}), works + detours",
+                batch_per_s=full,
+                note=f"{table.num_rows / n:.1f} pairs/pt ({detours:.1f} detours), "
+                f"{full * table.num_rows / n / 1e6:.1f} M pairs/s; memory per M pairs: table "
+                f"{table.nbytes * per_m / 2**20:.0f} MB, peak "
+                f"{peak * per_m / 2**20:.0f} MB traced",
+            )
+        )
     return rows
 
 

@@ -59,8 +59,17 @@ def inside_points(data_dir, n: int, seed: int = 7) -> list[tuple[float, float]]:
     return out
 
 
-def prepare(instance: Path, data_dir, *, accounts: int = 40, locations_per_account: int = 3,
-            points: int = 200, plan: str = "enterprise", seed: int = 7, database_url: str | None = None) -> Fixture:
+def prepare(
+    instance: Path,
+    data_dir,
+    *,
+    accounts: int = 40,
+    locations_per_account: int = 3,
+    points: int = 200,
+    plan: str = "enterprise",
+    seed: int = 7,
+    database_url: str | None = None,
+) -> Fixture:
     """A fresh instance folder with ``accounts`` accounts on ``plan``, each with saved locations (in the
     instance's SQLite store, or in the PostgreSQL store at ``database_url``)."""
     from app import accounts as acc
@@ -83,8 +92,16 @@ def prepare(instance: Path, data_dir, *, accounts: int = 40, locations_per_accou
             ids = []
             for j in range(locations_per_account):
                 lat, lng = rng.choice(pts)
-                loc = add_location(conn, row["id"], name=f"Werf {j}", address="", lat=lat, lng=lng,
-                                   location_id=f"loc_{i}_{j}", is_primary=j == 0)
+                loc = add_location(
+                    conn,
+                    row["id"],
+                    name=f"Werf {j}",
+                    address="",
+                    lat=lat,
+                    lng=lng,
+                    location_id=f"loc_{i}_{j}",
+                    is_primary=j == 0,
+                )
                 ids.append(loc["id"])
             fx.locations.append(ids)
     finally:
@@ -118,21 +135,32 @@ class Gunicorn:
         self.port = port or free_port()
         self.log_path = Path(log) if log else self.instance / "gunicorn.log"
         self.env = dict(os.environ)
-        self.env.update({
-            "URBAN_ENV": "production", "URBAN_SECRET_KEY": "load-test-secret-not-for-production",
-            "URBAN_INSTANCE_PATH": str(self.instance), "PORT": str(self.port), "HOST": "127.0.0.1",
-            "URBAN_PUBLIC_URL": f"http://127.0.0.1:{self.port}",
-            "WEB_CONCURRENCY": str(workers),
-            "URBAN_DATA_DIR": str(Path(data_dir or self.env.get("URBAN_DATA_DIR", ROOT / "data/snapshot"))
-                                  .resolve()),
-        })
+        self.env.update(
+            {
+                "URBAN_ENV": "production",
+                "URBAN_SECRET_KEY": "load-test-secret-not-for-production",
+                "URBAN_INSTANCE_PATH": str(self.instance),
+                "PORT": str(self.port),
+                "HOST": "127.0.0.1",
+                "URBAN_PUBLIC_URL": f"http://127.0.0.1:{self.port}",
+                "WEB_CONCURRENCY": str(workers),
+                "URBAN_DATA_DIR": str(
+                    Path(data_dir or self.env.get("URBAN_DATA_DIR", ROOT / "data/snapshot")).resolve()
+                ),
+            }
+        )
         self.env.update(env or {})
         self.proc = None
 
     def start(self, timeout: float = 60.0) -> "Gunicorn":
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
-                                     cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -142,7 +170,9 @@ class Gunicorn:
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError("gunicorn did not start:\n" + self.log_path.read_text(errors="replace")[-3000:])
+                raise RuntimeError(
+                    "gunicorn did not start:\n" + self.log_path.read_text(errors="replace")[-3000:]
+                )
             time.sleep(0.1)
 
     def worker_pids(self) -> list[int]:

@@ -65,7 +65,8 @@ def mix_script(fx) -> str:
     keys = ",".join(f'"{k}"' for k in fx.keys)
     locs = ",".join("{" + ",".join(f'"{i}"' for i in ids) + "}" for ids in fx.locations)
     pts = ",".join(f"{{{lat!r},{lng!r}}}" for lat, lng in fx.points)
-    return f"""
+    return (
+        f"""
 local keys = {{{keys}}}
 local locs = {{{locs}}}
 local pts = {{{pts}}}
@@ -86,7 +87,9 @@ function request()
   end
   return wrk.format("GET", path, {{["Authorization"] = "Bearer " .. keys[i]}})
 end
-""" + _LUA_COMMON
+"""
+        + _LUA_COMMON
+    )
 
 
 def ensure_wrk() -> str:
@@ -98,21 +101,38 @@ def ensure_wrk() -> str:
         sys.exit("make loadtest needs wrk: sudo apt-get install wrk")
     print("wrk not found: installing Debian's wrk (apt-get install -y wrk) ...", flush=True)
     subprocess.run(["apt-get", "update", "-qq"], check=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], check=True,
-                   env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "wrk"],
+        check=True,
+        env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"),
+    )
     return shutil.which("wrk") or sys.exit("apt-get did not install wrk")
 
 
-def run_wrk(wrk: str, port: int, script: Path, *, path: str, connections: int, threads: int,
-            seconds: float) -> dict:
+def run_wrk(
+    wrk: str, port: int, script: Path, *, path: str, connections: int, threads: int, seconds: float
+) -> dict:
     """One wrk run; the parsed WRKJSON line plus requests/s."""
-    out = subprocess.run([wrk, f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--timeout", "5s",
-                          "-s", str(script), f"http://127.0.0.1:{port}{path}"],
-                         capture_output=True, text=True, timeout=seconds + 30)
+    out = subprocess.run(
+        [
+            wrk,
+            f"-t{threads}",
+            f"-c{connections}",
+            f"-d{max(1, round(seconds))}s",
+            "--timeout",
+            "5s",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}{path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 30,
+    )
     line = next((l for l in out.stdout.splitlines() if l.startswith("WRKJSON ")), None)
     if line is None:
         raise RuntimeError(f"wrk printed no result:\n{out.stdout}\n{out.stderr}")
-    res = json.loads(line[len("WRKJSON "):])
+    res = json.loads(line[len("WRKJSON ") :])
     res["rps"] = res["requests"] / (res["duration_us"] / 1e6)
     return res
 
@@ -146,14 +166,18 @@ def stored_count(instance: Path) -> int:
 
 
 def render(rows, ceiling_rps) -> str:
-    head = f"{'run':<34}{'conns':>6}{'req/s':>10}{'share':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}" \
-           f"{'max ms':>9}{'cpu us':>9}{'errors':>8}"
+    head = (
+        f"{'run':<34}{'conns':>6}{'req/s':>10}{'share':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"
+        f"{'max ms':>9}{'cpu us':>9}{'errors':>8}"
+    )
     lines = [head, "-" * len(head)]
     for name, conns, r in rows:
         errors = r["other"] + r["socket_errors"]
-        lines.append(f"{name:<34}{conns:>6}{r['rps']:>10,.0f}{r['rps'] / ceiling_rps:>8.0%}"
-                     f"{r['p50'] / 1e3:>9.2f}{r['p95'] / 1e3:>9.2f}{r['p99'] / 1e3:>9.2f}"
-                     f"{r['max'] / 1e3:>9.1f}{r['cpu_us']:>9.0f}{errors:>8}")
+        lines.append(
+            f"{name:<34}{conns:>6}{r['rps']:>10,.0f}{r['rps'] / ceiling_rps:>8.0%}"
+            f"{r['p50'] / 1e3:>9.2f}{r['p95'] / 1e3:>9.2f}{r['p99'] / 1e3:>9.2f}"
+            f"{r['max'] / 1e3:>9.1f}{r['cpu_us']:>9.0f}{errors:>8}"
+        )
     return "\n".join(lines)
 
 
@@ -165,9 +189,13 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="per run (three runs + warm-up)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--wrk-threads", type=int, default=1)
-    parser.add_argument("--topology", default="single", choices=["single", "hosts", "both"],
-                        help="single: the runs above; hosts: one host vs two hosts behind nginx with PostgreSQL "
-                             "and Redis (bench/topology.py); both: the one, then the other")
+    parser.add_argument(
+        "--topology",
+        default="single",
+        choices=["single", "hosts", "both"],
+        help="single: the runs above; hosts: one host vs two hosts behind nginx with PostgreSQL "
+        "and Redis (bench/topology.py); both: the one, then the other",
+    )
     args = parser.parse_args(argv)
     if args.topology != "single":
         from bench import topology
@@ -175,7 +203,10 @@ def main(argv=None) -> int:
         ok = True if args.topology == "hosts" else main_single(args) == 0
         wrk = ensure_wrk()
         data_dir = Path(os.environ.get("URBAN_DATA_DIR", ROOT / "data/snapshot")).resolve()
-        ok = topology.compare(args, wrk, data_dir, run_wrk=run_wrk, mix_script=mix_script, render=render) and ok
+        ok = (
+            topology.compare(args, wrk, data_dir, run_wrk=run_wrk, mix_script=mix_script, render=render)
+            and ok
+        )
         return 0 if ok else 1
     return main_single(args)
 
@@ -192,40 +223,62 @@ def main_single(args) -> int:
         mix, ping = tmp / "mix.lua", tmp / "ping.lua"
         mix.write_text(mix_script(fx))
         ping.write_text(_LUA_COMMON)
-        env = {"URBAN_BENCH_ROUTES": "1", "GUNICORN_WORKER_CLASS": args.worker_class,
-               "GUNICORN_THREADS": str(args.threads), "GUNICORN_ACCESSLOG": str(tmp / "access.log"),
-               "URBAN_AUTH_FAILURE_LIMIT": "1000000 per minute"}
-        with Gunicorn(fx.instance, workers=args.workers, data_dir=data_dir, env=env,
-                      log=tmp / "gunicorn.log") as server:
+        env = {
+            "URBAN_BENCH_ROUTES": "1",
+            "GUNICORN_WORKER_CLASS": args.worker_class,
+            "GUNICORN_THREADS": str(args.threads),
+            "GUNICORN_ACCESSLOG": str(tmp / "access.log"),
+            "URBAN_AUTH_FAILURE_LIMIT": "1000000 per minute",
+        }
+        with Gunicorn(
+            fx.instance, workers=args.workers, data_dir=data_dir, env=env, log=tmp / "gunicorn.log"
+        ) as server:
             c, t = args.connections, args.wrk_threads
             run_wrk(wrk, server.port, mix, path="/", connections=c, threads=t, seconds=2)  # warm-up
-            ceiling = measured(server, wrk, server.port, ping, path="/_bench/ping", connections=c, threads=t,
-                               seconds=seconds)
-            mixed = measured(server, wrk, server.port, mix, path="/", connections=c, threads=t, seconds=seconds)
-            single = measured(server, wrk, server.port, mix, path="/", connections=1, threads=1,
-                              seconds=seconds * 0.6)
+            ceiling = measured(
+                server, wrk, server.port, ping, path="/_bench/ping", connections=c, threads=t, seconds=seconds
+            )
+            mixed = measured(
+                server, wrk, server.port, mix, path="/", connections=c, threads=t, seconds=seconds
+            )
+            single = measured(
+                server, wrk, server.port, mix, path="/", connections=1, threads=1, seconds=seconds * 0.6
+            )
             status = get(server.port, "/healthz")[0]
         counted = stored_count(fx.instance)
     elapsed = time.monotonic() - started
     seen_ok = None  # the warm-up's 200s are counted too: compare only what all mixed runs saw
-    rows = [("ceiling: /_bench/ping", args.connections, ceiling),
-            ("mixed data endpoints (auth+quota)", args.connections, mixed),
-            ("mixed, single client", 1, single)]
-    print(f"\nUrban Conditions load test: {args.workers} {args.worker_class} worker(s)"
-          + (f" x {args.threads} threads" if args.worker_class == "gthread" else "")
-          + f", {len(fx.keys)} enterprise keys, {sum(map(len, fx.locations))} saved locations, "
-          f"{len(fx.points)} points, 127.0.0.1, wrk {args.wrk_threads} thread(s)\n")
+    rows = [
+        ("ceiling: /_bench/ping", args.connections, ceiling),
+        ("mixed data endpoints (auth+quota)", args.connections, mixed),
+        ("mixed, single client", 1, single),
+    ]
+    print(
+        f"\nUrban Conditions load test: {args.workers} {args.worker_class} worker(s)"
+        + (f" x {args.threads} threads" if args.worker_class == "gthread" else "")
+        + f", {len(fx.keys)} enterprise keys, {sum(map(len, fx.locations))} saved locations, "
+        f"{len(fx.points)} points, 127.0.0.1, wrk {args.wrk_threads} thread(s)\n"
+    )
     print(render(rows, ceiling["rps"]))
     share = mixed["rps"] / ceiling["rps"]
     unexpected = sum(r["other"] + r["socket_errors"] for _n, _c, r in rows)
     checks = [
         (f"mixed >= {TARGETS['share']:.0%} of the ceiling", share >= TARGETS["share"], f"{share:.0%}"),
-        (f"p50 <= {TARGETS['p50_ms']} ms at {args.connections} connections", mixed["p50"] / 1e3 <= TARGETS["p50_ms"],
-         f"{mixed['p50'] / 1e3:.2f} ms"),
-        (f"p99 <= {TARGETS['p99_ms']} ms at {args.connections} connections", mixed["p99"] / 1e3 <= TARGETS["p99_ms"],
-         f"{mixed['p99'] / 1e3:.2f} ms"),
-        (f"single-client p50 <= {TARGETS['single_p50_ms']} ms", single["p50"] / 1e3 <= TARGETS["single_p50_ms"],
-         f"{single['p50'] / 1e3:.2f} ms"),
+        (
+            f"p50 <= {TARGETS['p50_ms']} ms at {args.connections} connections",
+            mixed["p50"] / 1e3 <= TARGETS["p50_ms"],
+            f"{mixed['p50'] / 1e3:.2f} ms",
+        ),
+        (
+            f"p99 <= {TARGETS['p99_ms']} ms at {args.connections} connections",
+            mixed["p99"] / 1e3 <= TARGETS["p99_ms"],
+            f"{mixed['p99'] / 1e3:.2f} ms",
+        ),
+        (
+            f"single-client p50 <= {TARGETS['single_p50_ms']} ms",
+            single["p50"] / 1e3 <= TARGETS["single_p50_ms"],
+            f"{single['p50'] / 1e3:.2f} ms",
+        ),
         ("0 unexpected errors", unexpected == 0, str(unexpected)),
         ("healthz after the runs", status == 200, str(status)),
     ]
@@ -235,8 +288,10 @@ def main_single(args) -> int:
     firsts = [r["first_other"] for _n, _c, r in rows if r["first_other"]]
     if firsts:
         print("  first unexpected answer:", firsts[0])
-    print(f"  quota writes: {counted:,} calls counted in the account store (every admitted call, warm-up "
-          f"included; mixed + single saw {mixed['ok'] + single['ok']:,} 200s)")
+    print(
+        f"  quota writes: {counted:,} calls counted in the account store (every admitted call, warm-up "
+        f"included; mixed + single saw {mixed['ok'] + single['ok']:,} 200s)"
+    )
     del seen_ok
     print(f"  total time {elapsed:.0f} s")
     return 0 if all(ok for _n, ok, _v in checks) else 1

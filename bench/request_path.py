@@ -53,9 +53,11 @@ def main(argv=None) -> int:
 
     path = os.environ.get("URBAN_DATA_DIR", "data/snapshot")
     engine = geo.load(path) if hasattr(geo, "load") else geo.Engine.load(path)
-    where = {"disruptions": ("geo.service.disruptions", "geo.disruptions", "disruptions"),
-             "air-quality": ("geo.service.air", "geo.air", "air_quality"),
-             "briefing": ("geo.service.briefing", "geo.briefing", "briefing")}[args.endpoint]
+    where = {
+        "disruptions": ("geo.service.disruptions", "geo.disruptions", "disruptions"),
+        "air-quality": ("geo.service.air", "geo.air", "air_quality"),
+        "briefing": ("geo.service.briefing", "geo.briefing", "briefing"),
+    }[args.endpoint]
     mod = importlib.import_module(where[0] if hasattr(geo, "load") else where[1])  # flat before issue 14
     fn = getattr(mod, where[2])
     fn(engine, args.lat, args.lng, engine.as_of)  # warm: clock caches of this instant

@@ -104,19 +104,44 @@ class Postgres(_Service):
         return subprocess.run(cmd, preexec_fn=self._demote, capture_output=True, text=True, cwd=self.dir)
 
     def start(self, timeout: float = 60) -> "Postgres":
-        init = self._run(postgres_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust",
-                         "-E", "UTF8", "--locale=C.UTF-8", "--no-sync", "--no-instructions")
+        init = self._run(
+            postgres_bin("initdb"),
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "-A",
+            "trust",
+            "-E",
+            "UTF8",
+            "--locale=C.UTF-8",
+            "--no-sync",
+            "--no-instructions",
+        )
         if init.returncode != 0:
             raise ServiceError(f"initdb failed:\n{init.stdout}\n{init.stderr}")
-        options = ["-c", f"port={self.port}", "-c", "listen_addresses=127.0.0.1",
-                   "-c", f"unix_socket_directories={self.dir}", "-c", "max_connections=200",
-                   "-c", "shared_buffers=64MB"]
+        options = [
+            "-c",
+            f"port={self.port}",
+            "-c",
+            "listen_addresses=127.0.0.1",
+            "-c",
+            f"unix_socket_directories={self.dir}",
+            "-c",
+            "max_connections=200",
+            "-c",
+            "shared_buffers=64MB",
+        ]
         if not self.durable:
             options += ["-c", "fsync=off", "-c", "full_page_writes=off"]
         log = open(self.log, "ab")
-        self.proc = subprocess.Popen([postgres_bin("postgres"), "-D", str(self.data), *options],
-                                     preexec_fn=self._demote, stdout=log, stderr=subprocess.STDOUT,
-                                     cwd=self.dir)
+        self.proc = subprocess.Popen(
+            [postgres_bin("postgres"), "-D", str(self.data), *options],
+            preexec_fn=self._demote,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.dir,
+        )
         log.close()
         _wait_port(self.port, self.proc, self.log, timeout, "PostgreSQL")
         # accepting TCP is not yet accepting queries: wait for a real session
@@ -129,10 +154,27 @@ class Postgres(_Service):
 
     def psql(self, database: str, sql: str) -> subprocess.CompletedProcess:
         """Run ``sql`` with Debian's psql over TCP (``-v ON_ERROR_STOP=1``)."""
-        return subprocess.run([postgres_bin("psql") if glob.glob("/usr/lib/postgresql/*/bin/psql")
-                               else "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1",
-                               "-p", str(self.port), "-U", "postgres", "-d", database, "-c", sql],
-                              capture_output=True, text=True)
+        return subprocess.run(
+            [
+                postgres_bin("psql") if glob.glob("/usr/lib/postgresql/*/bin/psql") else "psql",
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-d",
+                database,
+                "-c",
+                sql,
+            ],
+            capture_output=True,
+            text=True,
+        )
 
     def create_database(self, name: str) -> str:
         """Create database ``name``; returns its URL."""
@@ -170,10 +212,30 @@ class Redis(_Service):
         if not os.path.exists(exe):
             raise ServiceError("redis-server not found: apt-get install redis-server")
         log = open(self.log, "ab")
-        self.proc = subprocess.Popen([exe, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.dir),
-                                      "--save", "", "--appendonly", "no", "--protected-mode", "yes",
-                                      "--unixsocket", "", "--daemonize", "no"],
-                                     stdout=log, stderr=subprocess.STDOUT, cwd=self.dir)
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.dir),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+                "--unixsocket",
+                "",
+                "--daemonize",
+                "no",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.dir,
+        )
         log.close()
         _wait_port(self.port, self.proc, self.log, timeout, "redis-server")
         return self
@@ -188,8 +250,10 @@ def render_nginx(conf: str, *, port: int, upstreams: list[int], prefix: Path, us
     ``upstreams``, pid, logs and temp files under ``prefix``, in the foreground. Every substitution must
     match exactly once, so a change to the shipped file that breaks it fails loudly."""
     servers = "".join(f"        server 127.0.0.1:{p} max_fails=0;\n" for p in upstreams)
-    temp = "".join(f"    {kind}_temp_path {prefix}/{kind};\n"
-                   for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    temp = "".join(
+        f"    {kind}_temp_path {prefix}/{kind};\n"
+        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
     swaps = [
         ("user nginx;\n", f"user {user};\n" if user else ""),
         ("pid /run/nginx.pid;\n", f"pid {prefix}/nginx.pid;\ndaemon off;\n"),
@@ -217,8 +281,11 @@ class Nginx(_Service):
         os.chmod(self.dir, 0o755)
         user = "nobody nogroup" if os.geteuid() == 0 else None
         self.conf = self.dir / "nginx.conf"
-        self.conf.write_text(render_nginx(conf.read_text(), port=self.port, upstreams=self.upstreams,
-                                          prefix=self.dir, user=user))
+        self.conf.write_text(
+            render_nginx(
+                conf.read_text(), port=self.port, upstreams=self.upstreams, prefix=self.dir, user=user
+            )
+        )
         self.log = self.dir / "error.log"
 
     def start(self, timeout: float = 30) -> "Nginx":
@@ -226,8 +293,12 @@ class Nginx(_Service):
         if not os.path.exists(exe):
             raise ServiceError("nginx not found: apt-get install nginx")
         out = open(self.dir / "stderr.log", "ab")
-        self.proc = subprocess.Popen([exe, "-p", str(self.dir), "-c", str(self.conf), "-e", str(self.log)],
-                                     stdout=out, stderr=subprocess.STDOUT, cwd=self.dir)
+        self.proc = subprocess.Popen(
+            [exe, "-p", str(self.dir), "-c", str(self.conf), "-e", str(self.log)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=self.dir,
+        )
         out.close()
         _wait_port(self.port, self.proc, self.dir / "stderr.log", timeout, "nginx")
         return self

@@ -90,17 +90,36 @@ def compare(args, wrk: str, data_dir: Path, *, run_wrk, mix_script, render) -> b
         one_fx = prepare(tmp / "one", data_dir)
         two_fx = prepare(tmp / "seed", data_dir, database_url=url)
         logs = {"one": [tmp / "one-access.log"], "two": [tmp / "host1-access.log", tmp / "host2-access.log"]}
-        one = stack.enter_context(Gunicorn(one_fx.instance, workers=workers, data_dir=data_dir,
-                                           env={**base_env, "GUNICORN_ACCESSLOG": str(logs["one"][0])},
-                                           log=tmp / "one.log"))
-        hosts_env = {**base_env, "URBAN_DATABASE_URL": url, "URBAN_REDIS_URL": redis.url,
-                     "URBAN_TRUSTED_PROXIES": "1"}
+        one = stack.enter_context(
+            Gunicorn(
+                one_fx.instance,
+                workers=workers,
+                data_dir=data_dir,
+                env={**base_env, "GUNICORN_ACCESSLOG": str(logs["one"][0])},
+                log=tmp / "one.log",
+            )
+        )
+        hosts_env = {
+            **base_env,
+            "URBAN_DATABASE_URL": url,
+            "URBAN_REDIS_URL": redis.url,
+            "URBAN_TRUSTED_PROXIES": "1",
+        }
         hosts = []
         for i in (1, 2):
             (tmp / f"host{i}").mkdir()
             env = {**hosts_env, "GUNICORN_ACCESSLOG": str(logs["two"][i - 1])}
-            hosts.append(stack.enter_context(Gunicorn(tmp / f"host{i}", workers=per_host, data_dir=data_dir,
-                                                      env=env, log=tmp / f"host{i}.log")))
+            hosts.append(
+                stack.enter_context(
+                    Gunicorn(
+                        tmp / f"host{i}",
+                        workers=per_host,
+                        data_dir=data_dir,
+                        env=env,
+                        log=tmp / f"host{i}.log",
+                    )
+                )
+            )
         nginx = stack.enter_context(Nginx([h.port for h in hosts]))
         scripts = {"one": tmp / "one.lua", "two": tmp / "two.lua"}
         scripts["one"].write_text(mix_script(one_fx))
@@ -108,20 +127,29 @@ def compare(args, wrk: str, data_dir: Path, *, run_wrk, mix_script, render) -> b
         ports = {"one": one.port, "two": nginx.port}
         # CPU of every process serving each topology, by part: the machine is shared, so CPU per request is
         # the steadier figure of what the proxy and the network stores cost
-        parts = {"one": {"app": [one.proc.pid]},
-                 "two": {"app": [h.proc.pid for h in hosts], "nginx": [nginx.proc.pid], "postgres": [pg.proc.pid],
-                         "redis": [redis.proc.pid]}}
+        parts = {
+            "one": {"app": [one.proc.pid]},
+            "two": {
+                "app": [h.proc.pid for h in hosts],
+                "nginx": [nginx.proc.pid],
+                "postgres": [pg.proc.pid],
+                "redis": [redis.proc.pid],
+            },
+        }
         cpu = {name: {part: 0.0 for part in p} for name, p in parts.items()}
         served = {"one": 0, "two": 0}
         seen_ok = {"one": 0, "two": 0}
         results = {"one": [], "two": []}
         for name in ("one", "two"):  # warm-up (counted too)
-            seen_ok[name] += run_wrk(wrk, ports[name], scripts[name], path="/", connections=c, threads=t,
-                                     seconds=2)["ok"]
+            seen_ok[name] += run_wrk(
+                wrk, ports[name], scripts[name], path="/", connections=c, threads=t, seconds=2
+            )["ok"]
         for _ in range(rounds):
             for name in ("one", "two"):
                 before = {part: sum(map(tree_cpu, pids)) for part, pids in parts[name].items()}
-                res = run_wrk(wrk, ports[name], scripts[name], path="/", connections=c, threads=t, seconds=seconds)
+                res = run_wrk(
+                    wrk, ports[name], scripts[name], path="/", connections=c, threads=t, seconds=seconds
+                )
                 for part, pids in parts[name].items():
                     cpu[name][part] += sum(map(tree_cpu, pids)) - before[part]
                 served[name] += res["requests"]
@@ -138,26 +166,52 @@ def compare(args, wrk: str, data_dir: Path, *, run_wrk, mix_script, render) -> b
     for name in median:  # the CPU column: all rounds of that topology
         median[name] = {**median[name], "cpu_us": sum(per_req[name].values())}
     ratio = median["two"]["rps"] / median["one"]["rps"]
-    print(f"\nOne host vs two hosts behind nginx (PostgreSQL + Redis), same machine, same run: "
-          f"{workers} workers on one host, {per_host} on each of two; {c} connections; median of {rounds} "
-          f"alternating rounds of {seconds:.0f} s\n")
-    print(render([("one host: gunicorn, SQLite", c, median["one"]),
-                  ("two hosts: nginx, PostgreSQL, Redis", c, median["two"])], median["one"]["rps"]))
-    print("  rounds req/s, one host: " + ", ".join(f"{r['rps']:,.0f}" for r in results["one"])
-          + "; two hosts: " + ", ".join(f"{r['rps']:,.0f}" for r in results["two"]))
-    print("  CPU per request (all rounds): one host " + ", ".join(f"{k} {v:.0f} us" for k, v in per_req["one"].items())
-          + "; two hosts " + ", ".join(f"{k} {v:.0f} us" for k, v in per_req["two"].items())
-          + f"; ratio {median['one']['cpu_us'] / median['two']['cpu_us']:.0%} (the throughput two hosts would keep "
-            "on an idle machine where CPU is the limit)")
+    print(
+        f"\nOne host vs two hosts behind nginx (PostgreSQL + Redis), same machine, same run: "
+        f"{workers} workers on one host, {per_host} on each of two; {c} connections; median of {rounds} "
+        f"alternating rounds of {seconds:.0f} s\n"
+    )
+    print(
+        render(
+            [
+                ("one host: gunicorn, SQLite", c, median["one"]),
+                ("two hosts: nginx, PostgreSQL, Redis", c, median["two"]),
+            ],
+            median["one"]["rps"],
+        )
+    )
+    print(
+        "  rounds req/s, one host: "
+        + ", ".join(f"{r['rps']:,.0f}" for r in results["one"])
+        + "; two hosts: "
+        + ", ".join(f"{r['rps']:,.0f}" for r in results["two"])
+    )
+    print(
+        "  CPU per request (all rounds): one host "
+        + ", ".join(f"{k} {v:.0f} us" for k, v in per_req["one"].items())
+        + "; two hosts "
+        + ", ".join(f"{k} {v:.0f} us" for k, v in per_req["two"].items())
+        + f"; ratio {median['one']['cpu_us'] / median['two']['cpu_us']:.0%} (the throughput two hosts would keep "
+        "on an idle machine where CPU is the limit)"
+    )
     errors = sum(r["other"] + r["socket_errors"] for rs in results.values() for r in rs)
     checks = [
-        (f"two hosts keep >= {1 - TARGET_LOSS:.0%} of one host's throughput", ratio >= 1 - TARGET_LOSS,
-         f"{ratio:.0%} (p50 {median['one']['p50'] / 1e3:.2f} → {median['two']['p50'] / 1e3:.2f} ms, "
-         f"p99 {median['one']['p99'] / 1e3:.2f} → {median['two']['p99'] / 1e3:.2f} ms)"),
-        ("every admitted call counted once, one host", counted["one"] == admitted["one"],
-         f"{counted['one']:,} counted / {admitted['one']:,} 200s served ({seen_ok['one']:,} seen by wrk)"),
-        ("every admitted call counted once, two hosts", counted["two"] == admitted["two"],
-         f"{counted['two']:,} counted / {admitted['two']:,} 200s served ({seen_ok['two']:,} seen by wrk)"),
+        (
+            f"two hosts keep >= {1 - TARGET_LOSS:.0%} of one host's throughput",
+            ratio >= 1 - TARGET_LOSS,
+            f"{ratio:.0%} (p50 {median['one']['p50'] / 1e3:.2f} → {median['two']['p50'] / 1e3:.2f} ms, "
+            f"p99 {median['one']['p99'] / 1e3:.2f} → {median['two']['p99'] / 1e3:.2f} ms)",
+        ),
+        (
+            "every admitted call counted once, one host",
+            counted["one"] == admitted["one"],
+            f"{counted['one']:,} counted / {admitted['one']:,} 200s served ({seen_ok['one']:,} seen by wrk)",
+        ),
+        (
+            "every admitted call counted once, two hosts",
+            counted["two"] == admitted["two"],
+            f"{counted['two']:,} counted / {admitted['two']:,} 200s served ({seen_ok['two']:,} seen by wrk)",
+        ),
         ("0 unexpected errors", errors == 0, str(errors)),
         ("healthz after the runs", healthy, str(healthy)),
     ]

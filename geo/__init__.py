@@ -19,7 +19,17 @@ from .index.spherical import EARTH_RADIUS_KM, haversine_km
 from .service.loaded import load
 
 __all__ = [
-    "Engine", "load", "haversine_km", "EARTH_RADIUS_KM", "RIVER_NONE", "RIVER_LEFT", "RIVER_RIGHT",
-    "GeoError", "InvalidCoordinates", "OutsideServiceArea", "SnapshotError", "coords",
+    "Engine",
+    "load",
+    "haversine_km",
+    "EARTH_RADIUS_KM",
+    "RIVER_NONE",
+    "RIVER_LEFT",
+    "RIVER_RIGHT",
+    "GeoError",
+    "InvalidCoordinates",
+    "OutsideServiceArea",
+    "SnapshotError",
+    "coords",
     "score",
 ]

@@ -41,12 +41,7 @@ def valid_mask(lat, lng):
     """
     lat_a, lng_a = as_arrays(lat, lng)
     with np.errstate(invalid="ignore"):
-        return (
-            np.isfinite(lat_a)
-            & np.isfinite(lng_a)
-            & (np.abs(lat_a) <= 90.0)
-            & (np.abs(lng_a) <= 180.0)
-        )
+        return np.isfinite(lat_a) & np.isfinite(lng_a) & (np.abs(lat_a) <= 90.0) & (np.abs(lng_a) <= 180.0)
 
 
 def validate(lat, lng):

@@ -38,10 +38,17 @@ def around(engine, lat: float, lng: float, radius_km: float = RADIUS_KM) -> dict
     works = engine.works.iloc[w_idx].assign(distance_km=w_km)
     stops = engine.stops.iloc[s_idx].assign(distance_km=s_km)
     station = engine.stations.iloc[st_idx[st_idx >= 0]].assign(distance_km=st_km[st_idx >= 0])
-    point = gpd.GeoDataFrame({"name": ["punt"], "lat": [la], "lng": [ln]}, geometry=[Point(ln, la)],
-                             crs="EPSG:4326")
-    return {"point": point, "works": works, "stops": stops, "station": station,
-            "lez": _clip(engine.lez, view), "river": _clip(engine.river, view)}
+    point = gpd.GeoDataFrame(
+        {"name": ["punt"], "lat": [la], "lng": [ln]}, geometry=[Point(ln, la)], crs="EPSG:4326"
+    )
+    return {
+        "point": point,
+        "works": works,
+        "stops": stops,
+        "station": station,
+        "lez": _clip(engine.lez, view),
+        "river": _clip(engine.river, view),
+    }
 
 
 def _view(lat, lng, km):
@@ -75,16 +82,27 @@ def point_map(engine, lat: float, lng: float, radius_km: float = RADIUS_KM):
         ctx["lez"].explore(m=m, color="green", name="LEZ", style_kwds={"fillOpacity": 0.1})
     river = ctx["river"]
     if len(river):
-        river.explore(m=m, column="part", cmap=["#6baed6", "#08519c", "#9ecae1"], name="Schelde",
-                      style_kwds={"fillOpacity": 0.08}, legend=False)
+        river.explore(
+            m=m,
+            column="part",
+            cmap=["#6baed6", "#08519c", "#9ecae1"],
+            name="Schelde",
+            style_kwds={"fillOpacity": 0.08},
+            legend=False,
+        )
     if len(ctx["works"]):
         ctx["works"].explore(m=m, column="status", name="Werken", marker_kwds={"radius": 5})
     if len(ctx["stops"]):
         ctx["stops"].explore(m=m, color="black", name="Haltes", marker_kwds={"radius": 3})
     if len(ctx["station"]):
         ctx["station"].explore(m=m, color="purple", name="NO2-meetstation", marker_kwds={"radius": 8})
-    folium.Circle([float(p["lat"][0]), float(p["lng"][0])], radius=radius_km * 1000, color="red",
-                  fill=False, name=f"{radius_km:g} km").add_to(m)
+    folium.Circle(
+        [float(p["lat"][0]), float(p["lng"][0])],
+        radius=radius_km * 1000,
+        color="red",
+        fill=False,
+        name=f"{radius_km:g} km",
+    ).add_to(m)
     p.explore(m=m, color="red", name="Punt", marker_kwds={"radius": 7})
     folium.LayerControl().add_to(m)
     return m

@@ -27,13 +27,20 @@ settings.load_profile("urban")
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     path = Path(os.environ.get("URBAN_REFERENCE_DIR", REPO.parent / "shared" / "data")).resolve()
-    needed = ("boundaries/flanders_brussels_union.geojson", "lez/antwerp_lez_official_simplified.geojson",
-              "air/irceline_stations.csv", "river/scheldt_antwerp_centerline_approx.geojson",
-              "boundaries/be_municipalities_2019.geojson")
+    needed = (
+        "boundaries/flanders_brussels_union.geojson",
+        "lez/antwerp_lez_official_simplified.geojson",
+        "air/irceline_stations.csv",
+        "river/scheldt_antwerp_centerline_approx.geojson",
+        "boundaries/be_municipalities_2019.geojson",
+    )
     missing = [n for n in needed if not (path / n).is_file()]
     if missing:
-        pytest.fail(f"reference data not found: {path} lacks {missing}. Put the shared data set at "
-                    f"../shared/data beside the project or set URBAN_REFERENCE_DIR.", pytrace=False)
+        pytest.fail(
+            f"reference data not found: {path} lacks {missing}. Put the shared data set at "
+            f"../shared/data beside the project or set URBAN_REFERENCE_DIR.",
+            pytrace=False,
+        )
     return path
 
 
@@ -54,6 +61,7 @@ def engine(snapshot_dir):
 
 
 # --- real PostgreSQL and Redis, one of each per test session (per xdist worker) ------------------------------
+
 
 @pytest.fixture(scope="session")
 def postgres_server():

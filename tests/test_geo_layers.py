@@ -24,8 +24,17 @@ LAYERS = (
 )
 #: the command-line modules, the only ones that may import a terminal or process framework
 CLI = {"geo.batch.cli", "geo.data.__main__"}
-FORBIDDEN = ("click", "rich", "requests", "requests_cache", "urllib3", "flask", "flask_limiter", "werkzeug",
-             "sqlite3")
+FORBIDDEN = (
+    "click",
+    "rich",
+    "requests",
+    "requests_cache",
+    "urllib3",
+    "flask",
+    "flask_limiter",
+    "werkzeug",
+    "sqlite3",
+)
 #: imported inside functions only (optional dependencies stay out of ``import geo``)
 LAZY_ONLY = ("dask", "distributed", "dask_geopandas", "folium", "matplotlib")
 #: known cycles, each with its reason; the test fails when one disappears, so the list stays true
@@ -81,7 +90,9 @@ def layer_of(name: str) -> int:
 
 def graph() -> dict[str, set[str]]:
     mods = modules()
-    return {name: {m for m, _, _ in imports(name, path) if m in mods and m != name} for name, path in mods.items()}
+    return {
+        name: {m for m, _, _ in imports(name, path) if m in mods and m != name} for name, path in mods.items()
+    }
 
 
 def test_every_module_belongs_to_a_layer_and_every_sub_package_has_a_readme():
@@ -96,8 +107,11 @@ def test_every_module_belongs_to_a_layer_and_every_sub_package_has_a_readme():
 def test_no_module_imports_from_a_layer_above_it(name):
     here = layer_of(name)
     mods = modules()
-    up = [f"line {line}: {m} ({LAYERS[layer_of(m)][0]})" for m, line, _ in imports(name, mods[name])
-          if m in mods and layer_of(m) > here]
+    up = [
+        f"line {line}: {m} ({LAYERS[layer_of(m)][0]})"
+        for m, line, _ in imports(name, mods[name])
+        if m in mods and layer_of(m) > here
+    ]
     assert not up, f"{name} ({LAYERS[here][0]}) imports from a layer above it: {up}"
 
 
@@ -160,7 +174,10 @@ def test_no_test_edits_sys_path():
     """Tests import the project as installed (``bench`` through pytest's ``pythonpath`` setting)."""
     needle = "sys" + ".path."
     tests = Path(__file__).resolve().parent
-    edits = [f"{p.relative_to(tests)}:{i}" for p in sorted(tests.rglob("*.py"))
-             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-             if needle + "insert" in line or needle + "append" in line]
+    edits = [
+        f"{p.relative_to(tests)}:{i}"
+        for p in sorted(tests.rglob("*.py"))
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if needle + "insert" in line or needle + "append" in line
+    ]
     assert not edits, edits

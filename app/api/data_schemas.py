@@ -39,16 +39,24 @@ def _obj(properties: dict, description: str, required=None) -> dict:
 
 
 LOCATION = {
-    "description": ("The queried point. With `lat`/`lng` targeting: `{lat, lng}` as given (rounded to 6 "
-                    "decimals). With `locationId`: the saved location's `{id, name, lat, lng}`."),
+    "description": (
+        "The queried point. With `lat`/`lng` targeting: `{lat, lng}` as given (rounded to 6 "
+        "decimals). With `locationId`: the saved location's `{id, name, lat, lng}`."
+    ),
     "oneOf": [
-        _obj({"lat": _d(LAT, "Latitude, degrees WGS84."), "lng": _d(LNG, "Longitude, degrees WGS84.")},
-             "Coordinates given in the request."),
-        _obj({"id": _d({"type": "string"}, "Id of the caller's saved location."),
-              "name": _d({"type": "string"}, "Name of the saved location."),
-              "lat": _d(LAT, "Latitude of the saved location, degrees WGS84."),
-              "lng": _d(LNG, "Longitude of the saved location, degrees WGS84.")},
-             "Saved location named by `locationId`."),
+        _obj(
+            {"lat": _d(LAT, "Latitude, degrees WGS84."), "lng": _d(LNG, "Longitude, degrees WGS84.")},
+            "Coordinates given in the request.",
+        ),
+        _obj(
+            {
+                "id": _d({"type": "string"}, "Id of the caller's saved location."),
+                "name": _d({"type": "string"}, "Name of the saved location."),
+                "lat": _d(LAT, "Latitude of the saved location, degrees WGS84."),
+                "lng": _d(LNG, "Longitude of the saved location, degrees WGS84."),
+            },
+            "Saved location named by `locationId`.",
+        ),
     ],
 }
 
@@ -56,20 +64,31 @@ CONSTRUCTION_ITEM = _obj(
     {
         "id": _d({"type": "string"}, "GIPOD id of the representative occurrence."),
         "description": _d({"type": "string"}, "Dutch free-text description as published."),
-        "status": _d({"type": "string"}, "Dutch GIPOD status: `In uitvoering` (running) or a planned status "
-                                         "(`Concreet gepland`, `Gepland`, `Voorlopig gepland`, `Lopende`)."),
+        "status": _d(
+            {"type": "string"},
+            "Dutch GIPOD status: `In uitvoering` (running) or a planned status "
+            "(`Concreet gepland`, `Gepland`, `Voorlopig gepland`, `Lopende`).",
+        ),
         "lat": _d(LAT, "Latitude of the work's representative point, degrees, 6 decimals."),
         "lng": _d(LNG, "Longitude of the work's representative point, degrees, 6 decimals."),
-        "distanceKm": _d({"type": "number", "minimum": 0, "maximum": RADIUS_JSON},
-                         "Haversine distance from the queried point, kilometres, 3 decimals."),
-        "startDate": _d({**DATE, "type": ["string", "null"]},
-                        "Earliest start of the shown occurrences (per work: the one running at the snapshot's "
-                        "asOf, else the next), Europe/Brussels date; null if unknown."),
-        "endDate": _d({**DATE, "type": ["string", "null"]},
-                      "Latest end of the shown occurrences, Europe/Brussels date; null when open-ended."),
-        "occurrences": _d({"type": "integer", "minimum": 1},
-                          "Number of GIPOD occurrences this item stands for (all occurrences of its work, plus "
-                          "those of works collapsed with it)."),
+        "distanceKm": _d(
+            {"type": "number", "minimum": 0, "maximum": RADIUS_JSON},
+            "Haversine distance from the queried point, kilometres, 3 decimals.",
+        ),
+        "startDate": _d(
+            {**DATE, "type": ["string", "null"]},
+            "Earliest start of the shown occurrences (per work: the one running at the snapshot's "
+            "asOf, else the next), Europe/Brussels date; null if unknown.",
+        ),
+        "endDate": _d(
+            {**DATE, "type": ["string", "null"]},
+            "Latest end of the shown occurrences, Europe/Brussels date; null when open-ended.",
+        ),
+        "occurrences": _d(
+            {"type": "integer", "minimum": 1},
+            "Number of GIPOD occurrences this item stands for (all occurrences of its work, plus "
+            "those of works collapsed with it).",
+        ),
     },
     f"A road work within {RADIUS_TEXT} (recurring occurrences collapsed into one item).",
 )
@@ -78,16 +97,24 @@ TRANSIT_ITEM = _obj(
     {
         "id": _d({"type": "string"}, "De Lijn `referentieOmleiding`."),
         "title": _d({"type": "string"}, "Dutch title as published by De Lijn."),
-        "lines": _d({"type": "array", "items": {"type": "string"}},
-                    "Affected public line numbers, leading zeros removed, published order, no duplicates."),
-        "severity": _d({"type": "string", "enum": ["low", "medium", "high"]},
-                       "high: >= 4 unserved stops, >= 4 lines or >= 15 min delay; medium: >= 1 unserved stop, "
-                       ">= 2 lines or >= 5 min delay; low: otherwise."),
-        "estimatedDelayMin": _d({"type": "integer", "minimum": 0},
-                                "Estimated extra travel time, minutes: the delay De Lijn states in the detour "
-                                "text when it gives one, else 3 + 2 per unserved stop (at most 30)."),
-        "endDate": _d({**DATE, "type": ["string", "null"]},
-                      "Last day of the detour, Europe/Brussels date; null when open-ended."),
+        "lines": _d(
+            {"type": "array", "items": {"type": "string"}},
+            "Affected public line numbers, leading zeros removed, published order, no duplicates.",
+        ),
+        "severity": _d(
+            {"type": "string", "enum": ["low", "medium", "high"]},
+            "high: >= 4 unserved stops, >= 4 lines or >= 15 min delay; medium: >= 1 unserved stop, "
+            ">= 2 lines or >= 5 min delay; low: otherwise.",
+        ),
+        "estimatedDelayMin": _d(
+            {"type": "integer", "minimum": 0},
+            "Estimated extra travel time, minutes: the delay De Lijn states in the detour "
+            "text when it gives one, else 3 + 2 per unserved stop (at most 30).",
+        ),
+        "endDate": _d(
+            {**DATE, "type": ["string", "null"]},
+            "Last day of the detour, Europe/Brussels date; null when open-ended.",
+        ),
     },
     "A De Lijn (Antwerp region) detour in force now that affects the point.",
 )
@@ -102,19 +129,29 @@ DISRUPTIONS = _obj(
             {
                 "activeWorks": _d(COUNT, "Listed works with status `In uitvoering`."),
                 "plannedWorks": _d(COUNT, "Listed works with a planned status."),
-                "upcomingWorks14d": _d(COUNT, "Planned works with an occurrence starting today up to and "
-                                              "including today + 14 days (Europe/Brussels dates)."),
+                "upcomingWorks14d": _d(
+                    COUNT,
+                    "Planned works with an occurrence starting today up to and "
+                    "including today + 14 days (Europe/Brussels dates).",
+                ),
                 "transitDisruptions": _d(COUNT, "Number of `transit` items."),
                 "highSeverityTransit": _d(COUNT, "Number of `transit` items with severity `high`."),
             },
             "Integer counts over the listed items.",
         ),
-        "construction": _d({"type": "array", "items": CONSTRUCTION_ITEM},
-                           f"Works within {RADIUS_TEXT}, sorted by distance then id."),
-        "transit": _d({"type": "array", "items": TRANSIT_ITEM},
-                      "Detours, sorted by distance to the detour point (detours without a point last) then id."),
-        "retrievedAt": _d(UTC_MS, "When the works / detours / stops data used was retrieved (the oldest of "
-                                  "the three), ISO 8601 UTC with milliseconds."),
+        "construction": _d(
+            {"type": "array", "items": CONSTRUCTION_ITEM},
+            f"Works within {RADIUS_TEXT}, sorted by distance then id.",
+        ),
+        "transit": _d(
+            {"type": "array", "items": TRANSIT_ITEM},
+            "Detours, sorted by distance to the detour point (detours without a point last) then id.",
+        ),
+        "retrievedAt": _d(
+            UTC_MS,
+            "When the works / detours / stops data used was retrieved (the oldest of "
+            "the three), ISO 8601 UTC with milliseconds.",
+        ),
     },
     "Road works and public-transport disruptions near a point.",
 )
@@ -124,8 +161,10 @@ THRESHOLD = _obj(
         "value": _d({"type": "integer"}, "Annual NO2 figure, µg/m³."),
         "unit": UNIT,
         "label": _d({"type": "string"}, "Dutch name of the figure."),
-        "exceeded": _d({"type": ["boolean", "null"]},
-                       "reading.value > value (indicative: hourly vs annual); null when the reading is unknown."),
+        "exceeded": _d(
+            {"type": ["boolean", "null"]},
+            "reading.value > value (indicative: hourly vs annual); null when the reading is unknown.",
+        ),
     },
     "One annual NO2 threshold and the reading's relation to it.",
 )
@@ -136,22 +175,34 @@ AIR_QUALITY = _obj(
             {
                 "pollutant": {"const": "NO2", "description": "Measured quantity: nitrogen dioxide."},
                 "unit": UNIT,
-                "value": _d({"type": ["number", "null"]},
-                            "Last non-null measured hourly value in the window, µg/m³, 1 decimal; null when "
-                            "the window holds none (never 0 for unknown)."),
-                "status": _d({"type": "string", "enum": ["measured", "unknown"]},
-                             "`measured` when value is known, else `unknown`."),
-                "measuredAt": _d({**UTC_MS, "type": ["string", "null"]},
-                                 "End of the measured hour of `value` (IRCEL timestamps mark the end of the "
-                                 "hour), UTC; null when unknown."),
-                "ageMinutes": _d({"type": ["integer", "null"], "minimum": 0},
-                                 "Whole minutes between measuredAt and the request time; null when unknown."),
-                "trend": _d({"type": "string", "enum": ["rising", "falling", "stable", "unknown"]},
-                            "First to last non-null value in the window: stable when |trendPercent| < 5; "
-                            "unknown with fewer than two values."),
-                "trendPercent": _d({"type": ["number", "null"]},
-                                   "(last - first) / first x 100, percent, 1 decimal; null when the trend is "
-                                   "unknown or the first value is 0."),
+                "value": _d(
+                    {"type": ["number", "null"]},
+                    "Last non-null measured hourly value in the window, µg/m³, 1 decimal; null when "
+                    "the window holds none (never 0 for unknown).",
+                ),
+                "status": _d(
+                    {"type": "string", "enum": ["measured", "unknown"]},
+                    "`measured` when value is known, else `unknown`.",
+                ),
+                "measuredAt": _d(
+                    {**UTC_MS, "type": ["string", "null"]},
+                    "End of the measured hour of `value` (IRCEL timestamps mark the end of the "
+                    "hour), UTC; null when unknown.",
+                ),
+                "ageMinutes": _d(
+                    {"type": ["integer", "null"], "minimum": 0},
+                    "Whole minutes between measuredAt and the request time; null when unknown.",
+                ),
+                "trend": _d(
+                    {"type": "string", "enum": ["rising", "falling", "stable", "unknown"]},
+                    "First to last non-null value in the window: stable when |trendPercent| < 5; "
+                    "unknown with fewer than two values.",
+                ),
+                "trendPercent": _d(
+                    {"type": ["number", "null"]},
+                    "(last - first) / first x 100, percent, 1 decimal; null when the trend is "
+                    "unknown or the first value is 0.",
+                ),
                 "window": _obj(
                     {
                         "from": _d(UTC_MS, "Exclusive start of the window: request time - 2 h."),
@@ -164,11 +215,17 @@ AIR_QUALITY = _obj(
                     "description": "Nearest NO2 station by haversine distance; null when there is none.",
                     "oneOf": [
                         {"type": "null"},
-                        _obj({"id": _d({"type": "string"}, "IRCEL station code, e.g. 42R801."),
-                              "name": _d({"type": "string"}, "Station name."),
-                              "distanceKm": _d({"type": "number", "minimum": 0},
-                                               "Haversine distance from the point, km, 3 decimals.")},
-                             "The measuring station."),
+                        _obj(
+                            {
+                                "id": _d({"type": "string"}, "IRCEL station code, e.g. 42R801."),
+                                "name": _d({"type": "string"}, "Station name."),
+                                "distanceKm": _d(
+                                    {"type": "number", "minimum": 0},
+                                    "Haversine distance from the point, km, 3 decimals.",
+                                ),
+                            },
+                            "The measuring station.",
+                        ),
                     ],
                 },
             },
@@ -185,9 +242,11 @@ AIR_QUALITY = _obj(
         ),
         "compliance": _obj(
             {
-                "status": _d({"type": "string", "enum": ["below_who", "above_who", "above_eu", "unknown"]},
-                             "below_who: value <= 10; above_who: 10 < value <= 40; above_eu: value > 40; "
-                             "unknown: no value."),
+                "status": _d(
+                    {"type": "string", "enum": ["below_who", "above_who", "above_eu", "unknown"]},
+                    "below_who: value <= 10; above_who: 10 < value <= 40; above_eu: value > 40; "
+                    "unknown: no value.",
+                ),
                 "label": _d({"type": "string"}, "Dutch label of the status."),
                 "indicative": _d({"const": True}, "Always true: an hourly value against annual figures."),
             },
@@ -195,8 +254,11 @@ AIR_QUALITY = _obj(
         ),
         "lez": _obj(
             {
-                "inside": _d({"type": "boolean"}, "The point lies in the Antwerp low-emission zone (all parts, "
-                                                  "holes honoured, boundary inside)."),
+                "inside": _d(
+                    {"type": "boolean"},
+                    "The point lies in the Antwerp low-emission zone (all parts, "
+                    "holes honoured, boundary inside).",
+                ),
                 "name": _d({"type": ["string", "null"]}, "Zone name when inside, else null."),
             },
             "Antwerp low-emission-zone status of the point.",
@@ -209,25 +271,39 @@ WINDOW = _obj(
     {
         "start": _d(LOCAL_TIME, "Start of the 2-hour window, Europe/Brussels time with offset."),
         "end": _d(LOCAL_TIME, "End of the window (start + 2 h of real time), Europe/Brussels with offset."),
-        "score": _d({"type": "number", "minimum": 0, "maximum": 1},
-                    "Mean hourly hindrance score (0 = quiet, 1 = worst): 0.75 x traffic profile + 0.25 x local "
-                    "load; 3 decimals."),
+        "score": _d(
+            {"type": "number", "minimum": 0, "maximum": 1},
+            "Mean hourly hindrance score (0 = quiet, 1 = worst): 0.75 x traffic profile + 0.25 x local "
+            "load; 3 decimals.",
+        ),
     },
     "A 2-hour window starting on a whole hour within the next 24 hours.",
 )
 
-FACT_KEYS = ["activeWorks", "nearestActiveWorkKm", "upcomingWorks14d", "transitDisruptions",
-             "highSeverityTransit", "transitFallback", "no2", "lez"]
+FACT_KEYS = [
+    "activeWorks",
+    "nearestActiveWorkKm",
+    "upcomingWorks14d",
+    "transitDisruptions",
+    "highSeverityTransit",
+    "transitFallback",
+    "no2",
+    "lez",
+]
 
 BRIEFING = _obj(
     {
-        "risk": _d({"type": "string", "enum": ["low", "moderate", "high"]},
-                   "From the risk score: low < 2 points <= moderate < 5 points <= high (docs/rules.md). "
-                   "Detours count only when matched through a stop within 400 m of the point."),
-        "headline": _d({"type": "string"},
-                       "Dutch one-line summary from a fixed template (no AI text). Without a stop within "
-                       "400 m the no-stop fallback detours follow a semicolon as regional context "
-                       "(docs/rules.md)."),
+        "risk": _d(
+            {"type": "string", "enum": ["low", "moderate", "high"]},
+            "From the risk score: low < 2 points <= moderate < 5 points <= high (docs/rules.md). "
+            "Detours count only when matched through a stop within 400 m of the point.",
+        ),
+        "headline": _d(
+            {"type": "string"},
+            "Dutch one-line summary from a fixed template (no AI text). Without a stop within "
+            "400 m the no-stop fallback detours follow a semicolon as regional context "
+            "(docs/rules.md).",
+        ),
         "keyFacts": _d(
             {
                 "type": "array",
@@ -237,13 +313,15 @@ BRIEFING = _obj(
                     {
                         "key": _d({"type": "string", "enum": FACT_KEYS}, "Stable machine key of the fact."),
                         "text": _d({"type": "string"}, "Dutch sentence stating the fact."),
-                        "value": _d({"type": ["integer", "number", "boolean", "null"]},
-                                    "activeWorks, upcomingWorks14d, transitDisruptions, highSeverityTransit: "
-                                    "integer counts; nearestActiveWorkKm: km (3 decimals) or null; "
-                                    "transitFallback: null when a stop lies within 400 m (detours matched "
-                                    "by line and counted in the risk), else the number of Antwerp-region "
-                                    "detours listed by the no-stop fallback, which the risk does not count; "
-                                    "no2: µg/m³ (1 decimal) or null; lez: boolean."),
+                        "value": _d(
+                            {"type": ["integer", "number", "boolean", "null"]},
+                            "activeWorks, upcomingWorks14d, transitDisruptions, highSeverityTransit: "
+                            "integer counts; nearestActiveWorkKm: km (3 decimals) or null; "
+                            "transitFallback: null when a stop lies within 400 m (detours matched "
+                            "by line and counted in the risk), else the number of Antwerp-region "
+                            "detours listed by the no-stop fallback, which the risk does not count; "
+                            "no2: µg/m³ (1 decimal) or null; lez: boolean.",
+                        ),
                     },
                     "One key fact.",
                 ),
@@ -254,8 +332,10 @@ BRIEFING = _obj(
         "worstWindow": _d(WINDOW, "Busiest 2-hour window of the next 24 hours (earliest on ties)."),
         "nextRushPeak": _obj(
             {
-                "kind": _d({"type": "string", "enum": ["ochtendspits", "avondspits", "zaterdagspits"]},
-                           "Which rush period."),
+                "kind": _d(
+                    {"type": "string", "enum": ["ochtendspits", "avondspits", "zaterdagspits"]},
+                    "Which rush period.",
+                ),
                 "start": _d(LOCAL_TIME, "Start, Europe/Brussels with offset."),
                 "peak": _d(LOCAL_TIME, "Busiest moment, Europe/Brussels with offset."),
                 "end": _d(LOCAL_TIME, "End, Europe/Brussels with offset; always after the request time."),

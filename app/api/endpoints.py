@@ -24,14 +24,14 @@ class DataEndpoint:
     ('briefing', 'geo.service.briefing:briefing')
     """
 
-    path: str                  # URL rule under /api/v1
-    view: str                  # Flask endpoint name (``data.<view>``) and freshness key
-    compute: str               # "module:function", called as function(engine, lat, lng, now) -> dict
-    layers: tuple[str, ...]    # snapshot layers the answer reads (their staleness makes it 503)
-    summary: str               # OpenAPI summary and the view's docstring
-    schema: str                # OpenAPI response schema name (app/api/data_schemas.py)
+    path: str  # URL rule under /api/v1
+    view: str  # Flask endpoint name (``data.<view>``) and freshness key
+    compute: str  # "module:function", called as function(engine, lat, lng, now) -> dict
+    layers: tuple[str, ...]  # snapshot layers the answer reads (their staleness makes it 503)
+    summary: str  # OpenAPI summary and the view's docstring
+    schema: str  # OpenAPI response schema name (app/api/data_schemas.py)
     with_location: bool = False  # the body starts with the resolved ``location``
-    translated: bool = False     # generated texts follow Accept-Language: function(..., lang=...)
+    translated: bool = False  # generated texts follow Accept-Language: function(..., lang=...)
 
     def function(self):
         """The ``geo`` function that computes the body."""
@@ -40,15 +40,33 @@ class DataEndpoint:
 
 
 ENDPOINTS: tuple[DataEndpoint, ...] = (
-    DataEndpoint("/disruptions", "disruptions", "geo.service.disruptions:disruptions",
-                 ("works", "stops", "detours"),
-                 "Road works and transit disruptions near a point", "Disruptions", with_location=True),
-    DataEndpoint("/air-quality", "air_quality", "geo.service.air:air_quality",
-                 ("stations", "no2", "lez"),
-                 "Latest measured NO2, thresholds, compliance and LEZ status", "AirQuality", translated=True),
-    DataEndpoint("/briefing", "briefing", "geo.service.briefing:briefing",
-                 ("works", "stops", "detours", "stations", "no2", "lez"),
-                 "Operations briefing for the next 24 hours", "Briefing", translated=True),
+    DataEndpoint(
+        "/disruptions",
+        "disruptions",
+        "geo.service.disruptions:disruptions",
+        ("works", "stops", "detours"),
+        "Road works and transit disruptions near a point",
+        "Disruptions",
+        with_location=True,
+    ),
+    DataEndpoint(
+        "/air-quality",
+        "air_quality",
+        "geo.service.air:air_quality",
+        ("stations", "no2", "lez"),
+        "Latest measured NO2, thresholds, compliance and LEZ status",
+        "AirQuality",
+        translated=True,
+    ),
+    DataEndpoint(
+        "/briefing",
+        "briefing",
+        "geo.service.briefing:briefing",
+        ("works", "stops", "detours", "stations", "no2", "lez"),
+        "Operations briefing for the next 24 hours",
+        "Briefing",
+        translated=True,
+    ),
 )
 
 

@@ -34,8 +34,9 @@ def _collection(features: list) -> dict:
 
 def locations(body: dict, target=None, engine=None) -> dict:
     """FeatureCollection of the saved locations, in the JSON answer's order."""
-    return _collection([_feature("location", _point(loc["lng"], loc["lat"]), loc)
-                        for loc in body["locations"]])
+    return _collection(
+        [_feature("location", _point(loc["lng"], loc["lat"]), loc) for loc in body["locations"]]
+    )
 
 
 def disruptions(body: dict, target, engine) -> dict:

@@ -13,47 +13,73 @@ import copy
 # One item schema for all members (no ``prefixItems``: tools that read OpenAPI 3.1 with an older JSON Schema
 # draft reject it), so the latitude's ±90 is stated, not enforced, here.
 POSITION = {
-    "type": "array", "minItems": 2, "maxItems": 3,
+    "type": "array",
+    "minItems": 2,
+    "maxItems": 3,
     "items": {"type": "number", "minimum": -180, "maximum": 180},
     "description": "RFC 7946 §3.1.1 position: [longitude, latitude] in WGS84 degrees (latitude within "
-                   "±90), optionally an altitude in metres; 6 decimals.",
+    "±90), optionally an altitude in metres; 6 decimals.",
 }
-POINT = {"type": "object", "required": ["type", "coordinates"],
-         "properties": {"type": {"const": "Point"}, "coordinates": POSITION}}
-MULTI_POINT = {"type": "object", "required": ["type", "coordinates"],
-               "properties": {"type": {"const": "MultiPoint"},
-                              "coordinates": {"type": "array", "items": POSITION}}}
+POINT = {
+    "type": "object",
+    "required": ["type", "coordinates"],
+    "properties": {"type": {"const": "Point"}, "coordinates": POSITION},
+}
+MULTI_POINT = {
+    "type": "object",
+    "required": ["type", "coordinates"],
+    "properties": {"type": {"const": "MultiPoint"}, "coordinates": {"type": "array", "items": POSITION}},
+}
 NO_GEOMETRY = {"type": "null", "description": "The place is unknown (RFC 7946 §3.2: an unlocated feature)."}
 
 
 def _with_kind(kind: str, schema: dict) -> dict:
     """``schema`` (a closed object) with a leading ``kind`` member fixed to ``kind``."""
     schema = copy.deepcopy(schema)
-    schema["properties"] = {"kind": {"const": kind, "description": "What the feature is."},
-                            **schema["properties"]}
+    schema["properties"] = {
+        "kind": {"const": kind, "description": "What the feature is."},
+        **schema["properties"],
+    }
     schema["required"] = ["kind", *schema.get("required", [])]
     return schema
 
 
 def feature(kind: str, properties: dict, geometries: list) -> dict:
     """A Feature of ``kind`` whose geometry is one of ``geometries``."""
-    return {"type": "object", "required": ["type", "geometry", "properties"],
-            "properties": {"type": {"const": "Feature"},
-                           "geometry": geometries[0] if len(geometries) == 1 else {"oneOf": geometries},
-                           "properties": _with_kind(kind, properties)}}
+    return {
+        "type": "object",
+        "required": ["type", "geometry", "properties"],
+        "properties": {
+            "type": {"const": "Feature"},
+            "geometry": geometries[0] if len(geometries) == 1 else {"oneOf": geometries},
+            "properties": _with_kind(kind, properties),
+        },
+    }
 
 
 def collection(description: str, features: list) -> dict:
     """A FeatureCollection whose features are each one of ``features`` (told apart by ``kind``)."""
-    return {"type": "object", "description": description, "required": ["type", "features"],
-            "properties": {"type": {"const": "FeatureCollection"},
-                           "features": {"type": "array",
-                                        "items": features[0] if len(features) == 1 else {"oneOf": features}}}}
+    return {
+        "type": "object",
+        "description": description,
+        "required": ["type", "features"],
+        "properties": {
+            "type": {"const": "FeatureCollection"},
+            "features": {
+                "type": "array",
+                "items": features[0] if len(features) == 1 else {"oneOf": features},
+            },
+        },
+    }
 
 
 def _members(schema: dict, names) -> dict:
-    return {"type": "object", "additionalProperties": False, "required": list(names),
-            "properties": {n: schema["properties"][n] for n in names}}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(names),
+        "properties": {n: schema["properties"][n] for n in names},
+    }
 
 
 def components(schemas: dict) -> dict:
@@ -62,22 +88,31 @@ def components(schemas: dict) -> dict:
     dis, air = schemas["Disruptions"], schemas["AirQuality"]
     location = dis["properties"]["location"]
     head = _members(dis, ("location", "radiusKm", "summary", "retrievedAt"))
-    station = next(s for s in air["properties"]["reading"]["properties"]["station"]["oneOf"]
-                   if s.get("type") == "object")
-    air_point = {"type": "object", "additionalProperties": False,
-                 "required": ["location", *air["required"]],
-                 "properties": {"location": location, **air["properties"]}}
+    station = next(
+        s for s in air["properties"]["reading"]["properties"]["station"]["oneOf"] if s.get("type") == "object"
+    )
+    air_point = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["location", *air["required"]],
+        "properties": {"location": location, **air["properties"]},
+    }
     return {
         "LocationListGeoJSON": collection(
             "The saved locations as Point features (properties: the Location record).",
-            [feature("location", schemas["Location"], [POINT])]),
+            [feature("location", schemas["Location"], [POINT])],
+        ),
         "DisruptionsGeoJSON": collection(
             "The queried point, each road work (Point) and each detour (MultiPoint of the stops its De Lijn "
             "record lists as not served; null without any): properties are the JSON answer's values.",
-            [feature("location", head, [POINT]),
-             feature("construction", dis["properties"]["construction"]["items"], [POINT]),
-             feature("transit", dis["properties"]["transit"]["items"], [MULTI_POINT, NO_GEOMETRY])]),
+            [
+                feature("location", head, [POINT]),
+                feature("construction", dis["properties"]["construction"]["items"], [POINT]),
+                feature("transit", dis["properties"]["transit"]["items"], [MULTI_POINT, NO_GEOMETRY]),
+            ],
+        ),
         "AirQualityGeoJSON": collection(
             "The queried point (properties: location and the whole JSON answer) and the measuring station.",
-            [feature("location", air_point, [POINT]), feature("station", station, [POINT, NO_GEOMETRY])]),
+            [feature("location", air_point, [POINT]), feature("station", station, [POINT, NO_GEOMETRY])],
+        ),
     }

@@ -13,8 +13,15 @@ from flask import current_app, g, request
 
 from ..coordinates import parse_decimal
 from ..db import get_db
-from ..errors import (AmbiguousTarget, InvalidCoordinatesError, InvalidRequest, LocationNotFound,
-                      MissingTarget, OutsideServiceArea, ServiceUnavailable)
+from ..errors import (
+    AmbiguousTarget,
+    InvalidCoordinatesError,
+    InvalidRequest,
+    LocationNotFound,
+    MissingTarget,
+    OutsideServiceArea,
+    ServiceUnavailable,
+)
 from ..redact import echo
 from ..saved_locations import get_location
 
@@ -98,7 +105,9 @@ def require_service_area(engine, lat: float, lng: float) -> None:
     if engine is None:
         raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
     if not bool(engine.in_service_area(lat, lng)[0]):
-        raise OutsideServiceArea(f"lat={lat}, lng={lng} lies outside the service area (Flanders and Brussels)")
+        raise OutsideServiceArea(
+            f"lat={lat}, lng={lng} lies outside the service area (Flanders and Brussels)"
+        )
 
 
 def current_engine():

@@ -5,6 +5,7 @@ portal's (e-mail link, signed session cookie); what a signed-in account may do f
 (:attr:`app.plans.Plan.dashboard`): Pro, Enterprise and Dashboard get the full dashboard, Developer and API
 accounts a read-only map explorer.
 """
+
 from __future__ import annotations
 
 

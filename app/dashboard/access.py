@@ -3,6 +3,7 @@
 Sign-in is the portal's session; ``full`` (Pro, Enterprise, Dashboard) may edit saved locations, subscribe
 to alerts and download reports; every other signed-in account gets the read-only explorer.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -10,6 +10,7 @@ as a ``baseline`` row and never sent. Each event has a key (``work:<id>``, ``det
 so re-evaluating the same snapshot, a second evaluator or a restart never sends it again. NO2 alerts are
 edge-triggered: one event when the reading goes from at-or-below to above the figure.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,10 +48,18 @@ def check_webhook_url(url) -> str:
     if not url:
         return ""
     parts = urlsplit(url)
-    if (len(url) > MAX_URL or parts.scheme not in ("http", "https") or not parts.hostname
-            or parts.username or parts.password or any(ord(c) < 33 for c in url)):
-        raise StoreError("the webhook URL must be an absolute http:// or https:// URL without user name or "
-                         f"password, at most {MAX_URL} characters")
+    if (
+        len(url) > MAX_URL
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.username
+        or parts.password
+        or any(ord(c) < 33 for c in url)
+    ):
+        raise StoreError(
+            "the webhook URL must be an absolute http:// or https:// URL without user name or "
+            f"password, at most {MAX_URL} characters"
+        )
     return url
 
 
@@ -68,29 +77,57 @@ def facts(kind: str, figures: dict) -> list[Fact]:
         if not above:
             return []
         station = reading.get("station") or {}
-        return [Fact(f"no2:{station.get('id')}:{reading.get('measuredAt')}",
-                     f"NO2 {reading['value']} µg/m³ at {station.get('name')} ({station.get('id')}), above "
-                     f"{NO2_LIMITS[kind]:g} µg/m³", {"reading": reading, "limit": NO2_LIMITS[kind]})]
+        return [
+            Fact(
+                f"no2:{station.get('id')}:{reading.get('measuredAt')}",
+                f"NO2 {reading['value']} µg/m³ at {station.get('name')} ({station.get('id')}), above "
+                f"{NO2_LIMITS[kind]:g} µg/m³",
+                {"reading": reading, "limit": NO2_LIMITS[kind]},
+            )
+        ]
     items = figures["disruptions"]
     if kind == "work_running":
-        return [Fact(f"work:{w['id']}", f"Work {w['id']} is running ({w['distanceKm']} km): {w['description']}",
-                     {"work": w}) for w in items["construction"] if w["status"] == RUNNING]
+        return [
+            Fact(
+                f"work:{w['id']}",
+                f"Work {w['id']} is running ({w['distanceKm']} km): {w['description']}",
+                {"work": w},
+            )
+            for w in items["construction"]
+            if w["status"] == RUNNING
+        ]
     if kind == "detour_new":
-        return [Fact(f"detour:{t['id']}", f"De Lijn detour {t['id']}, line(s) {', '.join(t['lines'])}: "
-                     f"{t['title']}", {"detour": t}) for t in items["transit"]]
+        return [
+            Fact(
+                f"detour:{t['id']}",
+                f"De Lijn detour {t['id']}, line(s) {', '.join(t['lines'])}: {t['title']}",
+                {"detour": t},
+            )
+            for t in items["transit"]
+        ]
     raise StoreError(f"unknown alert kind {kind!r}; choose one of {', '.join(KINDS)}")
 
 
 def payload(sub, location, fact: Fact, engine, now) -> dict:
     """The event body (webhook JSON; the mail says the same)."""
-    return {"event": sub["kind"], "eventId": f"{sub['id']}:{fact.key}", "title": fact.title,
-            "location": {"id": location["id"], "name": location["name"], "lat": location["lat"],
-                         "lng": location["lng"]},
-            "snapshotAsOf": utc_stamp(engine.as_of) if getattr(engine, "as_of", None) else None,
-            "detectedAt": utc_stamp(now), "detail": fact.detail}
+    return {
+        "event": sub["kind"],
+        "eventId": f"{sub['id']}:{fact.key}",
+        "title": fact.title,
+        "location": {
+            "id": location["id"],
+            "name": location["name"],
+            "lat": location["lat"],
+            "lng": location["lng"],
+        },
+        "snapshotAsOf": utc_stamp(engine.as_of) if getattr(engine, "as_of", None) else None,
+        "detectedAt": utc_stamp(now),
+        "detail": fact.detail,
+    }
 
 
 # -- subscriptions -----------------------------------------------------------------------------------------
+
 
 def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) -> list:
     """Subscribe the location to ``kinds`` (replacing its webhook URL); what holds now becomes the baseline.
@@ -107,17 +144,29 @@ def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) 
     figures = point_figures(engine, location["lat"], location["lng"], now)
     with write(conn, durable=True):
         for kind in kinds:
-            row = conn.execute("SELECT * FROM alert_subscriptions WHERE location_id = ? AND kind = ?",
-                               (location["id"], kind)).fetchone()
+            row = conn.execute(
+                "SELECT * FROM alert_subscriptions WHERE location_id = ? AND kind = ?", (location["id"], kind)
+            ).fetchone()
             if row is not None:
-                conn.execute("UPDATE alert_subscriptions SET webhook_url = ? WHERE id = ?", (url or None, row["id"]))
+                conn.execute(
+                    "UPDATE alert_subscriptions SET webhook_url = ? WHERE id = ?", (url or None, row["id"])
+                )
                 continue
             above = int(no2_state(kind, figures)[0]) if kind in NO2_LIMITS else None
             cur = conn.execute(
                 "INSERT INTO alert_subscriptions (account_id, location_id, kind, webhook_url, webhook_secret,"
                 " unsubscribe_token, no2_above, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (account_id, location["id"], kind, url or None, "whsec_" + secrets.token_urlsafe(24),
-                 secrets.token_urlsafe(24), above, utc_stamp()))
+                (
+                    account_id,
+                    location["id"],
+                    kind,
+                    url or None,
+                    "whsec_" + secrets.token_urlsafe(24),
+                    secrets.token_urlsafe(24),
+                    above,
+                    utc_stamp(),
+                ),
+            )
             sub = conn.execute("SELECT * FROM alert_subscriptions WHERE id = ?", (cur.lastrowid,)).fetchone()
             for fact in facts(kind, figures):
                 _insert(conn, sub, fact, "baseline", payload(sub, location, fact, engine, now))
@@ -125,15 +174,18 @@ def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) 
 
 
 def list_for_location(conn, account_id: int, location_id: str) -> list:
-    return conn.execute("SELECT * FROM alert_subscriptions WHERE account_id = ? AND location_id = ? ORDER BY id",
-                        (account_id, location_id)).fetchall()
+    return conn.execute(
+        "SELECT * FROM alert_subscriptions WHERE account_id = ? AND location_id = ? ORDER BY id",
+        (account_id, location_id),
+    ).fetchall()
 
 
 def delete(conn, account_id: int, sub_id: int):
     """Delete one of the account's subscriptions (its events go with it); the deleted row."""
     with write(conn, durable=True):
-        row = conn.execute("SELECT * FROM alert_subscriptions WHERE id = ? AND account_id = ?",
-                           (sub_id, account_id)).fetchone()
+        row = conn.execute(
+            "SELECT * FROM alert_subscriptions WHERE id = ? AND account_id = ?", (sub_id, account_id)
+        ).fetchone()
         if row is None:
             raise StoreError(f"no alert subscription {sub_id} in this account")
         conn.execute("DELETE FROM alert_subscriptions WHERE id = ?", (sub_id,))
@@ -144,25 +196,30 @@ def by_token(conn, token: str):
     """The subscription whose unsubscribe token is ``token``, or None."""
     if not isinstance(token, str) or not 16 <= len(token) <= 64:
         return None
-    return conn.execute("SELECT s.*, l.name AS location_name FROM alert_subscriptions s"
-                        " JOIN locations l ON l.id = s.location_id WHERE s.unsubscribe_token = ?",
-                        (token,)).fetchone()
+    return conn.execute(
+        "SELECT s.*, l.name AS location_name FROM alert_subscriptions s"
+        " JOIN locations l ON l.id = s.location_id WHERE s.unsubscribe_token = ?",
+        (token,),
+    ).fetchone()
 
 
 def unsubscribe(conn, token: str) -> bool:
     """Delete the subscription of an unsubscribe token; False when there is none (already gone)."""
     with write(conn, durable=True):
-        return conn.execute("DELETE FROM alert_subscriptions WHERE unsubscribe_token = ?",
-                            (token,)).rowcount > 0
+        return (
+            conn.execute("DELETE FROM alert_subscriptions WHERE unsubscribe_token = ?", (token,)).rowcount > 0
+        )
 
 
 # -- evaluation --------------------------------------------------------------------------------------------
+
 
 def _insert(conn, sub, fact: Fact, kind: str, body: dict) -> bool:
     cur = conn.execute(
         "INSERT OR IGNORE INTO alert_events (subscription_id, event_key, kind, payload, created_at)"
         " VALUES (?, ?, ?, ?, ?)",
-        (sub["id"], fact.key, kind, json.dumps(body, ensure_ascii=False, separators=(",", ":")), utc_stamp()))
+        (sub["id"], fact.key, kind, json.dumps(body, ensure_ascii=False, separators=(",", ":")), utc_stamp()),
+    )
     return cur.rowcount > 0
 
 
@@ -171,8 +228,10 @@ def evaluate(conn, engine, now) -> int:
 
     Figures are computed once per saved location. Each subscription is updated in its own transaction.
     """
-    subs = conn.execute("SELECT s.*, l.name AS l_name, l.lat AS l_lat, l.lng AS l_lng FROM alert_subscriptions s"
-                        " JOIN locations l ON l.id = s.location_id ORDER BY s.id").fetchall()
+    subs = conn.execute(
+        "SELECT s.*, l.name AS l_name, l.lat AS l_lat, l.lng AS l_lng FROM alert_subscriptions s"
+        " JOIN locations l ON l.id = s.location_id ORDER BY s.id"
+    ).fetchall()
     by_location: dict[str, dict] = {}
     new = 0
     for sub in subs:
@@ -186,12 +245,16 @@ def evaluate(conn, engine, now) -> int:
         if figures is None:
             continue
         with write(conn):
-            was = conn.execute("SELECT no2_above FROM alert_subscriptions WHERE id = ?", (sub["id"],)).fetchone()
+            was = conn.execute(
+                "SELECT no2_above FROM alert_subscriptions WHERE id = ?", (sub["id"],)
+            ).fetchone()
             if was is None:
                 continue  # unsubscribed meanwhile
             if sub["kind"] in NO2_LIMITS:
                 above = no2_state(sub["kind"], figures)[0]
-                conn.execute("UPDATE alert_subscriptions SET no2_above = ? WHERE id = ?", (int(above), sub["id"]))
+                conn.execute(
+                    "UPDATE alert_subscriptions SET no2_above = ? WHERE id = ?", (int(above), sub["id"])
+                )
                 if not above or was["no2_above"] == 1:
                     continue
             for fact in facts(sub["kind"], figures):

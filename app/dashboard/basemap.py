@@ -4,6 +4,7 @@ Service-area boundary, LEZ and river come from the engine's snapshot; municipali
 Brussels only) from the reference file ``MUNICIPALITIES_FILE`` (optional: left out when absent).
 Geometries are simplified for drawing (about 20 m) and built once per snapshot, never per request.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ import shapely
 
 log = logging.getLogger(__name__)
 
-TOLERANCE = 0.0002          # degrees (~20 m): drawing precision, not used for any computation
+TOLERANCE = 0.0002  # degrees (~20 m): drawing precision, not used for any computation
 REGIONS = {"02000", "04000"}  # Flemish Region, Brussels-Capital Region
 
 
@@ -47,8 +48,13 @@ def municipalities(path) -> list:
         if props.get("reg_nis") not in REGIONS or not feat.get("geometry"):
             continue
         geom = shapely.from_geojson(json.dumps(feat["geometry"]))
-        out.append({"type": "Feature", "geometry": _geojson(geom),
-                    "properties": {"layer": "municipality", "name": props.get("name_nl") or ""}})
+        out.append(
+            {
+                "type": "Feature",
+                "geometry": _geojson(geom),
+                "properties": {"layer": "municipality", "name": props.get("name_nl") or ""},
+            }
+        )
     return out
 
 

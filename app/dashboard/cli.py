@@ -1,4 +1,5 @@
 """``flask --app wsgi alerts run``: one alert round against the served snapshot (DATA_DIR)."""
+
 from __future__ import annotations
 
 import click

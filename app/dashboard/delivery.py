@@ -9,6 +9,7 @@ Webhook: ``POST`` of the event JSON with ``X-Urban-Timestamp`` (Unix seconds) an
 redirects are not followed. Unless ``ALERT_WEBHOOK_ALLOW_PRIVATE``, a URL whose host resolves to a loopback,
 private, link-local or reserved address is refused.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -62,11 +63,20 @@ def post_webhook(url: str, secret: str, body: bytes, config, *, now: float | Non
     if not config.get("ALERT_WEBHOOK_ALLOW_PRIVATE") and not _public_address(urlsplit(url).hostname or ""):
         raise OSError("the webhook host is not a public address")
     ts = int(now if now is not None else time.time())
-    headers = {"Content-Type": "application/json", "User-Agent": "UrbanConditions-Alerts/1",
-               "X-Urban-Timestamp": str(ts), "X-Urban-Signature": sign(secret, ts, body)}
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "UrbanConditions-Alerts/1",
+        "X-Urban-Timestamp": str(ts),
+        "X-Urban-Signature": sign(secret, ts, body),
+    }
     try:
-        resp = requests.post(url, data=body, headers=headers, timeout=float(config["ALERT_WEBHOOK_TIMEOUT"]),
-                             allow_redirects=False)
+        resp = requests.post(
+            url,
+            data=body,
+            headers=headers,
+            timeout=float(config["ALERT_WEBHOOK_TIMEOUT"]),
+            allow_redirects=False,
+        )
     except requests.RequestException as exc:
         raise OSError(f"webhook not reachable: {type(exc).__name__}") from exc
     if not 200 <= resp.status_code < 300:
@@ -85,24 +95,32 @@ def claim(conn) -> list:
             " WHERE e.kind = 'event' AND e.attempts < ? AND (e.claimed_at IS NULL OR e.claimed_at < ?)"
             " AND (e.mail_sent_at IS NULL OR (s.webhook_url IS NOT NULL AND e.webhook_sent_at IS NULL))"
             " ORDER BY e.created_at, e.subscription_id, e.event_key",
-            (MAX_ATTEMPTS, now - LEASE_SECONDS)).fetchall()
+            (MAX_ATTEMPTS, now - LEASE_SECONDS),
+        ).fetchall()
         for r in rows:
-            conn.execute("UPDATE alert_events SET claimed_at = ?, attempts = attempts + 1"
-                         " WHERE subscription_id = ? AND event_key = ?", (now, r["subscription_id"], r["event_key"]))
+            conn.execute(
+                "UPDATE alert_events SET claimed_at = ?, attempts = attempts + 1"
+                " WHERE subscription_id = ? AND event_key = ?",
+                (now, r["subscription_id"], r["event_key"]),
+            )
     return rows
 
 
 def _mark(conn, row, column: str | None) -> None:
     with write(conn):
         if column:
-            conn.execute(f"UPDATE alert_events SET {column} = ? WHERE subscription_id = ? AND event_key = ?",
-                         (utc_stamp(), row["subscription_id"], row["event_key"]))
+            conn.execute(
+                f"UPDATE alert_events SET {column} = ? WHERE subscription_id = ? AND event_key = ?",
+                (utc_stamp(), row["subscription_id"], row["event_key"]),
+            )
 
 
 def _release(conn, row) -> None:
     with write(conn):
-        conn.execute("UPDATE alert_events SET claimed_at = NULL WHERE subscription_id = ? AND event_key = ?",
-                     (row["subscription_id"], row["event_key"]))
+        conn.execute(
+            "UPDATE alert_events SET claimed_at = NULL WHERE subscription_id = ? AND event_key = ?",
+            (row["subscription_id"], row["event_key"]),
+        )
 
 
 def message(row, base_url: str, sender: str):
@@ -111,10 +129,19 @@ def message(row, base_url: str, sender: str):
 
     event = json.loads(row["payload"])
     unsubscribe = f"{base_url.rstrip('/')}/dashboard/unsubscribe/{row['unsubscribe_token']}"
-    context = {"event": event, "location_name": row["location_name"], "unsubscribe": unsubscribe,
-               "map_url": f"{base_url.rstrip('/')}/dashboard/map?location={event['location']['id']}"}
-    msg = build_message(sender, row["email"], f"Alert for {row['location_name']}: {event['title']}"[:180],
-                        render_template("mail/alert.txt", **context), render_template("mail/alert.html", **context))
+    context = {
+        "event": event,
+        "location_name": row["location_name"],
+        "unsubscribe": unsubscribe,
+        "map_url": f"{base_url.rstrip('/')}/dashboard/map?location={event['location']['id']}",
+    }
+    msg = build_message(
+        sender,
+        row["email"],
+        f"Alert for {row['location_name']}: {event['title']}"[:180],
+        render_template("mail/alert.txt", **context),
+        render_template("mail/alert.html", **context),
+    )
     msg["List-Unsubscribe"] = f"<{unsubscribe}>"
     return msg
 

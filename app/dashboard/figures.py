@@ -3,6 +3,7 @@
 ``point_figures`` returns exactly the bodies of ``GET /disruptions`` (without ``location``),
 ``GET /air-quality`` and ``GET /briefing`` for the same point, snapshot and clock (a test compares them).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,14 +17,19 @@ def point_figures(engine, lat: float, lng: float, now) -> dict:
     from geo.service.briefing import briefing
     from geo.service.disruptions import disruptions
 
-    return {"disruptions": disruptions(engine, lat, lng, now), "airQuality": air_quality(engine, lat, lng, now),
-            "briefing": briefing(engine, lat, lng, now)}
+    return {
+        "disruptions": disruptions(engine, lat, lng, now),
+        "airQuality": air_quality(engine, lat, lng, now),
+        "briefing": briefing(engine, lat, lng, now),
+    }
 
 
 def _feature(lng: float, lat: float, props: dict) -> dict:
-    return {"type": "Feature", "geometry": {"type": "Point", "coordinates": [round(float(lng), 6),
-                                                                              round(float(lat), 6)]},
-            "properties": props}
+    return {
+        "type": "Feature",
+        "geometry": {"type": "Point", "coordinates": [round(float(lng), 6), round(float(lat), 6)]},
+        "properties": props,
+    }
 
 
 def _rows_by_id(frame, ids) -> dict:
@@ -38,13 +44,22 @@ def _rows_by_id(frame, ids) -> dict:
 def detour_stops(engine, transit: list) -> dict:
     """detour id → its unserved stops ``[{id, name, lat, lng}]`` (from the snapshot's detour and stop layers)."""
     detours = _rows_by_id(engine.detours, [t["id"] for t in transit])
-    stop_ids = {s for row in detours.values() for s in str(getattr(row, "unserved_stops", "") or "").split(",") if s}
+    stop_ids = {
+        s for row in detours.values() for s in str(getattr(row, "unserved_stops", "") or "").split(",") if s
+    }
     stops = _rows_by_id(engine.stops, stop_ids)
     out = {}
     for detour_id, row in detours.items():
         listed = [s for s in str(getattr(row, "unserved_stops", "") or "").split(",") if s in stops]
-        out[detour_id] = [{"id": s, "name": str(stops[s].name), "lat": round(stops[s].geometry.y, 6),
-                           "lng": round(stops[s].geometry.x, 6)} for s in listed]
+        out[detour_id] = [
+            {
+                "id": s,
+                "name": str(stops[s].name),
+                "lat": round(stops[s].geometry.y, 6),
+                "lng": round(stops[s].geometry.x, 6),
+            }
+            for s in listed
+        ]
     return out
 
 
@@ -60,19 +75,45 @@ def map_features(engine, lat: float, lng: float, figures: dict) -> dict:
     """GeoJSON of what the map draws for the point: the point, its works, the station, the detour stops."""
     feats = [_feature(lng, lat, {"kind": "point"})]
     for w in figures["disruptions"]["construction"]:
-        feats.append(_feature(w["lng"], w["lat"], {
-            "kind": "work", "id": w["id"], "running": w["status"] == RUNNING, "status": w["status"],
-            "description": w["description"], "distanceKm": w["distanceKm"]}))
+        feats.append(
+            _feature(
+                w["lng"],
+                w["lat"],
+                {
+                    "kind": "work",
+                    "id": w["id"],
+                    "running": w["status"] == RUNNING,
+                    "status": w["status"],
+                    "description": w["description"],
+                    "distanceKm": w["distanceKm"],
+                },
+            )
+        )
     reading = figures["airQuality"].get("reading") or {}
     station = reading.get("station") or {}
     where = station_point(engine, station["id"]) if station.get("id") else None
     if where is not None:
-        feats.append(_feature(where[1], where[0], {"kind": "station", "id": station["id"],
-                                                   "name": station.get("name"), "value": reading.get("value")}))
+        feats.append(
+            _feature(
+                where[1],
+                where[0],
+                {
+                    "kind": "station",
+                    "id": station["id"],
+                    "name": station.get("name"),
+                    "value": reading.get("value"),
+                },
+            )
+        )
     for detour_id, stops in detour_stops(engine, figures["disruptions"]["transit"]).items():
         for s in stops:
-            feats.append(_feature(s["lng"], s["lat"], {"kind": "stop", "id": s["id"], "name": s["name"],
-                                                       "detour": detour_id}))
+            feats.append(
+                _feature(
+                    s["lng"],
+                    s["lat"],
+                    {"kind": "stop", "id": s["id"], "name": s["name"], "detour": detour_id},
+                )
+            )
     return {"type": "FeatureCollection", "features": feats}
 
 

@@ -4,6 +4,7 @@
 (:mod:`app.api.targeting`): 400 ``missing_target`` / ``invalid_coordinates``, 404 ``location_not_found``,
 422 ``outside_service_area``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,5 +1,6 @@
 """The printable report of a saved location: briefing, air quality, works and detours tables and a static
 map (inline SVG), rendered to PDF server-side by WeasyPrint. Same figures as the API and the map page."""
+
 from __future__ import annotations
 
 import math
@@ -9,8 +10,8 @@ from flask import render_template
 
 from .figures import detour_stops, point_figures, station_point
 
-SIZE = 520           # px, square map
-RADIUS_KM = 2.5      # half the width of the map
+SIZE = 520  # px, square map
+RADIUS_KM = 2.5  # half the width of the map
 
 
 def _projector(lat0: float, lng0: float):
@@ -20,8 +21,11 @@ def _projector(lat0: float, lng0: float):
     scale = SIZE / (2 * RADIUS_KM)
 
     def xy(lat, lng):
-        return (round(SIZE / 2 + (lng - lng0) * km_per_deg_lng * scale, 1),
-                round(SIZE / 2 - (lat - lat0) * km_per_deg_lat * scale, 1))
+        return (
+            round(SIZE / 2 + (lng - lng0) * km_per_deg_lng * scale, 1),
+            round(SIZE / 2 - (lat - lat0) * km_per_deg_lat * scale, 1),
+        )
+
     return xy, scale
 
 
@@ -32,7 +36,11 @@ def _paths(geom, xy) -> list[str]:
         d = ""
         for ring in rings:
             pts = [xy(y, x) for x, y in ring.coords]
-            d += "M" + " L".join(f"{px},{py}" for px, py in pts) + (" Z " if part.geom_type == "Polygon" else " ")
+            d += (
+                "M"
+                + " L".join(f"{px},{py}" for px, py in pts)
+                + (" Z " if part.geom_type == "Polygon" else " ")
+            )
         out.append(d)
     return out
 
@@ -49,18 +57,32 @@ def static_map(engine, location: dict, figures: dict) -> dict:
         for geom in frame_layer.geometry:
             if geom is not None and not geom.is_empty and geom.intersects(frame):
                 part = geom.intersection(frame)
-                if not part.is_empty and part.geom_type in ("Polygon", "MultiPolygon", "LineString",
-                                                              "MultiLineString"):
+                if not part.is_empty and part.geom_type in (
+                    "Polygon",
+                    "MultiPolygon",
+                    "LineString",
+                    "MultiLineString",
+                ):
                     paths += _paths(part, xy)
         return paths
-    river = engine.river[engine.river["part"] == "centerline"] if "part" in engine.river.columns else engine.river
+
+    river = (
+        engine.river[engine.river["part"] == "centerline"] if "part" in engine.river.columns else engine.river
+    )
     station = (figures["airQuality"].get("reading") or {}).get("station") or {}
     where = station_point(engine, station["id"]) if station.get("id") else None
     stops = [s for lst in detour_stops(engine, figures["disruptions"]["transit"]).values() for s in lst]
     return {
-        "size": SIZE, "radius_px": round(2 * scale, 1), "center": xy(lat0, lng0),
-        "lez": clipped(engine.lez), "river": clipped(river), "boundary": clipped(engine.service_area),
-        "works": [(*xy(w["lat"], w["lng"]), w["status"] == "In uitvoering") for w in figures["disruptions"]["construction"]],
+        "size": SIZE,
+        "radius_px": round(2 * scale, 1),
+        "center": xy(lat0, lng0),
+        "lez": clipped(engine.lez),
+        "river": clipped(river),
+        "boundary": clipped(engine.service_area),
+        "works": [
+            (*xy(w["lat"], w["lng"]), w["status"] == "In uitvoering")
+            for w in figures["disruptions"]["construction"]
+        ],
         "station": xy(*where) if where else None,
         "stops": [xy(s["lat"], s["lng"]) for s in stops],
     }
@@ -68,8 +90,13 @@ def static_map(engine, location: dict, figures: dict) -> dict:
 
 def render_html(engine, location: dict, now) -> str:
     figures = point_figures(engine, location["lat"], location["lng"], now)
-    return render_template("dashboard/report.html", location=location, figures=figures,
-                           svg=static_map(engine, location, figures), now=now)
+    return render_template(
+        "dashboard/report.html",
+        location=location,
+        figures=figures,
+        svg=static_map(engine, location, figures),
+        now=now,
+    )
 
 
 def render_pdf(engine, location: dict, now) -> bytes:

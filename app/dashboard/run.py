@@ -3,6 +3,7 @@
 Called after each published snapshot refresh (``app.sources.cli.run_rounds(after_publish=...)``) and by
 ``flask --app wsgi alerts run`` (cron, or by hand).
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,7 +31,9 @@ def run_alerts(app, engine) -> dict:
         finally:
             conn.close()
     counts["new"] = new
-    log.info("alerts: %(new)s new events; sent %(mail)s mails, %(webhook)s webhooks; %(failed)s failed", counts)
+    log.info(
+        "alerts: %(new)s new events; sent %(mail)s mails, %(webhook)s webhooks; %(failed)s failed", counts
+    )
     return counts
 
 

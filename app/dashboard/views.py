@@ -1,8 +1,18 @@
 """Dashboard pages: saved locations, the map of a point, alert subscriptions, unsubscribe, PDF report."""
+
 from __future__ import annotations
 
-from flask import (Blueprint, Response, current_app, flash, jsonify, redirect, render_template, request,
-                   url_for)
+from flask import (
+    Blueprint,
+    Response,
+    current_app,
+    flash,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
 from app.accounts import StoreError
 from app.api.targeting import current_engine
@@ -11,15 +21,27 @@ from app.db import get_db
 from app.errors import ApiError, LocationNotFound, error_response, to_api_error
 from app.portal import csrf
 from app.redact import echo
-from app.saved_locations import (add_location, as_json, get_location, list_locations, remove_location,
-                                 update_location)
+from app.saved_locations import (
+    add_location,
+    as_json,
+    get_location,
+    list_locations,
+    remove_location,
+    update_location,
+)
 
 from . import alerts, basemap, points
 from .access import current_viewer, sign_in_first
 from .figures import is_finite, map_features, point_figures
 
-bp = Blueprint("dashboard", __name__, url_prefix="/dashboard", template_folder="templates",
-               static_folder="static", static_url_path="/static")
+bp = Blueprint(
+    "dashboard",
+    __name__,
+    url_prefix="/dashboard",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
 
 
 def _csp() -> str:
@@ -27,8 +49,10 @@ def _csp() -> str:
 
     tiles = urlsplit(current_app.config.get("MAP_TILE_URL") or "")
     img = "'self' data:" + (f" {tiles.scheme}://{tiles.netloc.replace('{s}.', '*.')}" if tiles.netloc else "")
-    return (f"default-src 'none'; script-src 'self'; style-src 'self'; img-src {img}; connect-src 'self'; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+    return (
+        f"default-src 'none'; script-src 'self'; style-src 'self'; img-src {img}; connect-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
 
 
 @bp.after_request
@@ -44,8 +68,12 @@ def _headers(response):
 @bp.before_request
 def _check_csrf():
     if request.method == "POST" and not csrf.valid_request():
-        return page("dashboard/problem.html", 400, heading="Form expired",
-                    text="This form is no longer valid (or cookies are blocked). Reload the page and try again.")
+        return page(
+            "dashboard/problem.html",
+            400,
+            heading="Form expired",
+            text="This form is no longer valid (or cookies are blocked). Reload the page and try again.",
+        )
     return None
 
 
@@ -72,9 +100,14 @@ def _viewer_or_redirect(full: bool = False):
     if viewer is None:
         return None, sign_in_first()
     if full and not viewer.full:
-        return None, page("dashboard/problem.html", 403, heading="Pro plan needed", code="plan_required",
-                          text=f"Your plan ({viewer.plan.label}) has the read-only map explorer. Saving "
-                               "locations, alerts and PDF reports are part of the Pro and Enterprise plans.")
+        return None, page(
+            "dashboard/problem.html",
+            403,
+            heading="Pro plan needed",
+            code="plan_required",
+            text=f"Your plan ({viewer.plan.label}) has the read-only map explorer. Saving "
+            "locations, alerts and PDF reports are part of the Pro and Enterprise plans.",
+        )
     return viewer, None
 
 
@@ -92,12 +125,15 @@ def _locations_page(viewer, status=200, **context):
 
 # -- saved locations ---------------------------------------------------------------------------------------
 
+
 @bp.get("/")
 def index():
     viewer, stop = _viewer_or_redirect()
     if stop:
         return stop
-    return _locations_page(viewer, form={"lat": request.args.get("lat", ""), "lng": request.args.get("lng", "")})
+    return _locations_page(
+        viewer, form={"lat": request.args.get("lat", ""), "lng": request.args.get("lng", "")}
+    )
 
 
 @bp.post("/locations")
@@ -108,14 +144,26 @@ def add():
     form = request.form
     try:
         lat, lng = points.checked_point(current_engine(), form.get("lat"), form.get("lng"))
-        row = add_location(get_db(), viewer.account["id"], name=form.get("name", ""),
-                           address=form.get("address", ""), label=form.get("label", ""), lat=lat, lng=lng,
-                           is_primary=form.get("primary") == "on",
-                           max_locations=current_app.config["MAX_LOCATIONS"])
+        row = add_location(
+            get_db(),
+            viewer.account["id"],
+            name=form.get("name", ""),
+            address=form.get("address", ""),
+            label=form.get("label", ""),
+            lat=lat,
+            lng=lng,
+            is_primary=form.get("primary") == "on",
+            max_locations=current_app.config["MAX_LOCATIONS"],
+        )
     except (ApiError, StoreError) as exc:
         err = to_api_error(exc) if isinstance(exc, ApiError) else None
-        return _locations_page(viewer, err.status if err else 400, form=form,
-                               error=err.message if err else str(exc), error_code=err.code if err else None)
+        return _locations_page(
+            viewer,
+            err.status if err else 400,
+            form=form,
+            error=err.message if err else str(exc),
+            error_code=err.code if err else None,
+        )
     flash(f"Saved “{row['name']}” (id {row['id']}).", "ok")
     return redirect(url_for("dashboard.map_page", location=row["id"]))
 
@@ -127,9 +175,15 @@ def update(location_id):
         return stop
     form = request.form
     try:
-        row = update_location(get_db(), viewer.account["id"], location_id, name=form.get("name", ""),
-                              address=form.get("address", ""), label=form.get("label", ""),
-                              is_primary=form.get("primary") == "on")
+        row = update_location(
+            get_db(),
+            viewer.account["id"],
+            location_id,
+            name=form.get("name", ""),
+            address=form.get("address", ""),
+            label=form.get("label", ""),
+            is_primary=form.get("primary") == "on",
+        )
     except StoreError as exc:
         _own_location(get_db(), viewer, location_id)
         return _locations_page(viewer, 400, error=str(exc))
@@ -153,6 +207,7 @@ def delete(location_id):
 
 # -- the map -----------------------------------------------------------------------------------------------
 
+
 @bp.get("/map")
 def map_page():
     viewer, stop = _viewer_or_redirect()
@@ -165,10 +220,20 @@ def map_page():
     engine = current_engine()
     point = points.resolve(conn, viewer.account["id"], engine, request.args)
     figures = point_figures(engine, point.lat, point.lng, data_now(engine))
-    subs = (alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
-            if point.location is not None else [])
-    return page("dashboard/map.html", point=point, figures=figures, saved=saved, subs=subs,
-                as_of=getattr(engine, "as_of", None), location=as_json(point.location) if point.location else None)
+    subs = (
+        alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
+        if point.location is not None
+        else []
+    )
+    return page(
+        "dashboard/map.html",
+        point=point,
+        figures=figures,
+        saved=saved,
+        subs=subs,
+        as_of=getattr(engine, "as_of", None),
+        location=as_json(point.location) if point.location else None,
+    )
 
 
 @bp.get("/map.json")
@@ -180,8 +245,13 @@ def map_json():
     engine = current_engine()
     point = points.resolve(get_db(), viewer.account["id"], engine, request.args)
     figures = point_figures(engine, point.lat, point.lng, data_now(engine))
-    return jsonify({"point": {"lat": point.lat, "lng": point.lng}, "figures": figures,
-                    "features": map_features(engine, point.lat, point.lng, figures)})
+    return jsonify(
+        {
+            "point": {"lat": point.lat, "lng": point.lng},
+            "figures": figures,
+            "features": map_features(engine, point.lat, point.lng, figures),
+        }
+    )
 
 
 def _unauthenticated():
@@ -207,6 +277,7 @@ def basemap_json():
 
 # -- alerts ------------------------------------------------------------------------------------------------
 
+
 @bp.post("/locations/<location_id>/alerts")
 def subscribe(location_id):
     viewer, stop = _viewer_or_redirect(full=True)
@@ -216,8 +287,15 @@ def subscribe(location_id):
     row = _own_location(conn, viewer, location_id)
     engine = current_engine()
     try:
-        alerts.subscribe(conn, viewer.account["id"], row, request.form.getlist("kind"),
-                         request.form.get("webhook_url", ""), engine, data_now(engine))
+        alerts.subscribe(
+            conn,
+            viewer.account["id"],
+            row,
+            request.form.getlist("kind"),
+            request.form.get("webhook_url", ""),
+            engine,
+            data_now(engine),
+        )
     except StoreError as exc:
         flash(f"Alerts not changed: {exc}.", "warn")
         return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
@@ -252,6 +330,7 @@ def unsubscribe(token):
 
 
 # -- report ------------------------------------------------------------------------------------------------
+
 
 @bp.get("/locations/<location_id>/report.pdf")
 def report(location_id):

@@ -19,26 +19,38 @@ DIST = os.path.join(os.path.dirname(__file__), "node_modules", "swagger-ui-dist"
 #: the files of the npm package the page loads
 VENDOR_FILES = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
 #: Swagger UI sets inline styles and shows data: icons; scripts only from here; calls only to this origin
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-       "connect-src 'self'; font-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
+)
 
-bp = Blueprint("docs_ui", __name__, url_prefix="/api/v1/docs", template_folder="templates",
-               static_folder="static", static_url_path="/static")
+bp = Blueprint(
+    "docs_ui",
+    __name__,
+    url_prefix="/api/v1/docs",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
 
 
 def _installed() -> None:
     if not all(os.path.isfile(os.path.join(DIST, name)) for name in VENDOR_FILES):
-        raise ServiceUnavailable("the interactive documentation is not installed on this server "
-                                 "(run `make docs-ui`); the OpenAPI document is at /api/v1/openapi.json")
+        raise ServiceUnavailable(
+            "the interactive documentation is not installed on this server "
+            "(run `make docs-ui`); the OpenAPI document is at /api/v1/openapi.json"
+        )
 
 
 @bp.get("")
 def index():
     """The Swagger UI page."""
     _installed()
-    return render_template("docs_ui/index.html"), 200, {"Cache-Control": "no-cache",
-                                                          "Content-Security-Policy": CSP,
-                                                          "Referrer-Policy": "no-referrer"}
+    return (
+        render_template("docs_ui/index.html"),
+        200,
+        {"Cache-Control": "no-cache", "Content-Security-Policy": CSP, "Referrer-Policy": "no-referrer"},
+    )
 
 
 @bp.get("/ui/<name>")

@@ -4,6 +4,7 @@
 the mail extension, the session cookie policy, the log redactor, and the two blueprints
 (``/api/v1/signup`` and ``/portal``). CSRF protection is part of the portal blueprint.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,8 +40,9 @@ class PortalSessionInterface(SecureCookieSessionInterface):
 
     def open_session(self, app, request):
         # no cookie: the empty session Flask would return, without building a signing serializer
-        if app.secret_key and ("HTTP_COOKIE" not in request.environ
-                               or not request.cookies.get(self.get_cookie_name(app))):
+        if app.secret_key and (
+            "HTTP_COOKIE" not in request.environ or not request.cookies.get(self.get_cookie_name(app))
+        ):
             return self.session_class()
         return super().open_session(app, request)
 
@@ -70,8 +72,11 @@ def init_app(app):
     app.session_interface = PortalSessionInterface()
     mail.init_app(app)
     if app.config["MAIL_BACKEND"] == "outbox" and app.config.get("ENV") == "production" and not app.testing:
-        log.warning("MAIL_BACKEND=outbox in production: sign-up mails are written to %s, not sent; "
-                    "set URBAN_MAIL_BACKEND=smtp and URBAN_MAIL_HOST", app.config["MAIL_OUTBOX"])
+        log.warning(
+            "MAIL_BACKEND=outbox in production: sign-up mails are written to %s, not sent; "
+            "set URBAN_MAIL_BACKEND=smtp and URBAN_MAIL_HOST",
+            app.config["MAIL_OUTBOX"],
+        )
     redact.install()
     if throttle.charge_per_ip not in app.before_request_funcs.get(None, []):
         app.before_request(throttle.charge_per_ip)

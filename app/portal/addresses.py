@@ -5,6 +5,7 @@ LDH labels (IDN in its ``xn--`` form), alphabetic top-level label, total ≤ 254
 Rejected: display names, quoted local parts, IP-literal domains, whitespace, control characters.
 The address is returned lower-cased (accounts are matched case-insensitively).
 """
+
 from __future__ import annotations
 
 import re
@@ -32,7 +33,10 @@ def normalize_email(value):
     if not at or len(local) > 64 or not _LOCAL.fullmatch(local):
         raise InvalidEmail("not an e-mail address")
     labels = domain.split(".")
-    if len(labels) < 2 or not all(_LABEL.fullmatch(label) for label in labels) \
-            or not _TLD.fullmatch(labels[-1]):
+    if (
+        len(labels) < 2
+        or not all(_LABEL.fullmatch(label) for label in labels)
+        or not _TLD.fullmatch(labels[-1])
+    ):
         raise InvalidEmail("not an e-mail address")
     return value.lower()

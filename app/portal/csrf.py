@@ -3,6 +3,7 @@
 The secret lives in the signed session cookie (SameSite=Lax) and is compared in constant time; a POST whose
 ``Origin`` header names another host is refused as well. Templates call ``csrf_token()``.
 """
+
 from __future__ import annotations
 
 import hmac

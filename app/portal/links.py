@@ -2,6 +2,7 @@
 
 Functions take the store connection and the clock value (``now``, aware UTC datetime) from the caller.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,10 @@ from . import throttle
 log = logging.getLogger(__name__)
 
 DEVELOPER_PLAN = "developer"
-SUBJECT = {False: "Bevestig je aanmelding / Confirm your sign-up — Urban Conditions",
-           True: "Aanmelden / Sign in — Urban Conditions"}
+SUBJECT = {
+    False: "Bevestig je aanmelding / Confirm your sign-up — Urban Conditions",
+    True: "Aanmelden / Sign in — Urban Conditions",
+}
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,13 @@ def ttl_minutes():
 def compose(sender, email, link, existing):
     """The bilingual (Dutch, then English) text+HTML message carrying ``link``."""
     context = {"link": link, "existing": existing, "ttl_minutes": ttl_minutes()}
-    return build_message(sender, email, SUBJECT[existing],
-                         render_template("mail/link.txt", **context),
-                         render_template("mail/link.html", **context))
+    return build_message(
+        sender,
+        email,
+        SUBJECT[existing],
+        render_template("mail/link.txt", **context),
+        render_template("mail/link.html", **context),
+    )
 
 
 def send_link(conn, mail, email, *, now, link_for, sender):

@@ -1,5 +1,6 @@
 """Log redaction: link tokens and API keys (in any encoding, :func:`app.redact.redact_text`) are removed from
 every log record of the process — werkzeug and gunicorn request lines, gunicorn's error log, the app's own log."""
+
 from __future__ import annotations
 
 import logging

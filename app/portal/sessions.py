@@ -5,6 +5,7 @@ account and the expiry (``portal_sessions``, migration ``064``). Every signed-in
 the row still exists, so signing out ends the session on the server: a copy of the cookie replayed later
 opens nothing and creates no key. Functions take the store connection and ``now`` (epoch seconds).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,8 +23,10 @@ def start(conn, account_id: int, *, now: int, hours: float) -> str:
     session_id = secrets.token_urlsafe(32)
     with write(conn, durable=True):
         conn.execute("DELETE FROM portal_sessions WHERE expires_at <= ?", (int(now),))
-        conn.execute("INSERT INTO portal_sessions (digest, account_id, created_at, expires_at) "
-                     "VALUES (?, ?, ?, ?)", (_digest(session_id), account_id, int(now), int(now + hours * 3600)))
+        conn.execute(
+            "INSERT INTO portal_sessions (digest, account_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+            (_digest(session_id), account_id, int(now), int(now + hours * 3600)),
+        )
     return session_id
 
 
@@ -31,8 +34,10 @@ def account_of(conn, session_id, *, now: int) -> int | None:
     """The account of a live session, or None (unknown, signed out or expired)."""
     if not isinstance(session_id, str) or not 0 < len(session_id) <= 64:
         return None
-    row = conn.execute("SELECT account_id FROM portal_sessions WHERE digest = ? AND expires_at > ?",
-                       (_digest(session_id), int(now))).fetchone()
+    row = conn.execute(
+        "SELECT account_id FROM portal_sessions WHERE digest = ? AND expires_at > ?",
+        (_digest(session_id), int(now)),
+    ).fetchone()
     return None if row is None else row[0]
 
 

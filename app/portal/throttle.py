@@ -13,6 +13,7 @@ Both the API (``POST /api/v1/signup``) and the portal form draw from the same bu
 
 See ``docs/signup.md`` → Abuse limits.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,10 @@ def charge_per_ip() -> None:
     ok = limiter.limiter.hit(item, "signup-ip", client)
     g.rate = info = window(item, "signup-ip", client)
     if not ok:
-        raise RateLimited("too many sign-up requests from this address; retry later",
-                          headers={"Retry-After": str(retry_after(info))})
+        raise RateLimited(
+            "too many sign-up requests from this address; retry later",
+            headers={"Retry-After": str(retry_after(info))},
+        )
 
 
 def _address_bucket(address: str) -> tuple:

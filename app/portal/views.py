@@ -1,7 +1,19 @@
 """Developer portal pages (server-rendered, no JavaScript): sign-up/sign-in by link, the API section."""
+
 from __future__ import annotations
 
-from flask import Blueprint, abort, current_app, flash, g, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 
 from app import accounts, usage
 from app.clock import wall_now
@@ -14,13 +26,20 @@ from app.saved_locations import as_json, list_locations
 from . import csrf, links, sessions
 from .addresses import InvalidEmail, normalize_email
 
-bp = Blueprint("portal", __name__, url_prefix="/portal", template_folder="templates",
-               static_folder="static", static_url_path="/static")
+bp = Blueprint(
+    "portal",
+    __name__,
+    url_prefix="/portal",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
 
 SESSION_ID = "sid"  # the cookie's server-side session id (app.portal.sessions)
 
 
 # -- helpers -----------------------------------------------------------------------------------------------
+
 
 def link_url(token):
     """Absolute link for a token: ``PUBLIC_URL`` when configured (never trust Host behind a proxy)."""
@@ -45,16 +64,21 @@ def signed_in_account():
             conn = get_db()
             account_id = sessions.account_of(conn, session_id, now=int(wall_now().timestamp()))
             if account_id is not None:
-                g.portal_account = conn.execute("SELECT * FROM accounts WHERE id = ?",
-                                                (account_id,)).fetchone()
+                g.portal_account = conn.execute(
+                    "SELECT * FROM accounts WHERE id = ?", (account_id,)
+                ).fetchone()
     return g.portal_account
 
 
 def sign_in(account):
     """A new server-side session for ``account`` (a fresh id and CSRF secret in a fresh cookie)."""
     session.clear()
-    session[SESSION_ID] = sessions.start(get_db(), account["id"], now=int(wall_now().timestamp()),
-                                         hours=current_app.config["PORTAL_SESSION_HOURS"])
+    session[SESSION_ID] = sessions.start(
+        get_db(),
+        account["id"],
+        now=int(wall_now().timestamp()),
+        hours=current_app.config["PORTAL_SESSION_HOURS"],
+    )
     session.permanent = False
     csrf.rotate()
     g.portal_account = account
@@ -77,8 +101,11 @@ def problem(status, heading, text):
 @bp.before_request
 def _check_csrf():
     if request.method == "POST" and not csrf.valid_request():
-        return problem(400, "Form expired", "This form is no longer valid (or cookies are blocked). "
-                                            "Go back, reload the page and try again.")
+        return problem(
+            400,
+            "Form expired",
+            "This form is no longer valid (or cookies are blocked). Go back, reload the page and try again.",
+        )
     return None
 
 
@@ -90,7 +117,8 @@ def _headers(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Content-Security-Policy"] = (
         "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-        "base-uri 'none'")
+        "base-uri 'none'"
+    )
     return response
 
 
@@ -103,16 +131,21 @@ def _template_helpers():
 def _portal_error(exc):
     err = to_api_error(exc)
     if isinstance(err, ApiError) and err.status == 429:
-        body, status = problem(429, "Too many requests", "Too many links were requested. Wait a while and try "
-                                                         "again.")
+        body, status = problem(
+            429, "Too many requests", "Too many links were requested. Wait a while and try again."
+        )
         return body, status, err.headers  # Retry-After
     if err.status >= 500:
-        return problem(err.status, "Temporarily unavailable",
-                       "The service could not complete this request. Nothing was changed; try again shortly.")
+        return problem(
+            err.status,
+            "Temporarily unavailable",
+            "The service could not complete this request. Nothing was changed; try again shortly.",
+        )
     return problem(err.status, "Not possible", err.message)
 
 
 # -- sign-up and sign-in by link ---------------------------------------------------------------------------
+
 
 @bp.get("/")
 def index():
@@ -127,14 +160,28 @@ def request_link():
     try:
         email = normalize_email(raw)
     except InvalidEmail:
-        return page("portal/index.html", 400, api_base=api_base(), email=raw,
-                    error="Enter a valid e-mail address, like name@example.be.")
+        return page(
+            "portal/index.html",
+            400,
+            api_base=api_base(),
+            email=raw,
+            error="Enter a valid e-mail address, like name@example.be.",
+        )
     try:
-        links.send_link_within_limits(get_db(), current_app.extensions["mail"], email, now=wall_now(),
-                                      link_for=link_url, sender=current_app.config["MAIL_SENDER"])
+        links.send_link_within_limits(
+            get_db(),
+            current_app.extensions["mail"],
+            email,
+            now=wall_now(),
+            link_for=link_url,
+            sender=current_app.config["MAIL_SENDER"],
+        )
     except MailUnavailable:
-        return problem(503, "Mail could not be sent", "Our mail server is not reachable right now. "
-                                                       "Nothing was saved: try again in a few minutes.")
+        return problem(
+            503,
+            "Mail could not be sent",
+            "Our mail server is not reachable right now. Nothing was saved: try again in a few minutes.",
+        )
     return redirect(url_for("portal.sent"))
 
 
@@ -159,8 +206,9 @@ def consume_link():
         return page("portal/link_invalid.html", 400)
     sign_in(result.account)
     if result.created:
-        return page("portal/key_created.html", key=result.key, new_account=True, signed_in=True,
-                    api_base=api_base())
+        return page(
+            "portal/key_created.html", key=result.key, new_account=True, signed_in=True, api_base=api_base()
+        )
     flash("You are signed in.", "ok")
     return redirect(url_for("portal.account"))
 
@@ -177,6 +225,7 @@ def sign_out():
 
 # -- the API section ---------------------------------------------------------------------------------------
 
+
 def _require_account():
     account = signed_in_account()
     if account is None:
@@ -191,10 +240,14 @@ def account():
     if acc is None:
         return redirect(url_for("portal.index"))
     conn = get_db()
-    return page("portal/account.html", account=acc, plan=get_plan(acc["plan"]),
-                used=usage.used(conn, acc["id"], usage.day_of(wall_now())),
-                locations=[as_json(r) for r in list_locations(conn, acc["id"])],
-                keys=accounts.list_keys(conn, acc["id"]))
+    return page(
+        "portal/account.html",
+        account=acc,
+        plan=get_plan(acc["plan"]),
+        used=usage.used(conn, acc["id"], usage.day_of(wall_now())),
+        locations=[as_json(r) for r in list_locations(conn, acc["id"])],
+        keys=accounts.list_keys(conn, acc["id"]),
+    )
 
 
 @bp.post("/keys")

@@ -45,9 +45,12 @@ def init_app(app) -> None:
     if holder is not None and "ENGINE" not in app.config and settings.reload_interval > 0:
         from geo.service.loaded import load
 
-        state["watcher"] = SnapshotWatcher(app.config.get("DATA_DIR", "data/snapshot"),
-                                           settings.reload_interval, load,
-                                           background=bool(app.config.get("RELOAD_BACKGROUND", True)))
+        state["watcher"] = SnapshotWatcher(
+            app.config.get("DATA_DIR", "data/snapshot"),
+            settings.reload_interval,
+            load,
+            background=bool(app.config.get("RELOAD_BACKGROUND", True)),
+        )
 
     @app.before_request
     def _pin_engine():

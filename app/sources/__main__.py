@@ -36,8 +36,14 @@ def refresh(every, reference, rounds):
 @click.option("--port", type=int, default=None, help="API port (default: PORT or 8000)")
 @click.option("--host", default=None, help="bind address (default: HOST or 127.0.0.1)")
 @click.option("--workers", type=int, default=None, help="gunicorn workers (default: WEB_CONCURRENCY or 2)")
-@click.option("--every", type=click.FloatRange(min=1.0), default=60.0, show_default=True, metavar="SECONDS",
-              help="seconds between refresh rounds")
+@click.option(
+    "--every",
+    type=click.FloatRange(min=1.0),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="seconds between refresh rounds",
+)
 @REFERENCE
 def live(port, host, workers, every, reference):
     """Live mode end to end: one refresh round, then the refresher loop and the API (``python -m app.serve``)."""
@@ -61,7 +67,9 @@ def record_command(directory):
 
 @main.command("replay")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False))
-@click.option("--out", required=True, type=click.Path(file_okay=False), help="snapshot directory to (re)place")
+@click.option(
+    "--out", required=True, type=click.Path(file_okay=False), help="snapshot directory to (re)place"
+)
 @REFERENCE
 def replay_command(directory, out, reference):
     """Build a snapshot offline from a recording (answers as of its recordedAt)."""
@@ -73,7 +81,9 @@ def replay_command(directory, out, reference):
         manifest = replay(directory, out, reference or settings.reference_dir, base=settings)
     except (RecordingError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
-    click.echo(f"replayed {directory} into {out}: snapshot {manifest['snapshotId'][:16]}… asOf {manifest['asOf']}")
+    click.echo(
+        f"replayed {directory} into {out}: snapshot {manifest['snapshotId'][:16]}… asOf {manifest['asOf']}"
+    )
     for source, reasons in (manifest.get("skipped") or {}).items():
         for reason, n in reasons.items():
             click.echo(f"  skipped {source} {reason}: {n}")

@@ -39,6 +39,14 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     """
     if not enabled(settings):
         raise UpstreamError(SOURCE, "regional boundary: no URL configured (set URBAN_BOUNDARY_URL)")
-    return fetch_geojson_layer(up, SOURCE, settings.boundary_url, layer="service_area", kind="boundary",
-                               label="regional boundary", normaliser=normalise.normalise_boundary,
-                               expire_after=settings.expiry(SOURCE, "boundary"), endpoint=ENDPOINT)
+    return fetch_geojson_layer(
+        up,
+        SOURCE,
+        settings.boundary_url,
+        layer="service_area",
+        kind="boundary",
+        label="regional boundary",
+        normaliser=normalise.normalise_boundary,
+        expire_after=settings.expiry(SOURCE, "boundary"),
+        endpoint=ENDPOINT,
+    )

@@ -68,7 +68,7 @@ SOURCES: dict[str, Source] = {
             default_url="",  # no default: set URBAN_BOUNDARY_URL (candidates in docs/sources.md)
             url_setting="URBAN_BOUNDARY_URL",
             licence="licence of the configured official source (FPS Finance AAPD open-data licence or "
-                    "NGI open data; see docs/sources.md)",
+            "NGI open data; see docs/sources.md)",
             layers=("service_area",),
             expiry={"boundary": 30 * 86400},
         ),

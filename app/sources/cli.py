@@ -25,9 +25,17 @@ from .refresher import refresh
 from .settings import SourceSettings
 
 
-def run_rounds(data_dir, reference, settings: SourceSettings, cache_path, *, every: float | None = None,
-               rounds: int | None = None, echo: Callable[[str], None] = click.echo,
-               after_publish: Callable | None = None) -> bool:
+def run_rounds(
+    data_dir,
+    reference,
+    settings: SourceSettings,
+    cache_path,
+    *,
+    every: float | None = None,
+    rounds: int | None = None,
+    echo: Callable[[str], None] = click.echo,
+    after_publish: Callable | None = None,
+) -> bool:
     """Run refresh rounds; returns whether the last round published. ``after_publish(report)`` runs after
     each round that published (the dashboard's alerts).
 
@@ -65,12 +73,26 @@ def default_cache(settings: SourceSettings, instance_path) -> str:
     return settings.http_cache or os.path.join(instance_path, "http_cache.sqlite")
 
 
-EVERY = click.option("--every", type=click.FloatRange(min=1.0), default=None, metavar="SECONDS",
-                     help="repeat: start a new round every SECONDS (default: one round, then exit)")
-REFERENCE = click.option("--reference", type=click.Path(file_okay=False), default=None,
-                         help="directory of the published reference files (default: URBAN_REFERENCE_DIR)")
-ROUNDS = click.option("--rounds", type=click.IntRange(min=1), default=None, hidden=True,
-                      help="with --every: stop after N rounds (tests)")
+EVERY = click.option(
+    "--every",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    metavar="SECONDS",
+    help="repeat: start a new round every SECONDS (default: one round, then exit)",
+)
+REFERENCE = click.option(
+    "--reference",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="directory of the published reference files (default: URBAN_REFERENCE_DIR)",
+)
+ROUNDS = click.option(
+    "--rounds",
+    type=click.IntRange(min=1),
+    default=None,
+    hidden=True,
+    help="with --every: stop after N rounds (tests)",
+)
 
 
 @click.group("snapshot", help="Data snapshots from the live upstream sources.")
@@ -89,9 +111,15 @@ def refresh_command(every, reference, rounds):
 
     app = current_app._get_current_object()
     settings = SourceSettings.from_mapping(app.config)
-    ok = run_rounds(app.config.get("DATA_DIR", "data/snapshot"), reference or settings.reference_dir, settings,
-                    default_cache(settings, app.instance_path), every=every, rounds=rounds,
-                    after_publish=lambda report: after_refresh(app, report))
+    ok = run_rounds(
+        app.config.get("DATA_DIR", "data/snapshot"),
+        reference or settings.reference_dir,
+        settings,
+        default_cache(settings, app.instance_path),
+        every=every,
+        rounds=rounds,
+        after_publish=lambda report: after_refresh(app, report),
+    )
     if not ok:
         raise SystemExit(1)
 
@@ -102,7 +130,13 @@ def standalone_refresh(every, reference, rounds) -> int:
     instance = os.environ.get("URBAN_INSTANCE_PATH") or "instance"
     from app.dashboard.run import standalone_hook
 
-    ok = run_rounds(os.environ.get("URBAN_DATA_DIR") or "data/snapshot", reference or settings.reference_dir,
-                    settings, default_cache(settings, instance), every=every, rounds=rounds,
-                    after_publish=standalone_hook())
+    ok = run_rounds(
+        os.environ.get("URBAN_DATA_DIR") or "data/snapshot",
+        reference or settings.reference_dir,
+        settings,
+        default_cache(settings, instance),
+        every=every,
+        rounds=rounds,
+        after_publish=standalone_hook(),
+    )
     return 0 if ok else 1

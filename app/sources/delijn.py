@@ -54,9 +54,16 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     times: dict[str, list] = {"stops": [], "detours": []}
 
     def get(path, kind, check, layer, params=None, missing_ok=False, endpoint=""):
-        got = up.get_json(SOURCE, f"{base}{path}", params=params, headers=headers,
-                          expire_after=settings.expiry(SOURCE, kind), check=check, missing_ok=missing_ok,
-                          endpoint=endpoint)
+        got = up.get_json(
+            SOURCE,
+            f"{base}{path}",
+            params=params,
+            headers=headers,
+            expire_after=settings.expiry(SOURCE, kind),
+            check=check,
+            missing_ok=missing_ok,
+            endpoint=endpoint,
+        )
         data.requests += 1
         if got is None:
             return None
@@ -65,10 +72,20 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         return got.payload
 
     lines_check = object_with("lijnen", arrays=("lijnen",))
-    haltes = get(f"/entiteiten/{entity}/haltes", "stops", object_with("haltes", arrays=("haltes",)), "stops",
-                 endpoint="/entiteiten/{entiteitnummer}/haltes")
-    lijnen = get(f"/entiteiten/{entity}/lijnen", "lines", lines_check, "stops",
-                 endpoint="/entiteiten/{entiteitnummer}/lijnen")
+    haltes = get(
+        f"/entiteiten/{entity}/haltes",
+        "stops",
+        object_with("haltes", arrays=("haltes",)),
+        "stops",
+        endpoint="/entiteiten/{entiteitnummer}/haltes",
+    )
+    lijnen = get(
+        f"/entiteiten/{entity}/lijnen",
+        "lines",
+        lines_check,
+        "stops",
+        endpoint="/entiteiten/{entiteitnummer}/lijnen",
+    )
     stop_lines: dict[str, dict] = {}
     for lijn in lijnen.get("lijnen") or []:
         e, nr = str(lijn.get("entiteitnummer", entity)), str(lijn.get("lijnnummer", ""))
@@ -76,41 +93,75 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
             continue
         public = str(lijn.get("lijnnummerPubliek") or lijn.get("lijnNummerPubliek") or nr)
         for richting in DIRECTIONS:
-            page = get(f"/lijnen/{e}/{nr}/lijnrichtingen/{richting}/haltes", "lines",
-                       object_with("haltes", arrays=("haltes",)), "stops", missing_ok=True,
-                       endpoint="/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/{richting}/haltes")
+            page = get(
+                f"/lijnen/{e}/{nr}/lijnrichtingen/{richting}/haltes",
+                "lines",
+                object_with("haltes", arrays=("haltes",)),
+                "stops",
+                missing_ok=True,
+                endpoint="/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/{richting}/haltes",
+            )
             for halte in (page or {}).get("haltes") or []:
                 if not isinstance(halte, dict) or not halte.get("haltenummer"):
                     continue
                 key = f"{halte.get('entiteitnummer', e)}_{halte['haltenummer']}"
                 entry = stop_lines.setdefault(key, {"lijnrichtingen": []})
-                entry["lijnrichtingen"].append({"lijnNummerPubliek": public, "entiteitnummer": e,
-                                                "lijnnummer": nr, "richting": richting})
+                entry["lijnrichtingen"].append(
+                    {"lijnNummerPubliek": public, "entiteitnummer": e, "lijnnummer": nr, "richting": richting}
+                )
     start = now.astimezone(_LOCAL).replace(second=0, microsecond=0)
-    window = {"startDatum": start.strftime("%Y-%m-%dT%H:%M:%S"),
-              "eindDatum": (start + timedelta(days=DETOUR_DAYS)).strftime("%Y-%m-%dT%H:%M:%S"),
-              "taalCode": "NEDERLANDS"}
-    omleidingen = get("/omleidingen", "detours", object_with("omleidingen", arrays=("omleidingen",)),
-                      "detours", params=window, endpoint="/omleidingen")
+    window = {
+        "startDatum": start.strftime("%Y-%m-%dT%H:%M:%S"),
+        "eindDatum": (start + timedelta(days=DETOUR_DAYS)).strftime("%Y-%m-%dT%H:%M:%S"),
+        "taalCode": "NEDERLANDS",
+    }
+    omleidingen = get(
+        "/omleidingen",
+        "detours",
+        object_with("omleidingen", arrays=("omleidingen",)),
+        "detours",
+        params=window,
+        endpoint="/omleidingen",
+    )
     try:
         lines = [lijnen]
         for e in detour_entities(omleidingen):
             if e != str(entity) and _DIGITS.fullmatch(e):
-                lines.append(get(f"/entiteiten/{e}/lijnen", "lines", lines_check, "detours",
-                                 endpoint="/entiteiten/{entiteitnummer}/lijnen"))
+                lines.append(
+                    get(
+                        f"/entiteiten/{e}/lijnen",
+                        "lines",
+                        lines_check,
+                        "detours",
+                        endpoint="/entiteiten/{entiteitnummer}/lijnen",
+                    )
+                )
         stops = normalise.normalise_stops(haltes, stop_lines, lines)
         details: dict[str, dict | None] = {}
         for e, h in unknown_stops(omleidingen, stops):
             if _DIGITS.fullmatch(e) and _DIGITS.fullmatch(h):
-                details[f"{e}_{h}"] = get(f"/haltes/{e}/{h}", "stops", object_with("haltenummer"), "detours",
-                                          missing_ok=True, endpoint="/haltes/{entiteitnummer}/{haltenummer}")
+                details[f"{e}_{h}"] = get(
+                    f"/haltes/{e}/{h}",
+                    "stops",
+                    object_with("haltenummer"),
+                    "detours",
+                    missing_ok=True,
+                    endpoint="/haltes/{entiteitnummer}/{haltenummer}",
+                )
         detours = normalise.normalise_detours(omleidingen, lines, stops, details)
     except normalise.UpstreamFormatError as exc:
         raise UpstreamError(SOURCE, f"De Lijn: unusable payload ({exc})") from None
     if len(stops) == 0:
         raise UpstreamError(SOURCE, f"De Lijn: no stops for entity {entity} (refusing an empty stop list)")
     check_skipped(SOURCE, "De Lijn", {"stops": stops, "detours": detours}, settings)
-    data.raw.update({"stops": haltes, "stop_lines": stop_lines, "lines": lines, "stop_details": details,
-                     "detours": omleidingen})
+    data.raw.update(
+        {
+            "stops": haltes,
+            "stop_lines": stop_lines,
+            "lines": lines,
+            "stop_details": details,
+            "detours": omleidingen,
+        }
+    )
     data.retrieved_at.update({layer: min(t) for layer, t in times.items()})
     return data

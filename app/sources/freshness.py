@@ -35,8 +35,9 @@ def _parse(ts: str) -> datetime:
     return datetime.fromisoformat(str(ts).replace("Z", "+00:00"))
 
 
-def stale_layers(manifest: Mapping, layers: Iterable[str], now: datetime,
-                 limits: Mapping[str, float]) -> list[Stale]:
+def stale_layers(
+    manifest: Mapping, layers: Iterable[str], now: datetime, limits: Mapping[str, float]
+) -> list[Stale]:
     """The live layers among ``layers`` whose ``retrievedAt`` is more than their limit before ``now``.
 
     Examples
@@ -87,10 +88,15 @@ def stale_error(stale: list[Stale]) -> UpstreamError:
     parts = []
     for s in stale:
         label = SOURCES[s.source].label if s.source in SOURCES else s.source
-        parts.append(f"{label}: layer '{s.layer}' last retrieved {s.retrieved_at:%Y-%m-%dT%H:%M:%SZ} "
-                     f"({_human(s.age_s)} ago, freshness limit {_human(s.limit_s)})")
-    return UpstreamError(stale[0].source, "upstream source failing, data too old to serve: "
-                         + "; ".join(parts) + ". Retry shortly.", retry_after=60)
+        parts.append(
+            f"{label}: layer '{s.layer}' last retrieved {s.retrieved_at:%Y-%m-%dT%H:%M:%SZ} "
+            f"({_human(s.age_s)} ago, freshness limit {_human(s.limit_s)})"
+        )
+    return UpstreamError(
+        stale[0].source,
+        "upstream source failing, data too old to serve: " + "; ".join(parts) + ". Retry shortly.",
+        retry_after=60,
+    )
 
 
 def check(manifest: Mapping, layers: Iterable[str], now: datetime, limits: Mapping[str, float]) -> None:

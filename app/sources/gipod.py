@@ -34,26 +34,40 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     """
     base = settings.gipod_url
     url = f"{base}/collections/{COLLECTION}/items"
-    params: dict | None = {"limit": settings.gipod_page_size,
-                           "bbox": ",".join(f"{v:g}" for v in settings.gipod_bbox),
-                           "filter": cql2_filter(), "filter-lang": "cql2-text"}
+    params: dict | None = {
+        "limit": settings.gipod_page_size,
+        "bbox": ",".join(f"{v:g}" for v in settings.gipod_bbox),
+        "filter": cql2_filter(),
+        "filter-lang": "cql2-text",
+    }
     budget = settings.gipod_max_pages * settings.gipod_page_size
     expiry = settings.expiry(SOURCE, "works")
     data = SourceData(SOURCE)
     pages, oldest, seen = [], None, set()
     while url is not None:
         if len(pages) >= settings.gipod_max_pages:
-            raise UpstreamError(SOURCE, f"GIPOD: more than the page budget of {settings.gipod_max_pages} pages; "
-                                        "raise URBAN_GIPOD_MAX_PAGES or the page size")
-        got = up.get_json(SOURCE, url, params=params,
-                          headers={"Accept": "application/geo+json, application/json"},
-                          expire_after=expiry, check=feature_collection,
-                          endpoint="/collections/{collection}/items")
+            raise UpstreamError(
+                SOURCE,
+                f"GIPOD: more than the page budget of {settings.gipod_max_pages} pages; "
+                "raise URBAN_GIPOD_MAX_PAGES or the page size",
+            )
+        got = up.get_json(
+            SOURCE,
+            url,
+            params=params,
+            headers={"Accept": "application/geo+json, application/json"},
+            expire_after=expiry,
+            check=feature_collection,
+            endpoint="/collections/{collection}/items",
+        )
         matched = got.payload.get("numberMatched")
         if not pages and isinstance(matched, int) and matched > budget:
-            raise UpstreamError(SOURCE, f"GIPOD: {matched} features match, more than the page budget of "
-                                        f"{settings.gipod_max_pages} pages x {settings.gipod_page_size} "
-                                        f"(URBAN_GIPOD_MAX_PAGES, URBAN_GIPOD_PAGE_SIZE)")
+            raise UpstreamError(
+                SOURCE,
+                f"GIPOD: {matched} features match, more than the page budget of "
+                f"{settings.gipod_max_pages} pages x {settings.gipod_page_size} "
+                f"(URBAN_GIPOD_MAX_PAGES, URBAN_GIPOD_PAGE_SIZE)",
+            )
         data.requests += 1
         data.from_cache += got.from_cache
         pages.append(got.payload)

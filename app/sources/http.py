@@ -57,7 +57,9 @@ class CappedAdapter(HTTPAdapter):
         self.chunk_size = chunk_size
 
     def send(self, request, stream=False, timeout=None, verify=True, cert=None, proxies=None):
-        response = super().send(request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies)
+        response = super().send(
+            request, stream=True, timeout=timeout, verify=verify, cert=cert, proxies=proxies
+        )
         read_timeout = timeout[1] if isinstance(timeout, tuple) else timeout
         try:
             declared = int(response.headers.get("Content-Length", "-1"))
@@ -143,7 +145,9 @@ class CircuitBreaker:
     'open'
     """
 
-    def __init__(self, failures: int = 5, cooldown: float = 60.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self, failures: int = 5, cooldown: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ):
         self.failures = max(1, int(failures))
         self.cooldown = float(cooldown)
         self.clock = clock
@@ -222,8 +226,14 @@ class Upstream:
     '40AL01 - Linkeroever'
     """
 
-    def __init__(self, session: CachedSession, settings: SourceSettings | None = None, *,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        session: CachedSession,
+        settings: SourceSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.session = session
         self.settings = settings or SourceSettings()
         self.clock = clock
@@ -236,16 +246,26 @@ class Upstream:
         with self._lock:
             if source not in self._breakers:
                 self._breakers[source] = CircuitBreaker(
-                    self.settings.breaker_failures, self.settings.breaker_cooldown, self.clock)
+                    self.settings.breaker_failures, self.settings.breaker_cooldown, self.clock
+                )
             return self._breakers[source]
 
     #: called as ``on_response(source, endpoint, url, status, body_bytes, retrieved_at)`` for every answer accepted (a
     #: validated 200, or a 404 with ``missing_ok``): the hook ``app.sources.recording`` records with
     on_response: Callable[..., None] | None = None
 
-    def get_json(self, source: str, url: str, *, params: dict | None = None, headers: dict | None = None,
-                 expire_after: float | None = None, check: Callable[[Any], None] | None = None,
-                 missing_ok: bool = False, endpoint: str = "") -> Fetched | None:
+    def get_json(
+        self,
+        source: str,
+        url: str,
+        *,
+        params: dict | None = None,
+        headers: dict | None = None,
+        expire_after: float | None = None,
+        check: Callable[[Any], None] | None = None,
+        missing_ok: bool = False,
+        endpoint: str = "",
+    ) -> Fetched | None:
         """GET ``url`` and return its validated JSON, or raise ``UpstreamError`` within the time budget.
 
         Retries refused/timed-out connections, 429/5xx answers and truncated or malformed bodies with
@@ -259,8 +279,11 @@ class Upstream:
         breaker = self.breaker(source)
         if not breaker.acquire():
             wait = breaker.retry_after()
-            raise UpstreamError(source, f"{label}: circuit breaker open after repeated failures; "
-                                        f"next attempt in {wait:.0f} s", retry_after=wait)
+            raise UpstreamError(
+                source,
+                f"{label}: circuit breaker open after repeated failures; next attempt in {wait:.0f} s",
+                retry_after=wait,
+            )
         s = self.settings
         deadline = self.clock() + s.budget
         reason = "no attempt fitted in the time budget"
@@ -271,8 +294,9 @@ class Upstream:
             timeout = (min(s.connect_timeout, remaining), min(s.read_timeout, remaining))
             wait: float | None = None
             try:
-                response = self.session.get(url, params=params, headers=headers, timeout=timeout,
-                                            expire_after=expire_after)
+                response = self.session.get(
+                    url, params=params, headers=headers, timeout=timeout, expire_after=expire_after
+                )
             except ResponseTooLarge as exc:
                 breaker.record_failure()
                 raise UpstreamError(source, f"{label}: answer too large ({exc})") from None
@@ -294,11 +318,16 @@ class Upstream:
                         reason = f"malformed or truncated answer ({_short(exc)})"
                     else:
                         breaker.record_success()
-                        fetched = Fetched(payload, response.url, _retrieved_at(response),
-                                          bool(getattr(response, "from_cache", False)))
+                        fetched = Fetched(
+                            payload,
+                            response.url,
+                            _retrieved_at(response),
+                            bool(getattr(response, "from_cache", False)),
+                        )
                         if self.on_response is not None:
-                            self.on_response(source, endpoint, response.url, 200, response.content,
-                                             fetched.retrieved_at)
+                            self.on_response(
+                                source, endpoint, response.url, 200, response.content, fetched.retrieved_at
+                            )
                         return fetched
                 elif status in RETRY_STATUSES:
                     reason = f"HTTP {status}"
@@ -309,14 +338,15 @@ class Upstream:
                 elif status == 404 and missing_ok:
                     breaker.record_success()
                     if self.on_response is not None:
-                        self.on_response(source, endpoint, response.url, 404, response.content,
-                                         datetime.now(timezone.utc))
+                        self.on_response(
+                            source, endpoint, response.url, 404, response.content, datetime.now(timezone.utc)
+                        )
                     return None
                 else:
                     breaker.record_failure()
                     raise UpstreamError(source, f"{label}: HTTP {status} from {_origin(url)}")
             if attempt + 1 < s.attempts:
-                pause = wait if wait is not None else s.backoff * (2 ** attempt)
+                pause = wait if wait is not None else s.backoff * (2**attempt)
                 if pause >= deadline - self.clock():
                     break
                 self.sleep(pause)

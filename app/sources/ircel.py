@@ -39,8 +39,14 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     times: dict[str, list] = {"stations": [], "no2": []}
 
     def get(path, kind, check, layer, params=None, endpoint=""):
-        got = up.get_json(SOURCE, f"{base}{path}", params=params, expire_after=settings.expiry(SOURCE, kind),
-                          check=check, endpoint=endpoint)
+        got = up.get_json(
+            SOURCE,
+            f"{base}{path}",
+            params=params,
+            expire_after=settings.expiry(SOURCE, kind),
+            check=check,
+            endpoint=endpoint,
+        )
         data.requests += 1
         data.from_cache += got.from_cache
         times[layer].append(got.retrieved_at)
@@ -59,8 +65,14 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         ts_id = str(item.get("id", ""))
         if not _ID.fullmatch(ts_id) or not _is_no2(item):
             continue
-        values[ts_id] = get(f"/timeseries/{ts_id}/getData", "no2", object_with("values", arrays=("values",)),
-                            "no2", {"timespan": timespan}, endpoint="/timeseries/{id}/getData")
+        values[ts_id] = get(
+            f"/timeseries/{ts_id}/getData",
+            "no2",
+            object_with("values", arrays=("values",)),
+            "no2",
+            {"timespan": timespan},
+            endpoint="/timeseries/{id}/getData",
+        )
     try:
         station_layer = normalise.normalise_stations(stations if stations is not None else [])
         no2_layer = normalise.normalise_no2(series, values, station_layer)

@@ -25,6 +25,15 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     >>> fetch(Upstream(session, settings), settings).raw["lez"]["type"]   # doctest: +SKIP
     'FeatureCollection'
     """
-    return fetch_geojson_layer(up, SOURCE, f"{settings.lez_url}/query", params=QUERY, layer="lez", kind="lez",
-                               label="LEZ", normaliser=normalise.normalise_lez,
-                               expire_after=settings.expiry(SOURCE, "lez"), endpoint="/query")
+    return fetch_geojson_layer(
+        up,
+        SOURCE,
+        f"{settings.lez_url}/query",
+        params=QUERY,
+        layer="lez",
+        kind="lez",
+        label="LEZ",
+        normaliser=normalise.normalise_lez,
+        expire_after=settings.expiry(SOURCE, "lez"),
+        endpoint="/query",
+    )

@@ -48,15 +48,24 @@ def run_live(*, port=None, host=None, workers=None, every: float = 60.0, referen
     reference = reference or settings.reference_dir
     data_dir = env["URBAN_DATA_DIR"]
     click.echo(f"live mode: first refresh into {data_dir}", err=True)
-    published = run_rounds(data_dir, reference, settings, default_cache(settings, env["URBAN_INSTANCE_PATH"]),
-                           echo=lambda line: click.echo(line, err=True))
+    published = run_rounds(
+        data_dir,
+        reference,
+        settings,
+        default_cache(settings, env["URBAN_INSTANCE_PATH"]),
+        echo=lambda line: click.echo(line, err=True),
+    )
     if not published and not (Path(data_dir) / "manifest.json").is_file():
-        click.echo("live mode: the first refresh published nothing and there is no snapshot to serve; "
-                   "check the URBAN_*_URL settings and URBAN_DELIJN_KEY (or run `make snapshot` first)", err=True)
+        click.echo(
+            "live mode: the first refresh published nothing and there is no snapshot to serve; "
+            "check the URBAN_*_URL settings and URBAN_DELIJN_KEY (or run `make snapshot` first)",
+            err=True,
+        )
         return 1
     py = sys.executable
-    refresher = subprocess.Popen([py, "-m", "app.sources", "refresh", "--every", f"{every:g}",
-                                  "--reference", str(reference)], env=env)
+    refresher = subprocess.Popen(
+        [py, "-m", "app.sources", "refresh", "--every", f"{every:g}", "--reference", str(reference)], env=env
+    )
     serve = [py, "-m", "app.serve"]
     for flag, value in (("--port", port), ("--host", host), ("--workers", workers)):
         if value is not None:

@@ -43,8 +43,9 @@ def object_with(*keys: str, arrays: tuple[str, ...] = ()) -> Callable[[Any], Non
             raise PayloadError(f"expected a JSON object, got {type(payload).__name__}")
         missing = [k for k in keys if k not in payload]
         if missing:
-            raise PayloadError(f"expected an object with {', '.join(map(repr, missing))}, "
-                               f"got keys {sorted(payload)[:8]}")
+            raise PayloadError(
+                f"expected an object with {', '.join(map(repr, missing))}, got keys {sorted(payload)[:8]}"
+            )
         for k in arrays:
             if payload.get(k) is not None and not isinstance(payload[k], list):
                 raise PayloadError(f"'{k}' must be an array")
@@ -67,21 +68,43 @@ def array_of_objects(payload: Any) -> None:
         raise PayloadError("expected an array of objects")
 
 
-def fetch_geojson_layer(up, source: str, url: str, *, layer: str, kind: str, label: str,
-                        normaliser: Callable[[Any], Any], expire_after, params: dict | None = None,
-                        endpoint: str = "") -> SourceData:
+def fetch_geojson_layer(
+    up,
+    source: str,
+    url: str,
+    *,
+    layer: str,
+    kind: str,
+    label: str,
+    normaliser: Callable[[Any], Any],
+    expire_after,
+    params: dict | None = None,
+    endpoint: str = "",
+) -> SourceData:
     """GET one GeoJSON FeatureCollection, check it normalises, and wrap it as ``raw[kind]`` for ``layer``.
 
     A payload the normaliser refuses is an ``UpstreamError`` naming ``label``; nothing is kept from it.
     """
-    got = up.get_json(source, url, params=params, headers={"Accept": "application/geo+json, application/json"},
-                      expire_after=expire_after, check=feature_collection, endpoint=endpoint)
+    got = up.get_json(
+        source,
+        url,
+        params=params,
+        headers={"Accept": "application/geo+json, application/json"},
+        expire_after=expire_after,
+        check=feature_collection,
+        endpoint=endpoint,
+    )
     try:
         normaliser(got.payload)
     except UpstreamFormatError as exc:
         raise UpstreamError(source, f"{label}: unusable payload ({exc})") from None
-    return SourceData(source, raw={kind: got.payload}, retrieved_at={layer: got.retrieved_at},
-                      requests=1, from_cache=int(got.from_cache))
+    return SourceData(
+        source,
+        raw={kind: got.payload},
+        retrieved_at={layer: got.retrieved_at},
+        requests=1,
+        from_cache=int(got.from_cache),
+    )
 
 
 #: skip reasons that are filters by design, not loss: GIPOD events (not road works), and line directions of
@@ -118,6 +141,9 @@ def check_skipped(source: str, label: str, layers: dict, settings) -> None:
             parts.append(f"{name} {reason}: {n}")
     total = kept + skipped
     if skipped >= settings.skip_min and total and skipped > settings.skip_share * total:
-        raise UpstreamError(source, f"{label}: {skipped} of {total} records skipped ({', '.join(parts)}), more "
-                                    f"than the {settings.skip_share * 100:g} % allowed (URBAN_SKIP_SHARE); the "
-                                    f"upstream format may have changed")
+        raise UpstreamError(
+            source,
+            f"{label}: {skipped} of {total} records skipped ({', '.join(parts)}), more "
+            f"than the {settings.skip_share * 100:g} % allowed (URBAN_SKIP_SHARE); the "
+            f"upstream format may have changed",
+        )

@@ -62,8 +62,16 @@ class Recorder:
         path = self.dir / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content or b"")
-        self.responses.append({"source": source, "endpoint": endpoint, "url": url, "status": int(status),
-                               "retrievedAt": _stamp(retrieved_at), "file": rel})
+        self.responses.append(
+            {
+                "source": source,
+                "endpoint": endpoint,
+                "url": url,
+                "status": int(status),
+                "retrievedAt": _stamp(retrieved_at),
+                "file": rel,
+            }
+        )
 
     def manifest(self) -> dict:
         return {"format": FORMAT, "recordedAt": _stamp(self.recorded_at), "responses": self.responses}
@@ -71,13 +79,20 @@ class Recorder:
     def write(self) -> dict:
         manifest = self.manifest()
         self.dir.mkdir(parents=True, exist_ok=True)
-        (self.dir / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
+        (self.dir / MANIFEST).write_text(
+            json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         return manifest
 
 
-def record(directory, upstream, settings: SourceSettings, *, now: datetime | None = None,
-           adapters: dict | None = None) -> tuple[dict, dict]:
+def record(
+    directory,
+    upstream,
+    settings: SourceSettings,
+    *,
+    now: datetime | None = None,
+    adapters: dict | None = None,
+) -> tuple[dict, dict]:
     """Run every (configured) adapter once through ``upstream`` and record its answers into ``directory``.
 
     Returns ``(manifest, failed)``: ``failed`` maps a source to its error message (its answers up to the
@@ -185,19 +200,32 @@ class ReplayUpstream:
             m = _template(e["endpoint"]).search(parts.path)
             if m is None:
                 continue
-            urls.setdefault(f"{e['source']}_url", f"{parts.scheme}://{parts.netloc}{parts.path[:m.start()]}")
+            urls.setdefault(f"{e['source']}_url", f"{parts.scheme}://{parts.netloc}{parts.path[: m.start()]}")
             if e["source"] == "delijn" and e["endpoint"] == "/entiteiten/{entiteitnummer}/haltes":
                 entity = int(m.group(1))
-        fields = {k: v for k, v in urls.items() if k in ("gipod_url", "delijn_url", "ircel_url", "lez_url",
-                                                           "boundary_url")}
+        fields = {
+            k: v
+            for k, v in urls.items()
+            if k in ("gipod_url", "delijn_url", "ircel_url", "lez_url", "boundary_url")
+        }
         if "boundary_url" not in fields:
             fields["boundary_url"] = ""
         if entity is not None:
             fields["delijn_entity"] = entity
         return replace(base, delijn_key=base.delijn_key or "recorded", **fields)
 
-    def get_json(self, source: str, url: str, *, params=None, headers=None, expire_after=None, check=None,
-                 missing_ok: bool = False, endpoint: str = "") -> Fetched | None:
+    def get_json(
+        self,
+        source: str,
+        url: str,
+        *,
+        params=None,
+        headers=None,
+        expire_after=None,
+        check=None,
+        missing_ok: bool = False,
+        endpoint: str = "",
+    ) -> Fetched | None:
         key = key_of(source, endpoint, url)
         queue = self._queues.get(key)
         label = SOURCES[source].label if source in SOURCES else source
@@ -207,8 +235,9 @@ class ReplayUpstream:
                 return None
             raise MissingResponse(source, f"{label}: the recording {self.dir} has no response for {what}")
         entry = queue.popleft()
-        retrieved = datetime.fromisoformat(str(entry.get("retrievedAt") or self.manifest["recordedAt"])
-                                           .replace("Z", "+00:00"))
+        retrieved = datetime.fromisoformat(
+            str(entry.get("retrievedAt") or self.manifest["recordedAt"]).replace("Z", "+00:00")
+        )
         if entry["status"] == 404 and missing_ok:
             return None
         if entry["status"] != 200:
@@ -242,8 +271,10 @@ def replay(directory, out, reference_dir, *, base: SourceSettings | None = None)
         if name not in rec.sources:
             if name in REFERENCE_FALLBACK:
                 continue
-            raise RecordingError(f"the recording {directory} has no responses for {name} "
-                                 f"({SOURCES[name].label}); it cannot be replayed without them")
+            raise RecordingError(
+                f"the recording {directory} has no responses for {name} "
+                f"({SOURCES[name].label}); it cannot be replayed without them"
+            )
         try:
             data = fetch(rec, settings, now)
         except UpstreamError as exc:
@@ -254,6 +285,7 @@ def replay(directory, out, reference_dir, *, base: SourceSettings | None = None)
     for meta in metas.values():
         if meta["kind"] == "live":
             meta["kind"] = "recorded"
-            meta["note"] = "; ".join(x for x in (meta.get("note"), f"replayed from a recording made at "
-                                                 f"{iso_ms(now)}") if x)
+            meta["note"] = "; ".join(
+                x for x in (meta.get("note"), f"replayed from a recording made at {iso_ms(now)}") if x
+            )
     return write_and_publish(layers, metas, now, out)

@@ -31,8 +31,12 @@ from .settings import SourceSettings
 log = logging.getLogger("app.sources.refresher")
 
 ADAPTERS: dict[str, Callable[..., SourceData]] = {
-    "gipod": gipod.fetch, "delijn": delijn.fetch, "ircel": ircel.fetch, "lez": lez.fetch,
-    "boundary": boundary.fetch}
+    "gipod": gipod.fetch,
+    "delijn": delijn.fetch,
+    "ircel": ircel.fetch,
+    "lez": lez.fetch,
+    "boundary": boundary.fetch,
+}
 
 #: optional sources, asked only when configured (else their layers come from the reference files)
 OPTIONAL = {"boundary": boundary.enabled}
@@ -56,20 +60,31 @@ class RefreshReport:
 
     def lines(self) -> list[str]:
         """Human-readable summary (one line per source, then the outcome)."""
-        out = [f"  {name:<7} ok      {d.requests} requests ({d.from_cache} from cache)"
-               for name, d in self.fetched.items()]
+        out = [
+            f"  {name:<7} ok      {d.requests} requests ({d.from_cache} from cache)"
+            for name, d in self.fetched.items()
+        ]
         out += [f"  {name:<7} FAILED  {msg}" for name, msg in self.failed.items()]
         if self.published:
-            out.append(f"published snapshot {self.snapshot_id[:16]}… asOf {self.as_of} at {self.path}"
-                       + (f" (kept from the previous snapshot: {', '.join(self.kept)})" if self.kept else ""))
+            out.append(
+                f"published snapshot {self.snapshot_id[:16]}… asOf {self.as_of} at {self.path}"
+                + (f" (kept from the previous snapshot: {', '.join(self.kept)})" if self.kept else "")
+            )
         else:
             out.append(f"nothing published, the serving snapshot is unchanged: {self.reason}")
         return out
 
 
-def refresh(data_dir, reference_dir, upstream: Upstream, settings: SourceSettings, *,
-            now: datetime | None = None, seed: int = DEFAULT_SEED,
-            sources: dict[str, Callable[..., SourceData]] | None = None) -> RefreshReport:
+def refresh(
+    data_dir,
+    reference_dir,
+    upstream: Upstream,
+    settings: SourceSettings,
+    *,
+    now: datetime | None = None,
+    seed: int = DEFAULT_SEED,
+    sources: dict[str, Callable[..., SourceData]] | None = None,
+) -> RefreshReport:
     """Run one refresh round (see the module docstring); never raises for an upstream failure.
 
     Examples
@@ -102,8 +117,10 @@ def refresh(data_dir, reference_dir, upstream: Upstream, settings: SourceSetting
             for layer, entry in zip(layers, entries):
                 kept[layer] = (current_layers[layer], entry)
         elif name not in REFERENCE_FALLBACK:
-            report.reason = (f"{name} failed and the serving snapshot has no live {'/'.join(layers)} to keep "
-                             f"(a live snapshot never mixes in demo data)")
+            report.reason = (
+                f"{name} failed and the serving snapshot has no live {'/'.join(layers)} to keep "
+                f"(a live snapshot never mixes in demo data)"
+            )
             return report
 
     raw, retrieved = {}, {}
@@ -113,8 +130,9 @@ def refresh(data_dir, reference_dir, upstream: Upstream, settings: SourceSetting
     layers, metas = build_layers(reference_dir, as_of=now, raw=raw, seed=seed, retrieved_at=retrieved)
     for layer, (frame, entry) in kept.items():
         layers[layer] = frame
-        metas[layer] = {k: entry[k] for k in ("kind", "source", "licence", "retrievedAt", "note", "skipped")
-                         if k in entry}
+        metas[layer] = {
+            k: entry[k] for k in ("kind", "source", "licence", "retrievedAt", "note", "skipped") if k in entry
+        }
     report.kept = sorted(kept)
 
     version = store.new_version_dir(data_dir, now)

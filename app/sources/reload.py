@@ -48,8 +48,16 @@ class SnapshotWatcher:
     >>> w.maybe_reload(app.extensions["urban"])                  # doctest: +SKIP
     """
 
-    def __init__(self, data_dir, interval: float, loader: Callable, *, background: bool = True,
-                 clock: Callable[[], float] = time.monotonic, wait: float = 60.0):
+    def __init__(
+        self,
+        data_dir,
+        interval: float,
+        loader: Callable,
+        *,
+        background: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        wait: float = 60.0,
+    ):
         self.data_dir = data_dir
         self.wait = float(wait)
         self.interval = float(interval)
@@ -104,7 +112,9 @@ class SnapshotWatcher:
         if loading is not None:  # another thread is loading it
             return bool(urgent and loading.wait(self.wait))
         if self.background and not urgent:
-            threading.Thread(target=self._load, args=(token, holder), name="snapshot-reload", daemon=True).start()
+            threading.Thread(
+                target=self._load, args=(token, holder), name="snapshot-reload", daemon=True
+            ).start()
         else:
             self._load(token, holder)
         return True

@@ -66,8 +66,9 @@ class SourceSettings:
     keep_versions: int = 3
 
     @classmethod
-    def from_mapping(cls, config: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
-                     **overrides) -> "SourceSettings":
+    def from_mapping(
+        cls, config: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None, **overrides
+    ) -> "SourceSettings":
         """Resolve every setting from ``config`` (e.g. ``app.config``), then ``environ``, then defaults.
 
         Examples
@@ -83,7 +84,7 @@ class SourceSettings:
             key = _KEYS[f.name]
             raw = config.get(key)
             if raw is None:
-                raw = config.get(key[len("URBAN_"):])
+                raw = config.get(key[len("URBAN_") :])
             if raw is None:
                 raw = environ.get(key)
             if raw is None or raw == "":
@@ -134,8 +135,11 @@ def _coerce(key: str, raw: Any, default: Any) -> Any:
     """Convert a config/env value to the type of its default; a bad value names the setting."""
     try:
         if isinstance(default, dict):
-            items = raw.items() if isinstance(raw, Mapping) else (
-                part.split("=", 1) for part in str(raw).split(",") if part.strip())
+            items = (
+                raw.items()
+                if isinstance(raw, Mapping)
+                else (part.split("=", 1) for part in str(raw).split(",") if part.strip())
+            )
             merged = dict(default)
             for name, value in items:
                 name = str(name).strip()

@@ -51,9 +51,11 @@ def prune(data_dir, keep: int = 3) -> list[Path]:
     if not vdir.is_dir():
         return []
     current = Path(os.path.realpath(data_dir))
-    versions = sorted((p for p in vdir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
+    versions = sorted(
+        (p for p in vdir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True
+    )
     removed = []
-    for old in versions[max(1, keep):]:
+    for old in versions[max(1, keep) :]:
         if old.resolve() != current:
             shutil.rmtree(old, ignore_errors=True)
             removed.append(old)

@@ -68,8 +68,17 @@ class ApiError(ClientError):
     ``from_api`` is False.
     """
 
-    def __init__(self, status: int, code: str, message: str, *, body: bytes = b"",
-                 rate_limit: RateLimit | None = None, retry_after: int | None = None, from_api: bool = True):
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        body: bytes = b"",
+        rate_limit: RateLimit | None = None,
+        retry_after: int | None = None,
+        from_api: bool = True,
+    ):
         super().__init__(f"{code}: {message}")
         self.from_api = from_api  # the body is the API's JSON error shape
         self.status = status
@@ -121,9 +130,18 @@ class UpstreamError(ApiError):
 
 
 #: the class of an API error body, by HTTP status (then refined by code, see :func:`error_class`)
-ERROR_CLASSES = {400: BadRequest, 401: AuthenticationError, 403: PlanRequired, 404: NotFound,
-                 406: NotAcceptable, 422: OutsideServiceArea, 429: RateLimited, 500: ServerError,
-                 502: UpstreamError, 503: UpstreamError}
+ERROR_CLASSES = {
+    400: BadRequest,
+    401: AuthenticationError,
+    403: PlanRequired,
+    404: NotFound,
+    406: NotAcceptable,
+    422: OutsideServiceArea,
+    429: RateLimited,
+    500: ServerError,
+    502: UpstreamError,
+    503: UpstreamError,
+}
 
 
 def error_class(status: int, code: str) -> type[ApiError]:
@@ -225,9 +243,11 @@ http://HOST:PORT/api/v1 (scheme http:// or https://, then a host name).
         host = port = None
         parts = None
     if parts is None or parts.scheme not in ("http", "https") or not host or any(map(str.isspace, base_url)):
-        raise NetworkError(f"invalid base URL {display_url(base_url)!r}: it must look like "
-                           "http://HOST:PORT/api/v1 (scheme http:// or https://, then a host name).",
-                           kind="invalid_url")
+        raise NetworkError(
+            f"invalid base URL {display_url(base_url)!r}: it must look like "
+            "http://HOST:PORT/api/v1 (scheme http:// or https://, then a host name).",
+            kind="invalid_url",
+        )
 
 
 def _describe_body(resp: requests.Response) -> str:
@@ -253,24 +273,44 @@ def _error_from_response(resp: requests.Response, base: str) -> ApiError:
     rate_limit = RateLimit.from_headers(resp.headers)
     if isinstance(payload, dict) and isinstance(payload.get("error"), str):
         cls = error_class(resp.status_code, payload["error"])
-        return cls(resp.status_code, payload["error"], str(payload.get("message") or resp.reason or ""),
-                   body=resp.content, rate_limit=rate_limit, retry_after=retry_after, from_api=True)
+        return cls(
+            resp.status_code,
+            payload["error"],
+            str(payload.get("message") or resp.reason or ""),
+            body=resp.content,
+            rate_limit=rate_limit,
+            retry_after=retry_after,
+            from_api=True,
+        )
     status = f"HTTP {resp.status_code}" + (f" {resp.reason}" if resp.reason else "")
     what = "JSON of another shape" if payload is not None else _describe_body(resp)
     if 300 <= resp.status_code < 400:
         target = resp.headers.get("Location")
         where = display_url(target) if target else "elsewhere"
-        message = (f"the server at {base} redirects ({status}) to {where}; the client does not follow "
-                   "redirects, so set the base URL to the final address (often https:// instead of http://).")
+        message = (
+            f"the server at {base} redirects ({status}) to {where}; the client does not follow "
+            "redirects, so set the base URL to the final address (often https:// instead of http://)."
+        )
     elif resp.status_code >= 500:
-        message = (f"the server at {base} answered {status} with {what}, not the API's JSON error: "
-                   "a proxy or gateway in front of the API is failing (retry shortly), or the base URL does "
-                   "not point at the Urban Conditions API.")
+        message = (
+            f"the server at {base} answered {status} with {what}, not the API's JSON error: "
+            "a proxy or gateway in front of the API is failing (retry shortly), or the base URL does "
+            "not point at the Urban Conditions API."
+        )
     else:
-        message = (f"the server at {base} answered {status} with {what}, not the API's JSON error: "
-                   "check that the base URL points at the Urban Conditions API (it ends in /api/v1).")
-    return ApiError(resp.status_code, f"http_{resp.status_code}", message, body=resp.content,
-                    rate_limit=rate_limit, retry_after=retry_after, from_api=False)
+        message = (
+            f"the server at {base} answered {status} with {what}, not the API's JSON error: "
+            "check that the base URL points at the Urban Conditions API (it ends in /api/v1)."
+        )
+    return ApiError(
+        resp.status_code,
+        f"http_{resp.status_code}",
+        message,
+        body=resp.content,
+        rate_limit=rate_limit,
+        retry_after=retry_after,
+        from_api=False,
+    )
 
 
 #: languages of the API's generated texts (docs/api.md → Languages); the API's default first
@@ -299,9 +339,14 @@ class ApiClient:
     3
     """
 
-    def __init__(self, base_url: str = DEFAULT_BASE_URL, api_key: str | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, session: requests.Session | None = None,
-                 language: str | None = None):
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        session: requests.Session | None = None,
+        language: str | None = None,
+    ):
         if language is not None and language not in LANGUAGES:
             raise ValueError(f"language must be one of {', '.join(LANGUAGES)}, not {language!r}")
         self.base_url = base_url.rstrip("/")
@@ -325,8 +370,9 @@ class ApiClient:
             headers["Accept-Language"] = self.language
         url = f"{self.base_url}/{path.lstrip('/')}"
         try:
-            resp = self._session.get(url, params=params or None, headers=headers, timeout=self.timeout,
-                                     allow_redirects=False)
+            resp = self._session.get(
+                url, params=params or None, headers=headers, timeout=self.timeout, allow_redirects=False
+            )
         except requests.RequestException as exc:
             raise network_error(exc, base, self.timeout) from None
         if resp.status_code >= 300:
@@ -334,18 +380,28 @@ class ApiClient:
         rate_limit = RateLimit.from_headers(resp.headers)
         if resp.status_code != 200:
             status = f"HTTP {resp.status_code} {resp.reason or ''}".rstrip()
-            raise ApiError(resp.status_code, f"http_{resp.status_code}",
-                           f"the server at {base} answered {status}, which the API never sends: check that "
-                           "the base URL points at the Urban Conditions API.",
-                           body=resp.content, rate_limit=rate_limit, from_api=False)
+            raise ApiError(
+                resp.status_code,
+                f"http_{resp.status_code}",
+                f"the server at {base} answered {status}, which the API never sends: check that "
+                "the base URL points at the Urban Conditions API.",
+                body=resp.content,
+                rate_limit=rate_limit,
+                from_api=False,
+            )
         try:
             data = json.loads(resp.content)
         except ValueError:
-            raise ApiError(resp.status_code, "invalid_response",
-                           f"the server at {base} answered HTTP 200 with {_describe_body(resp)} instead of "
-                           "JSON: the base URL does not point at the Urban Conditions API "
-                           "(it ends in /api/v1).",
-                           body=resp.content, rate_limit=rate_limit, from_api=False) from None
+            raise ApiError(
+                resp.status_code,
+                "invalid_response",
+                f"the server at {base} answered HTTP 200 with {_describe_body(resp)} instead of "
+                "JSON: the base URL does not point at the Urban Conditions API "
+                "(it ends in /api/v1).",
+                body=resp.content,
+                rate_limit=rate_limit,
+                from_api=False,
+            ) from None
         return ApiResponse(resp.status_code, resp.content, data, rate_limit)
 
     def locations(self) -> ApiResponse:
@@ -379,8 +435,13 @@ def _causes(exc: BaseException):
 
 
 #: OpenSSL reasons seen when a TLS client meets a plain-HTTP server
-_PLAIN_HTTP_TLS = {"WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG",
-                   "UNKNOWN_PROTOCOL"}
+_PLAIN_HTTP_TLS = {
+    "WRONG_VERSION_NUMBER",
+    "HTTP_REQUEST",
+    "RECORD_LAYER_FAILURE",
+    "PACKET_LENGTH_TOO_LONG",
+    "UNKNOWN_PROTOCOL",
+}
 
 
 def network_error(exc: requests.RequestException, base: str, timeout: float) -> NetworkError:
@@ -403,51 +464,96 @@ overloaded or stuck, or is not the Urban Conditions API; retry, or raise --timeo
     def has(*types):
         return next((c for c in causes if isinstance(c, types)), None)
 
-    if isinstance(exc, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
-                        requests.exceptions.InvalidSchema)):
-        return NetworkError(f"invalid base URL {base!r}: it must look like http://HOST:PORT/api/v1 "
-                            "(scheme http:// or https://, then a host name).", kind="invalid_url")
+    if isinstance(
+        exc,
+        (
+            requests.exceptions.InvalidURL,
+            requests.exceptions.MissingSchema,
+            requests.exceptions.InvalidSchema,
+        ),
+    ):
+        return NetworkError(
+            f"invalid base URL {base!r}: it must look like http://HOST:PORT/api/v1 "
+            "(scheme http:// or https://, then a host name).",
+            kind="invalid_url",
+        )
     tls = has(ssl.SSLError)
     if isinstance(exc, requests.exceptions.SSLError) or tls is not None:
         if isinstance(tls, ssl.SSLCertVerificationError):
             why = tls.verify_message or "certificate verify failed"
-            return NetworkError(f"the TLS certificate of {host} is not trusted ({why}): check the host name "
-                                f"in the base URL {base}, or point REQUESTS_CA_BUNDLE at your organisation's "
-                                "CA bundle.", kind="tls")
+            return NetworkError(
+                f"the TLS certificate of {host} is not trusted ({why}): check the host name "
+                f"in the base URL {base}, or point REQUESTS_CA_BUNDLE at your organisation's "
+                "CA bundle.",
+                kind="tls",
+            )
         if getattr(tls, "reason", None) in _PLAIN_HTTP_TLS:
-            return NetworkError(f"{base} does not speak TLS (HTTPS) on port {port}: the server answers plain "
-                                "HTTP, so the base URL should start with http:// instead of https://, or the "
-                                "port is wrong.", kind="tls")
+            return NetworkError(
+                f"{base} does not speak TLS (HTTPS) on port {port}: the server answers plain "
+                "HTTP, so the base URL should start with http:// instead of https://, or the "
+                "port is wrong.",
+                kind="tls",
+            )
         why = getattr(tls, "reason", None) or (str(tls) if tls else str(exc))
-        return NetworkError(f"the TLS handshake with {base} failed ({why}): check that the server speaks "
-                            "HTTPS on that port and that the base URL's scheme and port are right.",
-                            kind="tls")
+        return NetworkError(
+            f"the TLS handshake with {base} failed ({why}): check that the server speaks "
+            "HTTPS on that port and that the base URL's scheme and port are right.",
+            kind="tls",
+        )
     if has(urllib3.exceptions.NameResolutionError, socket.gaierror):
-        return NetworkError(f"the host name {host!r} of {base} does not resolve: check its spelling in the "
-                            "base URL, and your network or DNS.", kind="dns")
+        return NetworkError(
+            f"the host name {host!r} of {base} does not resolve: check its spelling in the "
+            "base URL, and your network or DNS.",
+            kind="dns",
+        )
     if has(ConnectionRefusedError):
-        return NetworkError(f"nothing is listening on {host}:{port} (connection refused by {base}): check "
-                            "that the API server is running and the host and port of the base URL.",
-                            kind="refused")
+        return NetworkError(
+            f"nothing is listening on {host}:{port} (connection refused by {base}): check "
+            "that the API server is running and the host and port of the base URL.",
+            kind="refused",
+        )
     # urllib3's NewConnectionError (refused, DNS) is a ConnectTimeoutError subclass: tested before this
     if isinstance(exc, requests.exceptions.ConnectTimeout) or has(urllib3.exceptions.ConnectTimeoutError):
-        return NetworkError(f"could not connect to {base} within {timeout:g} s: the host does not accept "
-                            "connections; check the host and port of the base URL, a firewall or VPN, or "
-                            "raise --timeout.", kind="connect_timeout")
+        return NetworkError(
+            f"could not connect to {base} within {timeout:g} s: the host does not accept "
+            "connections; check the host and port of the base URL, a firewall or VPN, or "
+            "raise --timeout.",
+            kind="connect_timeout",
+        )
     if isinstance(exc, requests.Timeout) or has(urllib3.exceptions.ReadTimeoutError, TimeoutError):
-        return NetworkError(f"{base} accepted the connection but sent no answer within {timeout:g} s: the "
-                            "server is overloaded or stuck, or is not the Urban Conditions API; retry, or "
-                            "raise --timeout.", kind="read_timeout")
-    if has(http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError,
-           http.client.IncompleteRead, urllib3.exceptions.IncompleteRead):
-        return NetworkError(f"{base} closed the connection without a complete HTTP answer: if the server "
-                            "uses TLS the base URL must start with https://, otherwise check its port (or "
-                            "retry if the server was restarting).", kind="closed")
+        return NetworkError(
+            f"{base} accepted the connection but sent no answer within {timeout:g} s: the "
+            "server is overloaded or stuck, or is not the Urban Conditions API; retry, or "
+            "raise --timeout.",
+            kind="read_timeout",
+        )
+    if has(
+        http.client.RemoteDisconnected,
+        ConnectionResetError,
+        BrokenPipeError,
+        http.client.IncompleteRead,
+        urllib3.exceptions.IncompleteRead,
+    ):
+        return NetworkError(
+            f"{base} closed the connection without a complete HTTP answer: if the server "
+            "uses TLS the base URL must start with https://, otherwise check its port (or "
+            "retry if the server was restarting).",
+            kind="closed",
+        )
     if has(http.client.HTTPException, urllib3.exceptions.ProtocolError):
-        return NetworkError(f"{base} answered with something that is not HTTP: the port in the base URL "
-                            "probably belongs to another service; check the host and port.", kind="protocol")
+        return NetworkError(
+            f"{base} answered with something that is not HTTP: the port in the base URL "
+            "probably belongs to another service; check the host and port.",
+            kind="protocol",
+        )
     inner = causes[-1] if causes else exc
-    why = (inner.strerror if isinstance(inner, OSError) and inner.strerror else None) or str(inner) \
+    why = (
+        (inner.strerror if isinstance(inner, OSError) and inner.strerror else None)
+        or str(inner)
         or type(inner).__name__
-    return NetworkError(f"cannot exchange a request with {base} ({why[:200]}): check the host and port of "
-                        "the base URL and your network.", kind="connection")
+    )
+    return NetworkError(
+        f"cannot exchange a request with {base} ({why[:200]}): check the host and port of "
+        "the base URL and your network.",
+        kind="connection",
+    )

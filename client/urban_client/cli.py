@@ -33,10 +33,17 @@ class ExitCode(IntEnum):
     NETWORK = 8  # invalid base URL, DNS failure, connection refused, timeout, TLS failure, not HTTP
 
 
-STATUS_EXIT = {400: ExitCode.USAGE, 406: ExitCode.USAGE,
-               401: ExitCode.AUTH, 403: ExitCode.AUTH, 404: ExitCode.NOT_FOUND,
-               422: ExitCode.OUTSIDE_AREA, 429: ExitCode.QUOTA,
-               502: ExitCode.UPSTREAM, 503: ExitCode.UPSTREAM}
+STATUS_EXIT = {
+    400: ExitCode.USAGE,
+    406: ExitCode.USAGE,
+    401: ExitCode.AUTH,
+    403: ExitCode.AUTH,
+    404: ExitCode.NOT_FOUND,
+    422: ExitCode.OUTSIDE_AREA,
+    429: ExitCode.QUOTA,
+    502: ExitCode.UPSTREAM,
+    503: ExitCode.UPSTREAM,
+}
 GATEWAY_STATUSES = (502, 503, 504)  # a proxy's own error page: retry shortly, like the API's 502/503
 
 BASE_URL_FROM = {
@@ -44,7 +51,7 @@ BASE_URL_FROM = {
     "env": "The base URL comes from the environment variable URBAN_BASE_URL.",
     "file": "The base URL comes from the config file {path} (`urban configure --base-url URL` changes it).",
     "default": "No base URL is configured, so the default {url} is used; set URBAN_BASE_URL or run "
-               "`urban configure --base-url URL`.",
+    "`urban configure --base-url URL`.",
 }
 
 HINTS = {
@@ -142,8 +149,14 @@ def _client(settings: Settings, lang: str | None = None) -> ApiClient:
     return ApiClient(settings.base_url, settings.api_key, settings.timeout, language=lang)
 
 
-def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str] | None = None,
-         geojson: bool = False, lang: str | None = None) -> None:
+def _run(
+    ctx: click.Context,
+    endpoint: str,
+    as_json: bool,
+    params: dict[str, str] | None = None,
+    geojson: bool = False,
+    lang: str | None = None,
+) -> None:
     """Call one endpoint and print its body (``--json``, ``--geojson``) or its summary; exit with the
     error's code."""
     from urban_client.render import RENDERERS, render_quota
@@ -168,42 +181,67 @@ def _run(ctx: click.Context, endpoint: str, as_json: bool, params: dict[str, str
     render_quota(response.rate_limit, console)
 
 
-json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print the API's JSON body unchanged (byte-for-byte) and nothing else "
-                                "on stdout.")
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the API's JSON body unchanged (byte-for-byte) and nothing else on stdout.",
+)
 
 
-geojson_option = click.option("--geojson", is_flag=True,
-                              help="Print the answer as GeoJSON (a FeatureCollection for QGIS, Leaflet or "
-                                   "geojson.io), byte-for-byte, and nothing else on stdout.")
+geojson_option = click.option(
+    "--geojson",
+    is_flag=True,
+    help="Print the answer as GeoJSON (a FeatureCollection for QGIS, Leaflet or "
+    "geojson.io), byte-for-byte, and nothing else on stdout.",
+)
 
 
-lang_option = click.option("--lang", type=click.Choice(LANGUAGES), metavar="|".join(LANGUAGES),
-                           help="Language of the texts the API generates (headline, key facts, labels), sent "
-                                "as Accept-Language; data values stay Dutch. Default: the API's (nl).")
+lang_option = click.option(
+    "--lang",
+    type=click.Choice(LANGUAGES),
+    metavar="|".join(LANGUAGES),
+    help="Language of the texts the API generates (headline, key facts, labels), sent "
+    "as Accept-Language; data values stay Dutch. Default: the API's (nl).",
+)
 
 
 def target_options(fn):
     """``--location-id`` or ``--lat``/``--lng``: the point a data command is about."""
-    fn = click.option("--lng", type=Coordinate(), metavar="DEGREES",
-                      help="Longitude in degrees (with --lat), e.g. 4.4025.")(fn)
-    fn = click.option("--lat", type=Coordinate(), metavar="DEGREES",
-                      help="Latitude in degrees (with --lng), e.g. 51.2194.")(fn)
-    fn = click.option("--location-id", metavar="ID",
-                      help="One of your saved location ids (see `urban locations`); "
-                           "not with --lat/--lng.")(fn)
+    fn = click.option(
+        "--lng", type=Coordinate(), metavar="DEGREES", help="Longitude in degrees (with --lat), e.g. 4.4025."
+    )(fn)
+    fn = click.option(
+        "--lat", type=Coordinate(), metavar="DEGREES", help="Latitude in degrees (with --lng), e.g. 51.2194."
+    )(fn)
+    fn = click.option(
+        "--location-id",
+        metavar="ID",
+        help="One of your saved location ids (see `urban locations`); not with --lat/--lng.",
+    )(fn)
     return fn
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--base-url", metavar="URL",
-              help="API root including /api/v1 (default: URBAN_BASE_URL, the config file, "
-                   "or http://127.0.0.1:8000/api/v1).")
-@click.option("--timeout", type=float, metavar="SECONDS",
-              help="Seconds to wait for connecting and for each read "
-                   "(default: URBAN_TIMEOUT, config, or 10).")
-@click.version_option(__version__, "--version", prog_name="urban", message="%(prog)s %(version)s",
-                      help="Show the version and exit.")
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="API root including /api/v1 (default: URBAN_BASE_URL, the config file, "
+    "or http://127.0.0.1:8000/api/v1).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    metavar="SECONDS",
+    help="Seconds to wait for connecting and for each read (default: URBAN_TIMEOUT, config, or 10).",
+)
+@click.version_option(
+    __version__,
+    "--version",
+    prog_name="urban",
+    message="%(prog)s %(version)s",
+    help="Show the version and exit.",
+)
 def cli(base_url, timeout):
     """Road works, transit disruptions, air quality and briefings for any point in Flanders and Brussels.
 
@@ -260,10 +298,12 @@ def briefing(ctx, location_id, lat, lng, as_json, lang):
 
 @cli.command()
 @click.option("--base-url", "new_base_url", metavar="URL", help="Store this API root in the config file.")
-@click.option("--timeout", "new_timeout", type=float, metavar="SECONDS",
-              help="Store this timeout in the config file.")
-@click.option("--show", is_flag=True,
-              help="Show the config file path and effective settings (never the key) and exit.")
+@click.option(
+    "--timeout", "new_timeout", type=float, metavar="SECONDS", help="Store this timeout in the config file."
+)
+@click.option(
+    "--show", is_flag=True, help="Show the config file path and effective settings (never the key) and exit."
+)
 @click.pass_context
 def configure(ctx, new_base_url, new_timeout, show):
     """Store your API key (read hidden from the terminal, or from stdin) in a config file with mode 0600.
@@ -279,15 +319,21 @@ def configure(ctx, new_base_url, new_timeout, show):
         raise click.UsageError(str(exc)) from None
     if show:
         source = {"env": "set (from URBAN_API_KEY)", "file": "set (from the config file)"}.get(
-            settings.key_source, "not set")
+            settings.key_source, "not set"
+        )
         click.echo(f"Config file: {settings.config_path}")
         click.echo(f"Base URL:    {settings.base_url}")
         click.echo(f"Timeout:     {settings.timeout:g} s")
         click.echo(f"API key:     {source}")
         return
     if sys.stdin.isatty():
-        key = click.prompt("API key (input hidden; empty keeps the stored key)", hide_input=True,
-                           default="", show_default=False, err=True)
+        key = click.prompt(
+            "API key (input hidden; empty keeps the stored key)",
+            hide_input=True,
+            default="",
+            show_default=False,
+            err=True,
+        )
     else:
         key = sys.stdin.readline()
     key = key.strip()
@@ -313,10 +359,20 @@ def configure(ctx, new_base_url, new_timeout, show):
 
 
 @cli.command()
-@click.option("--http", "use_http", is_flag=True,
-              help="Serve streamable HTTP on 127.0.0.1 (endpoint /mcp) instead of stdio.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, metavar="PORT",
-              help="Port for --http (always bound to 127.0.0.1).")
+@click.option(
+    "--http",
+    "use_http",
+    is_flag=True,
+    help="Serve streamable HTTP on 127.0.0.1 (endpoint /mcp) instead of stdio.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=8765,
+    show_default=True,
+    metavar="PORT",
+    help="Port for --http (always bound to 127.0.0.1).",
+)
 @lang_option
 @click.pass_context
 def mcp(ctx, use_http, port, lang):

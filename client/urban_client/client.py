@@ -41,11 +41,21 @@ class Client:
         (headline, key facts, labels); data values stay Dutch. Default: no header (Dutch).
     """
 
-    def __init__(self, api_key: str | None = None, *, base_url: str | None = None,
-                 timeout: float | None = None, lang: str | None = None):
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | None = None,
+        lang: str | None = None,
+    ):
         settings = resolve(base_url=base_url, timeout=timeout)
-        self._api = ApiClient(settings.base_url, api_key if api_key is not None else settings.api_key,
-                              settings.timeout, language=lang)
+        self._api = ApiClient(
+            settings.base_url,
+            api_key if api_key is not None else settings.api_key,
+            settings.timeout,
+            language=lang,
+        )
         self.rate_limit: RateLimit = RateLimit()
 
     def __repr__(self):  # never shows the key
@@ -60,17 +70,30 @@ class Client:
         """``GET /locations``: ``{"locations": [...]}``, or a FeatureCollection of the saved points."""
         return self._get("locations", None, geojson)
 
-    def disruptions(self, *, location_id: str | None = None, lat: float | None = None,
-                    lng: float | None = None, geojson: bool = False) -> Body:
+    def disruptions(
+        self,
+        *,
+        location_id: str | None = None,
+        lat: float | None = None,
+        lng: float | None = None,
+        geojson: bool = False,
+    ) -> Body:
         """``GET /disruptions``: road works within 2 km and De Lijn detours at a saved location or a point."""
         return self._get("disruptions", target_params(location_id, lat, lng), geojson)
 
-    def air_quality(self, *, location_id: str | None = None, lat: float | None = None,
-                    lng: float | None = None, geojson: bool = False) -> Body:
+    def air_quality(
+        self,
+        *,
+        location_id: str | None = None,
+        lat: float | None = None,
+        lng: float | None = None,
+        geojson: bool = False,
+    ) -> Body:
         """``GET /air-quality``: latest measured NO2, thresholds, compliance and low-emission zone."""
         return self._get("air-quality", target_params(location_id, lat, lng), geojson)
 
-    def briefing(self, *, location_id: str | None = None, lat: float | None = None,
-                 lng: float | None = None) -> Body:
+    def briefing(
+        self, *, location_id: str | None = None, lat: float | None = None, lng: float | None = None
+    ) -> Body:
         """``GET /briefing``: risk, headline, key facts and the windows of the next 24 hours (JSON only)."""
         return self._get("briefing", target_params(location_id, lat, lng), False)

@@ -35,9 +35,11 @@ class Settings:
     base_url_source: str = "default"
 
     def __repr__(self):  # never shows the key
-        return (f"Settings(base_url={self.base_url!r}, api_key={'***' if self.api_key else None}, "
-                f"timeout={self.timeout!r}, key_source={self.key_source!r}, "
-                f"config_path={str(self.config_path)!r}, base_url_source={self.base_url_source!r})")
+        return (
+            f"Settings(base_url={self.base_url!r}, api_key={'***' if self.api_key else None}, "
+            f"timeout={self.timeout!r}, key_source={self.key_source!r}, "
+            f"config_path={str(self.config_path)!r}, base_url_source={self.base_url_source!r})"
+        )
 
 
 def config_path(environ=None) -> Path:
@@ -106,9 +108,16 @@ def resolve(base_url: str | None = None, timeout: float | None = None, environ=N
     key, source = env.get("URBAN_API_KEY") or None, "env"
     if key is None:
         key, source = stored.get("api_key") or None, "file"
-    url, url_source = next((value, name) for value, name in (
-        (base_url, "option"), (env.get("URBAN_BASE_URL"), "env"), (stored.get("base_url"), "file"),
-        (DEFAULT_BASE_URL, "default")) if value)
+    url, url_source = next(
+        (value, name)
+        for value, name in (
+            (base_url, "option"),
+            (env.get("URBAN_BASE_URL"), "env"),
+            (stored.get("base_url"), "file"),
+            (DEFAULT_BASE_URL, "default"),
+        )
+        if value
+    )
     raw_timeout = timeout if timeout is not None else env.get("URBAN_TIMEOUT") or stored.get("timeout")
     seconds = DEFAULT_TIMEOUT if raw_timeout in (None, "") else parse_timeout(raw_timeout)
     return Settings(url.rstrip("/"), key, seconds, source if key else None, path, url_source)

@@ -24,13 +24,17 @@ from mcp.server.stdio import stdio_server
 from urban_client import __version__, schemas
 from urban_client.api import ApiClient, ApiError, NetworkError, target_params
 
-TARGET_HELP = ("Give either locationId (a saved location from list_locations) or both lat and lng "
-               "(decimal degrees, a point in Flanders or Brussels); not both.")
-ERRORS_HELP = ("On failure the result is an error whose text is JSON with the API's error code and message, "
-               "e.g. outside_service_area (point outside Flanders/Brussels: do not retry), "
-               "location_not_found "
-               "(call list_locations), quota_exceeded (daily quota reached; resets 00:00 UTC), "
-               "upstream_error (retry shortly), missing_key/invalid_key (the user must configure a key).")
+TARGET_HELP = (
+    "Give either locationId (a saved location from list_locations) or both lat and lng "
+    "(decimal degrees, a point in Flanders or Brussels); not both."
+)
+ERRORS_HELP = (
+    "On failure the result is an error whose text is JSON with the API's error code and message, "
+    "e.g. outside_service_area (point outside Flanders/Brussels: do not retry), "
+    "location_not_found "
+    "(call list_locations), quota_exceeded (daily quota reached; resets 00:00 UTC), "
+    "upstream_error (retry shortly), missing_key/invalid_key (the user must configure a key)."
+)
 
 INSTRUCTIONS = (
     "Urban Conditions Service for Flanders and Brussels (Belgium). For a point, get_disruptions lists road "
@@ -56,44 +60,74 @@ class ToolSpec:
 
 TOOLS = (
     ToolSpec(
-        "list_locations", "locations", "List saved locations",
+        "list_locations",
+        "locations",
+        "List saved locations",
         "List the user's saved monitored locations (id, name, address, lat, lng, label, isPrimary). "
         "Use an id as locationId in the other tools. An empty list means: use lat/lng instead. "
         + ERRORS_HELP,
-        schemas.NO_INPUT, schemas.LOCATIONS_OUTPUT, False),
+        schemas.NO_INPUT,
+        schemas.LOCATIONS_OUTPUT,
+        False,
+    ),
     ToolSpec(
-        "get_disruptions", "disruptions", "Road works and transit disruptions near a point",
+        "get_disruptions",
+        "disruptions",
+        "Road works and transit disruptions near a point",
         "Road works within 2 km (status 'In uitvoering' = running now, distanceKm, dates) and De Lijn "
         "public-transport detours affecting the point (lines, severity medium/high, estimated delay), with "
         "summary counts. " + TARGET_HELP + " " + ERRORS_HELP,
-        schemas.TARGET_INPUT, schemas.DISRUPTIONS_OUTPUT, True),
+        schemas.TARGET_INPUT,
+        schemas.DISRUPTIONS_OUTPUT,
+        True,
+    ),
     ToolSpec(
-        "get_air_quality", "air-quality", "Air quality and low-emission zone at a point",
+        "get_air_quality",
+        "air-quality",
+        "Air quality and low-emission zone at a point",
         "Latest measured NO2 in µg/m³ at the nearest measuring station over the last two hours (value null "
         "= unknown, never zero), its trend, the verdict against the WHO guideline (10) and EU limit (40), "
         "and "
         "whether the point lies inside the Antwerp low-emission zone (lez.inside). Measured values only. "
-        + TARGET_HELP + " " + ERRORS_HELP,
-        schemas.TARGET_INPUT, schemas.AIR_QUALITY_OUTPUT, True),
+        + TARGET_HELP
+        + " "
+        + ERRORS_HELP,
+        schemas.TARGET_INPUT,
+        schemas.AIR_QUALITY_OUTPUT,
+        True,
+    ),
     ToolSpec(
-        "get_briefing", "briefing", "Operations briefing for the next 24 hours",
+        "get_briefing",
+        "briefing",
+        "Operations briefing for the next 24 hours",
         "Operations briefing for a point: risk (low/moderate/high), a headline, key facts, the best "
         "and "
         "worst time windows of the next 24 hours and the next rush-hour peak (ISO 8601 times with offset). "
-        + TARGET_HELP + " " + ERRORS_HELP,
-        schemas.TARGET_INPUT, schemas.BRIEFING_OUTPUT, True),
+        + TARGET_HELP
+        + " "
+        + ERRORS_HELP,
+        schemas.TARGET_INPUT,
+        schemas.BRIEFING_OUTPUT,
+        True,
+    ),
 )
 
-ANNOTATIONS = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                                    open_world_hint=False)
+ANNOTATIONS = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 
 def tool_definitions() -> list[types.Tool]:
     """The four tools as MCP ``Tool`` objects."""
     return [
-        types.Tool(name=spec.name, title=spec.title, description=spec.description,
-                   input_schema=spec.input_schema, output_schema=spec.output_schema,
-                   annotations=ANNOTATIONS.model_copy(update={"title": spec.title}))
+        types.Tool(
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            input_schema=spec.input_schema,
+            output_schema=spec.output_schema,
+            annotations=ANNOTATIONS.model_copy(update={"title": spec.title}),
+        )
         for spec in TOOLS
     ]
 
@@ -108,8 +142,9 @@ def call(client: ApiClient, name: str, arguments: dict[str, Any] | None) -> type
     """Run one tool synchronously: validate the arguments' types, call the API, wrap body or error."""
     spec = next((s for s in TOOLS if s.name == name), None)
     if spec is None:
-        return error_result("unknown_tool", f"no tool named {name!r}; tools: "
-                            + ", ".join(s.name for s in TOOLS))
+        return error_result(
+            "unknown_tool", f"no tool named {name!r}; tools: " + ", ".join(s.name for s in TOOLS)
+        )
     arguments = arguments or {}
     try:
         jsonschema.validate(arguments, spec.input_schema)
@@ -140,8 +175,14 @@ def build_server(client: ApiClient) -> Server:
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await anyio.to_thread.run_sync(call, client, params.name, params.arguments)
 
-    return Server("urban-conditions", version=__version__, title="Urban Conditions Service",
-                  instructions=INSTRUCTIONS, on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "urban-conditions",
+        version=__version__,
+        title="Urban Conditions Service",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 def serve_stdio(client: ApiClient) -> None:

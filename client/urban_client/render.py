@@ -111,9 +111,15 @@ def render_locations(data, console: Console) -> None:
     for column in ("", "ID", "Name", "Address", "Label", "Lat", "Lng"):
         table.add_column(column)
     for loc in items:
-        table.add_row("*" if loc.get("isPrimary") else "", _text(loc.get("id")), _text(loc.get("name")),
-                      _text(loc.get("address")), _text(loc.get("label")), _text(loc.get("lat")),
-                      _text(loc.get("lng")))
+        table.add_row(
+            "*" if loc.get("isPrimary") else "",
+            _text(loc.get("id")),
+            _text(loc.get("name")),
+            _text(loc.get("address")),
+            _text(loc.get("label")),
+            _text(loc.get("lat")),
+            _text(loc.get("lng")),
+        )
     console.print(table)
 
 
@@ -136,9 +142,14 @@ def render_disruptions(data, console: Console) -> None:
             table.add_column(column, justify="right" if column == "Distance" else "left")
         for w in works:
             status = Text(str(w.get("status", "")), style="bold yellow" if w.get("status") == RUNNING else "")
-            table.add_row(format_distance(w.get("distanceKm")), status, _text(w.get("description")),
-                          _text(w.get("startDate") or "—"), _text(w.get("endDate") or "open-ended"),
-                          _text(w.get("id")))
+            table.add_row(
+                format_distance(w.get("distanceKm")),
+                status,
+                _text(w.get("description")),
+                _text(w.get("startDate") or "—"),
+                _text(w.get("endDate") or "open-ended"),
+                _text(w.get("id")),
+            )
         console.print(table)
     else:
         console.print("No road works nearby.")
@@ -153,10 +164,14 @@ def render_disruptions(data, console: Console) -> None:
         for t in transit:
             sev = str(t.get("severity", ""))
             delay = t.get("estimatedDelayMin")
-            row = [Text(sev, style="bold red" if sev == "high" else ""),
-                   _text(", ".join(map(str, t.get("lines") or []))),
-                   _text(f"{delay} min" if delay is not None else "?"), _text(t.get("title")),
-                   _text(t.get("endDate") or "open-ended"), _text(t.get("id"))]
+            row = [
+                Text(sev, style="bold red" if sev == "high" else ""),
+                _text(", ".join(map(str, t.get("lines") or []))),
+                _text(f"{delay} min" if delay is not None else "?"),
+                _text(t.get("title")),
+                _text(t.get("endDate") or "open-ended"),
+                _text(t.get("id")),
+            ]
             if has_distance:
                 row.insert(0, _text(format_distance(t.get("distanceKm"))))
             table.add_row(*row)
@@ -192,8 +207,12 @@ def render_air_quality(data, console: Console) -> None:
     console.print(_reading_line(reading))
     station = reading.get("station") or {}
     if station:
-        console.print(Text(f"Station {station.get('name', '?')} ({station.get('id', '?')}), "
-                           f"{format_distance(station.get('distanceKm'))} away"))
+        console.print(
+            Text(
+                f"Station {station.get('name', '?')} ({station.get('id', '?')}), "
+                f"{format_distance(station.get('distanceKm'))} away"
+            )
+        )
     compliance = data.get("compliance") or {}
     verdict = Text("Verdict: ", style="bold")
     status = compliance.get("status")

@@ -13,19 +13,24 @@ TARGET_INPUT = {
     "type": "object",
     "properties": {
         "locationId": {
-            "type": "string", "minLength": 1,
+            "type": "string",
+            "minLength": 1,
             "description": "Id of one of the caller's saved locations (from list_locations). "
-                           "Give this OR lat and lng, never both.",
+            "Give this OR lat and lng, never both.",
         },
         "lat": {
-            "type": "number", "minimum": -90, "maximum": 90,
+            "type": "number",
+            "minimum": -90,
+            "maximum": 90,
             "description": "Latitude in decimal degrees (WGS84), e.g. 51.2194 for central Antwerp. "
-                           "Must be given together with lng; the point must lie in Flanders or Brussels.",
+            "Must be given together with lng; the point must lie in Flanders or Brussels.",
         },
         "lng": {
-            "type": "number", "minimum": -180, "maximum": 180,
+            "type": "number",
+            "minimum": -180,
+            "maximum": 180,
             "description": "Longitude in decimal degrees (WGS84), e.g. 4.4025. "
-                           "Must be given together with lat.",
+            "Must be given together with lat.",
         },
     },
     "additionalProperties": False,
@@ -37,8 +42,13 @@ LOCATION = {
     "type": "object",
     "required": ["id", "name", "lat", "lng"],
     "properties": {
-        "id": {"type": "string"}, "name": {"type": "string"}, "address": NULLABLE_STRING,
-        "lat": NUMBER, "lng": NUMBER, "label": NULLABLE_STRING, "isPrimary": {"type": "boolean"},
+        "id": {"type": "string"},
+        "name": {"type": "string"},
+        "address": NULLABLE_STRING,
+        "lat": NUMBER,
+        "lng": NUMBER,
+        "label": NULLABLE_STRING,
+        "isPrimary": {"type": "boolean"},
     },
 }
 
@@ -52,8 +62,14 @@ WORK = {
     "type": "object",
     "required": ["id", "description", "status", "lat", "lng", "distanceKm"],
     "properties": {
-        "id": {"type": "string"}, "description": {"type": "string"}, "status": {"type": "string"},
-        "lat": NUMBER, "lng": NUMBER, "distanceKm": NUMBER, "startDate": DATE, "endDate": DATE,
+        "id": {"type": "string"},
+        "description": {"type": "string"},
+        "status": {"type": "string"},
+        "lat": NUMBER,
+        "lng": NUMBER,
+        "distanceKm": NUMBER,
+        "startDate": DATE,
+        "endDate": DATE,
     },
 }
 
@@ -61,9 +77,12 @@ DETOUR = {
     "type": "object",
     "required": ["id", "title", "lines", "severity"],
     "properties": {
-        "id": {"type": "string"}, "title": {"type": "string"},
-        "lines": {"type": "array", "items": {"type": "string"}}, "severity": {"type": "string"},
-        "estimatedDelayMin": {"type": ["integer", "null"]}, "endDate": DATE,
+        "id": {"type": "string"},
+        "title": {"type": "string"},
+        "lines": {"type": "array", "items": {"type": "string"}},
+        "severity": {"type": "string"},
+        "estimatedDelayMin": {"type": ["integer", "null"]},
+        "endDate": DATE,
     },
 }
 
@@ -73,39 +92,82 @@ DISRUPTIONS_OUTPUT = {
     "type": "object",
     "required": ["location", "radiusKm", "summary", "construction", "transit", "retrievedAt"],
     "properties": {
-        "location": {"type": "object", "required": ["lat", "lng"],
-                     "properties": {"lat": NUMBER, "lng": NUMBER, "id": {"type": "string"},
-                                    "name": {"type": "string"}}},
+        "location": {
+            "type": "object",
+            "required": ["lat", "lng"],
+            "properties": {
+                "lat": NUMBER,
+                "lng": NUMBER,
+                "id": {"type": "string"},
+                "name": {"type": "string"},
+            },
+        },
         "radiusKm": NUMBER,
-        "summary": {"type": "object",
-                    "required": ["activeWorks", "plannedWorks", "upcomingWorks14d", "transitDisruptions",
-                                 "highSeverityTransit"],
-                    "properties": {k: COUNT for k in ("activeWorks", "plannedWorks", "upcomingWorks14d",
-                                                      "transitDisruptions", "highSeverityTransit")}},
+        "summary": {
+            "type": "object",
+            "required": [
+                "activeWorks",
+                "plannedWorks",
+                "upcomingWorks14d",
+                "transitDisruptions",
+                "highSeverityTransit",
+            ],
+            "properties": {
+                k: COUNT
+                for k in (
+                    "activeWorks",
+                    "plannedWorks",
+                    "upcomingWorks14d",
+                    "transitDisruptions",
+                    "highSeverityTransit",
+                )
+            },
+        },
         "construction": {"type": "array", "items": WORK},
         "transit": {"type": "array", "items": DETOUR},
         "retrievedAt": {"type": "string"},
     },
 }
 
-THRESHOLD = {"type": "object", "required": ["value"],
-             "properties": {"value": NUMBER, "unit": {"type": "string"}, "label": {"type": "string"},
-                            "exceeded": {"type": ["boolean", "null"]}}}
+THRESHOLD = {
+    "type": "object",
+    "required": ["value"],
+    "properties": {
+        "value": NUMBER,
+        "unit": {"type": "string"},
+        "label": {"type": "string"},
+        "exceeded": {"type": ["boolean", "null"]},
+    },
+}
 
 AIR_QUALITY_OUTPUT = {
     "type": "object",
     "required": ["reading", "thresholds", "compliance", "lez"],
     "properties": {
-        "reading": {"type": "object", "required": ["value", "unit"],
-                    "properties": {"pollutant": {"type": "string"}, "unit": {"type": "string"},
-                                   "value": NULLABLE_NUMBER, "status": {"type": "string"},
-                                   "measuredAt": NULLABLE_STRING, "trend": {"type": "string"},
-                                   "trendPercent": NULLABLE_NUMBER, "station": {"type": ["object", "null"]}}},
+        "reading": {
+            "type": "object",
+            "required": ["value", "unit"],
+            "properties": {
+                "pollutant": {"type": "string"},
+                "unit": {"type": "string"},
+                "value": NULLABLE_NUMBER,
+                "status": {"type": "string"},
+                "measuredAt": NULLABLE_STRING,
+                "trend": {"type": "string"},
+                "trendPercent": NULLABLE_NUMBER,
+                "station": {"type": ["object", "null"]},
+            },
+        },
         "thresholds": {"type": "object", "properties": {"who": THRESHOLD, "eu": THRESHOLD}},
-        "compliance": {"type": "object", "properties": {"status": {"type": "string"},
-                                                        "label": {"type": "string"}}},
-        "lez": {"type": "object", "required": ["inside"], "properties": {"inside": {"type": "boolean"},
-                                                                           "name": NULLABLE_STRING}},
+        "compliance": {
+            "type": "object",
+            "properties": {"status": {"type": "string"}, "label": {"type": "string"}},
+        },
+        "lez": {
+            "type": "object",
+            "required": ["inside"],
+            "properties": {"inside": {"type": "boolean"}, "name": NULLABLE_STRING},
+        },
     },
 }
 
@@ -118,6 +180,8 @@ BRIEFING_OUTPUT = {
         "risk": {"type": "string", "enum": ["low", "moderate", "high"]},
         "headline": {"type": "string"},
         "keyFacts": {"type": "array"},
-        "bestWindow": WINDOW, "worstWindow": WINDOW, "nextRushPeak": WINDOW,
+        "bestWindow": WINDOW,
+        "worstWindow": WINDOW,
+        "nextRushPeak": WINDOW,
     },
 }

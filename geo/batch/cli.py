@@ -23,8 +23,9 @@ def _parse_now(value, engine):
     try:
         ts = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise click.BadParameter(f"{value!r} is not an ISO 8601 date-time "
-                                 "(e.g. 2026-11-16T07:00:00Z)", param_hint="--now") from None
+        raise click.BadParameter(
+            f"{value!r} is not an ISO 8601 date-time (e.g. 2026-11-16T07:00:00Z)", param_hint="--now"
+        ) from None
     return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
 
 
@@ -98,20 +99,46 @@ class _Done:
 
 def _progress(enabled, total, unit):
     from rich.console import Console
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                               TimeElapsedColumn, TimeRemainingColumn)
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     console = Console(stderr=True)
-    columns = [TextColumn("scoring"), BarColumn(), TaskProgressColumn(),
-               TextColumn("{task.fields[rows]:,} rows  {task.fields[rate]:,.0f} rows/s"),
-               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
+    columns = [
+        TextColumn("scoring"),
+        BarColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rows]:,} rows  {task.fields[rate]:,.0f} rows/s"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    ]
     if unit == "rows":
         columns.insert(3, MofNCompleteColumn())
     return Progress(*columns, console=console, disable=not enabled, transient=False), console
 
 
-def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=None, chunk_size=250_000,
-        workers=1, dask=None, progress=True, engine=None, pairs=False):
+def run(
+    input_path,
+    output,
+    *,
+    lat="lat",
+    lng="lng",
+    data="data/snapshot",
+    now=None,
+    chunk_size=250_000,
+    workers=1,
+    dask=None,
+    progress=True,
+    engine=None,
+    pairs=False,
+):
     """Score ``input_path`` into ``output``; returns the summary dict (used by the CLI and tests).
 
     ``engine`` (optional) is an already loaded engine of the snapshot at ``data`` (workers load their own).
@@ -127,8 +154,20 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     from .pipe import ReadAhead, WriteBehind
 
     if Path(input_path).is_dir():
-        return _run_dataset(input_path, output, lat=lat, lng=lng, data=data, now=now, chunk_size=chunk_size,
-                            workers=workers, dask=dask, progress=progress, engine=engine, pairs=pairs)
+        return _run_dataset(
+            input_path,
+            output,
+            lat=lat,
+            lng=lng,
+            data=data,
+            now=now,
+            chunk_size=chunk_size,
+            workers=workers,
+            dask=dask,
+            progress=progress,
+            engine=engine,
+            pairs=pairs,
+        )
     file_format(output)
     if Path(input_path).resolve() == Path(output).resolve():
         raise InputError(f"{output}: the output must not be the input file")
@@ -159,8 +198,12 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
                         counts.update(_value_counts(scores, "status"))
                         risks.update(_value_counts(scores, "risk"))
                     elapsed = time.perf_counter() - t0
-                    bar.update(task, completed=chunk.progress, rows=tally["rows"],
-                               rate=tally["rows"] / elapsed if elapsed else 0)
+                    bar.update(
+                        task,
+                        completed=chunk.progress,
+                        rows=tally["rows"],
+                        rate=tally["rows"] / elapsed if elapsed else 0,
+                    )
 
             for chunk in chunks:
                 pending.append((chunk, runner.submit(chunk, pairs)))
@@ -175,12 +218,23 @@ def run(input_path, output, *, lat="lat", lng="lng", data="data/snapshot", now=N
     finally:
         chunks.close()
         runner.close()
-    return _summary(tally["rows"], counts, risks, kinds, pairs, time.perf_counter() - t0, output, engine, now,
-                    runner.where)
+    return _summary(
+        tally["rows"],
+        counts,
+        risks,
+        kinds,
+        pairs,
+        time.perf_counter() - t0,
+        output,
+        engine,
+        now,
+        runner.where,
+    )
 
 
-def _run_dataset(input_path, output, *, lat, lng, data, now, chunk_size, workers, dask, progress, engine,
-                 pairs):
+def _run_dataset(
+    input_path, output, *, lat, lng, data, now, chunk_size, workers, dask, progress, engine, pairs
+):
     """A directory of Parquet files into a directory of parts, one task per file (geo.batch.dataset)."""
     from ..data.engine import Engine
     from .dataset import dataset_files, row_offsets, run_dataset
@@ -204,28 +258,55 @@ def _run_dataset(input_path, output, *, lat, lng, data, now, chunk_size, workers
                 elapsed = time.perf_counter() - t0
                 bar.update(task, completed=done[0], rows=done[0], rate=done[0] / elapsed if elapsed else 0)
 
-            got = run_dataset(input_path, output, runner.call, data=runner.data,
-                              snapshot_id=engine.snapshot_id,
-                              now_iso=runner.now_iso, lat=lat, lng=lng, pairs=pairs, chunk_rows=chunk_size,
-                              on_done=on_done)
+            got = run_dataset(
+                input_path,
+                output,
+                runner.call,
+                data=runner.data,
+                snapshot_id=engine.snapshot_id,
+                now_iso=runner.now_iso,
+                lat=lat,
+                lng=lng,
+                pairs=pairs,
+                chunk_rows=chunk_size,
+                on_done=on_done,
+            )
     finally:
         runner.close()
-    return _summary(got["rows"], got["status"], got["risk"], got["kind"], pairs, time.perf_counter() - t0,
-                    output, engine, now, f"{runner.where}, {len(files)} part(s)")
+    return _summary(
+        got["rows"],
+        got["status"],
+        got["risk"],
+        got["kind"],
+        pairs,
+        time.perf_counter() - t0,
+        output,
+        engine,
+        now,
+        f"{runner.where}, {len(files)} part(s)",
+    )
 
 
 def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, where) -> dict:
-    summary = {"rows": rows, "seconds": round(elapsed, 3),
-               "rows_per_second": round(rows / elapsed) if elapsed else None,
-               "output": str(output), "snapshot": engine.snapshot_id, "now": now.isoformat(),
-               "ran_on": where}
+    summary = {
+        "rows": rows,
+        "seconds": round(elapsed, 3),
+        "rows_per_second": round(rows / elapsed) if elapsed else None,
+        "output": str(output),
+        "snapshot": engine.snapshot_id,
+        "now": now.isoformat(),
+        "ran_on": where,
+    }
     if pairs:
         summary["pairs"] = {"work": kinds.get("work", 0), "detour": kinds.get("detour", 0)}
         return summary
-    return {**summary, "ok": counts.get("ok", 0),
-            "outside_service_area": counts.get("outside_service_area", 0),
-            "invalid_coordinates": counts.get("invalid_coordinates", 0),
-            "risk": {k: risks.get(k, 0) for k in ("low", "moderate", "high")}}
+    return {
+        **summary,
+        "ok": counts.get("ok", 0),
+        "outside_service_area": counts.get("outside_service_area", 0),
+        "invalid_coordinates": counts.get("invalid_coordinates", 0),
+        "risk": {k: risks.get(k, 0) for k in ("low", "moderate", "high")},
+    }
 
 
 def _value_counts(table, column) -> dict:
@@ -239,43 +320,76 @@ def _value_counts(table, column) -> dict:
 
 
 def _summary_text(s) -> str:
-    head = (f"{s['rows']:,} rows scored in {s['seconds']:.1f} s ({s['rows_per_second'] or 0:,} rows/s, "
-            f"{s['ran_on']}) -> {s['output']}\n")
+    head = (
+        f"{s['rows']:,} rows scored in {s['seconds']:.1f} s ({s['rows_per_second'] or 0:,} rows/s, "
+        f"{s['ran_on']}) -> {s['output']}\n"
+    )
     tail = f"  snapshot {s['snapshot'][:12]}   clock {s['now']}"
     if "pairs" in s:
         p = s["pairs"]
         return head + f"  pairs: works {p['work']:,}   detours {p['detour']:,}\n" + tail
     r = s["risk"]
-    return (head + f"  ok {s['ok']:,}   outside service area {s['outside_service_area']:,}   "
-            f"invalid coordinates {s['invalid_coordinates']:,}\n"
-            f"  risk: low {r['low']:,}   moderate {r['moderate']:,}   high {r['high']:,}\n" + tail)
+    return (
+        head + f"  ok {s['ok']:,}   outside service area {s['outside_service_area']:,}   "
+        f"invalid coordinates {s['invalid_coordinates']:,}\n"
+        f"  risk: low {r['low']:,}   moderate {r['moderate']:,}   high {r['high']:,}\n" + tail
+    )
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("input_path", metavar="INPUT", type=click.Path())
-@click.option("-o", "--output", required=True, type=click.Path(),
-              help="Output file: .csv, .parquet, .geo.parquet / .geoparquet (GeoParquet) or .geojson; "
-                   "a directory of Parquet parts when INPUT is a directory of Parquet files.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(),
+    help="Output file: .csv, .parquet, .geo.parquet / .geoparquet (GeoParquet) or .geojson; "
+    "a directory of Parquet parts when INPUT is a directory of Parquet files.",
+)
 @click.option("--lat", "lat", default="lat", show_default=True, help="Latitude column of the input.")
 @click.option("--lng", "lng", default="lng", show_default=True, help="Longitude column of the input.")
-@click.option("--data", default=lambda: os.environ.get("URBAN_DATA_DIR", "data/snapshot"),
-              show_default="$URBAN_DATA_DIR or data/snapshot", type=click.Path(file_okay=False),
-              help="Snapshot directory.")
-@click.option("--now", default=None,
-              help="Clock as ISO 8601 (default: the snapshot's asOf, as the API's demo "
-              "clock). Without an offset, UTC.")
-@click.option("--chunk-size", default=250_000, show_default=True, type=click.IntRange(1, 10_000_000),
-              help="Rows per chunk (memory is bounded by a few chunks).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 256),
-              help="Local worker processes (each loads the engine once).")
-@click.option("--dask", default=None, metavar="ADDRESS|local",
-              help="Score on a Dask distributed cluster (scheduler address, or 'local' for a LocalCluster "
-                   "with --workers workers).")
-@click.option("--pairs", is_flag=True,
-              help="Write the long table instead: one row per (input row, listed work or detour) with "
-                   "its distance (.csv or .parquet).")
-@click.option("--progress/--no-progress", default=None,
-              help="Progress bar (default: when stderr is a terminal).")
+@click.option(
+    "--data",
+    default=lambda: os.environ.get("URBAN_DATA_DIR", "data/snapshot"),
+    show_default="$URBAN_DATA_DIR or data/snapshot",
+    type=click.Path(file_okay=False),
+    help="Snapshot directory.",
+)
+@click.option(
+    "--now",
+    default=None,
+    help="Clock as ISO 8601 (default: the snapshot's asOf, as the API's demo clock). Without an offset, UTC.",
+)
+@click.option(
+    "--chunk-size",
+    default=250_000,
+    show_default=True,
+    type=click.IntRange(1, 10_000_000),
+    help="Rows per chunk (memory is bounded by a few chunks).",
+)
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Local worker processes (each loads the engine once).",
+)
+@click.option(
+    "--dask",
+    default=None,
+    metavar="ADDRESS|local",
+    help="Score on a Dask distributed cluster (scheduler address, or 'local' for a LocalCluster "
+    "with --workers workers).",
+)
+@click.option(
+    "--pairs",
+    is_flag=True,
+    help="Write the long table instead: one row per (input row, listed work or detour) with "
+    "its distance (.csv or .parquet).",
+)
+@click.option(
+    "--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal)."
+)
 def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pairs, progress):
     """Score every coordinate of INPUT (CSV, Parquet, GeoParquet or GeoJSON) into OUTPUT.
 
@@ -287,8 +401,19 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
     if progress is None:
         progress = sys.stderr.isatty()
     try:
-        summary = run(input_path, output, lat=lat, lng=lng, data=data, now=now, chunk_size=chunk_size,
-                      workers=workers, dask=dask, progress=progress, pairs=pairs)
+        summary = run(
+            input_path,
+            output,
+            lat=lat,
+            lng=lng,
+            data=data,
+            now=now,
+            chunk_size=chunk_size,
+            workers=workers,
+            dask=dask,
+            progress=progress,
+            pairs=pairs,
+        )
     except (InputError, SnapshotError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(_summary_text(summary), err=True)

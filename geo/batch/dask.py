@@ -82,8 +82,13 @@ def connect(address: str, workers: int = 2):
     from distributed import Client, LocalCluster
 
     if address == "local":
-        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               dashboard_address=None, host="127.0.0.1")
+        cluster = LocalCluster(
+            n_workers=max(1, workers),
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
+        )
         return Client(cluster), cluster
     return Client(address), None
 

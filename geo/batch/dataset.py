@@ -31,8 +31,11 @@ def dataset_files(path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise InputError(f"{path}: no such file or directory")
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(".parquet")
-                   and not p.name.startswith((".", "_")))
+    files = sorted(
+        p
+        for p in path.iterdir()
+        if p.is_file() and p.name.lower().endswith(".parquet") and not p.name.startswith((".", "_"))
+    )
     if not files:
         raise InputError(f"{path}: no .parquet files in the directory")
     return files
@@ -52,8 +55,18 @@ def row_offsets(files) -> list[int]:
     return out + [total]
 
 
-def score_file(data: str, snapshot_id: str, src: str, dst: str, now_iso: str, lat: str = "lat",
-               lng: str = "lng", pairs: bool = False, first_row: int = 0, chunk_rows: int = 250_000) -> dict:
+def score_file(
+    data: str,
+    snapshot_id: str,
+    src: str,
+    dst: str,
+    now_iso: str,
+    lat: str = "lat",
+    lng: str = "lng",
+    pairs: bool = False,
+    first_row: int = 0,
+    chunk_rows: int = 250_000,
+) -> dict:
     """Score one Parquet file into ``dst`` on this process; returns counts for the summary.
 
     Examples
@@ -94,12 +107,27 @@ def score_file(data: str, snapshot_id: str, src: str, dst: str, now_iso: str, la
 def _value_counts(table, column) -> dict:
     import pyarrow.compute as pc
 
-    return {x["values"]: x["counts"] for x in pc.value_counts(table.column(column)).to_pylist()
-            if x["values"] is not None}
+    return {
+        x["values"]: x["counts"]
+        for x in pc.value_counts(table.column(column)).to_pylist()
+        if x["values"] is not None
+    }
 
 
-def run_dataset(src, dst, submit, *, data: str, snapshot_id: str, now_iso: str, lat="lat", lng="lng",
-                pairs=False, chunk_rows=250_000, on_done=None) -> dict:
+def run_dataset(
+    src,
+    dst,
+    submit,
+    *,
+    data: str,
+    snapshot_id: str,
+    now_iso: str,
+    lat="lat",
+    lng="lng",
+    pairs=False,
+    chunk_rows=250_000,
+    on_done=None,
+) -> dict:
     """Score every file of ``src`` into the directory ``dst`` (written as ``dst.partial`` and renamed when
     every part succeeded). ``submit(fn, *args)`` returns a future (local, process pool or Dask);
     ``on_done(rows)`` is called as parts finish. Returns the summed counts.
@@ -115,8 +143,22 @@ def run_dataset(src, dst, submit, *, data: str, snapshot_id: str, now_iso: str, 
     total: dict = {"rows": 0, "status": Counter(), "risk": Counter(), "kind": Counter()}
     futures: list = []
     try:
-        futures += [submit(score_file, data, snapshot_id, str(f), str(tmp / f"part-{i:05d}.parquet"), now_iso,
-                          lat, lng, pairs, first[i], chunk_rows) for i, f in enumerate(files)]
+        futures += [
+            submit(
+                score_file,
+                data,
+                snapshot_id,
+                str(f),
+                str(tmp / f"part-{i:05d}.parquet"),
+                now_iso,
+                lat,
+                lng,
+                pairs,
+                first[i],
+                chunk_rows,
+            )
+            for i, f in enumerate(files)
+        ]
         for fut in futures:
             got = fut.result()
             total["rows"] += got["rows"]

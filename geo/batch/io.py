@@ -20,8 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-FORMATS = {".csv": "csv", ".parquet": "parquet", ".geoparquet": "geoparquet", ".geojson": "geojson",
-           ".json": "geojson"}  # and "*.geo.parquet": GeoParquet
+FORMATS = {
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".geoparquet": "geoparquet",
+    ".geojson": "geojson",
+    ".json": "geojson",
+}  # and "*.geo.parquet": GeoParquet
 GEOMETRY = "geometry"
 
 
@@ -33,11 +38,11 @@ class InputError(ValueError):
 class Chunk:
     """One block of input rows."""
 
-    first_row: int              # 1-based data row number of the first row (header excluded)
-    columns: pa.Table           # the input columns, carried through to the output
+    first_row: int  # 1-based data row number of the first row (header excluded)
+    columns: pa.Table  # the input columns, carried through to the output
     lat: np.ndarray
     lng: np.ndarray
-    progress: int               # reader position after this chunk (rows or bytes, see Reader.unit)
+    progress: int  # reader position after this chunk (rows or bytes, see Reader.unit)
 
 
 def file_format(path, *, geo: bool | None = None) -> str:
@@ -53,8 +58,9 @@ def file_format(path, *, geo: bool | None = None) -> str:
         return "geoparquet"
     ext = Path(path).suffix.lower()
     if ext not in FORMATS:
-        raise InputError(f"{path}: unknown file type {ext or '(none)'!r}; use one of "
-                         f"{', '.join(sorted(FORMATS))}")
+        raise InputError(
+            f"{path}: unknown file type {ext or '(none)'!r}; use one of {', '.join(sorted(FORMATS))}"
+        )
     kind = FORMATS[ext]
     if kind == "parquet" and geo:
         return "geoparquet"
@@ -73,15 +79,18 @@ def to_float(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return pc.cast(values, pa.float64()).to_numpy(zero_copy_only=False).astype(np.float64)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         text = pd.Series(values.to_pandas(), dtype=object)
-        return pd.to_numeric(text.str.strip() if hasattr(text, "str") else text,
-                             errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        return pd.to_numeric(text.str.strip() if hasattr(text, "str") else text, errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
 
 
 def _need(names, lat, lng, path):
     missing = [c for c in (lat, lng) if c not in names]
     if missing:
-        raise InputError(f"{path}: column {missing[0]!r} not found; columns are {list(names)} "
-                         f"(choose them with --lat / --lng)")
+        raise InputError(
+            f"{path}: column {missing[0]!r} not found; columns are {list(names)} "
+            f"(choose them with --lat / --lng)"
+        )
 
 
 # --- readers ----------------------------------------------------------------------------------------
@@ -130,8 +139,11 @@ class CsvReader(Reader):
             fh,
             read_options=pcsv.ReadOptions(block_size=max(1 << 16, chunk_rows * 48), use_threads=threads),
             parse_options=pcsv.ParseOptions(invalid_row_handler=invalid, newlines_in_values=False),
-            convert_options=pcsv.ConvertOptions(column_types={h: pa.string() for h in header},
-                                                strings_can_be_null=False, quoted_strings_can_be_null=False),
+            convert_options=pcsv.ConvertOptions(
+                column_types={h: pa.string() for h in header},
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
         )
 
     def __iter__(self):
@@ -156,10 +168,15 @@ class CsvReader(Reader):
         if bad is not None and bad.number is None:
             bad = self._locate() or bad
         if bad is not None:
-            where = (f"line {bad.number} (data row {bad.number - 1})" if bad.number is not None
-                     else f"a row after data row {row - 1}")
-            return (f"{self.path}: {where} has {bad.actual_columns} fields, the header has "
-                    f"{bad.expected_columns}: {bad.text[:80]!r}")
+            where = (
+                f"line {bad.number} (data row {bad.number - 1})"
+                if bad.number is not None
+                else f"a row after data row {row - 1}"
+            )
+            return (
+                f"{self.path}: {where} has {bad.actual_columns} fields, the header has "
+                f"{bad.expected_columns}: {bad.text[:80]!r}"
+            )
         return f"{self.path}: unreadable CSV after data row {row - 1}: {exc}"
 
     def _locate(self):
@@ -225,8 +242,10 @@ class ParquetReader(Reader):
                 try:
                     geom = shapely.from_wkb(table[self.geometry].to_numpy(zero_copy_only=False))
                 except shapely.errors.GEOSException as exc:
-                    raise InputError(f"{self.path}: column {self.geometry!r}, rows {row}-"
-                                     f"{row + table.num_rows - 1}: bad WKB geometry: {exc}") from None
+                    raise InputError(
+                        f"{self.path}: column {self.geometry!r}, rows {row}-"
+                        f"{row + table.num_rows - 1}: bad WKB geometry: {exc}"
+                    ) from None
                 point = shapely.get_type_id(geom) == 0
                 x = np.where(point, shapely.get_x(geom), np.nan)
                 y = np.where(point, shapely.get_y(geom), np.nan)
@@ -302,14 +321,17 @@ class GeoJsonReader(Reader):
         for i, p in enumerate(props):
             extra = set(p) - names
             if extra:
-                raise InputError(f"{self.path}: feature {row + i}: property {sorted(extra)[0]!r} does not "
-                                 f"occur in the first {self.chunk_rows} features (properties must have the "
-                                 f"same names throughout; or raise --chunk-size)")
+                raise InputError(
+                    f"{self.path}: feature {row + i}: property {sorted(extra)[0]!r} does not "
+                    f"occur in the first {self.chunk_rows} features (properties must have the "
+                    f"same names throughout; or raise --chunk-size)"
+                )
         try:
             table = pa.Table.from_pylist(props, schema=self.schema)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise InputError(f"{self.path}: features {row}-{row + len(props) - 1}: a property changes type: "
-                             f"{exc}") from None
+            raise InputError(
+                f"{self.path}: features {row}-{row + len(props) - 1}: a property changes type: {exc}"
+            ) from None
         return Chunk(row, table, np.array(lat, dtype=np.float64), np.array(lng, dtype=np.float64), pos)
 
     def _features(self):
@@ -356,9 +378,11 @@ class GeoJsonReader(Reader):
             def expect(buf, pos, chars):
                 buf, pos = skip_ws(buf, pos)
                 if pos >= len(buf) or buf[pos] not in chars:
-                    got = buf[pos:pos + 20] if pos < len(buf) else "end of file"
-                    raise InputError(f"{self.path}: not a GeoJSON FeatureCollection: expected {chars!r} near "
-                                     f"byte {done[0] - len(buf) + pos}, got {got!r}")
+                    got = buf[pos : pos + 20] if pos < len(buf) else "end of file"
+                    raise InputError(
+                        f"{self.path}: not a GeoJSON FeatureCollection: expected {chars!r} near "
+                        f"byte {done[0] - len(buf) + pos}, got {got!r}"
+                    )
                 return buf, pos + 1, buf[pos]
 
             buf = more()
@@ -410,8 +434,9 @@ def open_reader(path, lat="lat", lng="lng", chunk_rows=250_000) -> Reader:
     if not Path(path).is_file():
         raise InputError(f"{path}: no such file")
     kind = file_format(path)
-    cls = {"csv": CsvReader, "parquet": ParquetReader, "geoparquet": ParquetReader,
-           "geojson": GeoJsonReader}[kind]
+    cls = {"csv": CsvReader, "parquet": ParquetReader, "geoparquet": ParquetReader, "geojson": GeoJsonReader}[
+        kind
+    ]
     return cls(path, lat, lng, chunk_rows)
 
 
@@ -428,7 +453,8 @@ def score_table(frame: pd.DataFrame) -> pa.Table:
             codes = s.cat.codes.to_numpy()
             index = pa.int8() if len(cats) < 128 else pa.int16() if len(cats) < 32768 else pa.int32()
             cols[name] = pa.DictionaryArray.from_arrays(
-                pa.array(codes.astype(index.to_pandas_dtype()), mask=codes < 0, type=index), cats)
+                pa.array(codes.astype(index.to_pandas_dtype()), mask=codes < 0, type=index), cats
+            )
         else:
             cols[name] = pa.array(s.array)
     return pa.table(cols)
@@ -480,8 +506,9 @@ class TableWriter(Writer):
             if self.kind == "csv":
                 import pyarrow.csv as pcsv
 
-                self._w = pcsv.CSVWriter(str(self.tmp), self._schema,
-                                         write_options=pcsv.WriteOptions(quoting_style="needed"))
+                self._w = pcsv.CSVWriter(
+                    str(self.tmp), self._schema, write_options=pcsv.WriteOptions(quoting_style="needed")
+                )
             else:
                 schema = self._schema
                 if self.kind == "geoparquet":
@@ -516,9 +543,11 @@ def _wkb_points(lat, lng) -> pa.Array:
 
 
 def _geo_metadata() -> dict:
-    return {"version": "1.0.0", "primary_column": GEOMETRY,
-            "columns": {GEOMETRY: {"encoding": "WKB", "geometry_types": ["Point"],
-                                   "edges": "planar"}}}
+    return {
+        "version": "1.0.0",
+        "primary_column": GEOMETRY,
+        "columns": {GEOMETRY: {"encoding": "WKB", "geometry_types": ["Point"], "edges": "planar"}},
+    }
 
 
 class GeoJsonWriter(Writer):
@@ -532,14 +561,26 @@ class GeoJsonWriter(Writer):
     def write(self, chunk: Chunk, scores: pa.Table):
         table = _merge(chunk.columns, scores)
         rows = table.to_pylist()
-        ok = np.isfinite(chunk.lat) & np.isfinite(chunk.lng) & (np.abs(chunk.lat) <= 90) & \
-            (np.abs(chunk.lng) <= 180)
+        ok = (
+            np.isfinite(chunk.lat)
+            & np.isfinite(chunk.lng)
+            & (np.abs(chunk.lat) <= 90)
+            & (np.abs(chunk.lng) <= 180)
+        )
         out = []
         for i, props in enumerate(rows):
-            geom = ({"type": "Point", "coordinates": [float(chunk.lng[i]), float(chunk.lat[i])]}
-                    if ok[i] else None)
-            out.append(json.dumps({"type": "Feature", "geometry": geom, "properties": props},
-                                  ensure_ascii=False, default=str))
+            geom = (
+                {"type": "Point", "coordinates": [float(chunk.lng[i]), float(chunk.lat[i])]}
+                if ok[i]
+                else None
+            )
+            out.append(
+                json.dumps(
+                    {"type": "Feature", "geometry": geom, "properties": props},
+                    ensure_ascii=False,
+                    default=str,
+                )
+            )
         if out:
             self._fh.write((",\n" if self.rows else "") + ",\n".join(out))
         self.rows += len(out)

@@ -99,8 +99,9 @@ def pair_arrays(engine, lat, lng, now):
     ok = np.flatnonzero(inside)
     plat, plng = la[ok], ln[ok]
     side = engine.river_side(plat, plng) if ok.size else np.zeros(0, dtype=np.int8)
-    wp, wc, wkm = works_pairs(engine, plat, plng, side) if ok.size else (np.zeros(0, np.int64),) * 2 + (
-        np.zeros(0),)
+    wp, wc, wkm = (
+        works_pairs(engine, plat, plng, side) if ok.size else (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)
+    )
     dp, dj, dkm = detour_pairs(engine, plat, plng, side, now)
     # merge the two point-sorted lists: a point's works, then its detours
     at_w = np.arange(wp.size) + np.searchsorted(dp, wp, side="left")
@@ -121,7 +122,7 @@ def id_dictionary(engine):
     w_ids = np.asarray([str(x) for x in p.works.ids], dtype=object)
     d_ids = np.asarray([str(x) for x in p.detours.ids], dtype=object)
     uniq, inverse = np.unique(np.concatenate([w_ids, d_ids]), return_inverse=True)
-    return uniq, inverse[:w_ids.size], inverse[w_ids.size:]
+    return uniq, inverse[: w_ids.size], inverse[w_ids.size :]
 
 
 def pairs_table(engine, lat, lng, now, first_row: int = 0):
@@ -137,12 +138,21 @@ def pairs_table(engine, lat, lng, now, first_row: int = 0):
 
     row, kind, item, km = pair_arrays(engine, lat, lng, now)
     uniq, w_code, d_code = id_dictionary(engine)
-    code = np.where(kind == WORK, w_code[np.where(kind == WORK, item, 0)] if w_code.size else 0,
-                    d_code[np.where(kind == DETOUR, item, 0)] if d_code.size else 0).astype(np.int32)
+    code = np.where(
+        kind == WORK,
+        w_code[np.where(kind == WORK, item, 0)] if w_code.size else 0,
+        d_code[np.where(kind == DETOUR, item, 0)] if d_code.size else 0,
+    ).astype(np.int32)
     finite = np.isfinite(km)
-    return pa.table({
-        "input_row": pa.array(row + first_row, type=pa.int64()),
-        "kind": pa.DictionaryArray.from_arrays(pa.array(kind, type=pa.int8()), pa.array(KINDS, pa.string())),
-        "id": pa.DictionaryArray.from_arrays(pa.array(code, type=pa.int32()), pa.array(uniq, pa.string())),
-        "distanceKm": pa.array(np.where(finite, km, 0.0), type=pa.float64(), mask=~finite),
-    })
+    return pa.table(
+        {
+            "input_row": pa.array(row + first_row, type=pa.int64()),
+            "kind": pa.DictionaryArray.from_arrays(
+                pa.array(kind, type=pa.int8()), pa.array(KINDS, pa.string())
+            ),
+            "id": pa.DictionaryArray.from_arrays(
+                pa.array(code, type=pa.int32()), pa.array(uniq, pa.string())
+            ),
+            "distanceKm": pa.array(np.where(finite, km, 0.0), type=pa.float64(), mask=~finite),
+        }
+    )

@@ -33,24 +33,37 @@ RIVER_NAMES = {RIVER_NONE: "none", RIVER_LEFT: "left", RIVER_RIGHT: "right"}
 
 #: output columns in order (see docs/scoring.md for their meaning and the API field each one equals)
 COLUMNS = (
-    "status", "in_service_area", "in_lez", "river_side",
-    "no2_station_id", "no2_station_name", "no2_station_km",
-    "no2_value", "no2_measured_at", "no2_trend", "no2_trend_percent", "no2_compliance",
-    "active_works", "planned_works", "upcoming_works_14d",
-    "transit_disruptions", "high_severity_transit", "transit_fallback",
-    "risk", "risk_score",
+    "status",
+    "in_service_area",
+    "in_lez",
+    "river_side",
+    "no2_station_id",
+    "no2_station_name",
+    "no2_station_km",
+    "no2_value",
+    "no2_measured_at",
+    "no2_trend",
+    "no2_trend_percent",
+    "no2_compliance",
+    "active_works",
+    "planned_works",
+    "upcoming_works_14d",
+    "transit_disruptions",
+    "high_severity_transit",
+    "transit_fallback",
+    "risk",
+    "risk_score",
 )
-
 
 
 @dataclass(frozen=True)
 class _Indexes:
     """Point indexes of the works clusters and of the stops, built once per engine."""
 
-    clusters: PointIndex        # over prepare(engine).works clusters (row = cluster)
-    stops: PointIndex           # over engine.stops rows
-    stop_words: np.ndarray      # (n_stops, n_words) uint64: the stop x line bits of prepare(engine).detours
-    line_words: np.ndarray      # (n_detours, n_words) uint64: the detour line bits
+    clusters: PointIndex  # over prepare(engine).works clusters (row = cluster)
+    stops: PointIndex  # over engine.stops rows
+    stop_words: np.ndarray  # (n_stops, n_words) uint64: the stop x line bits of prepare(engine).detours
+    line_words: np.ndarray  # (n_detours, n_words) uint64: the detour line bits
 
 
 def _words(bits: np.ndarray) -> np.ndarray:
@@ -98,8 +111,9 @@ def _points_arrays(points, lat: str, lng: str):
             is_point = shapely.get_type_id(geom) == 0
             x, y = shapely.get_x(geom), shapely.get_y(geom)
             return np.where(is_point, y, np.nan), np.where(is_point, x, np.nan), points.index
-        raise KeyError(f"points has no columns {lat!r}/{lng!r} and no point geometry; "
-                       f"columns are {list(points.columns)}")
+        raise KeyError(
+            f"points has no columns {lat!r}/{lng!r} and no point geometry; columns are {list(points.columns)}"
+        )
     if isinstance(points, tuple) and len(points) == 2:
         la, ln = as_arrays(*(_numeric(v) for v in points))
         return la, ln, None
@@ -115,8 +129,9 @@ def _numeric(values) -> np.ndarray:
     try:
         return np.atleast_1d(np.asarray(values, dtype=np.float64))
     except (TypeError, ValueError):
-        return pd.to_numeric(pd.Series(np.atleast_1d(np.asarray(values, dtype=object))),
-                             errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        return pd.to_numeric(
+            pd.Series(np.atleast_1d(np.asarray(values, dtype=object))), errors="coerce"
+        ).to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def service_mask(engine, la: np.ndarray, ln: np.ndarray):
@@ -284,10 +299,14 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     side = engine.river_side(plat, plng) if m else np.zeros(0, dtype=np.int8)
     in_lez = engine.in_lez(plat, plng) if m else np.zeros(0, dtype=bool)
     works = _works_counts(engine, plat, plng, side, now) if m else np.zeros((4, 0), dtype=np.int64)
-    transit, stops_near = (_transit_counts(engine, plat, plng, side, now) if m else
-                           (np.zeros((3, 0), dtype=np.int64), np.zeros(0, dtype=bool)))
-    station, station_km = engine.nearest_station(plat, plng, "no2") if m else (np.zeros(0, np.int64),
-                                                                              np.zeros(0))
+    transit, stops_near = (
+        _transit_counts(engine, plat, plng, side, now)
+        if m
+        else (np.zeros((3, 0), dtype=np.int64), np.zeros(0, dtype=bool))
+    )
+    station, station_km = (
+        engine.nearest_station(plat, plng, "no2") if m else (np.zeros(0, np.int64), np.zeros(0))
+    )
 
     a = prepare(engine).air
     value_s, first_s, count_s, measured_s = _air_by_station(engine, now)
@@ -301,8 +320,16 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     pct = ar.reported_trend_percent(first, value, n_values)
 
     active, planned, upcoming, near_running = works
-    risk_points = br.risk_score(near_running, active - near_running, upcoming,
-                                transit[0], transit[1], transit[2], compliance, stops_near)
+    risk_points = br.risk_score(
+        near_running,
+        active - near_running,
+        upcoming,
+        transit[0],
+        transit[1],
+        transit[2],
+        compliance,
+        stops_near,
+    )
     risk = br.risk_level(risk_points)
 
     def spread(values, fill, dtype=None):
@@ -312,30 +339,36 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
 
     measured_names = [iso_utc_ms(int(t)) if t >= 0 else "" for t in measured_s.tolist()]
     measured_code = np.where(has & (n_values > 0), st, -1)
-    frame = pd.DataFrame({
-        "status": _cat(status, STATUS_NAMES),
-        "in_service_area": _bool(inside, ~valid),
-        "in_lez": _bool(spread(in_lez, False), not_ok),
-        "river_side": _cat(spread(side.astype(np.int64), -1),
-                           [RIVER_NAMES[k] for k in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT)]),
-        "no2_station_id": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_ids, n),
-        "no2_station_name": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_names, n),
-        "no2_station_km": _float(spread(np.where(has, station_km, np.nan), np.nan), not_ok),
-        "no2_value": _float(spread(value, np.nan), not_ok),
-        "no2_measured_at": _names(spread(measured_code, -1, np.int64),
-                                  np.array(measured_names, dtype=object), n),
-        "no2_trend": _cat(spread(trend.astype(np.int64), -1), ar.TREND_NAMES),
-        "no2_trend_percent": _float(spread(pct, np.nan), not_ok),
-        "no2_compliance": _cat(spread(compliance.astype(np.int64), -1), ar.COMPLIANCE_NAMES),
-        "active_works": _int(spread(active, 0), not_ok),
-        "planned_works": _int(spread(planned, 0), not_ok),
-        "upcoming_works_14d": _int(spread(upcoming, 0), not_ok),
-        "transit_disruptions": _int(spread(transit.sum(axis=0), 0), not_ok),
-        "high_severity_transit": _int(spread(transit[tr.HIGH], 0), not_ok),
-        "transit_fallback": _bool(spread(~stops_near, False), not_ok),
-        "risk": _cat(spread(risk.astype(np.int64), -1), br.RISK_NAMES),
-        "risk_score": _float(spread(risk_points, np.nan), not_ok),
-    }, columns=list(COLUMNS))
+    frame = pd.DataFrame(
+        {
+            "status": _cat(status, STATUS_NAMES),
+            "in_service_area": _bool(inside, ~valid),
+            "in_lez": _bool(spread(in_lez, False), not_ok),
+            "river_side": _cat(
+                spread(side.astype(np.int64), -1),
+                [RIVER_NAMES[k] for k in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT)],
+            ),
+            "no2_station_id": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_ids, n),
+            "no2_station_name": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_names, n),
+            "no2_station_km": _float(spread(np.where(has, station_km, np.nan), np.nan), not_ok),
+            "no2_value": _float(spread(value, np.nan), not_ok),
+            "no2_measured_at": _names(
+                spread(measured_code, -1, np.int64), np.array(measured_names, dtype=object), n
+            ),
+            "no2_trend": _cat(spread(trend.astype(np.int64), -1), ar.TREND_NAMES),
+            "no2_trend_percent": _float(spread(pct, np.nan), not_ok),
+            "no2_compliance": _cat(spread(compliance.astype(np.int64), -1), ar.COMPLIANCE_NAMES),
+            "active_works": _int(spread(active, 0), not_ok),
+            "planned_works": _int(spread(planned, 0), not_ok),
+            "upcoming_works_14d": _int(spread(upcoming, 0), not_ok),
+            "transit_disruptions": _int(spread(transit.sum(axis=0), 0), not_ok),
+            "high_severity_transit": _int(spread(transit[tr.HIGH], 0), not_ok),
+            "transit_fallback": _bool(spread(~stops_near, False), not_ok),
+            "risk": _cat(spread(risk.astype(np.int64), -1), br.RISK_NAMES),
+            "risk_score": _float(spread(risk_points, np.nan), not_ok),
+        },
+        columns=list(COLUMNS),
+    )
     if index is not None:
         frame.index = index
     return frame

@@ -29,8 +29,10 @@ def engine_for(path: str, snapshot_id: str | None = None):
         if eng is None:
             eng = _ENGINES[path] = Engine.load(path)
     if snapshot_id and eng.snapshot_id != snapshot_id:
-        raise RuntimeError(f"worker snapshot {eng.snapshot_id[:12]} at {path} differs from the client's "
-                           f"{snapshot_id[:12]}: every worker must see the same snapshot")
+        raise RuntimeError(
+            f"worker snapshot {eng.snapshot_id[:12]} at {path} differs from the client's "
+            f"{snapshot_id[:12]}: every worker must see the same snapshot"
+        )
     return eng
 
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
-PAD = 2            # empty cells around the points' bounding box
-MAX_SIDE = 1024    # cells per axis at most (wider cells stay correct)
+PAD = 2  # empty cells around the points' bounding box
+MAX_SIDE = 1024  # cells per axis at most (wider cells stay correct)
 
 
 class NearTable:
@@ -85,8 +85,9 @@ class NearTable:
 
     def distances(self, q: tuple, start: int, stop: int) -> np.ndarray:
         """Haversine km from the query ``q`` (:func:`query_radians`) to the candidates ``[start, stop)``."""
-        return haversine_rad(q[0], q[1], q[2], self.lat_r[start:stop], self.lng_r[start:stop],
-                             self.cos_lat[start:stop])
+        return haversine_rad(
+            q[0], q[1], q[2], self.lat_r[start:stop], self.lng_r[start:stop], self.cos_lat[start:stop]
+        )
 
     def within(self, lat: float, lng: float):
         """(candidate positions int64, km float64) of the points with haversine <= radius, unordered;

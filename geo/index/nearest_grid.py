@@ -17,7 +17,7 @@ import numpy as np
 from .spherical import EARTH_RADIUS_KM, unit_vectors
 
 MAX_CANDIDATES = 8
-MAX_SIDE = 768     # cells per axis at most
+MAX_SIDE = 768  # cells per axis at most
 MARGIN_DEG = 0.25  # grid extends this far beyond the points' bounding box
 
 

@@ -45,8 +45,13 @@ class PairTable:
         self.lat_r, self.lng_r = np.radians(lat), np.radians(lng)
         self.cos_lat = np.cos(self.lat_r)
         reach = math.degrees(r / EARTH_RADIUS_KM) * 1.01 + 1e-9
-        self.usable = bool(lat.size) and r > 0 and float(np.abs(lat).max()) + 2 * reach < 80.0 and \
-            float(lng.min()) - 4 * reach > -179.0 and float(lng.max()) + 4 * reach < 179.0
+        self.usable = (
+            bool(lat.size)
+            and r > 0
+            and float(np.abs(lat).max()) + 2 * reach < 80.0
+            and float(lng.min()) - 4 * reach > -179.0
+            and float(lng.max()) + 4 * reach < 179.0
+        )
         if not self.usable:
             return
         lat_max = float(np.abs(lat).max()) + 2 * reach
@@ -103,7 +108,7 @@ class PairTable:
         (query, rank); ``point`` numbers the rows given to the constructor. Queries: validated degrees."""
         out = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
         for s in range(0, lat_d.size, QUERY_CHUNK):
-            out.append(self._chunk(lat_d[s:s + QUERY_CHUNK], lng_d[s:s + QUERY_CHUNK], s))
+            out.append(self._chunk(lat_d[s : s + QUERY_CHUNK], lng_d[s : s + QUERY_CHUNK], s))
         return tuple(np.concatenate(a) for a in zip(*out))
 
     def _chunk(self, lat_d, lng_d, first):

@@ -21,7 +21,7 @@ from .spherical import CHORD_SLACK, EARTH_RADIUS_KM, chord_for_km, haversine_rad
 CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
 _RAD = math.pi / 180.0
 _TWO_R = 2.0 * EARTH_RADIUS_KM
-MAX_TABLES = 4   # RadiusTables kept per layer (over the layer and all its mask subsets; ~10-50 MB each)
+MAX_TABLES = 4  # RadiusTables kept per layer (over the layer and all its mask subsets; ~10-50 MB each)
 
 
 class PointIndex:
@@ -180,8 +180,13 @@ class PointIndex:
         for found in self.pairs(lat, lng, radius_km):
             d = found.km()
             order = self._order(found.q, d, found.k)
-            parts.append((found.rows[found.q[order]].astype(np.int64),
-                          self.rows[found.k[order]].astype(np.int64), d[order]))
+            parts.append(
+                (
+                    found.rows[found.q[order]].astype(np.int64),
+                    self.rows[found.k[order]].astype(np.int64),
+                    d[order],
+                )
+            )
         return tuple(np.concatenate(a) for a in zip(*parts))
 
     def _order(self, q, d, k):
@@ -269,7 +274,9 @@ class PointIndex:
         # near-ties in chord distance: decide on the exact haversine, lowest row first
         tie = np.flatnonzero(dd[:, 1] <= dd[:, 0] * (1.0 + CHORD_SLACK) + CHORD_SLACK)
         for i in tie:
-            cand = np.sort(self.tree.query_ball_point(p[i], dd[i, 1] * (1 + 2 * CHORD_SLACK) + 2 * CHORD_SLACK))
+            cand = np.sort(
+                self.tree.query_ball_point(p[i], dd[i, 1] * (1 + 2 * CHORD_SLACK) + 2 * CHORD_SLACK)
+            )
             dc = self._dist(lat_r[i], lng_r[i], cos_lat[i], cand)
             k[i] = cand[np.argmin(dc)]
         return k

@@ -18,7 +18,7 @@ from scipy import ndimage
 
 OUTSIDE, INSIDE, EDGE = 0, 1, 2
 EDGE_MARGIN = 1e-6  # cell widths; far above the rounding of the cell index arithmetic
-PAD = 2             # cells of guaranteed-outside padding around the bounding box
+PAD = 2  # cells of guaranteed-outside padding around the bounding box
 
 
 def _boundary_segments(geometry):

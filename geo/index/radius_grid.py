@@ -16,10 +16,10 @@ import numpy as np
 
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
-DOT_BAND = 1e-13      # absolute; a dot product of unit vectors is off by at most ~1e-15
-PAD = 2               # empty cells around the points' bounding box
+DOT_BAND = 1e-13  # absolute; a dot product of unit vectors is off by at most ~1e-15
+PAD = 2  # empty cells around the points' bounding box
 PAIR_CHUNK = 1 << 21  # candidate pairs per chunk (memory bound)
-MAX_SIDE = 1024       # cells per axis at most
+MAX_SIDE = 1024  # cells per axis at most
 
 
 class RadiusGrid:
@@ -51,11 +51,11 @@ class RadiusGrid:
         self.ny = int((lat_d.max() - self.y0) / self.dlat) + PAD + 1
         cell = self._cells(lat_d, lng_d)
         order = np.argsort(cell, kind="stable")
-        self.order = order                      # sorted position -> point number
+        self.order = order  # sorted position -> point number
         self.start = np.searchsorted(cell[order], np.arange(self.nx * self.ny + 1)).astype(np.int64)
         self.xyz = np.ascontiguousarray(xyz[order].T)  # (3, n) sorted
         self.lat_r, self.lng_r, self.cos_lat = lat_r[order], lng_r[order], cos_lat[order]
-        self.points = (lat_r, lng_r, cos_lat)   # in the caller's point numbering (``PairChunk.k``)
+        self.points = (lat_r, lng_r, cos_lat)  # in the caller's point numbering (``PairChunk.k``)
         self._arange = np.arange(n)
 
     def _cells(self, lat_d, lng_d):
@@ -126,7 +126,9 @@ class RadiusGrid:
         maybe = np.flatnonzero(dot >= self.cos_r - DOT_BAND)
         if not maybe.size:
             return None
-        found = PairChunk(rows, q[maybe], self.order[w[maybe]], dot[maybe], lat_r, lng_r, cos_lat, self.points)
+        found = PairChunk(
+            rows, q[maybe], self.order[w[maybe]], dot[maybe], lat_r, lng_r, cos_lat, self.points
+        )
         inside = found.within(self.radius)
         if not inside.all():
             found.q, found.k, found.dot = found.q[inside], found.k[inside], found.dot[inside]
@@ -152,7 +154,7 @@ class RadiusGrid:
         st = self.start
         b2, b3 = b + self.nx, b + 2 * self.nx
         ar = self._arange
-        k = np.concatenate((ar[st[b]:st[b + 3]], ar[st[b2]:st[b2 + 3]], ar[st[b3]:st[b3 + 3]]))
+        k = np.concatenate((ar[st[b] : st[b + 3]], ar[st[b2] : st[b2 + 3]], ar[st[b3] : st[b3 + 3]]))
         d = haversine_rad(lat_r, lng_r, cos_lat, self.lat_r[k], self.lng_r[k], self.cos_lat[k])
         keep = d <= self.radius
         return self.order[k[keep]], d[keep]

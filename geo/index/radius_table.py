@@ -27,12 +27,12 @@ from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CELLS_PER_RADIUS = 24
 MAX_CELLS = 1 << 22
-MIN_CELL_KM = 1e-3      # 1 m
-BUILD_PAIRS = 1 << 21   # (point, cell) pairs per build chunk (memory bound)
-QUERY_CHUNK = 1 << 15   # query points per chunk (keeps temporaries in cache)
-SLACK_KM = 1e-9         # far above the rounding of a haversine distance (~1e-13 km)
+MIN_CELL_KM = 1e-3  # 1 m
+BUILD_PAIRS = 1 << 21  # (point, cell) pairs per build chunk (memory bound)
+QUERY_CHUNK = 1 << 15  # query points per chunk (keeps temporaries in cache)
+SLACK_KM = 1e-9  # far above the rounding of a haversine distance (~1e-13 km)
 KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
-_SHIFT = 40             # cell record: list start in the low 40 bits, sure count above
+_SHIFT = 40  # cell record: list start in the low 40 bits, sure count above
 _LOW = (1 << _SHIFT) - 1
 
 
@@ -80,7 +80,7 @@ class RadiusTable:
             return
         # near-square cells at the middle latitude; at most MAX_CELLS of them
         c_mid = math.cos(math.radians((y_lo + y_hi) / 2))
-        area = (y_hi - y_lo) * (x_hi - x_lo) * c_mid * KM_PER_DEG ** 2
+        area = (y_hi - y_lo) * (x_hi - x_lo) * c_mid * KM_PER_DEG**2
         side = max(r / CELLS_PER_RADIUS, math.sqrt(area / MAX_CELLS) * 1.01, MIN_CELL_KM)
         self.hy = side / KM_PER_DEG
         self.hx = self.hy / c_mid
@@ -170,8 +170,14 @@ class RadiusTable:
             raise MemoryError("radius table too large")
         self.cellrec = start.astype(np.int64)
         self.cellrec[:-1] |= sure_count.astype(np.int64) << _SHIFT
-        self.stats = {"cells": self.ncells, "cell_km": self.hy * KM_PER_DEG, "rho_km": rho,
-                      "boundary": int((~sure).sum()), "nearest": int(near.sum()), "listed": int(listed.sum())}
+        self.stats = {
+            "cells": self.ncells,
+            "cell_km": self.hy * KM_PER_DEG,
+            "rho_km": rho,
+            "boundary": int((~sure).sum()),
+            "nearest": int(near.sum()),
+            "listed": int(listed.sum()),
+        }
 
     # --- queries ------------------------------------------------------------------------------
     def _cells(self, lat_d, lng_d):
@@ -220,8 +226,14 @@ class RadiusTable:
 
     def _dist(self, lat_r, lng_r, cos_lat, q, w):
         """Exact haversine km of pairs (query q, point w)."""
-        return haversine_rad(lat_r.take(q), lng_r.take(q), cos_lat.take(q),
-                             self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w))
+        return haversine_rad(
+            lat_r.take(q),
+            lng_r.take(q),
+            cos_lat.take(q),
+            self.lat_r.take(w),
+            self.lng_r.take(w),
+            self.cos_lat.take(w),
+        )
 
     def count_nearest(self, lat_d, lng_d):
         """(count int64, nearest km float64 / inf) for query points in degrees (validated arrays)."""
@@ -249,8 +261,9 @@ class RadiusTable:
         inside &= boundary
         band = np.flatnonzero(boundary & (key >= self.k_in) & (key <= self.k_out))
         if band.size:
-            d = haversine_rad(la.take(band), ln.take(band), cl.take(band),
-                              wla.take(band), wln.take(band), wcl.take(band))
+            d = haversine_rad(
+                la.take(band), ln.take(band), cl.take(band), wla.take(band), wln.take(band), wcl.take(band)
+            )
             inside[band] = d <= self.radius
             key[band[d > self.radius]] = np.inf
         count += np.bincount(q.compress(inside), minlength=count.size)
@@ -261,8 +274,9 @@ class RadiusTable:
         best *= self.k_tie
         top = np.flatnonzero(key <= best.take(q))
         if top.size:
-            d = haversine_rad(la.take(top), ln.take(top), cl.take(top),
-                              wla.take(top), wln.take(top), wcl.take(top))
+            d = haversine_rad(
+                la.take(top), ln.take(top), cl.take(top), wla.take(top), wln.take(top), wcl.take(top)
+            )
             d[d > self.radius] = np.inf
             np.minimum.at(nearest, q.take(top), d)
 
@@ -302,8 +316,9 @@ class RadiusTable:
         inside = key < self.k_in
         band = np.flatnonzero((key >= self.k_in) & (key <= self.k_out))
         if band.size:
-            d = haversine_rad(la.take(band), ln.take(band), cl.take(band),
-                              wla.take(band), wln.take(band), wcl.take(band))
+            d = haversine_rad(
+                la.take(band), ln.take(band), cl.take(band), wla.take(band), wln.take(band), wcl.take(band)
+            )
             inside[band] = d <= self.radius
         hit[rest.take(q.compress(inside))] = True
         return hit

@@ -12,8 +12,8 @@ from .timefmt import MS_PER_HOUR
 
 WHO_NO2 = 10.0
 EU_NO2 = 40.0
-WINDOW_MS = 2 * MS_PER_HOUR   # measured rows with end-of-hour timestamp t, now - 2 h < t <= now
-STABLE_PERCENT = 5.0          # |trendPercent| < 5 -> stable
+WINDOW_MS = 2 * MS_PER_HOUR  # measured rows with end-of-hour timestamp t, now - 2 h < t <= now
+STABLE_PERCENT = 5.0  # |trendPercent| < 5 -> stable
 
 UNKNOWN, BELOW_WHO, ABOVE_WHO, ABOVE_EU = 0, 1, 2, 3
 COMPLIANCE_NAMES = ("unknown", "below_who", "above_who", "above_eu")

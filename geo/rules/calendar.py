@@ -23,13 +23,85 @@ DAY_KIND_NAMES = ("werkdag", "zaterdag", "zondag")
 TRAFFIC_PROFILE = np.array(
     [
         # 0     1     2     3     4     5     6     7     8     9    10    11
-        [0.05, 0.03, 0.02, 0.02, 0.05, 0.15, 0.45, 0.90, 1.00, 0.70, 0.50, 0.50,
-         # 12   13    14    15    16    17    18    19    20    21    22    23
-         0.55, 0.55, 0.55, 0.65, 0.85, 1.00, 0.80, 0.50, 0.35, 0.25, 0.15, 0.08],
-        [0.08, 0.05, 0.03, 0.02, 0.02, 0.04, 0.08, 0.15, 0.25, 0.40, 0.50, 0.55,
-         0.55, 0.55, 0.65, 0.70, 0.65, 0.55, 0.45, 0.35, 0.30, 0.25, 0.18, 0.12],
-        [0.08, 0.05, 0.03, 0.02, 0.02, 0.03, 0.05, 0.08, 0.12, 0.20, 0.30, 0.35,
-         0.35, 0.35, 0.35, 0.35, 0.35, 0.35, 0.30, 0.25, 0.20, 0.15, 0.10, 0.08],
+        [
+            0.05,
+            0.03,
+            0.02,
+            0.02,
+            0.05,
+            0.15,
+            0.45,
+            0.90,
+            1.00,
+            0.70,
+            0.50,
+            0.50,
+            # 12   13    14    15    16    17    18    19    20    21    22    23
+            0.55,
+            0.55,
+            0.55,
+            0.65,
+            0.85,
+            1.00,
+            0.80,
+            0.50,
+            0.35,
+            0.25,
+            0.15,
+            0.08,
+        ],
+        [
+            0.08,
+            0.05,
+            0.03,
+            0.02,
+            0.02,
+            0.04,
+            0.08,
+            0.15,
+            0.25,
+            0.40,
+            0.50,
+            0.55,
+            0.55,
+            0.55,
+            0.65,
+            0.70,
+            0.65,
+            0.55,
+            0.45,
+            0.35,
+            0.30,
+            0.25,
+            0.18,
+            0.12,
+        ],
+        [
+            0.08,
+            0.05,
+            0.03,
+            0.02,
+            0.02,
+            0.03,
+            0.05,
+            0.08,
+            0.12,
+            0.20,
+            0.30,
+            0.35,
+            0.35,
+            0.35,
+            0.35,
+            0.35,
+            0.35,
+            0.35,
+            0.30,
+            0.25,
+            0.20,
+            0.15,
+            0.10,
+            0.08,
+        ],
     ]
 )
 
@@ -181,11 +253,16 @@ def local_hour_kind(instants_ms) -> tuple:
     if ms.size:
         lo, hi = int(ms.min()), int(ms.max())
         off = datetime.fromtimestamp(lo / 1000.0, BRUSSELS).utcoffset()
-        if hi - lo <= 2 * 24 * MS_PER_HOUR and datetime.fromtimestamp(hi / 1000.0, BRUSSELS).utcoffset() == off:
+        if (
+            hi - lo <= 2 * 24 * MS_PER_HOUR
+            and datetime.fromtimestamp(hi / 1000.0, BRUSSELS).utcoffset() == off
+        ):
             # one UTC offset over a short span (no DST change in between): plain integer arithmetic
             local = ms + off // timedelta(milliseconds=1)  # type: ignore[operator]  # aware: never None
             days = local // (24 * MS_PER_HOUR)
-            kind_of = {int(d): day_kind_of(date(1970, 1, 1) + timedelta(days=int(d))) for d in np.unique(days)}
+            kind_of = {
+                int(d): day_kind_of(date(1970, 1, 1) + timedelta(days=int(d))) for d in np.unique(days)
+            }
             kinds = np.array([kind_of[d] for d in days.tolist()], dtype=np.int8)
             return (local // MS_PER_HOUR) % 24, kinds, (days + 3) % 7
     hours = np.empty(ms.size, dtype=np.int64)

@@ -21,7 +21,6 @@ from ..data.engine import RIVER_NONE
 from .timefmt import NO_END_MS, column_ms, day_strings, iso_utc_ms, local_day_numbers, to_ms
 
 
-
 def _col(frame, name, default=None):
     if name in frame.columns:
         return frame[name].to_numpy(dtype=object)
@@ -52,20 +51,20 @@ def _sides(engine, lat, lng):
 class Works:
     """Collapsed works clusters (index = cluster) and the row -> cluster map."""
 
-    row_cluster: np.ndarray     # over engine.works rows: cluster of a representative row, else -1
+    row_cluster: np.ndarray  # over engine.works rows: cluster of a representative row, else -1
     ids: np.ndarray
     description: np.ndarray
-    status: np.ndarray          # Dutch status string of the representative
-    status_class: np.ndarray    # wk.RUNNING / wk.PLANNED
+    status: np.ndarray  # Dutch status string of the representative
+    status_class: np.ndarray  # wk.RUNNING / wk.PLANNED
     lat: np.ndarray
     lng: np.ndarray
-    start_date: np.ndarray      # 'YYYY-MM-DD' (earliest member start, Brussels date)
-    end_date: np.ndarray        # 'YYYY-MM-DD' or None (latest member end; None if any is open-ended)
-    occurrences: np.ndarray     # members per cluster
-    side: np.ndarray            # river side of the representative point
+    start_date: np.ndarray  # 'YYYY-MM-DD' (earliest member start, Brussels date)
+    end_date: np.ndarray  # 'YYYY-MM-DD' or None (latest member end; None if any is open-ended)
+    occurrences: np.ndarray  # members per cluster
+    side: np.ndarray  # river side of the representative point
     member_cluster: np.ndarray  # planned members of planned clusters: their cluster ...
     member_start_day: np.ndarray  # ... and local start date (days since epoch)
-    items: list                 # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n)
+    items: list  # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n)
 
 
 @dataclass(frozen=True)
@@ -73,38 +72,38 @@ class Detours:
     """Antwerp-region detours (index = detour) and the stop x line bit matrix."""
 
     ids: np.ndarray
-    id_rank: np.ndarray         # rank of the id in string order (tie-break of the distance sort)
+    id_rank: np.ndarray  # rank of the id in string order (tie-break of the distance sort)
     titles: np.ndarray
-    lines: list                 # tuples of normalised line numbers
-    line_bits: np.ndarray       # (n_detours, n_bytes) uint8, packed over the line vocabulary
-    stop_bits: np.ndarray       # (n_stops, n_bytes) uint8: Antwerp-region lines serving each stop
+    lines: list  # tuples of normalised line numbers
+    line_bits: np.ndarray  # (n_detours, n_bytes) uint8, packed over the line vocabulary
+    stop_bits: np.ndarray  # (n_stops, n_bytes) uint8: Antwerp-region lines serving each stop
     start_ms: np.ndarray
-    end_ms: np.ndarray          # NO_END_MS when open-ended
-    end_date: np.ndarray        # 'YYYY-MM-DD' or None
-    days: np.ndarray            # weekday bit masks
-    severity: np.ndarray        # tr.LOW / MEDIUM / HIGH
+    end_ms: np.ndarray  # NO_END_MS when open-ended
+    end_date: np.ndarray  # 'YYYY-MM-DD' or None
+    days: np.ndarray  # weekday bit masks
+    severity: np.ndarray  # tr.LOW / MEDIUM / HIGH
     delay_min: np.ndarray
-    lat: np.ndarray             # detour point (NaN when it has none)
+    lat: np.ndarray  # detour point (NaN when it has none)
     lng: np.ndarray
     side: np.ndarray
-    lat_r: np.ndarray           # detour point in radians and cos(latitude), for the distance sort
+    lat_r: np.ndarray  # detour point in radians and cos(latitude), for the distance sort
     lng_r: np.ndarray
     cos_lat: np.ndarray
-    items: list                 # per detour: JSON-ready (id, title, lines, severity, delay, endDate)
+    items: list  # per detour: JSON-ready (id, title, lines, severity, delay, endDate)
 
 
 @dataclass(frozen=True)
 class Air:
     """Measured NO2 series per station row (CSR) plus station names and the LEZ name."""
 
-    offsets: np.ndarray         # n_stations + 1
-    times_ms: np.ndarray        # end-of-hour timestamps, ascending within a station
-    values: np.ndarray          # µg/m³ rounded to 0.1, NaN for null
+    offsets: np.ndarray  # n_stations + 1
+    times_ms: np.ndarray  # end-of-hour timestamps, ascending within a station
+    values: np.ndarray  # µg/m³ rounded to 0.1, NaN for null
     station_ids: np.ndarray
     station_names: np.ndarray
     lez_name: str
-    no2_rows: np.ndarray        # station rows measuring NO2 with a point, ascending
-    no2_lat_r: np.ndarray       # their latitude / longitude in radians and cos(latitude)
+    no2_rows: np.ndarray  # station rows measuring NO2 with a point, ascending
+    no2_lat_r: np.ndarray  # their latitude / longitude in radians and cos(latitude)
     no2_lng_r: np.ndarray
     no2_cos: np.ndarray
 
@@ -114,7 +113,7 @@ class Prepared:
     works: Works
     detours: Detours
     air: Air
-    retrieved_at: str           # oldest retrievedAt of the works / detours / stops layers
+    retrieved_at: str  # oldest retrievedAt of the works / detours / stops layers
 
 
 def build(engine) -> Prepared:
@@ -132,8 +131,9 @@ def build(engine) -> Prepared:
 def _works(engine) -> Works:
     frame = engine.works
     n = len(frame)
-    status = np.array([s.strip() if isinstance(s, str) else "" for s in _col(frame, "status", "")],
-                      dtype=object)
+    status = np.array(
+        [s.strip() if isinstance(s, str) else "" for s in _col(frame, "status", "")], dtype=object
+    )
     cls = wk.status_class(status)
     lat, lng = _coords(frame)
     listed = np.flatnonzero((cls != wk.NOT_LISTED) & np.isfinite(lat))
@@ -156,8 +156,10 @@ def _works(engine) -> Works:
     last_end = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
     np.maximum.at(last_end, labels, np.where(has_end[listed], end_ms[listed], NO_END_MS))
     # GIPOD occurrences of every collapsed work (a work with no count stands for one)
-    occ = np.array([int(x) if isinstance(x, (int, np.integer)) and x > 0 else 1
-                    for x in _col(frame, "occurrences", 1)], dtype=np.int64)
+    occ = np.array(
+        [int(x) if isinstance(x, (int, np.integer)) and x > 0 else 1 for x in _col(frame, "occurrences", 1)],
+        dtype=np.int64,
+    )
     occurrences = np.bincount(labels, weights=occ[listed], minlength=k).astype(np.int64)
 
     start_date = np.full(k, None, dtype=object)
@@ -170,9 +172,12 @@ def _works(engine) -> Works:
     cluster_cls = cls[rep]
     planned_member = (cluster_cls[labels] == wk.PLANNED) & has_start[listed]
     description = np.array([d if isinstance(d, str) else "" for d in desc[rep]], dtype=object)
-    items = [(str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n))
-             for i, d, s, a, b, sd, ed, n in zip(ids[rep], description, status[rep], lat[rep], lng[rep],
-                                                 start_date, end_date, occurrences)]
+    items = [
+        (str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n))
+        for i, d, s, a, b, sd, ed, n in zip(
+            ids[rep], description, status[rep], lat[rep], lng[rep], start_date, end_date, occurrences
+        )
+    ]
     return Works(
         items=items,
         row_cluster=row_cluster,
@@ -208,8 +213,9 @@ def _detours(engine) -> Detours:
 
     stops = engine.stops
     stop_entity = np.array([str(e).strip() for e in _col(stops, "entity", "")], dtype=object)
-    stop_lines = [tr.split_lines(x) if e == tr.ANTWERP_ENTITY else ()
-                  for x, e in zip(_col(stops, "lines"), stop_entity)]
+    stop_lines = [
+        tr.split_lines(x) if e == tr.ANTWERP_ENTITY else () for x, e in zip(_col(stops, "lines"), stop_entity)
+    ]
 
     start_ms, has_start = column_ms(_col(sub, "start"))
     end_ms, has_end = column_ms(_col(sub, "end"))
@@ -226,8 +232,10 @@ def _detours(engine) -> Detours:
     ids = np.array([str(x) for x in _col(sub, "id", "")], dtype=object)
     titles = np.array([t if isinstance(t, str) else "" for t in _col(sub, "title", "")], dtype=object)
     sev = tr.severity(n_unserved, n_lines, delay)
-    items = [(str(i), str(t), list(ls), tr.SEVERITY_NAMES[int(v)], int(m), e)
-             for i, t, ls, v, m, e in zip(ids, titles, lines, sev, delay, end_date)]
+    items = [
+        (str(i), str(t), list(ls), tr.SEVERITY_NAMES[int(v)], int(m), e)
+        for i, t, ls, v, m, e in zip(ids, titles, lines, sev, delay, end_date)
+    ]
     lat_r, lng_r = np.radians(lat), np.radians(lng)
     return Detours(
         lat_r=lat_r,
@@ -284,8 +292,9 @@ def _air(engine) -> Air:
         times_ms=t_ms,
         values=values,
         station_ids=station_ids,
-        station_names=np.array([x if isinstance(x, str) else "" for x in _col(stations, "name", "")],
-                               dtype=object),
+        station_names=np.array(
+            [x if isinstance(x, str) else "" for x in _col(stations, "name", "")], dtype=object
+        ),
         lez_name=str(names[0]) if len(names) and isinstance(names[0], str) else "Lage-emissiezone Antwerpen",
     )
 
@@ -296,8 +305,13 @@ def _retrieved_at(engine) -> str:
     for name in ("works", "detours", "stops"):
         value = (layers.get(name) or {}).get("retrievedAt")
         if value:
-            stamps.append(to_ms(pd.Timestamp(value).tz_convert("UTC") if pd.Timestamp(value).tzinfo
-                                else pd.Timestamp(value).tz_localize("UTC")))
+            stamps.append(
+                to_ms(
+                    pd.Timestamp(value).tz_convert("UTC")
+                    if pd.Timestamp(value).tzinfo
+                    else pd.Timestamp(value).tz_localize("UTC")
+                )
+            )
     if stamps:
         return iso_utc_ms(min(stamps))
     if engine.as_of is not None:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 
-ANTWERP_ENTITY = "1"          # De Lijn entiteitnummer of the province of Antwerp (its stops are fetched)
-ANTWERP_REGION = "AN"         # vervoerRegioCode of the Antwerp transport region (detour scope)
-STOP_RADIUS_KM = 0.400        # stops "near the point"
+ANTWERP_ENTITY = "1"  # De Lijn entiteitnummer of the province of Antwerp (its stops are fetched)
+ANTWERP_REGION = "AN"  # vervoerRegioCode of the Antwerp transport region (detour scope)
+STOP_RADIUS_KM = 0.400  # stops "near the point"
 LOW, MEDIUM, HIGH = 0, 1, 2
 SEVERITY_NAMES = ("low", "medium", "high")
 DAY_NAMES = ("MAANDAG", "DINSDAG", "WOENSDAG", "DONDERDAG", "VRIJDAG", "ZATERDAG", "ZONDAG")
 ALL_DAYS = 0b1111111
 
-BASE_DELAY_MIN = 3            # any detour
-DELAY_PER_UNSERVED_STOP = 2   # each stop not served adds a walk / a longer route
+BASE_DELAY_MIN = 3  # any detour
+DELAY_PER_UNSERVED_STOP = 2  # each stop not served adds a walk / a longer route
 MAX_DELAY_MIN = 30
 HIGH_UNSERVED, HIGH_LINES, HIGH_DELAY_MIN = 4, 4, 15
 MEDIUM_DELAY_MIN = 5

@@ -24,11 +24,11 @@ RUNNING_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "runni
 PLANNED_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "planned")
 NOT_LISTED, RUNNING, PLANNED = 0, 1, 2
 
-RADIUS_KM = 2.0           # works listed within 2 km (haversine, boundary included) of the point
-RADIUS_TEXT = f"{RADIUS_KM:g} km"                                       # "2 km" in the texts
+RADIUS_KM = 2.0  # works listed within 2 km (haversine, boundary included) of the point
+RADIUS_TEXT = f"{RADIUS_KM:g} km"  # "2 km" in the texts
 RADIUS_JSON = int(RADIUS_KM) if RADIUS_KM.is_integer() else RADIUS_KM  # the radiusKm member: 2
-COLLAPSE_KM = 0.050       # recurring occurrences: same description within 50 m (single linkage)
-UPCOMING_DAYS = 14        # upcomingWorks14d: start date in [today, today + 14] (Brussels dates)
+COLLAPSE_KM = 0.050  # recurring occurrences: same description within 50 m (single linkage)
+UPCOMING_DAYS = 14  # upcomingWorks14d: start date in [today, today + 14] (Brussels dates)
 
 _SPACES = re.compile(r"\s+")
 
@@ -79,7 +79,9 @@ def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM) -> n
     n = lat.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    _, key = np.unique(np.array([description_key(d) for d in descriptions], dtype=object), return_inverse=True)
+    _, key = np.unique(
+        np.array([description_key(d) for d in descriptions], dtype=object), return_inverse=True
+    )
     pairs = cKDTree(unit_vectors(lat, lng)).query_pairs(chord_for_km(radius_km), output_type="ndarray")
     i, j = pairs[:, 0], pairs[:, 1]
     keep = (key[i] == key[j]) & (haversine_km(lat[i], lng[i], lat[j], lng[j]) <= radius_km)

@@ -22,13 +22,13 @@ UNIT = "µg/m³"
 class Reading(NamedTuple):
     """Raw NO2 reading of one point (NaN / -1 when unknown)."""
 
-    station: int                # row in engine.stations, -1 when there is no NO2 station
+    station: int  # row in engine.stations, -1 when there is no NO2 station
     station_km: float
-    value: float                # last non-null measured value in the window, NaN when none
-    first: float                # first non-null measured value in the window
-    measured_ms: int            # end-of-hour timestamp of ``value``, -1 when none
-    n_values: int               # non-null measured values in the window
-    compliance: int             # ar.UNKNOWN / BELOW_WHO / ABOVE_WHO / ABOVE_EU
+    value: float  # last non-null measured value in the window, NaN when none
+    first: float  # first non-null measured value in the window
+    measured_ms: int  # end-of-hour timestamp of ``value``, -1 when none
+    n_values: int  # non-null measured values in the window
+    compliance: int  # ar.UNKNOWN / BELOW_WHO / ABOVE_WHO / ABOVE_EU
     in_lez: bool
 
 
@@ -73,8 +73,12 @@ _NAN = float("nan")
 
 
 def _threshold(limit: float, label: str, value: float) -> dict:
-    return {"value": int(limit), "unit": UNIT, "label": label,
-            "exceeded": None if value != value else value > limit}
+    return {
+        "value": int(limit),
+        "unit": UNIT,
+        "label": label,
+        "exceeded": None if value != value else value > limit,
+    }
 
 
 def build(engine, r: Reading, now, lang: str = DEFAULT) -> dict:
@@ -91,8 +95,12 @@ def texts(compliance: int, lang: str = DEFAULT) -> tuple:
     ('Boven de EU-grenswaarde', "Au-dessus de la valeur limite de l'UE", 'EU limit value (annual mean)')
     """
     t = catalogue(lang)
-    return (t("thresholds.note"), t("threshold.who"), t("threshold.eu"),
-            t(f"compliance.{ar.COMPLIANCE_NAMES[compliance]}"))
+    return (
+        t("thresholds.note"),
+        t("threshold.who"),
+        t("threshold.eu"),
+        t(f"compliance.{ar.COMPLIANCE_NAMES[compliance]}"),
+    )
 
 
 def build_at(r: Reading, m, lang: str = DEFAULT) -> dict:
@@ -101,11 +109,18 @@ def build_at(r: Reading, m, lang: str = DEFAULT) -> dict:
     known = r.n_values > 0
     station = None
     if r.station >= 0:
-        station = {"id": a.station_ids[r.station], "name": a.station_names[r.station],
-                   "distanceKm": round(r.station_km, 3) + 0.0}
+        station = {
+            "id": a.station_ids[r.station],
+            "name": a.station_names[r.station],
+            "distanceKm": round(r.station_km, 3) + 0.0,
+        }
     s = m.reading(r.station) if r.station >= 0 else None
-    if s is not None and (s.value, s.first, s.measured_ms, s.n_values) == (r.value, r.first, r.measured_ms,
-                                                                           r.n_values):
+    if s is not None and (s.value, s.first, s.measured_ms, s.n_values) == (
+        r.value,
+        r.first,
+        r.measured_ms,
+        r.n_values,
+    ):
         trend, pct = s.trend  # r is this instant's reading: its texts are cached
         measured_at = s.measured_at
     else:
@@ -134,9 +149,7 @@ def build_at(r: Reading, m, lang: str = DEFAULT) -> dict:
             "who": _threshold(ar.WHO_NO2, who, value),
             "eu": _threshold(ar.EU_NO2, eu, value),
         },
-        "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
-                       "label": label,
-                       "indicative": True},
+        "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance], "label": label, "indicative": True},
         "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None},
     }
 

@@ -19,19 +19,31 @@ from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
 from .loaded import moment, prepare
 from .point import checked_point
 from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule names)
-    HIGH, HORIZON_HOURS, LOAD_PER_DETOUR, LOAD_PER_RUNNING_WORK, LOAD_WEIGHT, LOW, MODERATE, NEAR_WORK_KM,
-    RISK_NAMES, TRAFFIC_WEIGHT, WINDOW_HOURS, risk_level, risk_one, risk_score)
+    HIGH,
+    HORIZON_HOURS,
+    LOAD_PER_DETOUR,
+    LOAD_PER_RUNNING_WORK,
+    LOAD_WEIGHT,
+    LOW,
+    MODERATE,
+    NEAR_WORK_KM,
+    RISK_NAMES,
+    TRAFFIC_WEIGHT,
+    WINDOW_HOURS,
+    risk_level,
+    risk_one,
+    risk_score,
+)
 from ..rules.texts import DEFAULT, catalogue
 from ..rules.timefmt import MS_PER_HOUR, from_ms, iso_local
 
 RISK_KEYS = ("risk.low", "risk.moderate", "risk.high")
-AIR_KEYS = ("air.unknown", "air.below_who", "air.above_who", "air.above_eu")   # per compliance class
+AIR_KEYS = ("air.unknown", "air.below_who", "air.above_who", "air.above_eu")  # per compliance class
 STOP_RADIUS_M = round(tr.STOP_RADIUS_KM * 1000)
 
 
 def _works_phrase(t, n: int) -> str:
-    return t("works.none", radius=wk.RADIUS_TEXT) if n == 0 else \
-        t.plural("works", n, radius=wk.RADIUS_TEXT)
+    return t("works.none", radius=wk.RADIUS_TEXT) if n == 0 else t.plural("works", n, radius=wk.RADIUS_TEXT)
 
 
 def _transit_phrase(t, n: int, high: int) -> str:
@@ -66,13 +78,21 @@ def headline(level: int, counts: dict, compliance: int, stops_near: bool, lang: 
     >>> print(headline(HIGH, c, ar.ABOVE_EU, True, "en"))
     High disruption: 2 road works in progress within 2 km, 12 De Lijn detours (3 high-impact), NO2 above the EU limit value
     """
-    return _headline(level, counts["activeWorks"], counts["transitDisruptions"], counts["highSeverityTransit"],
-                     compliance, stops_near, lang)
+    return _headline(
+        level,
+        counts["activeWorks"],
+        counts["transitDisruptions"],
+        counts["highSeverityTransit"],
+        compliance,
+        stops_near,
+        lang,
+    )
 
 
 @lru_cache(maxsize=4096)  # a few small integers: the same headline recurs across points and requests
-def _headline(level: int, n_works: int, n_transit: int, n_high: int, compliance: int, stops_near: bool,
-              lang: str) -> str:
+def _headline(
+    level: int, n_works: int, n_transit: int, n_high: int, compliance: int, stops_near: bool, lang: str
+) -> str:
     t = catalogue(lang)
     risk, works, air = t(RISK_KEYS[level]), _works_phrase(t, n_works), t(AIR_KEYS[compliance])
     if not stops_near:
@@ -105,10 +125,16 @@ def slot_scores(engine, found, now_ms: int):
     n_running = int(np.count_nonzero(p.works.status_class[found.clusters] == wk.RUNNING))
     d = p.detours
     sel = found.detours if found.stops_near else found.detours[:0]
-    act = tr.active_at(d.start_ms[sel][:, None], d.end_ms[sel][:, None], d.days[sel][:, None],
-                       starts[None, :], weekdays[None, :])
-    load = np.minimum(1.0, LOAD_PER_RUNNING_WORK * n_running
-                      + (LOAD_PER_DETOUR[d.severity[sel]][:, None] * act).sum(axis=0))
+    act = tr.active_at(
+        d.start_ms[sel][:, None],
+        d.end_ms[sel][:, None],
+        d.days[sel][:, None],
+        starts[None, :],
+        weekdays[None, :],
+    )
+    load = np.minimum(
+        1.0, LOAD_PER_RUNNING_WORK * n_running + (LOAD_PER_DETOUR[d.severity[sel]][:, None] * act).sum(axis=0)
+    )
     return starts, TRAFFIC_WEIGHT * traffic + LOAD_WEIGHT * load
 
 
@@ -138,9 +164,11 @@ def window_json(starts, pick) -> dict:
     '2026-10-25T02:00:00+01:00'
     """
     i, score = pick
-    return {"start": iso_local(from_ms(int(starts[i]))),
-            "end": iso_local(from_ms(int(starts[i]) + WINDOW_HOURS * MS_PER_HOUR)),
-            "score": score}
+    return {
+        "start": iso_local(from_ms(int(starts[i]))),
+        "end": iso_local(from_ms(int(starts[i]) + WINDOW_HOURS * MS_PER_HOUR)),
+        "score": score,
+    }
 
 
 def briefing(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
@@ -170,8 +198,16 @@ def briefing(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     counts = dis.summary_of(t, found)
     reading = air_mod.read_at(engine, lat, lng, m)
     n_low, n_medium, n_high = t.severity
-    _, level = risk_one(t.near_running, t.running - t.near_running, t.upcoming, n_low, n_medium, n_high,
-                        reading.compliance, found.stops_near)
+    _, level = risk_one(
+        t.near_running,
+        t.running - t.near_running,
+        t.upcoming,
+        n_low,
+        n_medium,
+        n_high,
+        reading.compliance,
+        found.stops_near,
+    )
     b_start, b_end, b_score, w_start, w_end, w_score = _windows_at(m, found, t.running)
     kind, r_start, r_peak, r_end = m.rush()
     return {
@@ -223,8 +259,16 @@ def _facts(p, nearest_km, counts, stops_near: bool, reading, lang: str = DEFAULT
         no2_text = _no2_text(reading.value, station, a.station_ids[reading.station], lang)
     else:
         no2_text, no2 = catalogue(lang)("fact.no2.none"), None
-    texts = _fact_texts(n_act, None if nearest is None else round(nearest * 1000), n_up, n_tr, n_hi, stops_near,
-                        bool(reading.in_lez), lang)
+    texts = _fact_texts(
+        n_act,
+        None if nearest is None else round(nearest * 1000),
+        n_up,
+        n_tr,
+        n_hi,
+        stops_near,
+        bool(reading.in_lez),
+        lang,
+    )
     return [
         {"key": "activeWorks", "text": texts[0], "value": n_act},
         {"key": "nearestActiveWorkKm", "text": texts[1], "value": nearest},
@@ -238,13 +282,16 @@ def _facts(p, nearest_km, counts, stops_near: bool, reading, lang: str = DEFAULT
 
 
 @lru_cache(maxsize=4096)  # small integers and flags: the same texts recur across points and requests
-def _fact_texts(n_act: int, nearest_m, n_up: int, n_tr: int, n_hi: int, stops_near: bool, in_lez: bool,
-                lang: str) -> tuple:
+def _fact_texts(
+    n_act: int, nearest_m, n_up: int, n_tr: int, n_hi: int, stops_near: bool, in_lez: bool, lang: str
+) -> tuple:
     """The texts of the key facts but ``no2``, in :func:`key_facts` order (a tuple: shared, never changed)."""
     t = catalogue(lang)
     return (
         _cap(_works_phrase(t, n_act)),
-        t("fact.nearest", m=nearest_m) if nearest_m is not None else t("fact.nearest.none", radius=wk.RADIUS_TEXT),
+        t("fact.nearest", m=nearest_m)
+        if nearest_m is not None
+        else t("fact.nearest.none", radius=wk.RADIUS_TEXT),
         t("fact.upcoming.none") if n_up == 0 else t.plural("fact.upcoming", n_up),
         _cap(_transit_phrase(t, n_tr, 0)),
         t("fact.high.none") if n_hi == 0 else t.plural("fact.high", n_hi),

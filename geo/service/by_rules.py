@@ -47,11 +47,13 @@ def nearest_no2_station(air, lat: float, lng: float) -> tuple:
 
 def _summary(p, found):
     cls = p.works.status_class[found.clusters]
-    return {"activeWorks": int(np.count_nonzero(cls == wk.RUNNING)),
-            "plannedWorks": int(np.count_nonzero(cls == wk.PLANNED)),
-            "upcomingWorks14d": int(np.count_nonzero((cls == wk.PLANNED) & found.upcoming)),
-            "transitDisruptions": int(found.detours.size),
-            "highSeverityTransit": int(np.count_nonzero(p.detours.severity[found.detours] == tr.HIGH))}
+    return {
+        "activeWorks": int(np.count_nonzero(cls == wk.RUNNING)),
+        "plannedWorks": int(np.count_nonzero(cls == wk.PLANNED)),
+        "upcomingWorks14d": int(np.count_nonzero((cls == wk.PLANNED) & found.upcoming)),
+        "transitDisruptions": int(found.detours.size),
+        "highSeverityTransit": int(np.count_nonzero(p.detours.severity[found.detours] == tr.HIGH)),
+    }
 
 
 def disruptions(engine, lat, lng, now):
@@ -61,16 +63,39 @@ def disruptions(engine, lat, lng, now):
     construction = []
     for c, k in zip(found.clusters.tolist(), found.cluster_km.tolist()):
         i, desc, status, la, ln, start, end, n = p.works.items[c]
-        construction.append({"id": i, "description": desc, "status": status, "lat": la, "lng": ln,
-                             "distanceKm": round(k, 3) + 0.0, "startDate": start, "endDate": end,
-                             "occurrences": n})
+        construction.append(
+            {
+                "id": i,
+                "description": desc,
+                "status": status,
+                "lat": la,
+                "lng": ln,
+                "distanceKm": round(k, 3) + 0.0,
+                "startDate": start,
+                "endDate": end,
+                "occurrences": n,
+            }
+        )
     transit = []
     for j in found.detours.tolist():
         i, title, lines, severity, delay, end = p.detours.items[j]
-        transit.append({"id": i, "title": title, "lines": list(lines), "severity": severity,
-                        "estimatedDelayMin": delay, "endDate": end})
-    return {"radiusKm": wk.RADIUS_JSON, "summary": _summary(p, found), "construction": construction, "transit": transit,
-            "retrievedAt": p.retrieved_at}
+        transit.append(
+            {
+                "id": i,
+                "title": title,
+                "lines": list(lines),
+                "severity": severity,
+                "estimatedDelayMin": delay,
+                "endDate": end,
+            }
+        )
+    return {
+        "radiusKm": wk.RADIUS_JSON,
+        "summary": _summary(p, found),
+        "construction": construction,
+        "transit": transit,
+        "retrievedAt": p.retrieved_at,
+    }
 
 
 def _read(engine, lat, lng, now):
@@ -83,13 +108,18 @@ def _read(engine, lat, lng, now):
         lo, hi = ar.window_bounds(a.offsets, a.times_ms, station, now_ms)
         value, first, n, measured_ms = ar.window_values(a, int(lo[0]), int(hi[0]))
     in_lez = bool(engine.in_lez(lat, lng)[0])
-    return air_mod.Reading(station, station_km, value, first, measured_ms, n, ar.compliance_one(value),
-                           in_lez)
+    return air_mod.Reading(
+        station, station_km, value, first, measured_ms, n, ar.compliance_one(value), in_lez
+    )
 
 
 def _threshold(limit, label, value):
-    return {"value": int(limit), "unit": air_mod.UNIT, "label": label,
-            "exceeded": None if value != value else value > limit}
+    return {
+        "value": int(limit),
+        "unit": air_mod.UNIT,
+        "label": label,
+        "exceeded": None if value != value else value > limit,
+    }
 
 
 def air_quality(engine, lat, lng, now, lang="nl"):
@@ -101,25 +131,35 @@ def air_quality(engine, lat, lng, now, lang="nl"):
     trend, pct = ar.trend_one(r.first, r.value, r.n_values)
     station = None
     if r.station >= 0:
-        station = {"id": a.station_ids[r.station], "name": a.station_names[r.station],
-                   "distanceKm": round(r.station_km, 3) + 0.0}
-    reading = {"pollutant": "NO2", "unit": air_mod.UNIT, "value": round(r.value, 1) + 0.0 if known else None,
-               "status": "measured" if known else "unknown",
-               "measuredAt": iso_utc_ms(r.measured_ms) if known else None,
-               "ageMinutes": (now_ms - r.measured_ms) // 60_000 if known else None,
-               "trend": ar.TREND_NAMES[trend], "trendPercent": None if pct != pct else pct,
-               "window": {"from": iso_utc_ms(now_ms - ar.WINDOW_MS), "to": iso_utc_ms(now_ms),
-                          "values": r.n_values},
-               "station": station}
+        station = {
+            "id": a.station_ids[r.station],
+            "name": a.station_names[r.station],
+            "distanceKm": round(r.station_km, 3) + 0.0,
+        }
+    reading = {
+        "pollutant": "NO2",
+        "unit": air_mod.UNIT,
+        "value": round(r.value, 1) + 0.0 if known else None,
+        "status": "measured" if known else "unknown",
+        "measuredAt": iso_utc_ms(r.measured_ms) if known else None,
+        "ageMinutes": (now_ms - r.measured_ms) // 60_000 if known else None,
+        "trend": ar.TREND_NAMES[trend],
+        "trendPercent": None if pct != pct else pct,
+        "window": {"from": iso_utc_ms(now_ms - ar.WINDOW_MS), "to": iso_utc_ms(now_ms), "values": r.n_values},
+        "station": station,
+    }
     note, who, eu, label = air_mod.texts(r.compliance, lang)
-    return {"reading": reading,
-            "thresholds": {"basis": "annual", "note": note,
-                           "who": _threshold(ar.WHO_NO2, who, r.value),
-                           "eu": _threshold(ar.EU_NO2, eu, r.value)},
-            "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance],
-                           "label": label,
-                           "indicative": True},
-            "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None}}
+    return {
+        "reading": reading,
+        "thresholds": {
+            "basis": "annual",
+            "note": note,
+            "who": _threshold(ar.WHO_NO2, who, r.value),
+            "eu": _threshold(ar.EU_NO2, eu, r.value),
+        },
+        "compliance": {"status": ar.COMPLIANCE_NAMES[r.compliance], "label": label, "indicative": True},
+        "lez": {"inside": r.in_lez, "name": a.lez_name if r.in_lez else None},
+    }
 
 
 def briefing(engine, lat, lng, now, lang="nl"):
@@ -132,15 +172,32 @@ def briefing(engine, lat, lng, now, lang="nl"):
     running = p.works.status_class[found.clusters] == wk.RUNNING
     near = int(np.count_nonzero(running & (found.cluster_km <= br.NEAR_WORK_KM)))
     sev = np.bincount(p.detours.severity[found.detours], minlength=3)
-    score = float(br.risk_score(near, counts["activeWorks"] - near, counts["upcomingWorks14d"],
-                                sev[0], sev[1], sev[2], reading.compliance, found.stops_near))
+    score = float(
+        br.risk_score(
+            near,
+            counts["activeWorks"] - near,
+            counts["upcomingWorks14d"],
+            sev[0],
+            sev[1],
+            sev[2],
+            reading.compliance,
+            found.stops_near,
+        )
+    )
     level = int(br.risk_level(score))
     starts, scores = br.slot_scores(engine, found, now_ms)
     best, worst = br.windows(starts, scores, now_ms)
     rush = next_rush_peak(now)
-    return {"risk": br.RISK_NAMES[level],
-            "headline": br.headline(level, counts, reading.compliance, found.stops_near, lang),
-            "keyFacts": br.key_facts(p, found, counts, reading, lang),
-            "bestWindow": br.window_json(starts, best), "worstWindow": br.window_json(starts, worst),
-            "nextRushPeak": {"kind": rush.kind, "start": rush.start.isoformat(),
-                             "peak": rush.peak.isoformat(), "end": rush.end.isoformat()}}
+    return {
+        "risk": br.RISK_NAMES[level],
+        "headline": br.headline(level, counts, reading.compliance, found.stops_near, lang),
+        "keyFacts": br.key_facts(p, found, counts, reading, lang),
+        "bestWindow": br.window_json(starts, best),
+        "worstWindow": br.window_json(starts, worst),
+        "nextRushPeak": {
+            "kind": rush.kind,
+            "start": rush.start.isoformat(),
+            "peak": rush.peak.isoformat(),
+            "end": rush.end.isoformat(),
+        },
+    }

@@ -26,11 +26,11 @@ RADIUS_KM = wk.RADIUS_KM
 class Found(NamedTuple):
     """Raw selection for one point: works clusters and detours (indices into the prepared arrays)."""
 
-    clusters: np.ndarray        # sorted by (distance, id)
+    clusters: np.ndarray  # sorted by (distance, id)
     cluster_km: np.ndarray
-    upcoming: np.ndarray        # bool per selected cluster
-    detours: np.ndarray         # sorted by (distance to the detour point, id)
-    detour_km: np.ndarray       # inf when the detour has no point
+    upcoming: np.ndarray  # bool per selected cluster
+    detours: np.ndarray  # sorted by (distance to the detour point, id)
+    detour_km: np.ndarray  # inf when the detour has no point
     stops_near: bool
 
 
@@ -159,10 +159,10 @@ class Tally(NamedTuple):
 
     running: int
     planned: int
-    upcoming: int          # planned clusters starting within 14 days
-    near_running: int      # running clusters within ``near_km``
+    upcoming: int  # planned clusters starting within 14 days
+    near_running: int  # running clusters within ``near_km``
     nearest_running_km: float | None  # distance of the nearest running cluster, None when there is none
-    severity: tuple        # detours per severity (low, medium, high)
+    severity: tuple  # detours per severity (low, medium, high)
 
 
 def tally(lk, found: Found, near_km: float = 0.0) -> Tally:

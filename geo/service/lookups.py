@@ -81,13 +81,30 @@ class Lookups:
         self._near_tables(engine, w)
         # JSON items of /disruptions in their key order; distanceKm is set per request
         self.work_items = [
-            {"id": i, "description": desc, "status": status, "lat": la, "lng": ln, "distanceKm": None,
-             "startDate": start, "endDate": end, "occurrences": n}
-            for i, desc, status, la, ln, start, end, n in w.items]
+            {
+                "id": i,
+                "description": desc,
+                "status": status,
+                "lat": la,
+                "lng": ln,
+                "distanceKm": None,
+                "startDate": start,
+                "endDate": end,
+                "occurrences": n,
+            }
+            for i, desc, status, la, ln, start, end, n in w.items
+        ]
         self.detour_items = [
-            {"id": i, "title": title, "lines": lines, "severity": sev, "estimatedDelayMin": delay,
-             "endDate": end}
-            for i, title, lines, sev, delay, end in d.items]
+            {
+                "id": i,
+                "title": title,
+                "lines": lines,
+                "severity": sev,
+                "estimatedDelayMin": delay,
+                "endDate": end,
+            }
+            for i, title, lines, sev, delay, end in d.items
+        ]
 
     def _near_tables(self, engine, w):
         """The works-cluster and stop :class:`geo.index.near_one.NearTable` s (None when unusable: the engine's
@@ -96,8 +113,9 @@ class Lookups:
         clusters = self.row_cluster[rep]
         ids = engine.works["id"].astype(str).to_numpy() if "id" in engine.works.columns else None
         rank = np.empty(w.ids.size, dtype=np.int64)  # (id, row) order of the representatives
-        rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = \
-            np.arange(rep.size)
+        rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = np.arange(
+            rep.size
+        )
         table = NearTable(w.lat, w.lng, wk.RADIUS_KM)
         self.works_table = table if table.usable else None
         if self.works_table is not None:

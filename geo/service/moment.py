@@ -24,8 +24,7 @@ from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
 from ..rules.timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
 
-MAX_ENTRIES = 4096     # per cache; a full cache is emptied and refilled
-
+MAX_ENTRIES = 4096  # per cache; a full cache is emptied and refilled
 
 
 def _put(cache: dict, key, value):
@@ -64,7 +63,7 @@ class Times:
         self.windows: dict = {}
         self.local_iso: dict = {}
         self.rush: dict = {}
-        self.last = None            # the last Moment made (reused for the same instant)
+        self.last = None  # the last Moment made (reused for the same instant)
 
 
 class Moment:
@@ -142,7 +141,6 @@ class Moment:
         key = (bisect_right(t.air_breaks, self.now_ms), station)
         r = t.readings.get(key)
         if r is None:
-
             a = self.lookups.prepared.air
             lo, hi = window_bounds(a.offsets, a.times_ms, station, self.now_ms)
             r = _put(t.readings, key, StationReading(*window_values(a, int(lo[0]), int(hi[0]))))
@@ -161,14 +159,17 @@ class Moment:
         key = self.slot_key()
         s = self._t.slots.get(key)
         if s is None:
-
             d = self.lookups.prepared.detours
             starts = hour_starts(self.now_ms, HORIZON_HOURS)
             hours, kinds, weekdays = local_hour_kind(starts)
-            act = tr.active_at(d.start_ms[:, None], d.end_ms[:, None], d.days[:, None],
-                               starts[None, :], weekdays[None, :])
-            s = _put(self._t.slots, key,
-                     (starts, TRAFFIC_PROFILE[kinds, hours], LOAD_PER_DETOUR[d.severity][:, None] * act))
+            act = tr.active_at(
+                d.start_ms[:, None], d.end_ms[:, None], d.days[:, None], starts[None, :], weekdays[None, :]
+            )
+            s = _put(
+                self._t.slots,
+                key,
+                (starts, TRAFFIC_PROFILE[kinds, hours], LOAD_PER_DETOUR[d.severity][:, None] * act),
+            )
         return s
 
     def windows(self, key, compute):
@@ -193,6 +194,9 @@ class Moment:
         r = self._t.rush.get(minute)
         if r is None:
             peak = next_rush_peak(self.now)
-            r = _put(self._t.rush, minute,
-                     (peak.kind, peak.start.isoformat(), peak.peak.isoformat(), peak.end.isoformat()))
+            r = _put(
+                self._t.rush,
+                minute,
+                (peak.kind, peak.start.isoformat(), peak.peak.isoformat(), peak.end.isoformat()),
+            )
         return r

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import shapely
 
+
 @dataclass(frozen=True)
 class Places:
     """``detour_stops``: detour id → the points of its listed (unserved) stops, in published order, those
@@ -42,4 +43,3 @@ def build_places(engine) -> Places:
         names = [s.strip() for s in joined.split(",")] if isinstance(joined, str) else []
         detour_stops[str(detour_id)] = tuple(stops[s] for s in names if s in stops)
     return Places(detour_stops, _points(engine.stations))
-

@@ -35,9 +35,12 @@ class Clock:
 
 @pytest.fixture(scope="session")
 def box_engine():
-    area = gpd.GeoDataFrame({"name": ["Vlaanderen en Brussel (test)"]}, geometry=[box(*SERVICE_BOX)],
-                            crs="EPSG:4326")
-    return Engine.from_layers({"service_area": area}, {"snapshotId": "box", "asOf": "2026-11-16T07:00:00.000Z"})
+    area = gpd.GeoDataFrame(
+        {"name": ["Vlaanderen en Brussel (test)"]}, geometry=[box(*SERVICE_BOX)], crs="EPSG:4326"
+    )
+    return Engine.from_layers(
+        {"service_area": area}, {"snapshotId": "box", "asOf": "2026-11-16T07:00:00.000Z"}
+    )
 
 
 @pytest.fixture
@@ -50,8 +53,12 @@ def make_app(tmp_path, clock):
     """``make_app(**overrides)``: a fresh app on this test's instance folder."""
 
     def factory(**overrides):
-        config = {"TESTING": True, "ENGINE": None, "INSTANCE_PATH": str(tmp_path / "instance"),
-                  "WALL_CLOCK": clock}
+        config = {
+            "TESTING": True,
+            "ENGINE": None,
+            "INSTANCE_PATH": str(tmp_path / "instance"),
+            "WALL_CLOCK": clock,
+        }
         config.update(overrides)
         return create_app(config)
 

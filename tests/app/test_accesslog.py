@@ -16,8 +16,12 @@ class _Resp:
     sent = 123
 
 
-ENV = {"REQUEST_METHOD": "GET", "PATH_INFO": "/api/v1/air-quality", "QUERY_STRING": "lat=51.2&lng=4.4",
-       "REMOTE_ADDR": "127.0.0.1"}
+ENV = {
+    "REQUEST_METHOD": "GET",
+    "PATH_INFO": "/api/v1/air-quality",
+    "QUERY_STRING": "lat=51.2&lng=4.4",
+    "REMOTE_ADDR": "127.0.0.1",
+}
 
 
 def _logger(tmp_path):
@@ -44,7 +48,7 @@ def test_a_configured_handler_keeps_its_formatter_and_level(tmp_path):
         logger.access(_Resp, None, ENV, datetime.timedelta(microseconds=10))
         custom.flush()
         (line,) = (tmp_path / "custom.log").read_text().splitlines()
-        assert line.startswith("ACCESS {") and json.loads(line[len("ACCESS "):])["status"] == 200
+        assert line.startswith("ACCESS {") and json.loads(line[len("ACCESS ") :])["status"] == 200
         custom.setLevel(logging.WARNING)  # an access line is INFO: filtered out as logging would
         logger.access(_Resp, None, ENV, datetime.timedelta(microseconds=10))
         custom.flush()

@@ -21,8 +21,16 @@ def _count(store, account_id, day="2026-11-16"):
     return usage.used(store, account_id, day)
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": ""}, {"Authorization": "Bearer"},
-                                     {"Authorization": "Bearer   "}, {"Authorization": "Basic dXNlcjpwdw=="}])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": ""},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer   "},
+        {"Authorization": "Basic dXNlcjpwdw=="},
+    ],
+)
 def test_no_bearer_token_is_missing_key(client, headers):
     assert_error(client.get("/api/v1/locations", headers=headers), 401, "missing_key")
 
@@ -30,6 +38,7 @@ def test_no_bearer_token_is_missing_key(client, headers):
 def test_malformed_unknown_and_revoked_keys_are_invalid_key(client, store, account):
     row, key = account("developer")
     from app.apikeys import new_key
+
     for bad in ("nonsense", key[:-1] + ("A" if key[-1] != "A" else "B"), new_key()):
         body = assert_error(client.get("/api/v1/locations", headers=bearer(bad)), 401, "invalid_key")
         assert bad not in body["message"]
@@ -152,6 +161,7 @@ def test_failed_authentications_are_limited_per_ip(make_app, account):
     assert_error(other, 401, "missing_key")
     # a valid key from the limited address still works (the limit only replaces 401s)
     from app.db import open_store
+
     conn = open_store(app)
     _row, key = accounts.create_account(conn, "ok@gent.be", "developer")
     assert client.get("/api/v1/locations", headers=bearer(key)).status_code == 200
@@ -190,8 +200,11 @@ def test_untouched_ip_window_reports_its_real_reset(make_app):
 
 
 def _failures_left(client, forwarded_for):
-    resp = client.get("/api/v1/locations", headers={"X-Forwarded-For": forwarded_for},
-                      environ_base={"REMOTE_ADDR": "10.0.0.1"})  # every request comes from the proxy
+    resp = client.get(
+        "/api/v1/locations",
+        headers={"X-Forwarded-For": forwarded_for},
+        environ_base={"REMOTE_ADDR": "10.0.0.1"},
+    )  # every request comes from the proxy
     return resp.status_code, resp.headers["X-RateLimit-Remaining"]
 
 
@@ -215,5 +228,6 @@ def test_without_trusted_proxies_x_forwarded_for_is_ignored(make_app):
 @pytest.mark.parametrize("hops", [-1, 11, "two"])
 def test_bad_trusted_proxies_refuses_to_start(make_app, hops):
     from app.config import ConfigurationError
+
     with pytest.raises(ConfigurationError, match="TRUSTED_PROXIES"):
         make_app(TRUSTED_PROXIES=hops)

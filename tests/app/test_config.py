@@ -37,8 +37,18 @@ def test_production_refuses_to_start_without_public_url(tmp_path, monkeypatch):
     create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "ENV": "development"})  # falls back to Host
 
 
-@pytest.mark.parametrize("value", ["api.example.be", "ftp://api.example.be", "https://", "https://x.be/sub",
-                                   "https://x.be/?a=1", "https://u:p@x.be", "javascript:alert(1)"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "api.example.be",
+        "ftp://api.example.be",
+        "https://",
+        "https://x.be/sub",
+        "https://x.be/?a=1",
+        "https://u:p@x.be",
+        "javascript:alert(1)",
+    ],
+)
 def test_public_url_must_be_an_origin(tmp_path, monkeypatch, value):
     monkeypatch.setenv("URBAN_SECRET_KEY", "s" * 40)
     with pytest.raises(ConfigurationError, match="PUBLIC_URL"):
@@ -50,14 +60,15 @@ def test_precedence_default_instance_env_test_config(tmp_path, monkeypatch):
     monkeypatch.setenv("URBAN_CACHE_MAX_AGE", "45")
     app = create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path), "ENGINE": None, "CLOCK": "snapshot"})
     assert app.config["AUTH_FAILURE_LIMIT"] == SETTINGS["AUTH_FAILURE_LIMIT"][0]  # default
-    assert app.config["MAX_LOCATIONS"] == 7                                       # instance file
-    assert app.config["CACHE_MAX_AGE"] == 45                                      # environment (int)
-    assert app.config["CLOCK"] == "snapshot"                                      # test config
+    assert app.config["MAX_LOCATIONS"] == 7  # instance file
+    assert app.config["CACHE_MAX_AGE"] == 45  # environment (int)
+    assert app.config["CLOCK"] == "snapshot"  # test config
     assert app.config["DATABASE"] == str(tmp_path / "urban.sqlite")
 
 
-@pytest.mark.parametrize("name, raw", [("MAX_LOCATIONS", "many"), ("LOAD_ENGINE", "perhaps"),
-                                       ("DB_TIMEOUT", "soon")])
+@pytest.mark.parametrize(
+    "name, raw", [("MAX_LOCATIONS", "many"), ("LOAD_ENGINE", "perhaps"), ("DB_TIMEOUT", "soon")]
+)
 def test_bad_environment_values_are_refused(name, raw):
     with pytest.raises(ValueError, match=f"URBAN_{name}"):
         coerce(name, raw)
@@ -91,10 +102,16 @@ def test_create_app_opens_no_database(tmp_path):
     assert (tmp_path / "urban.sqlite").exists() or (tmp_path / "ratelimit.sqlite").exists()
 
 
-@pytest.mark.parametrize("setting, value, match", [
-    ("DATABASE_URL", "sqlite:///x.sqlite", "postgresql://"), ("DATABASE_URL", "/var/lib/urban.sqlite", "postgresql://"),
-    ("DATABASE_URL", "mysql://db/urban", "postgresql://"), ("REDIS_URL", "memcached://x:11211", "redis://"),
-    ("REDIS_URL", "localhost:6379", "redis://")])
+@pytest.mark.parametrize(
+    "setting, value, match",
+    [
+        ("DATABASE_URL", "sqlite:///x.sqlite", "postgresql://"),
+        ("DATABASE_URL", "/var/lib/urban.sqlite", "postgresql://"),
+        ("DATABASE_URL", "mysql://db/urban", "postgresql://"),
+        ("REDIS_URL", "memcached://x:11211", "redis://"),
+        ("REDIS_URL", "localhost:6379", "redis://"),
+    ],
+)
 def test_store_urls_of_another_kind_refuse_to_start(tmp_path, setting, value, match):
     with pytest.raises(ConfigurationError, match=match):
         create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True, setting: value})
@@ -103,17 +120,38 @@ def test_store_urls_of_another_kind_refuse_to_start(tmp_path, setting, value, ma
 def test_redis_url_selects_redis_for_the_per_ip_limits_unless_a_storage_is_named(tmp_path, redis_url):
     import redis
 
-    app = create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True, "REDIS_URL": redis_url,
-                      "AUTH_FAILURE_LIMIT": "3 per hour"})
+    app = create_app(
+        {
+            "INSTANCE_PATH": str(tmp_path),
+            "ENGINE": None,
+            "TESTING": True,
+            "REDIS_URL": redis_url,
+            "AUTH_FAILURE_LIMIT": "3 per hour",
+        }
+    )
     assert app.config["RATELIMIT_STORAGE_URI"] == redis_url
     client = app.test_client()
-    assert [client.get("/api/v1/locations").headers["X-RateLimit-Remaining"] for _ in range(3)] == ["2", "1", "0"]
+    assert [client.get("/api/v1/locations").headers["X-RateLimit-Remaining"] for _ in range(3)] == [
+        "2",
+        "1",
+        "0",
+    ]
     assert client.get("/api/v1/locations").status_code == 429
     stored = redis.Redis.from_url(redis_url).keys("*auth-failure*")
     assert stored, "the failed-authentication counter is not in Redis"
     assert not (tmp_path / "ratelimit.sqlite").exists()
-    named = create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True, "REDIS_URL": redis_url,
-                        "RATELIMIT_STORAGE_URI": "memory://"})
+    named = create_app(
+        {
+            "INSTANCE_PATH": str(tmp_path),
+            "ENGINE": None,
+            "TESTING": True,
+            "REDIS_URL": redis_url,
+            "RATELIMIT_STORAGE_URI": "memory://",
+        }
+    )
     assert named.config["RATELIMIT_STORAGE_URI"] == "memory://"
-    assert create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True}).config[
-        "RATELIMIT_STORAGE_URI"].startswith("urban-sqlite:///")
+    assert (
+        create_app({"INSTANCE_PATH": str(tmp_path), "ENGINE": None, "TESTING": True})
+        .config["RATELIMIT_STORAGE_URI"]
+        .startswith("urban-sqlite:///")
+    )

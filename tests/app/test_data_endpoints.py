@@ -21,8 +21,18 @@ def real(make_app, engine):
     app = make_app(ENGINE=engine)
     conn = open_store(app)
     row, key = accounts.create_account(conn, "data@antwerpen.be", "pro")
-    add_location(conn, row["id"], name="Stadhuis", address="Grote Markt 1, 2000 Antwerpen", lat=51.2213,
-                 lng=4.3997, label="kantoor", is_primary=True, location_id="loc_stadhuis", engine=engine)
+    add_location(
+        conn,
+        row["id"],
+        name="Stadhuis",
+        address="Grote Markt 1, 2000 Antwerpen",
+        lat=51.2213,
+        lng=4.3997,
+        label="kantoor",
+        is_primary=True,
+        location_id="loc_stadhuis",
+        engine=engine,
+    )
     yield app, key
     conn.close()
 
@@ -71,7 +81,10 @@ def test_engine_swap_is_seen_by_the_next_request(real, engine):
     state = app.extensions["urban"]
     old = state.swap_engine(None)
     assert old is engine
-    assert_error(app.test_client().get("/api/v1/briefing?lat=51.2&lng=4.4", headers=bearer(key)),
-                 503, "service_unavailable")
+    assert_error(
+        app.test_client().get("/api/v1/briefing?lat=51.2&lng=4.4", headers=bearer(key)),
+        503,
+        "service_unavailable",
+    )
     state.swap_engine(engine)
     assert app.test_client().get("/api/v1/briefing?lat=51.2&lng=4.4", headers=bearer(key)).status_code == 200

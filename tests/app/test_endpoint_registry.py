@@ -42,8 +42,11 @@ def test_every_declared_endpoint_is_served_in_openapi_and_in_the_freshness_map(a
 
 def test_no_targeted_data_route_is_undeclared(app):
     """Every route of the data blueprint but /locations (which is not targeted) has a declaration."""
-    served = {r.rule.removeprefix("/api/v1") for r in app.url_map.iter_rules()
-              if r.endpoint.startswith("api_v1.data.")}
+    served = {
+        r.rule.removeprefix("/api/v1")
+        for r in app.url_map.iter_rules()
+        if r.endpoint.startswith("api_v1.data.")
+    }
     assert served - {"/locations"} == {e.path for e in ENDPOINTS}
 
 

@@ -33,12 +33,14 @@ def world(make_app, box_engine, account):
     app.add_url_rule("/api/v1/_test/upstream", "upstream", upstream)
     from app.db import open_store
     from app import accounts
+
     conn = open_store(app)
     dev, dev_key = accounts.create_account(conn, "dev@gent.be", "developer")
     other, _ = accounts.create_account(conn, "other@gent.be", "api")
     _dash, dash_key = accounts.create_account(conn, "dash@gent.be", "dashboard")
-    add_location(conn, other["id"], name="Elders", address="", lat=INSIDE[0], lng=INSIDE[1],
-                 location_id="loc_other")
+    add_location(
+        conn, other["id"], name="Elders", address="", lat=INSIDE[0], lng=INSIDE[1], location_id="loc_other"
+    )
     conn.execute("INSERT INTO usage (account_id, day, count) VALUES (?, '2026-11-16', 0)", (dev["id"],))
     return app, conn, dev, dev_key, dash_key
 
@@ -93,8 +95,11 @@ def produce(world, code):
 # codes raised only by the sign-up endpoint (tested with it) or by gunicorn's parser (tests/ops)
 SIGNUP_ONLY = {"invalid_email"}
 GUNICORN_ONLY = {"uri_too_long", "headers_too_large"}
-REACHABLE = sorted(set(build()["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
-                   - SIGNUP_ONLY - GUNICORN_ONLY)
+REACHABLE = sorted(
+    set(build()["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
+    - SIGNUP_ONLY
+    - GUNICORN_ONLY
+)
 
 
 @pytest.mark.parametrize("code", REACHABLE)
@@ -142,6 +147,7 @@ def test_malformed_json_body_is_invalid_request(world):
 
     def echo():
         from flask import request
+
         return {"got": request.get_json()}
 
     app.add_url_rule("/api/v1/_test/echo", "echo", echo, methods=["POST"])
@@ -171,11 +177,17 @@ def test_precedence_429_before_400(world):
 def test_precedence_400_before_404_before_422(world):
     app, _conn, _dev, key, _ = world
     c = app.test_client()
-    assert_error(c.get("/api/v1/briefing?locationId=loc_other&lat=52.4", headers=bearer(key)),
-                 400, "ambiguous_target")
-    assert_error(c.get("/api/v1/briefing?locationId=loc_other", headers=bearer(key)), 404, "location_not_found")
-    assert_error(c.get(f"/api/v1/briefing?lat={OUTSIDE[0]}&lng={OUTSIDE[1]}", headers=bearer(key)),
-                 422, "outside_service_area")
+    assert_error(
+        c.get("/api/v1/briefing?locationId=loc_other&lat=52.4", headers=bearer(key)), 400, "ambiguous_target"
+    )
+    assert_error(
+        c.get("/api/v1/briefing?locationId=loc_other", headers=bearer(key)), 404, "location_not_found"
+    )
+    assert_error(
+        c.get(f"/api/v1/briefing?lat={OUTSIDE[0]}&lng={OUTSIDE[1]}", headers=bearer(key)),
+        422,
+        "outside_service_area",
+    )
 
 
 def test_unknown_non_api_path_is_json_too(client):

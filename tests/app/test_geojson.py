@@ -28,18 +28,37 @@ def real(make_app, engine):
     app = make_app(ENGINE=engine)
     conn = open_store(app)
     row, key = accounts.create_account(conn, "geo@antwerpen.be", "pro")
-    add_location(conn, row["id"], name="Stadhuis", address="Grote Markt 1, 2000 Antwerpen", lat=51.2213,
-                 lng=4.3997, label="kantoor", is_primary=True, location_id="loc_stadhuis", engine=engine)
-    add_location(conn, row["id"], name="Korenmarkt", address="", lat=51.0549, lng=3.7215,
-                 location_id="loc_gent", engine=engine)
+    add_location(
+        conn,
+        row["id"],
+        name="Stadhuis",
+        address="Grote Markt 1, 2000 Antwerpen",
+        lat=51.2213,
+        lng=4.3997,
+        label="kantoor",
+        is_primary=True,
+        location_id="loc_stadhuis",
+        engine=engine,
+    )
+    add_location(
+        conn,
+        row["id"],
+        name="Korenmarkt",
+        address="",
+        lat=51.0549,
+        lng=3.7215,
+        location_id="loc_gent",
+        engine=engine,
+    )
     yield app, key
     conn.close()
 
 
 def points(engine):
     """Fixed places plus a 4 x 5 grid over Flanders and Brussels (those inside the service area)."""
-    grid = [(round(la, 4), round(ln, 4)) for la in np.linspace(50.75, 51.35, 4)
-            for ln in np.linspace(2.8, 5.7, 5)]
+    grid = [
+        (round(la, 4), round(ln, 4)) for la in np.linspace(50.75, 51.35, 4) for ln in np.linspace(2.8, 5.7, 5)
+    ]
     inside = [p for p in grid if bool(engine.in_service_area(*p)[0])]
     assert len(inside) >= 10
     return [ANTWERP, GENT, ANTWERP_STATION, *inside]
@@ -71,8 +90,11 @@ def stops_of(engine, detour_id):
     stops = engine.stops.set_index("id")
     row = engine.detours[engine.detours["id"] == detour_id].iloc[0]
     ids = [s.strip() for s in (row["unserved_stops"] or "").split(",") if s.strip()]
-    return [[round(stops.loc[s].geometry.x, 6), round(stops.loc[s].geometry.y, 6)]
-            for s in ids if s in stops.index]
+    return [
+        [round(stops.loc[s].geometry.x, 6), round(stops.loc[s].geometry.y, 6)]
+        for s in ids
+        if s in stops.index
+    ]
 
 
 def by_kind(doc):
@@ -107,9 +129,11 @@ def test_disruptions_geojson_carries_the_json_answer(real, engine):
         (point,) = kinds["location"]
         where = [body["location"]["lng"], body["location"]["lat"]]
         assert point["geometry"] == {"type": "Point", "coordinates": where}
-        rebuilt = {**without_kind(point),
-                   "construction": [without_kind(f) for f in kinds.get("construction", [])],
-                   "transit": [without_kind(f) for f in kinds.get("transit", [])]}
+        rebuilt = {
+            **without_kind(point),
+            "construction": [without_kind(f) for f in kinds.get("construction", [])],
+            "transit": [without_kind(f) for f in kinds.get("transit", [])],
+        }
         assert rebuilt == {k: body[k] for k in rebuilt} and set(rebuilt) == set(body)
         for f in kinds.get("construction", []):
             assert f["geometry"]["coordinates"] == [f["properties"]["lng"], f["properties"]["lat"]]
@@ -126,8 +150,8 @@ def test_air_quality_geojson_places_the_point_and_the_station(real, engine):
     doc = c.get("/api/v1/openapi.json").get_json()
     stations = engine.stations.set_index("id")
     for query, where in [(f"lat={la}&lng={ln}", {"lat": la, "lng": ln}) for la, ln in points(engine)] + [
-            ("locationId=loc_stadhuis",
-             {"id": "loc_stadhuis", "name": "Stadhuis", "lat": 51.2213, "lng": 4.3997})]:
+        ("locationId=loc_stadhuis", {"id": "loc_stadhuis", "name": "Stadhuis", "lat": 51.2213, "lng": 4.3997})
+    ]:
         body = get(c, key, f"/air-quality?{query}").get_json()
         geo = get(c, key, f"/air-quality?{query}", GEO)
         assert geo.status_code == 200 and geo.headers["Content-Type"] == GEO
@@ -154,8 +178,9 @@ def test_locations_geojson(real):
     gj = json.loads(geo.data)
     check_rfc7946(gj)
     assert [without_kind(f) for f in gj["features"]] == body["locations"]
-    assert [f["geometry"]["coordinates"] for f in gj["features"]] == [[loc["lng"], loc["lat"]]
-                                                                     for loc in body["locations"]]
+    assert [f["geometry"]["coordinates"] for f in gj["features"]] == [
+        [loc["lng"], loc["lat"]] for loc in body["locations"]
+    ]
 
 
 def test_schema_rejects_what_rfc7946_forbids(real):
@@ -180,21 +205,35 @@ def test_schema_rejects_what_rfc7946_forbids(real):
     assert not validator.is_valid(bad)
 
 
-@pytest.mark.parametrize("accept, expected", [
-    (None, "application/json"), ("", "application/json"), ("*/*", "application/json"),
-    ("application/*", "application/json"), ("application/json", "application/json"),
-    ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "application/json"),  # a browser
-    (GEO, GEO), ("application/geo+json;q=0.9, application/json;q=0.8", GEO),
-    ("application/json;q=0, */*", GEO), ("APPLICATION/GEO+JSON", GEO),
-    ("application/json;charset=utf-8", "application/json"),
-    ("text/html", None), ("json", None), ("application/geo+json;q=0", None), ("image/*", None),
-    ("application/json;q=2", None),
-])
+@pytest.mark.parametrize(
+    "accept, expected",
+    [
+        (None, "application/json"),
+        ("", "application/json"),
+        ("*/*", "application/json"),
+        ("application/*", "application/json"),
+        ("application/json", "application/json"),
+        ("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", "application/json"),  # a browser
+        (GEO, GEO),
+        ("application/geo+json;q=0.9, application/json;q=0.8", GEO),
+        ("application/json;q=0, */*", GEO),
+        ("APPLICATION/GEO+JSON", GEO),
+        ("application/json;charset=utf-8", "application/json"),
+        ("text/html", None),
+        ("json", None),
+        ("application/geo+json;q=0", None),
+        ("image/*", None),
+        ("application/json;q=2", None),
+    ],
+)
 def test_accept_negotiation(real, accept, expected):
     app, key = real
     c = app.test_client()
-    for path in ("/locations", f"/disruptions?lat={ANTWERP[0]}&lng={ANTWERP[1]}",
-                 f"/air-quality?lat={ANTWERP[0]}&lng={ANTWERP[1]}"):
+    for path in (
+        "/locations",
+        f"/disruptions?lat={ANTWERP[0]}&lng={ANTWERP[1]}",
+        f"/air-quality?lat={ANTWERP[0]}&lng={ANTWERP[1]}",
+    ):
         resp = get(c, key, path, accept)
         if expected is None:
             body = assert_error(resp, 406, "not_acceptable")
@@ -210,8 +249,12 @@ def test_accept_negotiation(real, accept, expected):
 def test_json_is_byte_identical_with_or_without_accept(real):
     app, key = real
     c = app.test_client()
-    for path in ("/locations", f"/disruptions?lat={ANTWERP[0]}&lng={ANTWERP[1]}",
-                 f"/air-quality?locationId=loc_gent", f"/briefing?lat={ANTWERP[0]}&lng={ANTWERP[1]}"):
+    for path in (
+        "/locations",
+        f"/disruptions?lat={ANTWERP[0]}&lng={ANTWERP[1]}",
+        f"/air-quality?locationId=loc_gent",
+        f"/briefing?lat={ANTWERP[0]}&lng={ANTWERP[1]}",
+    ):
         answers = [get(c, key, path, accept) for accept in (None, "*/*", "application/json")]
         assert len({a.data for a in answers}) == 1 and len({a.headers["ETag"] for a in answers}) == 1
         assert answers[0].headers["Content-Type"] == "application/json"
@@ -244,20 +287,24 @@ def test_quota_counts_geojson_and_406_like_json(make_app, engine):
     _row, key = accounts.create_account(conn, "quota@gent.be", "developer")
     conn.close()
     c = app.test_client()
-    remaining = [int(get(c, key, "/locations", accept).headers["X-RateLimit-Remaining"])
-                 for accept in (None, GEO, "text/html", GEO)]
+    remaining = [
+        int(get(c, key, "/locations", accept).headers["X-RateLimit-Remaining"])
+        for accept in (None, GEO, "text/html", GEO)
+    ]
     assert remaining == [99, 98, 97, 96]  # 406 is a served client error, like a 400
 
 
 def test_errors_stay_json_when_geojson_is_asked(real):
     app, key = real
     c = app.test_client()
-    cases = [(f"/disruptions?lat=abc&lng=4.4", bearer(key), 400, "invalid_coordinates"),
-             ("/disruptions", bearer(key), 400, "missing_target"),
-             ("/air-quality?locationId=loc_nope", bearer(key), 404, "location_not_found"),
-             ("/air-quality?lat=52.3676&lng=4.9041", bearer(key), 422, "outside_service_area"),
-             ("/locations", {}, 401, "missing_key"),
-             ("/locations", bearer("uc_live_notakey"), 401, "invalid_key")]
+    cases = [
+        (f"/disruptions?lat=abc&lng=4.4", bearer(key), 400, "invalid_coordinates"),
+        ("/disruptions", bearer(key), 400, "missing_target"),
+        ("/air-quality?locationId=loc_nope", bearer(key), 404, "location_not_found"),
+        ("/air-quality?lat=52.3676&lng=4.9041", bearer(key), 422, "outside_service_area"),
+        ("/locations", {}, 401, "missing_key"),
+        ("/locations", bearer("uc_live_notakey"), 401, "invalid_key"),
+    ]
     for path, auth, status, code in cases:
         resp = c.get(f"/api/v1{path}", headers={**auth, "Accept": GEO})
         assert_error(resp, status, code)

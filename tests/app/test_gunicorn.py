@@ -53,12 +53,23 @@ def server(tmp_path_factory):
     migrate(db)
     log_path = instance / "server.log"
     port = free_port()
-    env = dict(os.environ, URBAN_INSTANCE_PATH=str(instance), URBAN_ENV="development", URBAN_LOAD_ENGINE="0",
-               URBAN_AUTH_FAILURE_LIMIT="50 per hour", GUNICORN_LOGLEVEL="debug")
+    env = dict(
+        os.environ,
+        URBAN_INSTANCE_PATH=str(instance),
+        URBAN_ENV="development",
+        URBAN_LOAD_ENGINE="0",
+        URBAN_AUTH_FAILURE_LIMIT="50 per hour",
+        GUNICORN_LOGLEVEL="debug",
+    )
     env.pop("URBAN_SECRET_KEY", None)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "app.serve", "--port", str(port), "--workers", "4"],
-                                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.serve", "--port", str(port), "--workers", "4"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -138,7 +149,7 @@ def test_no_plaintext_key_in_database_files_or_logs(server):
     server["db"].execute("PRAGMA wal_checkpoint(TRUNCATE)")
     files = [p for p in server["instance"].iterdir() if p.is_file()]
     assert any(p.name == "urban.sqlite" for p in files)
-    secret = key[len("uc_live_"):].encode()
+    secret = key[len("uc_live_") :].encode()
     for path in files:
         assert secret not in path.read_bytes(), path
     assert "/api/v1/locations" in server["log"].read_text()  # the log did capture the requests

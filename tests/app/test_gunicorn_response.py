@@ -48,11 +48,14 @@ def _without_date(data: bytes) -> bytes:
     return b"\r\n".join(line for line in data.split(b"\r\n") if not line.startswith(b"Date: "))
 
 
-@pytest.mark.parametrize("method,status,body", [
-    ("GET", "200 OK", b'{"status":"ok"}\n'),
-    ("HEAD", "200 OK", b'{"status":"ok"}\n'),
-    ("GET", "304 Not Modified", b""),
-])
+@pytest.mark.parametrize(
+    "method,status,body",
+    [
+        ("GET", "200 OK", b'{"status":"ok"}\n'),
+        ("HEAD", "200 OK", b'{"status":"ok"}\n'),
+        ("GET", "304 Not Modified", b""),
+    ],
+)
 def test_one_sendall_with_the_bytes_gunicorn_would_send(method, status, body):
     ours = _answer(CoalescingResponse, method, status, body)
     theirs = _answer(Response, method, status, body)

@@ -26,12 +26,16 @@ def _reference(query: str) -> str:
     if not query:
         return ""
     pairs = parse_qsl(query, keep_blank_values=True)
-    return urlencode([(n, REDACTED if n.lower() in _SECRET_NAMES or is_secret_like(v) else v) for n, v in pairs])
+    return urlencode(
+        [(n, REDACTED if n.lower() in _SECRET_NAMES or is_secret_like(v) else v) for n, v in pairs]
+    )
 
 
 @settings(max_examples=500)
-@given(st.text(alphabet="abKEY_.~-=&%+ 0129@/;x", max_size=40)
-       | st.from_regex(r"\A(lat|lng|locationId|key|token|x)=[A-Za-z0-9_.~-]{0,44}(&[a-z]+=[0-9.]{0,9}){0,2}\Z"))
+@given(
+    st.text(alphabet="abKEY_.~-=&%+ 0129@/;x", max_size=40)
+    | st.from_regex(r"\A(lat|lng|locationId|key|token|x)=[A-Za-z0-9_.~-]{0,44}(&[a-z]+=[0-9.]{0,9}){0,2}\Z")
+)
 def test_redact_query_fast_path_equals_parse_and_encode(query):
     assert redact_query(query) == _reference(query)
 
@@ -58,7 +62,11 @@ def _separate(conn, key, day):
     if plan is None or not plan.api_access:
         return None
     count = usage.admit(conn, account["id"], day, plan.daily_quota)
-    return None if count is None else (account["id"], account["email"], account["plan"], account["key_id"], count)
+    return (
+        None
+        if count is None
+        else (account["id"], account["email"], account["plan"], account["key_id"], count)
+    )
 
 
 def _combined(conn, key, day):
@@ -74,11 +82,15 @@ def test_admit_key_agrees_with_lookup_and_admit(tmp_path):
         keys[plan] = accounts.create_account(one, f"{plan}@stad.antwerpen.be", plan)[1]
     revoked_row, keys["revoked"] = accounts.create_account(one, "weg@stad.antwerpen.be", "api")
     accounts.revoke_key(one, revoked_row["id"], accounts.list_keys(one, revoked_row["id"])[0]["id"])
-    one.execute("INSERT INTO accounts (email, plan, created_at) VALUES ('oud@stad.antwerpen.be', 'legacy', '')")
+    one.execute(
+        "INSERT INTO accounts (email, plan, created_at) VALUES ('oud@stad.antwerpen.be', 'legacy', '')"
+    )
     legacy = one.execute("SELECT id FROM accounts WHERE plan = 'legacy'").fetchone()[0]
     keys["legacy"] = apikeys.new_key()
-    one.execute("INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (?, ?, 'x', '')",
-                (legacy, apikeys.digest(keys["legacy"])))
+    one.execute(
+        "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (?, ?, 'x', '')",
+        (legacy, apikeys.digest(keys["legacy"])),
+    )
     keys["unknown"] = apikeys.new_key()
     two = connect(str(tmp_path / "copy.sqlite"))
     one.backup(two)  # the same state: the combined statement runs on one, the separate ones on two
@@ -91,8 +103,10 @@ def test_admit_key_agrees_with_lookup_and_admit(tmp_path):
     assert [r[2] for r in one.execute(counts)] == [100, 102]  # developer capped, enterprise unlimited
 
 
-@given(st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)),
-       st.integers(-14, 14))
+@given(
+    st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)),
+    st.integers(-14, 14),
+)
 def test_day_and_reset_equals_day_of_and_next_reset(moment, hours):
     now = moment.astimezone(__import__("datetime").timezone(timedelta(hours=hours)))
     assert usage.day_and_reset(now) == (usage.day_of(now), usage.next_reset(now))

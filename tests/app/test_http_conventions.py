@@ -10,14 +10,30 @@ from platform_helpers import RATE_HEADERS
 def test_locations_shape_types_and_order(client, store, account):
     row, key = account("pro")
     add_location(store, row["id"], name="Haven", address="Havenhuis", lat=51.2357, lng=4.4064, label="haven")
-    add_location(store, row["id"], name="Stadhuis", address="Grote Markt 1, 2000 Antwerpen", lat=51.2213,
-                 lng=4.3997, label="kantoor", is_primary=True, location_id="loc_stadhuis")
+    add_location(
+        store,
+        row["id"],
+        name="Stadhuis",
+        address="Grote Markt 1, 2000 Antwerpen",
+        lat=51.2213,
+        lng=4.3997,
+        label="kantoor",
+        is_primary=True,
+        location_id="loc_stadhuis",
+    )
     resp = client.get("/api/v1/locations", headers=bearer(key))
     body = resp.get_json()
     assert list(body) == ["locations"]
     first, second = body["locations"]
-    assert first == {"id": "loc_stadhuis", "name": "Stadhuis", "address": "Grote Markt 1, 2000 Antwerpen",
-                     "lat": 51.2213, "lng": 4.3997, "label": "kantoor", "isPrimary": True}
+    assert first == {
+        "id": "loc_stadhuis",
+        "name": "Stadhuis",
+        "address": "Grote Markt 1, 2000 Antwerpen",
+        "lat": 51.2213,
+        "lng": 4.3997,
+        "label": "kantoor",
+        "isPrimary": True,
+    }
     assert second["name"] == "Haven" and second["isPrimary"] is False and second["id"].startswith("loc_")
     assert list(first) == ["id", "name", "address", "lat", "lng", "label", "isPrimary"]
 
@@ -39,7 +55,7 @@ def test_cache_headers_etag_and_304_with_rate_headers(client, store, account):
     first = client.get("/api/v1/locations", headers=bearer(key))
     assert first.headers["Cache-Control"] == "private, max-age=60"
     etag = first.headers["ETag"]
-    assert etag.startswith('"') and not etag.startswith('W/')
+    assert etag.startswith('"') and not etag.startswith("W/")
     again = client.get("/api/v1/locations", headers={**bearer(key), "If-None-Match": etag})
     assert again.status_code == 304 and again.data == b""
     assert again.headers["ETag"] == etag
@@ -65,9 +81,14 @@ def test_same_data_gives_byte_identical_bodies_across_apps(make_app, store, acco
 
 def test_cors_preflight_and_exposed_headers(client, account):
     _row, key = account("api")
-    pre = client.options("/api/v1/locations", headers={"Origin": "https://example.org",
-                                                       "Access-Control-Request-Method": "GET",
-                                                       "Access-Control-Request-Headers": "Authorization"})
+    pre = client.options(
+        "/api/v1/locations",
+        headers={
+            "Origin": "https://example.org",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "Authorization",
+        },
+    )
     assert pre.status_code == 200
     assert pre.headers["Access-Control-Allow-Origin"] == "*"
     allowed = {h.strip() for h in pre.headers["Access-Control-Allow-Headers"].split(",")}
@@ -75,7 +96,13 @@ def test_cors_preflight_and_exposed_headers(client, account):
     assert "GET" in pre.headers["Access-Control-Allow-Methods"]
     resp = client.get("/api/v1/locations", headers={**bearer(key), "Origin": "https://example.org"})
     exposed = {h.strip() for h in resp.headers["Access-Control-Expose-Headers"].split(",")}
-    assert {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "ETag", "Retry-After"} <= exposed
+    assert {
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+        "ETag",
+        "Retry-After",
+    } <= exposed
 
 
 def test_request_id_is_echoed_or_made(client):
@@ -94,6 +121,9 @@ def test_head_is_like_get_without_body(client, account):
 def test_json_content_type_is_exactly_application_json(client, account):
     """docs/api.md: ``application/json`` without a charset parameter (JSON is UTF-8, RFC 8259)."""
     _row, key = account("api")
-    for resp in (client.get("/api/v1/locations", headers=bearer(key)), client.get("/api/v1/nope"),
-                 client.get("/api/v1/openapi.json")):
+    for resp in (
+        client.get("/api/v1/locations", headers=bearer(key)),
+        client.get("/api/v1/nope"),
+        client.get("/api/v1/openapi.json"),
+    ):
         assert resp.headers["Content-Type"] == "application/json"

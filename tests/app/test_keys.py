@@ -14,7 +14,7 @@ def test_new_key_has_prefix_random_part_and_checksum():
     key = apikeys.new_key()
     assert key.startswith("uc_live_")
     assert len(key) == len("uc_live_") + 32 + 6
-    assert set(key[len("uc_live_"):]) <= set(ALPHABET)
+    assert set(key[len("uc_live_") :]) <= set(ALPHABET)
     assert apikeys.well_formed(key)
     assert key[-6:] == apikeys.checksum(key[:-6])
 
@@ -29,7 +29,7 @@ def test_any_single_character_change_breaks_the_checksum(pos, char):
     key = apikeys.new_key()
     if key[pos] == char:
         return
-    mutated = key[:pos] + char + key[pos + 1:]
+    mutated = key[:pos] + char + key[pos + 1 :]
     assert not apikeys.well_formed(mutated)
 
 
@@ -40,8 +40,15 @@ def test_arbitrary_text_is_not_a_key(text):
 
 def test_malformed_shapes_rejected():
     key = apikeys.new_key()
-    for bad in ("", key[:-1], key + "A", "uc_test_" + key[8:], key.replace("uc_live_", "UC_LIVE_"),
-                key[:20] + "-" + key[21:], " " + key):
+    for bad in (
+        "",
+        key[:-1],
+        key + "A",
+        "uc_test_" + key[8:],
+        key.replace("uc_live_", "UC_LIVE_"),
+        key[:20] + "-" + key[21:],
+        " " + key,
+    ):
         assert not apikeys.well_formed(bad), bad
 
 

@@ -21,21 +21,58 @@ from geo.service.briefing import briefing
 ANTWERP = (51.2194, 4.4025)
 
 
-@pytest.mark.parametrize("header, expected", [
-    (None, "nl"), ("", "nl"), ("   ", "nl"),
-    ("nl", "nl"), ("fr", "fr"), ("en", "en"), ("FR", "fr"), ("En-gb", "en"),
-    ("fr-BE", "fr"), ("nl-BE", "nl"), ("en-US,en;q=0.9", "en"), ("fr-CA;q=0.4, de;q=0.9", "fr"),
-    ("fr-BE,fr;q=0.9,en-US;q=0.8,en;q=0.7", "fr"), ("de-DE,de;q=0.9,en;q=0.8", "en"),
-    ("en, fr", "en"), ("fr, en", "fr"), ("en;q=0.5, fr;q=0.5", "en"), ("en;q=0.5, fr;q=0.6", "fr"),
-    ("fr;q=0.5, en;q=0.500", "fr"), ("nl;q=0.1, fr;q=0.2", "fr"),
-    ("*", "nl"), ("*;q=0.5, en;q=0.4", "nl"), ("nl;q=0, *", "fr"), ("nl;q=0, fr;q=0, *", "en"),
-    ("*;q=0", "nl"), ("en;q=0", "nl"), ("fr;q=0, fr-BE", "nl"), ("fr, fr-BE;q=0", "fr"),
-    ("de", "nl"), ("de, es, it", "nl"), ("zh-Hant-TW", "nl"),
-    ("en_US", "nl"), ("fr;q=2", "nl"), ("fr;q=x, en;q=0.1", "en"), ("fr;q=0.5000", "nl"),
-    ("fr;level=1", "nl"), ("12", "nl"), ("toolongtag", "nl"), ("e n", "nl"), (",,;;", "nl"),
-    ("fr-", "nl"), ("-fr", "nl"), ("fr-BE-x-private", "fr"), (";q=1", "nl"),
-    ("é", "nl"), ("en\u00a0", "en"), ("x" * 300 + ", en", "en"),
-])
+@pytest.mark.parametrize(
+    "header, expected",
+    [
+        (None, "nl"),
+        ("", "nl"),
+        ("   ", "nl"),
+        ("nl", "nl"),
+        ("fr", "fr"),
+        ("en", "en"),
+        ("FR", "fr"),
+        ("En-gb", "en"),
+        ("fr-BE", "fr"),
+        ("nl-BE", "nl"),
+        ("en-US,en;q=0.9", "en"),
+        ("fr-CA;q=0.4, de;q=0.9", "fr"),
+        ("fr-BE,fr;q=0.9,en-US;q=0.8,en;q=0.7", "fr"),
+        ("de-DE,de;q=0.9,en;q=0.8", "en"),
+        ("en, fr", "en"),
+        ("fr, en", "fr"),
+        ("en;q=0.5, fr;q=0.5", "en"),
+        ("en;q=0.5, fr;q=0.6", "fr"),
+        ("fr;q=0.5, en;q=0.500", "fr"),
+        ("nl;q=0.1, fr;q=0.2", "fr"),
+        ("*", "nl"),
+        ("*;q=0.5, en;q=0.4", "nl"),
+        ("nl;q=0, *", "fr"),
+        ("nl;q=0, fr;q=0, *", "en"),
+        ("*;q=0", "nl"),
+        ("en;q=0", "nl"),
+        ("fr;q=0, fr-BE", "nl"),
+        ("fr, fr-BE;q=0", "fr"),
+        ("de", "nl"),
+        ("de, es, it", "nl"),
+        ("zh-Hant-TW", "nl"),
+        ("en_US", "nl"),
+        ("fr;q=2", "nl"),
+        ("fr;q=x, en;q=0.1", "en"),
+        ("fr;q=0.5000", "nl"),
+        ("fr;level=1", "nl"),
+        ("12", "nl"),
+        ("toolongtag", "nl"),
+        ("e n", "nl"),
+        (",,;;", "nl"),
+        ("fr-", "nl"),
+        ("-fr", "nl"),
+        ("fr-BE-x-private", "fr"),
+        (";q=1", "nl"),
+        ("é", "nl"),
+        ("en\u00a0", "en"),
+        ("x" * 300 + ", en", "en"),
+    ],
+)
 def test_language_choice(header, expected):
     assert choose_language(header) == expected
 
@@ -70,7 +107,9 @@ def test_translated_endpoints(real, engine, path, compute):
     client = app.test_client()
     with app.app_context():
         now = data_now(engine)
-        expected = {lang: app.json.body(compute(engine, *ANTWERP, now, lang=lang)).encode() for lang in LANGUAGES}
+        expected = {
+            lang: app.json.body(compute(engine, *ANTWERP, now, lang=lang)).encode() for lang in LANGUAGES
+        }
     plain = get(client, key, path)
     assert plain.status_code == 200
     # no header: the Dutch answer, the bytes geo makes without a language (the golden corpus's bytes)
@@ -78,8 +117,14 @@ def test_translated_endpoints(real, engine, path, compute):
     assert plain.headers["Content-Language"] == "nl"
     assert plain.headers["Vary"] == "Authorization, Accept, Accept-Language"
     tags = {}
-    for header, lang in (("fr-BE, fr;q=0.9, en;q=0.8", "fr"), ("en-GB", "en"), ("nl", "nl"), ("de", "nl"),
-                         ("*;q=0", "nl"), ("%%junk%%", "nl")):
+    for header, lang in (
+        ("fr-BE, fr;q=0.9, en;q=0.8", "fr"),
+        ("en-GB", "en"),
+        ("nl", "nl"),
+        ("de", "nl"),
+        ("*;q=0", "nl"),
+        ("%%junk%%", "nl"),
+    ):
         resp = get(client, key, path, **{"Accept-Language": header})
         assert resp.status_code == 200 and resp.data == expected[lang], header
         assert resp.headers["Content-Language"] == lang
@@ -103,11 +148,21 @@ def test_translated_geojson_carries_the_translated_labels(real, engine):
     assert resp.status_code == 200 and resp.mimetype == "application/geo+json"
     assert resp.headers["Content-Language"] == "en"
     assert resp.headers["Vary"] == "Authorization, Accept, Accept-Language"
-    labels = {f["properties"]["compliance"]["label"] for f in resp.get_json()["features"]
-              if "compliance" in f["properties"]}
-    assert labels and all(label.split(",")[0] in (
-        "Unknown: no measurement in the last two hours", "Below the WHO guideline value",
-        "Above the WHO guideline value", "Above the EU limit value") for label in labels)
+    labels = {
+        f["properties"]["compliance"]["label"]
+        for f in resp.get_json()["features"]
+        if "compliance" in f["properties"]
+    }
+    assert labels and all(
+        label.split(",")[0]
+        in (
+            "Unknown: no measurement in the last two hours",
+            "Below the WHO guideline value",
+            "Above the WHO guideline value",
+            "Above the EU limit value",
+        )
+        for label in labels
+    )
 
 
 @pytest.mark.parametrize("path", ["/disruptions", "/locations"])

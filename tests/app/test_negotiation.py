@@ -11,8 +11,17 @@ from hypothesis import strategies as st
 import app.negotiation as negotiation
 from app.negotiation import GEOJSON, JSON, choose
 
-RANGES = ["*/*", "application/*", "application/json", "application/geo+json", "text/*", "text/html",
-          "image/png", "json", "application/json; charset=utf-8"]
+RANGES = [
+    "*/*",
+    "application/*",
+    "application/json",
+    "application/geo+json",
+    "text/*",
+    "text/html",
+    "image/png",
+    "json",
+    "application/json; charset=utf-8",
+]
 QS = [None, "0", "0.1", "0.5", "0.500", "1", "1.0", "2", "x", ".5"]
 
 
@@ -50,8 +59,10 @@ def oracle(parts, offers):
     return best
 
 
-@given(st.lists(st.tuples(st.sampled_from(RANGES), st.sampled_from(QS)), min_size=1, max_size=5),
-       st.sampled_from([(JSON, GEOJSON), (JSON,)]))
+@given(
+    st.lists(st.tuples(st.sampled_from(RANGES), st.sampled_from(QS)), min_size=1, max_size=5),
+    st.sampled_from([(JSON, GEOJSON), (JSON,)]),
+)
 def test_choice_equals_the_oracle(parts, offers):
     header = ", ".join(m + ("" if q is None else f";q={q}") for m, q in parts)
     expected = offers[0] if header.strip() == "*/*" else oracle(parts, offers)

@@ -23,7 +23,9 @@ def check_response(doc, path, method, resp):
     op = doc["paths"][path][method]
     spec = op["responses"].get(str(resp.status_code))
     assert spec is not None, f"{method.upper()} {path} does not document {resp.status_code}"
-    registry = Registry().with_resource("urn:api", Resource.from_contents(doc, default_specification=DRAFT202012))
+    registry = Registry().with_resource(
+        "urn:api", Resource.from_contents(doc, default_specification=DRAFT202012)
+    )
     for name, ref in spec.get("headers", {}).items():
         header = doc["components"]["headers"][ref["$ref"].rsplit("/", 1)[1]]
         if name in ("Retry-After",) or resp.status_code == 200 or name.startswith("X-RateLimit"):
@@ -42,8 +44,14 @@ def test_document_is_valid_openapi_31(doc):
 
 
 def test_document_lists_every_endpoint_and_error_code(doc):
-    assert set(doc["paths"]) >= {"/locations", "/disruptions", "/air-quality", "/briefing", "/signup",
-                                 "/openapi.json"}
+    assert set(doc["paths"]) >= {
+        "/locations",
+        "/disruptions",
+        "/air-quality",
+        "/briefing",
+        "/signup",
+        "/openapi.json",
+    }
     enum = set(doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
     assert set(error_codes()) <= enum
     for path, translated in (("/disruptions", False), ("/air-quality", True), ("/briefing", True)):
@@ -56,8 +64,9 @@ def test_document_lists_every_endpoint_and_error_code(doc):
 
 def test_real_responses_conform(client, doc, store, account):
     row, key = account("developer")
-    add_location(store, row["id"], name="Stadhuis", address="Grote Markt 1", lat=51.2213, lng=4.3997,
-                 is_primary=True)
+    add_location(
+        store, row["id"], name="Stadhuis", address="Grote Markt 1", lat=51.2213, lng=4.3997, is_primary=True
+    )
     _d, dash = account("dashboard")
     cases = [
         ("/locations", client.get("/api/v1/locations", headers=bearer(key))),
@@ -70,22 +79,29 @@ def test_real_responses_conform(client, doc, store, account):
         ("/briefing", client.get("/api/v1/briefing?lat=51.2&lng=4.4", headers=bearer(key))),  # 503: no engine
     ]
     first = cases[0][1]
-    cases.append(("/locations", client.get("/api/v1/locations",
-                                           headers={**bearer(key), "If-None-Match": first.headers["ETag"]})))
+    cases.append(
+        (
+            "/locations",
+            client.get("/api/v1/locations", headers={**bearer(key), "If-None-Match": first.headers["ETag"]}),
+        )
+    )
     for path, resp in cases:
         check_response(doc, path, "get", resp)
     store.execute("UPDATE usage SET count = 100")
     check_response(doc, "/locations", "get", client.get("/api/v1/locations", headers=bearer(key)))
 
 
-@pytest.mark.parametrize("path, method, own", [
-    ("/disruptions", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
-    ("/air-quality", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
-    ("/briefing", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
-    ("/locations", "get", {401, 403, 406, 429, 503}),
-    ("/signup", "post", {429, 503}),
-    ("/openapi.json", "get", set()),
-])
+@pytest.mark.parametrize(
+    "path, method, own",
+    [
+        ("/disruptions", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
+        ("/air-quality", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
+        ("/briefing", "get", {401, 403, 404, 406, 422, 429, 502, 503}),
+        ("/locations", "get", {401, 403, 406, 429, 503}),
+        ("/signup", "post", {429, 503}),
+        ("/openapi.json", "get", set()),
+    ],
+)
 def test_every_operation_declares_the_statuses_it_can_return(doc, path, method, own):  # 406: Accept
     """Own statuses plus those any request can get: malformed (400), wrong method (405), body too large
     (413, also on GET), request line/headers over gunicorn's limits (414/431), unexpected (500)."""
@@ -104,8 +120,15 @@ def test_unsupported_media_type_is_not_documented(doc):
     assert {"uri_too_long", "headers_too_large"} <= set(enum)
 
 
-@pytest.mark.parametrize("path, component", [("/locations", "LocationList"), ("/disruptions", "Disruptions"),
-                                             ("/air-quality", "AirQuality"), ("/briefing", None)])
+@pytest.mark.parametrize(
+    "path, component",
+    [
+        ("/locations", "LocationList"),
+        ("/disruptions", "Disruptions"),
+        ("/air-quality", "AirQuality"),
+        ("/briefing", None),
+    ],
+)
 def test_media_types_of_the_data_answers(doc, path, component):
     """JSON everywhere; GeoJSON (its own FeatureCollection schema) where the server offers it; errors JSON."""
     responses = doc["paths"][path]["get"]["responses"]

@@ -144,6 +144,7 @@ def test_authenticate_rejects_revoked_and_unknown(store, account):
     accounts.revoke_key(store, row["id"], kid)
     assert accounts.authenticate(store, key) is None
     from app.apikeys import new_key
+
     assert accounts.authenticate(store, new_key()) is None
 
 
@@ -256,7 +257,9 @@ def test_max_locations(store, account):
 
 def test_foreign_keys_enforced(store):
     with pytest.raises(sqlite3.IntegrityError):
-        store.execute("INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (999, 'd', 'p', '')")
+        store.execute(
+            "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (999, 'd', 'p', '')"
+        )
 
 
 def test_revocation_is_seen_by_every_other_connection_at_once(store, account, connector):
@@ -277,7 +280,9 @@ def test_concurrent_sign_ups_for_one_address_create_one_account(store, connector
     def sign_up(i):
         conn = connector(timeout=30)
         try:
-            accounts.create_account(conn, ("RACE@gent.be", "race@gent.be", "Race@Gent.be")[i % 3], "developer")
+            accounts.create_account(
+                conn, ("RACE@gent.be", "race@gent.be", "Race@Gent.be")[i % 3], "developer"
+            )
             outcomes.append("created")
         except StoreError:
             outcomes.append("exists")
@@ -301,14 +306,22 @@ def test_store_that_cannot_be_reached_is_503_and_healthz_says_so(make_app, app):
         down = make_app(DATABASE="/nonexistent-dir/urban.sqlite")
     client = down.test_client()
     from app.apikeys import new_key
-    assert_error(client.get("/api/v1/locations", headers={"Authorization": f"Bearer {new_key()}"}), 503,
-                 "service_unavailable")
+
+    assert_error(
+        client.get("/api/v1/locations", headers={"Authorization": f"Bearer {new_key()}"}),
+        503,
+        "service_unavailable",
+    )
     assert_error(client.get("/healthz"), 503, "service_unavailable")
 
 
 def test_postgres_dialect_refuses_sqlite_idioms_it_does_not_map():
-    for sql in ("CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT);", "PRAGMA foreign_keys = ON;",
-                "CREATE TABLE t (x TEXT) STRICT;", "CREATE INDEX i ON t(strftime('%s', x));"):
+    for sql in (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT);",
+        "PRAGMA foreign_keys = ON;",
+        "CREATE TABLE t (x TEXT) STRICT;",
+        "CREATE INDEX i ON t(strftime('%s', x));",
+    ):
         with pytest.raises(ValueError, match="does not translate"):
             db_postgres.translate_ddl(sql)
     for _version, _name, sql in migrations():  # every shipped migration translates
@@ -367,4 +380,3 @@ def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_pa
     assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 100
     assert holder.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
     assert not writer.in_transaction
-

@@ -21,10 +21,17 @@ def test_postgres_connection_lost_is_one_503_then_a_fresh_connection(make_app, p
     client = app.test_client()
     assert client.get("/api/v1/locations", headers={"Authorization": f"Bearer {key}"}).status_code == 200
     with psycopg.connect(postgres_server.url(), autocommit=True) as admin:
-        killed = admin.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                               " WHERE application_name = %s", (name,)).fetchone()[0]
+        killed = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
+            (name,),
+        ).fetchone()[0]
     assert killed == 1
-    assert_error(client.get("/api/v1/locations", headers={"Authorization": f"Bearer {key}"}), 503,
-                 "service_unavailable")
+    assert_error(
+        client.get("/api/v1/locations", headers={"Authorization": f"Bearer {key}"}),
+        503,
+        "service_unavailable",
+    )
     resp = client.get("/api/v1/locations", headers={"Authorization": f"Bearer {key}"})
-    assert resp.status_code == 200 and resp.headers["X-RateLimit-Remaining"] == "98"  # the 503 was not counted
+    assert (
+        resp.status_code == 200 and resp.headers["X-RateLimit-Remaining"] == "98"
+    )  # the 503 was not counted

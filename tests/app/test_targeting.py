@@ -19,8 +19,15 @@ def ctx(make_app, box_engine, account, store):
     app = make_app(ENGINE=box_engine)
     row, _key = account("api")
     other, _ = account("api")
-    add_location(store, row["id"], name="Stadhuis", address="Grote Markt 1", lat=51.2213, lng=4.3997,
-                 location_id="loc_mine")
+    add_location(
+        store,
+        row["id"],
+        name="Stadhuis",
+        address="Grote Markt 1",
+        lat=51.2213,
+        lng=4.3997,
+        location_id="loc_mine",
+    )
     add_location(store, other["id"], name="Elders", address="", lat=51.05, lng=3.72, location_id="loc_theirs")
     return app, row, box_engine
 
@@ -29,6 +36,7 @@ def resolve(ctx, query):
     app, row, engine = ctx
     with app.test_request_context("/api/v1/briefing", query_string=MultiDict(query)):
         from flask import g
+
         g.account = row
         return resolve_target(engine)
 
@@ -52,35 +60,38 @@ def test_saved_location_gives_id_and_name(ctx):
     assert t.location_json() == {"id": "loc_mine", "name": "Stadhuis", "lat": 51.2213, "lng": 4.3997}
 
 
-@pytest.mark.parametrize("query, code", [
-    ([], "missing_target"),
-    ([("lat", "51.2")], "missing_target"),
-    ([("lng", "4.4")], "missing_target"),
-    ([("lat", ""), ("lng", "")], "missing_target"),
-    ([("lat", "nan"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("lat", "inf"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("lat", "1e400"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("lat", "5_1"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("lat", "0x33"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("lat", "90.0001"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("lat", "51.2"), ("lng", "-180.5")], "invalid_coordinates"),
-    ([("lat", "51.2"), ("lat", "51.3"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("lat", "51,2"), ("lng", "4.4")], "invalid_coordinates"),
-    ([("locationId", "loc_mine"), ("lat", "51.2")], "ambiguous_target"),
-    ([("locationId", "loc_mine"), ("lat", "51.2"), ("lng", "4.4")], "ambiguous_target"),
-    ([("locationId", "a"), ("locationId", "b")], "invalid_request"),
-    ([("locationId", "loc_theirs")], "location_not_found"),
-    ([("locationId", "loc_nope")], "location_not_found"),
-    ([("lat", str(OUTSIDE[0])), ("lng", str(OUTSIDE[1]))], "outside_service_area"),
-    ([("lat", "0"), ("lng", "0")], "outside_service_area"),
-    ([("lat", str(INSIDE[0])), ("lng", str(INSIDE[1]))], None),
-    ([("lat", "51.2"), ("lng", "+4.4")], None),
-    ([("lat", " 51.2 "), ("lng", "4.4")], "invalid_coordinates"),  # no whitespace stripped
-    ([("lat", "51.2\u00a0"), ("lng", "4.4")], "invalid_coordinates"),  # nor a no-break space
-    ([("lat", "\uff15\uff11.2"), ("lng", "4.4")], "invalid_coordinates"),  # fullwidth ５１.2
-    ([("lat", "5.12e1"), ("lng", "4.4")], None),
-    ([("lat", "51.2"), ("lng", "4.4"), ("unknown", "x")], None),
-])
+@pytest.mark.parametrize(
+    "query, code",
+    [
+        ([], "missing_target"),
+        ([("lat", "51.2")], "missing_target"),
+        ([("lng", "4.4")], "missing_target"),
+        ([("lat", ""), ("lng", "")], "missing_target"),
+        ([("lat", "nan"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("lat", "inf"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("lat", "1e400"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("lat", "5_1"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("lat", "0x33"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("lat", "90.0001"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("lat", "51.2"), ("lng", "-180.5")], "invalid_coordinates"),
+        ([("lat", "51.2"), ("lat", "51.3"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("lat", "51,2"), ("lng", "4.4")], "invalid_coordinates"),
+        ([("locationId", "loc_mine"), ("lat", "51.2")], "ambiguous_target"),
+        ([("locationId", "loc_mine"), ("lat", "51.2"), ("lng", "4.4")], "ambiguous_target"),
+        ([("locationId", "a"), ("locationId", "b")], "invalid_request"),
+        ([("locationId", "loc_theirs")], "location_not_found"),
+        ([("locationId", "loc_nope")], "location_not_found"),
+        ([("lat", str(OUTSIDE[0])), ("lng", str(OUTSIDE[1]))], "outside_service_area"),
+        ([("lat", "0"), ("lng", "0")], "outside_service_area"),
+        ([("lat", str(INSIDE[0])), ("lng", str(INSIDE[1]))], None),
+        ([("lat", "51.2"), ("lng", "+4.4")], None),
+        ([("lat", " 51.2 "), ("lng", "4.4")], "invalid_coordinates"),  # no whitespace stripped
+        ([("lat", "51.2\u00a0"), ("lng", "4.4")], "invalid_coordinates"),  # nor a no-break space
+        ([("lat", "\uff15\uff11.2"), ("lng", "4.4")], "invalid_coordinates"),  # fullwidth ５１.2
+        ([("lat", "5.12e1"), ("lng", "4.4")], None),
+        ([("lat", "51.2"), ("lng", "4.4"), ("unknown", "x")], None),
+    ],
+)
 def test_targeting_rules(ctx, query, code):
     assert code_of(ctx, query) == code
 
@@ -113,8 +124,9 @@ NON_ASCII_DIGITS = st.characters(categories=["Nd"]).filter(lambda c: not "0" <= 
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(digits=st.lists(st.sampled_from("0123456789") | NON_ASCII_DIGITS, min_size=1, max_size=6),
-       data=st.data())
+@given(
+    digits=st.lists(st.sampled_from("0123456789") | NON_ASCII_DIGITS, min_size=1, max_size=6), data=st.data()
+)
 def test_only_ascii_digits_make_a_coordinate(ctx, digits, data):
     """Fullwidth, Arabic-Indic, Devanagari … digits (all match ``\\d``) are invalid_coordinates."""
     lat = "".join(digits)
@@ -131,13 +143,16 @@ def test_only_ascii_digits_make_a_coordinate(ctx, digits, data):
 KEY = "uc_live_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6" + "Qr7St8"
 
 
-@pytest.mark.parametrize("query", [
-    [("locationId", KEY)],
-    [("locationId", KEY[8:40])],  # a fragment of a key, without its prefix
-    [("lat", KEY), ("lng", "4.4")],
-    [("lat", "51.2"), ("lng", KEY[:30])],
-    [("locationId", "someone@stad.antwerpen.be")],
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        [("locationId", KEY)],
+        [("locationId", KEY[8:40])],  # a fragment of a key, without its prefix
+        [("lat", KEY), ("lng", "4.4")],
+        [("lat", "51.2"), ("lng", KEY[:30])],
+        [("locationId", "someone@stad.antwerpen.be")],
+    ],
+)
 def test_error_messages_never_echo_a_key(ctx, query):
     with pytest.raises(ApiError) as info:
         resolve(ctx, query)

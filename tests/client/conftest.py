@@ -66,11 +66,36 @@ class ApiServer:
         for line in self.flask("keys", "list", "--email", account.email).splitlines():
             self.flask("keys", "revoke", "--email", account.email, "--id", line.split("\t")[0])
 
-    def add_location(self, account: Account, location_id: str, name: str, lat: float, lng: float,
-                     primary: bool = False, address: str = "", label: str = "") -> None:
-        self.flask("locations", "add", "--email", account.email, "--id", location_id, "--name", name,
-                   "--lat", str(lat), "--lng", str(lng), "--address", address, "--label", label,
-                   *(["--primary"] if primary else []))
+    def add_location(
+        self,
+        account: Account,
+        location_id: str,
+        name: str,
+        lat: float,
+        lng: float,
+        primary: bool = False,
+        address: str = "",
+        label: str = "",
+    ) -> None:
+        self.flask(
+            "locations",
+            "add",
+            "--email",
+            account.email,
+            "--id",
+            location_id,
+            "--name",
+            name,
+            "--lat",
+            str(lat),
+            "--lng",
+            str(lng),
+            "--address",
+            address,
+            "--label",
+            label,
+            *(["--primary"] if primary else []),
+        )
 
     def exhaust_quota(self, account: Account) -> None:
         """Use up the account's daily quota today and tomorrow (UTC), through the app's own usage counter."""
@@ -107,16 +132,18 @@ def serve_app(data_dir, instance):
 
     from app import create_app
 
-    app = create_app({
-        "TESTING": True,
-        "SECRET_KEY": "client-tests",
-        "DATABASE": str(instance / "urban.sqlite"),
-        "DATA_DIR": str(data_dir),
-        "CLOCK": "snapshot",
-        "RATELIMIT_STORAGE_URI": "memory://",
-        "AUTH_FAILURE_LIMIT": "1000 per minute",
-        "INSTANCE_PATH": str(instance),
-    })
+    app = create_app(
+        {
+            "TESTING": True,
+            "SECRET_KEY": "client-tests",
+            "DATABASE": str(instance / "urban.sqlite"),
+            "DATA_DIR": str(data_dir),
+            "CLOCK": "snapshot",
+            "RATELIMIT_STORAGE_URI": "memory://",
+            "AUTH_FAILURE_LIMIT": "1000 per minute",
+            "INSTANCE_PATH": str(instance),
+        }
+    )
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="client-api-server", daemon=True)
     thread.start()
@@ -139,8 +166,16 @@ def api_server(snapshot_dir, tmp_path_factory):
 def account(api_server) -> Account:
     """An API-plan account with two saved locations: inside the Antwerp LEZ (primary) and in Gent."""
     acc = api_server.create_account("api")
-    api_server.add_location(acc, "loc_groenplaats", "Groenplaats", 51.2194, 4.4009, primary=True,
-                            address="Groenplaats, 2000 Antwerpen", label="werf")
+    api_server.add_location(
+        acc,
+        "loc_groenplaats",
+        "Groenplaats",
+        51.2194,
+        4.4009,
+        primary=True,
+        address="Groenplaats, 2000 Antwerpen",
+        label="werf",
+    )
     api_server.add_location(acc, "loc_gent", "Korenmarkt", 51.0549, 3.7215, address="Korenmarkt, 9000 Gent")
     return acc
 
@@ -167,8 +202,13 @@ def run_urban(client_env):
     def run(*args, env=None, input=None, timeout=60):
         full_env = dict(client_env, **(env or {}))
         full_env = {k: v for k, v in full_env.items() if v is not None}
-        return subprocess.run(urban_command() + [str(a) for a in args], env=full_env, input=input,
-                              capture_output=True, timeout=timeout)
+        return subprocess.run(
+            urban_command() + [str(a) for a in args],
+            env=full_env,
+            input=input,
+            capture_output=True,
+            timeout=timeout,
+        )
 
     return run
 
@@ -271,15 +311,20 @@ def http_answer(status: str, content_type: str, body: bytes):
 
     def behaviour(conn):
         read_request(conn)
-        conn.sendall(f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
-                     f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+        conn.sendall(
+            f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
 
     return behaviour
 
 
-NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
-             b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
-             b"</body>\r\n</html>\r\n")
+NGINX_502 = (
+    b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    b"<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    b"</body>\r\n</html>\r\n"
+)
 
 
 @pytest.fixture
@@ -309,19 +354,31 @@ def self_signed(tmp_path_factory):
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.now(UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=30))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(days=1))
+        .not_valid_after(now + timedelta(days=30))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     folder = tmp_path_factory.mktemp("tls")
     cert_path, key_path = folder / "cert.pem", folder / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_path, key_path)
     return context, cert_path

@@ -52,13 +52,19 @@ def scripted():
 def test_success_returns_exact_bytes_parsed_json_and_rate_limit(scripted):
     handler, base = scripted
     body = b'{"locations":[],  "x": "\xc2\xb5g/m\xc2\xb3"}'
-    handler.routes["/api/v1/locations"] = (200, {"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "42",
-                                                  "X-RateLimit-Reset": "1763337600"}, body)
+    handler.routes["/api/v1/locations"] = (
+        200,
+        {"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "42", "X-RateLimit-Reset": "1763337600"},
+        body,
+    )
     response = ApiClient(base + "/", api_key="uk_abc").locations()
     assert response.body == body
     assert response.data == {"locations": [], "x": "µg/m³"}
-    assert (response.rate_limit.limit, response.rate_limit.remaining, response.rate_limit.reset) == \
-        (100, 42, 1763337600)
+    assert (response.rate_limit.limit, response.rate_limit.remaining, response.rate_limit.reset) == (
+        100,
+        42,
+        1763337600,
+    )
     path, headers = handler.seen[-1]
     assert path == "/api/v1/locations" and headers["Authorization"] == "Bearer uk_abc"
 
@@ -80,8 +86,12 @@ def test_json_error_maps_code_message_status_and_retry_after(scripted):
     with pytest.raises(ApiError) as info:
         ApiClient(base, "uk_k").locations()
     err = info.value
-    assert (err.status, err.code, err.message, err.retry_after) == (429, "quota_exceeded",
-                                                                     "Daily quota of 100 calls reached", 3600)
+    assert (err.status, err.code, err.message, err.retry_after) == (
+        429,
+        "quota_exceeded",
+        "Daily quota of 100 calls reached",
+        3600,
+    )
     assert err.body == body and err.rate_limit.remaining == 0
     assert exit_code_for(err) == ExitCode.QUOTA
 
@@ -93,8 +103,9 @@ def test_non_json_error_page_and_non_json_success(scripted):
     with pytest.raises(ApiError) as info:
         ApiClient(base).disruptions(lat=1, lng=2)
     assert (info.value.status, info.value.code, info.value.from_api) == (502, "http_502", False)
-    assert info.value.message.startswith(f"the server at {base} answered HTTP 502 Bad Gateway with an HTML "
-                                         "page, not the API's JSON error")
+    assert info.value.message.startswith(
+        f"the server at {base} answered HTTP 502 Bad Gateway with an HTML page, not the API's JSON error"
+    )
     assert exit_code_for(info.value) == ExitCode.UPSTREAM
     with pytest.raises(ApiError) as info:
         ApiClient(base).locations()
@@ -110,17 +121,35 @@ def test_redirects_are_not_followed(scripted):
     assert info.value.status == 302
 
 
-@pytest.mark.parametrize("status, code", [(400, ExitCode.USAGE), (401, ExitCode.AUTH), (403, ExitCode.AUTH),
-                                          (404, ExitCode.NOT_FOUND), (422, ExitCode.OUTSIDE_AREA),
-                                          (429, ExitCode.QUOTA), (500, ExitCode.ERROR),
-                                          (502, ExitCode.UPSTREAM), (503, ExitCode.UPSTREAM)])
+@pytest.mark.parametrize(
+    "status, code",
+    [
+        (400, ExitCode.USAGE),
+        (401, ExitCode.AUTH),
+        (403, ExitCode.AUTH),
+        (404, ExitCode.NOT_FOUND),
+        (422, ExitCode.OUTSIDE_AREA),
+        (429, ExitCode.QUOTA),
+        (500, ExitCode.ERROR),
+        (502, ExitCode.UPSTREAM),
+        (503, ExitCode.UPSTREAM),
+    ],
+)
 def test_exit_code_per_status(status, code):
     assert exit_code_for(ApiError(status, "x", "y")) == code
 
 
-@pytest.mark.parametrize("status, code", [(404, ExitCode.ERROR), (429, ExitCode.ERROR), (500, ExitCode.ERROR),
-                                          (502, ExitCode.UPSTREAM), (503, ExitCode.UPSTREAM),
-                                          (504, ExitCode.UPSTREAM)])
+@pytest.mark.parametrize(
+    "status, code",
+    [
+        (404, ExitCode.ERROR),
+        (429, ExitCode.ERROR),
+        (500, ExitCode.ERROR),
+        (502, ExitCode.UPSTREAM),
+        (503, ExitCode.UPSTREAM),
+        (504, ExitCode.UPSTREAM),
+    ],
+)
 def test_exit_code_of_an_answer_that_is_not_the_apis(status, code):
     """Another server's page never claims 'not found' or 'quota'; only a gateway failure means retry."""
     assert exit_code_for(ApiError(status, f"http_{status}", "y", from_api=False)) == code
@@ -143,13 +172,15 @@ def test_timeouts_are_told_apart(silent_server, unreachable_port):
     with pytest.raises(NetworkError) as info:
         ApiClient(silent_server, timeout=0.3).locations()
     assert info.value.kind == "read_timeout" and info.value.is_timeout
-    assert str(info.value).startswith(f"{silent_server} accepted the connection but sent no answer "
-                                      "within 0.3 s")
+    assert str(info.value).startswith(
+        f"{silent_server} accepted the connection but sent no answer within 0.3 s"
+    )
     with pytest.raises(NetworkError) as info:
         ApiClient(f"http://127.0.0.1:{unreachable_port}/api/v1", timeout=0.3).locations()
     assert info.value.kind == "connect_timeout" and info.value.is_timeout
-    assert str(info.value).startswith(f"could not connect to http://127.0.0.1:{unreachable_port}/api/v1 "
-                                      "within 0.3 s")
+    assert str(info.value).startswith(
+        f"could not connect to http://127.0.0.1:{unreachable_port}/api/v1 within 0.3 s"
+    )
 
 
 def test_credentials_in_the_base_url_never_appear_in_messages():

@@ -38,6 +38,7 @@ def assert_clean(proc, key=None):
 
 # --- --json: the API body byte-for-byte, nothing else ----------------------------------------------------
 
+
 @pytest.mark.parametrize("command", DATA_COMMANDS)
 @pytest.mark.parametrize("target", ["coords", "location"])
 def test_json_prints_the_rest_body_byte_for_byte(api_server, account, run_urban, command, target):
@@ -57,8 +58,12 @@ def test_json_prints_the_rest_body_byte_for_byte(api_server, account, run_urban,
 @pytest.mark.parametrize("lang", ["nl", "fr", "en"])
 def test_lang_is_sent_as_accept_language(api_server, account, run_urban, command, lang):
     params = {"lat": ANTWERP[0], "lng": ANTWERP[1]}
-    rest = requests.get(f"{api_server.base_url}/{command}", params=params, timeout=30,
-                        headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang})
+    rest = requests.get(
+        f"{api_server.base_url}/{command}",
+        params=params,
+        timeout=30,
+        headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang},
+    )
     assert rest.status_code == 200 and rest.headers["Content-Language"] == lang
     args = ["--lat", ANTWERP[0], "--lng", ANTWERP[1], "--lang", lang]
     proc = run_urban(command, *args, "--json", env=env_for(api_server, account.key))
@@ -89,6 +94,7 @@ def test_locations_json_is_the_rest_body(api_server, account, run_urban):
 
 # --- readable summaries ---------------------------------------------------------------------------------
 
+
 def test_locations_summary_lists_saved_locations_primary_marked(api_server, account, run_urban):
     proc = run_urban("locations", env=env_for(api_server, account.key))
     assert proc.returncode == 0, proc.stderr
@@ -102,8 +108,9 @@ def test_locations_summary_lists_saved_locations_primary_marked(api_server, acco
 
 def test_disruptions_summary_tables_sorted_by_distance(api_server, account, run_urban):
     body = api_server.get("disruptions", account.key, lat=ANTWERP[0], lng=ANTWERP[1]).json()
-    proc = run_urban("disruptions", "--lat", ANTWERP[0], "--lng", ANTWERP[1],
-                     env=env_for(api_server, account.key))
+    proc = run_urban(
+        "disruptions", "--lat", ANTWERP[0], "--lng", ANTWERP[1], env=env_for(api_server, account.key)
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     s = body["summary"]
@@ -151,8 +158,11 @@ def test_briefing_summary_risk_headline_windows_in_brussels_time(api_server, acc
     assert f"Risk: {body['risk'].upper()}" in out
     assert body["headline"] in out
     brussels = ZoneInfo("Europe/Brussels")
-    for name, label in (("bestWindow", "Best window:"), ("worstWindow", "Worst window:"),
-                        ("nextRushPeak", "Next rush peak:")):
+    for name, label in (
+        ("bestWindow", "Best window:"),
+        ("worstWindow", "Worst window:"),
+        ("nextRushPeak", "Next rush peak:"),
+    ):
         start = datetime.fromisoformat(body[name]["start"]).astimezone(brussels)
         line = next(line for line in out.splitlines() if line.startswith(label))
         assert start.strftime("%d %b %H:%M") in line
@@ -168,8 +178,13 @@ def test_colour_only_on_a_terminal(api_server, account, client_env):
     """Piped output is plain (checked in the tests above); on a pseudo-terminal the summary is styled."""
     env = dict(client_env, **env_for(api_server, account.key), TERM="xterm-256color")
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(urban_command() + ["briefing", "--location-id", "loc_groenplaats"], env=env,
-                            stdout=follower, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        urban_command() + ["briefing", "--location-id", "loc_groenplaats"],
+        env=env,
+        stdout=follower,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
     os.close(follower)
     chunks = []
     while True:
@@ -188,6 +203,7 @@ def test_colour_only_on_a_terminal(api_server, account, client_env):
 # --- errors: stderr message, distinct exit code, --json error body, never a traceback --------------------
 # no key, bad key, quota exhausted, outside the service area, upstream and server down for every command
 # in both modes: test_error_matrix.py; network failures and foreign answers: test_network_errors.py
+
 
 def test_plan_without_api_access_is_exit_3(api_server, run_urban):
     acc = api_server.create_account("developer")
@@ -216,11 +232,14 @@ def test_unknown_location_is_exit_5(api_server, account, run_urban):
     assert_clean(proc, account.key)
 
 
-@pytest.mark.parametrize("args, code", [
-    ([], "missing_target"),
-    (["--lat", ANTWERP[0]], "missing_target"),
-    (["--lat", "95", "--lng", "4.4"], "invalid_coordinates"),
-])
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        ([], "missing_target"),
+        (["--lat", ANTWERP[0]], "missing_target"),
+        (["--lat", "95", "--lng", "4.4"], "invalid_coordinates"),
+    ],
+)
 def test_bad_targets_are_reported_by_the_api_with_exit_2(api_server, account, run_urban, args, code):
     proc = run_urban("disruptions", *args, env=env_for(api_server, account.key))
     assert proc.returncode == 2
@@ -228,9 +247,15 @@ def test_bad_targets_are_reported_by_the_api_with_exit_2(api_server, account, ru
     assert_clean(proc, account.key)
 
 
-@pytest.mark.parametrize("args", [["briefing", "--lat", "abc", "--lng", "4.4"], ["nosuchcommand"],
-                                  ["disruptions", "--lat", "nan", "--lng", "4.4"],
-                                  ["--timeout", "-1", "locations"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["briefing", "--lat", "abc", "--lng", "4.4"],
+        ["nosuchcommand"],
+        ["disruptions", "--lat", "nan", "--lng", "4.4"],
+        ["--timeout", "-1", "locations"],
+    ],
+)
 def test_command_line_misuse_is_exit_2_without_calling(run_urban, args):
     proc = run_urban(*args, env={"URBAN_BASE_URL": f"http://127.0.0.1:{free_port()}/api/v1"})
     assert proc.returncode == 2
@@ -239,6 +264,7 @@ def test_command_line_misuse_is_exit_2_without_calling(run_urban, args):
 
 
 # --- configure --------------------------------------------------------------------------------------------
+
 
 def test_configure_writes_a_0600_file_used_by_later_commands(api_server, account, run_urban, client_env):
     path = client_env["URBAN_CONFIG"]
@@ -278,8 +304,14 @@ def test_configure_without_any_key_is_a_usage_error(run_urban):
 def test_configure_on_a_terminal_prompts_without_echoing_the_key(client_env):
     key = "uc_live_terminalKeyNeverEchoed0000000000000"
     leader, follower = pty.openpty()
-    proc = subprocess.Popen(urban_command() + ["configure"], env=client_env, stdin=follower, stdout=follower,
-                            stderr=follower, start_new_session=True)
+    proc = subprocess.Popen(
+        urban_command() + ["configure"],
+        env=client_env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
     os.close(follower)
     transcript = b""
     while b"API key" not in transcript:

@@ -19,8 +19,18 @@ from .conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
-SERVER_ONLY = {"flask", "gunicorn", "geopandas", "shapely", "numpy", "pandas", "scipy", "pyarrow", "werkzeug",
-               "urban-conditions"}
+SERVER_ONLY = {
+    "flask",
+    "gunicorn",
+    "geopandas",
+    "shapely",
+    "numpy",
+    "pandas",
+    "scipy",
+    "pyarrow",
+    "werkzeug",
+    "urban-conditions",
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +39,40 @@ def client_venv(tmp_path_factory):
     resolved by pip from the configured index (pip's cache makes a second run fast)."""
     work = tmp_path_factory.mktemp("client-dist")
     wheels = work / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(wheels), str(ROOT / "client")], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(ROOT / "client"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = wheels.glob("urban_conditions_client-*.whl")
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                          "--disable-pip-version-check", str(wheel)],
-                         capture_output=True, text=True, timeout=600)
+    pip = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert pip.returncode == 0, pip.stdout[-2000:] + pip.stderr[-2000:]
     return venv, wheel
 
@@ -50,20 +86,28 @@ def test_wheel_holds_only_the_client(client_venv):
     metadata = zipfile.ZipFile(wheel).read(meta).decode().splitlines()
     requires = [line.split(":", 1)[1].strip() for line in metadata if line.startswith("Requires-Dist:")]
     assert {r.split(">")[0].split("<")[0].split(";")[0].split("=")[0].strip() for r in requires} == {
-        "requests", "click", "rich", "mcp", "tzdata"}
+        "requests",
+        "click",
+        "rich",
+        "mcp",
+        "tzdata",
+    }
     entry = next(n for n in names if n.endswith("/entry_points.txt"))
     assert "urban = urban_client.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 def test_fresh_venv_pulls_no_server_package(client_venv):
     venv, _ = client_venv
-    listed = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
-                            capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     names = {p["name"].lower().replace("_", "-") for p in json.loads(listed)}
     assert "urban-conditions-client" in names and {"requests", "click", "rich", "mcp"} <= names
     assert not names & SERVER_ONLY, names & SERVER_ONLY
-    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import app"], capture_output=True,
-                           cwd=venv)
+    probe = subprocess.run([str(venv / "bin" / "python"), "-c", "import app"], capture_output=True, cwd=venv)
     assert probe.returncode != 0  # the server is not importable from the client's environment
 
 
@@ -75,8 +119,14 @@ def test_server_distribution_no_longer_ships_the_client():
 
 def _env(venv, api_server, account, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("URBAN_", "VIRTUAL_ENV"))}
-    env.update({"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key,
-                "URBAN_CONFIG": str(tmp_path / "none.ini"), "PATH": f"{venv / 'bin'}:{env['PATH']}"})
+    env.update(
+        {
+            "URBAN_BASE_URL": api_server.base_url,
+            "URBAN_API_KEY": account.key,
+            "URBAN_CONFIG": str(tmp_path / "none.ini"),
+            "PATH": f"{venv / 'bin'}:{env['PATH']}",
+        }
+    )
     return env
 
 
@@ -85,14 +135,29 @@ def test_fresh_venv_urban_air_quality_against_the_served_api(client_venv, api_se
     urban = str(venv / "bin" / "urban")
     env = _env(venv, api_server, account, tmp_path)
     for option, accept in (("--json", "application/json"), ("--geojson", "application/geo+json")):
-        out = subprocess.run([urban, "air-quality", "--lat", "51.2194", "--lng", "4.4025", option], env=env,
-                             capture_output=True, timeout=60, cwd=tmp_path)
+        out = subprocess.run(
+            [urban, "air-quality", "--lat", "51.2194", "--lng", "4.4025", option],
+            env=env,
+            capture_output=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
         assert out.returncode == 0, out.stderr
-        rest = requests.get(f"{api_server.base_url}/air-quality", params={"lat": "51.2194", "lng": "4.4025"},
-                            headers={"Authorization": f"Bearer {account.key}", "Accept": accept}, timeout=30)
+        rest = requests.get(
+            f"{api_server.base_url}/air-quality",
+            params={"lat": "51.2194", "lng": "4.4025"},
+            headers={"Authorization": f"Bearer {account.key}", "Accept": accept},
+            timeout=30,
+        )
         assert rest.headers["Content-Type"] == accept and out.stdout == rest.content
-    summary = subprocess.run([urban, "air-quality", "--location-id", "loc_groenplaats"], env=env,
-                             capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    summary = subprocess.run(
+        [urban, "air-quality", "--location-id", "loc_groenplaats"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert summary.returncode == 0 and "NO2" in summary.stdout and "Low-emission zone: yes" in summary.stdout
 
 
@@ -100,8 +165,12 @@ def test_fresh_venv_urban_mcp_session(client_venv, api_server, account, tmp_path
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     venv, _ = client_venv
-    params = StdioServerParameters(command=str(venv / "bin" / "urban"), args=["mcp"],
-                                   env=_env(venv, api_server, account, tmp_path), cwd=str(tmp_path))
+    params = StdioServerParameters(
+        command=str(venv / "bin" / "urban"),
+        args=["mcp"],
+        env=_env(venv, api_server, account, tmp_path),
+        cwd=str(tmp_path),
+    )
 
     async def main():
         async with stdio_client(params) as (read, write):

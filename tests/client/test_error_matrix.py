@@ -37,8 +37,13 @@ CASES = {
     "server_down": (8, None, None, "The base URL comes from the environment variable URBAN_BASE_URL."),
 }
 NEEDS_A_POINT = ("outside_service_area", "upstream_stale")
-MATRIX = [(case, command, mode) for case in CASES for command in COMMANDS for mode in ("summary", "json")
-          if not (command == "locations" and case in NEEDS_A_POINT)]
+MATRIX = [
+    (case, command, mode)
+    for case in CASES
+    for command in COMMANDS
+    for mode in ("summary", "json")
+    if not (command == "locations" and case in NEEDS_A_POINT)
+]
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +76,9 @@ def world(api_server, stale_server):
         "quota_exhausted": SimpleNamespace(server=api_server, key=exhausted.key, point=ANTWERP),
         "outside_service_area": SimpleNamespace(server=api_server, key=good.key, point=PARIS),
         "upstream_stale": SimpleNamespace(server=stale_server, key=stale.key, point=ANTWERP),
-        "server_down": SimpleNamespace(server=None, key=good.key, point=ANTWERP,
-                                       base_url=f"http://127.0.0.1:{free_port()}/api/v1"),
+        "server_down": SimpleNamespace(
+            server=None, key=good.key, point=ANTWERP, base_url=f"http://127.0.0.1:{free_port()}/api/v1"
+        ),
     }
 
 
@@ -106,9 +112,11 @@ def test_error_case(world, run_urban, case, command, mode):
 
     if case == "server_down":
         port = base.split(":")[2].split("/")[0]
-        assert lines[0] == (f"Error: network: nothing is listening on 127.0.0.1:{port} (connection refused "
-                            f"by {base}): check that the API server is running and the host and port of "
-                            "the base URL.")
+        assert lines[0] == (
+            f"Error: network: nothing is listening on 127.0.0.1:{port} (connection refused "
+            f"by {base}): check that the API server is running and the host and port of "
+            "the base URL."
+        )
         assert proc.stdout == b""
         return
 

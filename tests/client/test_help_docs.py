@@ -19,8 +19,14 @@ def commands():
 
 
 def test_there_are_the_six_commands():
-    assert [name for name, _ in commands()] == ["air-quality", "briefing", "configure", "disruptions",
-                                                "locations", "mcp"]
+    assert [name for name, _ in commands()] == [
+        "air-quality",
+        "briefing",
+        "configure",
+        "disruptions",
+        "locations",
+        "mcp",
+    ]
 
 
 @pytest.mark.parametrize("name, command", commands())
@@ -50,13 +56,14 @@ def test_every_exit_code_is_documented():
         assert f"\n| {int(code)} |" in DOC, code
 
 
-@pytest.mark.parametrize("name", [None, "locations", "disruptions", "air-quality", "briefing", "configure",
-                                  "mcp"])
+@pytest.mark.parametrize(
+    "name", [None, "locations", "disruptions", "air-quality", "briefing", "configure", "mcp"]
+)
 def test_help_runs_from_the_installed_command(name):
     args = ["--help"] if name is None else [name, "--help"]
     proc = subprocess.run(urban_command() + args, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0
     assert proc.stdout.startswith("Usage: urban")
     targeted = name in ("disruptions", "air-quality", "briefing")
-    for opt in (["--location-id", "--lat", "--lng", "--json"] if targeted else []):
+    for opt in ["--location-id", "--lat", "--lng", "--json"] if targeted else []:
         assert opt in proc.stdout

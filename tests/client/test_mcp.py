@@ -16,16 +16,21 @@ pytestmark = pytest.mark.slow
 
 ANTWERP = {"lat": 51.2194, "lng": 4.4025}
 PARIS = {"lat": 48.8566, "lng": 2.3522}
-TOOLS = {"list_locations": "locations", "get_disruptions": "disruptions",
-         "get_air_quality": "air-quality", "get_briefing": "briefing"}
+TOOLS = {
+    "list_locations": "locations",
+    "get_disruptions": "disruptions",
+    "get_air_quality": "air-quality",
+    "get_briefing": "briefing",
+}
 
 
 def session_run(client_env, env, scenario, *options):
     """Spawn `urban mcp [options]` with ``env``, open a ClientSession, run ``scenario(session)``, return its
     value."""
     command = urban_command()
-    params = StdioServerParameters(command=command[0], args=command[1:] + ["mcp", *options],
-                                   env={**client_env, **env})
+    params = StdioServerParameters(
+        command=command[0], args=command[1:] + ["mcp", *options], env={**client_env, **env}
+    )
 
     async def main():
         async with stdio_client(params) as (read, write):
@@ -46,8 +51,9 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, acc
     async def scenario(session):
         return (await session.list_tools()).tools
 
-    tools = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
-                        scenario)
+    tools = session_run(
+        client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}, scenario
+    )
     assert {t.name for t in tools} == set(TOOLS)
     for tool in tools:
         assert tool.description and len(tool.description) > 80
@@ -71,8 +77,9 @@ def test_every_tool_returns_the_rest_body(api_server, account, client_env):
         await session.list_tools()
         return [await session.call_tool(name, args) for name, args, _ in calls]
 
-    results = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
-                          scenario)
+    results = session_run(
+        client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}, scenario
+    )
     for (name, _args, params), result in zip(calls, results):
         rest = api_server.get(TOOLS[name], account.key, **params)
         assert rest.status_code == 200
@@ -97,8 +104,9 @@ def test_api_errors_come_back_as_tool_errors_with_the_api_code_and_message(api_s
         await session.list_tools()
         return [await session.call_tool(name, args) for name, args in calls]
 
-    results = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
-                          scenario)
+    results = session_run(
+        client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}, scenario
+    )
     errors = [error_of(r) for r in results]
     rest = {
         0: api_server.get("air-quality", account.key, lat="48.8566", lng="2.3522"),
@@ -123,8 +131,11 @@ def test_key_and_network_errors_are_tool_errors(api_server, client_env):
     async def scenario(session):
         return await session.call_tool("get_briefing", dict(ANTWERP))
 
-    bad_key = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url,
-                                       "URBAN_API_KEY": "uk_not_a_real_key_00000000000000000000"}, scenario)
+    bad_key = session_run(
+        client_env,
+        {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": "uk_not_a_real_key_00000000000000000000"},
+        scenario,
+    )
     rest = api_server.get("briefing", "uk_not_a_real_key_00000000000000000000", lat="51.2194", lng="4.4025")
     assert error_of(bad_key) == {"error": "invalid_key", "message": rest.json()["message"], "status": 401}
 
@@ -136,27 +147,35 @@ def test_key_and_network_errors_are_tool_errors(api_server, client_env):
     error = error_of(down)
     assert error["error"] == "network_error" and error["status"] is None
     port = base.split(":")[2].split("/")[0]
-    assert error["message"].startswith(f"nothing is listening on 127.0.0.1:{port} (connection refused by "
-                                       f"{base})")
+    assert error["message"].startswith(
+        f"nothing is listening on 127.0.0.1:{port} (connection refused by {base})"
+    )
 
 
 def test_timeout_and_proxy_page_are_tool_errors(client_env, silent_server, raw_server):
     async def scenario(session):
         return await session.call_tool("get_air_quality", dict(ANTWERP))
 
-    slow = session_run(client_env, {"URBAN_BASE_URL": silent_server, "URBAN_API_KEY": "uk_x",
-                                    "URBAN_TIMEOUT": "0.5"}, scenario)
+    slow = session_run(
+        client_env,
+        {"URBAN_BASE_URL": silent_server, "URBAN_API_KEY": "uk_x", "URBAN_TIMEOUT": "0.5"},
+        scenario,
+    )
     error = error_of(slow)
     assert error["error"] == "timeout" and error["status"] is None
-    assert error["message"].startswith(f"{silent_server} accepted the connection but sent no answer "
-                                       "within 0.5 s")
+    assert error["message"].startswith(
+        f"{silent_server} accepted the connection but sent no answer within 0.5 s"
+    )
 
     proxy = raw_server(http_answer("502 Bad Gateway", "text/html", NGINX_502))
-    error = error_of(session_run(client_env, {"URBAN_BASE_URL": proxy.base_url, "URBAN_API_KEY": "uk_x"},
-                                 scenario))
+    error = error_of(
+        session_run(client_env, {"URBAN_BASE_URL": proxy.base_url, "URBAN_API_KEY": "uk_x"}, scenario)
+    )
     assert error["error"] == "http_502" and error["status"] == 502
-    assert error["message"].startswith(f"the server at {proxy.base_url} answered HTTP 502 Bad Gateway "
-                                       "with an HTML page, not the API's JSON error")
+    assert error["message"].startswith(
+        f"the server at {proxy.base_url} answered HTTP 502 Bad Gateway "
+        "with an HTML page, not the API's JSON error"
+    )
 
 
 def _types(schema):
@@ -177,16 +196,18 @@ def _agree(mine, theirs, doc, path):
         members = [alt.get("properties", {}) for alt in alts if "properties" in alt]
         if members:
             merged["properties"] = {k: v for m in members for k, v in m.items()}
-            merged["required"] = sorted(set.intersection(*(set(a.get("required", [])) for a in alts
-                                                           if "properties" in a)))
+            merged["required"] = sorted(
+                set.intersection(*(set(a.get("required", [])) for a in alts if "properties" in a))
+            )
         theirs = merged
     problems = []
     mine_types, their_types = _types(mine), _types(theirs)
     if mine_types and their_types:
         covered = mine_types | ({"integer"} if "number" in mine_types else set())
         if not their_types <= covered:
-            problems.append(f"{path}: server sends {sorted(their_types)}, "
-                            f"tool schema allows {sorted(mine_types)}")
+            problems.append(
+                f"{path}: server sends {sorted(their_types)}, tool schema allows {sorted(mine_types)}"
+            )
     for name in mine.get("required", []):
         if name not in theirs.get("required", []):
             problems.append(f"{path}.{name}: required by the tool schema, optional in the API")
@@ -204,8 +225,12 @@ def test_tool_output_schemas_agree_with_the_openapi_document(api_server):
     from urban_client import schemas
 
     doc = api_server.get("openapi.json", None).json()
-    pairs = {"LocationList": schemas.LOCATIONS_OUTPUT, "Disruptions": schemas.DISRUPTIONS_OUTPUT,
-             "AirQuality": schemas.AIR_QUALITY_OUTPUT, "Briefing": schemas.BRIEFING_OUTPUT}
+    pairs = {
+        "LocationList": schemas.LOCATIONS_OUTPUT,
+        "Disruptions": schemas.DISRUPTIONS_OUTPUT,
+        "AirQuality": schemas.AIR_QUALITY_OUTPUT,
+        "Briefing": schemas.BRIEFING_OUTPUT,
+    }
     problems = []
     for component, mine in pairs.items():
         problems += _agree(mine, doc["components"]["schemas"][component], doc, component)
@@ -221,8 +246,12 @@ def test_streamable_http_transport_on_loopback(api_server, account, client_env):
 
     port = free_port()
     env = {**client_env, "URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}
-    proc = subprocess.Popen(urban_command() + ["mcp", "--http", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        urban_command() + ["mcp", "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:  # wait until the server listens (not a timing assertion: only a bound on waiting)
@@ -255,15 +284,24 @@ def test_streamable_http_transport_on_loopback(api_server, account, client_env):
 @pytest.mark.parametrize("lang", ["fr", "en"])
 def test_lang_is_sent_as_accept_language(api_server, account, client_env, lang):
     """`urban mcp --lang fr`: the tools answer with the texts the API writes for Accept-Language: fr."""
+
     async def scenario(session):
         return [await session.call_tool(name, dict(ANTWERP)) for name in ("get_air_quality", "get_briefing")]
 
-    results = session_run(client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
-                          scenario, "--lang", lang)
+    results = session_run(
+        client_env,
+        {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key},
+        scenario,
+        "--lang",
+        lang,
+    )
     for path, result in zip(("air-quality", "briefing"), results):
-        rest = requests.get(f"{api_server.base_url}/{path}", params={"lat": "51.2194", "lng": "4.4025"},
-                            headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang},
-                            timeout=30)
+        rest = requests.get(
+            f"{api_server.base_url}/{path}",
+            params={"lat": "51.2194", "lng": "4.4025"},
+            headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang},
+            timeout=30,
+        )
         assert rest.status_code == 200 and rest.headers["Content-Language"] == lang
         assert not result.is_error, result.content
         assert result.content[0].text.encode("utf-8") == rest.content

@@ -16,16 +16,24 @@ GEO = "application/geo+json"
 
 
 def direct(api_server, key, path, accept="application/json", **params):
-    return requests.get(f"{api_server.base_url}/{path}", params=params, timeout=30,
-                        headers={"Authorization": f"Bearer {key}", "Accept": accept})
+    return requests.get(
+        f"{api_server.base_url}/{path}",
+        params=params,
+        timeout=30,
+        headers={"Authorization": f"Bearer {key}", "Accept": accept},
+    )
 
 
 def test_methods_return_the_api_json(api_server, account):
     client = Client(account.key, base_url=api_server.base_url)
-    assert client.air_quality(**ANTWERP) == direct(api_server, account.key, "air-quality", lat="51.2194",
-                                                   lng="4.4025").json()
-    assert client.briefing(location_id="loc_gent") == direct(api_server, account.key, "briefing",
-                                                             locationId="loc_gent").json()
+    assert (
+        client.air_quality(**ANTWERP)
+        == direct(api_server, account.key, "air-quality", lat="51.2194", lng="4.4025").json()
+    )
+    assert (
+        client.briefing(location_id="loc_gent")
+        == direct(api_server, account.key, "briefing", locationId="loc_gent").json()
+    )
     assert client.locations() == direct(api_server, account.key, "locations").json()
     assert client.rate_limit.limit == 10000 and client.rate_limit.remaining is not None
     geo = client.disruptions(geojson=True, **ANTWERP)
@@ -38,12 +46,18 @@ def test_methods_return_the_api_json(api_server, account):
 def test_lang_is_sent_as_accept_language(api_server, account, lang):
     client = Client(account.key, base_url=api_server.base_url, lang=lang)
     for method, path in ((client.air_quality, "air-quality"), (client.briefing, "briefing")):
-        rest = requests.get(f"{api_server.base_url}/{path}", params={"lat": "51.2194", "lng": "4.4025"},
-                            headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang},
-                            timeout=30)
+        rest = requests.get(
+            f"{api_server.base_url}/{path}",
+            params={"lat": "51.2194", "lng": "4.4025"},
+            headers={"Authorization": f"Bearer {account.key}", "Accept-Language": lang},
+            timeout=30,
+        )
         assert rest.headers["Content-Language"] == lang
-        assert method(**ANTWERP) == rest.json() != direct(api_server, account.key, path, lat="51.2194",
-                                                          lng="4.4025").json()
+        assert (
+            method(**ANTWERP)
+            == rest.json()
+            != direct(api_server, account.key, path, lat="51.2194", lng="4.4025").json()
+        )
     with pytest.raises(ValueError, match="language must be one of nl, fr, en"):
         Client(account.key, base_url=api_server.base_url, lang="de")
 
@@ -56,13 +70,20 @@ def test_settings_come_from_the_environment(api_server, account, monkeypatch, tm
     assert "uc_live" not in repr(Client())
 
 
-@pytest.mark.parametrize("call, cls, status, code", [
-    (lambda c: c.air_quality(lat=48.8566, lng=2.3522), urban_client.OutsideServiceArea, 422,
-     "outside_service_area"),
-    (lambda c: c.briefing(location_id="loc_not_mine"), urban_client.NotFound, 404, "location_not_found"),
-    (lambda c: c.disruptions(lat=51.2), urban_client.BadRequest, 400, "missing_target"),
-    (lambda c: c.disruptions(lat="north", lng=4.4), urban_client.BadRequest, 400, "invalid_coordinates"),
-])
+@pytest.mark.parametrize(
+    "call, cls, status, code",
+    [
+        (
+            lambda c: c.air_quality(lat=48.8566, lng=2.3522),
+            urban_client.OutsideServiceArea,
+            422,
+            "outside_service_area",
+        ),
+        (lambda c: c.briefing(location_id="loc_not_mine"), urban_client.NotFound, 404, "location_not_found"),
+        (lambda c: c.disruptions(lat=51.2), urban_client.BadRequest, 400, "missing_target"),
+        (lambda c: c.disruptions(lat="north", lng=4.4), urban_client.BadRequest, 400, "invalid_coordinates"),
+    ],
+)
 def test_typed_errors_carry_the_api_code(api_server, account, call, cls, status, code):
     with pytest.raises(cls) as caught:
         call(Client(account.key, base_url=api_server.base_url))
@@ -96,12 +117,18 @@ def test_briefing_geojson_is_not_acceptable(api_server, account):
     assert caught.value.code == "not_acceptable"
 
 
-@pytest.mark.parametrize("args, path, params", [
-    (["locations"], "locations", {}),
-    (["disruptions", "--lat", "51.2194", "--lng", "4.4025"], "disruptions",
-     {"lat": "51.2194", "lng": "4.4025"}),
-    (["air-quality", "--location-id", "loc_gent"], "air-quality", {"locationId": "loc_gent"}),
-])
+@pytest.mark.parametrize(
+    "args, path, params",
+    [
+        (["locations"], "locations", {}),
+        (
+            ["disruptions", "--lat", "51.2194", "--lng", "4.4025"],
+            "disruptions",
+            {"lat": "51.2194", "lng": "4.4025"},
+        ),
+        (["air-quality", "--location-id", "loc_gent"], "air-quality", {"locationId": "loc_gent"}),
+    ],
+)
 def test_cli_geojson_prints_the_geojson_body(api_server, account, run_urban, args, path, params):
     env = {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}
     out = run_urban(*args, "--geojson", env=env)

@@ -1,5 +1,6 @@
 """Fixtures for the dashboard: an app on the session's demo snapshot and a real SQLite file, a real SMTP
 server (aiosmtpd), signed-in test clients per plan."""
+
 from __future__ import annotations
 
 import time
@@ -18,12 +19,22 @@ CSRF = "dashboard-test-csrf-token"
 
 @pytest.fixture
 def config(tmp_path, smtp_server, engine):
-    return {"TESTING": True, "ENGINE": engine, "INSTANCE_PATH": str(tmp_path / "instance"),
-            "SECRET_KEY": "dashboard-test-secret-key-only", "MAIL_BACKEND": "smtp", "MAIL_HOST": "127.0.0.1",
-            "MAIL_PORT": smtp_server.port, "MAIL_SECURITY": "none", "MAIL_TIMEOUT": 5.0,
-            "MAIL_SENDER": "Urban Conditions <no-reply@urban.test>", "PUBLIC_URL": "http://urban.test",
-            "ALERT_WEBHOOK_ALLOW_PRIVATE": True, "SIGNUP_LIMIT_PER_IP": "1000 per hour",
-            "SIGNUP_LIMIT_PER_ADDRESS": "100 per hour"}
+    return {
+        "TESTING": True,
+        "ENGINE": engine,
+        "INSTANCE_PATH": str(tmp_path / "instance"),
+        "SECRET_KEY": "dashboard-test-secret-key-only",
+        "MAIL_BACKEND": "smtp",
+        "MAIL_HOST": "127.0.0.1",
+        "MAIL_PORT": smtp_server.port,
+        "MAIL_SECURITY": "none",
+        "MAIL_TIMEOUT": 5.0,
+        "MAIL_SENDER": "Urban Conditions <no-reply@urban.test>",
+        "PUBLIC_URL": "http://urban.test",
+        "ALERT_WEBHOOK_ALLOW_PRIVATE": True,
+        "SIGNUP_LIMIT_PER_IP": "1000 per hour",
+        "SIGNUP_LIMIT_PER_ADDRESS": "100 per hour",
+    }
 
 
 @pytest.fixture
@@ -59,6 +70,7 @@ def user(app, store):
     def make(plan="pro"):
         account, key = accounts.create_account(store, f"user{next(made)}-{plan}@stad.be", plan)
         return account, key, signed_in(app, account["id"])
+
     return make
 
 

@@ -1,5 +1,6 @@
 """Alerts: subscribe in the dashboard, change the data, run the post-refresh round: a real SMTP server
 (aiosmtpd) and a local webhook receiver get each event once, across re-runs and restarts too."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +21,7 @@ from tests.portal.helpers import text_of
 
 from .conftest import CSRF, signed_in
 
-POINT = (51.2194, 4.4025)     # Antwerp centre: station 42R801 nearest, running and planned works, detours
+POINT = (51.2194, 4.4025)  # Antwerp centre: station 42R801 nearest, running and planned works, detours
 STATION = "42R801"
 
 
@@ -39,6 +40,7 @@ class Receiver:
 
             def log_message(self, *args):
                 pass
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -54,8 +56,15 @@ def receiver():
     r.close()
 
 
-def variant(snapshot_dir, out, *, no2: float, running_work: str | None = None, new_detour: str | None = None,
-            hours_later: int = 0):
+def variant(
+    snapshot_dir,
+    out,
+    *,
+    no2: float,
+    running_work: str | None = None,
+    new_detour: str | None = None,
+    hours_later: int = 0,
+):
     """A copy of the demo snapshot with the station's last readings set to ``no2``, optionally one planned
     work switched to running, one detour duplicated under a new id, and the readings and ``asOf`` moved
     ``hours_later``; returns the loaded engine."""
@@ -83,7 +92,8 @@ def variant(snapshot_dir, out, *, no2: float, running_work: str | None = None, n
 
 
 def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
-        tmp_path, snapshot_dir, engine, config, smtp_server, receiver):
+    tmp_path, snapshot_dir, engine, config, smtp_server, receiver
+):
     from app import accounts
     from app.db import connect, migrate
     from app.dashboard.figures import point_figures
@@ -96,14 +106,22 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     after = variant(snapshot_dir, after_dir, no2=55.0, running_work=planned, new_detour=(hit, "99999"))
 
     app = create_app({**config, "ENGINE": before})
-    conn = connect(app.config["DATABASE"]); migrate(conn)
+    conn = connect(app.config["DATABASE"])
+    migrate(conn)
     account, _key = accounts.create_account(conn, "ops@stad.be", "pro")
     client = signed_in(app, account["id"])
-    client.post("/dashboard/locations", data={"csrf_token": CSRF, "name": "Centrum", "lat": POINT[0],
-                                              "lng": POINT[1]})
+    client.post(
+        "/dashboard/locations", data={"csrf_token": CSRF, "name": "Centrum", "lat": POINT[0], "lng": POINT[1]}
+    )
     loc = conn.execute("SELECT id FROM locations").fetchone()["id"]
-    resp = client.post(f"/dashboard/locations/{loc}/alerts", data={
-        "csrf_token": CSRF, "kind": ["no2_eu", "work_running", "detour_new"], "webhook_url": receiver.url})
+    resp = client.post(
+        f"/dashboard/locations/{loc}/alerts",
+        data={
+            "csrf_token": CSRF,
+            "kind": ["no2_eu", "work_running", "detour_new"],
+            "webhook_url": receiver.url,
+        },
+    )
     assert resp.status_code == 302
     page = client.get(f"/dashboard/map?location={loc}").get_data(as_text=True)
     assert page.count("Remove alert") == 3
@@ -121,12 +139,18 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     assert any(f"NO2 55.0 µg/m³ at" in s and f"({STATION})" in s for s in subjects)
     assert all(rcpt == ["ops@stad.be"] for rcpt, _m in smtp_server.messages)
     assert len(receiver.received) == 3
-    secrets_by_event = {r["kind"]: r["webhook_secret"] for r in conn.execute("SELECT * FROM alert_subscriptions")}
+    secrets_by_event = {
+        r["kind"]: r["webhook_secret"] for r in conn.execute("SELECT * FROM alert_subscriptions")
+    }
     for headers, body in receiver.received:
         event = json.loads(body)
         ts = int(headers["X-Urban-Timestamp"])
-        expected = "sha256=" + hmac.new(secrets_by_event[event["event"]].encode(), f"{ts}.".encode() + body,
-                                        hashlib.sha256).hexdigest()
+        expected = (
+            "sha256="
+            + hmac.new(
+                secrets_by_event[event["event"]].encode(), f"{ts}.".encode() + body, hashlib.sha256
+            ).hexdigest()
+        )
         assert headers["X-Urban-Signature"] == expected == sign(secrets_by_event[event["event"]], ts, body)
         assert event["location"]["id"] == loc
     # unsubscribe link in every mail, and the List-Unsubscribe header
@@ -143,8 +167,9 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     # NO2 falls and rises again: a new crossing is a new event (edge-triggered), once
     low = variant(snapshot_dir, tmp_path / "c", no2=30.0, running_work=planned, new_detour=(hit, "99999"))
     assert run_alerts(restarted, low)["new"] == 0
-    high = variant(snapshot_dir, tmp_path / "d", no2=61.5, running_work=planned, new_detour=(hit, "99999"),
-                   hours_later=1)
+    high = variant(
+        snapshot_dir, tmp_path / "d", no2=61.5, running_work=planned, new_detour=(hit, "99999"), hours_later=1
+    )
     assert run_alerts(restarted, high)["new"] == 1 and run_alerts(restarted, high)["new"] == 0
     assert len(smtp_server.messages) == 4
 
@@ -160,7 +185,9 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     assert anon.post(path, data={"csrf_token": CSRF}).status_code == 404
 
 
-def test_failed_deliveries_are_retried_and_then_sent_once(tmp_path, snapshot_dir, engine, config, smtp_server):
+def test_failed_deliveries_are_retried_and_then_sent_once(
+    tmp_path, snapshot_dir, engine, config, smtp_server
+):
     from app import accounts
     from app.dashboard import alerts
     from app.db import connect, migrate
@@ -169,7 +196,8 @@ def test_failed_deliveries_are_retried_and_then_sent_once(tmp_path, snapshot_dir
     before = variant(snapshot_dir, tmp_path / "a", no2=20.0)
     after = variant(snapshot_dir, tmp_path / "b", no2=45.0)
     app = create_app({**config, "ENGINE": before})
-    conn = connect(app.config["DATABASE"]); migrate(conn)
+    conn = connect(app.config["DATABASE"])
+    migrate(conn)
     account, _ = accounts.create_account(conn, "retry@stad.be", "pro")
     loc = add_location(conn, account["id"], name="X", address="", lat=POINT[0], lng=POINT[1])
     alerts.subscribe(conn, account["id"], loc, ["no2_eu"], "", before, before.as_of)
@@ -181,14 +209,28 @@ def test_failed_deliveries_are_retried_and_then_sent_once(tmp_path, snapshot_dir
     assert run_alerts(app, after)["mail"] == 0 and len(smtp_server.messages) == 1
 
 
-@pytest.mark.parametrize("url", ["ftp://x.be/h", "javascript:alert(1)", "http://user:pw@x.be/h", "/relative",
-                                 "http://x.be/" + "a" * 600, "http://x .be/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://x.be/h",
+        "javascript:alert(1)",
+        "http://user:pw@x.be/h",
+        "/relative",
+        "http://x.be/" + "a" * 600,
+        "http://x .be/",
+    ],
+)
 def test_bad_webhook_urls_and_kinds_are_refused_without_a_write(user, url, store):
     _acc, _key, client = user("pro")
-    client.post("/dashboard/locations", data={"csrf_token": CSRF, "name": "X", "lat": "51.2194", "lng": "4.4025"})
+    client.post(
+        "/dashboard/locations", data={"csrf_token": CSRF, "name": "X", "lat": "51.2194", "lng": "4.4025"}
+    )
     loc = store.execute("SELECT id FROM locations").fetchone()["id"]
-    resp = client.post(f"/dashboard/locations/{loc}/alerts", data={"csrf_token": CSRF, "kind": "no2_eu",
-                                                                    "webhook_url": url}, follow_redirects=True)
+    resp = client.post(
+        f"/dashboard/locations/{loc}/alerts",
+        data={"csrf_token": CSRF, "kind": "no2_eu", "webhook_url": url},
+        follow_redirects=True,
+    )
     assert "webhook URL must be an absolute" in resp.get_data(as_text=True)
     for kinds in ([], ["nope"]):
         client.post(f"/dashboard/locations/{loc}/alerts", data={"csrf_token": CSRF, "kind": kinds})
@@ -207,7 +249,9 @@ def test_explorer_plans_cannot_subscribe_or_download(user, store):
 
     account, _key, client = user("api")
     loc = add_location(store, account["id"], name="X", address="", lat=51.2194, lng=4.4025)
-    resp = client.post(f"/dashboard/locations/{loc['id']}/alerts", data={"csrf_token": CSRF, "kind": "no2_eu"})
+    resp = client.post(
+        f"/dashboard/locations/{loc['id']}/alerts", data={"csrf_token": CSRF, "kind": "no2_eu"}
+    )
     assert resp.status_code == 403
     assert client.get(f"/dashboard/locations/{loc['id']}/report.pdf").status_code == 403
     assert store.execute("SELECT COUNT(*) FROM alert_subscriptions").fetchone()[0] == 0

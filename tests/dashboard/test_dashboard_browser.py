@@ -3,6 +3,7 @@ works and reading (the API's numbers), subscribes to an alert and downloads the 
 
 Screenshots (desktop and phone widths) go to ``artifacts/screenshots/dashboard-*.png``.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,8 @@ def wait_ready(driver, timeout=20):
     from selenium.webdriver.support.ui import WebDriverWait
 
     WebDriverWait(driver, timeout).until(
-        lambda d: d.execute_script("var m = document.getElementById('map'); return m && m.dataset.ready;"))
+        lambda d: d.execute_script("var m = document.getElementById('map'); return m && m.dataset.ready;")
+    )
     assert driver.execute_script("return document.getElementById('map').dataset.ready") == "1"
 
 
@@ -31,7 +33,9 @@ def test_pro_account_walks_the_dashboard(browser, live_server, smtp_server, stor
     browser.get(f"{base}/portal/")
     browser.find_element(By.ID, "email").send_keys("ops@stad.antwerpen.be")
     click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "main button[type=submit]"))
-    browser.get(link_in(smtp_server.wait_for(1))[0].replace("http://urban.test", base))  # PUBLIC_URL of the tests
+    browser.get(
+        link_in(smtp_server.wait_for(1))[0].replace("http://urban.test", base)
+    )  # PUBLIC_URL of the tests
     click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "main form button[type=submit]"))
     key = browser.find_element(By.CSS_SELECTOR, "[data-testid=api-key]").text.strip()
     accounts.set_plan(store, "ops@stad.antwerpen.be", "pro")  # the operator's upgrade (admin CLI path)
@@ -58,18 +62,27 @@ def test_pro_account_walks_the_dashboard(browser, live_server, smtp_server, stor
     # the map page of the new location: the API's numbers
     check_accessible(browser)
     wait_ready(browser)
-    [loc] = requests.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10).json()[
-        "locations"]
+    [loc] = requests.get(
+        f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10
+    ).json()["locations"]
     assert loc["name"] == "Kantoor Noord" and (loc["lat"], loc["lng"]) == (lat, lng)
-    api = {name: requests.get(f"{base}/api/v1/{name}?locationId={loc['id']}", timeout=10,
-                              headers={"Authorization": f"Bearer {key}"}).json()
-           for name in ("disruptions", "air-quality")}
+    api = {
+        name: requests.get(
+            f"{base}/api/v1/{name}?locationId={loc['id']}",
+            timeout=10,
+            headers={"Authorization": f"Bearer {key}"},
+        ).json()
+        for name in ("disruptions", "air-quality")
+    }
     rows = browser.find_elements(By.CSS_SELECTOR, "[data-testid=work]")
     assert len(rows) == len(api["disruptions"]["construction"]) > 0
     assert [r.find_element(By.CSS_SELECTOR, "td[data-label=Status]").text for r in rows] == [
-        w["status"] for w in api["disruptions"]["construction"]]
+        w["status"] for w in api["disruptions"]["construction"]
+    ]
     reading = api["air-quality"]["reading"]
-    assert browser.find_element(By.CSS_SELECTOR, "[data-testid=no2-value]").text == f"{reading['value']} µg/m³"
+    assert (
+        browser.find_element(By.CSS_SELECTOR, "[data-testid=no2-value]").text == f"{reading['value']} µg/m³"
+    )
     drawn = int(browser.execute_script("return document.getElementById('map').dataset.features"))
     assert drawn >= 1 + len(rows) + 1  # the point, its works, the station (+ detour stops)
     assert not shoot(browser, "dashboard-02-map"), "map page scrolls sideways on a phone"
@@ -78,7 +91,9 @@ def test_pro_account_walks_the_dashboard(browser, live_server, smtp_server, stor
     box = browser.find_element(By.ID, "kind-work_running")
     box.send_keys(Keys.SPACE)
     assert box.is_selected()
-    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "#alerts form:last-of-type button[type=submit]"))
+    click_and_wait(
+        browser, browser.find_element(By.CSS_SELECTOR, "#alerts form:last-of-type button[type=submit]")
+    )
     assert "Alerts saved" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
     subs = browser.find_element(By.CSS_SELECTOR, "[data-testid=subscriptions]").text
     assert "A road work within 2 km starts running" in subs

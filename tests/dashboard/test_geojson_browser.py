@@ -5,6 +5,7 @@ clock: the snapshot's). Invalid files get a message, draw nothing; texts from th
 
 Screenshots go to ``artifacts/screenshots/dashboard-05-geojson*.png``.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,12 @@ ANTWERP = {"lat": 51.2194, "lng": 4.4025}
 
 
 def api(base, key, resource, accept):
-    r = requests.get(f"{base}/api/v1/{resource}", params=ANTWERP, timeout=30,
-                     headers={"Authorization": f"Bearer {key}", "Accept": accept})
+    r = requests.get(
+        f"{base}/api/v1/{resource}",
+        params=ANTWERP,
+        timeout=30,
+        headers={"Authorization": f"Bearer {key}", "Accept": accept},
+    )
     assert r.status_code == 200 and r.headers["Content-Type"].startswith(accept)
     return r
 
@@ -49,8 +54,10 @@ def open_file(driver, path):
 def rows(driver):
     from selenium.webdriver.common.by import By
 
-    return [{td.get_attribute("data-label"): td.text for td in tr.find_elements(By.TAG_NAME, "td")}
-            for tr in driver.find_elements(By.CSS_SELECTOR, "[data-testid=geojson-feature]")]
+    return [
+        {td.get_attribute("data-label"): td.text for td in tr.find_elements(By.TAG_NAME, "td")}
+        for tr in driver.find_elements(By.CSS_SELECTOR, "[data-testid=geojson-feature]")
+    ]
 
 
 def drawn_markers(driver):
@@ -71,9 +78,13 @@ def in_view(driver, points):
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        return WebDriverWait(driver, 5).until(lambda d: d.execute_script(
-            "var b = document.getElementById('map').urbanMap.getBounds();"
-            "return arguments[0].every(function (p) { return b.contains([p[1], p[0]]); });", list(points)))
+        return WebDriverWait(driver, 5).until(
+            lambda d: d.execute_script(
+                "var b = document.getElementById('map').urbanMap.getBounds();"
+                "return arguments[0].every(function (p) { return b.contains([p[1], p[0]]); });",
+                list(points),
+            )
+        )
     except TimeoutException:
         return False
 
@@ -83,9 +94,12 @@ def popup_text(driver, expected):
     from selenium.webdriver.support.ui import WebDriverWait
 
     def shown(d):  # read in one script: a fading popup may leave the DOM between two WebDriver calls
-        texts = d.execute_script("return Array.prototype.map.call("
-                                 "document.querySelectorAll('.leaflet-popup-content'), function (p) { return p.innerText; });")
+        texts = d.execute_script(
+            "return Array.prototype.map.call("
+            "document.querySelectorAll('.leaflet-popup-content'), function (p) { return p.innerText; });"
+        )
         return next((t for t in texts if expected in t), None)
+
     return WebDriverWait(driver, 10).until(shown)
 
 
@@ -117,7 +131,10 @@ def test_map_opens_geojson_answers(browser, live_server, app, user, store, engin
     assert answer["construction"] and answer["transit"], "the demo point should have works and detours"
     status = open_file(browser, saved)
     placed = [f for f in doc["features"] if f["geometry"] is not None]
-    assert status == f"Opened disruptions.geojson: {len(doc['features'])} features, {len(placed)} drawn on the map."
+    assert (
+        status
+        == f"Opened disruptions.geojson: {len(doc['features'])} features, {len(placed)} drawn on the map."
+    )
     assert int(browser.find_element(By.ID, "map").get_attribute("data-geojson-features")) == len(placed)
     assert drawn_markers(browser) == len(list(positions(doc)))  # one marker per point and per detour stop
     assert in_view(browser, positions(doc))
@@ -128,18 +145,31 @@ def test_map_opens_geojson_answers(browser, live_server, app, user, store, engin
     colours = browser.execute_script(
         "var out = []; document.getElementById('map').urbanMap.eachLayer(function (l) {"
         " if (l.feature && l.feature.properties.kind === 'construction') { out.push(l.options.color); } });"
-        "return out;")
-    assert colours == ["#c0392b" if w["status"] == "In uitvoering" else "#2e86c1" for w in answer["construction"]]
+        "return out;"
+    )
+    assert colours == [
+        "#c0392b" if w["status"] == "In uitvoering" else "#2e86c1" for w in answer["construction"]
+    ]
     for row, work in zip(listed[1:], answer["construction"]):
         assert (row["Kind"], row["Id"], row["Name"], row["Status"]) == (
-            "construction", work["id"], work["description"], work["status"])
+            "construction",
+            work["id"],
+            work["description"],
+            work["status"],
+        )
         assert num(row["km"]) == work["distanceKm"]
-    for row, detour in zip(listed[1 + len(answer["construction"]):], answer["transit"]):
+    for row, detour in zip(listed[1 + len(answer["construction"]) :], answer["transit"]):
         assert (row["Kind"], row["Id"], row["Name"], row["Status"]) == (
-            "transit", detour["id"], detour["title"], detour["severity"])
+            "transit",
+            detour["id"],
+            detour["title"],
+            detour["severity"],
+        )
         assert num(row["km"]) == detour.get("distanceKm")
     assert not shoot(browser, "dashboard-05-geojson"), "map page scrolls sideways on a phone"
-    browser.set_window_size(1280, 1600)  # the map and the list in one picture (docs/img/dashboard-05-geojson.png)
+    browser.set_window_size(
+        1280, 1600
+    )  # the map and the list in one picture (docs/img/dashboard-05-geojson.png)
     browser.save_screenshot(str(SHOTS / "dashboard-05-geojson-full.png"))
     browser.set_window_size(1280, 900)
 
@@ -155,16 +185,30 @@ def test_map_opens_geojson_answers(browser, live_server, app, user, store, engin
     assert point["Kind"] == "location" and num(point["NO2 µg/m³"]) == reading["value"]
     assert point["Status"] == reading["status"]
     assert (station["Kind"], station["Id"], station["Name"]) == (
-        "station", reading["station"]["id"], reading["station"]["name"])
+        "station",
+        reading["station"]["id"],
+        reading["station"]["name"],
+    )
     assert num(station["km"]) == reading["station"]["distanceKm"]
     # keyboard: the row's button shows the feature's popup
     browser.find_elements(By.CSS_SELECTOR, "[data-testid=geojson-feature] button")[1].send_keys(Keys.ENTER)
     assert f"{reading['station']['distanceKm']} km" in popup_text(browser, reading["station"]["name"])
 
     # a file whose texts look like HTML: shown as text, nothing parsed
-    hostile = {"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": {
-        "type": "Point", "coordinates": [4.40, 51.22]}, "properties": {
-        "kind": "construction", "id": "x", "description": "<img src=x onerror=\"document.title='owned'\"><b>vet</b>"}}]}
+    hostile = {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "geometry": {"type": "Point", "coordinates": [4.40, 51.22]},
+                "properties": {
+                    "kind": "construction",
+                    "id": "x",
+                    "description": "<img src=x onerror=\"document.title='owned'\"><b>vet</b>",
+                },
+            }
+        ],
+    }
     saved = tmp_path / "hostile.geojson"
     saved.write_text(json.dumps(hostile))
     assert open_file(browser, saved).startswith("Opened hostile.geojson: 1 features, 1 drawn")
@@ -174,29 +218,60 @@ def test_map_opens_geojson_answers(browser, live_server, app, user, store, engin
     assert browser.title != "owned"
 
     # /locations: each saved location at its place
-    saved_list = requests.get(f"{base}/api/v1/locations", timeout=30,
-                              headers={"Authorization": f"Bearer {key}"}).json()["locations"]
+    saved_list = requests.get(
+        f"{base}/api/v1/locations", timeout=30, headers={"Authorization": f"Bearer {key}"}
+    ).json()["locations"]
     saved = tmp_path / "locations.geojson"
-    saved.write_bytes(requests.get(f"{base}/api/v1/locations", timeout=30,
-                                   headers={"Authorization": f"Bearer {key}", "Accept": GEO}).content)
+    saved.write_bytes(
+        requests.get(
+            f"{base}/api/v1/locations", timeout=30, headers={"Authorization": f"Bearer {key}", "Accept": GEO}
+        ).content
+    )
     assert open_file(browser, saved) == "Opened locations.geojson: 2 features, 2 drawn on the map."
     assert [(r["Kind"], r["Id"], r["Name"]) for r in rows(browser)] == [
-        ("location", loc["id"], loc["name"]) for loc in saved_list]
+        ("location", loc["id"], loc["name"]) for loc in saved_list
+    ]
     assert drawn_markers(browser) == 2 and in_view(browser, [(loc["lng"], loc["lat"]) for loc in saved_list])
 
     # invalid files: a clear message, the previous drawing and list are gone, the page keeps working
     bad = {
-        "not-json.geojson": ("{\"type\": \"FeatureCollection\",", "it is not JSON"),
+        "not-json.geojson": ('{"type": "FeatureCollection",', "it is not JSON"),
         "array.geojson": ("[1, 2, 3]", "it is not a GeoJSON FeatureCollection"),
         "plain.json": (json.dumps(answer), "it is not a GeoJSON FeatureCollection"),
-        "not-a-feature.geojson": (json.dumps({"type": "FeatureCollection", "features": [{"type": "Point"}]}),
-                                  "feature 1 is not a GeoJSON Feature"),
-        "bad-coordinates.geojson": (json.dumps({"type": "FeatureCollection", "features": [{
-            "type": "Feature", "properties": {}, "geometry": {"type": "Point", "coordinates": ["a", "b"]}}]}),
-            "could not be opened"),
-        "bad-geometry.geojson": (json.dumps({"type": "FeatureCollection", "features": [{
-            "type": "Feature", "properties": {}, "geometry": {"type": "Circle", "coordinates": [4, 51]}}]}),
-            "could not be opened"),
+        "not-a-feature.geojson": (
+            json.dumps({"type": "FeatureCollection", "features": [{"type": "Point"}]}),
+            "feature 1 is not a GeoJSON Feature",
+        ),
+        "bad-coordinates.geojson": (
+            json.dumps(
+                {
+                    "type": "FeatureCollection",
+                    "features": [
+                        {
+                            "type": "Feature",
+                            "properties": {},
+                            "geometry": {"type": "Point", "coordinates": ["a", "b"]},
+                        }
+                    ],
+                }
+            ),
+            "could not be opened",
+        ),
+        "bad-geometry.geojson": (
+            json.dumps(
+                {
+                    "type": "FeatureCollection",
+                    "features": [
+                        {
+                            "type": "Feature",
+                            "properties": {},
+                            "geometry": {"type": "Circle", "coordinates": [4, 51]},
+                        }
+                    ],
+                }
+            ),
+            "could not be opened",
+        ),
     }
     for name, (text, why) in bad.items():
         saved = tmp_path / name

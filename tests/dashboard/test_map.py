@@ -1,4 +1,5 @@
 """The map page shows the API's own numbers: same point + same clock → the same bodies as the API."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -8,7 +9,11 @@ import pytest
 from .conftest import CSRF
 
 POINTS = [(51.2194, 4.4025), (51.2300, 4.3850), (51.2100, 4.4400), (50.8467, 4.3525), (51.0543, 3.7174)]
-API = {"disruptions": "/api/v1/disruptions", "airQuality": "/api/v1/air-quality", "briefing": "/api/v1/briefing"}
+API = {
+    "disruptions": "/api/v1/disruptions",
+    "airQuality": "/api/v1/air-quality",
+    "briefing": "/api/v1/briefing",
+}
 
 
 def api_bodies(app, key, query):
@@ -32,7 +37,7 @@ def test_map_json_figures_equal_the_api_for_any_point(app, user, lat, lng):
     assert f'data-testid="risk">{b["risk"]}<' in page
     assert page.count('data-testid="work"') == len(d["construction"])
     assert page.count('data-testid="detour"') == len(d["transit"])
-    assert f'{d["summary"]["activeWorks"]} running, {d["summary"]["plannedWorks"]} planned' in page
+    assert f"{d['summary']['activeWorks']} running, {d['summary']['plannedWorks']} planned" in page
     if aq["reading"]["value"] is not None:
         assert f'data-testid="no2-value">{aq["reading"]["value"]} ' in page
 
@@ -45,21 +50,31 @@ def test_saved_location_and_injected_clock_give_the_api_numbers(config, engine, 
     from app import accounts
     from app.db import connect, migrate
 
-    conn = connect(app.config["DATABASE"]); migrate(conn)
+    conn = connect(app.config["DATABASE"])
+    migrate(conn)
     account, key = accounts.create_account(conn, "clock@stad.be", "pro")
     from .conftest import signed_in
 
     client = signed_in(app, account["id"])
-    assert client.post("/dashboard/locations", data={"csrf_token": CSRF, "name": "Zuid", "lat": "51.2080",
-                                                     "lng": "4.3920"}).status_code == 302
+    assert (
+        client.post(
+            "/dashboard/locations",
+            data={"csrf_token": CSRF, "name": "Zuid", "lat": "51.2080", "lng": "4.3920"},
+        ).status_code
+        == 302
+    )
     loc = conn.execute("SELECT id FROM locations").fetchone()["id"]
     body = client.get(f"/dashboard/map.json?location={loc}").json
     api = api_bodies(app, key, f"locationId={loc}")
     assert body["figures"] == api
     # a different clock changes the briefing windows: the comparison is not trivially equal
     later = create_app({**config, "DATA_CLOCK": lambda: datetime(2026, 11, 17, 3, 0, tzinfo=timezone.utc)})
-    assert later.test_client().get(f"/api/v1/briefing?locationId={loc}", headers={
-        "Authorization": f"Bearer {key}"}).json["bestWindow"] != api["briefing"]["bestWindow"]
+    assert (
+        later.test_client()
+        .get(f"/api/v1/briefing?locationId={loc}", headers={"Authorization": f"Bearer {key}"})
+        .json["bestWindow"]
+        != api["briefing"]["bestWindow"]
+    )
 
 
 def test_map_features_are_the_listed_works_station_and_detour_stops(user, engine):
@@ -90,8 +105,12 @@ def test_basemap_has_our_layers_and_the_lez_answer_matches(user, engine):
     resp = client.get("/dashboard/basemap.json")
     layers = {f["properties"]["layer"] for f in resp.json["features"]}
     assert layers == {"boundary", "municipality", "lez", "river"}
-    names = {f["properties"]["name"] for f in resp.json["features"] if f["properties"]["layer"] == "municipality"}
-    assert {"Antwerpen", "Gent", "Brussel", "Leuven"} <= names and "Liège" not in names and "Luik" not in names
+    names = {
+        f["properties"]["name"] for f in resp.json["features"] if f["properties"]["layer"] == "municipality"
+    }
+    assert (
+        {"Antwerpen", "Gent", "Brussel", "Leuven"} <= names and "Liège" not in names and "Luik" not in names
+    )
     inside = client.get("/dashboard/map.json?lat=51.2194&lng=4.4025").json["figures"]["airQuality"]["lez"]
     outside = client.get("/dashboard/map.json?lat=51.0543&lng=3.7174").json["figures"]["airQuality"]["lez"]
     assert inside["inside"] is True and outside["inside"] is False
@@ -99,9 +118,12 @@ def test_basemap_has_our_layers_and_the_lez_answer_matches(user, engine):
 
 def test_map_errors_are_the_apis(user):
     _acc, _key, client = user("pro")
-    for query, status, code in [("lat=50.6326&lng=5.5797", 422, "outside_service_area"),
-                                ("lat=x&lng=4.4", 400, "invalid_coordinates"), ("lat=51.2", 400, "missing_target"),
-                                ("location=loc_nope", 404, "location_not_found")]:
+    for query, status, code in [
+        ("lat=50.6326&lng=5.5797", 422, "outside_service_area"),
+        ("lat=x&lng=4.4", 400, "invalid_coordinates"),
+        ("lat=51.2", 400, "missing_target"),
+        ("location=loc_nope", 404, "location_not_found"),
+    ]:
         resp = client.get(f"/dashboard/map.json?{query}")
         assert (resp.status_code, resp.json["error"]) == (status, code)
         assert set(resp.json) >= {"error", "message"}
@@ -115,7 +137,9 @@ def test_page_security_headers_and_no_third_party_assets(user):
     csp = resp.headers["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "connect-src 'self'" in csp
     page = resp.get_data(as_text=True)
-    assert "/dashboard/static/vendor/leaflet/leaflet.js" in page and "//unpkg" not in page and "cdn" not in page
+    assert (
+        "/dashboard/static/vendor/leaflet/leaflet.js" in page and "//unpkg" not in page and "cdn" not in page
+    )
     assert client.get("/dashboard/static/vendor/leaflet/leaflet.js").status_code == 200
 
 
@@ -125,11 +149,20 @@ def test_optional_tile_url_reaches_the_map_and_the_csp(config, engine):
 
     from .conftest import signed_in
 
-    app = create_app({**config, "MAP_TILE_URL": "https://{s}.tiles.example.be/{z}/{x}/{y}.png",
-                      "MAP_TILE_ATTRIBUTION": "© Stad"})
-    conn = connect(app.config["DATABASE"]); migrate(conn)
+    app = create_app(
+        {
+            **config,
+            "MAP_TILE_URL": "https://{s}.tiles.example.be/{z}/{x}/{y}.png",
+            "MAP_TILE_ATTRIBUTION": "© Stad",
+        }
+    )
+    conn = connect(app.config["DATABASE"])
+    migrate(conn)
     account, _ = accounts.create_account(conn, "tiles@stad.be", "pro")
     resp = signed_in(app, account["id"]).get("/dashboard/map")
     assert "img-src 'self' data: https://*.tiles.example.be;" in resp.headers["Content-Security-Policy"]
     page = resp.get_data(as_text=True)
-    assert 'data-tiles="https://{s}.tiles.example.be/{z}/{x}/{y}.png"' in page and 'data-attribution="© Stad"' in page
+    assert (
+        'data-tiles="https://{s}.tiles.example.be/{z}/{x}/{y}.png"' in page
+        and 'data-attribution="© Stad"' in page
+    )

@@ -1,5 +1,6 @@
 """The alert round runs after each published refresh of ``flask snapshot refresh`` (live sources simulated by
 the local fake upstream speaking their real formats): the events of the new data are mailed once."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -14,9 +15,20 @@ from tests.sources.fakeupstream import FakeUpstream
 def test_cli_refresh_rounds_evaluate_alerts_once(tmp_path, engine, reference_dir, config, smtp_server):
     data_dir = tmp_path / "data" / "snapshot"
     with FakeUpstream(now=datetime.now(timezone.utc)) as fake:
-        app = create_app({**config, "ENGINE": None, "DATA_DIR": str(data_dir), "REFERENCE_DIR": str(reference_dir),
-                          "CLOCK": "system", "HTTP_BACKOFF": "0.01", "HTTP_READ_TIMEOUT": "2", **fake.settings()})
-        conn = connect(app.config["DATABASE"]); migrate(conn)
+        app = create_app(
+            {
+                **config,
+                "ENGINE": None,
+                "DATA_DIR": str(data_dir),
+                "REFERENCE_DIR": str(reference_dir),
+                "CLOCK": "system",
+                "HTTP_BACKOFF": "0.01",
+                "HTTP_READ_TIMEOUT": "2",
+                **fake.settings(),
+            }
+        )
+        conn = connect(app.config["DATABASE"])
+        migrate(conn)
         account, _ = accounts.create_account(conn, "hook@stad.be", "pro")
         loc = add_location(conn, account["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
         # subscribed while the demo snapshot was served: the live data differs from that baseline

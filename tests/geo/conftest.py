@@ -15,7 +15,9 @@ from shapely.geometry import box
 
 from geo import Engine
 
-REFERENCE = Path(os.environ.get("URBAN_REFERENCE_DIR", Path(__file__).resolve().parents[3] / "shared" / "data"))
+REFERENCE = Path(
+    os.environ.get("URBAN_REFERENCE_DIR", Path(__file__).resolve().parents[3] / "shared" / "data")
+)
 
 
 def _frame(columns, lng, lat):
@@ -26,13 +28,18 @@ def _frame(columns, lng, lat):
 def reference_layers():
     """service_area, lez and stations read with GeoPandas from the published reference files."""
     if not (REFERENCE / "boundaries").is_dir():
-        pytest.fail(f"reference data not found at {REFERENCE}: put ../shared beside the project "
-                    "or set URBAN_REFERENCE_DIR")
+        pytest.fail(
+            f"reference data not found at {REFERENCE}: put ../shared beside the project "
+            "or set URBAN_REFERENCE_DIR"
+        )
     area = gpd.read_file(REFERENCE / "boundaries" / "flanders_brussels_union.geojson")[["name", "geometry"]]
     lez = gpd.read_file(REFERENCE / "lez" / "antwerp_lez_official_simplified.geojson")[["name", "geometry"]]
     raw = pd.read_csv(REFERENCE / "air" / "irceline_stations.csv", dtype={"station_code": str})
-    stations = _frame({"id": raw["station_code"], "name": raw["location"], "no2": raw["no2_2015"] == 1},
-                      raw["lon"], raw["lat"])
+    stations = _frame(
+        {"id": raw["station_code"], "name": raw["location"], "no2": raw["no2_2015"] == 1},
+        raw["lon"],
+        raw["lat"],
+    )
     return {"service_area": area, "lez": lez, "stations": stations}
 
 
@@ -54,8 +61,15 @@ RIVER_RIGHT_BOX = box(4.40, 51.15, 4.50, 51.30)
 @pytest.fixture(scope="session")
 def ref_engine(reference_layers):
     """Engine over the real boundary/LEZ/stations plus synthetic works (800) and stops (600)."""
-    river = gpd.GeoDataFrame({"part": ["left", "right"], "name": ["Schelde", "Schelde"]},
-                             geometry=[RIVER_LEFT_BOX, RIVER_RIGHT_BOX], crs="EPSG:4326")
-    layers = dict(reference_layers, works=synthetic_points(800, 1, "W"), stops=synthetic_points(600, 2, "1_"),
-                  river=river)
+    river = gpd.GeoDataFrame(
+        {"part": ["left", "right"], "name": ["Schelde", "Schelde"]},
+        geometry=[RIVER_LEFT_BOX, RIVER_RIGHT_BOX],
+        crs="EPSG:4326",
+    )
+    layers = dict(
+        reference_layers,
+        works=synthetic_points(800, 1, "W"),
+        stops=synthetic_points(600, 2, "1_"),
+        river=river,
+    )
     return Engine.from_layers(layers, {"snapshotId": "test", "asOf": "2026-11-16T07:00:00.000Z"})

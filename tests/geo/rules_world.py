@@ -19,8 +19,8 @@ from shapely.geometry import LineString, MultiPolygon, Point, Polygon, box
 from geo import Engine
 
 R_KM = 6371.0088
-P = (51.2200, 4.4200)             # right bank, inside the LEZ
-NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)   # Monday 08:00 in Brussels
+P = (51.2200, 4.4200)  # right bank, inside the LEZ
+NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)  # Monday 08:00 in Brussels
 AS_OF = "2026-11-16T06:30:00.000Z"
 
 
@@ -30,8 +30,11 @@ def meridian_km(dlat_deg: float) -> float:
 
 
 def utc(text: str) -> pd.Timestamp:
-    return pd.Timestamp(text).tz_convert("UTC") if pd.Timestamp(text).tzinfo else \
-        pd.Timestamp(text).tz_localize("UTC")
+    return (
+        pd.Timestamp(text).tz_convert("UTC")
+        if pd.Timestamp(text).tzinfo
+        else pd.Timestamp(text).tz_localize("UTC")
+    )
 
 
 def _times(values):
@@ -39,78 +42,126 @@ def _times(values):
 
 
 def service_area():
-    return gpd.GeoDataFrame({"name": ["Vlaanderen en Brussel"]}, geometry=[box(4.0, 50.9, 5.0, 51.5)],
-                            crs="EPSG:4326")
+    return gpd.GeoDataFrame(
+        {"name": ["Vlaanderen en Brussel"]}, geometry=[box(4.0, 50.9, 5.0, 51.5)], crs="EPSG:4326"
+    )
 
 
 def lez():
-    main = Polygon(box(4.38, 51.20, 4.43, 51.23).exterior.coords,
-                   [box(4.400, 51.210, 4.405, 51.215).exterior.coords])
-    return gpd.GeoDataFrame({"name": ["Lage-emissiezone Antwerpen"]},
-                            geometry=[MultiPolygon([main, box(4.45, 51.20, 4.46, 51.21)])], crs="EPSG:4326")
+    main = Polygon(
+        box(4.38, 51.20, 4.43, 51.23).exterior.coords, [box(4.400, 51.210, 4.405, 51.215).exterior.coords]
+    )
+    return gpd.GeoDataFrame(
+        {"name": ["Lage-emissiezone Antwerpen"]},
+        geometry=[MultiPolygon([main, box(4.45, 51.20, 4.46, 51.21)])],
+        crs="EPSG:4326",
+    )
 
 
 def river():
     return gpd.GeoDataFrame(
         {"part": ["centerline", "left", "right"], "name": ["Schelde"] * 3},
-        geometry=[LineString([(4.40, 51.15), (4.40, 51.30)]), box(4.30, 51.15, 4.40, 51.30),
-                  box(4.40, 51.15, 4.50, 51.30)],
-        crs="EPSG:4326")
+        geometry=[
+            LineString([(4.40, 51.15), (4.40, 51.30)]),
+            box(4.30, 51.15, 4.40, 51.30),
+            box(4.40, 51.15, 4.50, 51.30),
+        ],
+        crs="EPSG:4326",
+    )
 
 
 def works(rows):
     """rows: (id, description, status, lat, lng, start, end)."""
     cols = list(zip(*rows)) if rows else [[]] * 7
     return gpd.GeoDataFrame(
-        {"id": list(cols[0]), "description": list(cols[1]), "status": list(cols[2]),
-         "type": ["Grondwerk"] * len(rows), "owner": ["Stad Antwerpen"] * len(rows),
-         "start": _times(cols[5]), "end": _times(cols[6])},
-        geometry=[Point(lng, lat) for lat, lng in zip(cols[3], cols[4])], crs="EPSG:4326")
+        {
+            "id": list(cols[0]),
+            "description": list(cols[1]),
+            "status": list(cols[2]),
+            "type": ["Grondwerk"] * len(rows),
+            "owner": ["Stad Antwerpen"] * len(rows),
+            "start": _times(cols[5]),
+            "end": _times(cols[6]),
+        },
+        geometry=[Point(lng, lat) for lat, lng in zip(cols[3], cols[4])],
+        crs="EPSG:4326",
+    )
 
 
 def stops(rows):
     """rows: (id, entity, lat, lng, lines)."""
     cols = list(zip(*rows)) if rows else [[]] * 5
     return gpd.GeoDataFrame(
-        {"id": list(cols[0]), "entity": list(cols[1]), "number": [r[0].split("_")[-1] for r in rows],
-         "name": [f"Halte {r[0]}" for r in rows], "municipality": ["Antwerpen"] * len(rows),
-         "lines": list(cols[4])},
-        geometry=[Point(lng, lat) for lat, lng in zip(cols[2], cols[3])], crs="EPSG:4326")
+        {
+            "id": list(cols[0]),
+            "entity": list(cols[1]),
+            "number": [r[0].split("_")[-1] for r in rows],
+            "name": [f"Halte {r[0]}" for r in rows],
+            "municipality": ["Antwerpen"] * len(rows),
+            "lines": list(cols[4]),
+        },
+        geometry=[Point(lng, lat) for lat, lng in zip(cols[2], cols[3])],
+        crs="EPSG:4326",
+    )
 
 
 def detours(rows):
     """rows: (id, entity, lines, unserved_stops, start, end, days, point (lat, lng) or None[, region])."""
     cols = list(zip(*[tuple(r[:8]) for r in rows])) if rows else [[]] * 8
     return gpd.GeoDataFrame(
-        {"id": list(cols[0]), "title": [f"Omleiding {r[0]}" for r in rows],
-         "description": [""] * len(rows), "type": ["werken"] * len(rows), "entity": list(cols[1]),
-         "region": [r[8] if len(r) > 8 else "" for r in rows], "lines": list(cols[2]), "unserved_stops": list(cols[3]), "start": _times(cols[4]),
-         "end": _times(cols[5]), "days": list(cols[6])},
-        geometry=[Point(p[1], p[0]) if p else Point() for p in cols[7]], crs="EPSG:4326")
+        {
+            "id": list(cols[0]),
+            "title": [f"Omleiding {r[0]}" for r in rows],
+            "description": [""] * len(rows),
+            "type": ["werken"] * len(rows),
+            "entity": list(cols[1]),
+            "region": [r[8] if len(r) > 8 else "" for r in rows],
+            "lines": list(cols[2]),
+            "unserved_stops": list(cols[3]),
+            "start": _times(cols[4]),
+            "end": _times(cols[5]),
+            "days": list(cols[6]),
+        },
+        geometry=[Point(p[1], p[0]) if p else Point() for p in cols[7]],
+        crs="EPSG:4326",
+    )
 
 
 def stations(rows):
     """rows: (id, name, lat, lng, measures_no2)."""
     cols = list(zip(*rows)) if rows else [[]] * 5
     return gpd.GeoDataFrame(
-        {"id": list(cols[0]), "eoi_code": [f"BE{r[0]}" for r in rows], "name": list(cols[1]),
-         "station_type": ["Background"] * len(rows), "area_type": ["urban"] * len(rows),
-         "no2": [bool(x) for x in cols[4]]},
-        geometry=[Point(lng, lat) for lat, lng in zip(cols[2], cols[3])], crs="EPSG:4326")
+        {
+            "id": list(cols[0]),
+            "eoi_code": [f"BE{r[0]}" for r in rows],
+            "name": list(cols[1]),
+            "station_type": ["Background"] * len(rows),
+            "area_type": ["urban"] * len(rows),
+            "no2": [bool(x) for x in cols[4]],
+        },
+        geometry=[Point(lng, lat) for lat, lng in zip(cols[2], cols[3])],
+        crs="EPSG:4326",
+    )
 
 
 def no2(rows, station_points):
     """rows: (station_id, timestamp, value or None, kind)."""
     cols = list(zip(*rows)) if rows else [[]] * 4
     return gpd.GeoDataFrame(
-        {"station_id": list(cols[0]), "timestamp": _times(cols[1]),
-         "value": [float("nan") if v is None else float(v) for v in cols[2]], "kind": list(cols[3])},
-        geometry=[Point(station_points[s][1], station_points[s][0]) for s in cols[0]], crs="EPSG:4326")
+        {
+            "station_id": list(cols[0]),
+            "timestamp": _times(cols[1]),
+            "value": [float("nan") if v is None else float(v) for v in cols[2]],
+            "kind": list(cols[3]),
+        },
+        geometry=[Point(station_points[s][1], station_points[s][0]) for s in cols[0]],
+        crs="EPSG:4326",
+    )
 
 
 STATIONS = [
     ("42R000", "Dichtbij zonder NO2", 51.2205, 4.4205, False),
-    ("42R801", "Borgerhout", 51.2300, 4.4200, True),      # 1.112 km north of P
+    ("42R801", "Borgerhout", 51.2300, 4.4200, True),  # 1.112 km north of P
     ("44R701", "Gent", 51.0500, 4.1000, True),
     ("42R010", "Zonder data", 51.3000, 4.3000, True),
 ]
@@ -120,12 +171,19 @@ def engine(works_rows=(), stop_rows=(), detour_rows=(), station_rows=STATIONS, n
     """An Engine over the constructed layers."""
     points = {r[0]: (r[2], r[3]) for r in station_rows}
     layers = {
-        "service_area": service_area(), "lez": lez(), "river": river(),
-        "works": works(list(works_rows)), "stops": stops(list(stop_rows)),
-        "detours": detours(list(detour_rows)), "stations": stations(list(station_rows)),
+        "service_area": service_area(),
+        "lez": lez(),
+        "river": river(),
+        "works": works(list(works_rows)),
+        "stops": stops(list(stop_rows)),
+        "detours": detours(list(detour_rows)),
+        "stations": stations(list(station_rows)),
         "no2": no2(list(no2_rows), points),
     }
     if manifest is None:
-        manifest = {"snapshotId": "rules-world", "asOf": AS_OF, "layers": {
-            name: {"retrievedAt": AS_OF} for name in layers}}
+        manifest = {
+            "snapshotId": "rules-world",
+            "asOf": AS_OF,
+            "layers": {name: {"retrievedAt": AS_OF} for name in layers},
+        }
     return Engine.from_layers(layers, manifest)

@@ -23,7 +23,7 @@ UTC = timezone.utc
 LAT, LNG = W.P
 S = "42R801"
 ROWS = [
-    (S, "2026-11-16T05:00:00Z", 30.0, "measured"),   # exactly now - 2 h at 07:00: outside the window
+    (S, "2026-11-16T05:00:00Z", 30.0, "measured"),  # exactly now - 2 h at 07:00: outside the window
     (S, "2026-11-16T06:00:00Z", 20.0, "measured"),
     (S, "2026-11-16T06:00:00Z", 5.0, "estimated"),
     (S, "2026-11-16T07:00:00Z", 25.0, "measured"),
@@ -53,14 +53,17 @@ def reading(eng, now, lat=LAT, lng=LNG):
     return air_quality(eng, lat, lng, now)
 
 
-@pytest.mark.parametrize("now, value, measured, age, trend, pct, n, status", [
-    (at(7), 25.0, "2026-11-16T07:00:00.000Z", 0, "rising", 25.0, 2, "above_who"),
-    (at(7, 30), 25.0, "2026-11-16T07:00:00.000Z", 30, "rising", 25.0, 2, "above_who"),
-    (at(8), 50.0, "2026-11-16T08:00:00.000Z", 0, "rising", 100.0, 2, "above_eu"),
-    (at(10), 30.0, "2026-11-16T10:00:00.000Z", 0, "falling", -25.0, 2, "above_who"),
-    (at(11), 30.0, "2026-11-16T10:00:00.000Z", 60, "unknown", None, 1, "above_who"),   # last hour null
-    (at(14), 32.1, "2026-11-16T14:00:00.000Z", 0, "stable", 4.9, 2, "above_who"),     # +4.9 % < 5 %
-])
+@pytest.mark.parametrize(
+    "now, value, measured, age, trend, pct, n, status",
+    [
+        (at(7), 25.0, "2026-11-16T07:00:00.000Z", 0, "rising", 25.0, 2, "above_who"),
+        (at(7, 30), 25.0, "2026-11-16T07:00:00.000Z", 30, "rising", 25.0, 2, "above_who"),
+        (at(8), 50.0, "2026-11-16T08:00:00.000Z", 0, "rising", 100.0, 2, "above_eu"),
+        (at(10), 30.0, "2026-11-16T10:00:00.000Z", 0, "falling", -25.0, 2, "above_who"),
+        (at(11), 30.0, "2026-11-16T10:00:00.000Z", 60, "unknown", None, 1, "above_who"),  # last hour null
+        (at(14), 32.1, "2026-11-16T14:00:00.000Z", 0, "stable", 4.9, 2, "above_who"),  # +4.9 % < 5 %
+    ],
+)
 def test_window_value_trend_and_age(eng, now, value, measured, age, trend, pct, n, status):
     body = reading(eng, now)
     r = body["reading"]
@@ -79,7 +82,7 @@ def test_window_bounds_are_exclusive_inclusive(eng):
 
 
 def test_empty_window_is_unknown_never_zero(eng):
-    body = reading(eng, at(12, 30))   # 11:00 null, 12:00 modelled only
+    body = reading(eng, at(12, 30))  # 11:00 null, 12:00 modelled only
     r = body["reading"]
     assert r["value"] is None and r["status"] == "unknown"
     assert (r["measuredAt"], r["ageMinutes"], r["trend"], r["trendPercent"]) == (None, None, "unknown", None)
@@ -100,7 +103,7 @@ def test_modelled_and_estimated_rows_are_never_used(eng):
 def test_station_without_data_and_no_station_at_all(eng):
     body = reading(eng, at(7), 51.30, 4.30)
     assert body["reading"]["station"]["id"] == "42R010" and body["reading"]["status"] == "unknown"
-    bare = W.engine(station_rows=[W.STATIONS[0]])       # only a station that does not measure NO2
+    bare = W.engine(station_rows=[W.STATIONS[0]])  # only a station that does not measure NO2
     r = reading(bare, at(7))["reading"]
     assert r["station"] is None and r["value"] is None and r["window"]["values"] == 0
 
@@ -108,10 +111,18 @@ def test_station_without_data_and_no_station_at_all(eng):
 def test_thresholds_block(eng):
     t = reading(eng, at(7))["thresholds"]
     assert t["basis"] == "annual"
-    assert t["who"] == {"value": 10, "unit": "µg/m³", "label": "WHO-richtlijn (jaargemiddelde)",
-                        "exceeded": True}
-    assert t["eu"] == {"value": 40, "unit": "µg/m³", "label": "EU-grenswaarde (jaargemiddelde)",
-                       "exceeded": False}
+    assert t["who"] == {
+        "value": 10,
+        "unit": "µg/m³",
+        "label": "WHO-richtlijn (jaargemiddelde)",
+        "exceeded": True,
+    }
+    assert t["eu"] == {
+        "value": 40,
+        "unit": "µg/m³",
+        "label": "EU-grenswaarde (jaargemiddelde)",
+        "exceeded": False,
+    }
 
 
 def test_compliance_boundaries():
@@ -136,8 +147,9 @@ def test_compliance_scalar_equals_vectorised(v):
     assert ar.compliance_one(v) == int(ar.compliance_class(v))
 
 
-@given(st.floats(0, 300) | st.just(float("nan")), st.floats(0, 300) | st.just(float("nan")),
-       st.integers(0, 3))
+@given(
+    st.floats(0, 300) | st.just(float("nan")), st.floats(0, 300) | st.just(float("nan")), st.integers(0, 3)
+)
 def test_trend_scalar_equals_vectorised(first, last, n):
     cls, pct = ar.trend_one(first, last, n)
     assert cls == int(ar.trend_class(first, last, n))
@@ -147,15 +159,20 @@ def test_trend_scalar_equals_vectorised(first, last, n):
         assert cls == ar.STABLE or (cls == ar.RISING) == (last > first)
 
 
-@pytest.mark.parametrize("point, inside", [
-    (W.P, True),
-    ((51.2120, 4.4020), False),   # in the hole of the main part
-    ((51.2050, 4.4550), True),    # second, separate part
-    ((51.2400, 4.4200), False),
-])
+@pytest.mark.parametrize(
+    "point, inside",
+    [
+        (W.P, True),
+        ((51.2120, 4.4020), False),  # in the hole of the main part
+        ((51.2050, 4.4550), True),  # second, separate part
+        ((51.2400, 4.4200), False),
+    ],
+)
 def test_lez(eng, point, inside):
-    assert reading(eng, at(7), *point)["lez"] == {"inside": inside,
-                                                  "name": "Lage-emissiezone Antwerpen" if inside else None}
+    assert reading(eng, at(7), *point)["lez"] == {
+        "inside": inside,
+        "name": "Lage-emissiezone Antwerpen" if inside else None,
+    }
 
 
 @settings(max_examples=80, deadline=None)
@@ -170,8 +187,14 @@ def test_nearest_station_without_a_no2_flag_is_none():
 
     from geo import Engine
 
-    eng = Engine.from_layers({"stations": gpd.GeoDataFrame(
-        {"id": ["A"]}, geometry=gpd.points_from_xy([4.4], [51.2]), crs="EPSG:4326")}, {})
+    eng = Engine.from_layers(
+        {
+            "stations": gpd.GeoDataFrame(
+                {"id": ["A"]}, geometry=gpd.points_from_xy([4.4], [51.2]), crs="EPSG:4326"
+            )
+        },
+        {},
+    )
     assert nearest_no2_station(eng, 51.2, 4.4) == (-1, float("inf"))
 
 
@@ -181,9 +204,10 @@ _ENG = {}
 def _station_engine():
     if "e" not in _ENG:
         rng = np.random.default_rng(3)
-        rows = list(W.STATIONS) + [(f"X{i:02d}", f"S{i}", float(a), float(b), bool(i % 3))
-                                   for i, (a, b) in enumerate(zip(rng.uniform(50.9, 51.5, 40),
-                                                                  rng.uniform(4.0, 5.0, 40)))]
+        rows = list(W.STATIONS) + [
+            (f"X{i:02d}", f"S{i}", float(a), float(b), bool(i % 3))
+            for i, (a, b) in enumerate(zip(rng.uniform(50.9, 51.5, 40), rng.uniform(4.0, 5.0, 40)))
+        ]
         _ENG["e"] = W.engine(station_rows=rows)
     return _ENG["e"]
 
@@ -191,8 +215,9 @@ def _station_engine():
 def test_schema_and_determinism(eng):
     from app.api.data_schemas import DATA_SCHEMAS
 
-    v = jsonschema.Draft202012Validator(DATA_SCHEMAS["AirQuality"],
-                                        format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    v = jsonschema.Draft202012Validator(
+        DATA_SCHEMAS["AirQuality"], format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
     for now in (at(7), at(11), at(12, 30)):
         for point in (W.P, (51.06, 4.10), (51.2120, 4.4020)):
             body = reading(eng, now, *point)

@@ -11,17 +11,20 @@ from geo import Engine, InvalidCoordinates
 from geo.coords import as_arrays, valid_mask, validate
 
 
-@pytest.mark.parametrize("lat, lng, message", [
-    (float("nan"), 4.4, "point 0: lat=nan is not a finite number"),
-    (51.2, float("inf"), "point 0: lng=inf is not a finite number"),
-    (90.0001, 4.4, "point 0: lat=90.0001 is out of range [-90, 90]"),
-    (51.2, -180.5, "point 0: lng=-180.5 is out of range [-180, 180]"),
-    ([51.2, 51.3, 95.0], [4.4, 4.4, 4.4], "point 2: lat=95.0 is out of range"),
-    ("abc", 4.4, "coordinates are not numbers"),
-    (None, 4.4, "coordinates are missing"),
-    ([51.2, 51.3], [4.4, 4.4, 4.4], "different lengths (2 and 3)"),
-    ([[51.2]], [[4.4]], "scalars or 1-D arrays"),
-])
+@pytest.mark.parametrize(
+    "lat, lng, message",
+    [
+        (float("nan"), 4.4, "point 0: lat=nan is not a finite number"),
+        (51.2, float("inf"), "point 0: lng=inf is not a finite number"),
+        (90.0001, 4.4, "point 0: lat=90.0001 is out of range [-90, 90]"),
+        (51.2, -180.5, "point 0: lng=-180.5 is out of range [-180, 180]"),
+        ([51.2, 51.3, 95.0], [4.4, 4.4, 4.4], "point 2: lat=95.0 is out of range"),
+        ("abc", 4.4, "coordinates are not numbers"),
+        (None, 4.4, "coordinates are missing"),
+        ([51.2, 51.3], [4.4, 4.4, 4.4], "different lengths (2 and 3)"),
+        ([[51.2]], [[4.4]], "scalars or 1-D arrays"),
+    ],
+)
 def test_invalid_coordinates_name_the_problem(lat, lng, message):
     with pytest.raises(InvalidCoordinates) as err:
         validate(lat, lng)
@@ -42,9 +45,16 @@ def test_valid_input_shapes():
 @given(st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True, allow_infinity=True))
 def test_every_engine_primitive_validates_the_same_way(ref_engine, lat, lng):
     ok = math.isfinite(lat) and math.isfinite(lng) and abs(lat) <= 90 and abs(lng) <= 180
-    calls = [ref_engine.in_service_area, ref_engine.in_lez, ref_engine.river_side, ref_engine.nearest_station,
-             lambda a, b: ref_engine.works_near(a, b, 2.0), lambda a, b: ref_engine.stops_near(a, b, 0.4),
-             ref_engine.count_works_near, lambda a, b: ref_engine.any_stop_near(a, b, 0.4)]
+    calls = [
+        ref_engine.in_service_area,
+        ref_engine.in_lez,
+        ref_engine.river_side,
+        ref_engine.nearest_station,
+        lambda a, b: ref_engine.works_near(a, b, 2.0),
+        lambda a, b: ref_engine.stops_near(a, b, 0.4),
+        ref_engine.count_works_near,
+        lambda a, b: ref_engine.any_stop_near(a, b, 0.4),
+    ]
     for call in calls:
         for a, b in ((lat, lng), (np.float64(lat), np.float64(lng)), ([lat], [lng])):
             if ok:

@@ -27,6 +27,7 @@ def km_xy(gdf):
 
 # --- works --------------------------------------------------------------------------------------------
 
+
 def test_works_statuses_dates_and_dutch_text(layers):
     w = layers["works"]
     assert 2800 <= len(w) <= 3200
@@ -34,11 +35,11 @@ def test_works_statuses_dates_and_dutch_text(layers):
     counts = w["status"].value_counts()
     assert {"In uitvoering", "Concreet gepland", "Uitgevoerd", "Geannuleerd", "Lopende"} == set(counts.index)
     assert counts["In uitvoering"] > 0.3 * len(w) and counts["Concreet gepland"] > 0.3 * len(w)
-    assert set(w["type"]) == {"Grondwerk", "Werk"}               # GIPOD events were dropped
+    assert set(w["type"]) == {"Grondwerk", "Werk"}  # GIPOD events were dropped
     assert (w["description"].str.len() > 5).all() and (w["owner"] != "").all()
     running = w[w["status"] == "In uitvoering"]
-    assert (running["end"] - AS_OF > pd.Timedelta(days=365)).sum() > 50     # multi-year end dates
-    assert (running["end"] < AS_OF).sum() > 5                                 # overdue but still running
+    assert (running["end"] - AS_OF > pd.Timedelta(days=365)).sum() > 50  # multi-year end dates
+    assert (running["end"] < AS_OF).sum() > 5  # overdue but still running
     assert running["end"].isna().sum() > 5
     planned = w[(w["status"] == "Concreet gepland") & (w["occurrences"] == 1)]
     assert (planned["start"] > AS_OF).all()
@@ -90,6 +91,7 @@ def test_works_on_both_banks_near_the_scheldt(layers):
 
 # --- stops and detours --------------------------------------------------------------------------------
 
+
 def test_stops_dense_in_antwerp_with_lines_and_leading_zeros(layers):
     s = layers["stops"]
     assert 2000 <= len(s) <= 8000 and s["id"].is_unique
@@ -103,7 +105,7 @@ def test_stops_dense_in_antwerp_with_lines_and_leading_zeros(layers):
     flanders_density = len(s) / 13_700
     assert antwerp_density > 10 * flanders_density
     both_banks = shapely.contains_xy(layers["river"].geometry[1], s.geometry.x, s.geometry.y).sum()
-    assert both_banks >= 10                                   # stops on the left bank too
+    assert both_banks >= 10  # stops on the left bank too
 
 
 def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
@@ -111,7 +113,7 @@ def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
     antwerp = d[d["region"] == "AN"]
     assert len(antwerp) >= 30 and len(d) > len(antwerp)
     assert set(antwerp["entity"]) == {"1"} and {"KE", "ME"} <= set(d.loc[d["entity"] == "1", "region"])
-    assert set(d["type"]) == {"werken", "evenement", ""}           # lower, upper (lowered) or absent
+    assert set(d["type"]) == {"werken", "evenement", ""}  # lower, upper (lowered) or absent
     assert d["title"].str.contains(": ").all()
     assert antwerp["end"].isna().sum() >= 3 and antwerp["end"].notna().sum() >= 20
     assert (antwerp["start"] < AS_OF).sum() >= 10 and (antwerp["start"] > AS_OF).sum() >= 3
@@ -130,6 +132,7 @@ def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
 
 
 # --- NO2 ----------------------------------------------------------------------------------------------
+
 
 def test_no2_hourly_series_up_to_as_of_with_gaps(layers):
     n, st = layers["no2"], layers["stations"]
@@ -152,7 +155,7 @@ def test_no2_empty_last_two_hours_and_non_measured_rows(layers):
     others = last2[(last2["station_id"] == station) & (last2["kind"] != "measured")]
     assert set(others["kind"]) == {"modelled", "estimated"} and others["value"].notna().all()
     one_value = m.groupby("station_id")["value"].apply(lambda v: v.notna().tolist() == [True, False])
-    assert one_value.sum() >= 1                    # a window with only the older hour measured
+    assert one_value.sum() >= 1  # a window with only the older hour measured
     assert {"modelled", "estimated"} <= set(n["kind"])
 
 

@@ -143,7 +143,7 @@ def test_last_hour_gap_uses_the_previous_hour(engine, now):
 
 
 @pytest.mark.parametrize("point", [(50.6326, 5.5797), (50.6292, 3.0573), (51.4416, 5.4697)])
-def test_outside_the_service_area(engine, now, point):   # Liège, Lille, Eindhoven
+def test_outside_the_service_area(engine, now, point):  # Liège, Lille, Eindhoven
     for f in (disruptions, air_quality, briefing):
         with pytest.raises(OutsideServiceArea):
             f(engine, *point, now)

@@ -42,15 +42,15 @@ def construction_ids(body):
 WORKS = [
     ("W1", "Heraanleg riolering", RUN, *north(0.0010), LONG_AGO, FAR_AHEAD),
     ("W2", " heraanleg  RIOLERING ", PLAN, *north(0.0013), "2024-12-01T07:00:00Z", "2028-06-30T16:00:00Z"),
-    ("W3", "Heraanleg riolering", RUN, *north(0.0060), LONG_AGO, FAR_AHEAD),      # 0.5 km from W1
-    ("W4", "Aanleg fietspad", RUN, *north(0.0013), LONG_AGO, None),               # same spot as W2
+    ("W3", "Heraanleg riolering", RUN, *north(0.0060), LONG_AGO, FAR_AHEAD),  # 0.5 km from W1
+    ("W4", "Aanleg fietspad", RUN, *north(0.0013), LONG_AGO, None),  # same spot as W2
     ("W5", "Vervanging gasleiding", RUN, *north(-0.0050), "2019-01-01T07:00:00Z", "2020-01-01T16:00:00Z"),
     ("W6", "Onderhoud rijweg", "Uitgevoerd", *north(0.0020), LONG_AGO, FAR_AHEAD),
     ("W7", "Onderhoud rijweg", "Geannuleerd", *north(0.0021), LONG_AGO, FAR_AHEAD),
     ("W8", "Plaatsing laadpalen", "Vergund", *north(0.0022), LONG_AGO, FAR_AHEAD),  # unknown status
     ("W9", "Aanleg glasvezel", "Voorlopig gepland", *north(0.0179), "2027-01-04T07:00:00Z", None),  # 1.990 km
-    ("W10", "Aanleg glasvezel fase 2", "Gepland", *north(0.0181), "2027-01-04T07:00:00Z", None),          # 2.013 km
-    ("L1", "Heraanleg kade", RUN, LAT, 4.3950, LONG_AGO, FAR_AHEAD),              # left bank, 1.74 km
+    ("W10", "Aanleg glasvezel fase 2", "Gepland", *north(0.0181), "2027-01-04T07:00:00Z", None),  # 2.013 km
+    ("L1", "Heraanleg kade", RUN, LAT, 4.3950, LONG_AGO, FAR_AHEAD),  # left bank, 1.74 km
     # chain of three occurrences 40 m apart (A-C = 80 m): one cluster by single linkage
     ("M3", "Wekelijkse markt", PLAN, *north(-0.0100), "2026-11-23T07:00:00Z", "2026-11-23T13:00:00Z"),
     ("M1", "Wekelijkse markt", PLAN, *north(-0.01036), "2026-11-09T07:00:00Z", "2026-11-09T13:00:00Z"),
@@ -78,8 +78,13 @@ def test_statuses_radius_far_side_and_order(body):
 
 def test_summary_counts(body):
     # running: W1 cluster, W4, W5 (end date in the past does not matter), W3; planned: M cluster, W9
-    assert body["summary"] == {"activeWorks": 4, "plannedWorks": 2, "upcomingWorks14d": 1,
-                               "transitDisruptions": 0, "highSeverityTransit": 0}
+    assert body["summary"] == {
+        "activeWorks": 4,
+        "plannedWorks": 2,
+        "upcomingWorks14d": 1,
+        "transitDisruptions": 0,
+        "highSeverityTransit": 0,
+    }
     assert body["radiusKm"] == 2
 
 
@@ -92,9 +97,17 @@ def test_collapse_same_description_within_50_m(body):
     w1 = body["construction"][0]
     # W2 (33 m away, same description up to case/spaces) collapses into W1, the running occurrence;
     # the dates span both occurrences; the point and id are W1's
-    assert w1 == {"id": "W1", "description": "Heraanleg riolering", "status": "In uitvoering",
-                  "lat": 51.221, "lng": 4.42, "distanceKm": 0.111, "startDate": "2024-12-01",
-                  "endDate": "2028-06-30", "occurrences": 2}
+    assert w1 == {
+        "id": "W1",
+        "description": "Heraanleg riolering",
+        "status": "In uitvoering",
+        "lat": 51.221,
+        "lng": 4.42,
+        "distanceKm": 0.111,
+        "startDate": "2024-12-01",
+        "endDate": "2028-06-30",
+        "occurrences": 2,
+    }
     # W4 at the very spot of W2 has another description: its own item; W3 500 m away: its own item
     assert {c["id"]: c["occurrences"] for c in body["construction"]}["W4"] == 1
     assert {c["id"]: c["occurrences"] for c in body["construction"]}["W3"] == 1
@@ -127,18 +140,29 @@ def test_representative_prefers_running_then_earliest_then_id():
 
 
 def test_status_classes():
-    assert wk.status_class(["In uitvoering", "Concreet gepland", "Gepland", "Voorlopig gepland",
-                            "Uitgevoerd", "Geannuleerd", "in uitvoering", None]).tolist() == \
-        [1, 2, 2, 2, 0, 0, 0, 0]
+    assert wk.status_class(
+        [
+            "In uitvoering",
+            "Concreet gepland",
+            "Gepland",
+            "Voorlopig gepland",
+            "Uitgevoerd",
+            "Geannuleerd",
+            "in uitvoering",
+            None,
+        ]
+    ).tolist() == [1, 2, 2, 2, 0, 0, 0, 0]
 
 
 def test_far_side_not_applied_without_both_sides():
-    q = (51.3050, 4.3950)            # north of the river zone: no side
-    eng = W.engine(works_rows=[
-        ("A", "Werk links", RUN, 51.2990, 4.3950, LONG_AGO, None),   # left bank, 0.667 km
-        ("B", "Werk rechts", RUN, 51.2990, 4.4050, LONG_AGO, None),  # right bank
-        ("C", "Werk buiten zone", RUN, 51.3050, 4.4050, LONG_AGO, None),
-    ])
+    q = (51.3050, 4.3950)  # north of the river zone: no side
+    eng = W.engine(
+        works_rows=[
+            ("A", "Werk links", RUN, 51.2990, 4.3950, LONG_AGO, None),  # left bank, 0.667 km
+            ("B", "Werk rechts", RUN, 51.2990, 4.4050, LONG_AGO, None),  # right bank
+            ("C", "Werk buiten zone", RUN, 51.3050, 4.4050, LONG_AGO, None),
+        ]
+    )
     assert construction_ids(disruptions(eng, *q, W.NOW)) == ["A", "C", "B"]  # 0.667 km, 0.695 km, 0.963 km
     # from the right bank (51.2950, 4.4100): left-bank A (1.13 km) is dropped, no-side C (1.165 km) is kept
     assert construction_ids(disruptions(eng, 51.2950, 4.4100, W.NOW)) == ["B", "C"]
@@ -146,14 +170,15 @@ def test_far_side_not_applied_without_both_sides():
 
 # --- 14-day window -------------------------------------------------------------------------------------
 
+
 def test_upcoming_14_days_uses_brussels_dates():
-    now = datetime(2026, 11, 15, 23, 30, tzinfo=UTC)   # 16 Nov 00:30 in Brussels: today = 16 Nov
+    now = datetime(2026, 11, 15, 23, 30, tzinfo=UTC)  # 16 Nov 00:30 in Brussels: today = 16 Nov
     rows = [
         ("U0", "Werk U0", PLAN, *north(0.001), "2026-11-15T22:59:00Z", None),  # 15 Nov 23:59 local: before
         ("U1", "Werk U1", PLAN, *north(0.002), "2026-11-15T23:00:00Z", None),  # 16 Nov 00:00 local: today
         ("U2", "Werk U2", PLAN, *north(0.003), "2026-11-30T22:59:00Z", None),  # 30 Nov 23:59: today + 14
         ("U3", "Werk U3", PLAN, *north(0.004), "2026-11-30T23:00:00Z", None),  # 1 Dec 00:00: today + 15
-        ("U4", "Werk U4", RUN, *north(0.005), "2026-11-20T07:00:00Z", None),   # running: never upcoming
+        ("U4", "Werk U4", RUN, *north(0.005), "2026-11-20T07:00:00Z", None),  # running: never upcoming
         # recurring: first occurrence in the past, the next one within 14 days -> counts once
         ("R1", "Markt", PLAN, *north(0.006), "2026-11-02T07:00:00Z", None),
         ("R2", "Markt", PLAN, *north(0.0062), "2026-11-23T07:00:00Z", None),
@@ -161,8 +186,12 @@ def test_upcoming_14_days_uses_brussels_dates():
     body = disruptions(W.engine(works_rows=rows), LAT, LNG, now)
     assert body["summary"]["plannedWorks"] == 5
     assert body["summary"]["upcomingWorks14d"] == 3
-    assert [c["startDate"] for c in body["construction"][:4]] == \
-        ["2026-11-15", "2026-11-16", "2026-11-30", "2026-12-01"]
+    assert [c["startDate"] for c in body["construction"][:4]] == [
+        "2026-11-15",
+        "2026-11-16",
+        "2026-11-30",
+        "2026-12-01",
+    ]
 
 
 def test_upcoming_mask_bounds():
@@ -187,10 +216,10 @@ def test_upcoming_clusters_is_the_shared_rule():
 # --- transit ---------------------------------------------------------------------------------------------
 
 STOPS = [
-    ("1_101", "1", *north(0.0020), "007,24"),   # 0.222 km, serves 7 and 24
-    ("2_201", "2", *north(0.0010), "12"),       # another region's stop: its line 12 is not Antwerp's 12
-    ("1_102", "1", *north(0.0037), "30"),       # 0.411 km: beyond the 400 m stop distance
-    ("1_103", "1", *north(0.0035), "0041"),     # 0.389 km: inside
+    ("1_101", "1", *north(0.0020), "007,24"),  # 0.222 km, serves 7 and 24
+    ("2_201", "2", *north(0.0010), "12"),  # another region's stop: its line 12 is not Antwerp's 12
+    ("1_102", "1", *north(0.0037), "30"),  # 0.411 km: beyond the 400 m stop distance
+    ("1_103", "1", *north(0.0035), "0041"),  # 0.389 km: inside
 ]
 NOW_S = "2026-11-16T07:00:00Z"
 DETOURS = [
@@ -198,11 +227,11 @@ DETOURS = [
     ("30002", "1", "12", "", "2026-11-01T00:00:00Z", None, "", north(0.0040)),
     ("30003", "2", "24", "", "2026-11-01T00:00:00Z", None, "", north(0.0030)),
     ("30004", "1", "30", "", "2026-11-01T00:00:00Z", None, "", north(0.0050)),
-    ("30005", "1", "41", "", NOW_S, None, "MAANDAG", None),                     # starts exactly now
+    ("30005", "1", "41", "", NOW_S, None, "MAANDAG", None),  # starts exactly now
     ("30006", "1", "7", "", "2026-11-01T00:00:00Z", NOW_S, "", north(0.0030)),  # ended exactly now
     ("30007", "1", "024,7,07", "1_1,1_2,1_3,1_4,1_5", "2026-11-01T00:00:00Z", None, "", north(0.0010)),
     ("30008", "1", "7", "1_9", "2026-11-01T00:00:00Z", None, "", (LAT, 4.3950)),  # left bank
-    ("30009", "1", "7", "", "2026-11-17T00:00:00Z", None, "", north(0.0030)),     # starts tomorrow
+    ("30009", "1", "7", "", "2026-11-17T00:00:00Z", None, "", north(0.0030)),  # starts tomorrow
 ]
 
 
@@ -214,12 +243,30 @@ def transit_eng():
 def test_transit_lines_entity_stop_distance_period_and_severity(transit_eng):
     body = disruptions(transit_eng, LAT, LNG, W.NOW)
     assert body["transit"] == [
-        {"id": "30007", "title": "Omleiding 30007", "lines": ["24", "7"], "severity": "high",
-         "estimatedDelayMin": 13, "endDate": None},
-        {"id": "30001", "title": "Omleiding 30001", "lines": ["7"], "severity": "medium",
-         "estimatedDelayMin": 7, "endDate": "2026-11-30"},
-        {"id": "30005", "title": "Omleiding 30005", "lines": ["41"], "severity": "low",
-         "estimatedDelayMin": 3, "endDate": None},
+        {
+            "id": "30007",
+            "title": "Omleiding 30007",
+            "lines": ["24", "7"],
+            "severity": "high",
+            "estimatedDelayMin": 13,
+            "endDate": None,
+        },
+        {
+            "id": "30001",
+            "title": "Omleiding 30001",
+            "lines": ["7"],
+            "severity": "medium",
+            "estimatedDelayMin": 7,
+            "endDate": "2026-11-30",
+        },
+        {
+            "id": "30005",
+            "title": "Omleiding 30005",
+            "lines": ["41"],
+            "severity": "low",
+            "estimatedDelayMin": 3,
+            "endDate": None,
+        },
     ]
     assert body["summary"]["transitDisruptions"] == 3 and body["summary"]["highSeverityTransit"] == 1
 
@@ -232,7 +279,7 @@ def test_no_stop_near_keeps_all_antwerp_detours(transit_eng):
 
 
 def test_no_stop_fallback_still_drops_the_far_side(transit_eng):
-    body = disruptions(transit_eng, LAT, 4.3900, W.NOW)   # left bank, no stop near
+    body = disruptions(transit_eng, LAT, 4.3900, W.NOW)  # left bank, no stop near
     assert [t["id"] for t in body["transit"]] == ["30008", "30005"]
 
 
@@ -245,20 +292,27 @@ def test_active_detours_is_the_shared_rule(transit_eng):
 
 
 def test_published_delay_wins_over_the_rule():
-    eng = W.engine(stop_rows=STOPS, detour_rows=[
-        ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.001)),
-        ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.002))])
+    eng = W.engine(
+        stop_rows=STOPS,
+        detour_rows=[
+            ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.001)),
+            ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.002)),
+        ],
+    )
     eng.detours["delay_min"] = [20.0, float("nan")]
     transit = disruptions(eng, LAT, LNG, W.NOW)["transit"]
     assert [(t["estimatedDelayMin"], t["severity"]) for t in transit] == [(20, "high"), (3, "low")]
 
 
 def test_ties_on_distance_go_to_the_smaller_id():
-    eng = W.engine(works_rows=[("b", "X", RUN, *north(0.001), LONG_AGO, None),
-                               ("a", "Y", RUN, *north(0.001), LONG_AGO, None)],
-                   stop_rows=STOPS,
-                   detour_rows=[(i, "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.002))
-                                for i in ("31", "30")])
+    eng = W.engine(
+        works_rows=[
+            ("b", "X", RUN, *north(0.001), LONG_AGO, None),
+            ("a", "Y", RUN, *north(0.001), LONG_AGO, None),
+        ],
+        stop_rows=STOPS,
+        detour_rows=[(i, "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.002)) for i in ("31", "30")],
+    )
     body = disruptions(eng, LAT, LNG, W.NOW)
     assert construction_ids(body) == ["a", "b"]
     assert [t["id"] for t in body["transit"]] == ["30", "31"]
@@ -266,23 +320,33 @@ def test_ties_on_distance_go_to_the_smaller_id():
 
 # --- response-level ------------------------------------------------------------------------------------
 
+
 def test_retrieved_at_is_the_oldest_used_layer():
-    manifest = {"asOf": "2026-11-16T07:00:00.000Z", "layers": {
-        "works": {"retrievedAt": "2026-11-16T06:30:00.000Z"},
-        "detours": {"retrievedAt": "2026-11-16T06:00:00Z"},
-        "stops": {"retrievedAt": "2026-11-10T00:00:00.000Z"},
-        "no2": {"retrievedAt": "2026-01-01T00:00:00.000Z"}}}
-    assert disruptions(W.engine(manifest=manifest), LAT, LNG, W.NOW)["retrievedAt"] == "2026-11-10T00:00:00.000Z"
+    manifest = {
+        "asOf": "2026-11-16T07:00:00.000Z",
+        "layers": {
+            "works": {"retrievedAt": "2026-11-16T06:30:00.000Z"},
+            "detours": {"retrievedAt": "2026-11-16T06:00:00Z"},
+            "stops": {"retrievedAt": "2026-11-10T00:00:00.000Z"},
+            "no2": {"retrievedAt": "2026-01-01T00:00:00.000Z"},
+        },
+    }
+    assert (
+        disruptions(W.engine(manifest=manifest), LAT, LNG, W.NOW)["retrievedAt"] == "2026-11-10T00:00:00.000Z"
+    )
     bare = W.engine(manifest={"asOf": "2026-11-16T07:00:00Z"})
     assert disruptions(bare, LAT, LNG, W.NOW)["retrievedAt"] == "2026-11-16T07:00:00.000Z"
 
 
-@pytest.mark.parametrize("lat, lng, error", [
-    (50.6326, 5.5797, OutsideServiceArea),     # Liège: outside the constructed service area
-    (float("nan"), 4.4, InvalidCoordinates),
-    (95.0, 4.4, InvalidCoordinates),
-    ("51.2", "x", InvalidCoordinates),
-])
+@pytest.mark.parametrize(
+    "lat, lng, error",
+    [
+        (50.6326, 5.5797, OutsideServiceArea),  # Liège: outside the constructed service area
+        (float("nan"), 4.4, InvalidCoordinates),
+        (95.0, 4.4, InvalidCoordinates),
+        ("51.2", "x", InvalidCoordinates),
+    ],
+)
 def test_bad_points_raise(eng, lat, lng, error):
     with pytest.raises(error):
         disruptions(eng, lat, lng, W.NOW)
@@ -315,6 +379,7 @@ def test_prepared_once_per_engine(eng):
 
 # --- properties on random works --------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def random_world():
     """400 works with 3 descriptions packed into ~3 x 3 km, so that many collapse."""
@@ -327,8 +392,10 @@ def random_world():
     dup = rng.choice(n, n // 5, replace=False)
     src = rng.choice(n, n // 5)
     desc[dup], lat[dup], lng[dup] = desc[src], lat[src] + rng.uniform(-4e-4, 4e-4, dup.size), lng[src]
-    works = [(f"id{i:03d}", str(desc[i]), str(status[i]), float(lat[i]), float(lng[i]), LONG_AGO, None)
-             for i in range(n)]
+    works = [
+        (f"id{i:03d}", str(desc[i]), str(status[i]), float(lat[i]), float(lng[i]), LONG_AGO, None)
+        for i in range(n)
+    ]
     return works, W.engine(works_rows=works)
 
 
@@ -337,17 +404,17 @@ def random_world():
 def test_random_works_properties(random_world, point):
     works, eng = random_world
     items = disruptions(eng, *point, W.NOW)["construction"]
-    km = [c["distanceKm"] for c in items]   # sorted on the exact distance, so rounded ones never decrease
+    km = [c["distanceKm"] for c in items]  # sorted on the exact distance, so rounded ones never decrease
     assert km == sorted(km)
     assert all(c["distanceKm"] <= 2 and c["status"] in (RUN, PLAN) for c in items)
     by_id = {w[0]: w for w in works}
-    for c in items:   # the item is its representative record, within 2 km and on the point's river side
+    for c in items:  # the item is its representative record, within 2 km and on the point's river side
         w = by_id[c["id"]]
         assert (c["description"], c["status"]) == (w[1], w[2])
         assert c["distanceKm"] == round(float(haversine_km(point[0], point[1], w[3], w[4])), 3)
     # two items with the same description are more than 50 m apart (else they would be one cluster)
     for i, a in enumerate(items):
-        for b in items[i + 1:]:
+        for b in items[i + 1 :]:
             if a["description"] == b["description"]:
                 assert haversine_km(a["lat"], a["lng"], b["lat"], b["lng"]) > 0.0499
     # listed records collapse, never vanish: the clusters' occurrences cover all listed records of the
@@ -356,6 +423,7 @@ def test_random_works_properties(random_world, point):
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def data_schemas():
@@ -379,28 +447,45 @@ def test_distance_helper_is_exact_on_meridians():
 def test_a_detour_applies_only_on_its_omleidingsdagen():
     # NOW is Monday 16 Nov 08:00 Brussels; 22:30Z on Sunday 22 Nov is Sunday 23:30 in Brussels, 23:30Z is
     # already Monday 00:30: the weekday is the Brussels one
-    eng = W.engine(stop_rows=STOPS, detour_rows=[
-        ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "MAANDAG", north(0.001)),
-        ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "ZATERDAG,ZONDAG", north(0.002)),
-        ("3", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.003))])
-    at = {when: [t["id"] for t in disruptions(eng, LAT, LNG, when)["transit"]]
-          for when in (W.NOW, datetime(2026, 11, 21, 12, 0, tzinfo=UTC), datetime(2026, 11, 22, 22, 30, tzinfo=UTC),
-                       datetime(2026, 11, 22, 23, 30, tzinfo=UTC), datetime(2026, 11, 24, 7, 0, tzinfo=UTC))}
+    eng = W.engine(
+        stop_rows=STOPS,
+        detour_rows=[
+            ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "MAANDAG", north(0.001)),
+            ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "ZATERDAG,ZONDAG", north(0.002)),
+            ("3", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.003)),
+        ],
+    )
+    at = {
+        when: [t["id"] for t in disruptions(eng, LAT, LNG, when)["transit"]]
+        for when in (
+            W.NOW,
+            datetime(2026, 11, 21, 12, 0, tzinfo=UTC),
+            datetime(2026, 11, 22, 22, 30, tzinfo=UTC),
+            datetime(2026, 11, 22, 23, 30, tzinfo=UTC),
+            datetime(2026, 11, 24, 7, 0, tzinfo=UTC),
+        )
+    }
     assert list(at.values()) == [["1", "3"], ["2", "3"], ["2", "3"], ["1", "3"], ["3"]]
     # the fast path (cached per detour interval and Brussels date) equals the vectorised rule at each instant
     from geo.service.disruptions import find, find_by_rules
 
     for when in at:
-        assert find(eng, LAT, LNG, when).detours.tolist() == find_by_rules(eng, LAT, LNG, when).detours.tolist()
+        assert (
+            find(eng, LAT, LNG, when).detours.tolist() == find_by_rules(eng, LAT, LNG, when).detours.tolist()
+        )
 
 
 def test_antwerp_region_is_vervoerregio_an_with_entity_fallback():
     # the last field: the regions of the detour's lines (vervoerRegioCode from De Lijn's line lists)
-    eng = W.engine(stop_rows=STOPS, detour_rows=[
-        ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.001), "AN"),
-        ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.002), "KE"),
-        ("3", "3", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.003), "AN,VB"),
-        ("4", "2", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.004), "")])
+    eng = W.engine(
+        stop_rows=STOPS,
+        detour_rows=[
+            ("1", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.001), "AN"),
+            ("2", "1", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.002), "KE"),
+            ("3", "3", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.003), "AN,VB"),
+            ("4", "2", "7", "", "2026-11-01T00:00:00Z", None, "", north(0.004), ""),
+        ],
+    )
     # 1: an AN line; 2: entity 1 but a Kempen line (not Antwerp); 3: another entity's detour on an AN line;
     # 4: no region data and entity 2 (the fallback keeps entity 1 only)
     assert [t["id"] for t in disruptions(eng, LAT, LNG, W.NOW)["transit"]] == ["1", "3"]

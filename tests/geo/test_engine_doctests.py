@@ -5,10 +5,17 @@ import importlib
 
 import pytest
 
-MODULES = ["geo", "geo.index.spherical", "geo.index.polygon_index", "geo.index.point_index",
-           "geo.index.radius_table", "geo.index.radius_grid",
-           "geo.batch.pairs", "geo.data.engine",
-           "geo.coords"]
+MODULES = [
+    "geo",
+    "geo.index.spherical",
+    "geo.index.polygon_index",
+    "geo.index.point_index",
+    "geo.index.radius_table",
+    "geo.index.radius_grid",
+    "geo.batch.pairs",
+    "geo.data.engine",
+    "geo.coords",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

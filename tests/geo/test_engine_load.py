@@ -34,8 +34,9 @@ def test_every_layer_of_the_demo_snapshot(snapshot_dir):
 
 @pytest.mark.parametrize("crs", ["EPSG:4326", "EPSG:31370", None])
 def test_other_crs_column_order_and_index(crs):
-    frame = gpd.GeoDataFrame({"id": ["a", "b"], "n": [1, 2]}, geometry=[Point(4.4, 51.2), Point(4.5, 51.3)],
-                             crs=crs)
+    frame = gpd.GeoDataFrame(
+        {"id": ["a", "b"], "n": [1, 2]}, geometry=[Point(4.4, 51.2), Point(4.5, 51.3)], crs=crs
+    )
     frame = frame[["geometry", "id", "n"]]  # geometry first
     got = assert_same(parquet(frame))
     assert list(got.columns) == ["geometry", "id", "n"]
@@ -43,8 +44,11 @@ def test_other_crs_column_order_and_index(crs):
 
 
 def test_files_outside_the_fast_path_go_through_geopandas():
-    frame = gpd.GeoDataFrame({"id": ["a"], "other": gpd.GeoSeries([Point(1, 1)], crs="EPSG:4326")},
-                             geometry=[Point(4.4, 51.2)], crs="EPSG:4326")
+    frame = gpd.GeoDataFrame(
+        {"id": ["a"], "other": gpd.GeoSeries([Point(1, 1)], crs="EPSG:4326")},
+        geometry=[Point(4.4, 51.2)],
+        crs="EPSG:4326",
+    )
     got = assert_same(parquet(frame))  # two geometry columns
     assert isinstance(got["other"], gpd.GeoSeries)
     assert_same(parquet(frame[["id", "geometry"]], write_covering_bbox=True))  # bbox covering column

@@ -97,8 +97,9 @@ def test_stops_near_arrays_match_brute_force(ref_engine, pts, radius):
     got = ref_engine.stops_near(lats, lngs, radius)  # plain lists work too
     check_against_brute(ref_engine.stops, lats, lngs, radius, got)
     per_point_equals_scalar(ref_engine.stops_near, lats, lngs, radius, got)
-    assert ref_engine.any_stop_near(np.array(lats, dtype=float), np.array(lngs, dtype=float), radius).tolist() \
-        == [bool((got.point == j).any()) for j in range(len(pts))]
+    assert ref_engine.any_stop_near(
+        np.array(lats, dtype=float), np.array(lngs, dtype=float), radius
+    ).tolist() == [bool((got.point == j).any()) for j in range(len(pts))]
 
 
 def _engine(lats, lngs, ids):
@@ -122,8 +123,11 @@ def test_ties_duplicates_and_points_with_none_by_hand():
 
 def test_empty_inputs_and_layers():
     eng = _engine([51.0], [4.0], ["a"])
-    for got in (eng.works_near([], [], 2.0), eng.works_near([60.0, -10.0], [4.0, 4.0], 2.0),
-                Engine.from_layers({}, {}).stops_near([51.0, 51.1], [4.0, 4.0], 0.4)):
+    for got in (
+        eng.works_near([], [], 2.0),
+        eng.works_near([60.0, -10.0], [4.0, 4.0], 2.0),
+        Engine.from_layers({}, {}).stops_near([51.0, 51.1], [4.0, 4.0], 0.4),
+    ):
         assert isinstance(got, RadiusPairs)
         assert got.point.size == got.idx.size == got.km.size == 0
         assert got.point.dtype == got.idx.dtype == np.int64 and got.km.dtype == np.float64
@@ -131,8 +135,13 @@ def test_empty_inputs_and_layers():
 
 def test_scalar_forms_keep_the_single_point_answer_and_arrays_broadcast():
     eng = _engine([51.0, 51.01], [4.0, 4.0], ["b", "a"])
-    for lat, lng in ((51.0, 4.0), (np.float64(51.0), np.float64(4.0)), (np.array(51.0), np.array(4.0)),
-                     (np.float32(51.0), 4), (51, 4)):
+    for lat, lng in (
+        (51.0, 4.0),
+        (np.float64(51.0), np.float64(4.0)),
+        (np.array(51.0), np.array(4.0)),
+        (np.float32(51.0), 4),
+        (51, 4),
+    ):
         idx, km = eng.works_near(lat, lng, 2.0)
         assert idx.tolist() == [0, 1] and idx.dtype == np.int64
     one = eng.works_near([51.0], [4.0], 2.0)  # a 1-D array of one point is an array of points
@@ -170,8 +179,11 @@ def test_pair_chunks_are_bounded_and_never_split_a_query(ref_engine):
     got = {(int(c.rows[q]), int(index.rows[k])) for c in small for q, k in zip(c.q, c.k)}
     assert got == set(zip(whole[0].tolist(), whole[1].tolist()))
     # score_grid is the same primitive with the index attached
-    scored = {(int(c.rows[q]), int(c.index.rows[k])) for c in pairs_within(index, lat, lng, 2.0)
-              for q, k in zip(c.q, c.k)}
+    scored = {
+        (int(c.rows[q]), int(c.index.rows[k]))
+        for c in pairs_within(index, lat, lng, 2.0)
+        for q, k in zip(c.q, c.k)
+    }
     assert scored == got
 
 

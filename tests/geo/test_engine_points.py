@@ -77,8 +77,11 @@ def test_nearest_station_single_point_equals_batch(ref_engine):
 
 
 def _pair_engine(lats, lngs, ids, no2=None):
-    frame = gpd.GeoDataFrame({"id": ids, "no2": no2 if no2 is not None else [True] * len(ids)},
-                             geometry=gpd.points_from_xy(lngs, lats), crs="EPSG:4326")
+    frame = gpd.GeoDataFrame(
+        {"id": ids, "no2": no2 if no2 is not None else [True] * len(ids)},
+        geometry=gpd.points_from_xy(lngs, lats),
+        crs="EPSG:4326",
+    )
     return Engine.from_layers({"stations": frame, "works": frame, "stops": frame}, {})
 
 
@@ -127,8 +130,12 @@ def test_stops_near_matches_brute_force(ref_engine, p, radius):
 
 
 @settings(max_examples=40, deadline=None)
-@given(pts=st.lists(a_point, min_size=1, max_size=25), radius=st.sampled_from([0.5, 2.0, 3.0]),
-       use_mask=st.booleans(), seed=st.integers(0, 3))
+@given(
+    pts=st.lists(a_point, min_size=1, max_size=25),
+    radius=st.sampled_from([0.5, 2.0, 3.0]),
+    use_mask=st.booleans(),
+    seed=st.integers(0, 3),
+)
 def test_count_works_near_matches_brute_force(ref_engine, pts, radius, use_mask, seed):
     works = ref_engine.works
     mask = np.random.default_rng(seed).random(len(works)) < 0.5 if use_mask else None
@@ -189,7 +196,9 @@ def test_bad_radius_and_mask_are_rejected(ref_engine):
 
 def test_haversine_km_by_hand():
     assert math.isclose(float(haversine_km(0.0, 0.0, 0.0, 1.0)), 2 * math.pi * R / 360, rel_tol=1e-12)
-    assert np.allclose(haversine_km([51.0, 51.0], [4.0, 4.0], [51.0, 52.0], [4.0, 4.0]), [0.0, 111.195], atol=1e-3)
+    assert np.allclose(
+        haversine_km([51.0, 51.0], [4.0, 4.0], [51.0, 52.0], [4.0, 4.0]), [0.0, 111.195], atol=1e-3
+    )
 
 
 def test_empty_point_layers():

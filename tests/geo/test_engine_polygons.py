@@ -11,7 +11,7 @@ from shapely.geometry import MultiPolygon, Point, Polygon, box
 from geo import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, Engine
 from geo.index.polygon_index import PolygonGrid
 
-RIVER_LEFT_BOX = box(4.30, 51.15, 4.40, 51.30)   # as built by conftest.ref_engine
+RIVER_LEFT_BOX = box(4.30, 51.15, 4.40, 51.30)  # as built by conftest.ref_engine
 RIVER_RIGHT_BOX = box(4.40, 51.15, 4.50, 51.30)
 
 
@@ -32,8 +32,13 @@ def near_edge_points(draw, segs, n):
     """Points on vertices, on segments, and offset from segments by 1e-12 .. 1e-2 degrees."""
     idx = draw(st.lists(st.integers(0, len(segs) - 1), min_size=n, max_size=n))
     ts = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0]) | st.floats(0, 1), min_size=n, max_size=n))
-    offs = draw(st.lists(st.sampled_from([0.0, 1e-12, -1e-9, 1e-7, -1e-5, 3e-4, -2e-3, 1e-2])
-                         | st.floats(-1e-3, 1e-3), min_size=2 * n, max_size=2 * n))
+    offs = draw(
+        st.lists(
+            st.sampled_from([0.0, 1e-12, -1e-9, 1e-7, -1e-5, 3e-4, -2e-3, 1e-2]) | st.floats(-1e-3, 1e-3),
+            min_size=2 * n,
+            max_size=2 * n,
+        )
+    )
     s = segs[idx]
     t = np.array(ts)
     lng = s[:, 0] + t * (s[:, 2] - s[:, 0]) + np.array(offs[:n])
@@ -43,8 +48,8 @@ def near_edge_points(draw, segs, n):
 
 # --- constructed polygons: holes, islands in holes, touching parts ------------------------------------
 DONUT = Polygon([(0, 0), (4, 0), (4, 4), (0, 4)], [[(1, 1), (3, 1), (3, 3), (1, 3)]])
-ISLAND = box(1.5, 1.5, 2.5, 2.5)          # an enclave inside the hole
-TOUCHING = box(4, 0, 5, 1)                # shares part of an edge with the donut
+ISLAND = box(1.5, 1.5, 2.5, 2.5)  # an enclave inside the hole
+TOUCHING = box(4, 0, 5, 1)  # shares part of an edge with the donut
 CONSTRUCTED = MultiPolygon([DONUT, ISLAND, TOUCHING])
 
 
@@ -93,7 +98,9 @@ def test_service_area_near_edges_matches_brute_force(ref_engine, area, data):
     lat, lng = near_edge_points(data.draw, segments(area), 50)
     expected = brute_inside(area, lat, lng)
     assert ref_engine.in_service_area(lat, lng).tolist() == expected.tolist()
-    assert [bool(ref_engine.in_service_area(float(a), float(b))[0]) for a, b in zip(lat, lng)] == expected.tolist()
+    assert [
+        bool(ref_engine.in_service_area(float(a), float(b))[0]) for a, b in zip(lat, lng)
+    ] == expected.tolist()
 
 
 @settings(max_examples=40, deadline=None)
@@ -145,11 +152,16 @@ def test_enclave_neighbourhoods_match_brute_force(ref_engine, area, name, offset
 
 # --- real geography, by hand -------------------------------------------------------------------------
 PLACES = {
-    "Antwerpen": (51.2194, 4.4025, True), "Gent": (51.0543, 3.7174, True),
-    "Brussel Grote Markt": (50.8467, 4.3525, True), "Sint-Martens-Voeren": (50.7600, 5.7600, True),
+    "Antwerpen": (51.2194, 4.4025, True),
+    "Gent": (51.0543, 3.7174, True),
+    "Brussel Grote Markt": (50.8467, 4.3525, True),
+    "Sint-Martens-Voeren": (50.7600, 5.7600, True),
     "Baarle-Hertog": (51.4420, 4.9295, True),
-    "Luik": (50.6326, 5.5797, False), "Namen": (50.4674, 4.8720, False), "Rijsel": (50.6292, 3.0573, False),
-    "Maastricht": (50.8514, 5.6910, False), "Breda": (51.5719, 4.7683, False),
+    "Luik": (50.6326, 5.5797, False),
+    "Namen": (50.4674, 4.8720, False),
+    "Rijsel": (50.6292, 3.0573, False),
+    "Maastricht": (50.8514, 5.6910, False),
+    "Breda": (51.5719, 4.7683, False),
 }
 
 
@@ -160,10 +172,14 @@ def test_service_area_places(ref_engine, place):
 
 
 LEZ_PLACES = {
-    "Groenplaats": (51.2194, 4.4003, True), "Linkeroever": (51.2205, 4.3890, True),
-    "Sint-Annastrand": (51.2283, 4.3857, True), "Centraal Station": (51.2172, 4.4211, True),
-    "Deurne": (51.2190, 4.4650, False), "Sportpaleis": (51.2300, 4.4430, False),
-    "Hoboken": (51.1760, 4.3480, False), "Merksem": (51.2460, 4.4470, False),
+    "Groenplaats": (51.2194, 4.4003, True),
+    "Linkeroever": (51.2205, 4.3890, True),
+    "Sint-Annastrand": (51.2283, 4.3857, True),
+    "Centraal Station": (51.2172, 4.4211, True),
+    "Deurne": (51.2190, 4.4650, False),
+    "Sportpaleis": (51.2300, 4.4430, False),
+    "Hoboken": (51.1760, 4.3480, False),
+    "Merksem": (51.2460, 4.4470, False),
 }
 
 
@@ -184,12 +200,21 @@ def test_lez_small_parts_across_the_ring_are_inside(ref_engine, lez):
 
 # --- river side on constructed banks (the real banks are checked in test_engine_real.py) -------------
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.floats(51.1, 51.35), st.floats(4.25, 4.55) | st.just(4.40)), min_size=1,
-                max_size=50))
+@given(
+    st.lists(
+        st.tuples(st.floats(51.1, 51.35), st.floats(4.25, 4.55) | st.just(4.40)), min_size=1, max_size=50
+    )
+)
 def test_river_side_matches_brute_force(ref_engine, points):
     lat, lng = np.array(points).T
-    expected = [RIVER_LEFT if RIVER_LEFT_BOX.intersects(Point(x, y)) else
-                RIVER_RIGHT if RIVER_RIGHT_BOX.intersects(Point(x, y)) else RIVER_NONE for y, x in points]
+    expected = [
+        RIVER_LEFT
+        if RIVER_LEFT_BOX.intersects(Point(x, y))
+        else RIVER_RIGHT
+        if RIVER_RIGHT_BOX.intersects(Point(x, y))
+        else RIVER_NONE
+        for y, x in points
+    ]
     got = ref_engine.river_side(lat, lng)
     assert got.dtype == np.int8
     assert got.tolist() == expected

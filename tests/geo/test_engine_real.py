@@ -38,8 +38,14 @@ def test_river_side_matches_brute_force_on_the_real_banks(engine):
     river = engine.river
     left = shapely.union_all(river[river["part"] == "left"].geometry.values)
     right = shapely.union_all(river[river["part"] == "right"].geometry.values)
-    expected = [RIVER_LEFT if left.intersects(Point(x, y)) else RIVER_RIGHT if right.intersects(Point(x, y))
-                else RIVER_NONE for y, x in zip(lat, lng)]
+    expected = [
+        RIVER_LEFT
+        if left.intersects(Point(x, y))
+        else RIVER_RIGHT
+        if right.intersects(Point(x, y))
+        else RIVER_NONE
+        for y, x in zip(lat, lng)
+    ]
     got = engine.river_side(lat, lng)
     assert got.tolist() == expected
     assert {RIVER_LEFT, RIVER_RIGHT, RIVER_NONE} <= set(expected)

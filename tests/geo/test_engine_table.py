@@ -47,8 +47,11 @@ def on_circles(plat, plng, radius, k, rng):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10**6), radius=st.sampled_from([0.0, 0.05, 0.4, 2.0]) | st.floats(0.001, 6.0),
-       n=st.integers(1, 60))
+@given(
+    seed=st.integers(0, 10**6),
+    radius=st.sampled_from([0.0, 0.05, 0.4, 2.0]) | st.floats(0.001, 6.0),
+    n=st.integers(1, 60),
+)
 def test_count_nearest_equals_brute_force_on_and_near_circles(seed, radius, n):
     rng = np.random.default_rng(seed)
     plat, plng = rng.normal(51.2, 0.03, n), rng.normal(4.4, 0.05, n)
@@ -68,11 +71,15 @@ def test_count_nearest_equals_brute_force_on_and_near_circles(seed, radius, n):
 
 def test_table_equals_the_bucket_grid_bytewise_over_flanders():
     rng = np.random.default_rng(7)
-    plat, plng = np.r_[rng.normal(51.215, 0.03, 500), rng.uniform(50.7, 51.5, 500)], \
-        np.r_[rng.normal(4.41, 0.045, 500), rng.uniform(2.6, 5.9, 500)]
+    plat, plng = (
+        np.r_[rng.normal(51.215, 0.03, 500), rng.uniform(50.7, 51.5, 500)],
+        np.r_[rng.normal(4.41, 0.045, 500), rng.uniform(2.6, 5.9, 500)],
+    )
     index = PointIndex(plat, plng)
-    qlat, qlng = np.r_[rng.normal(51.215, 0.04, 20000), rng.uniform(50.6, 51.6, 20000)], \
-        np.r_[rng.normal(4.41, 0.06, 20000), rng.uniform(2.5, 6.0, 20000)]
+    qlat, qlng = (
+        np.r_[rng.normal(51.215, 0.04, 20000), rng.uniform(50.6, 51.6, 20000)],
+        np.r_[rng.normal(4.41, 0.06, 20000), rng.uniform(2.5, 6.0, 20000)],
+    )
     for radius in (0.4, 2.0):
         table, grid = index.table(radius), index.grid(radius)
         assert table is not None and grid is not None

@@ -34,18 +34,38 @@ def _world(seed=3):
     lat, lng = rng.normal(51.22, 0.012, n), rng.normal(4.40, 0.02, n)
     statuses = rng.choice([RUN, PLAN, "Gepland", "Uitgevoerd"], n)
     starts = [f"2026-11-{d:02d}T07:00:00Z" for d in rng.integers(1, 30, n)]
-    works = [(f"W{i:03d}", f"Werk {i % 40}", s, round(a, 6), round(b, 6), st_, None)
-             for i, (s, a, b, st_) in enumerate(zip(statuses, lat, lng, starts))]
-    works += [("R1", "Werk 1", RUN, 51.2200, 4.4200, "2026-11-01T07:00:00Z", None),  # recurring pair
-              ("R2", "werk  1", RUN, 51.2202, 4.4200, "2026-11-03T07:00:00Z", None)]
-    stops = [(f"1_{i}", "1" if i % 5 else "2", round(a, 6), round(b, 6), ",".join(map(str, rng.integers(1, 12, 2))))
-             for i, (a, b) in enumerate(zip(rng.normal(51.22, 0.01, 90), rng.normal(4.40, 0.015, 90)))]
+    works = [
+        (f"W{i:03d}", f"Werk {i % 40}", s, round(a, 6), round(b, 6), st_, None)
+        for i, (s, a, b, st_) in enumerate(zip(statuses, lat, lng, starts))
+    ]
+    works += [
+        ("R1", "Werk 1", RUN, 51.2200, 4.4200, "2026-11-01T07:00:00Z", None),  # recurring pair
+        ("R2", "werk  1", RUN, 51.2202, 4.4200, "2026-11-03T07:00:00Z", None),
+    ]
+    stops = [
+        (
+            f"1_{i}",
+            "1" if i % 5 else "2",
+            round(a, 6),
+            round(b, 6),
+            ",".join(map(str, rng.integers(1, 12, 2))),
+        )
+        for i, (a, b) in enumerate(zip(rng.normal(51.22, 0.01, 90), rng.normal(4.40, 0.015, 90)))
+    ]
     days = ["", "MAANDAG", "ZATERDAG,ZONDAG", "DINSDAG,WOENSDAG"]
-    detours = [(f"3{i:04d}", "1", ",".join(map(str, rng.integers(1, 12, 1 + i % 3))), "1_1," * (i % 6),
-                f"2026-11-{1 + i % 20:02d}T{i % 24:02d}:00:00Z",
-                None if i % 4 == 0 else f"2026-11-{16 + i % 3:02d}T{(5 * i) % 24:02d}:30:00Z", days[i % 4],
-                None if i % 7 == 3 else (round(51.21 + 0.002 * (i % 9), 6), round(4.38 + 0.005 * (i % 7), 6)))
-               for i in range(24)]
+    detours = [
+        (
+            f"3{i:04d}",
+            "1",
+            ",".join(map(str, rng.integers(1, 12, 1 + i % 3))),
+            "1_1," * (i % 6),
+            f"2026-11-{1 + i % 20:02d}T{i % 24:02d}:00:00Z",
+            None if i % 4 == 0 else f"2026-11-{16 + i % 3:02d}T{(5 * i) % 24:02d}:30:00Z",
+            days[i % 4],
+            None if i % 7 == 3 else (round(51.21 + 0.002 * (i % 9), 6), round(4.38 + 0.005 * (i % 7), 6)),
+        )
+        for i in range(24)
+    ]
     no2 = [("42R801", f"2026-11-16T{h:02d}:00:00Z", 18.0 + h, "measured") for h in range(3, 11)]
     return dict(works_rows=works, stop_rows=stops, detour_rows=detours, no2_rows=no2)
 
@@ -85,8 +105,14 @@ def test_near_table_on_the_radius_is_inclusive():
     dlat = math.degrees(2.0 / 6371.0088)  # exactly 2 km north along the meridian (up to rounding)
     t = NearTable(np.array([51.0 + dlat, 51.0 + 2 * dlat]), np.array([4.0, 4.0]), 2.0)
     k, km = t.within(51.0, 4.0)
-    ref = haversine_rad(np.radians([51.0]), np.radians([4.0]), np.cos(np.radians([51.0])),
-                        np.radians([51.0 + dlat]), np.radians([4.0]), np.cos(np.radians([51.0 + dlat])))
+    ref = haversine_rad(
+        np.radians([51.0]),
+        np.radians([4.0]),
+        np.cos(np.radians([51.0])),
+        np.radians([51.0 + dlat]),
+        np.radians([4.0]),
+        np.cos(np.radians([51.0 + dlat])),
+    )
     assert t.point[k].tolist() == ([0] if ref[0] <= 2.0 else [])
     assert NearTable(np.zeros(0), np.zeros(0), 2.0).within(51.0, 4.0)[0].size == 0
 
@@ -111,14 +137,24 @@ def _instants():
     local midnight, a rush end (08:30Z), on and just off the hour (08:00Z: the 23rd window, Tuesday
     07:00-09:00 local, is the worst and fits only on the hour), and the same instant in another zone."""
     out = []
-    for base in ("2026-11-16T05:30:00", "2026-11-16T09:00:00", "2026-11-16T11:00:00", "2026-11-15T23:00:00",
-                 "2026-11-17T04:30:00", "2026-11-16T06:59:59.999", "2026-11-16T08:30:00",
-                 "2026-11-16T08:00:00"):
+    for base in (
+        "2026-11-16T05:30:00",
+        "2026-11-16T09:00:00",
+        "2026-11-16T11:00:00",
+        "2026-11-15T23:00:00",
+        "2026-11-17T04:30:00",
+        "2026-11-16T06:59:59.999",
+        "2026-11-16T08:30:00",
+        "2026-11-16T08:00:00",
+    ):
         t = datetime.fromisoformat(base).replace(tzinfo=UTC)
         out += [t - timedelta(milliseconds=1), t, t + timedelta(milliseconds=1), t + timedelta(seconds=59)]
     out.append(datetime(2026, 11, 16, 10, 0, tzinfo=timezone(timedelta(hours=-3))))
     brussels = ZoneInfo("Europe/Brussels")  # the autumn fold: equal as datetimes, an hour apart as instants
-    out += [datetime(2026, 10, 25, 2, 30, tzinfo=brussels), datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=brussels)]
+    out += [
+        datetime(2026, 10, 25, 2, 30, tzinfo=brussels),
+        datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=brussels),
+    ]
     return out
 
 

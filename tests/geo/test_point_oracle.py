@@ -15,8 +15,11 @@ from hypothesis import strategies as st
 
 from geo.service import air, briefing, by_rules, disruptions
 
-PAIRS = [(disruptions.disruptions, by_rules.disruptions), (air.air_quality, by_rules.air_quality),
-         (briefing.briefing, by_rules.briefing)]
+PAIRS = [
+    (disruptions.disruptions, by_rules.disruptions),
+    (air.air_quality, by_rules.air_quality),
+    (briefing.briefing, by_rules.briefing),
+]
 BRUSSELS = ZoneInfo("Europe/Brussels")
 
 
@@ -45,8 +48,11 @@ def test_fast_path_equals_the_previous_path(engine, points, i, minutes, ms):
 
 def test_fast_path_equals_the_previous_path_around_dst(engine, points):
     instants = [  # in this order: the fold pair is equal as datetimes, an hour apart as instants
-        datetime(2026, 10, 25, 2, 30, tzinfo=BRUSSELS), datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=BRUSSELS),
-        datetime(2026, 3, 29, 0, 59, 59, 999_000, tzinfo=UTC), datetime(2026, 3, 29, 1, 0, tzinfo=UTC)]
+        datetime(2026, 10, 25, 2, 30, tzinfo=BRUSSELS),
+        datetime(2026, 10, 25, 2, 30, fold=1, tzinfo=BRUSSELS),
+        datetime(2026, 3, 29, 0, 59, 59, 999_000, tzinfo=UTC),
+        datetime(2026, 3, 29, 1, 0, tzinfo=UTC),
+    ]
     for now in instants:
         for lat, lng in points[:25]:
             for fast, slow in PAIRS:

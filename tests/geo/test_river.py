@@ -70,7 +70,7 @@ def test_single_bank_municipalities_lie_on_their_bank(reference_dir, layer):
     for town in towns.itertuples():
         bank = town.scheldt_bank.split()[0]
         in_zone = town.geometry.intersection(zone).area
-        if bank == "both" or in_zone == 0:      # Schilde lies beyond the corridor
+        if bank == "both" or in_zone == 0:  # Schilde lies beyond the corridor
             continue
         checked.add(town.name_nl)
         own, other = (left, right) if bank == "left" else (right, left)
@@ -88,9 +88,9 @@ def test_points_across_the_centreline_fall_on_opposite_banks(layer):
     for a, b, c in zip(xy[:-2], xy[1:-1], xy[2:]):
         tx, ty = (c[0] - a[0]) * kx, (c[1] - a[1]) * ky
         norm = math.hypot(tx, ty)
-        nx, ny = -ty / norm, tx / norm          # left-hand normal of the direction of travel
+        nx, ny = -ty / norm, tx / norm  # left-hand normal of the direction of travel
         if nx > 0:
-            nx, ny = -nx, -ny                   # make it point west
+            nx, ny = -nx, -ny  # make it point west
         west = (b[1] + 0.7 * ny / ky, b[0] + 0.7 * nx / kx)
         east = (b[1] - 0.7 * ny / ky, b[0] - 0.7 * nx / kx)
         assert side_of(layer, *west) == "left", tuple(b)

@@ -31,24 +31,54 @@ COMPLIANCE = st.sampled_from([ar.UNKNOWN, ar.BELOW_WHO, ar.ABOVE_WHO, ar.ABOVE_E
 
 #: name: (scalar form, array form made scalar, boundary cases, Hypothesis strategy of argument tuples)
 PAIRS = {
-    "risk": (risk.risk_one, _risk_array, [
-        (0, 0, 0, 0, 0, 0, ar.UNKNOWN, True),            # nothing: 0 points, low
-        (1, 2, 0, 0, 0, 0, ar.BELOW_WHO, True),          # 2.0: exactly moderate
-        (1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, True),          # 6.25: high
-        (1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, False),         # detours count only with a stop near
-        (10, 10, 10, 10, 10, 10, ar.ABOVE_EU, True),     # every cap
-        (0, 0, 4, 0, 0, 0, ar.ABOVE_EU, False),          # 1 + 2 = 3: moderate
-        (2, 5, 0, 0, 0, 1, ar.UNKNOWN, True),            # 4 + 2 = 6 (works cap): high
-        (0, 9, 0, 0, 1, 0, ar.BELOW_WHO, True),          # 4 + 1 = 5.0: exactly high
-    ], st.tuples(COUNT, COUNT, COUNT, COUNT, COUNT, COUNT, COMPLIANCE, st.booleans())),
-    "compliance": (ar.compliance_one, lambda v: int(ar.compliance_class([v])[0]), [
-        (float("nan"),), (0.0,), (10.0,), (10.1,), (40.0,), (40.1,), (400.0,),
-    ], st.tuples(NO2)),
-    "trend": (ar.trend_one, _trend_array, [
-        (20.0, 22.5, 2), (20.0, 20.5, 2), (20.0, 25.0, 1), (20.0, 21.0, 2), (20.0, 19.0, 2),
-        (20.0, 20.99, 3), (0.0, 3.0, 2), (0.0, 0.0, 2), (float("nan"), 20.0, 2), (20.0, float("nan"), 2),
-        (33.3, 31.7, 2), (10.0, 10.5, 2),                # 5.0 %: not stable (exclusive bound)
-    ], st.tuples(NO2, NO2, st.integers(0, 3))),
+    "risk": (
+        risk.risk_one,
+        _risk_array,
+        [
+            (0, 0, 0, 0, 0, 0, ar.UNKNOWN, True),  # nothing: 0 points, low
+            (1, 2, 0, 0, 0, 0, ar.BELOW_WHO, True),  # 2.0: exactly moderate
+            (1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, True),  # 6.25: high
+            (1, 2, 1, 0, 1, 1, ar.ABOVE_WHO, False),  # detours count only with a stop near
+            (10, 10, 10, 10, 10, 10, ar.ABOVE_EU, True),  # every cap
+            (0, 0, 4, 0, 0, 0, ar.ABOVE_EU, False),  # 1 + 2 = 3: moderate
+            (2, 5, 0, 0, 0, 1, ar.UNKNOWN, True),  # 4 + 2 = 6 (works cap): high
+            (0, 9, 0, 0, 1, 0, ar.BELOW_WHO, True),  # 4 + 1 = 5.0: exactly high
+        ],
+        st.tuples(COUNT, COUNT, COUNT, COUNT, COUNT, COUNT, COMPLIANCE, st.booleans()),
+    ),
+    "compliance": (
+        ar.compliance_one,
+        lambda v: int(ar.compliance_class([v])[0]),
+        [
+            (float("nan"),),
+            (0.0,),
+            (10.0,),
+            (10.1,),
+            (40.0,),
+            (40.1,),
+            (400.0,),
+        ],
+        st.tuples(NO2),
+    ),
+    "trend": (
+        ar.trend_one,
+        _trend_array,
+        [
+            (20.0, 22.5, 2),
+            (20.0, 20.5, 2),
+            (20.0, 25.0, 1),
+            (20.0, 21.0, 2),
+            (20.0, 19.0, 2),
+            (20.0, 20.99, 3),
+            (0.0, 3.0, 2),
+            (0.0, 0.0, 2),
+            (float("nan"), 20.0, 2),
+            (20.0, float("nan"), 2),
+            (33.3, 31.7, 2),
+            (10.0, 10.5, 2),  # 5.0 %: not stable (exclusive bound)
+        ],
+        st.tuples(NO2, NO2, st.integers(0, 3)),
+    ),
 }
 
 

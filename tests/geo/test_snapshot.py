@@ -29,9 +29,16 @@ def test_manifest_lists_every_layer_with_hash_count_kind_and_licence(snapshot_di
         h.update(data)
     assert manifest["snapshotId"] == h.hexdigest()
     kinds = {n: e["kind"] for n, e in manifest["layers"].items()}
-    assert kinds == {"service_area": "reference", "lez": "reference", "river": "reference",
-                     "stations": "reference", "works": "demo", "stops": "demo", "detours": "demo",
-                     "no2": "demo"}
+    assert kinds == {
+        "service_area": "reference",
+        "lez": "reference",
+        "river": "reference",
+        "stations": "reference",
+        "works": "demo",
+        "stops": "demo",
+        "detours": "demo",
+        "no2": "demo",
+    }
 
 
 def test_read_snapshot_returns_every_layer_with_its_schema(snapshot_dir):
@@ -79,13 +86,17 @@ def test_path_is_a_file(tmp_path):
     assert "is not a directory" in _raises_naming(f, str(f))
 
 
-@pytest.mark.parametrize("edit", [
-    lambda m: m.pop("snapshotId"),
-    lambda m: m["layers"].pop("river"),
-    lambda m: m.update(formatVersion=2),
-    lambda m: m["layers"]["works"].update(kind="guess"),
-    lambda m: m["layers"]["works"].pop("sha256"),
-], ids=["no-id", "layer-missing", "version", "kind", "no-sha"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: m.pop("snapshotId"),
+        lambda m: m["layers"].pop("river"),
+        lambda m: m.update(formatVersion=2),
+        lambda m: m["layers"]["works"].update(kind="guess"),
+        lambda m: m["layers"]["works"].pop("sha256"),
+    ],
+    ids=["no-id", "layer-missing", "version", "kind", "no-sha"],
+)
 def test_manifest_content_errors(snapshot_dir, tmp_path, edit):
     snap = _copy(snapshot_dir, tmp_path)
     manifest = json.loads((snap / "manifest.json").read_text())
@@ -140,6 +151,7 @@ def test_wrong_columns_even_with_matching_hash(snapshot_dir, tmp_path):
 
 # --- determinism, atomic publish ------------------------------------------------------------------------
 
+
 def test_building_twice_gives_the_same_snapshot_id(snapshot_dir, reference_dir, tmp_path):
     from geo.data.snapshot import DEFAULT_SEED, build_snapshot
 
@@ -156,10 +168,12 @@ def test_seed_and_as_of_change_the_demo_payloads(reference_dir, snapshot_dir):
     assert Scenario(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED + 1).works_pages() != base
     stations = read_snapshot(snapshot_dir)[0]["stations"]
     items, data = Scenario(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED).no2_payloads(stations)
-    items2, data2 = Scenario(reference_dir, as_of="2026-11-16T09:59:59Z", seed=DEFAULT_SEED).no2_payloads(stations)
+    items2, data2 = Scenario(reference_dir, as_of="2026-11-16T09:59:59Z", seed=DEFAULT_SEED).no2_payloads(
+        stations
+    )
     last = max(v["timestamp"] for v in data[items[0]["id"]]["values"])
     last2 = max(v["timestamp"] for v in data2[items2[0]["id"]]["values"])
-    assert last2 - last == 2 * 3_600_000            # the series end at the hour of asOf
+    assert last2 - last == 2 * 3_600_000  # the series end at the hour of asOf
 
 
 def test_publish_replaces_the_previous_snapshot_and_leaves_no_temporary_dirs(snapshot_dir, tmp_path):
@@ -186,8 +200,10 @@ def test_publish_refuses_a_broken_staging_dir_and_keeps_the_old_snapshot(snapsho
     (tmp / "no2.parquet").write_bytes(b"PAR1 truncated")
     with pytest.raises(SnapshotError, match="no2.parquet"):
         publish(tmp, out)
-    assert read_snapshot(out)[1]["snapshotId"] == json.loads((snapshot_dir / "manifest.json").read_text())[
-        "snapshotId"]
+    assert (
+        read_snapshot(out)[1]["snapshotId"]
+        == json.loads((snapshot_dir / "manifest.json").read_text())["snapshotId"]
+    )
 
 
 def test_write_snapshot_rejects_wrong_columns_and_unknown_kind(snapshot_dir, tmp_path):
@@ -199,4 +215,6 @@ def test_write_snapshot_rejects_wrong_columns_and_unknown_kind(snapshot_dir, tmp
     with pytest.raises(SnapshotError, match="stops"):
         write_snapshot(bad, metas, DEMO_AS_OF, tmp_path / "a")
     with pytest.raises(SnapshotError, match="kind"):
-        write_snapshot(layers, dict(metas, works=dict(metas["works"], kind="guess")), DEMO_AS_OF, tmp_path / "b")
+        write_snapshot(
+            layers, dict(metas, works=dict(metas["works"], kind="guess")), DEMO_AS_OF, tmp_path / "b"
+        )

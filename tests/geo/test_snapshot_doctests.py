@@ -7,8 +7,14 @@ import sys
 
 import pytest
 
-MODULES = ["geo.data.snapshot", "geo.data.reference", "geo.data.upstream", "geo.data.river", "geo.data.demo",
-           "geo.data.layers"]
+MODULES = [
+    "geo.data.snapshot",
+    "geo.data.reference",
+    "geo.data.upstream",
+    "geo.data.river",
+    "geo.data.demo",
+    "geo.data.layers",
+]
 FORBIDDEN = ("flask", "werkzeug", "requests", "requests_cache", "sqlite3", "urllib3", "flask_limiter")
 
 

@@ -17,10 +17,21 @@ AS_OF = "2026-11-16T09:30:00.000Z"
 
 def gipod_point(gid, lon, lat, **props):
     """An INNAME_PUNT feature as in UPSTREAM_FORMATS.md."""
-    base = {"GipodId": gid, "Description": "Proefwerk riolering", "Type": "Grondwerk", "Status": "In uitvoering",
-            "Start": "2026-06-01T06:00:00Z", "End": "2026-07-15T16:00:00Z", "Owner": "water-link"}
-    return {"type": "Feature", "id": str(gid), "geometry": {"type": "Point", "coordinates": [lon, lat]},
-            "properties": {**base, **props}}
+    base = {
+        "GipodId": gid,
+        "Description": "Proefwerk riolering",
+        "Type": "Grondwerk",
+        "Status": "In uitvoering",
+        "Start": "2026-06-01T06:00:00Z",
+        "End": "2026-07-15T16:00:00Z",
+        "Owner": "water-link",
+    }
+    return {
+        "type": "Feature",
+        "id": str(gid),
+        "geometry": {"type": "Point", "coordinates": [lon, lat]},
+        "properties": {**base, **props},
+    }
 
 
 def _write(path, obj):
@@ -38,54 +49,135 @@ def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_p
     example = _delijn(reference_dir)
     files = {
         "--works-json": [
-            _write(tmp_path / "gipod1.json", {"type": "FeatureCollection", "features": [
-                gipod_point(1143473, 4.40512, 51.21734)], "links": [{"rel": "next", "href": "?offset=1"}]}),
-            _write(tmp_path / "gipod2.json", {"type": "FeatureCollection", "features": [
-                gipod_point(1143474, 4.41, 51.22, Status="Concreet gepland", End=None)], "links": []})],
+            _write(
+                tmp_path / "gipod1.json",
+                {
+                    "type": "FeatureCollection",
+                    "features": [gipod_point(1143473, 4.40512, 51.21734)],
+                    "links": [{"rel": "next", "href": "?offset=1"}],
+                },
+            ),
+            _write(
+                tmp_path / "gipod2.json",
+                {
+                    "type": "FeatureCollection",
+                    "features": [gipod_point(1143474, 4.41, 51.22, Status="Concreet gepland", End=None)],
+                    "links": [],
+                },
+            ),
+        ],
         "--stops-json": [_write(tmp_path / "haltes.json", example("/haltes"))],
-        "--stop-lines-json": [_write(tmp_path / "lijnen.json", {
-            "3_303980": example("/haltes/{entiteitnummer}/{haltenummer}/lijnrichtingen")})],
+        "--stop-lines-json": [
+            _write(
+                tmp_path / "lijnen.json",
+                {"3_303980": example("/haltes/{entiteitnummer}/{haltenummer}/lijnrichtingen")},
+            )
+        ],
         "--detours-json": [_write(tmp_path / "omleidingen.json", example("/omleidingen"))],
-        "--stations-json": [_write(tmp_path / "stations.json", [
-            {"properties": {"id": 1112, "label": "42R801 - Borgerhout"}, "type": "Feature",
-             "geometry": {"coordinates": [4.431821, 51.209663, "NaN"], "type": "Point"}}])],
-        "--timeseries-json": [_write(tmp_path / "timeseries.json", [
-            {"id": "6522", "label": "Nitrogen dioxide 6522 - procedure, 42R801 - Borgerhout", "uom": "µg/m³",
-             "station": {"properties": {"id": 1112, "label": "42R801 - Borgerhout"}, "type": "Feature",
-                         "geometry": {"type": "Point", "coordinates": [4.431821, 51.209663, "NaN"]}}}])],
-        "--no2-json": [_write(tmp_path / "getdata.json", {"6522": {"values": [
-            {"timestamp": 1763280000000, "value": 27.0}, {"timestamp": 1763283600000, "value": None}]}})],
-        "--lez-geojson": [_write(tmp_path / "lez.geojson", json.loads(
-            (reference_dir / "lez" / "antwerp_lez_official_simplified.geojson").read_text()))],
+        "--stations-json": [
+            _write(
+                tmp_path / "stations.json",
+                [
+                    {
+                        "properties": {"id": 1112, "label": "42R801 - Borgerhout"},
+                        "type": "Feature",
+                        "geometry": {"coordinates": [4.431821, 51.209663, "NaN"], "type": "Point"},
+                    }
+                ],
+            )
+        ],
+        "--timeseries-json": [
+            _write(
+                tmp_path / "timeseries.json",
+                [
+                    {
+                        "id": "6522",
+                        "label": "Nitrogen dioxide 6522 - procedure, 42R801 - Borgerhout",
+                        "uom": "µg/m³",
+                        "station": {
+                            "properties": {"id": 1112, "label": "42R801 - Borgerhout"},
+                            "type": "Feature",
+                            "geometry": {"type": "Point", "coordinates": [4.431821, 51.209663, "NaN"]},
+                        },
+                    }
+                ],
+            )
+        ],
+        "--no2-json": [
+            _write(
+                tmp_path / "getdata.json",
+                {
+                    "6522": {
+                        "values": [
+                            {"timestamp": 1763280000000, "value": 27.0},
+                            {"timestamp": 1763283600000, "value": None},
+                        ]
+                    }
+                },
+            )
+        ],
+        "--lez-geojson": [
+            _write(
+                tmp_path / "lez.geojson",
+                json.loads((reference_dir / "lez" / "antwerp_lez_official_simplified.geojson").read_text()),
+            )
+        ],
     }
     out = tmp_path / "snap"
-    args = [sys.executable, "-m", "geo.data", "build", "--reference", str(reference_dir), "--out", str(out),
-            "--as-of", AS_OF]
+    args = [
+        sys.executable,
+        "-m",
+        "geo.data",
+        "build",
+        "--reference",
+        str(reference_dir),
+        "--out",
+        str(out),
+        "--as-of",
+        AS_OF,
+    ]
     for opt, paths in files.items():
         args += [opt, *paths]
     run = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     layers, manifest = read_snapshot(out)
     kinds = {n: e["kind"] for n, e in manifest["layers"].items()}
-    assert kinds == {"service_area": "reference", "river": "reference", "lez": "live", "stations": "live",
-                     "works": "live", "stops": "live", "detours": "live", "no2": "live"}
+    assert kinds == {
+        "service_area": "reference",
+        "river": "reference",
+        "lez": "live",
+        "stations": "live",
+        "works": "live",
+        "stops": "live",
+        "detours": "live",
+        "no2": "live",
+    }
     assert manifest["asOf"] == AS_OF
     assert layers["works"]["id"].tolist() == ["1143473", "1143474"]
     assert layers["stops"]["lines"].tolist() == ["335"]
     assert layers["detours"]["unserved_stops"].tolist() == ["3_303980"]
     assert layers["stations"][["id", "eoi_code", "no2"]].values.tolist() == [["42R801", "BETR801", True]]
     no2 = layers["no2"]
-    assert no2["timestamp"].tolist() == [pd.Timestamp("2025-11-16T08:00:00Z"), pd.Timestamp("2025-11-16T09:00:00Z")]
+    assert no2["timestamp"].tolist() == [
+        pd.Timestamp("2025-11-16T08:00:00Z"),
+        pd.Timestamp("2025-11-16T09:00:00Z"),
+    ]
     assert no2["value"].iloc[0] == 27.0 and math.isnan(no2["value"].iloc[1])
-    verify = subprocess.run([sys.executable, "-m", "geo.data", "verify", str(out)], capture_output=True,
-                            text=True, timeout=60)
+    verify = subprocess.run(
+        [sys.executable, "-m", "geo.data", "verify", str(out)], capture_output=True, text=True, timeout=60
+    )
     assert verify.returncode == 0 and "works" in verify.stdout and "live" in verify.stdout
 
 
 def test_partial_live_build_falls_back_to_demo_and_says_so(reference_dir, tmp_path):
     raw = {"works": {"type": "FeatureCollection", "features": [gipod_point(1, 4.4, 51.2)]}}
-    manifest = build_snapshot(tmp_path / "snap", reference_dir, as_of=DEMO_AS_OF, raw=raw,
-                              retrieved_at={"works": "2026-11-16T06:59:30Z"})
+    manifest = build_snapshot(
+        tmp_path / "snap",
+        reference_dir,
+        as_of=DEMO_AS_OF,
+        raw=raw,
+        retrieved_at={"works": "2026-11-16T06:59:30Z"},
+    )
     works = manifest["layers"]["works"]
     assert (works["kind"], works["records"], works["retrievedAt"]) == ("live", 1, "2026-11-16T06:59:30.000Z")
     for name in ("stops", "detours", "no2"):
@@ -96,12 +188,40 @@ def test_partial_live_build_falls_back_to_demo_and_says_so(reference_dir, tmp_pa
 @pytest.mark.slow
 def test_cli_reports_errors_without_a_traceback(reference_dir, tmp_path):
     bad = _write(tmp_path / "bad.json", {"type": "Feature"})
-    run = subprocess.run([sys.executable, "-m", "geo.data", "build", "--reference", str(reference_dir),
-                          "--out", str(tmp_path / "snap"), "--works-json", bad],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "geo.data",
+            "build",
+            "--reference",
+            str(reference_dir),
+            "--out",
+            str(tmp_path / "snap"),
+            "--works-json",
+            bad,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1 and "features" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "snap").exists()
-    missing = subprocess.run([sys.executable, "-m", "geo.data", "build", "--reference",
-                              str(tmp_path / "nowhere"), "--out", str(tmp_path / "snap")],
-                             capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 1 and "reference file" in missing.stderr and "Traceback" not in missing.stderr
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "geo.data",
+            "build",
+            "--reference",
+            str(tmp_path / "nowhere"),
+            "--out",
+            str(tmp_path / "snap"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        missing.returncode == 1 and "reference file" in missing.stderr and "Traceback" not in missing.stderr
+    )

@@ -13,11 +13,23 @@ from geo.rules import airrules as ar
 from geo.rules.texts import DEFAULT, LANGUAGES, catalogue
 from geo.service import air, briefing as br, by_rules
 
-POINTS = [(51.2194, 4.4025), (51.05, 3.73), (51.2094, 4.4318), (50.8467, 4.3525), (51.2213, 4.3838),
-          (51.0543, 3.7174), (50.93, 5.33), (51.32, 4.95)]
+POINTS = [
+    (51.2194, 4.4025),
+    (51.05, 3.73),
+    (51.2094, 4.4318),
+    (50.8467, 4.3525),
+    (51.2213, 4.3838),
+    (51.0543, 3.7174),
+    (50.93, 5.33),
+    (51.32, 4.95),
+]
 #: the generated texts of each answer: paths into the JSON body (``*`` = every item of a list)
-AIR_TEXTS = (("thresholds", "note"), ("thresholds", "who", "label"), ("thresholds", "eu", "label"),
-             ("compliance", "label"))
+AIR_TEXTS = (
+    ("thresholds", "note"),
+    ("thresholds", "who", "label"),
+    ("thresholds", "eu", "label"),
+    ("compliance", "label"),
+)
 BRIEFING_TEXTS = (("headline",), ("keyFacts", "*", "text"))
 
 
@@ -49,23 +61,51 @@ def test_the_terms_of_the_field():
     assert "low-emission zone" in en["fact.lez.inside"] and "detour" in en["transit.one"]
 
 
-@pytest.mark.parametrize("lang, level, compliance, near, expected", [
-    ("nl", br.MODERATE, ar.ABOVE_EU, True,
-     "Matige hinder: 1 werk in uitvoering binnen 2 km, 1 omleiding van De Lijn (1 met grote hinder), "
-     "NO2 boven de EU-grenswaarde"),
-    ("fr", br.MODERATE, ar.ABOVE_EU, True,
-     "Perturbations modérées\u00a0: 1 chantier en cours dans un rayon de 2 km, 1 déviation De Lijn "
-     "(dont 1 à fort impact), NO2 au-dessus de la valeur limite de l'UE"),
-    ("en", br.MODERATE, ar.ABOVE_EU, True,
-     "Moderate disruption: 1 road work in progress within 2 km, 1 De Lijn detour (1 high-impact), "
-     "NO2 above the EU limit value"),
-    ("fr", br.LOW, ar.BELOW_WHO, False,
-     "Peu de perturbations\u00a0: 1 chantier en cours dans un rayon de 2 km, NO2 sous la valeur guide de "
-     "l'OMS\u00a0; aucun arrêt à moins de 400 m (1 déviation dans la région d'Anvers)"),
-    ("en", br.HIGH, ar.UNKNOWN, False,
-     "High disruption: 1 road work in progress within 2 km, NO2 unknown; no stop within 400 m "
-     "(1 detour in the Antwerp region)"),
-])
+@pytest.mark.parametrize(
+    "lang, level, compliance, near, expected",
+    [
+        (
+            "nl",
+            br.MODERATE,
+            ar.ABOVE_EU,
+            True,
+            "Matige hinder: 1 werk in uitvoering binnen 2 km, 1 omleiding van De Lijn (1 met grote hinder), "
+            "NO2 boven de EU-grenswaarde",
+        ),
+        (
+            "fr",
+            br.MODERATE,
+            ar.ABOVE_EU,
+            True,
+            "Perturbations modérées\u00a0: 1 chantier en cours dans un rayon de 2 km, 1 déviation De Lijn "
+            "(dont 1 à fort impact), NO2 au-dessus de la valeur limite de l'UE",
+        ),
+        (
+            "en",
+            br.MODERATE,
+            ar.ABOVE_EU,
+            True,
+            "Moderate disruption: 1 road work in progress within 2 km, 1 De Lijn detour (1 high-impact), "
+            "NO2 above the EU limit value",
+        ),
+        (
+            "fr",
+            br.LOW,
+            ar.BELOW_WHO,
+            False,
+            "Peu de perturbations\u00a0: 1 chantier en cours dans un rayon de 2 km, NO2 sous la valeur guide de "
+            "l'OMS\u00a0; aucun arrêt à moins de 400 m (1 déviation dans la région d'Anvers)",
+        ),
+        (
+            "en",
+            br.HIGH,
+            ar.UNKNOWN,
+            False,
+            "High disruption: 1 road work in progress within 2 km, NO2 unknown; no stop within 400 m "
+            "(1 detour in the Antwerp region)",
+        ),
+    ],
+)
 def test_headline_by_hand(lang, level, compliance, near, expected):
     counts = {"activeWorks": 1, "transitDisruptions": 1, "highSeverityTransit": 1}
     assert br.headline(level, counts, compliance, near, lang) == expected
@@ -89,8 +129,11 @@ def _mask(body, paths):
     return body, texts
 
 
-@pytest.mark.parametrize("compute, paths", [(air.air_quality, AIR_TEXTS), (br.briefing, BRIEFING_TEXTS)],
-                         ids=["air-quality", "briefing"])
+@pytest.mark.parametrize(
+    "compute, paths",
+    [(air.air_quality, AIR_TEXTS), (br.briefing, BRIEFING_TEXTS)],
+    ids=["air-quality", "briefing"],
+)
 def test_same_point_same_numbers_translated_texts(engine, compute, paths):
     nows = [engine.as_of + timedelta(minutes=m) for m in (0, 61, 600, -1440 * 3)]
     for now in nows:
@@ -104,7 +147,7 @@ def test_same_point_same_numbers_translated_texts(engine, compute, paths):
             for lang in ("fr", "en"):
                 body = compute(engine, lat, lng, now, lang=lang)
                 masked, texts = _mask(body, paths)
-                assert masked == masked_nl, (lang, lat, lng, now)        # numbers, codes, data values
+                assert masked == masked_nl, (lang, lat, lng, now)  # numbers, codes, data values
                 assert len(texts) == len(texts_nl)
                 assert all(a != b for a, b in zip(texts, texts_nl)), (lang, texts)  # every text translated
             # the English and French number formats: decimal point in en, comma in nl and fr
@@ -121,9 +164,12 @@ def test_reference_path_translates_alike(engine):
     now = engine.as_of
     for lat, lng in POINTS[:4]:
         for lang in LANGUAGES:
-            assert by_rules.air_quality(engine, lat, lng, now, lang) == air.air_quality(engine, lat, lng, now,
-                                                                                      lang=lang)
-            assert by_rules.briefing(engine, lat, lng, now, lang) == br.briefing(engine, lat, lng, now, lang=lang)
+            assert by_rules.air_quality(engine, lat, lng, now, lang) == air.air_quality(
+                engine, lat, lng, now, lang=lang
+            )
+            assert by_rules.briefing(engine, lat, lng, now, lang) == br.briefing(
+                engine, lat, lng, now, lang=lang
+            )
 
 
 def test_languages_share_the_per_instant_caches(engine):
@@ -133,5 +179,8 @@ def test_languages_share_the_per_instant_caches(engine):
     fr = br.briefing(engine, lat, lng, now, lang="fr")
     nl = br.briefing(engine, lat, lng, now)
     assert re.match(r"^(Weinig|Matige|Veel) hinder: ", nl["headline"])
-    assert fr["headline"].split("\u00a0:")[0] in ("Peu de perturbations", "Perturbations modérées",
-                                                  "Fortes perturbations")
+    assert fr["headline"].split("\u00a0:")[0] in (
+        "Peu de perturbations",
+        "Perturbations modérées",
+        "Fortes perturbations",
+    )

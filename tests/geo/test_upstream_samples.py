@@ -26,6 +26,7 @@ def sample(reference_dir):
 
     def read(name):
         return json.loads((root / name).read_text(encoding="utf-8"))
+
     return read
 
 
@@ -40,7 +41,7 @@ GIPOD = "gipod/gipod_inname_punt_markten_2026-09-28.json"
 
 def test_gipod_markets_sample_events_are_counted_not_works(sample):
     layer = u.normalise_works(sample(GIPOD), now="2026-09-28T08:00:00Z")
-    assert len(layer) == 0 and layer.attrs["skipped"] == {"event": 45}   # 45 occurrences, all Type Evenement
+    assert len(layer) == 0 and layer.attrs["skipped"] == {"event": 45}  # 45 occurrences, all Type Evenement
 
 
 def test_gipod_markets_sample_occurrences_make_one_work_per_gipod_id(sample):
@@ -49,22 +50,40 @@ def test_gipod_markets_sample_occurrences_make_one_work_per_gipod_id(sample):
     for f in fc["features"]:
         f["properties"]["Type"] = "Grondwerk"
     layer = u.normalise_works(fc, now="2026-09-28T08:00:00Z").set_index("id")
-    assert layer.index.tolist() == ["12350257", "12350279", "12351512", "12351519", "12351544", "12351561",
-                                    "12351588", "15573170", "20382376", "20382503"]
-    assert layer["occurrences"].tolist() == [5, 4, 4, 8, 4, 4, 4, 4, 4, 4] and layer["occurrences"].sum() == 45
+    assert layer.index.tolist() == [
+        "12350257",
+        "12350279",
+        "12351512",
+        "12351519",
+        "12351544",
+        "12351561",
+        "12351588",
+        "15573170",
+        "20382376",
+        "20382503",
+    ]
+    assert (
+        layer["occurrences"].tolist() == [5, 4, 4, 8, 4, 4, 4, 4, 4, 4] and layer["occurrences"].sum() == 45
+    )
     assert set(layer["status"]) == {"Lopende"} and (status_class(layer["status"].tolist()) == PLANNED).all()
     first = layer.loc["12350257"]
     # 2026-09-28 08:00Z: the occurrence 06:00-11:00Z of that day is running
     assert (first["start"], first["end"]) == (utc("2026-09-28T06:00:00Z"), utc("2026-09-28T11:00:00Z"))
     assert (first.geometry.x, first.geometry.y) == (4.35108016, 51.17454004)
-    assert first["description"] == "Gemengde markt\nKioskplaats" and first["owner"] == "Stad Antwerpen - Stadsbeheer"
+    assert (
+        first["description"] == "Gemengde markt\nKioskplaats"
+        and first["owner"] == "Stad Antwerpen - Stadsbeheer"
+    )
     # 12351512 has not started yet: its next occurrence, 2026-10-04 07:00-15:00Z, is shown
     nxt = layer.loc["12351512"]
     assert (nxt["start"], nxt["end"]) == (utc("2026-10-04T07:00:00Z"), utc("2026-10-04T15:00:00Z"))
     later = u.normalise_works(fc, now="2026-09-28T12:00:00Z").set_index("id").loc["12350257"]
-    assert later["start"] == utc("2026-10-05T06:00:00Z")                 # the morning one has ended: next
+    assert later["start"] == utc("2026-10-05T06:00:00Z")  # the morning one has ended: next
     after = u.normalise_works(fc, now="2026-11-01T00:00:00Z").set_index("id").loc["12350257"]
-    assert (after["start"], after["end"]) == (utc("2026-10-26T07:00:00Z"), utc("2026-10-26T12:00:00Z"))  # last
+    assert (after["start"], after["end"]) == (
+        utc("2026-10-26T07:00:00Z"),
+        utc("2026-10-26T12:00:00Z"),
+    )  # last
 
 
 def test_gipod_id_from_the_occurrence_id_when_the_property_is_missing(sample):
@@ -77,14 +96,18 @@ def test_gipod_id_from_the_occurrence_id_when_the_property_is_missing(sample):
 
 # --- De Lijn ------------------------------------------------------------------------------------------
 
+
 def test_delijn_lines_by_entity_internal_and_public_numbers(sample):
     payload = sample("delijn/lines_by_entity.json")
     book = LineBook.from_payloads(payload)
     assert len(book.lines) == 286 and book.entities == {"1"}
     assert sum(line.public != internal for (_, internal), line in book.lines.items()) == 83
     assert (book.get("1", "908").public, book.get("1", "908").region) == ("8", "ME")
-    assert (book.get("1", "953").public, book.get("1", "63").public, book.get("1", "63").region) == ("F3", "Flex",
-                                                                                                      "AN")
+    assert (book.get("1", "953").public, book.get("1", "63").public, book.get("1", "63").region) == (
+        "F3",
+        "Flex",
+        "AN",
+    )
     assert (book.get("1", "911").public, book.get("1", "911").region) == ("P", "AN")
     assert book.get("1", "12").public == "12" and book.get("3", "620") is None
 
@@ -93,22 +116,35 @@ def test_delijn_detours_sample_names_internal_lines_and_stops_without_coordinate
     payload = sample("delijn/detours.json")
     # without the entity-3 line list the public number of internal line 620 is unknown: never guessed
     assert u.normalise_detours(payload).attrs["skipped"] == {"line_unknown": 1}
-    lines = {"lijnen": [{"entiteitnummer": "3", "lijnnummer": "620", "lijnnummerPubliek": "620",
-                         "vervoerRegioCode": "VB"}]}           # made here: the entity-3 list is not in the samples
+    lines = {
+        "lijnen": [
+            {"entiteitnummer": "3", "lijnnummer": "620", "lijnnummerPubliek": "620", "vervoerRegioCode": "VB"}
+        ]
+    }  # made here: the entity-3 list is not in the samples
     # the stop 3/308530 carries no coordinates and is not in the sample stop list: it must be looked up
     stops = u.normalise_stops(sample("delijn/stops_by_municipality.json"))
     assert unknown_stops(payload, stops) == [("3", "308530")]
-    missing = u.normalise_detours(payload, lines, stops, {"3_308530": None})   # the lookup answered 404
+    missing = u.normalise_detours(payload, lines, stops, {"3_308530": None})  # the lookup answered 404
     assert len(missing) == 0 and missing.attrs["skipped"] == {"stop_not_found": 1}
-    halte = {"entiteitnummer": "3", "haltenummer": "308530", "omschrijving": "Aristide Briand",
-             "geoCoordinaat": {"latitude": 50.8346, "longitude": 4.2984}}    # made here
+    halte = {
+        "entiteitnummer": "3",
+        "haltenummer": "308530",
+        "omschrijving": "Aristide Briand",
+        "geoCoordinaat": {"latitude": 50.8346, "longitude": 4.2984},
+    }  # made here
     d = u.normalise_detours(payload, lines, stops, {"3_308530": halte})
     row = d.iloc[0]
     assert (row["id"], row["title"], row["entity"], row["region"], row["lines"], row["unserved_stops"]) == (
-        "873876", "Werken thv de halte Aristide Briand", "3", "VB", "620", "3_308530")
+        "873876",
+        "Werken thv de halte Aristide Briand",
+        "3",
+        "VB",
+        "620",
+        "3_308530",
+    )
     assert row["start"] == utc("2023-04-20T22:00:00Z") and pd.isna(row["end"])  # no eindDatum: open-ended
     assert row["days"] == "MAANDAG,DINSDAG,WOENSDAG,DONDERDAG,VRIJDAG,ZATERDAG,ZONDAG"
-    assert row["type"] == "" and math.isnan(row["delay_min"])                  # no type in the real answer
+    assert row["type"] == "" and math.isnan(row["delay_min"])  # no type in the real answer
     assert (row.geometry.x, row.geometry.y) == (4.2984, 50.8346) and not d.geometry.is_empty.any()
 
 
@@ -127,11 +163,16 @@ def test_delijn_stop_and_its_directions_samples(sample):
     # the real lijnrichtingen carry the internal lijnnummer only: without the entity-4 line list nothing is listed
     alone = u.normalise_stops({"haltes": [stop]}, {"4_408581": directions})
     assert alone["lines"].tolist() == [""] and alone.attrs["skipped"] == {"line_unknown": 2}
-    lines = {"lijnen": [{"entiteitnummer": "4", "lijnnummer": "178", "lijnnummerPubliek": "178"},
-                        {"entiteitnummer": "4", "lijnnummer": "179", "lijnnummerPubliek": "179"}]}  # made here
+    lines = {
+        "lijnen": [
+            {"entiteitnummer": "4", "lijnnummer": "178", "lijnnummerPubliek": "178"},
+            {"entiteitnummer": "4", "lijnnummer": "179", "lijnnummerPubliek": "179"},
+        ]
+    }  # made here
     s = u.normalise_stops({"haltes": [stop]}, {"4_408581": directions}, lines)
     assert s[["id", "name", "municipality", "lines"]].values.tolist() == [
-        ["4_408581", "Koning Boudewijnlaan", "Leuven", "178,179"]]
+        ["4_408581", "Koning Boudewijnlaan", "Leuven", "178,179"]
+    ]
 
 
 def test_delijn_stops_in_vicinity_sample_has_no_stop_key(sample):
@@ -144,27 +185,46 @@ def test_delijn_entities_sample_numbers_the_regions_as_we_assume(sample):
     from geo.data.demo import ENTITY_NAME
 
     entities = {e["entiteitnummer"]: e["omschrijving"] for e in sample("delijn/entities.json")["entiteiten"]}
-    assert entities == ENTITY_NAME == {"1": "Antwerpen", "2": "Oost-Vlaanderen", "3": "Vlaams-Brabant",
-                                       "4": "Limburg", "5": "West-Vlaanderen"}
+    assert (
+        entities
+        == ENTITY_NAME
+        == {
+            "1": "Antwerpen",
+            "2": "Oost-Vlaanderen",
+            "3": "Vlaams-Brabant",
+            "4": "Limburg",
+            "5": "West-Vlaanderen",
+        }
+    )
 
 
 def test_delijn_disruptions_sample_is_not_a_detour(sample):
-    layer = u.normalise_detours(sample("delijn/disruptions.json"))   # storingen only, no 'omleidingen' array
+    layer = u.normalise_detours(sample("delijn/disruptions.json"))  # storingen only, no 'omleidingen' array
     assert len(layer) == 0 and layer.attrs["skipped"] == {}
 
 
 # --- IRCEL-CELINE -------------------------------------------------------------------------------------
 
+
 def test_ircel_stations_sample(sample):
     features = sample("ircel/upstream-stations.json")
     st = u.normalise_stations(features)
-    assert st[["id", "name", "no2"]].values.tolist() == [["42R803", "Antwerpen (Park Spoor Noord)", True],
-                                                         ["47E013", "Vorst", True]]
-    assert (st.geometry.x[0], st.geometry.y[0]) == (4.428454177535564, 51.22862981306374)  # "NaN" altitude dropped
-    labels = {ts_id: t["procedure"]["label"] for f in features for ts_id, t in f["properties"]["timeseries"].items()}
+    assert st[["id", "name", "no2"]].values.tolist() == [
+        ["42R803", "Antwerpen (Park Spoor Noord)", True],
+        ["47E013", "Vorst", True],
+    ]
+    assert (st.geometry.x[0], st.geometry.y[0]) == (
+        4.428454177535564,
+        51.22862981306374,
+    )  # "NaN" altitude dropped
+    labels = {
+        ts_id: t["procedure"]["label"] for f in features for ts_id, t in f["properties"]["timeseries"].items()
+    }
     assert labels["10741"] == "10741 -  - procedure" and labels["10742"] == "10742 - THIS 42C - procedure"
     # real procedure labels ("Unknown device", "FIDAS 200", "THIS 42C", empty) are measurements
-    assert {u.series_kind({"parameters": {"procedure": {"label": x}}}) for x in labels.values()} == {"measured"}
+    assert {u.series_kind({"parameters": {"procedure": {"label": x}}}) for x in labels.values()} == {
+        "measured"
+    }
     assert u.series_kind({"parameters": {"procedure": {"label": "DAILY CORRECTION TEOM"}}}) == "measured"
 
 
@@ -173,10 +233,16 @@ def _series_of(stations: list) -> list:
     out = []
     for f in stations:
         for ts_id, t in f["properties"]["timeseries"].items():
-            out.append({"id": ts_id, "station": {"properties": {"id": f["properties"]["id"],
-                                                                "label": f["properties"]["label"]},
-                                                 "geometry": f["geometry"]},
-                        "parameters": {"phenomenon": t["phenomenon"], "procedure": t["procedure"]}})
+            out.append(
+                {
+                    "id": ts_id,
+                    "station": {
+                        "properties": {"id": f["properties"]["id"], "label": f["properties"]["label"]},
+                        "geometry": f["geometry"],
+                    },
+                    "parameters": {"phenomenon": t["phenomenon"], "procedure": t["procedure"]},
+                }
+            )
     return out
 
 
@@ -185,11 +251,17 @@ def test_ircel_timeseries_sample_values(sample):
     # the sample's series are 10744 (PM2.5) and 7185 (NO): no NO2 row may come out of them
     assert len(u.normalise_no2(_series_of(stations), data)) == 0
     # read as NO2 they give 4 hourly values each, epoch ms = end of the hour, 0 kept as 0
-    as_no2 = [{**s, "parameters": {**s["parameters"], "phenomenon": {"id": "8"}}} for s in _series_of(stations)]
+    as_no2 = [
+        {**s, "parameters": {**s["parameters"], "phenomenon": {"id": "8"}}} for s in _series_of(stations)
+    ]
     no2 = u.normalise_no2(as_no2, data)
     got = [(r.station_id, str(r.timestamp), r.value) for r in no2.itertuples()]
-    assert got[:4] == [("42R803", "2019-04-23 22:00:00+00:00", 18.5), ("42R803", "2019-04-23 23:00:00+00:00", 18.0),
-                       ("42R803", "2019-04-24 00:00:00+00:00", 19.0), ("42R803", "2019-04-24 01:00:00+00:00", 18.5)]
+    assert got[:4] == [
+        ("42R803", "2019-04-23 22:00:00+00:00", 18.5),
+        ("42R803", "2019-04-23 23:00:00+00:00", 18.0),
+        ("42R803", "2019-04-24 00:00:00+00:00", 19.0),
+        ("42R803", "2019-04-24 01:00:00+00:00", 18.5),
+    ]
     assert [g[2] for g in got[4:]] == [0.0] * 4 and {g[0] for g in got[4:]} == {"47E013"}
     # series without values in the getData answer (10741, 10743, …) are counted, not silently lost
     assert no2.attrs["skipped"] == {"no_values": 5}

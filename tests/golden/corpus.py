@@ -40,9 +40,14 @@ REGENERATE = "make golden   (= .venv/bin/python tests/golden/corpus.py --write)"
 def instants(as_of: datetime) -> list[datetime]:
     """The clocks: around the snapshot time, and hour by hour across both 2026 DST changes
     (29 March 01:00 UTC spring forward, 25 October 01:00 UTC fall back) and the 2027 spring change."""
-    out = [as_of + timedelta(minutes=m) for m in (-90, -1, 0, 1, 59, 60, 61, 180, 600, 1440, 2 * 1440, 7 * 1440)]
-    for change in (datetime(2026, 3, 29, 1, tzinfo=UTC), datetime(2026, 10, 25, 1, tzinfo=UTC),
-                   datetime(2027, 3, 28, 1, tzinfo=UTC)):
+    out = [
+        as_of + timedelta(minutes=m) for m in (-90, -1, 0, 1, 59, 60, 61, 180, 600, 1440, 2 * 1440, 7 * 1440)
+    ]
+    for change in (
+        datetime(2026, 3, 29, 1, tzinfo=UTC),
+        datetime(2026, 10, 25, 1, tzinfo=UTC),
+        datetime(2027, 3, 28, 1, tzinfo=UTC),
+    ):
         out += [change + timedelta(minutes=m) for m in (-1440, -61, -1, 0, 30, 60)]
     return out
 
@@ -53,8 +58,16 @@ def points(engine, n_random: int = 60) -> list[tuple[float, float]]:
 
     rng = np.random.default_rng(14)
     pts = list(zip(rng.uniform(50.60, 51.55, n_random).round(6), rng.uniform(2.45, 5.95, n_random).round(6)))
-    pts += [(51.2194, 4.4025), (51.2213, 4.3838), (50.8467, 4.3525), (51.0543, 3.7174), (52.3676, 4.9041),
-            (50.6326, 5.5797), (51.2500, 4.3700), (51.1900, 4.3800)]
+    pts += [
+        (51.2194, 4.4025),
+        (51.2213, 4.3838),
+        (50.8467, 4.3525),
+        (51.0543, 3.7174),
+        (52.3676, 4.9041),
+        (50.6326, 5.5797),
+        (51.2500, 4.3700),
+        (51.1900, 4.3800),
+    ]
     for frame, step in ((engine.works, 7), (engine.stops, 23), (engine.stations, 5)):
         lat, lng = point_coords(frame)
         for i in range(0, len(lat), step)[:12]:
@@ -79,7 +92,10 @@ def responses(engine):
             for endpoint in ENDPOINTS:
                 try:
                     if endpoint == "/disruptions":
-                        obj = {"location": Target(lat, lng).location_json(), **disruptions(engine, lat, lng, now)}
+                        obj = {
+                            "location": Target(lat, lng).location_json(),
+                            **disruptions(engine, lat, lng, now),
+                        }
                     elif endpoint == "/air-quality":
                         obj = air_quality(engine, lat, lng, now)
                     else:
@@ -102,9 +118,15 @@ def demo_engine(tmp: Path):
 def lines(engine) -> list[dict]:
     out = []
     for i, (endpoint, lat, lng, now, status, raw) in enumerate(responses(engine)):
-        row = {"endpoint": endpoint, "lat": lat, "lng": lng,
-               "now": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "status": status,
-               "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw)}
+        row = {
+            "endpoint": endpoint,
+            "lat": lat,
+            "lng": lng,
+            "now": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "status": status,
+            "sha256": hashlib.sha256(raw).hexdigest(),
+            "bytes": len(raw),
+        }
         if i % SAMPLE_EVERY == 0:
             row["body"] = raw.decode()
         out.append(row)
@@ -139,5 +161,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-
     sys.exit(main())

@@ -22,12 +22,17 @@ def test_corpus_covers_both_dst_changes_and_every_endpoint():
 def test_every_response_is_byte_identical_to_the_golden_corpus(engine):
     old = corpus.read()
     new = corpus.lines(engine)
-    assert len(new) == len(old), f"{len(new)} responses now, {len(old)} in the corpus; regenerate: {corpus.REGENERATE}"
+    assert len(new) == len(old), (
+        f"{len(new)} responses now, {len(old)} in the corpus; regenerate: {corpus.REGENERATE}"
+    )
     differ = [(a, b) for a, b in zip(old, new) if a != b]
     if differ:
         a, b = differ[0]
-        detail = "\n".join(f"  {k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b))
-                           if a.get(k) != b.get(k))
-        raise AssertionError(f"{len(differ)} of {len(old)} responses differ from tests/golden/corpus.jsonl.gz; "
-                             f"first: {a['endpoint']} lat={a['lat']} lng={a['lng']} now={a['now']}\n{detail}\n"
-                             f"If the change of output is intended, regenerate: {corpus.REGENERATE}")
+        detail = "\n".join(
+            f"  {k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)
+        )
+        raise AssertionError(
+            f"{len(differ)} of {len(old)} responses differ from tests/golden/corpus.jsonl.gz; "
+            f"first: {a['endpoint']} lat={a['lat']} lng={a['lng']} now={a['now']}\n{detail}\n"
+            f"If the change of output is intended, regenerate: {corpus.REGENERATE}"
+        )

@@ -14,8 +14,13 @@ def make_app(tmp_path, engine):
     """``make_app(**overrides)``: an app over the demo snapshot engine on this test's instance folder."""
 
     def factory(**overrides):
-        config = {"TESTING": True, "ENGINE": engine, "INSTANCE_PATH": str(tmp_path / "instance"),
-                  "SECRET_KEY": "ops-tests", "MAIL_BACKEND": "outbox"}
+        config = {
+            "TESTING": True,
+            "ENGINE": engine,
+            "INSTANCE_PATH": str(tmp_path / "instance"),
+            "SECRET_KEY": "ops-tests",
+            "MAIL_BACKEND": "outbox",
+        }
         config.update(overrides)
         return create_app(config)
 

@@ -62,13 +62,17 @@ def test_apps_share_postgres_and_redis_and_trust_exactly_nginx(compose):
         db = urlsplit(re.sub(r"\$\{[^}]*\}", "password", env["URBAN_DATABASE_URL"]))
         assert db.scheme == "postgresql" and db.hostname == "postgres" and db.port == 5432
         assert db.path == "/" + pg_env["POSTGRES_DB"] and db.username == pg_env["POSTGRES_USER"]
-        assert "${POSTGRES_PASSWORD:?" in env["URBAN_DATABASE_URL"] and "POSTGRES_PASSWORD:?" in pg_env[
-            "POSTGRES_PASSWORD"]
+        assert (
+            "${POSTGRES_PASSWORD:?" in env["URBAN_DATABASE_URL"]
+            and "POSTGRES_PASSWORD:?" in pg_env["POSTGRES_PASSWORD"]
+        )
         assert env["URBAN_SECRET_KEY"].startswith("${URBAN_SECRET_KEY:?")  # required, never a default
         assert urlsplit(env["URBAN_REDIS_URL"]).hostname == "redis"
         assert env["URBAN_TRUSTED_PROXIES"] == "1"  # one hop: nginx
-    assert compose["services"]["refresher"]["environment"]["URBAN_REDIS_URL"] == \
-        compose["services"]["app1"]["environment"]["URBAN_REDIS_URL"]
+    assert (
+        compose["services"]["refresher"]["environment"]["URBAN_REDIS_URL"]
+        == compose["services"]["app1"]["environment"]["URBAN_REDIS_URL"]
+    )
 
 
 def test_every_urban_variable_is_a_known_setting(compose):
@@ -106,7 +110,7 @@ def test_the_refresher_publishes_where_the_apps_read(compose, dockerfile_env):
         app = compose["services"][name]
         mount = next(path for path, (src, ro) in _mounts(app).items() if src == "snapshots")
         assert _mounts(app)[mount][1], "apps mount the snapshots read-only"
-        assert app["environment"]["URBAN_DATA_DIR"] == mount + r_data[len(volume_root):]
+        assert app["environment"]["URBAN_DATA_DIR"] == mount + r_data[len(volume_root) :]
         assert _mounts(app)[dockerfile_env["URBAN_INSTANCE_PATH"]][0] == f"{name}-instance"
         assert app["depends_on"]["refresher"] == {"condition": "service_healthy"}
     assert r_data + "/manifest.json" in " ".join(refresher["healthcheck"]["test"])

@@ -31,8 +31,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def deployment(snapshot_dir, tmp_path_factory):
     fx = prepare(tmp_path_factory.mktemp("deploy") / "instance", snapshot_dir, accounts=6, points=20)
-    server = Gunicorn(fx.instance, workers=2, data_dir=snapshot_dir,
-                      env={"URBAN_AUTH_FAILURE_LIMIT": "10000 per minute"})
+    server = Gunicorn(
+        fx.instance, workers=2, data_dir=snapshot_dir, env={"URBAN_AUTH_FAILURE_LIMIT": "10000 per minute"}
+    )
     with server:
         yield server, fx
 
@@ -50,7 +51,9 @@ def test_healthz_reports_engine_snapshot_and_database(deployment, snapshot_dir):
     assert headers["Cache-Control"] == "no-store"
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/api/v1/briefing?lat=51.2&lng=4.4", "/nope", "/api/v1/openapi.json"])
+@pytest.mark.parametrize(
+    "path", ["/healthz", "/api/v1/briefing?lat=51.2&lng=4.4", "/nope", "/api/v1/openapi.json"]
+)
 def test_security_headers_and_no_server_version(deployment, path):
     server, _fx = deployment
     _status, headers, _body = get(server.port, path)
@@ -62,6 +65,7 @@ def test_security_headers_and_no_server_version(deployment, path):
 def test_master_holds_no_sqlite_file(deployment):
     server, fx = deployment
     assert get(server.port, f"/api/v1/locations", {"Authorization": f"Bearer {fx.keys[0]}"})[0] == 200
+
     def sqlite_fds(pid):
         fd_dir = Path(f"/proc/{pid}/fd")
         names = []
@@ -71,6 +75,7 @@ def test_master_holds_no_sqlite_file(deployment):
             except OSError:
                 pass
         return [n for n in names if ".sqlite" in n]
+
     assert sqlite_fds(server.proc.pid) == []
     assert any(sqlite_fds(pid) for pid in server.worker_pids())  # opened after fork, kept by the workers
 
@@ -86,7 +91,9 @@ def test_access_log_is_json_without_secrets(deployment):
     assert key not in text and "T" * 43 not in text and "Bearer" not in text
     entries = server.log_lines()
     assert any(e["path"] == "/portal/link/[redacted]" for e in entries)
-    assert {"time", "pid", "remote", "method", "path", "query", "status", "duration_us", "request_id"} <= set(entries[-1])
+    assert {"time", "pid", "remote", "method", "path", "query", "status", "duration_us", "request_id"} <= set(
+        entries[-1]
+    )
 
 
 def _wait_for_line_anywhere(paths: tuple[Path, ...], needle: str, port: int, timeout: float = 15.0) -> None:
@@ -114,8 +121,13 @@ def _wait_for_line(path: Path, needle: str, port: int, timeout: float = 15.0) ->
 def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
     fx = prepare(tmp_path / "instance", snapshot_dir, accounts=1, points=5)
     log = tmp_path / "access.log"
-    with Gunicorn(fx.instance, workers=1, data_dir=snapshot_dir, env={"GUNICORN_ACCESSLOG": str(log)},
-                  log=tmp_path / "gunicorn.log") as server:
+    with Gunicorn(
+        fx.instance,
+        workers=1,
+        data_dir=snapshot_dir,
+        env={"GUNICORN_ACCESSLOG": str(log)},
+        log=tmp_path / "gunicorn.log",
+    ) as server:
         before = _wait_for_line(log, "before=rotation", server.port)
         rotated = tmp_path / "access.log.1"
         log.rename(rotated)  # what logrotate does, then it signals the master
@@ -143,8 +155,13 @@ def test_sighup_reloads_workers_gracefully(deployment):
 
     def load():
         while not stop.is_set():
-            statuses.append(get(server.port, "/api/v1/air-quality?lat=51.2194&lng=4.4025",
-                                {"Authorization": f"Bearer {fx.keys[2]}"})[0])
+            statuses.append(
+                get(
+                    server.port,
+                    "/api/v1/air-quality?lat=51.2194&lng=4.4025",
+                    {"Authorization": f"Bearer {fx.keys[2]}"},
+                )[0]
+            )
 
     threads = [threading.Thread(target=load) for _ in range(3)]
     for t in threads:
@@ -152,7 +169,9 @@ def test_sighup_reloads_workers_gracefully(deployment):
     time.sleep(0.5)
     os.kill(server.proc.pid, signal.SIGHUP)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and (set(server.worker_pids()) & before or len(server.worker_pids()) < 2):
+    while time.monotonic() < deadline and (
+        set(server.worker_pids()) & before or len(server.worker_pids()) < 2
+    ):
         time.sleep(0.2)
     time.sleep(0.5)
     stop.set()
@@ -171,9 +190,16 @@ def test_kill_9_of_a_worker_under_load(deployment):
     def call(i):
         key = keys[i % len(keys)]
         try:
-            status = get(server.port, "/api/v1/disruptions?lat=51.2194&lng=4.4025",
-                         {"Authorization": f"Bearer {key}"}, timeout=20)[0]
-        except (OSError, http.client.HTTPException):  # refused/reset, or cut off mid-response (IncompleteRead)
+            status = get(
+                server.port,
+                "/api/v1/disruptions?lat=51.2194&lng=4.4025",
+                {"Authorization": f"Bearer {key}"},
+                timeout=20,
+            )[0]
+        except (
+            OSError,
+            http.client.HTTPException,
+        ):  # refused/reset, or cut off mid-response (IncompleteRead)
             status = None
         with lock:
             results.append((key, status))
@@ -189,9 +215,11 @@ def test_kill_9_of_a_worker_under_load(deployment):
     conn = sqlite3.connect(fx.instance / "urban.sqlite")
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        stored = conn.execute("SELECT COALESCE(SUM(count), 0) FROM usage u JOIN accounts a ON a.id = u.account_id"
-                              " WHERE a.email IN ('load3@stad.antwerpen.be', 'load4@stad.antwerpen.be',"
-                              " 'load5@stad.antwerpen.be')").fetchone()[0]
+        stored = conn.execute(
+            "SELECT COALESCE(SUM(count), 0) FROM usage u JOIN accounts a ON a.id = u.account_id"
+            " WHERE a.email IN ('load3@stad.antwerpen.be', 'load4@stad.antwerpen.be',"
+            " 'load5@stad.antwerpen.be')"
+        ).fetchone()[0]
     finally:
         conn.close()
     ok = sum(1 for _k, s in results if s == 200)
@@ -221,16 +249,29 @@ def raw(port: int, data: bytes):
 KEY_LIKE = "uc_live_" + "Zq81Kd0aLm29Xc7BvN4pQr5StUvWxYz1" + "AbC123"
 
 
-@pytest.mark.parametrize("data, status, code", [
-    (b"GET /api/v1/briefing?lat=" + b"1" * 5000 + b"&lng=4.4 HTTP/1.1\r\nHost: x\r\n\r\n", 414,
-     "uri_too_long"),
-    (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431, "headers_too_large"),
-    (b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(60)) + b"\r\n", 431,
-     "headers_too_large"),
-    (b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "invalid_request"),
-    (b"GARBAGE\r\n\r\n", 400, "invalid_request"),
-    (f"GET /api/v1/locations?k={KEY_LIKE} HTTP/9.9\r\nHost: x\r\n\r\n".encode(), 400, "invalid_request"),
-])
+@pytest.mark.parametrize(
+    "data, status, code",
+    [
+        (
+            b"GET /api/v1/briefing?lat=" + b"1" * 5000 + b"&lng=4.4 HTTP/1.1\r\nHost: x\r\n\r\n",
+            414,
+            "uri_too_long",
+        ),
+        (
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n",
+            431,
+            "headers_too_large",
+        ),
+        (
+            b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-H%d: 1\r\n" % i for i in range(60)) + b"\r\n",
+            431,
+            "headers_too_large",
+        ),
+        (b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "invalid_request"),
+        (b"GARBAGE\r\n\r\n", 400, "invalid_request"),
+        (f"GET /api/v1/locations?k={KEY_LIKE} HTTP/9.9\r\nHost: x\r\n\r\n".encode(), 400, "invalid_request"),
+    ],
+)
 def test_requests_gunicorn_rejects_get_the_json_error_and_headers(deployment, data, status, code):
     """gunicorn's own answers (before Flask): JSON in the one shape, rate-limit, nosniff and CORS headers."""
     server, _fx = deployment
@@ -244,8 +285,10 @@ def test_requests_gunicorn_rejects_get_the_json_error_and_headers(deployment, da
     assert 0 <= int(headers["X-RateLimit-Remaining"]) <= 10000
     assert int(headers["X-RateLimit-Reset"]) > time.time()
     assert headers["X-Content-Type-Options"] == "nosniff" and headers["Cache-Control"] == "no-store"
-    assert headers["Access-Control-Allow-Origin"] == "*" and "X-RateLimit-Remaining" in \
-        headers["Access-Control-Expose-Headers"]
+    assert (
+        headers["Access-Control-Allow-Origin"] == "*"
+        and "X-RateLimit-Remaining" in headers["Access-Control-Expose-Headers"]
+    )
     assert headers["Server"] == "urban" and headers["X-Request-Id"]
     assert KEY_LIKE[8:30] not in body.decode()
     time.sleep(0.2)
@@ -257,8 +300,10 @@ def test_chunked_body_over_the_limit_is_413(deployment):
     server, _fx = deployment
     body = b'{"email": "' + b"a" * 20000 + b'@stad.be"}'
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    head = (b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-            b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+    head = (
+        b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
     status, headers, answer = raw(server.port, head + chunked)
     assert status == 413 and json.loads(answer)["error"] == "payload_too_large"
     assert "X-RateLimit-Limit" in headers
@@ -274,20 +319,35 @@ def test_bad_snapshot_refuses_to_start(snapshot_dir, tmp_path, damage):
         named = str(target)
     else:
         named = str(data)
-    env = dict(os.environ, URBAN_ENV="production", URBAN_SECRET_KEY="x", URBAN_PUBLIC_URL="https://api.example.be",
-               URBAN_INSTANCE_PATH=str(tmp_path / "i"),
-               URBAN_DATA_DIR=str(data), PORT=str(free_port()))
-    out = subprocess.run([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=60)
+    env = dict(
+        os.environ,
+        URBAN_ENV="production",
+        URBAN_SECRET_KEY="x",
+        URBAN_PUBLIC_URL="https://api.example.be",
+        URBAN_INSTANCE_PATH=str(tmp_path / "i"),
+        URBAN_DATA_DIR=str(data),
+        PORT=str(free_port()),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode != 0
     assert "refuses to start" in out.stderr and named in out.stderr, out.stderr[-2000:]
 
 
-@pytest.mark.parametrize("worker, threads, expected", [
-    (None, None, "app.gunicorn_worker.SyncWorker"),
-    ("sync", "2", "app.gunicorn_worker.ThreadWorker"),  # gunicorn would switch to its own (HTML) gthread
-    ("gthread", "4", "app.gunicorn_worker.ThreadWorker"),
-])
+@pytest.mark.parametrize(
+    "worker, threads, expected",
+    [
+        (None, None, "app.gunicorn_worker.SyncWorker"),
+        ("sync", "2", "app.gunicorn_worker.ThreadWorker"),  # gunicorn would switch to its own (HTML) gthread
+        ("gthread", "4", "app.gunicorn_worker.ThreadWorker"),
+    ],
+)
 def test_every_worker_choice_keeps_json_errors(monkeypatch, worker, threads, expected):
     import runpy
 

@@ -53,8 +53,9 @@ def test_dockerfile_policy():
     assert all("-slim" in a for k, a in all_steps if k == "FROM")
     built = [a for k, a in steps if k == "COPY" and a.startswith("--from=")]
     assert "--from=docs-ui /ui/node_modules ./app/docs_ui/node_modules" in built  # Swagger UI of /api/v1/docs
-    assert any(a.startswith("--from=assets ") and a.endswith("./app/dashboard/static/vendor/leaflet/")
-               for a in built)  # the dashboard's Leaflet
+    assert any(
+        a.startswith("--from=assets ") and a.endswith("./app/dashboard/static/vendor/leaflet/") for a in built
+    )  # the dashboard's Leaflet
     assert all(a.startswith(("--from=docs-ui ", "--from=assets ")) for a in built)
     assert not any("urban_client" in a for k, a in all_steps)  # the client is its own distribution
     user = [a for k, a in steps if k == "USER"]
@@ -69,7 +70,9 @@ def test_dockerfile_policy():
     for k, a in steps:
         if k == "ENV":
             env.update(env_pairs(a))
-    assert env["URBAN_ENV"] == "production" and "URBAN_SECRET_KEY" not in env and "URBAN_PUBLIC_URL" not in env
+    assert (
+        env["URBAN_ENV"] == "production" and "URBAN_SECRET_KEY" not in env and "URBAN_PUBLIC_URL" not in env
+    )
 
 
 @pytest.mark.timeout(900)  # installs the whole runtime closure (now with WeasyPrint) into a fresh venv
@@ -96,24 +99,34 @@ def test_dockerfile_installs_and_starts_in_a_fresh_venv(tmp_path, snapshot_dir):
                 path = ROOT / src
                 assert path.exists(), f"{src} is missing: run `make assets` first" if stage else src
                 if path.is_dir():
-                    shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+                    shutil.copytree(
+                        path, target, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True
+                    )
                 else:
                     (target if dest.endswith("/") else target.parent).mkdir(parents=True, exist_ok=True)
                     shutil.copy2(path, target / path.name if dest.endswith("/") or dest == "./" else target)
         elif kind == "RUN" and "pip install" in args:
             env.pop("PIP_NO_CACHE_DIR", None)  # the test may reuse pip's download cache
             env["HOME"] = os.environ.get("HOME", str(tmp_path))
-            out = subprocess.run(["sh", "-c", args], cwd=work, env=env, capture_output=True, text=True,
-                                 timeout=900)
+            out = subprocess.run(
+                ["sh", "-c", args], cwd=work, env=env, capture_output=True, text=True, timeout=900
+            )
             assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     freeze = subprocess.run([str(bin_ / "pip"), "freeze"], env=env, capture_output=True, text=True).stdout
     names = {line.split("==")[0].split(" @ ")[0].lower() for line in freeze.splitlines()}
     assert not names & {"pytest", "hypothesis", "schemathesis", "selenium", "mcp"}  # server runtime only
     port = free_port()
-    env.update({"URBAN_DATA_DIR": str(snapshot_dir), "URBAN_INSTANCE_PATH": str(tmp_path / "instance"),
-                "URBAN_SECRET_KEY": "docker-test", "URBAN_PUBLIC_URL": f"http://127.0.0.1:{port}",
-                "PORT": str(port), "HOST": "127.0.0.1",
-                "WEB_CONCURRENCY": "1"})
+    env.update(
+        {
+            "URBAN_DATA_DIR": str(snapshot_dir),
+            "URBAN_INSTANCE_PATH": str(tmp_path / "instance"),
+            "URBAN_SECRET_KEY": "docker-test",
+            "URBAN_PUBLIC_URL": f"http://127.0.0.1:{port}",
+            "PORT": str(port),
+            "HOST": "127.0.0.1",
+            "WEB_CONCURRENCY": "1",
+        }
+    )
     cmd = json.loads(next(a for k, a in steps if k == "CMD"))
     log = open(tmp_path / "server.log", "wb")
     proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)

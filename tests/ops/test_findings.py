@@ -44,15 +44,26 @@ def body_routes(app) -> list[str]:
     """Every route that reads a request body (accepts POST, PUT or PATCH), its variables filled in (``1`` for
     an integer, ``x`` otherwise)."""
     fill = lambda rule: re.sub(r"<[^>]*>", lambda m: "1" if m.group(0).startswith("<int") else "x", rule)
-    return sorted({fill(rule.rule) for rule in app.url_map.iter_rules()
-                   if rule.methods & {"POST", "PUT", "PATCH"}})
+    return sorted(
+        {fill(rule.rule) for rule in app.url_map.iter_rules() if rule.methods & {"POST", "PUT", "PATCH"}}
+    )
 
 
 def test_body_routes_are_the_ones_we_know(app):
     assert body_routes(app) == [
-        "/api/v1/signup", "/dashboard/alerts/1/delete", "/dashboard/locations", "/dashboard/locations/x",
-        "/dashboard/locations/x/alerts", "/dashboard/locations/x/delete", "/dashboard/unsubscribe/x",
-        "/portal/keys", "/portal/keys/1/revoke", "/portal/link", "/portal/signin", "/portal/signout"]
+        "/api/v1/signup",
+        "/dashboard/alerts/1/delete",
+        "/dashboard/locations",
+        "/dashboard/locations/x",
+        "/dashboard/locations/x/alerts",
+        "/dashboard/locations/x/delete",
+        "/dashboard/unsubscribe/x",
+        "/portal/keys",
+        "/portal/keys/1/revoke",
+        "/portal/link",
+        "/portal/signin",
+        "/portal/signout",
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE_BODIES))
@@ -63,8 +74,11 @@ def test_every_body_route_answers_400_counts_and_logs_no_traceback(make_app, cap
     client = app.test_client()
     caplog.set_level(logging.DEBUG)
     for route in body_routes(app):
-        for ctype in ("application/json", "application/json; charset=utf-8",
-                      "application/x-www-form-urlencoded"):
+        for ctype in (
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/x-www-form-urlencoded",
+        ):
             before = len(caplog.records)
             resp = client.post(route, data=HOSTILE_BODIES[name], content_type=ctype)
             assert resp.status_code == 400, (route, ctype, resp.status_code, resp.data[:200])
@@ -75,8 +89,9 @@ def test_every_body_route_answers_400_counts_and_logs_no_traceback(make_app, cap
             else:
                 assert b"Urban Conditions" in resp.data and b"Werkzeug" not in resp.data
             records = caplog.records[before:]
-            assert len(records) <= 1 and not any(r.exc_info for r in records), \
-                [r.getMessage() for r in records]
+            assert len(records) <= 1 and not any(r.exc_info for r in records), [
+                r.getMessage() for r in records
+            ]
 
 
 @pytest.mark.parametrize("route", ["/api/v1/signup", "/portal/signin"])
@@ -91,25 +106,40 @@ def test_hostile_bodies_count_against_the_per_ip_limit(make_app, route):
 
 def test_the_json_that_is_expected_still_works(make_app):
     client = make_app().test_client()
-    for body in (b'{"email": "a@stad.be"}', b'{"email": "b\\u0040stad.be"}', b' {"email":"c@stad.be"} \n',
-                 b'{"email": "d@stad.be"}' + b" " * 2000):
+    for body in (
+        b'{"email": "a@stad.be"}',
+        b'{"email": "b\\u0040stad.be"}',
+        b' {"email":"c@stad.be"} \n',
+        b'{"email": "d@stad.be"}' + b" " * 2000,
+    ):
         resp = client.post("/api/v1/signup", data=body, content_type="application/json")
         assert resp.status_code == 202, resp.data
 
 
 # -- 2. absolute links never come from request headers ---------------------------------------------------
 
-FORGED = [{"Host": "evil.example"}, {"X-Forwarded-Host": "evil.example"},
-          {"Host": "evil.example", "X-Forwarded-Proto": "http", "X-Forwarded-For": "6.6.6.6"},
-          {"Host": "api.example.be.evil.example"}]
+FORGED = [
+    {"Host": "evil.example"},
+    {"X-Forwarded-Host": "evil.example"},
+    {"Host": "evil.example", "X-Forwarded-Proto": "http", "X-Forwarded-For": "6.6.6.6"},
+    {"Host": "api.example.be.evil.example"},
+]
 
 
 @pytest.mark.parametrize("trusted", [0, 1])
 @pytest.mark.parametrize("headers", FORGED)
 def test_production_links_use_the_public_url_whatever_the_host(tmp_path, engine, headers, trusted):
-    app = create_app({"ENV": "production", "SECRET_KEY": "x" * 32, "PUBLIC_URL": "https://api.example.be",
-                      "ENGINE": engine, "INSTANCE_PATH": str(tmp_path / "i"), "MAIL_BACKEND": "outbox",
-                      "TRUSTED_PROXIES": trusted})
+    app = create_app(
+        {
+            "ENV": "production",
+            "SECRET_KEY": "x" * 32,
+            "PUBLIC_URL": "https://api.example.be",
+            "ENGINE": engine,
+            "INSTANCE_PATH": str(tmp_path / "i"),
+            "MAIL_BACKEND": "outbox",
+            "TRUSTED_PROXIES": trusted,
+        }
+    )
     client = app.test_client()
     store = open_store(app)
     accounts.create_account(store, "bekend@stad.be", "developer")  # a sign-in link for a known address
@@ -120,17 +150,26 @@ def test_production_links_use_the_public_url_whatever_the_host(tmp_path, engine,
     mails = sorted((tmp_path / "i" / "outbox").glob("*.eml"))
     assert len(mails) == 2
     for path in mails:
-        text = email.message_from_bytes(path.read_bytes(), policy=email.policy.default).get_body(
-            ("plain",)).get_content()
+        text = (
+            email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+            .get_body(("plain",))
+            .get_content()
+        )
         assert "https://api.example.be/portal/link/" in text and "evil" not in text
     store.close()
 
 
 # -- 6. a 503 shows the plan's limits ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("plan, limit, path", [
-    ("developer", "100", "/api/v1/locations"), ("api", "10000", "/api/v1/briefing?lat=51.2194&lng=4.4025"),
-    ("enterprise", "unlimited", "/api/v1/air-quality?locationId=loc_x")])
+
+@pytest.mark.parametrize(
+    "plan, limit, path",
+    [
+        ("developer", "100", "/api/v1/locations"),
+        ("api", "10000", "/api/v1/briefing?lat=51.2194&lng=4.4025"),
+        ("enterprise", "unlimited", "/api/v1/air-quality?locationId=loc_x"),
+    ],
+)
 def test_locked_store_503_reports_the_plan_quota(make_app, plan, limit, path):
     app = make_app(DB_TIMEOUT=0.2, AUTH_FAILURE_LIMIT="30 per minute")
     client = app.test_client()
@@ -155,6 +194,7 @@ def test_locked_store_503_reports_the_plan_quota(make_app, plan, limit, path):
 
 # -- 7. Retry-After rounded up, within the window ----------------------------------------------------------
 
+
 def test_quota_retry_after_is_rounded_up(make_app):
     """84212.4 s left → 84213 (a client waiting the advertised time is never early)."""
     reset = datetime(2026, 11, 17, tzinfo=UTC)
@@ -171,8 +211,10 @@ def test_quota_retry_after_is_rounded_up(make_app):
     store.close()
 
 
-@pytest.mark.parametrize("limit, route", [("2 per hour", "/api/v1/signup"), ("2 per hour", "/portal/signin"),
-                                          ("2 per minute", "/api/v1/signup")])
+@pytest.mark.parametrize(
+    "limit, route",
+    [("2 per hour", "/api/v1/signup"), ("2 per hour", "/portal/signin"), ("2 per minute", "/api/v1/signup")],
+)
 def test_per_ip_retry_after_is_rounded_up_and_within_the_window(make_app, limit, route):
     """Retry-After is read off the server's clock somewhere between ``before`` and ``after``: rounded up it
     lies in [reset - after, ceil(reset - before)], and never past the window's length."""
@@ -200,11 +242,29 @@ def test_auth_failure_retry_after_is_within_its_window(make_app):
 
 # -- 9. every unknown path: JSON, or for the portal our own page --------------------------------------------
 
-UNKNOWN = ["/nope", "/api", "/api/v2/locations", "/api/v1/nope", "/api/v1/signup/x", "/portal/nope",
-           "/portal/static/nope.css", "/portal/static/../../app/config.py", "/portal/static/%2e%2e/x",
-           "/portal/static/", "/portal/keys/abc/revoke", "/portal/keys/99999999999999999999999/revoke",
-           "/portal/link/", "/healthz/x", "/static/x.css", "/favicon.ico", "/robots.txt", "//", "/%00",
-           "/portal", "/api/v1/openapi.json/"]
+UNKNOWN = [
+    "/nope",
+    "/api",
+    "/api/v2/locations",
+    "/api/v1/nope",
+    "/api/v1/signup/x",
+    "/portal/nope",
+    "/portal/static/nope.css",
+    "/portal/static/../../app/config.py",
+    "/portal/static/%2e%2e/x",
+    "/portal/static/",
+    "/portal/keys/abc/revoke",
+    "/portal/keys/99999999999999999999999/revoke",
+    "/portal/link/",
+    "/healthz/x",
+    "/static/x.css",
+    "/favicon.ico",
+    "/robots.txt",
+    "//",
+    "/%00",
+    "/portal",
+    "/api/v1/openapi.json/",
+]
 
 
 @pytest.mark.parametrize("method", ["GET", "POST", "HEAD", "DELETE"])
@@ -224,8 +284,16 @@ def test_no_framework_html_for_any_unknown_path(app, method):
 
 # -- 10. ids are checked before they reach SQL --------------------------------------------------------------
 
-LONG_IDS = ["x" * 65, "loc_" + "a" * 5000, "loc_a\n", "loc a", "loc_a' OR '1'='1", "ｌｏｃ_a", "loc_a\x00",
-            "9" * 4000]
+LONG_IDS = [
+    "x" * 65,
+    "loc_" + "a" * 5000,
+    "loc_a\n",
+    "loc a",
+    "loc_a' OR '1'='1",
+    "ｌｏｃ_a",
+    "loc_a\x00",
+    "9" * 4000,
+]
 
 
 @pytest.mark.parametrize("endpoint", ["disruptions", "air-quality", "briefing"])
@@ -239,8 +307,9 @@ def test_malformed_location_ids_never_reach_sql(app, account, store, endpoint):
         statements = []
         conn.set_trace_callback(statements.append)
         try:
-            resp = client.get(f"/api/v1/{endpoint}", query_string={"locationId": location_id},
-                              headers=bearer(key))
+            resp = client.get(
+                f"/api/v1/{endpoint}", query_string={"locationId": location_id}, headers=bearer(key)
+            )
         finally:
             conn.set_trace_callback(None)
         assert resp.status_code == 404 and resp.get_json()["error"] == "location_not_found"
@@ -250,7 +319,7 @@ def test_malformed_location_ids_never_reach_sql(app, account, store, endpoint):
 
 def test_huge_key_ids_in_the_portal_are_404_not_500(app):
     client = app.test_client()
-    for kid in ("9" * 30, str(2 ** 63), str(2 ** 64)):
+    for kid in ("9" * 30, str(2**63), str(2**64)):
         resp = client.post(f"/portal/keys/{kid}/revoke")
         assert resp.status_code == 404 and resp.mimetype == "application/json"
 
@@ -264,18 +333,41 @@ def encodings(secret: str) -> list[str]:
     """The secret as a log line may carry it: plain, mixed case, percent-encoded (one separator, every
     character, double), and as repr escapes."""
     pct = "".join(f"%{ord(c):02X}" for c in secret)
-    return [secret, secret.upper(), secret.replace("uc_live_", "Uc_LiVe_"), secret.replace("_", "%5F"),
-            secret.replace("_", "%5f"), pct, pct.lower(), secret.replace("_", "%255F"),
-            secret.replace("_", "\\x5f"), secret.replace("_", "\\u005f"), secret.replace("_", "\\\\x5f")]
+    return [
+        secret,
+        secret.upper(),
+        secret.replace("uc_live_", "Uc_LiVe_"),
+        secret.replace("_", "%5F"),
+        secret.replace("_", "%5f"),
+        pct,
+        pct.lower(),
+        secret.replace("_", "%255F"),
+        secret.replace("_", "\\x5f"),
+        secret.replace("_", "\\u005f"),
+        secret.replace("_", "\\\\x5f"),
+    ]
 
 
-@pytest.mark.parametrize("logger", ["app", "app.errors", "werkzeug", "gunicorn.error", "gunicorn.access",
-                                    "urllib3.connectionpool", "someone.else"])
+@pytest.mark.parametrize(
+    "logger",
+    [
+        "app",
+        "app.errors",
+        "werkzeug",
+        "gunicorn.error",
+        "gunicorn.access",
+        "urllib3.connectionpool",
+        "someone.else",
+    ],
+)
 def test_every_log_record_is_redacted(app, caplog, logger):
     caplog.set_level(logging.DEBUG)
     token = "T0k3n-_" * 6
-    for text in encodings(KEY) + [f"/portal/link/{token}", f"%2Fportal%2Flink%2F{token}",
-                                  f"/PORTAL/LINK/{token}"]:
+    for text in encodings(KEY) + [
+        f"/portal/link/{token}",
+        f"%2Fportal%2Flink%2F{token}",
+        f"/PORTAL/LINK/{token}",
+    ]:
         logging.getLogger(logger).warning("request line GET /x?key=%s HTTP/1.1", text)
         logging.getLogger(logger).warning(f"as message {text}")
     logged = caplog.text

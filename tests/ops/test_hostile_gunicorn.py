@@ -27,31 +27,79 @@ from .test_findings import HOSTILE_BODIES, KEY, encodings
 
 pytestmark = pytest.mark.slow
 
-ROUTES = ["/api/v1/locations", "/api/v1/disruptions", "/api/v1/air-quality", "/api/v1/briefing",
-          "/api/v1/openapi.json", "/api/v1/signup", "/healthz", "/portal/", "/portal/signin", "/portal/sent",
-          "/portal/link/" + "A" * 43, "/portal/link", "/portal/signout", "/portal/account", "/portal/keys",
-          "/portal/keys/1/revoke", "/portal/static/portal.css", "/portal/static/nope.css", "/portal", "/",
-          "/nope", "/api/v1/nope", "/portal/static/..%2f..%2fapp%2fconfig.py",
-          "/api/v1/docs", "/api/v1/docs/ui/x", "/api/v1/docs/static/x", "/static/x",
-          "/dashboard/", "/dashboard/map", "/dashboard/map.json", "/dashboard/basemap.json", "/dashboard/locations",
-          "/dashboard/locations/x", "/dashboard/locations/x/alerts", "/dashboard/locations/x/delete",
-          "/dashboard/locations/x/report.pdf", "/dashboard/alerts/1/delete", "/dashboard/unsubscribe/x",
-          "/dashboard/static/x", "/portal/link/x", "/portal/static/x"]
+ROUTES = [
+    "/api/v1/locations",
+    "/api/v1/disruptions",
+    "/api/v1/air-quality",
+    "/api/v1/briefing",
+    "/api/v1/openapi.json",
+    "/api/v1/signup",
+    "/healthz",
+    "/portal/",
+    "/portal/signin",
+    "/portal/sent",
+    "/portal/link/" + "A" * 43,
+    "/portal/link",
+    "/portal/signout",
+    "/portal/account",
+    "/portal/keys",
+    "/portal/keys/1/revoke",
+    "/portal/static/portal.css",
+    "/portal/static/nope.css",
+    "/portal",
+    "/",
+    "/nope",
+    "/api/v1/nope",
+    "/portal/static/..%2f..%2fapp%2fconfig.py",
+    "/api/v1/docs",
+    "/api/v1/docs/ui/x",
+    "/api/v1/docs/static/x",
+    "/static/x",
+    "/dashboard/",
+    "/dashboard/map",
+    "/dashboard/map.json",
+    "/dashboard/basemap.json",
+    "/dashboard/locations",
+    "/dashboard/locations/x",
+    "/dashboard/locations/x/alerts",
+    "/dashboard/locations/x/delete",
+    "/dashboard/locations/x/report.pdf",
+    "/dashboard/alerts/1/delete",
+    "/dashboard/unsubscribe/x",
+    "/dashboard/static/x",
+    "/portal/link/x",
+    "/portal/static/x",
+]
 #: the pages that answer HTML (every other path answers JSON, CSS, scripts, images or a PDF)
 HTML_PAGES = ("/", "/api/v1/docs", "/portal/", "/dashboard/")
-NON_JSON = ("application/json", "application/geo+json", "text/css", "text/javascript", "application/javascript",
-            "application/pdf", "image/")
+NON_JSON = (
+    "application/json",
+    "application/geo+json",
+    "text/css",
+    "text/javascript",
+    "application/javascript",
+    "application/pdf",
+    "image/",
+)
 RATE = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 
 
 @pytest.fixture(scope="module")
 def hostile(snapshot_dir, tmp_path_factory):
     fx = prepare(tmp_path_factory.mktemp("hostile") / "instance", snapshot_dir, accounts=2, points=5)
-    server = Gunicorn(fx.instance, workers=2, data_dir=snapshot_dir,
-                      env={"URBAN_AUTH_FAILURE_LIMIT": "1000000 per minute",
-                           "URBAN_SIGNUP_LIMIT_PER_IP": "1000000 per hour"})
+    server = Gunicorn(
+        fx.instance,
+        workers=2,
+        data_dir=snapshot_dir,
+        env={
+            "URBAN_AUTH_FAILURE_LIMIT": "1000000 per minute",
+            "URBAN_SIGNUP_LIMIT_PER_IP": "1000000 per hour",
+        },
+    )
     with server:
-        deadline = time.monotonic() + 30  # every worker booted, so no start-up line lands in a test's log window
+        deadline = (
+            time.monotonic() + 30
+        )  # every worker booted, so no start-up line lands in a test's log window
         while server.log_path.read_text(errors="replace").count("Booting worker") < 2:
             assert time.monotonic() < deadline, "gunicorn workers did not boot"
             time.sleep(0.05)
@@ -88,45 +136,92 @@ def request_bytes(method: str, target: str, headers: list[tuple[str, str]], body
 
 # -- strategies ------------------------------------------------------------------------------------------
 
-URL_TEXT = st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="#"),
-                   max_size=40)
+URL_TEXT = st.text(
+    alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="#"), max_size=40
+)
 ANY_TEXT = st.text(max_size=60)
-PATHS = (st.sampled_from(ROUTES)
-         | st.builds(lambda r, s: r.rstrip("/") + "/" + s, st.sampled_from(ROUTES), URL_TEXT)
-         | st.builds(lambda s: "/" + quote(s, safe="/%"), ANY_TEXT)
-         | URL_TEXT.map(lambda s: "/" + s))
-PARAM_NAMES = st.sampled_from(["lat", "lng", "locationId", "key", "api_key", "token", "email", "x"]) | URL_TEXT
-PARAM_VALUES = st.sampled_from(["51.2194", "4.4025", "loc_0_0", "NaN", "-inf", "1e309", "9" * 500, "", "%",
-                                "%zz", "%00", "x" * 3000]) | ANY_TEXT.map(lambda s: quote(s, safe=""))
-QUERIES = st.lists(st.tuples(PARAM_NAMES, PARAM_VALUES), max_size=5).map(
-    lambda pairs: "&".join(f"{n}={v}" for n, v in pairs)) | URL_TEXT
-HEADER_VALUE = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF), max_size=200).map(str.strip)
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
-                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                        max_size=4),
-                           max_leaves=20)
-BODIES = (st.none() | st.binary(max_size=600) | st.sampled_from(sorted(HOSTILE_BODIES.values()))
-          | JSON_VALUES.map(lambda v: json.dumps(v).encode())
-          | st.builds(lambda e: json.dumps({"email": e}).encode(), st.sampled_from(["a@stad.be", "x", ""]) | ANY_TEXT)
-          | st.builds(lambda n: b'{"email":' + b"[" * n + b"]" * n + b"}", st.integers(30, 3000))
-          | st.builds(lambda e, c: f"email={e}&csrf_token={c}".encode(), ANY_TEXT, URL_TEXT))
-METHODS = st.sampled_from(["GET", "POST", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"]) \
-    | st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=1, max_size=10)
-CONTENT_TYPES = st.sampled_from(["application/json", "application/json; charset=utf-16", "text/plain",
-                                 "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
-                                 "application/json; charset=latin-1"]) | HEADER_VALUE
+PATHS = (
+    st.sampled_from(ROUTES)
+    | st.builds(lambda r, s: r.rstrip("/") + "/" + s, st.sampled_from(ROUTES), URL_TEXT)
+    | st.builds(lambda s: "/" + quote(s, safe="/%"), ANY_TEXT)
+    | URL_TEXT.map(lambda s: "/" + s)
+)
+PARAM_NAMES = (
+    st.sampled_from(["lat", "lng", "locationId", "key", "api_key", "token", "email", "x"]) | URL_TEXT
+)
+PARAM_VALUES = st.sampled_from(
+    ["51.2194", "4.4025", "loc_0_0", "NaN", "-inf", "1e309", "9" * 500, "", "%", "%zz", "%00", "x" * 3000]
+) | ANY_TEXT.map(lambda s: quote(s, safe=""))
+QUERIES = (
+    st.lists(st.tuples(PARAM_NAMES, PARAM_VALUES), max_size=5).map(
+        lambda pairs: "&".join(f"{n}={v}" for n, v in pairs)
+    )
+    | URL_TEXT
+)
+HEADER_VALUE = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF), max_size=200).map(
+    str.strip
+)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+BODIES = (
+    st.none()
+    | st.binary(max_size=600)
+    | st.sampled_from(sorted(HOSTILE_BODIES.values()))
+    | JSON_VALUES.map(lambda v: json.dumps(v).encode())
+    | st.builds(
+        lambda e: json.dumps({"email": e}).encode(), st.sampled_from(["a@stad.be", "x", ""]) | ANY_TEXT
+    )
+    | st.builds(lambda n: b'{"email":' + b"[" * n + b"]" * n + b"}", st.integers(30, 3000))
+    | st.builds(lambda e, c: f"email={e}&csrf_token={c}".encode(), ANY_TEXT, URL_TEXT)
+)
+METHODS = st.sampled_from(["GET", "POST", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH"]) | st.text(
+    alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=1, max_size=10
+)
+CONTENT_TYPES = (
+    st.sampled_from(
+        [
+            "application/json",
+            "application/json; charset=utf-16",
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/json; charset=latin-1",
+        ]
+    )
+    | HEADER_VALUE
+)
 
 
 def header_sets(keys):
-    auth = st.sampled_from([f"Bearer {keys[0]}", f"Bearer {keys[1]}", "Bearer uc_live_wrong", "Basic Zm9vOmJhcg==",
-                            "Bearer", ""]) | HEADER_VALUE
+    auth = (
+        st.sampled_from(
+            [
+                f"Bearer {keys[0]}",
+                f"Bearer {keys[1]}",
+                "Bearer uc_live_wrong",
+                "Basic Zm9vOmJhcg==",
+                "Bearer",
+                "",
+            ]
+        )
+        | HEADER_VALUE
+    )
     optional = {
-        "Authorization": auth, "Content-Type": CONTENT_TYPES, "X-Request-Id": HEADER_VALUE,
-        "If-None-Match": st.sampled_from(["*", '"abc"', "W/\"x\""]) | HEADER_VALUE,
-        "X-Forwarded-For": HEADER_VALUE, "X-Forwarded-Host": HEADER_VALUE, "Origin": HEADER_VALUE,
+        "Authorization": auth,
+        "Content-Type": CONTENT_TYPES,
+        "X-Request-Id": HEADER_VALUE,
+        "If-None-Match": st.sampled_from(["*", '"abc"', 'W/"x"']) | HEADER_VALUE,
+        "X-Forwarded-For": HEADER_VALUE,
+        "X-Forwarded-Host": HEADER_VALUE,
+        "Origin": HEADER_VALUE,
         "Cookie": st.sampled_from(["session=x", "session=" + "a" * 3000]) | HEADER_VALUE,
         "Accept": st.sampled_from(["text/html", "*/*", "application/json"]) | HEADER_VALUE,
-        "Accept-Encoding": HEADER_VALUE, "Range": HEADER_VALUE, "Expect": st.sampled_from(["100-continue", "x"]),
+        "Accept-Encoding": HEADER_VALUE,
+        "Range": HEADER_VALUE,
+        "Expect": st.sampled_from(["100-continue", "x"]),
         "X-" + "A" * 20: HEADER_VALUE,
     }
     return st.fixed_dictionaries({}, optional=optional).map(lambda d: list(d.items()))
@@ -136,7 +231,9 @@ def test_the_routes_cover_every_rule_of_the_app(tmp_path):
     """A new route joins ``ROUTES`` (variables filled in: ``1`` for an integer, ``x`` otherwise)."""
     from app import create_app
 
-    app = create_app({"TESTING": True, "SECRET_KEY": "x" * 32, "INSTANCE_PATH": str(tmp_path), "ENGINE": None})
+    app = create_app(
+        {"TESTING": True, "SECRET_KEY": "x" * 32, "INSTANCE_PATH": str(tmp_path), "ENGINE": None}
+    )
     fill = lambda rule: re.sub(r"<[^>]*>", lambda m: "1" if m.group(0).startswith("<int") else "x", rule)
     assert {fill(rule.rule) for rule in app.url_map.iter_rules()} <= set(ROUTES)
 
@@ -147,7 +244,9 @@ def check(status: int, headers: dict, body: bytes, method: str, target: str, key
         assert name.lower() in headers, (name, status, target)
     ctype = headers.get("content-type", "")
     text = body.decode("utf-8", "replace")
-    if status >= 300:  # a framework's own page or error text (our documents may name gunicorn: the OpenAPI 414)
+    if (
+        status >= 300
+    ):  # a framework's own page or error text (our documents may name gunicorn: the OpenAPI 414)
         assert "Werkzeug" not in text and "gunicorn" not in text.lower() and "Redirecting" not in text
     if "html" in ctype:
         path = target.split("?", 1)[0]
@@ -185,18 +284,23 @@ def test_generated_hostile_requests_to_every_route(hostile):
 
 # -- finding 8: keys in every encoding, in every log path of the real server ----------------------------------
 
+
 def test_keys_in_every_encoding_stay_out_of_every_log(hostile):
     server, _fx = hostile
     before = server.log_path.stat().st_size
     forms = encodings(KEY)
     for form in forms:
-        for target in (f"/api/v1/locations?key={form}", f"/api/v1/{form}", f"/portal/link/{form}",
-                       f"/healthz?x=1&api_key={form}&y=2"):
-            exchange(server.port, request_bytes("GET", target, [], None))                  # access log
-            exchange(server.port, f"GET {target} HTTP/9.9\r\nHost: x\r\n\r\n".encode())    # "Invalid request"
+        for target in (
+            f"/api/v1/locations?key={form}",
+            f"/api/v1/{form}",
+            f"/portal/link/{form}",
+            f"/healthz?x=1&api_key={form}&y=2",
+        ):
+            exchange(server.port, request_bytes("GET", target, [], None))  # access log
+            exchange(server.port, f"GET {target} HTTP/9.9\r\nHost: x\r\n\r\n".encode())  # "Invalid request"
             exchange(server.port, f"GET {target}\r\nHost: x\r\n\r\n".encode())  # ... naming the line
             exchange(server.port, f"GET {target} HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n".encode())
-            exchange(server.port, f"GET {target}{'x' * 5000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())   # 414
+            exchange(server.port, f"GET {target}{'x' * 5000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # 414
     time.sleep(0.3)
     with open(server.log_path, "rb") as handle:
         handle.seek(before)
@@ -204,19 +308,27 @@ def test_keys_in_every_encoding_stay_out_of_every_log(hostile):
     assert "Invalid HTTP request line: '[redacted]" not in logged  # the line is kept, only the key goes
     assert "Invalid HTTP request line: 'GET /api/v1/locations?key=[redacted]" in logged  # error-log path hit
     body = KEY[8:30]
-    for needle in (body, body.lower(), body.upper(), "".join(f"%{ord(c):02X}" for c in body[:10]),
-                   "".join(f"%{ord(c):02x}" for c in body[:10])):
+    for needle in (
+        body,
+        body.lower(),
+        body.upper(),
+        "".join(f"%{ord(c):02X}" for c in body[:10]),
+        "".join(f"%{ord(c):02x}" for c in body[:10]),
+    ):
         assert needle not in logged, needle
 
 
 # -- finding 1 on the real server: one access line, no traceback ------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["deep", "deep-objects", "nan", "duplicate-keys", "latin-1", "huge-integer"])
 def test_hostile_signup_body_is_400_and_one_log_line(hostile, name):
     server, _fx = hostile
     before = server.log_path.stat().st_size
-    status, headers, body = exchange(server.port, request_bytes(
-        "POST", "/api/v1/signup", [("Content-Type", "application/json")], HOSTILE_BODIES[name]))
+    status, headers, body = exchange(
+        server.port,
+        request_bytes("POST", "/api/v1/signup", [("Content-Type", "application/json")], HOSTILE_BODIES[name]),
+    )
     assert status == 400 and json.loads(body)["error"] == "invalid_request"
     assert all(h.lower() in headers for h in RATE)
     time.sleep(0.3)
@@ -228,6 +340,7 @@ def test_hostile_signup_body_is_400_and_one_log_line(hostile, name):
 
 # -- finding 2 on the real server: production without PUBLIC_URL does not start -----------------------------
 
+
 def test_production_gunicorn_refuses_to_start_without_public_url(snapshot_dir, tmp_path):
     import os
     import subprocess
@@ -236,9 +349,20 @@ def test_production_gunicorn_refuses_to_start_without_public_url(snapshot_dir, t
     from bench.deploy import ROOT, free_port
 
     env = {k: v for k, v in os.environ.items() if k != "URBAN_PUBLIC_URL"}
-    env.update(URBAN_ENV="production", URBAN_SECRET_KEY="x" * 32, URBAN_INSTANCE_PATH=str(tmp_path / "i"),
-               URBAN_DATA_DIR=str(snapshot_dir), PORT=str(free_port()))
-    out = subprocess.run([sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=60)
+    env.update(
+        URBAN_ENV="production",
+        URBAN_SECRET_KEY="x" * 32,
+        URBAN_INSTANCE_PATH=str(tmp_path / "i"),
+        URBAN_DATA_DIR=str(snapshot_dir),
+        PORT=str(free_port()),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode != 0
     assert "refuses to start" in out.stderr and "PUBLIC_URL" in out.stderr, out.stderr[-2000:]

@@ -30,10 +30,17 @@ def hosts(snapshot_dir, postgres_server, redis_server, tmp_path_factory):
     shutil.copytree(snapshot_dir, data_dir)
     url = postgres_server.create_database("hosts_" + uuid.uuid4().hex[:8])
     fx = prepare(tmp / "seed", data_dir, accounts=2, locations_per_account=1, points=5, database_url=url)
-    env = {"URBAN_DATABASE_URL": url, "URBAN_REDIS_URL": redis_server.url, "URBAN_TRUSTED_PROXIES": "1",
-           "URBAN_AUTH_FAILURE_LIMIT": "6 per hour", "URBAN_RELOAD_INTERVAL": "0.2"}
-    apps = [Gunicorn(tmp / f"host{i}", workers=2, data_dir=data_dir, env=env, log=tmp / f"host{i}.log")
-            for i in (1, 2)]
+    env = {
+        "URBAN_DATABASE_URL": url,
+        "URBAN_REDIS_URL": redis_server.url,
+        "URBAN_TRUSTED_PROXIES": "1",
+        "URBAN_AUTH_FAILURE_LIMIT": "6 per hour",
+        "URBAN_RELOAD_INTERVAL": "0.2",
+    }
+    apps = [
+        Gunicorn(tmp / f"host{i}", workers=2, data_dir=data_dir, env=env, log=tmp / f"host{i}.log")
+        for i in (1, 2)
+    ]
     for app in apps:
         app.instance.mkdir()
     try:
@@ -67,14 +74,19 @@ def test_150_concurrent_calls_on_a_100_a_day_key_admit_exactly_100(hosts):
     row, key = _new_key(url)
     marks = [len(a.log_lines()) for a in apps]
     with ThreadPoolExecutor(max_workers=30) as pool:
-        statuses = list(pool.map(lambda _i: get(nginx.port, "/api/v1/locations", _bearer(key), timeout=30)[0],
-                                 range(150)))
+        statuses = list(
+            pool.map(lambda _i: get(nginx.port, "/api/v1/locations", _bearer(key), timeout=30)[0], range(150))
+        )
     assert sorted(statuses) == [200] * 100 + [429] * 50
     assert all(_served_by(a, m) > 0 for a, m in zip(apps, marks))  # both hosts took calls
     with psycopg.connect(url) as conn:
         day = datetime.now(UTC).strftime("%Y-%m-%d")
-        assert conn.execute("SELECT count FROM usage WHERE account_id = %s AND day = %s",
-                            (row["id"], day)).fetchone()[0] == 100
+        assert (
+            conn.execute(
+                "SELECT count FROM usage WHERE account_id = %s AND day = %s", (row["id"], day)
+            ).fetchone()[0]
+            == 100
+        )
 
 
 def test_a_key_revoked_through_one_host_is_refused_by_the_other_on_the_next_request(hosts):
@@ -85,9 +97,26 @@ def test_a_key_revoked_through_one_host_is_refused_by_the_other_on_the_next_requ
     conn = pg_connect(url)
     key_id = accounts.list_keys(conn, row["id"])[0]["id"]
     conn.close()
-    revoked = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "keys", "revoke", "--email",
-                              row["email"], "--id", str(key_id)], cwd=ROOT, env={**host1.env, "URBAN_LOAD_ENGINE": "0"},
-                             capture_output=True, text=True, timeout=60)
+    revoked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flask",
+            "--app",
+            "wsgi",
+            "keys",
+            "revoke",
+            "--email",
+            row["email"],
+            "--id",
+            str(key_id),
+        ],
+        cwd=ROOT,
+        env={**host1.env, "URBAN_LOAD_ENGINE": "0"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert revoked.returncode == 0, revoked.stderr
     status, _h, body = get(host2.port, "/api/v1/locations", _bearer(key))
     assert status == 401 and json.loads(body)["error"] == "invalid_key"
@@ -103,8 +132,12 @@ def test_the_failed_authentication_budget_per_ip_is_shared(hosts):
     assert seen == [(401, str(n)) for n in (5, 4, 3, 2, 1, 0)]
     for host in (host1, host2):
         status, headers, body = get(host.port, "/api/v1/locations", client)
-        assert status == 429 and json.loads(body)["error"] == "rate_limited" and int(headers["Retry-After"]) > 0
-    assert get(host2.port, "/api/v1/locations", {"X-Forwarded-For": "198.51.100.8"})[0] == 401  # others unaffected
+        assert (
+            status == 429 and json.loads(body)["error"] == "rate_limited" and int(headers["Retry-After"]) > 0
+        )
+    assert (
+        get(host2.port, "/api/v1/locations", {"X-Forwarded-For": "198.51.100.8"})[0] == 401
+    )  # others unaffected
 
 
 def test_a_snapshot_swap_reaches_both_hosts(hosts):

@@ -18,9 +18,13 @@ from bench.services import NGINX_CONF, Nginx
 from .rawhttp import parse_response
 
 #: what nginx itself answers, per internal error location of deploy/nginx.conf: (status, error code)
-REJECTIONS = {"payload_too_large": (413, "payload_too_large"), "uri_too_long": (414, "uri_too_long"),
-              "headers_too_large": (431, "headers_too_large"), "invalid_request": (400, "invalid_request"),
-              "service_unavailable": (503, "service_unavailable")}
+REJECTIONS = {
+    "payload_too_large": (413, "payload_too_large"),
+    "uri_too_long": (414, "uri_too_long"),
+    "headers_too_large": (431, "headers_too_large"),
+    "invalid_request": (400, "invalid_request"),
+    "service_unavailable": (503, "service_unavailable"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +34,10 @@ def edge(snapshot_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nginx-edge")
     fx = prepare(tmp / "instance", snapshot_dir, accounts=2, locations_per_account=1, points=5)
     env = {"URBAN_TRUSTED_PROXIES": "1", "GUNICORN_TIMEOUT": "6"}
-    with Gunicorn(fx.instance, workers=2, data_dir=snapshot_dir, env=env, log=tmp / "gunicorn.log") as app, \
-            Nginx([app.port]) as nginx:
+    with (
+        Gunicorn(fx.instance, workers=2, data_dir=snapshot_dir, env=env, log=tmp / "gunicorn.log") as app,
+        Nginx([app.port]) as nginx,
+    ):
         yield fx, app, nginx
 
 
@@ -78,7 +84,7 @@ def test_every_error_location_of_the_conf_is_one_we_test():
     assert targets == locations == set(REJECTIONS)
     for name, (status, code) in REJECTIONS.items():
         block = conf.split(f"location = /_nginx/{name} {{", 1)[1].split("\n        }", 1)[0]
-        assert f"return {status} '{{\"error\":\"{code}\"" in block
+        assert f'return {status} \'{{"error":"{code}"' in block
         assert block.count("always;") >= 8  # every header on the error answer too
 
 
@@ -97,16 +103,21 @@ def test_normal_requests_pass_with_the_client_address_forwarded(edge):
 def test_body_over_the_limit_is_413_json(edge):
     _fx, _app, nginx = edge
     body = b'{"email": "' + b"a" * 20000 + b'"}'
-    req = (b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-           b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    req = (
+        b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
     assert_json_error(_raw(nginx.port, req), 413, "payload_too_large")
 
 
 @pytest.mark.parametrize("length", [9000, 40000])
 def test_request_line_over_the_limit_is_414_json(edge, length):
     _fx, _app, nginx = edge
-    assert_json_error(_raw(nginx.port, b"GET /api/v1/" + b"x" * length + b" HTTP/1.1\r\nHost: x\r\n\r\n"),
-                      414, "uri_too_long")
+    assert_json_error(
+        _raw(nginx.port, b"GET /api/v1/" + b"x" * length + b" HTTP/1.1\r\nHost: x\r\n\r\n"),
+        414,
+        "uri_too_long",
+    )
 
 
 def test_request_line_between_the_limits_gets_gunicorns_json_414(edge):
@@ -119,15 +130,24 @@ def test_request_line_between_the_limits_gets_gunicorns_json_414(edge):
 @pytest.mark.parametrize("header", [b"X-Big: " + b"a" * 9000, b"Cookie: " + b"c=" * 5000])
 def test_header_field_over_the_limit_is_431_json(edge, header):
     _fx, _app, nginx = edge
-    assert_json_error(_raw(nginx.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n"), 431,
-                      "headers_too_large")
+    assert_json_error(
+        _raw(nginx.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n"),
+        431,
+        "headers_too_large",
+    )
 
 
-@pytest.mark.parametrize("request_bytes", [b"GARBAGE\r\n\r\n", b"GET /healthz HTTP/1.1\r\n\r\n",
-                                           b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
-                                           b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
-                                           b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
-                                           b"GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n"])
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"GARBAGE\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\n\r\n",
+        b"GET /healthz HTTP/9.9\r\nHost: x\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n",
+        b"POST /api/v1/signup HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+    ],
+)
 def test_malformed_request_is_400_json(edge, request_bytes):
     _fx, _app, nginx = edge
     assert_json_error(_raw(nginx.port, request_bytes), 400, "invalid_request")
@@ -135,8 +155,9 @@ def test_malformed_request_is_400_json(edge, request_bytes):
 
 def test_no_app_host_answering_is_503_json():
     with Nginx([free_port()]) as nginx:  # nothing listens on the upstream port
-        doc = assert_json_error(_raw(nginx.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), 503,
-                                "service_unavailable")
+        doc = assert_json_error(
+            _raw(nginx.port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), 503, "service_unavailable"
+        )
         assert "retry" in doc["message"]
         status, headers, _body = _raw(nginx.port, b"GET /api/v1/locations HTTP/1.1\r\nHost: x\r\n\r\n")
         assert status == 503 and headers["retry-after"] == "5"
@@ -160,8 +181,10 @@ def test_two_hundred_slow_clients_do_not_stop_normal_requests(edge):
     workers_before = sorted(app.worker_pids())
     served_before = len(app.log_lines())
     stop, lock, opened = threading.Event(), threading.Lock(), []
-    threads = [threading.Thread(target=_slow_client, args=(nginx.port, stop, opened, lock), daemon=True)
-               for _ in range(200)]
+    threads = [
+        threading.Thread(target=_slow_client, args=(nginx.port, stop, opened, lock), daemon=True)
+        for _ in range(200)
+    ]
     for t in threads:
         t.start()
     try:
@@ -172,8 +195,9 @@ def test_two_hundred_slow_clients_do_not_stop_normal_requests(edge):
         answers = []
         until = time.monotonic() + 8  # longer than the 6 s worker timeout the attack would trip
         while time.monotonic() < until:
-            status, _h, _b = get(nginx.port, "/api/v1/locations",
-                                 {"Authorization": f"Bearer {fx.keys[1]}"}, timeout=5)
+            status, _h, _b = get(
+                nginx.port, "/api/v1/locations", {"Authorization": f"Bearer {fx.keys[1]}"}, timeout=5
+            )
             answers.append(status)
             time.sleep(0.1)
         assert answers and set(answers) == {200}

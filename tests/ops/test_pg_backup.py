@@ -25,8 +25,11 @@ def test_pg_dump_and_pg_restore_round_trip(postgres_server, tmp_path):
     for _ in range(7):
         usage.admit_key(conn, digest(live_key), "2026-11-16", tuple(PLANS.values()))
     dump = tmp_path / "urban.dump"
-    done = subprocess.run([postgres_bin("pg_dump"), "--format=custom", "--no-owner", f"--file={dump}", url],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [postgres_bin("pg_dump"), "--format=custom", "--no-owner", f"--file={dump}", url],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     listed = subprocess.run([postgres_bin("pg_restore"), "--list", str(dump)], capture_output=True, text=True)
     assert "TABLE DATA public accounts" in listed.stdout and "COLLATION public nocase" in listed.stdout
@@ -34,8 +37,11 @@ def test_pg_dump_and_pg_restore_round_trip(postgres_server, tmp_path):
     conn.close()
 
     restored = postgres_server.create_database("restored_" + uuid.uuid4().hex[:8])
-    done = subprocess.run([postgres_bin("pg_restore"), "--no-owner", f"--dbname={restored}", str(dump)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [postgres_bin("pg_restore"), "--no-owner", f"--dbname={restored}", str(dump)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     back = connect(restored)
     assert schema_version(back) == migrations()[-1][0] and migrate(back) == []

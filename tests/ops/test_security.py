@@ -18,9 +18,29 @@ from app.saved_locations import add_location
 from .conftest import bearer
 
 CODES = set(build()["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
-NASTY = st.sampled_from(["NaN", "nan", "inf", "-Infinity", "1e309", "9" * 400, "0x1p3", "51,2", "' OR 1=1 --",
-                         "\"; DROP TABLE accounts; --", "../../etc/passwd", "http://169.254.169.254/latest",
-                         "<script>alert(1)</script>", "%00", "\u202e51.2", "５１.２", "51.2\n4.4", "", " "])
+NASTY = st.sampled_from(
+    [
+        "NaN",
+        "nan",
+        "inf",
+        "-Infinity",
+        "1e309",
+        "9" * 400,
+        "0x1p3",
+        "51,2",
+        "' OR 1=1 --",
+        '"; DROP TABLE accounts; --',
+        "../../etc/passwd",
+        "http://169.254.169.254/latest",
+        "<script>alert(1)</script>",
+        "%00",
+        "\u202e51.2",
+        "５１.２",
+        "51.2\n4.4",
+        "",
+        " ",
+    ]
+)
 TEXT = st.text(max_size=300) | NASTY | st.floats(allow_nan=True, allow_infinity=True).map(repr)
 
 _connects = []
@@ -38,8 +58,15 @@ FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=list(Heal
 @pytest.fixture
 def client_and_key(app, account, store):
     row, key = account("enterprise")
-    add_location(store, row["id"], name="Stadhuis", address="Grote Markt 1", lat=51.2213, lng=4.3997,
-                 location_id="loc_a")
+    add_location(
+        store,
+        row["id"],
+        name="Stadhuis",
+        address="Grote Markt 1",
+        lat=51.2213,
+        lng=4.3997,
+        location_id="loc_a",
+    )
     return app.test_client(), key, row
 
 
@@ -57,27 +84,37 @@ def check_answer(resp, *secrets):
     return resp
 
 
-@given(lat=TEXT, lng=TEXT, location=TEXT, endpoint=st.sampled_from(["disruptions", "air-quality", "briefing"]))
+@given(
+    lat=TEXT, lng=TEXT, location=TEXT, endpoint=st.sampled_from(["disruptions", "air-quality", "briefing"])
+)
 @FUZZ
 def test_fuzzed_targets(client_and_key, lat, lng, location, endpoint):
     client, key, row = client_and_key
     query = {k: v for k, v in {"lat": lat, "lng": lng, "locationId": location}.items() if v is not None}
     before = len(_connects)
-    resp = check_answer(client.get(f"/api/v1/{endpoint}", query_string=query, headers=bearer(key)), key,
-                        row["email"])
+    resp = check_answer(
+        client.get(f"/api/v1/{endpoint}", query_string=query, headers=bearer(key)), key, row["email"]
+    )
     assert resp.status_code in {200, 400, 404, 422}
     assert len(_connects) == before, "a request value reached the network"
 
 
-@given(value=(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=255), max_size=500) | NASTY).filter(
-           lambda v: "\n" not in v and "\r" not in v and all(ord(c) < 256 for c in v)),  # HTTP/1.1 can carry these
-       name=st.sampled_from(["Authorization", "X-Request-Id", "If-None-Match", "Content-Type", "X-Forwarded-For"]))
+@given(
+    value=(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=255), max_size=500) | NASTY).filter(
+        lambda v: "\n" not in v and "\r" not in v and all(ord(c) < 256 for c in v)
+    ),  # HTTP/1.1 can carry these
+    name=st.sampled_from(
+        ["Authorization", "X-Request-Id", "If-None-Match", "Content-Type", "X-Forwarded-For"]
+    ),
+)
 @FUZZ
 def test_fuzzed_headers(client_and_key, name, value):
     client, key, row = client_and_key
     headers = bearer(key) if name != "Authorization" else {}
     headers[name] = value
-    resp = check_answer(client.get("/api/v1/air-quality?lat=51.2194&lng=4.4025", headers=headers), key, row["email"])
+    resp = check_answer(
+        client.get("/api/v1/air-quality?lat=51.2194&lng=4.4025", headers=headers), key, row["email"]
+    )
     if resp.status_code == 429:
         # the documented per-IP failed-authentication budget (docs/api.md): only bad Authorization values spend it
         assert name == "Authorization" and resp.get_json()["error"] == "rate_limited"
@@ -86,10 +123,15 @@ def test_fuzzed_headers(client_and_key, name, value):
     assert resp.headers["X-Request-Id"] != value or len(value) <= 64
 
 
-@given(body=st.binary(max_size=2000) | st.recursive(
-    st.none() | st.booleans() | st.floats() | st.integers() | TEXT,
-    lambda c: st.lists(c, max_size=4) | st.dictionaries(TEXT, c, max_size=4), max_leaves=12).map(
-    lambda v: json.dumps(v).encode()), ctype=st.sampled_from(["application/json", "text/plain", "multipart/form-data"]))
+@given(
+    body=st.binary(max_size=2000)
+    | st.recursive(
+        st.none() | st.booleans() | st.floats() | st.integers() | TEXT,
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(TEXT, c, max_size=4),
+        max_leaves=12,
+    ).map(lambda v: json.dumps(v).encode()),
+    ctype=st.sampled_from(["application/json", "text/plain", "multipart/form-data"]),
+)
 @FUZZ
 def test_fuzzed_signup_bodies(make_app, body, ctype):
     app = make_app(SIGNUP_LIMIT_PER_IP="100000 per minute")
@@ -99,8 +141,9 @@ def test_fuzzed_signup_bodies(make_app, body, ctype):
 
 def test_oversized_body_is_413(client_and_key):
     client, _key, _row = client_and_key
-    resp = check_answer(client.post("/api/v1/signup", data=b"{" + b" " * 20000 + b"}",
-                                    content_type="application/json"))
+    resp = check_answer(
+        client.post("/api/v1/signup", data=b"{" + b" " * 20000 + b"}", content_type="application/json")
+    )
     assert resp.status_code == 413 and resp.get_json()["error"] == "payload_too_large"
 
 

@@ -1,5 +1,6 @@
 """Fixtures for sign-up and portal tests: a real SMTP server (aiosmtpd), an app on a real SQLite file, and a
 real threaded HTTP server on 127.0.0.1 for the browser and concurrency tests."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Helpers shared by the portal tests (mail parsing, real servers, form fields)."""
+
 from __future__ import annotations
 
 import email

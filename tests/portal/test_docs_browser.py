@@ -53,13 +53,15 @@ def try_call(driver, operation, params, media_type=None):
         field.clear()
         field.send_keys(value)
     if media_type:
-        Select(driver.find_element(By.CSS_SELECTOR, f"{block} .response-control-media-type select")) \
-            .select_by_value(media_type)
+        Select(
+            driver.find_element(By.CSS_SELECTOR, f"{block} .response-control-media-type select")
+        ).select_by_value(media_type)
     driver.find_element(By.CSS_SELECTOR, f"{block} .execute").click()
     status = f"{block} .live-responses-table .response .response-col_status"
     WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, status).text.strip())
-    live = driver.find_element(By.CSS_SELECTOR,
-                               f"{block} .live-responses-table .response .response-col_description")
+    live = driver.find_element(
+        By.CSS_SELECTOR, f"{block} .live-responses-table .response .response-col_description"
+    )
     body = live.find_element(By.XPATH, ".//h5[text()='Response body']/following-sibling::div//pre").text
     headers = live.find_element(By.XPATH, ".//h5[text()='Response headers']/following-sibling::pre").text
     code = driver.find_element(By.CSS_SELECTOR, status).text.strip()
@@ -87,18 +89,28 @@ def test_front_door_leads_to_docs_where_a_call_answers_as_curl_does(browser, ser
     browser.find_element(By.CSS_SELECTOR, ".modal-ux .btn-done").click()
 
     point = {"lat": "51.2194", "lng": "4.4025"}
-    calls = [("airQuality", "air-quality", point, "application/json"),
-             ("disruptions", "disruptions", point, "application/geo+json"),
-             ("briefing", "briefing", point, "application/json"),
-             ("airQuality", "air-quality", {"lat": "48.8566", "lng": "2.3522"}, "application/json")]
+    calls = [
+        ("airQuality", "air-quality", point, "application/json"),
+        ("disruptions", "disruptions", point, "application/geo+json"),
+        ("briefing", "briefing", point, "application/json"),
+        ("airQuality", "air-quality", {"lat": "48.8566", "lng": "2.3522"}, "application/json"),
+    ]
     for operation, path, params, media_type in calls:
-        status, body, headers = try_call(browser, operation, params,
-                                         media_type if media_type != "application/json" else None)
+        status, body, headers = try_call(
+            browser, operation, params, media_type if media_type != "application/json" else None
+        )
         # the browser sends its own Accept-Language: curl with the language the answer came in
         language = re.search(r"content-language: (\w+)", headers)
-        direct = requests.get(f"{base}/api/v1/{path}", params=params, timeout=30,
-                              headers={"Authorization": f"Bearer {key}", "Accept": media_type,
-                                       **({"Accept-Language": language.group(1)} if language else {})})
+        direct = requests.get(
+            f"{base}/api/v1/{path}",
+            params=params,
+            timeout=30,
+            headers={
+                "Authorization": f"Bearer {key}",
+                "Accept": media_type,
+                **({"Accept-Language": language.group(1)} if language else {}),
+            },
+        )
         assert (language is not None) is (status == 200 and path != "disruptions")
         if language:
             assert direct.headers["Content-Language"] == language.group(1)

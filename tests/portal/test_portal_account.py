@@ -1,4 +1,5 @@
 """The API section: plan, today's usage, saved locations, keys by prefix; create and revoke keys."""
+
 from __future__ import annotations
 
 import re
@@ -27,8 +28,16 @@ def test_account_page_needs_a_session(client):
 
 def test_customer_sees_plan_usage_locations_and_keys(client, smtp_server, store):
     account, key = accounts.create_account(store, "ops@antwerpen.be", "api")
-    add_location(store, account["id"], name="Stadhuis", address="Grote Markt 1, 2000 Antwerpen",
-                 lat=51.2213, lng=4.3997, label="kantoor", is_primary=True)
+    add_location(
+        store,
+        account["id"],
+        name="Stadhuis",
+        address="Grote Markt 1, 2000 Antwerpen",
+        lat=51.2213,
+        lng=4.3997,
+        label="kantoor",
+        is_primary=True,
+    )
     for _ in range(3):
         assert client.get("/api/v1/locations", headers={"Authorization": f"Bearer {key}"}).status_code == 200
     assert sign_in(client, smtp_server, "ops@antwerpen.be").status_code == 302
@@ -66,7 +75,9 @@ def test_a_key_of_another_account_cannot_be_revoked(client, smtp_server, store):
     csrf = csrf_from(client.get("/portal/account").get_data(as_text=True))
     other_id = accounts.list_keys(store, other["id"])[0]["id"]
     assert client.post(f"/portal/keys/{other_id}/revoke", data={"csrf_token": csrf}).status_code == 404
-    assert client.get("/api/v1/locations", headers={"Authorization": f"Bearer {other_key}"}).status_code == 200
+    assert (
+        client.get("/api/v1/locations", headers={"Authorization": f"Bearer {other_key}"}).status_code == 200
+    )
 
 
 def test_revoke_and_create_need_csrf(client, smtp_server, store):

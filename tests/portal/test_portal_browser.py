@@ -2,6 +2,7 @@
 
 Screenshots of every portal page go to ``artifacts/screenshots/`` (desktop and phone widths).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,7 +32,9 @@ def click_and_wait(driver, element, timeout=15):
     element.click()
     WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,)).until(
         lambda d: d.execute_script(
-            "return window.__beforeClick === undefined && document.readyState === 'complete';"))
+            "return window.__beforeClick === undefined && document.readyState === 'complete';"
+        )
+    )
 
 
 @pytest.fixture
@@ -39,13 +42,23 @@ def browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    assert os.path.exists(CHROMEDRIVER), \
+    assert os.path.exists(CHROMEDRIVER), (
         "browser tests need Debian chromium + chromium-driver (make browser, or apt-get install them)"
+    )
     profile = tempfile.mkdtemp(prefix="portal-chrome-")
     options = webdriver.ChromeOptions()
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--no-first-run", f"--user-data-dir={profile}", "--window-size=1280,900"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--window-size=1280,900",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.set_page_load_timeout(30)
@@ -113,7 +126,9 @@ def test_browser_walks_signup_to_revocation(browser, live_server, smtp_server):
     assert "1 of 100" in browser.find_element(By.CSS_SELECTOR, "[data-testid=usage]").text
     assert key not in browser.page_source and key[:14] in browser.page_source
     assert not shoot(browser, "05-api-section")
-    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, f"button[aria-label='Revoke key {key[:14]}']"))
+    click_and_wait(
+        browser, browser.find_element(By.CSS_SELECTOR, f"button[aria-label='Revoke key {key[:14]}']")
+    )
     assert "is revoked" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
     shoot(browser, "06-revoked")
     api = requests.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10)

@@ -1,4 +1,5 @@
 """The e-mailed link: GET shows a page only, the POST button (CSRF) consumes it once; expiry and forgery."""
+
 from __future__ import annotations
 
 import time
@@ -94,8 +95,11 @@ def test_the_button_needs_the_csrf_field_of_the_session(client, smtp_server, sto
     other = client.application.test_client()
     _resp, other_csrf = open_link(other, url)
     assert press_button(client, token, other_csrf).status_code == 400  # another session's field
-    cross = client.post("/portal/link", data={"token": token, "csrf_token": other_csrf},
-                        headers={"Origin": "https://evil.example"})
+    cross = client.post(
+        "/portal/link",
+        data={"token": token, "csrf_token": other_csrf},
+        headers={"Origin": "https://evil.example"},
+    )
     assert cross.status_code == 400
     assert store.execute("SELECT consumed_at FROM email_tokens").fetchone()[0] is None
     assert press_button(other, token, other_csrf).status_code == 200

@@ -1,4 +1,5 @@
 """Over real HTTP (threaded server on 127.0.0.1): parallel confirmations, and secrets kept out of logs and DB."""
+
 from __future__ import annotations
 
 import glob
@@ -28,8 +29,12 @@ def test_ten_parallel_confirmations_create_exactly_one_key(live_server, smtp_ser
     def press(i):
         s, csrf = browsers[i]
         barrier.wait()
-        results[i] = s.post(f"{live_server.url}/portal/link", data={"token": token, "csrf_token": csrf},
-                            timeout=30, allow_redirects=False)
+        results[i] = s.post(
+            f"{live_server.url}/portal/link",
+            data={"token": token, "csrf_token": csrf},
+            timeout=30,
+            allow_redirects=False,
+        )
 
     threads = [threading.Thread(target=press, args=(i,)) for i in range(10)]
     for t in threads:
@@ -53,19 +58,21 @@ def test_key_and_token_never_in_logs_or_database(app, live_server, smtp_server, 
     assert s.post(f"{base}/api/v1/signup", json={"email": "geheim@stad.be"}, timeout=10).status_code == 202
     url, token = link_in(smtp_server.wait_for(1))
     page = s.get(url, timeout=10)
-    created = s.post(f"{base}/portal/link", data={"token": token, "csrf_token": csrf_from(page.text)},
-                     timeout=10)
+    created = s.post(
+        f"{base}/portal/link", data={"token": token, "csrf_token": csrf_from(page.text)}, timeout=10
+    )
     key = KEY.search(created.text).group(0)
-    assert s.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"},
-                 timeout=10).status_code == 200
+    assert (
+        s.get(f"{base}/api/v1/locations", headers={"Authorization": f"Bearer {key}"}, timeout=10).status_code
+        == 200
+    )
     account_page = s.get(f"{base}/portal/account", timeout=10)
     assert account_page.status_code == 200
     csrf = csrf_from(account_page.text)
     second = KEY.search(s.post(f"{base}/portal/keys", data={"csrf_token": csrf}, timeout=10).text).group(0)
 
     # Everything the service logged (not the test's own HTTP client, nor the test SMTP server's dump).
-    ours = "\n".join(r.getMessage() for r in caplog.records
-                      if not r.name.startswith(("urllib3", "mail.log")))
+    ours = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith(("urllib3", "mail.log")))
     assert "/portal/link/[redacted]" in ours  # the request line was logged, without the token
     assert "mail sent via 127.0.0.1" in ours
     for secret in (token, key, second):

@@ -1,4 +1,5 @@
 """Real sign-up responses (202, 400, 429, 503) match the served OpenAPI document."""
+
 from __future__ import annotations
 
 from jsonschema import Draft202012Validator

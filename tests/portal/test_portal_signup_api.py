@@ -1,4 +1,5 @@
 """POST /api/v1/signup: validation, no enumeration, mail content, abuse limits, mail server down."""
+
 from __future__ import annotations
 
 
@@ -35,7 +36,7 @@ def test_signup_sends_a_bilingual_text_and_html_mail_with_a_link(client, smtp_se
 
 
 BAD = [
-    ({"data": json.dumps({"email": "a@b.be"})}, "invalid_request"),                              # no content type
+    ({"data": json.dumps({"email": "a@b.be"})}, "invalid_request"),  # no content type
     ({"data": json.dumps({"email": "a@b.be"}), "content_type": "text/plain"}, "invalid_request"),
     ({"data": "email=a@b.be", "content_type": "application/x-www-form-urlencoded"}, "invalid_request"),
     ({"data": "{not json", "content_type": "application/json"}, "invalid_request"),
@@ -79,8 +80,9 @@ def test_known_and_unknown_addresses_get_identical_answers(client, smtp_server, 
     assert known.status_code == unknown.status_code == 202
     assert known.get_data() == unknown.get_data()
     volatile = {"X-Request-Id", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
-    assert {k: v for k, v in known.headers if k not in volatile} == \
-           {k: v for k, v in unknown.headers if k not in volatile}
+    assert {k: v for k, v in known.headers if k not in volatile} == {
+        k: v for k, v in unknown.headers if k not in volatile
+    }
     # Same work in both branches: a token each and a mail each; only the mail differs.
     smtp_server.wait_for(2)
     assert token_rows(store) == 2
@@ -144,7 +146,10 @@ def test_per_address_limit_neither_reveals_nor_locks(app, client, smtp_server, r
     app.config.update(SIGNUP_LIMIT_PER_IP="100 per hour", SIGNUP_LIMIT_PER_ADDRESS="2 per hour")
     csrf = _portal_form(client) if route == "portal" else None
     answers = [_ask(client, route, "doelwit@stad.be", "192.0.2.66", csrf) for _ in range(6)]
-    assert {r.status_code for r in answers} == {answers[0].status_code} and answers[0].status_code in (202, 302)
+    assert {r.status_code for r in answers} == {answers[0].status_code} and answers[0].status_code in (
+        202,
+        302,
+    )
     assert len({r.get_data() for r in answers}) == 1
     assert len({tuple(sorted(r.headers.keys())) for r in answers}) == 1
     assert [r.headers["X-RateLimit-Remaining"] for r in answers] == [str(99 - i) for i in range(6)]
@@ -165,8 +170,9 @@ def test_per_ip_limit_counts_every_request(app, client, smtp_server):
     resp = request_link(client, "a3@stad.be")
     assert resp.status_code == 429 and resp.get_json()["error"] == "rate_limited"
     assert resp.headers["X-RateLimit-Limit"] == "3"
-    other_ip = client.post("/api/v1/signup", json={"email": "a3@stad.be"},
-                           environ_base={"REMOTE_ADDR": "192.0.2.7"})
+    other_ip = client.post(
+        "/api/v1/signup", json={"email": "a3@stad.be"}, environ_base={"REMOTE_ADDR": "192.0.2.7"}
+    )
     assert other_ip.status_code == 202
 
 

@@ -1,4 +1,5 @@
 """Address validation, token store and mail building, on a real SQLite file."""
+
 from __future__ import annotations
 
 import string
@@ -16,8 +17,11 @@ ATOM = st.text(alphabet=string.ascii_letters + string.digits + "!#$%&'*+/=?^_`{|
 LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
 
 
-@given(local=st.lists(ATOM, min_size=1, max_size=3), labels=st.lists(LABEL, min_size=1, max_size=3),
-       tld=st.from_regex(r"[A-Za-z]{2,6}", fullmatch=True))
+@given(
+    local=st.lists(ATOM, min_size=1, max_size=3),
+    labels=st.lists(LABEL, min_size=1, max_size=3),
+    tld=st.from_regex(r"[A-Za-z]{2,6}", fullmatch=True),
+)
 def test_valid_addresses_are_accepted_lower_cased_and_idempotent(local, labels, tld):
     address = ".".join(local) + "@" + ".".join([*labels, tld])
     normal = normalize_email(address)
@@ -54,12 +58,12 @@ def test_token_has_256_bits_and_only_its_digest_is_stored(conn):
 def test_token_lifecycle(conn):
     token = tokens.issue(conn, "a@b.be", 1_000)
     assert tokens.peek(conn, token, 1_000 + tokens.TOKEN_TTL - 1) == "a@b.be"
-    assert tokens.peek(conn, token, 1_000 + tokens.TOKEN_TTL) is None        # expiry is exclusive
+    assert tokens.peek(conn, token, 1_000 + tokens.TOKEN_TTL) is None  # expiry is exclusive
     assert tokens.consume(conn, token, 1_000 + tokens.TOKEN_TTL) is None
     assert tokens.consume(conn, token, 1_500) == "a@b.be"
-    assert tokens.consume(conn, token, 1_501) is None                          # single use
+    assert tokens.consume(conn, token, 1_501) is None  # single use
     tokens.release(conn, token, 1_500)
-    assert tokens.consume(conn, token, 1_502) == "a@b.be"                      # released after a failure
+    assert tokens.consume(conn, token, 1_502) == "a@b.be"  # released after a failure
 
 
 @pytest.fixture(scope="module")

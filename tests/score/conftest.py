@@ -40,8 +40,13 @@ def sample_points(engine, seed: int = 8):
     antwerp = np.flatnonzero(stops["entity"].astype(str).to_numpy() == "1")
     pick = np.r_[rng.choice(antwerp, 60, replace=False), rng.choice(len(stops), 20, replace=False)]
     geom = np.asarray(stops.geometry.values)[pick]
-    parts.append((shapely.get_y(geom) + rng.normal(0, 0.002, pick.size),
-                  shapely.get_x(geom) + rng.normal(0, 0.003, pick.size), "stop"))
+    parts.append(
+        (
+            shapely.get_y(geom) + rng.normal(0, 0.002, pick.size),
+            shapely.get_x(geom) + rng.normal(0, 0.003, pick.size),
+            "stop",
+        )
+    )
     # both banks of the Scheldt: points on the centreline shifted a few hundred metres east or west
     line = engine.river[engine.river["part"] == "centerline"].geometry.iloc[0]
     pts = shapely.line_interpolate_point(line, rng.uniform(0, 1, 80), normalized=True)
@@ -51,8 +56,9 @@ def sample_points(engine, seed: int = 8):
     works = engine.works
     wpick = rng.choice(len(works), 40, replace=False)
     wg = np.asarray(works.geometry.values)[wpick]
-    parts.append((shapely.get_y(wg) + rng.normal(0, 0.012, 40), shapely.get_x(wg) + rng.normal(0, 0.018, 40),
-                  "works"))
+    parts.append(
+        (shapely.get_y(wg) + rng.normal(0, 0.012, 40), shapely.get_x(wg) + rng.normal(0, 0.018, 40), "works")
+    )
     # anywhere in the bounding box of the service area (some outside), plus clearly outside points
     minx, miny, maxx, maxy = engine.service_area.total_bounds
     parts.append((rng.uniform(miny, maxy, 60), rng.uniform(minx, maxx, 60), "flanders"))

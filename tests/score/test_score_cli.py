@@ -21,8 +21,9 @@ def points_csv(tmp_path_factory, sample):
     lat, lng, _ = sample
     path = tmp_path_factory.mktemp("cli") / "points.csv"
     ids = [f"{i:05d}" for i in range(lat.size)]  # leading zeros must survive
-    lines = ["id,latitude,longitude,note"] + [f"{i},{a!r},{b!r},\"a, b\""
-                                              for i, a, b in zip(ids, lat.tolist(), lng.tolist())]
+    lines = ["id,latitude,longitude,note"] + [
+        f'{i},{a!r},{b!r},"a, b"' for i, a, b in zip(ids, lat.tolist(), lng.tolist())
+    ]
     lines += ["99998,abc,4.4,x", "99999,,4.4,"]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -42,8 +43,16 @@ def _cmp(got: pd.DataFrame, expected: pd.DataFrame):
 
 def test_csv_to_csv_equals_the_library(engine, now, snapshot_dir, points_csv, tmp_path):
     out = tmp_path / "scores.csv"
-    summary = run(points_csv, out, lat="latitude", lng="longitude", data=snapshot_dir, chunk_size=50,
-                  progress=False, engine=engine)
+    summary = run(
+        points_csv,
+        out,
+        lat="latitude",
+        lng="longitude",
+        data=snapshot_dir,
+        chunk_size=50,
+        progress=False,
+        engine=engine,
+    )
     raw, expected = _expected(engine, now, points_csv)
     got = pd.read_csv(out, dtype={"id": str, "note": str}, keep_default_na=False, na_values=[""])
     assert got.columns.tolist() == ["id", "latitude", "longitude", "note", *COLUMNS]
@@ -57,8 +66,16 @@ def test_csv_to_csv_equals_the_library(engine, now, snapshot_dir, points_csv, tm
 @pytest.mark.parametrize("ext", ["parquet", "geo.parquet", "geojson"])
 def test_other_formats_round_trip(engine, now, snapshot_dir, points_csv, tmp_path, ext):
     out = tmp_path / f"scores.{ext}"
-    run(points_csv, out, lat="latitude", lng="longitude", data=snapshot_dir, chunk_size=128, progress=False,
-        engine=engine)
+    run(
+        points_csv,
+        out,
+        lat="latitude",
+        lng="longitude",
+        data=snapshot_dir,
+        chunk_size=128,
+        progress=False,
+        engine=engine,
+    )
     _, expected = _expected(engine, now, points_csv)
     if ext == "geojson":
         doc = json.loads(out.read_text(encoding="utf-8"))
@@ -73,14 +90,18 @@ def test_other_formats_round_trip(engine, now, snapshot_dir, points_csv, tmp_pat
     _cmp(got, expected)
     # and back: the written file is a valid input (its lat/lng columns or its geometry)
     again = tmp_path / "again.csv"
-    summary = run(out, again, lat="latitude", lng="longitude", data=snapshot_dir, progress=False,
-                  engine=engine)
+    summary = run(
+        out, again, lat="latitude", lng="longitude", data=snapshot_dir, progress=False, engine=engine
+    )
     assert summary["rows"] == len(expected)
 
 
 def test_geojson_and_geoparquet_points_without_lat_lng_columns(engine, snapshot_dir, tmp_path):
-    gdf = gpd.GeoDataFrame({"name": ["Groenplaats", "Luik"]},
-                           geometry=gpd.points_from_xy([4.4003, 5.5797], [51.2194, 50.6326]), crs="EPSG:4326")
+    gdf = gpd.GeoDataFrame(
+        {"name": ["Groenplaats", "Luik"]},
+        geometry=gpd.points_from_xy([4.4003, 5.5797], [51.2194, 50.6326]),
+        crs="EPSG:4326",
+    )
     gdf.to_file(tmp_path / "in.geojson", driver="GeoJSON")
     gdf.to_crs("EPSG:31370").to_parquet(tmp_path / "in.parquet")
     for name in ("in.geojson", "in.parquet"):
@@ -90,36 +111,56 @@ def test_geojson_and_geoparquet_points_without_lat_lng_columns(engine, snapshot_
         assert got["status"].tolist() == ["ok", "outside_service_area"]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("lat,lng\n51.2,4.4\n51.3\n", "line 3 (data row 2) has 1 fields, the header has 2"),
-    ("x,y\n51.2,4.4\n", "column 'lat' not found; columns are ['x', 'y']"),
-    ("", "empty file"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("lat,lng\n51.2,4.4\n51.3\n", "line 3 (data row 2) has 1 fields, the header has 2"),
+        ("x,y\n51.2,4.4\n", "column 'lat' not found; columns are ['x', 'y']"),
+        ("", "empty file"),
+    ],
+)
 def test_bad_csv_names_row_or_column_and_writes_nothing(snapshot_dir, tmp_path, content, message):
     src = tmp_path / "bad.csv"
     src.write_text(content)
-    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.csv"),
-                                       "--data", str(snapshot_dir)])
+    result = CliRunner().invoke(
+        main, [str(src), "-o", str(tmp_path / "out.csv"), "--data", str(snapshot_dir)]
+    )
     assert result.exit_code == 1 and message in result.output
     assert not list(tmp_path.glob("out.csv*"))
 
 
 def test_bad_geojson_and_unknown_extension(snapshot_dir, tmp_path):
     src = tmp_path / "bad.geojson"
-    src.write_text('{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": null, '
-                   '"properties": {}}, {"type": "Feature", "geometry": null, "properties": {"x": 1}}]}')
-    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.csv"),
-                                       "--data", str(snapshot_dir)])
+    src.write_text(
+        '{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": null, '
+        '"properties": {}}, {"type": "Feature", "geometry": null, "properties": {"x": 1}}]}'
+    )
+    result = CliRunner().invoke(
+        main, [str(src), "-o", str(tmp_path / "out.csv"), "--data", str(snapshot_dir)]
+    )
     assert result.exit_code == 1 and "feature 2: property 'x'" in result.output
-    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "out.xlsx"),
-                                       "--data", str(snapshot_dir)])
+    result = CliRunner().invoke(
+        main, [str(src), "-o", str(tmp_path / "out.xlsx"), "--data", str(snapshot_dir)]
+    )
     assert result.exit_code == 1 and "unknown file type '.xlsx'" in result.output
 
 
 def test_cli_summary_clock_and_progress(engine, snapshot_dir, points_csv, tmp_path):
     out = tmp_path / "s.parquet"
-    args = [str(points_csv), "-o", str(out), "--lat", "latitude", "--lng", "longitude", "--data",
-            str(snapshot_dir), "--progress", "--chunk-size", "100"]
+    args = [
+        str(points_csv),
+        "-o",
+        str(out),
+        "--lat",
+        "latitude",
+        "--lng",
+        "longitude",
+        "--data",
+        str(snapshot_dir),
+        "--progress",
+        "--chunk-size",
+        "100",
+    ]
     result = CliRunner().invoke(main, args + ["--now", "2026-11-19T12:00:00Z"])
     assert result.exit_code == 0, result.output
     assert "rows scored" in result.output and "clock 2026-11-19T12:00:00+00:00" in result.output
@@ -127,8 +168,10 @@ def test_cli_summary_clock_and_progress(engine, snapshot_dir, points_csv, tmp_pa
     later = pq.read_table(out).to_pandas()
     raw = pd.read_csv(points_csv, dtype=str, keep_default_na=False)
     from datetime import datetime
-    expected = score(raw, engine, datetime.fromisoformat("2026-11-19T12:00:00+00:00"), lat="latitude",
-                     lng="longitude")
+
+    expected = score(
+        raw, engine, datetime.fromisoformat("2026-11-19T12:00:00+00:00"), lat="latitude", lng="longitude"
+    )
     _cmp(later, expected)
     bad = CliRunner().invoke(main, args + ["--now", "gisteren"])
     assert bad.exit_code == 2 and "ISO 8601" in bad.output

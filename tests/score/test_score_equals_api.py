@@ -34,7 +34,9 @@ def test_sample_covers_the_interesting_cases(engine, clock, sample):
     assert (ok["active_works"] > 0).any() and (ok["upcoming_works_14d"] > 0).any()
     assert set(ok["risk"]) == {"low", "moderate", "high"}
     fallback = ok["transit_fallback"].astype(bool)
-    assert (fallback & (ok["transit_disruptions"] > 0)).any() and (~fallback & (ok["transit_disruptions"] > 0)).any()
+    assert (fallback & (ok["transit_disruptions"] > 0)).any() and (
+        ~fallback & (ok["transit_disruptions"] > 0)
+    ).any()
 
 
 def test_every_row_equals_the_api(engine, clock, sample):
@@ -54,10 +56,19 @@ def test_every_row_equals_the_api(engine, clock, sample):
         brief = briefing(engine, la, ln, clock)
         assert row["status"] == "ok" and bool(row["in_service_area"]), where
         s = dis["summary"]
-        assert (row["active_works"], row["planned_works"], row["upcoming_works_14d"],
-                row["transit_disruptions"], row["high_severity_transit"]) == (
-            s["activeWorks"], s["plannedWorks"], s["upcomingWorks14d"], s["transitDisruptions"],
-            s["highSeverityTransit"]), where
+        assert (
+            row["active_works"],
+            row["planned_works"],
+            row["upcoming_works_14d"],
+            row["transit_disruptions"],
+            row["high_severity_transit"],
+        ) == (
+            s["activeWorks"],
+            s["plannedWorks"],
+            s["upcomingWorks14d"],
+            s["transitDisruptions"],
+            s["highSeverityTransit"],
+        ), where
         r = air["reading"]
         assert row["no2_station_id"] == r["station"]["id"], where
         assert row["no2_station_name"] == r["station"]["name"], where
@@ -82,6 +93,7 @@ def test_invalid_points_match_the_api_rejection(engine, now):
     assert out["status"].tolist() == ["invalid_coordinates"] * 4
     assert out.drop(columns="status").isna().all().all()
     from geo.errors import InvalidCoordinates
+
     for la, ln in bad:
         with pytest.raises(InvalidCoordinates):
             disruptions(engine, la, ln, now)

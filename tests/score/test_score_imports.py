@@ -4,8 +4,19 @@ CLI, Dask or plotting module; ``import geo`` does not import the CLI."""
 import subprocess
 import sys
 
-FORBIDDEN = ("flask", "werkzeug", "requests", "sqlite3", "click", "rich", "dask", "distributed",
-             "matplotlib", "folium", "geo.batch.cli")
+FORBIDDEN = (
+    "flask",
+    "werkzeug",
+    "requests",
+    "sqlite3",
+    "click",
+    "rich",
+    "dask",
+    "distributed",
+    "matplotlib",
+    "folium",
+    "geo.batch.cli",
+)
 
 
 def _loaded(code):
@@ -15,8 +26,10 @@ def _loaded(code):
 
 
 def test_score_notebook_and_dask_modules_import_lazily():
-    modules = ("geo, geo.batch.score, geo.batch.io, geo.batch.workers, geo.notebook, geo.batch.dask, geo.batch.pair_rows, "
-               "geo.batch.pipe, geo.batch.dataset, geo.index.pair_table")
+    modules = (
+        "geo, geo.batch.score, geo.batch.io, geo.batch.workers, geo.notebook, geo.batch.dask, geo.batch.pair_rows, "
+        "geo.batch.pipe, geo.batch.dataset, geo.index.pair_table"
+    )
     assert _loaded(f"import {modules}") == ""
 
 

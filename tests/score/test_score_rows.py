@@ -39,7 +39,7 @@ def test_chunks_give_the_same_rows(engine, now, sample):
     lat, lng, _ = sample
     frame = pd.DataFrame({"lat": lat, "lng": lng})
     whole = score(frame, engine, now)
-    parts = pd.concat([score(frame.iloc[i:i + 37], engine, now) for i in range(0, len(frame), 37)])
+    parts = pd.concat([score(frame.iloc[i : i + 37], engine, now) for i in range(0, len(frame), 37)])
     pd.testing.assert_frame_equal(whole, parts)
 
 

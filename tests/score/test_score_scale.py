@@ -26,8 +26,11 @@ def test_pairs_are_the_api_selection_of_every_point(engine, clock, sample):
     row, kind, item, km = pair_arrays(engine, lat, lng, clock)
     p = prepare(engine)
     # order: (input row, works before detours, id)
-    ids = np.where(kind == WORK, p.works.ids[np.where(kind == WORK, item, 0)],
-                   p.detours.ids[np.where(kind == DETOUR, item, 0)]).astype(str)
+    ids = np.where(
+        kind == WORK,
+        p.works.ids[np.where(kind == WORK, item, 0)],
+        p.detours.ids[np.where(kind == DETOUR, item, 0)],
+    ).astype(str)
     keys = list(zip(row.tolist(), kind.tolist(), ids.tolist()))
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     _, inside = service_mask(engine, lat, lng)
@@ -37,10 +40,12 @@ def test_pairs_are_the_api_selection_of_every_point(engine, clock, sample):
         f = find_by_rules(engine, float(lat[i]), float(lng[i]), clock)
         m = row == i
         w, d = m & (kind == WORK), m & (kind == DETOUR)
-        assert sorted(zip(item[w].tolist(), km[w].tolist())) == sorted(zip(f.clusters.tolist(),
-                                                                         f.cluster_km.tolist()))
-        assert sorted(zip(item[d].tolist(), km[d].tolist())) == sorted(zip(f.detours.tolist(),
-                                                                         f.detour_km.tolist()))
+        assert sorted(zip(item[w].tolist(), km[w].tolist())) == sorted(
+            zip(f.clusters.tolist(), f.cluster_km.tolist())
+        )
+        assert sorted(zip(item[d].tolist(), km[d].tolist())) == sorted(
+            zip(f.detours.tolist(), f.detour_km.tolist())
+        )
 
 
 @pytest.mark.parametrize("radius", [0.3, 2.0, 7.5])
@@ -81,8 +86,9 @@ def test_pairs_cli_writes_the_long_table(engine, now, snapshot_dir, sample, tmp_
             assert got.equals(expected.cast(got.schema))
         assert summary["pairs"]["work"] + summary["pairs"]["detour"] == expected.num_rows
         assert summary["rows"] == lat.size
-    result = CliRunner().invoke(main, [str(src), "-o", str(tmp_path / "x.geojson"), "--pairs",
-                                       "--data", str(snapshot_dir)])
+    result = CliRunner().invoke(
+        main, [str(src), "-o", str(tmp_path / "x.geojson"), "--pairs", "--data", str(snapshot_dir)]
+    )
     assert result.exit_code == 1 and "the pair table is written as .csv or .parquet" in result.output
 
 
@@ -92,8 +98,9 @@ def test_bad_row_in_a_later_block_names_its_line(snapshot_dir, tmp_path):
     rows[2100] = "2100,51.2"  # line 2102 of the file (data row 2101)
     src.write_text("id,lat,lng\n" + "\n".join(rows) + "\n")
     out = tmp_path / "out.parquet"
-    result = CliRunner().invoke(main, [str(src), "-o", str(out), "--data", str(snapshot_dir),
-                                       "--chunk-size", "100"])
+    result = CliRunner().invoke(
+        main, [str(src), "-o", str(out), "--data", str(snapshot_dir), "--chunk-size", "100"]
+    )
     assert result.exit_code == 1
     assert "line 2102 (data row 2101) has 2 fields, the header has 3: '2100,51.2'" in result.output
     assert not list(tmp_path.glob("out.parquet*"))

@@ -13,14 +13,15 @@ from geo.service.disruptions import disruptions
 from geo.batch.score import score
 
 _spec = importlib.util.spec_from_file_location(
-    "score_rules_world", Path(__file__).resolve().parents[1] / "geo" / "rules_world.py")
+    "score_rules_world", Path(__file__).resolve().parents[1] / "geo" / "rules_world.py"
+)
 world = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(world)
 
-KM_PER_MDEG_LAT = world.meridian_km(0.001)          # 0.111195 km per millidegree of latitude
-P_LAT, P_LNG = world.P                              # right bank, inside the LEZ
-L = (51.2200, 4.3900)                               # left bank, inside the LEZ
-F = (51.0000, 4.7000)                               # no river side, no stop within 400 m
+KM_PER_MDEG_LAT = world.meridian_km(0.001)  # 0.111195 km per millidegree of latitude
+P_LAT, P_LNG = world.P  # right bank, inside the LEZ
+L = (51.2200, 4.3900)  # left bank, inside the LEZ
+F = (51.0000, 4.7000)  # no river side, no stop within 400 m
 
 
 def north(km):
@@ -30,21 +31,21 @@ def north(km):
 
 WORKS = [
     ("W1", "Heraanleg voetpad", "In uitvoering", north(1.9), P_LNG, "2026-01-01T08:00:00Z", None),
-    ("W2", "Riolering", "In uitvoering", north(2.1), P_LNG, "2026-01-01T08:00:00Z", None),       # > 2 km
+    ("W2", "Riolering", "In uitvoering", north(2.1), P_LNG, "2026-01-01T08:00:00Z", None),  # > 2 km
     ("W3", "Nutsleidingen", "In uitvoering", north(-0.4), P_LNG, "2026-02-01T08:00:00Z", None),  # < 0.5 km
     # W3b collapses into W3 (same description up to case and spaces, 20 m apart)
     ("W3b", "nutsleidingen ", "In uitvoering", north(-0.42), P_LNG, "2026-03-01T08:00:00Z", None),
-    ("W4", "Kabelwerk", "Concreet gepland", north(1.0), P_LNG, "2026-11-21T08:00:00Z", None),   # in 14 days
-    ("W5", "Asfalt", "Gepland", north(-1.0), P_LNG, "2026-12-20T08:00:00Z", None),              # later
-    ("W6", "Kaaimuur", "In uitvoering", L[0], 4.3950, "2026-05-01T08:00:00Z", None),          # left bank
-    ("W7", "Oud werk", "Uitgevoerd", north(0.2), P_LNG, "2025-01-01T08:00:00Z", None),          # not listed
+    ("W4", "Kabelwerk", "Concreet gepland", north(1.0), P_LNG, "2026-11-21T08:00:00Z", None),  # in 14 days
+    ("W5", "Asfalt", "Gepland", north(-1.0), P_LNG, "2026-12-20T08:00:00Z", None),  # later
+    ("W6", "Kaaimuur", "In uitvoering", L[0], 4.3950, "2026-05-01T08:00:00Z", None),  # left bank
+    ("W7", "Oud werk", "Uitgevoerd", north(0.2), P_LNG, "2025-01-01T08:00:00Z", None),  # not listed
 ]
 STOPS = [("1_100", "1", north(0.3), P_LNG, "007,10"), ("2_200", "2", 50.95, 4.9, "12")]
 DETOURS = [
     ("D1", "1", "7", "1_1,1_2,1_3,1_4", "2026-11-01T00:00:00Z", None, "", (51.225, 4.42)),  # high, right
-    ("D2", "1", "12", "", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z", "", None),         # low, no side
-    ("D3", "1", "7", "", "2026-12-01T00:00:00Z", None, "", None),                            # not yet
-    ("D4", "2", "7", "", "2026-11-01T00:00:00Z", None, "", None),                            # not Antwerp
+    ("D2", "1", "12", "", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z", "", None),  # low, no side
+    ("D3", "1", "7", "", "2026-12-01T00:00:00Z", None, "", None),  # not yet
+    ("D4", "2", "7", "", "2026-11-01T00:00:00Z", None, "", None),  # not Antwerp
 ]
 
 
@@ -55,8 +56,10 @@ def eng():
 
 @pytest.fixture(scope="module")
 def scored(eng):
-    frame = pd.DataFrame({"lat": [P_LAT, L[0], F[0], 52.0, "x"], "lng": [P_LNG, L[1], F[1], 4.4, 4.4]},
-                         index=["P", "L", "F", "out", "bad"])
+    frame = pd.DataFrame(
+        {"lat": [P_LAT, L[0], F[0], 52.0, "x"], "lng": [P_LNG, L[1], F[1], 4.4, 4.4]},
+        index=["P", "L", "F", "out", "bad"],
+    )
     return score(frame, eng, world.NOW)
 
 
@@ -108,20 +111,31 @@ def test_same_as_api_in_this_world(eng, scored):
     for name, (la, ln) in {"P": (P_LAT, P_LNG), "L": L, "F": F}.items():
         row = scored.loc[name]
         s = disruptions(eng, la, ln, world.NOW)["summary"]
-        assert [row["active_works"], row["planned_works"], row["upcoming_works_14d"],
-                row["transit_disruptions"], row["high_severity_transit"]] == list(s.values())
+        assert [
+            row["active_works"],
+            row["planned_works"],
+            row["upcoming_works_14d"],
+            row["transit_disruptions"],
+            row["high_severity_transit"],
+        ] == list(s.values())
         b = briefing(eng, la, ln, world.NOW)
         fallback = next(f["value"] for f in b["keyFacts"] if f["key"] == "transitFallback")
         assert (row["risk"], bool(row["transit_fallback"])) == (b["risk"], fallback is not None)
 
 
 def test_no2_window_and_trend():
-    rows = [("42R801", "2026-11-16T05:00:00Z", 30.0, "measured"),   # outside (now - 2 h, now]
-            ("42R801", "2026-11-16T06:00:00Z", 40.0, "measured"),
-            ("42R801", "2026-11-16T07:00:00Z", 44.0, "measured"),
-            ("42R801", "2026-11-16T07:00:00Z", 99.0, "modelled")]   # never used
+    rows = [
+        ("42R801", "2026-11-16T05:00:00Z", 30.0, "measured"),  # outside (now - 2 h, now]
+        ("42R801", "2026-11-16T06:00:00Z", 40.0, "measured"),
+        ("42R801", "2026-11-16T07:00:00Z", 44.0, "measured"),
+        ("42R801", "2026-11-16T07:00:00Z", 99.0, "modelled"),
+    ]  # never used
     eng = world.engine(no2_rows=rows)
     r = score(pd.DataFrame({"lat": [P_LAT], "lng": [P_LNG]}), eng, world.NOW).iloc[0]
     assert (r["no2_value"], r["no2_trend"], r["no2_trend_percent"], r["no2_compliance"]) == (
-        44.0, "rising", 10.0, "above_eu")
+        44.0,
+        "rising",
+        10.0,
+        "above_eu",
+    )
     assert r["no2_measured_at"] == "2026-11-16T07:00:00.000Z"

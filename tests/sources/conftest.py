@@ -21,9 +21,18 @@ def fake():
 @pytest.fixture
 def settings(fake, tmp_path):
     """Short timeouts and backoff so fault tests stay fast; everything else as in production."""
-    return SourceSettings.from_mapping(fake.settings(), {}, connect_timeout=1.0, read_timeout=1.0, budget=4.0,
-                                       attempts=3, backoff=0.05, breaker_failures=3, breaker_cooldown=0.5,
-                                       http_cache=str(tmp_path / "http_cache.sqlite"))
+    return SourceSettings.from_mapping(
+        fake.settings(),
+        {},
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        budget=4.0,
+        attempts=3,
+        backoff=0.05,
+        breaker_failures=3,
+        breaker_cooldown=0.5,
+        http_cache=str(tmp_path / "http_cache.sqlite"),
+    )
 
 
 @pytest.fixture

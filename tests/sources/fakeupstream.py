@@ -28,8 +28,10 @@ DELIJN_BASE = "/delijn/DLKernOpenData/api/v1"
 IRCEL_BASE = "/ircel/sos/api/v1"
 LEZ_BASE = "/lez/arcgissql/rest/services/P_Portal/portal_publiek4/MapServer/283"
 BOUNDARY_BASE = "/boundary/wfs"
-BOUNDARY_QUERY = ("service=WFS&version=2.0.0&request=GetFeature&typeNames=AU:AdministrativeUnit_Region"
-                  "&outputFormat=application/json&srsName=EPSG:4326")
+BOUNDARY_QUERY = (
+    "service=WFS&version=2.0.0&request=GetFeature&typeNames=AU:AdministrativeUnit_Region"
+    "&outputFormat=application/json&srsName=EPSG:4326"
+)
 DELIJN_KEY = "fake-delijn-key"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 
@@ -64,14 +66,26 @@ def _occurrence_id(gid: int, start: datetime) -> str:
 
 #: internal lijnnummer -> (lijnnummerPubliek, vervoerRegioCode, omschrijving) of the fake's entity-1 lines; as in
 #: the real list (``upstream-samples/delijn/lines_by_entity.json``) the internal number may differ (908 -> 8)
-LINES = {"907": ("7", "AN", "Sportpaleis - Mortsel"), "12": ("12", "AN", "Sportpaleis - Bist"),
-         "30": ("30", "AN", "Luchtbal - Zuid")}
+LINES = {
+    "907": ("7", "AN", "Sportpaleis - Mortsel"),
+    "12": ("12", "AN", "Sportpaleis - Bist"),
+    "30": ("30", "AN", "Luchtbal - Zuid"),
+}
 #: a detour of another entity (made here, on the real sample's line and stop numbers) and its line
 OTHER_LINES = {"3": {"620": ("620", "VB", "Meer - Hoogstraten - Antwerpen")}}
-OTHER_STOP = {"entiteitnummer": "3", "haltenummer": "308530", "omschrijving": "Aristide Briand",
-              "omschrijvingLang": "Anderlecht Aristide Briand", "gemeentenummer": 21001,
-              "omschrijvingGemeente": "Anderlecht", "geoCoordinaat": {"latitude": 50.8346, "longitude": 4.2984},
-              "halteToegankelijkheden": [], "hoofdHalte": None, "taal": "?", "links": []}
+OTHER_STOP = {
+    "entiteitnummer": "3",
+    "haltenummer": "308530",
+    "omschrijving": "Aristide Briand",
+    "omschrijvingLang": "Anderlecht Aristide Briand",
+    "gemeentenummer": 21001,
+    "omschrijvingGemeente": "Anderlecht",
+    "geoCoordinaat": {"latitude": 50.8346, "longitude": 4.2984},
+    "halteToegankelijkheden": [],
+    "hoofdHalte": None,
+    "taal": "?",
+    "links": [],
+}
 
 
 def build_scenario(now: datetime) -> dict:
@@ -90,78 +104,157 @@ def build_scenario(now: datetime) -> dict:
         for k in range(n_occ):
             o_start = start + timedelta(days=7 * k) if n_occ > 1 else start
             o_end = (o_start + timedelta(hours=9)) if n_occ > 1 else end
-            works.append({
-                "type": "Feature",
-                "id": _occurrence_id(gid, o_start),
-                "geometry": {"type": "Point", "coordinates": [round(lon, 6), round(lat, 6)]},
-                "properties": {
-                    "GipodId": gid,
-                    "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
-                    "Description": ["Heraanleg riolering", "Vernieuwing gasleiding", "Aanleg fietspad",
-                                    "Proefwerk riolering", "Herstelling voetpad"][i % 5],
-                    "Reference": f"REF-{gid}",
-                    "Type": kind,
-                    "PublicDomainOccupancyTypes": "Grondwerk;Signalisatie" if kind != "Evenement" else "Markt",
-                    "Status": statuses[i % 5],
-                    "Start": _dt(o_start),
-                    "End": _dt(o_end) if o_end else None,
-                    "Owner": ["water-link", "Fluvius", "Stad Antwerpen"][i % 3],
-                    "ContactOrganisations": None,
-                },
-            })
+            works.append(
+                {
+                    "type": "Feature",
+                    "id": _occurrence_id(gid, o_start),
+                    "geometry": {"type": "Point", "coordinates": [round(lon, 6), round(lat, 6)]},
+                    "properties": {
+                        "GipodId": gid,
+                        "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
+                        "Description": [
+                            "Heraanleg riolering",
+                            "Vernieuwing gasleiding",
+                            "Aanleg fietspad",
+                            "Proefwerk riolering",
+                            "Herstelling voetpad",
+                        ][i % 5],
+                        "Reference": f"REF-{gid}",
+                        "Type": kind,
+                        "PublicDomainOccupancyTypes": "Grondwerk;Signalisatie"
+                        if kind != "Evenement"
+                        else "Markt",
+                        "Status": statuses[i % 5],
+                        "Start": _dt(o_start),
+                        "End": _dt(o_end) if o_end else None,
+                        "Owner": ["water-link", "Fluvius", "Stad Antwerpen"][i % 3],
+                        "ContactOrganisations": None,
+                    },
+                }
+            )
     # one work far away (Gent) so bbox filtering shows
-    works.append({
-        "type": "Feature", "id": _occurrence_id(1199999, now - timedelta(days=5)),
-        "geometry": {"type": "Point", "coordinates": [3.7250, 51.0540]},
-        "properties": {"GipodId": 1199999, "Description": "Heraanleg Korenmarkt", "Type": "Grondwerk",
-                       "Status": "In uitvoering", "Start": _dt(now - timedelta(days=5)), "End": None,
-                       "Owner": "Stad Gent", "Uri": "https://gipod.api.vlaanderen.be/x/1199999"},
-    })
+    works.append(
+        {
+            "type": "Feature",
+            "id": _occurrence_id(1199999, now - timedelta(days=5)),
+            "geometry": {"type": "Point", "coordinates": [3.7250, 51.0540]},
+            "properties": {
+                "GipodId": 1199999,
+                "Description": "Heraanleg Korenmarkt",
+                "Type": "Grondwerk",
+                "Status": "In uitvoering",
+                "Start": _dt(now - timedelta(days=5)),
+                "End": None,
+                "Owner": "Stad Gent",
+                "Uri": "https://gipod.api.vlaanderen.be/x/1199999",
+            },
+        }
+    )
 
     stops = []
     for i in range(12):
         lat = 51.205 + 0.002 * i
         lon = 4.40 + 0.0015 * (i % 4)
-        coord = (f"{lat},{lon}" if i % 2 == 0 else {"latitude": lat, "longitude": lon})
-        stops.append({
-            "entiteitnummer": "1", "haltenummer": str(101000 + i), "omschrijving": f"Halte {i} Antwerpen",
-            "omschrijvingLang": f"Antwerpen Halte {i}", "gemeentenummer": 1, "omschrijvingGemeente": "Antwerpen",
-            "geoCoordinaat": coord, "halteToegankelijkheden": ["VISUELE_BEPERKING"], "hoofdHalte": None,
-            "taal": "?", "links": [{"rel": "detail", "url": f"https://api.delijn.be/x/haltes/1/{101000 + i}"}],
-        })
-    serving = {s["haltenummer"]: [n for j, n in enumerate(LINES) if (idx + j) % 2 == 0]
-               for idx, s in enumerate(stops)}
+        coord = f"{lat},{lon}" if i % 2 == 0 else {"latitude": lat, "longitude": lon}
+        stops.append(
+            {
+                "entiteitnummer": "1",
+                "haltenummer": str(101000 + i),
+                "omschrijving": f"Halte {i} Antwerpen",
+                "omschrijvingLang": f"Antwerpen Halte {i}",
+                "gemeentenummer": 1,
+                "omschrijvingGemeente": "Antwerpen",
+                "geoCoordinaat": coord,
+                "halteToegankelijkheden": ["VISUELE_BEPERKING"],
+                "hoofdHalte": None,
+                "taal": "?",
+                "links": [{"rel": "detail", "url": f"https://api.delijn.be/x/haltes/1/{101000 + i}"}],
+            }
+        )
+    serving = {
+        s["haltenummer"]: [n for j, n in enumerate(LINES) if (idx + j) % 2 == 0]
+        for idx, s in enumerate(stops)
+    }
 
     def lijnrichting(internal: str, entity: str = "1", richting: str = "HEEN") -> dict:
         # as the real service: the internal lijnnummer only, no public number, no colours
         name = (LINES if entity == "1" else OTHER_LINES[entity])[internal][2]
-        return {"entiteitnummer": entity, "lijnnummer": internal, "richting": richting, "omschrijving": name,
-                "links": [{"rel": "lijnrichting", "url": "https://api.delijn.be/DLKernOpenData/api/v1/lijnen/"
-                                                         f"{entity}/{internal}/lijnrichtingen/{richting}"}]}
+        return {
+            "entiteitnummer": entity,
+            "lijnnummer": internal,
+            "richting": richting,
+            "omschrijving": name,
+            "links": [
+                {
+                    "rel": "lijnrichting",
+                    "url": "https://api.delijn.be/DLKernOpenData/api/v1/lijnen/"
+                    f"{entity}/{internal}/lijnrichtingen/{richting}",
+                }
+            ],
+        }
 
     def halte_ref(entity: str, number: str) -> dict:
         # as the real detour stops: entity and number only, no coordinates, no name
-        return {"entiteitnummer": entity, "haltenummer": number, "halteToegankelijkheden": [], "hoofdHalte": None,
-                "links": [{"rel": "halte", "url": "https://api.delijn.be/DLKernOpenData/api/v1/haltes/"
-                                                  f"{entity}/{number}"}]}
+        return {
+            "entiteitnummer": entity,
+            "haltenummer": number,
+            "halteToegankelijkheden": [],
+            "hoofdHalte": None,
+            "links": [
+                {
+                    "rel": "halte",
+                    "url": f"https://api.delijn.be/DLKernOpenData/api/v1/haltes/{entity}/{number}",
+                }
+            ],
+        }
 
     local = lambda t: t.astimezone(timezone(timedelta(hours=1))).strftime("%Y-%m-%dT%H:%M:%S")  # noqa: E731
     detours = [
-        {"titel": "Antwerpen: Werken Brabo 2 Fr. Rooseveltplaats Werken",
-         "omschrijving": "Periode : ... Niet-bediende haltes : Halte 1 ... vervanghaltes: ...",
-         "periode": {"startDatum": local(now - timedelta(days=3)), "eindDatum": local(now + timedelta(days=40))},
-         "lijnrichtingen": [lijnrichting("12")], "haltes": [halte_ref("1", "101001"), halte_ref("1", "101003")],
-         "referentieOmleiding": 30506, "type": "werken", "omleidingsDagen": ["MAANDAG", "DINSDAG"],
-         "links": [{"rel": "omleidingen", "url": "https://api.delijn.be/DLKernOpenData/api/v1/omleidingen/30506"}]},
-        {"titel": "Antwerpen: Evenement Meir", "omschrijving": "Omleiding wegens evenement.",
-         "periode": {"startDatum": local(now - timedelta(hours=2))},  # eindDatum absent: open-ended
-         "lijnrichtingen": [lijnrichting("907"), lijnrichting("30", richting="TERUG")], "haltes": [],
-         "referentieOmleiding": 30611, "type": "EVENEMENT", "omleidingsDagen": [], "links": []},
-        {"titel": "Werken thv de halte Aristide Briand", "omschrijving": "Niet-bediende halte: Aristide Briand",
-         "periode": {"startDatum": local(now - timedelta(days=30))},
-         "lijnrichtingen": [lijnrichting("620", "3", "TERUG")], "haltes": [halte_ref("3", "308530")],
-         "referentieOmleiding": 873876, "omleidingsDagen": ["MAANDAG", "DINSDAG", "WOENSDAG", "DONDERDAG",
-                                                            "VRIJDAG", "ZATERDAG", "ZONDAG"], "links": []},
+        {
+            "titel": "Antwerpen: Werken Brabo 2 Fr. Rooseveltplaats Werken",
+            "omschrijving": "Periode : ... Niet-bediende haltes : Halte 1 ... vervanghaltes: ...",
+            "periode": {
+                "startDatum": local(now - timedelta(days=3)),
+                "eindDatum": local(now + timedelta(days=40)),
+            },
+            "lijnrichtingen": [lijnrichting("12")],
+            "haltes": [halte_ref("1", "101001"), halte_ref("1", "101003")],
+            "referentieOmleiding": 30506,
+            "type": "werken",
+            "omleidingsDagen": ["MAANDAG", "DINSDAG"],
+            "links": [
+                {"rel": "omleidingen", "url": "https://api.delijn.be/DLKernOpenData/api/v1/omleidingen/30506"}
+            ],
+        },
+        {
+            "titel": "Antwerpen: Evenement Meir",
+            "omschrijving": "Omleiding wegens evenement.",
+            "periode": {"startDatum": local(now - timedelta(hours=2))},  # eindDatum absent: open-ended
+            "lijnrichtingen": [lijnrichting("907"), lijnrichting("30", richting="TERUG")],
+            "haltes": [],
+            "referentieOmleiding": 30611,
+            "type": "EVENEMENT",
+            "omleidingsDagen": [],
+            "links": [],
+        },
+        {
+            "titel": "Werken thv de halte Aristide Briand",
+            "omschrijving": "Niet-bediende halte: Aristide Briand",
+            "periode": {"startDatum": local(now - timedelta(days=30))},
+            "lijnrichtingen": [lijnrichting("620", "3", "TERUG")],
+            "haltes": [halte_ref("3", "308530")],
+            "referentieOmleiding": 873876,
+            "omleidingsDagen": [
+                "MAANDAG",
+                "DINSDAG",
+                "WOENSDAG",
+                "DONDERDAG",
+                "VRIJDAG",
+                "ZATERDAG",
+                "ZONDAG",
+            ],
+            "links": [],
+        },
     ]
 
     stations = _stations()
@@ -171,24 +264,39 @@ def build_scenario(now: datetime) -> dict:
         ts_id = str(6500 + k)
         series[ts_id] = {"station": st, "values": _hourly(now, k), "procedure": procedures[k % 4]}
     lez = _lez()
-    return {"now": now, "works": works, "stops": stops, "lines": LINES, "serving": serving,
-            "lijnrichting": lijnrichting, "detours": detours, "series": series, "lez": lez,
-            "boundary": _regions()}
+    return {
+        "now": now,
+        "works": works,
+        "stops": stops,
+        "lines": LINES,
+        "serving": serving,
+        "lijnrichting": lijnrichting,
+        "detours": detours,
+        "series": series,
+        "lez": lez,
+        "boundary": _regions(),
+    }
 
 
 def listed_works(works: list) -> set:
     """The GipodIds a works request with our CQL2 filter returns (no events, only listed statuses)."""
     from geo.data.upstream_gipod import REQUESTED_STATUSES
 
-    return {str(f["properties"]["GipodId"]) for f in works
-            if f["properties"]["Type"] != "Evenement" and f["properties"]["Status"] in REQUESTED_STATUSES}
+    return {
+        str(f["properties"]["GipodId"])
+        for f in works
+        if f["properties"]["Type"] != "Evenement" and f["properties"]["Status"] in REQUESTED_STATUSES
+    }
 
 
 def single_works(fake) -> list:
     """Features of the fake's works published as one occurrence (events excluded), in order."""
     count: dict = collections.Counter(f["properties"]["GipodId"] for f in fake.data["works"])
-    return [f for f in fake.data["works"] if f["properties"]["Type"] != "Evenement"
-            and count[f["properties"]["GipodId"]] == 1]
+    return [
+        f
+        for f in fake.data["works"]
+        if f["properties"]["Type"] != "Evenement" and count[f["properties"]["GipodId"]] == 1
+    ]
 
 
 def _cql2_match(expr: str, props: dict) -> bool:
@@ -220,8 +328,10 @@ def _stations() -> list[dict]:
                 if row.get("no2_2015") in ("1", "True", "true") and 4.2 < lon < 4.6 and 51.1 < lat < 51.35:
                     out.append({"id": 1000 + len(out), "label": row["label"], "lon": lon, "lat": lat})
     if not out:
-        out = [{"id": 1112, "label": "42R801 - Borgerhout", "lon": 4.431821, "lat": 51.209663},
-               {"id": 1030, "label": "40AL01 - Linkeroever", "lon": 4.385224, "lat": 51.236194}]
+        out = [
+            {"id": 1112, "label": "42R801 - Borgerhout", "lon": 4.431821, "lat": 51.209663},
+            {"id": 1030, "label": "40AL01 - Linkeroever", "lon": 4.385224, "lat": 51.236194},
+        ]
     return out
 
 
@@ -241,11 +351,21 @@ def _lez() -> dict:
         src = json.loads(path.read_text(encoding="utf-8"))
         geom = src["features"][0]["geometry"]
     else:
-        geom = {"type": "MultiPolygon", "coordinates": [[[[4.38, 51.19], [4.44, 51.19], [4.44, 51.24],
-                                                          [4.38, 51.24], [4.38, 51.19]]]]}
-    return {"type": "FeatureCollection", "features": [
-        {"type": "Feature", "id": 1, "geometry": geom,
-         "properties": {"OBJECTID": 1, "NAAM": "LEZ Antwerpen", "Shape__Area": 0}}]}
+        geom = {
+            "type": "MultiPolygon",
+            "coordinates": [[[[4.38, 51.19], [4.44, 51.19], [4.44, 51.24], [4.38, 51.24], [4.38, 51.19]]]],
+        }
+    return {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "id": 1,
+                "geometry": geom,
+                "properties": {"OBJECTID": 1, "NAAM": "LEZ Antwerpen", "Shape__Area": 0},
+            }
+        ],
+    }
 
 
 def _regions() -> dict:
@@ -253,13 +373,26 @@ def _regions() -> dict:
     (Flanders, Brussels, Wallonia; properties as an INSPIRE administrative-unit answer would carry them)."""
     path = SHARED / "boundaries" / "be_regions.geojson"
     src = json.loads(path.read_text(encoding="utf-8"))
-    feats = [{"type": "Feature", "id": f"AdministrativeUnit_Region.{f['properties']['nis']}",
-              "geometry": f["geometry"],
-              "properties": {"nationalCode": f["properties"]["nis"], "iso_3166_2": f["properties"]["iso_3166_2"],
-                             "name_nl": f["properties"]["name_nl"], "name_fr": f["properties"]["name_fr"]}}
-             for f in src["features"]]
-    return {"type": "FeatureCollection", "numberMatched": len(feats), "numberReturned": len(feats),
-            "features": feats}
+    feats = [
+        {
+            "type": "Feature",
+            "id": f"AdministrativeUnit_Region.{f['properties']['nis']}",
+            "geometry": f["geometry"],
+            "properties": {
+                "nationalCode": f["properties"]["nis"],
+                "iso_3166_2": f["properties"]["iso_3166_2"],
+                "name_nl": f["properties"]["name_nl"],
+                "name_fr": f["properties"]["name_fr"],
+            },
+        }
+        for f in src["features"]
+    ]
+    return {
+        "type": "FeatureCollection",
+        "numberMatched": len(feats),
+        "numberReturned": len(feats),
+        "features": feats,
+    }
 
 
 def openapi_examples(path: Path = SHARED / "transit" / "delijn_kern_opendata_v1.openapi.json") -> list:
@@ -278,11 +411,13 @@ def openapi_examples(path: Path = SHARED / "transit" / "delijn_kern_opendata_v1.
 def ircel_samples(path: Path = SHARED / "UPSTREAM_FORMATS.md") -> dict:
     """The IRCEL SOS JSON samples of UPSTREAM_FORMATS.md section 3a: stations, timeseries and getData."""
     text = path.read_text(encoding="utf-8")
-    section = text[text.index("## 3. IRCEL"):]
+    section = text[text.index("## 3. IRCEL") :]
     blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, re.S)]
-    return {"stations": next(b for b in blocks if isinstance(b, list) and "properties" in b[0]),
-            "timeseries": next(b for b in blocks if isinstance(b, list) and "uom" in b[0]),
-            "getData": next(b for b in blocks if isinstance(b, dict) and "values" in b)}
+    return {
+        "stations": next(b for b in blocks if isinstance(b, list) and "properties" in b[0]),
+        "timeseries": next(b for b in blocks if isinstance(b, list) and "uom" in b[0]),
+        "getData": next(b for b in blocks if isinstance(b, dict) and "values" in b),
+    }
 
 
 # --------------------------------------------------------------------------------------------- server
@@ -310,8 +445,9 @@ class FakeUpstream:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> "FakeUpstream":
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self._thread.start()
         return self
 
@@ -328,10 +464,14 @@ class FakeUpstream:
 
     def settings(self) -> dict[str, str]:
         """``URBAN_*`` settings pointing every source at this server."""
-        return {"URBAN_GIPOD_URL": self.base + GIPOD_BASE, "URBAN_DELIJN_URL": self.base + DELIJN_BASE,
-                "URBAN_DELIJN_KEY": DELIJN_KEY, "URBAN_IRCEL_URL": self.base + IRCEL_BASE,
-                "URBAN_LEZ_URL": self.base + LEZ_BASE,
-                "URBAN_BOUNDARY_URL": f"{self.base}{BOUNDARY_BASE}?{BOUNDARY_QUERY}"}
+        return {
+            "URBAN_GIPOD_URL": self.base + GIPOD_BASE,
+            "URBAN_DELIJN_URL": self.base + DELIJN_BASE,
+            "URBAN_DELIJN_KEY": DELIJN_KEY,
+            "URBAN_IRCEL_URL": self.base + IRCEL_BASE,
+            "URBAN_LEZ_URL": self.base + LEZ_BASE,
+            "URBAN_BOUNDARY_URL": f"{self.base}{BOUNDARY_BASE}?{BOUNDARY_QUERY}",
+        }
 
     # faults
     def inject(self, prefix: str, fault: Fault, times: int | None = 1) -> None:
@@ -389,15 +529,22 @@ class _Handler(BaseHTTPRequestHandler):
     def _apply(self, fault: Fault) -> bool:
         if fault.kind == "status":
             extra = {"Retry-After": fault.retry_after} if fault.retry_after is not None else {}
-            self._send(fault.status, json.dumps({"statusCode": fault.status, "message": "injected"}).encode(),
-                       "application/json", extra)
+            self._send(
+                fault.status,
+                json.dumps({"statusCode": fault.status, "message": "injected"}).encode(),
+                "application/json",
+                extra,
+            )
             return True
         if fault.kind == "slow":
             self.fake._stop.wait(fault.delay)
             return False  # then answer normally
         if fault.kind == "malformed":
-            self._send(200, b'{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": ',
-                       "application/json")
+            self._send(
+                200,
+                b'{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": ',
+                "application/json",
+            )
             return True
         if fault.kind == "body":
             self._send(200, json.dumps(fault.payload).encode(), "application/json")
@@ -456,36 +603,52 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, path: str, q: dict):
         d = self.fake.data
         if path.startswith(GIPOD_BASE):
-            return self._gipod(path[len(GIPOD_BASE):], q, d)
+            return self._gipod(path[len(GIPOD_BASE) :], q, d)
         if path.startswith(DELIJN_BASE):
-            if self.headers.get("Ocp-Apim-Subscription-Key") != DELIJN_KEY and q.get("subscription-key") != DELIJN_KEY:
-                return 401, {"statusCode": 401, "message": "Access denied due to missing subscription key. "
-                             "Make sure to include subscription key when making requests to an API."}, \
-                    "application/json"
+            if (
+                self.headers.get("Ocp-Apim-Subscription-Key") != DELIJN_KEY
+                and q.get("subscription-key") != DELIJN_KEY
+            ):
+                return (
+                    401,
+                    {
+                        "statusCode": 401,
+                        "message": "Access denied due to missing subscription key. "
+                        "Make sure to include subscription key when making requests to an API.",
+                    },
+                    "application/json",
+                )
             if self.fake.examples:
-                sub = path[len(DELIJN_BASE):]
+                sub = path[len(DELIJN_BASE) :]
                 for regex, example in self.fake.examples[0]:
                     if regex.match(sub):
                         return 200, example, "application/json"
                 return 404, {"statusCode": 404, "message": "Resource not found"}, "application/json"
-            return self._delijn(path[len(DELIJN_BASE):], q, d)
+            return self._delijn(path[len(DELIJN_BASE) :], q, d)
         if path.startswith(IRCEL_BASE):
             if self.fake.examples:
-                sub, samples = path[len(IRCEL_BASE):], self.fake.examples[1]
+                sub, samples = path[len(IRCEL_BASE) :], self.fake.examples[1]
                 key = {"/stations": "stations", "/timeseries": "timeseries"}.get(
-                    sub, "getData" if sub.endswith("/getData") else None)
+                    sub, "getData" if sub.endswith("/getData") else None
+                )
                 return (200, samples[key], "application/json") if key else (404, {}, "application/json")
-            return self._ircel(path[len(IRCEL_BASE):], q, d)
+            return self._ircel(path[len(IRCEL_BASE) :], q, d)
         if path.startswith(LEZ_BASE):
-            if path[len(LEZ_BASE):] == "/query" and q.get("f") == "geojson":
+            if path[len(LEZ_BASE) :] == "/query" and q.get("f") == "geojson":
                 return 200, d["lez"], "application/geo+json"
-            return 400, {"error": {"code": 400, "message": "Invalid or missing input parameters."}}, \
-                "application/json"
+            return (
+                400,
+                {"error": {"code": 400, "message": "Invalid or missing input parameters."}},
+                "application/json",
+            )
         if path == BOUNDARY_BASE:
             if q.get("request") == "GetFeature" and q.get("outputFormat") == "application/json":
                 return 200, d["boundary"], "application/json"
-            return 400, {"exceptions": [{"code": "InvalidParameterValue", "text": "bad request"}]}, \
-                "application/json"
+            return (
+                400,
+                {"exceptions": [{"code": "InvalidParameterValue", "text": "bad request"}]},
+                "application/json",
+            )
         return 404, {"error": "not found"}, "application/json"
 
     def _gipod(self, sub: str, q: dict, d: dict):
@@ -495,26 +658,48 @@ class _Handler(BaseHTTPRequestHandler):
         feats = d["works"] if m.group(1) in ("INNAME_PUNT", "INNAME") else []
         if "filter" in q:
             if q.get("filter-lang") != "cql2-text":
-                return 400, {"code": "InvalidParameterValue", "description": "filter-lang"}, "application/json"
+                return (
+                    400,
+                    {"code": "InvalidParameterValue", "description": "filter-lang"},
+                    "application/json",
+                )
             try:
                 feats = [f for f in feats if _cql2_match(q["filter"], f["properties"])]
             except ValueError as exc:
                 return 400, {"code": "InvalidParameterValue", "description": str(exc)}, "application/json"
         if "bbox" in q:
             x0, y0, x1, y1 = (float(v) for v in q["bbox"].split(","))
-            feats = [f for f in feats if x0 <= f["geometry"]["coordinates"][0] <= x1
-                     and y0 <= f["geometry"]["coordinates"][1] <= y1]
+            feats = [
+                f
+                for f in feats
+                if x0 <= f["geometry"]["coordinates"][0] <= x1 and y0 <= f["geometry"]["coordinates"][1] <= y1
+            ]
         limit, offset = int(q.get("limit", 10)), int(q.get("offset", 0))
-        page = feats[offset: offset + limit]
+        page = feats[offset : offset + limit]
         self_url = f"{self.fake.base}{GIPOD_BASE}{sub}"
         keep = {k: v for k, v in q.items() if k not in ("offset",)}
         links = [{"href": f"{self_url}?{_qs(q)}", "rel": "self", "type": "application/geo+json"}]
         if offset + limit < len(feats):
-            links.append({"href": f"{self_url}?{_qs({**keep, 'offset': offset + limit})}", "rel": "next",
-                          "type": "application/geo+json", "title": "Next page"})
-        return 200, {"type": "FeatureCollection", "features": page, "links": links,
-                     "numberMatched": len(feats), "numberReturned": len(page),
-                     "timeStamp": _dt(self.fake.now)}, "application/geo+json"
+            links.append(
+                {
+                    "href": f"{self_url}?{_qs({**keep, 'offset': offset + limit})}",
+                    "rel": "next",
+                    "type": "application/geo+json",
+                    "title": "Next page",
+                }
+            )
+        return (
+            200,
+            {
+                "type": "FeatureCollection",
+                "features": page,
+                "links": links,
+                "numberMatched": len(feats),
+                "numberReturned": len(page),
+                "timeStamp": _dt(self.fake.now),
+            },
+            "application/geo+json",
+        )
 
     def _delijn(self, sub: str, q: dict, d: dict):
         if m := re.fullmatch(r"/entiteiten/(\d+)/haltes", sub):
@@ -524,21 +709,43 @@ class _Handler(BaseHTTPRequestHandler):
             lines = d["serving"].get(m.group(2))
             if lines is None:
                 return 404, {"statusCode": 404, "message": "halte niet gevonden"}, "application/json"
-            return 200, {"lijnrichtingen": [d["lijnrichting"](n) for n in lines], "links": []}, \
-                "application/json;charset=UTF-8"
+            return (
+                200,
+                {"lijnrichtingen": [d["lijnrichting"](n) for n in lines], "links": []},
+                "application/json;charset=UTF-8",
+            )
         if m := re.fullmatch(r"/haltes/(\d+)/(\d+)", sub):
-            known = [s for s in d["stops"] + [OTHER_STOP] if (s["entiteitnummer"], s["haltenummer"]) == m.groups()]
+            known = [
+                s for s in d["stops"] + [OTHER_STOP] if (s["entiteitnummer"], s["haltenummer"]) == m.groups()
+            ]
             if not known:
                 return 404, {"statusCode": 404, "message": "halte niet gevonden"}, "application/json"
             return 200, known[0], "application/json;charset=UTF-8"
         if m := re.fullmatch(r"/entiteiten/(\d+)/lijnen", sub):
             book = d["lines"] if m.group(1) == "1" else OTHER_LINES.get(m.group(1), {})
-            return 200, {"lijnen": [{"entiteitnummer": m.group(1), "lijnnummer": n, "lijnnummerPubliek": pub,
-                                     "omschrijving": o, "vervoerRegioCode": reg, "publiek": True,
-                                     "vervoertype": "BUS", "bedieningtype": "NORMAAL",
-                                     "lijnGeldigVan": "2026-01-01", "lijnGeldigTot": "2099-12-01",
-                                     "links": []}
-                                    for n, (pub, reg, o) in book.items()], "links": []}, "application/json"
+            return (
+                200,
+                {
+                    "lijnen": [
+                        {
+                            "entiteitnummer": m.group(1),
+                            "lijnnummer": n,
+                            "lijnnummerPubliek": pub,
+                            "omschrijving": o,
+                            "vervoerRegioCode": reg,
+                            "publiek": True,
+                            "vervoertype": "BUS",
+                            "bedieningtype": "NORMAAL",
+                            "lijnGeldigVan": "2026-01-01",
+                            "lijnGeldigTot": "2099-12-01",
+                            "links": [],
+                        }
+                        for n, (pub, reg, o) in book.items()
+                    ],
+                    "links": [],
+                },
+                "application/json",
+            )
         if m := re.fullmatch(r"/lijnen/(\d+)/(\d+)/lijnrichtingen/(HEEN|TERUG)/haltes", sub):
             internal = m.group(2) if m.group(1) == "1" and m.group(2) in d["lines"] else None
             if internal is None or (m.group(3) == "TERUG" and internal == "30"):  # line 30 runs one way only
@@ -558,38 +765,56 @@ class _Handler(BaseHTTPRequestHandler):
                 if q.get("expanded") == "true":
                     proc = f"{ts_id} - {s['procedure']} - procedure"
                     bc_id = str(int(ts_id) + 5000)
-                    props["timeseries"] = {ts_id: {
-                        "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
-                        "offering": {"id": ts_id, "label": proc},
-                        "feature": {"id": str(st["id"]), "label": st["label"]},
-                        "procedure": {"id": ts_id, "label": proc},
-                        "phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
-                        "category": {"id": "8", "label": "Nitrogen dioxide"}},
+                    props["timeseries"] = {
+                        ts_id: {
+                            "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
+                            "offering": {"id": ts_id, "label": proc},
+                            "feature": {"id": str(st["id"]), "label": st["label"]},
+                            "procedure": {"id": ts_id, "label": proc},
+                            "phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
+                            "category": {"id": "8", "label": "Nitrogen dioxide"},
+                        },
                         bc_id: {  # as the real /stations: other phenomena at the same station
-                        "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
-                        "offering": {"id": bc_id, "label": f"{bc_id} - THIS 42C - procedure"},
-                        "feature": {"id": str(st["id"]), "label": st["label"]},
-                        "procedure": {"id": bc_id, "label": f"{bc_id} - THIS 42C - procedure"},
-                        "phenomenon": {"id": "391", "label": "Black Carbon"},
-                        "category": {"id": "391", "label": "Black Carbon"}}}
-                out.append({"properties": props, "type": "Feature",
-                            "geometry": {"coordinates": [st["lon"], st["lat"], "NaN"], "type": "Point"}})
+                            "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
+                            "offering": {"id": bc_id, "label": f"{bc_id} - THIS 42C - procedure"},
+                            "feature": {"id": str(st["id"]), "label": st["label"]},
+                            "procedure": {"id": bc_id, "label": f"{bc_id} - THIS 42C - procedure"},
+                            "phenomenon": {"id": "391", "label": "Black Carbon"},
+                            "category": {"id": "391", "label": "Black Carbon"},
+                        },
+                    }
+                out.append(
+                    {
+                        "properties": props,
+                        "type": "Feature",
+                        "geometry": {"coordinates": [st["lon"], st["lat"], "NaN"], "type": "Point"},
+                    }
+                )
             return 200, out, "application/json"
         if sub == "/timeseries":
             out = []
             for ts_id, s in d["series"].items():
                 st = s["station"]
                 last = next((v for v in reversed(s["values"]) if v["value"] is not None), None)
-                out.append({"id": ts_id, "label": f"Nitrogen dioxide {ts_id} - procedure, {st['label']}",
-                            "uom": "µg/m³",
-                            "station": {"properties": {"id": st["id"], "label": st["label"]},
-                                        "geometry": {"type": "Point", "coordinates": [st["lon"], st["lat"], "NaN"]},
-                                        "type": "Feature"},
-                            "parameters": {"phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
-                                           "category": {"id": "8", "label": "Nitrogen dioxide"},
-                                           "procedure": {"id": ts_id,
-                                                         "label": f"{ts_id} - {s['procedure']} - procedure"}},
-                            "firstValue": s["values"][0], "lastValue": last})
+                out.append(
+                    {
+                        "id": ts_id,
+                        "label": f"Nitrogen dioxide {ts_id} - procedure, {st['label']}",
+                        "uom": "µg/m³",
+                        "station": {
+                            "properties": {"id": st["id"], "label": st["label"]},
+                            "geometry": {"type": "Point", "coordinates": [st["lon"], st["lat"], "NaN"]},
+                            "type": "Feature",
+                        },
+                        "parameters": {
+                            "phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
+                            "category": {"id": "8", "label": "Nitrogen dioxide"},
+                            "procedure": {"id": ts_id, "label": f"{ts_id} - {s['procedure']} - procedure"},
+                        },
+                        "firstValue": s["values"][0],
+                        "lastValue": last,
+                    }
+                )
             return 200, out, "application/json"
         if m := re.fullmatch(r"/timeseries/(\d+)/getData", sub):
             s = d["series"].get(m.group(1))

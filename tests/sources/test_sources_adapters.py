@@ -30,11 +30,13 @@ def test_gipod_follows_next_links_within_the_bbox_and_caches_every_page(fake, up
     assert [len(p["features"]) for p in pages] == [10, 10, 6]
     first = fake.requests[0][1]
     assert first["bbox"] == "4.3,51.1,4.6,51.35" and first["limit"] == "10"
-    assert first["filter-lang"] == "cql2-text" and first["filter"].startswith("Type <> 'Evenement' AND Status IN (")
+    assert first["filter-lang"] == "cql2-text" and first["filter"].startswith(
+        "Type <> 'Evenement' AND Status IN ("
+    )
     assert "'Lopende'" in first["filter"] and "'Uitgevoerd'" not in first["filter"]
     works = normalise.normalise_works(pages, now=NOW)
     assert len(works) == 20 and "1199999" not in set(works["id"])
-    series = works.set_index("id").loc["1143401"]       # i = 1: 3 weekly occurrences from NOW - 27 d
+    series = works.set_index("id").loc["1143401"]  # i = 1: 3 weekly occurrences from NOW - 27 d
     assert series["occurrences"] == 3 and series["start"] == pd.Timestamp("2026-11-03T07:00:00Z")
     assert data.retrieved_at["works"].tzinfo is not None
     again = gipod.fetch(upstream, s, NOW)
@@ -44,13 +46,16 @@ def test_gipod_follows_next_links_within_the_bbox_and_caches_every_page(fake, up
 def test_gipod_more_matches_than_the_page_budget_fail_with_the_reason(fake, upstream, settings):
     s = replace(settings, gipod_page_size=10, gipod_max_pages=2)
     with pytest.raises(UpstreamError, match="features match, more than the page budget of 2 pages x 10"):
-        gipod.fetch(upstream, s, NOW)     # 27 features match (Gent included): 3 pages needed
+        gipod.fetch(upstream, s, NOW)  # 27 features match (Gent included): 3 pages needed
     assert fake.hits_under(GIPOD_BASE) == 1
 
 
 def test_gipod_refuses_a_next_link_to_another_host(fake, upstream, settings):
-    page = {"type": "FeatureCollection", "features": fake.data["works"][:1],
-            "links": [{"rel": "next", "href": "http://169.254.169.254/latest/meta-data/"}]}
+    page = {
+        "type": "FeatureCollection",
+        "features": fake.data["works"][:1],
+        "links": [{"rel": "next", "href": "http://169.254.169.254/latest/meta-data/"}],
+    }
     fake.inject(GIPOD_BASE, Fault("body", payload=page))
     with pytest.raises(UpstreamError, match="outside the configured base URL") as err:
         gipod.fetch(upstream, settings, NOW)
@@ -72,9 +77,14 @@ def test_delijn_stops_lines_and_detours(fake, upstream, settings):
     assert by_id["1_101000"] == "7,30" and by_id["1_101001"] == "12"
     assert len(stops) == 12
     # the detours name entity 3 too: its line list and the unknown stop 3/308530 were fetched
-    assert fake.hits[f"{DELIJN_BASE}/entiteiten/3/lijnen"] == 1 and fake.hits[f"{DELIJN_BASE}/haltes/3/308530"] == 1
+    assert (
+        fake.hits[f"{DELIJN_BASE}/entiteiten/3/lijnen"] == 1
+        and fake.hits[f"{DELIJN_BASE}/haltes/3/308530"] == 1
+    )
     assert sorted(raw["stop_details"]) == ["3_308530"]
-    detours = normalise.normalise_detours(raw["detours"], raw["lines"], stops, raw["stop_details"]).set_index("id")
+    detours = normalise.normalise_detours(raw["detours"], raw["lines"], stops, raw["stop_details"]).set_index(
+        "id"
+    )
     assert sorted(detours.index) == ["30506", "30611", "873876"]
     row = detours.loc["30506"]
     assert row["lines"] == "12" and row["unserved_stops"] == "1_101001,1_101003" and row["region"] == "AN"
@@ -82,7 +92,7 @@ def test_delijn_stops_lines_and_detours(fake, upstream, settings):
     assert (round(row.geometry.x, 6), round(row.geometry.y, 6)) == (4.403, 51.209)
     meir = detours.loc["30611"]
     assert (meir["lines"], meir["type"], meir.geometry.is_empty) == ("7,30", "evenement", True)
-    assert pd.isna(meir["end"])                                           # eindDatum absent: open-ended
+    assert pd.isna(meir["end"])  # eindDatum absent: open-ended
     other = detours.loc["873876"]
     assert (other["entity"], other["region"], other["lines"]) == ("3", "VB", "620")
     assert (other.geometry.x, other.geometry.y) == (4.2984, 50.8346)
@@ -91,8 +101,11 @@ def test_delijn_stops_lines_and_detours(fake, upstream, settings):
     assert all(h.get("Ocp-Apim-Subscription-Key") == settings.delijn_key for _, _, h in delijn_requests)
     assert all("subscription-key" not in q for _, q, _ in delijn_requests)
     window = next(q for p, q, _ in delijn_requests if p.endswith("/omleidingen"))
-    assert window == {"startDatum": "2026-11-16T08:00:00", "eindDatum": "2026-12-14T08:00:00",
-                      "taalCode": "NEDERLANDS"}
+    assert window == {
+        "startDatum": "2026-11-16T08:00:00",
+        "eindDatum": "2026-12-14T08:00:00",
+        "taalCode": "NEDERLANDS",
+    }
 
 
 def test_delijn_without_key_fails_before_any_request(fake, upstream, settings):
@@ -161,11 +174,13 @@ def test_delijn_adapter_parses_the_openapi_examples(examples):
     data = delijn.fetch(up, s, NOW)
     stops = normalise.normalise_stops(data.raw["stops"], data.raw["stop_lines"])
     assert stops[["id", "entity", "number", "name", "municipality", "lines"]].values.tolist() == [
-        ["3_303980", "3", "303980", "Gilsonplein", "Leuven", "335"]]
+        ["3_303980", "3", "303980", "Gilsonplein", "Leuven", "335"]
+    ]
     assert (stops.geometry[0].x, stops.geometry[0].y) == (4.823559183763914, 50.98145261213046)
     detours = normalise.normalise_detours(data.raw["detours"])
     assert detours[["id", "title", "lines", "unserved_stops"]].values.tolist() == [
-        ["0", "Antwerpen: Werken Brabo 2 Fr. Rooseveltplaats Werken", "335", "3_303980"]]
+        ["0", "Antwerpen: Werken Brabo 2 Fr. Rooseveltplaats Werken", "335", "3_303980"]
+    ]
     assert detours["start"].isna().all()  # the example's dates are the literal "string"
 
 
@@ -176,7 +191,10 @@ def test_ircel_adapter_parses_the_documented_samples(examples):
     assert stations[["id", "name", "no2"]].values.tolist() == [["40AL01", "Linkeroever", True]]
     no2 = normalise.normalise_no2(data.raw["timeseries"], data.raw["no2"], stations)
     assert no2["station_id"].tolist() == ["42R801"] * 3
-    assert [str(t) for t in no2["timestamp"]] == ["2023-11-14 23:00:00+00:00", "2023-11-15 00:00:00+00:00",
-                                                  "2023-11-15 01:00:00+00:00"]
+    assert [str(t) for t in no2["timestamp"]] == [
+        "2023-11-14 23:00:00+00:00",
+        "2023-11-15 00:00:00+00:00",
+        "2023-11-15 01:00:00+00:00",
+    ]
     assert no2["value"].tolist()[:2] == [27.0, 17.5] and np.isnan(no2["value"].iloc[2])
     assert set(no2["kind"]) == {"measured"}

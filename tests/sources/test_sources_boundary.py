@@ -19,14 +19,22 @@ from geo.data.snapshot import read_snapshot
 from .fakeupstream import BOUNDARY_BASE, Fault
 
 NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
-ANTWERP, GHENT, BRUSSELS, LIEGE, VOEREN = (51.2194, 4.4025), (51.0543, 3.7174), (50.8467, 4.3525), \
-    (50.6326, 5.5797), (50.7560, 5.8190)
+ANTWERP, GHENT, BRUSSELS, LIEGE, VOEREN = (
+    (51.2194, 4.4025),
+    (51.0543, 3.7174),
+    (50.8467, 4.3525),
+    (50.6326, 5.5797),
+    (50.7560, 5.8190),
+)
 
 
 def test_adapter_keeps_flanders_and_brussels_and_drops_wallonia(fake, upstream, settings):
     data = boundary.fetch(upstream, settings, NOW)
-    assert [f["properties"]["iso_3166_2"] for f in data.raw["boundary"]["features"]] == \
-        ["BE-BRU", "BE-VLG", "BE-WAL"]  # the answer as served ...
+    assert [f["properties"]["iso_3166_2"] for f in data.raw["boundary"]["features"]] == [
+        "BE-BRU",
+        "BE-VLG",
+        "BE-WAL",
+    ]  # the answer as served ...
     layer = u.normalise_boundary(data.raw["boundary"])  # ... and what the layer keeps
     engine = Engine.from_layers({"service_area": layer}, {})
     lat, lng = zip(ANTWERP, GHENT, BRUSSELS, VOEREN, LIEGE)
@@ -40,16 +48,29 @@ def _regions(fake):
     return copy.deepcopy(fake.data["boundary"])
 
 
-@pytest.mark.parametrize("spoil, message", [
-    (lambda fc: fc["features"].__setitem__(slice(None), [f for f in fc["features"]
-                                                         if f["properties"]["iso_3166_2"] == "BE-VLG"]),
-     "Brussel Grote Markt outside"),
-    (lambda fc: [f.__setitem__("properties", {}) for f in fc["features"]], "not plausible"),
-    (lambda fc: [f["geometry"].__setitem__("coordinates", [[[[152000, 212000], [152100, 212000],
-                                                             [152100, 212100], [152000, 212000]]]])
-                 for f in fc["features"]], "not finite WGS84"),
-    (lambda fc: fc.__setitem__("features", []), "no polygon features"),
-])
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (
+            lambda fc: fc["features"].__setitem__(
+                slice(None), [f for f in fc["features"] if f["properties"]["iso_3166_2"] == "BE-VLG"]
+            ),
+            "Brussel Grote Markt outside",
+        ),
+        (lambda fc: [f.__setitem__("properties", {}) for f in fc["features"]], "not plausible"),
+        (
+            lambda fc: [
+                f["geometry"].__setitem__(
+                    "coordinates",
+                    [[[[152000, 212000], [152100, 212000], [152100, 212100], [152000, 212000]]]],
+                )
+                for f in fc["features"]
+            ],
+            "not finite WGS84",
+        ),
+        (lambda fc: fc.__setitem__("features", []), "no polygon features"),
+    ],
+)
 def test_normalise_boundary_refuses_what_is_not_flanders_plus_brussels(fake, spoil, message):
     fc = _regions(fake)
     spoil(fc)
@@ -61,8 +82,10 @@ def test_lat_lon_swapped_is_refused(fake):
     fc = _regions(fake)
     for f in fc["features"]:
         geom = f["geometry"]
-        geom["coordinates"] = [[[[y, x] for x, y in ring] for ring in poly] for poly in
-                               (geom["coordinates"] if geom["type"] == "MultiPolygon" else [geom["coordinates"]])]
+        geom["coordinates"] = [
+            [[[y, x] for x, y in ring] for ring in poly]
+            for poly in (geom["coordinates"] if geom["type"] == "MultiPolygon" else [geom["coordinates"]])
+        ]
         geom["type"] = "MultiPolygon"
     with pytest.raises(u.UpstreamFormatError, match="not WGS84 lon/lat in Belgium"):
         u.normalise_boundary(fc)
@@ -97,8 +120,9 @@ def test_a_failing_boundary_keeps_the_last_live_one(fake, upstream, settings, tm
     assert read_snapshot(data_dir)[1]["layers"]["service_area"] == before
 
 
-def test_a_failing_boundary_without_a_live_one_falls_back_to_the_reference_file(fake, upstream, settings,
-                                                                                tmp_path, reference_dir):
+def test_a_failing_boundary_without_a_live_one_falls_back_to_the_reference_file(
+    fake, upstream, settings, tmp_path, reference_dir
+):
     fake.inject(BOUNDARY_BASE, Fault("status", 500), times=None)
     data_dir = tmp_path / "data" / "snapshot"
     report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)

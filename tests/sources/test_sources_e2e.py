@@ -40,20 +40,35 @@ init_app(app)
 
 def run(args, env, **kw):
     """A ``flask`` command as cron would run it: no engine loaded (there may be no snapshot yet)."""
-    return subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi_live", *args], cwd=REPO,
-                          env={**env, "URBAN_LOAD_ENGINE": "0"}, capture_output=True, text=True, timeout=120,
-                          **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "flask", "--app", "wsgi_live", *args],
+        cwd=REPO,
+        env={**env, "URBAN_LOAD_ENGINE": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kw,
+    )
 
 
 @pytest.mark.slow
 def test_live_mode_end_to_end(tmp_path, reference_dir):
     (tmp_path / "wsgi_live.py").write_text(ENTRY)
     with FakeUpstream(now=datetime.now(timezone.utc)) as fake:
-        env = {**os.environ, **fake.settings(), "URBAN_ENV": "development", "URBAN_SECRET_KEY": "e2e-secret",
-               "URBAN_INSTANCE_PATH": str(tmp_path / "instance"), "URBAN_CLOCK": "system",
-               "URBAN_DATA_DIR": str(tmp_path / "data" / "snapshot"), "URBAN_REFERENCE_DIR": str(reference_dir),
-               "URBAN_RELOAD_INTERVAL": "0.5", "URBAN_CACHE_EXPIRY": "gipod.works=1",
-               "WEB_CONCURRENCY": "2", "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}"}
+        env = {
+            **os.environ,
+            **fake.settings(),
+            "URBAN_ENV": "development",
+            "URBAN_SECRET_KEY": "e2e-secret",
+            "URBAN_INSTANCE_PATH": str(tmp_path / "instance"),
+            "URBAN_CLOCK": "system",
+            "URBAN_DATA_DIR": str(tmp_path / "data" / "snapshot"),
+            "URBAN_REFERENCE_DIR": str(reference_dir),
+            "URBAN_RELOAD_INTERVAL": "0.5",
+            "URBAN_CACHE_EXPIRY": "gipod.works=1",
+            "WEB_CONCURRENCY": "2",
+            "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}",
+        }
         out = run(["snapshot", "refresh"], env)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "published snapshot" in out.stdout
@@ -61,9 +76,24 @@ def test_live_mode_end_to_end(tmp_path, reference_dir):
         assert created.returncode == 0, created.stderr
         key = created.stdout.strip().splitlines()[-1]
         port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "gunicorn", "--config", str(REPO / "gunicorn.conf.py"),
-                                   "wsgi_live:app", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
-                                  cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "--config",
+                str(REPO / "gunicorn.conf.py"),
+                "wsgi_live:app",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                "2",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             url = f"http://127.0.0.1:{port}/api/v1/disruptions?{POINT}"
             auth = {"Authorization": f"Bearer {key}"}

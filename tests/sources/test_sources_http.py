@@ -220,8 +220,9 @@ def test_breaker_opens_after_repeated_failures_and_recovers(fake, session, setti
     assert fake.hits_under(GIPOD_BASE) == hits  # an open breaker does not touch the network
     assert 0 < err.value.retry_after <= settings.breaker_cooldown
     # other sources are unaffected
-    assert up.get_json("ircel", f"{settings.ircel_url}/stations", params={"phenomenon": 8},
-                       expire_after=60).payload
+    assert up.get_json(
+        "ircel", f"{settings.ircel_url}/stations", params={"phenomenon": 8}, expire_after=60
+    ).payload
     # after the cool-down one trial goes out; it fails -> open again
     rec.t += settings.breaker_cooldown
     assert up.breaker("gipod").state == "half-open"
@@ -248,13 +249,16 @@ def test_half_open_breaker_admits_one_trial_at_a_time():
     assert b.state == "closed" and b.acquire()
 
 
-@pytest.mark.parametrize("url,ok", [
-    ("http://127.0.0.1:5/gipod/ogc/features/v1/collections/X/items?offset=10", True),
-    ("http://127.0.0.1:6/gipod/ogc/features/v1/collections/X/items", False),
-    ("http://evil.example/gipod/ogc/features/v1/collections/X/items", False),
-    ("https://127.0.0.1:5/gipod/ogc/features/v1/x", False),
-    ("http://127.0.0.1:5/other/path", False),
-])
+@pytest.mark.parametrize(
+    "url,ok",
+    [
+        ("http://127.0.0.1:5/gipod/ogc/features/v1/collections/X/items?offset=10", True),
+        ("http://127.0.0.1:6/gipod/ogc/features/v1/collections/X/items", False),
+        ("http://evil.example/gipod/ogc/features/v1/collections/X/items", False),
+        ("https://127.0.0.1:5/gipod/ogc/features/v1/x", False),
+        ("http://127.0.0.1:5/other/path", False),
+    ],
+)
 def test_same_origin_guard(url, ok):
     assert same_origin(url, "http://127.0.0.1:5/gipod/ogc/features/v1") is ok
 
@@ -269,13 +273,18 @@ def test_redis_cache_is_shared_between_two_hosts_and_never_stores_the_key(fake, 
     shared = dataclasses.replace(settings, redis_url=redis_url)
     host1, host2 = build_session("unused", shared), build_session("unused", shared)
     try:
-        first = Upstream(host1, shared).get_json("gipod", _items(shared), params={"limit": 3}, expire_after=900)
-        second = Upstream(host2, shared).get_json("gipod", _items(shared), params={"limit": 3}, expire_after=900)
+        first = Upstream(host1, shared).get_json(
+            "gipod", _items(shared), params={"limit": 3}, expire_after=900
+        )
+        second = Upstream(host2, shared).get_json(
+            "gipod", _items(shared), params={"limit": 3}, expire_after=900
+        )
         assert fake.hits_under(GIPOD_BASE) == 1
         assert (first.from_cache, second.from_cache) == (False, True) and second.payload == first.payload
         url = f"{shared.delijn_url}/entiteiten/1/haltes"
-        Upstream(host1, shared).get_json("delijn", url, headers={"Ocp-Apim-Subscription-Key": DELIJN_KEY},
-                                         expire_after=60)
+        Upstream(host1, shared).get_json(
+            "delijn", url, headers={"Ocp-Apim-Subscription-Key": DELIJN_KEY}, expire_after=60
+        )
         client = redis.Redis.from_url(redis_url)
         keys = client.keys("urban_http*")
         assert keys and not any(DELIJN_KEY.encode() in (client.dump(k) or b"") for k in keys)

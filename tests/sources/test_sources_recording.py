@@ -40,13 +40,26 @@ def test_record_saves_every_answer_raw_with_the_manifest(fake, recording):
     for r in responses:
         by_endpoint.setdefault((r["source"], r["endpoint"]), []).append(r)
     halte = by_endpoint[("delijn", "/haltes/{entiteitnummer}/{haltenummer}")]
-    assert [(h["url"].split("?")[0].endswith("/haltes/3/308530"), h["status"]) for h in halte] == [(True, 200)]
-    missing = [r for r in by_endpoint[("delijn", "/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/"
-                                                 "{richting}/haltes")] if r["status"] == 404]
+    assert [(h["url"].split("?")[0].endswith("/haltes/3/308530"), h["status"]) for h in halte] == [
+        (True, 200)
+    ]
+    missing = [
+        r
+        for r in by_endpoint[
+            ("delijn", "/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/{richting}/haltes")
+        ]
+        if r["status"] == 404
+    ]
     assert [m["url"].split(DELIJN_BASE)[1] for m in missing] == ["/lijnen/1/30/lijnrichtingen/TERUG/haltes"]
-    assert {e for _, e in by_endpoint} >= {"/collections/{collection}/items", "/omleidingen", "/stations",
-                                          "/timeseries", "/timeseries/{id}/getData", "/query",
-                                          "/entiteiten/{entiteitnummer}/lijnen"}
+    assert {e for _, e in by_endpoint} >= {
+        "/collections/{collection}/items",
+        "/omleidingen",
+        "/stations",
+        "/timeseries",
+        "/timeseries/{id}/getData",
+        "/query",
+        "/entiteiten/{entiteitnummer}/lijnen",
+    }
     for r in responses:  # raw bodies, as received
         body = (rec / r["file"]).read_bytes()
         assert r["file"].startswith(r["source"] + "/") and body
@@ -54,18 +67,27 @@ def test_record_saves_every_answer_raw_with_the_manifest(fake, recording):
             json.loads(body)
 
 
-def test_recording_the_fake_and_replaying_gives_the_live_snapshot_id(fake, upstream, settings, reference_dir,
-                                                                     recording, tmp_path):
+def test_recording_the_fake_and_replaying_gives_the_live_snapshot_id(
+    fake, upstream, settings, reference_dir, recording, tmp_path
+):
     rec, _ = recording
     upstream.session.cache.clear()
     live = refresh(tmp_path / "data" / "snapshot", reference_dir, upstream, settings, now=NOW)
     assert live.published and not live.failed
     replayed = replay(rec, tmp_path / "snap", reference_dir)
     assert replayed["snapshotId"] == live.snapshot_id
-    assert replayed["asOf"] == "2026-11-16T07:00:00.000Z"                 # answers as of recordedAt
+    assert replayed["asOf"] == "2026-11-16T07:00:00.000Z"  # answers as of recordedAt
     kinds = {name: e["kind"] for name, e in replayed["layers"].items()}
-    assert kinds == {"works": "recorded", "stops": "recorded", "detours": "recorded", "stations": "recorded",
-                     "no2": "recorded", "lez": "recorded", "service_area": "recorded", "river": "reference"}
+    assert kinds == {
+        "works": "recorded",
+        "stops": "recorded",
+        "detours": "recorded",
+        "stations": "recorded",
+        "no2": "recorded",
+        "lez": "recorded",
+        "service_area": "recorded",
+        "river": "reference",
+    }
     # offline: the fake is not asked again
     hits = sum(fake.hits.values())
     replay(rec, tmp_path / "snap2", reference_dir)
@@ -92,14 +114,22 @@ def _without(rec: Path, out: Path, keep) -> Path:
     return out
 
 
-def test_a_recording_without_lez_and_boundary_takes_them_from_the_reference(recording, reference_dir,
-                                                                             tmp_path):
+def test_a_recording_without_lez_and_boundary_takes_them_from_the_reference(
+    recording, reference_dir, tmp_path
+):
     rec, _ = recording
-    part = _without(rec, tmp_path / "part",
-                    lambda r: r["source"] not in ("lez", "boundary") and r["endpoint"] != "/stations")
+    part = _without(
+        rec,
+        tmp_path / "part",
+        lambda r: r["source"] not in ("lez", "boundary") and r["endpoint"] != "/stations",
+    )
     m = replay(part, tmp_path / "snap", reference_dir)
     assert {n: m["layers"][n]["kind"] for n in ("lez", "service_area", "stations", "no2")} == {
-        "lez": "reference", "service_area": "reference", "stations": "reference", "no2": "recorded"}
+        "lez": "reference",
+        "service_area": "reference",
+        "stations": "reference",
+        "no2": "recorded",
+    }
 
 
 def test_a_recording_missing_a_source_or_a_response_fails_naming_it(recording, reference_dir, tmp_path):
@@ -132,14 +162,41 @@ def test_record_and_replay_command_lines(reference_dir, tmp_path):
 
 def _record_and_replay(fake, reference_dir, tmp_path):
     env = {**fake.settings(), "PATH": "/usr/bin:/bin", "URBAN_INSTANCE_PATH": str(tmp_path / "i")}
-    out = subprocess.run([sys.executable, "-m", "app.sources", "record", str(tmp_path / "rec")], cwd=REPO,
-                         env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "app.sources", "record", str(tmp_path / "rec")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
-    again = subprocess.run([sys.executable, "-m", "app.sources", "record", str(tmp_path / "rec")], cwd=REPO,
-                           env=env, capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [sys.executable, "-m", "app.sources", "record", str(tmp_path / "rec")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode != 0 and "not empty" in again.stderr
-    rep = subprocess.run([sys.executable, "-m", "app.sources", "replay", str(tmp_path / "rec"), "--out",
-                          str(tmp_path / "snap"), "--reference", str(reference_dir)], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=300)
+    rep = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.sources",
+            "replay",
+            str(tmp_path / "rec"),
+            "--out",
+            str(tmp_path / "snap"),
+            "--reference",
+            str(reference_dir),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert rep.returncode == 0, rep.stderr
     assert "asOf" in rep.stdout and (tmp_path / "snap" / "manifest.json").is_file()

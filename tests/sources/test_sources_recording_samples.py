@@ -30,7 +30,7 @@ RECORDED_AT = "2026-11-24T08:00:00Z"
 GIPOD = "https://geo.api.vlaanderen.be/GIPOD/ogc/features/v1"
 DELIJN = "https://api.delijn.be/DLKernOpenData/api/v1"
 IRCEL = "https://geo.irceline.be/sos/api/v1"
-NEAR_STOP = (51.2211, 4.4209)   # 10 m from the made-here stop 1/990001 (Rooseveltplaats perron P)
+NEAR_STOP = (51.2211, 4.4209)  # 10 m from the made-here stop 1/990001 (Rooseveltplaats perron P)
 
 
 def assemble(reference_dir, out: Path, *, with_stop_lookup: bool) -> Path:
@@ -44,8 +44,16 @@ def assemble(reference_dir, out: Path, *, with_stop_lookup: bool) -> Path:
         rel = f"{source}/{len([r for r in responses if r['source'] == source]) + 1:04d}.json"
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(body)
-        responses.append({"source": source, "endpoint": endpoint, "url": url, "status": 200,
-                          "retrievedAt": RECORDED_AT, "file": rel})
+        responses.append(
+            {
+                "source": source,
+                "endpoint": endpoint,
+                "url": url,
+                "status": 200,
+                "retrievedAt": RECORDED_AT,
+                "file": rel,
+            }
+        )
 
     def made(name) -> bytes:
         return (MADE / name).read_bytes()
@@ -55,51 +63,103 @@ def assemble(reference_dir, out: Path, *, with_stop_lookup: bool) -> Path:
 
     items = "/collections/{collection}/items"
     add("gipod", items, f"{GIPOD}/collections/INNAME_PUNT/items?limit=1000", made("gipod_works_page1.json"))
-    add("gipod", items, f"{GIPOD}/collections/INNAME_PUNT/items?limit=1000&offset=1000",
-        real("gipod/gipod_inname_punt_markten_2026-09-28.json"))
-    add("delijn", "/entiteiten/{entiteitnummer}/haltes", f"{DELIJN}/entiteiten/1/haltes",
-        made("delijn_haltes_entity1.json"))
-    add("delijn", "/entiteiten/{entiteitnummer}/lijnen", f"{DELIJN}/entiteiten/1/lijnen",
-        real("delijn/lines_by_entity.json"))
-    add("delijn", "/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/{richting}/haltes",
-        f"{DELIJN}/lijnen/1/911/lijnrichtingen/HEEN/haltes", made("delijn_line_911_heen_haltes.json"))
+    add(
+        "gipod",
+        items,
+        f"{GIPOD}/collections/INNAME_PUNT/items?limit=1000&offset=1000",
+        real("gipod/gipod_inname_punt_markten_2026-09-28.json"),
+    )
+    add(
+        "delijn",
+        "/entiteiten/{entiteitnummer}/haltes",
+        f"{DELIJN}/entiteiten/1/haltes",
+        made("delijn_haltes_entity1.json"),
+    )
+    add(
+        "delijn",
+        "/entiteiten/{entiteitnummer}/lijnen",
+        f"{DELIJN}/entiteiten/1/lijnen",
+        real("delijn/lines_by_entity.json"),
+    )
+    add(
+        "delijn",
+        "/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/{richting}/haltes",
+        f"{DELIJN}/lijnen/1/911/lijnrichtingen/HEEN/haltes",
+        made("delijn_line_911_heen_haltes.json"),
+    )
     # the /omleidingen answer: the real sample detour (as sent for its stop) and the made-here Antwerp one
     sample = json.loads(real("delijn/detours.json"))
-    answer = {"omleidingen": sample["omleidingen"] + [json.loads(made("delijn_omleiding_antwerpen.json"))],
-              "links": sample["links"]}
-    add("delijn", "/omleidingen", f"{DELIJN}/omleidingen?startDatum=2026-11-24T09:00:00",
-        json.dumps(answer, ensure_ascii=False).encode())
-    add("delijn", "/entiteiten/{entiteitnummer}/lijnen", f"{DELIJN}/entiteiten/3/lijnen",
-        made("delijn_lines_entity3.json"))
+    answer = {
+        "omleidingen": sample["omleidingen"] + [json.loads(made("delijn_omleiding_antwerpen.json"))],
+        "links": sample["links"],
+    }
+    add(
+        "delijn",
+        "/omleidingen",
+        f"{DELIJN}/omleidingen?startDatum=2026-11-24T09:00:00",
+        json.dumps(answer, ensure_ascii=False).encode(),
+    )
+    add(
+        "delijn",
+        "/entiteiten/{entiteitnummer}/lijnen",
+        f"{DELIJN}/entiteiten/3/lijnen",
+        made("delijn_lines_entity3.json"),
+    )
     if with_stop_lookup:
-        add("delijn", "/haltes/{entiteitnummer}/{haltenummer}", f"{DELIJN}/haltes/3/308530",
-            made("delijn_halte_3_308530.json"))
-    add("ircel", "/stations", f"{IRCEL}/stations?phenomenon=8&expanded=true", real("ircel/upstream-stations.json"))
-    add("ircel", "/timeseries", f"{IRCEL}/timeseries?phenomenon=8&expanded=true", made("ircel_timeseries.json"))
+        add(
+            "delijn",
+            "/haltes/{entiteitnummer}/{haltenummer}",
+            f"{DELIJN}/haltes/3/308530",
+            made("delijn_halte_3_308530.json"),
+        )
+    add(
+        "ircel",
+        "/stations",
+        f"{IRCEL}/stations?phenomenon=8&expanded=true",
+        real("ircel/upstream-stations.json"),
+    )
+    add(
+        "ircel",
+        "/timeseries",
+        f"{IRCEL}/timeseries?phenomenon=8&expanded=true",
+        made("ircel_timeseries.json"),
+    )
     for sid in ("10741", "7186"):
-        add("ircel", "/timeseries/{id}/getData", f"{IRCEL}/timeseries/{sid}/getData",
-            made(f"ircel_getdata_{sid}.json"))
-    (out / "manifest.json").write_text(json.dumps({"format": FORMAT, "recordedAt": RECORDED_AT,
-                                                   "responses": responses}, indent=2))
+        add(
+            "ircel",
+            "/timeseries/{id}/getData",
+            f"{IRCEL}/timeseries/{sid}/getData",
+            made(f"ircel_getdata_{sid}.json"),
+        )
+    (out / "manifest.json").write_text(
+        json.dumps({"format": FORMAT, "recordedAt": RECORDED_AT, "responses": responses}, indent=2)
+    )
     return out
 
 
 def test_the_sample_detours_stop_is_looked_up_or_counted_as_skipped(reference_dir, tmp_path):
-    with_lookup = replay(assemble(reference_dir, tmp_path / "a", with_stop_lookup=True), tmp_path / "sa",
-                         reference_dir)
+    with_lookup = replay(
+        assemble(reference_dir, tmp_path / "a", with_stop_lookup=True), tmp_path / "sa", reference_dir
+    )
     layers, _ = read_snapshot(tmp_path / "sa")
     d = layers["detours"].set_index("id")
-    assert sorted(d.index) == ["873876", "990501"] and not d.geometry.is_empty.any()   # no POINT EMPTY
+    assert sorted(d.index) == ["873876", "990501"] and not d.geometry.is_empty.any()  # no POINT EMPTY
     assert (d.loc["873876", "lines"], d.loc["873876", "region"]) == ("620", "VB")
     assert (d.geometry["873876"].x, d.geometry["873876"].y) == (4.2984, 50.8346)
     assert "delijn" not in with_lookup["skipped"]
-    without = replay(assemble(reference_dir, tmp_path / "b", with_stop_lookup=False), tmp_path / "sb",
-                     reference_dir)
+    without = replay(
+        assemble(reference_dir, tmp_path / "b", with_stop_lookup=False), tmp_path / "sb", reference_dir
+    )
     assert without["skipped"]["delijn"] == {"stop_not_found": 1}
     assert without["layers"]["detours"]["skipped"] == {"stop_not_found": 1}
-    assert without["skipped"]["gipod"] == {"event": 45}        # the real markets: events, not road works
-    verify = subprocess.run([sys.executable, "-m", "geo.data", "verify", str(tmp_path / "sb")], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)
+    assert without["skipped"]["gipod"] == {"event": 45}  # the real markets: events, not road works
+    verify = subprocess.run(
+        [sys.executable, "-m", "geo.data", "verify", str(tmp_path / "sb")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert verify.returncode == 0, verify.stderr
     assert "  delijn    stop_not_found           1" in verify.stdout
     assert "  gipod     event                   45" in verify.stdout
@@ -109,27 +169,89 @@ def test_the_sample_detours_stop_is_looked_up_or_counted_as_skipped(reference_di
 def test_a_recording_of_the_samples_is_built_served_and_queried(reference_dir, tmp_path):
     rec = assemble(reference_dir, tmp_path / "rec", with_stop_lookup=False)
     snap = tmp_path / "data" / "recording"
-    env = {**os.environ, "URBAN_ENV": "development", "URBAN_SECRET_KEY": "recording-secret",
-           "URBAN_INSTANCE_PATH": str(tmp_path / "instance"), "URBAN_DATA_DIR": str(snap),
-           "URBAN_REFERENCE_DIR": str(reference_dir), "WEB_CONCURRENCY": "1"}
-    for var in ("URBAN_CLOCK", "URBAN_GIPOD_URL", "URBAN_DELIJN_URL", "URBAN_IRCEL_URL", "URBAN_LEZ_URL",
-                "URBAN_BOUNDARY_URL", "URBAN_DELIJN_KEY"):
+    env = {
+        **os.environ,
+        "URBAN_ENV": "development",
+        "URBAN_SECRET_KEY": "recording-secret",
+        "URBAN_INSTANCE_PATH": str(tmp_path / "instance"),
+        "URBAN_DATA_DIR": str(snap),
+        "URBAN_REFERENCE_DIR": str(reference_dir),
+        "WEB_CONCURRENCY": "1",
+    }
+    for var in (
+        "URBAN_CLOCK",
+        "URBAN_GIPOD_URL",
+        "URBAN_DELIJN_URL",
+        "URBAN_IRCEL_URL",
+        "URBAN_LEZ_URL",
+        "URBAN_BOUNDARY_URL",
+        "URBAN_DELIJN_KEY",
+    ):
         env.pop(var, None)
     # the command `make serve RECORDING=DIR` runs before serving
-    built = subprocess.run([sys.executable, "-m", "app.sources", "replay", str(rec), "--out", str(snap),
-                            "--reference", str(reference_dir)], cwd=REPO, env=env, capture_output=True,
-                           text=True, timeout=300)
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.sources",
+            "replay",
+            str(rec),
+            "--out",
+            str(snap),
+            "--reference",
+            str(reference_dir),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert built.returncode == 0, built.stderr
-    assert "asOf 2026-11-24T08:00:00.000Z" in built.stdout and "skipped delijn stop_not_found: 1" in built.stdout
-    created = subprocess.run([sys.executable, "-m", "flask", "--app", "wsgi", "accounts", "create", "--email",
-                              "rec@antwerpen.example", "--plan", "enterprise"], cwd=REPO, env=env,
-                             capture_output=True, text=True, timeout=120)
+    assert (
+        "asOf 2026-11-24T08:00:00.000Z" in built.stdout and "skipped delijn stop_not_found: 1" in built.stdout
+    )
+    created = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "flask",
+            "--app",
+            "wsgi",
+            "accounts",
+            "create",
+            "--email",
+            "rec@antwerpen.example",
+            "--plan",
+            "enterprise",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert created.returncode == 0, created.stderr
     key = created.stdout.strip().splitlines()[-1]
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "--config", str(REPO / "gunicorn.conf.py"),
-                               "wsgi:app", "--bind", f"127.0.0.1:{port}", "--workers", "1"], cwd=REPO, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--config",
+            str(REPO / "gunicorn.conf.py"),
+            "wsgi:app",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}/api/v1/disruptions?lat={NEAR_STOP[0]}&lng={NEAR_STOP[1]}"
         deadline = time.monotonic() + 60
@@ -144,16 +266,23 @@ def test_a_recording_of_the_samples_is_built_served_and_queried(reference_dir, t
         body = resp.json()
         # the detour names internal line 911 only; the answer shows its public number P
         assert [(t["id"], t["lines"]) for t in body["transit"]] == [("990501", ["P"])]
-        assert body["transit"][0]["endDate"] is None                            # no eindDatum: open-ended
+        assert body["transit"][0]["endDate"] is None  # no eindDatum: open-ended
         assert body["retrievedAt"] == "2026-11-24T08:00:00.000Z"
         works = {w["id"]: w for w in body["construction"]}
         # 19900001: three weekly occurrences, the one of 24 November runs at recordedAt (08:00Z)
         w = works["19900001"]
         assert (w["status"], w["startDate"], w["endDate"], w["occurrences"]) == (
-            "In uitvoering", "2026-11-24", "2026-11-24", 3)
+            "In uitvoering",
+            "2026-11-24",
+            "2026-11-24",
+            3,
+        )
         assert works["19900002"]["status"] == "Concreet gepland" and body["summary"]["activeWorks"] == 1
-        air = requests.get(f"http://127.0.0.1:{port}/api/v1/air-quality?lat={NEAR_STOP[0]}&lng={NEAR_STOP[1]}",
-                           headers={"Authorization": f"Bearer {key}"}, timeout=10).json()
+        air = requests.get(
+            f"http://127.0.0.1:{port}/api/v1/air-quality?lat={NEAR_STOP[0]}&lng={NEAR_STOP[1]}",
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=10,
+        ).json()
         # the nearest recorded station is 42R803; its last hour is null, so the reading is 07:00Z's 38.5
         assert (air["reading"]["station"]["id"], air["reading"]["value"]) == ("42R803", 38.5)
     finally:

@@ -47,13 +47,21 @@ def live(tmp_path_factory, reference_dir):
     data_dir = root / "data" / "snapshot"
     manifest = json.loads((data_dir / "manifest.json").read_text())
     detours_at = datetime.fromisoformat(manifest["layers"]["detours"]["retrievedAt"].replace("Z", "+00:00"))
-    return SimpleNamespace(root=root, data_dir=data_dir, version=report.path, manifest=manifest,
-                           retrieved=detours_at)
+    return SimpleNamespace(
+        root=root, data_dir=data_dir, version=report.path, manifest=manifest, retrieved=detours_at
+    )
 
 
 def make(tmp_path, data_dir, clock, **config):
-    app = create_app({"TESTING": True, "INSTANCE_PATH": str(tmp_path / "instance"), "DATA_DIR": str(data_dir),
-                      "WALL_CLOCK": clock, **config})
+    app = create_app(
+        {
+            "TESTING": True,
+            "INSTANCE_PATH": str(tmp_path / "instance"),
+            "DATA_DIR": str(data_dir),
+            "WALL_CLOCK": clock,
+            **config,
+        }
+    )
     init_app(app)  # a no-op once create_app calls it
     conn = open_store(app)
     _, key = accounts.create_account(conn, "ops@antwerpen.example", "enterprise")
@@ -102,8 +110,9 @@ def test_stale_no2_gives_502_naming_ircel_but_client_errors_keep_precedence(tmp_
 
 
 def test_freshness_limits_are_configurable(tmp_path, live):
-    app, auth = make(tmp_path, live.data_dir, Clock(live.retrieved + timedelta(minutes=45)),
-                     FRESHNESS="detours=7200")
+    app, auth = make(
+        tmp_path, live.data_dir, Clock(live.retrieved + timedelta(minutes=45)), FRESHNESS="detours=7200"
+    )
     assert get(app.test_client(), auth, f"disruptions?{POINT}")[0] == 200
 
 
@@ -127,8 +136,13 @@ def two_versions(tmp_path, live, snapshot_dir):
 
 def test_a_new_snapshot_is_picked_up_without_restart(tmp_path, live, two_versions):
     data_dir, a, b = two_versions
-    app, auth = make(tmp_path, data_dir, Clock(live.retrieved + timedelta(minutes=1)),
-                     RELOAD_INTERVAL="0.01", RELOAD_BACKGROUND=False)
+    app, auth = make(
+        tmp_path,
+        data_dir,
+        Clock(live.retrieved + timedelta(minutes=1)),
+        RELOAD_INTERVAL="0.01",
+        RELOAD_BACKGROUND=False,
+    )
     holder, c = app.extensions["urban"], app.test_client()
     live_id = holder.engine.snapshot_id
     status, body_a = get(c, auth, f"disruptions?{POINT}")
@@ -141,7 +155,9 @@ def test_a_new_snapshot_is_picked_up_without_restart(tmp_path, live, two_version
     # a broken version is refused: the worker keeps serving the current engine
     broken = a.parent / "c-broken"
     broken.mkdir()
-    (broken / "manifest.json").write_text('{"formatVersion": 1, "snapshotId": "x", "asOf": "y", "layers": {}}')
+    (broken / "manifest.json").write_text(
+        '{"formatVersion": 1, "snapshotId": "x", "asOf": "y", "layers": {}}'
+    )
     store.switch(data_dir, broken)
     time.sleep(0.02)
     assert get(c, auth, f"disruptions?{POINT}") == (200, body_b)
@@ -149,7 +165,9 @@ def test_a_new_snapshot_is_picked_up_without_restart(tmp_path, live, two_version
 
 
 @pytest.mark.slow
-def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_request(tmp_path, live, two_versions):
+def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_request(
+    tmp_path, live, two_versions
+):
     data_dir, a, b = two_versions
     clock = Clock(live.retrieved + timedelta(minutes=1))
     # the only two correct answers: from A alone and from B alone
@@ -157,8 +175,9 @@ def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_reques
     for name, version in (("a", a), ("b", b)):
         ref_app, ref_auth = make(tmp_path / name, version, clock)
         c = ref_app.test_client()
-        expected[name] = {p: c.get(f"/api/v1/{p}?{POINT}", headers=ref_auth).data
-                          for p in ("disruptions", "air-quality")}
+        expected[name] = {
+            p: c.get(f"/api/v1/{p}?{POINT}", headers=ref_auth).data for p in ("disruptions", "air-quality")
+        }
     assert expected["a"] != expected["b"]
     app, auth = make(tmp_path / "served", data_dir, clock, RELOAD_INTERVAL="0.05")
     server = make_server("127.0.0.1", 0, app, threaded=True)
@@ -179,6 +198,7 @@ def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_reques
     threads = [threading.Thread(target=loop, args=(p,)) for p in ("disruptions", "air-quality") * 2]
     for t in threads:
         t.start()
+
     def wait_for(name):
         """Until the newest answers of both endpoints come from snapshot ``name`` (or 60 s passed)."""
         deadline = time.monotonic() + 60
@@ -243,8 +263,9 @@ def _republished(live, data_dir, minutes):
 
 
 @pytest.mark.parametrize("interval", ["3600", "0.01"])
-def test_an_idle_worker_serves_a_fresh_published_snapshot_instead_of_a_false_502(tmp_path, live, two_versions,
-                                                                                interval):
+def test_an_idle_worker_serves_a_fresh_published_snapshot_instead_of_a_false_502(
+    tmp_path, live, two_versions, interval
+):
     """Audit repro: the worker slept while the refresher kept publishing; its own engine is past the detours
     limit, the pointer holds detours retrieved shortly before. The first request must get 200 from the new
     snapshot, whether or not the periodic check is due, with the production (background) loader."""
@@ -257,13 +278,17 @@ def test_an_idle_worker_serves_a_fresh_published_snapshot_instead_of_a_false_502
     time.sleep(0.02)
     status, body = get(c, auth, f"disruptions?{POINT}")
     assert status == 200, body
-    assert app.extensions["urban"].engine.manifest["asOf"] == json.loads(
-        (fresh / "manifest.json").read_text())["asOf"]
+    assert (
+        app.extensions["urban"].engine.manifest["asOf"]
+        == json.loads((fresh / "manifest.json").read_text())["asOf"]
+    )
 
 
 def test_an_idle_worker_without_a_fresher_snapshot_still_answers_502(tmp_path, live, two_versions):
     data_dir, a, _ = two_versions
-    app, auth = make(tmp_path, data_dir, Clock(live.retrieved + timedelta(minutes=45)), RELOAD_INTERVAL="3600")
+    app, auth = make(
+        tmp_path, data_dir, Clock(live.retrieved + timedelta(minutes=45)), RELOAD_INTERVAL="3600"
+    )
     stale = _republished(live, data_dir, minutes=1)  # published, but its detours are just as old
     store.switch(data_dir, stale)
     status, body = get(app.test_client(), auth, f"disruptions?{POINT}")

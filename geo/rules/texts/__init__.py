@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
-LANGUAGES = ("nl", "fr", "en")   # supported, in the server's order of preference
+LANGUAGES = ("nl", "fr", "en")  # supported, in the server's order of preference
 DEFAULT = "nl"
 
 

@@ -27,10 +27,12 @@ MESSAGES = {
     # briefing key facts
     "fact.stop": "Stop within {m} m: only detours of lines serving it, counted in the risk",
     "fact.no_stop.none": "No stop within {m} m and no detours in the Antwerp region",
-    "fact.no_stop.one": ("No stop within {m} m: the only detour in the Antwerp region is shown, "
-                         "not counted in the risk"),
-    "fact.no_stop.many": ("No stop within {m} m: all {n} detours in the Antwerp region are shown, "
-                          "not counted in the risk"),
+    "fact.no_stop.one": (
+        "No stop within {m} m: the only detour in the Antwerp region is shown, not counted in the risk"
+    ),
+    "fact.no_stop.many": (
+        "No stop within {m} m: all {n} detours in the Antwerp region are shown, not counted in the risk"
+    ),
     "fact.nearest": "Nearest road work in progress at {m} m",
     "fact.nearest.none": "No road works in progress within {radius}",
     "fact.upcoming.none": "No planned road works starting within 14 days",

@@ -26,13 +26,19 @@ MESSAGES = {
     "region.one": "{n} déviation",
     "region.many": "{n} déviations",
     # briefing key facts
-    "fact.stop": ("Arrêt à moins de {m} m\u00a0: seules les déviations des lignes qui le desservent, "
-                  "prises en compte dans le risque"),
+    "fact.stop": (
+        "Arrêt à moins de {m} m\u00a0: seules les déviations des lignes qui le desservent, "
+        "prises en compte dans le risque"
+    ),
     "fact.no_stop.none": "Aucun arrêt à moins de {m} m et aucune déviation dans la région d'Anvers",
-    "fact.no_stop.one": ("Aucun arrêt à moins de {m} m\u00a0: la seule déviation de la région d'Anvers est "
-                         "affichée, sans être prise en compte dans le risque"),
-    "fact.no_stop.many": ("Aucun arrêt à moins de {m} m\u00a0: les {n} déviations de la région d'Anvers sont "
-                          "affichées, sans être prises en compte dans le risque"),
+    "fact.no_stop.one": (
+        "Aucun arrêt à moins de {m} m\u00a0: la seule déviation de la région d'Anvers est "
+        "affichée, sans être prise en compte dans le risque"
+    ),
+    "fact.no_stop.many": (
+        "Aucun arrêt à moins de {m} m\u00a0: les {n} déviations de la région d'Anvers sont "
+        "affichées, sans être prises en compte dans le risque"
+    ),
     "fact.nearest": "Chantier en cours le plus proche à {m} m",
     "fact.nearest.none": "Aucun chantier en cours dans un rayon de {radius}",
     "fact.upcoming.none": "Aucun chantier prévu ne commence dans les 14 jours",
@@ -46,8 +52,9 @@ MESSAGES = {
     "fact.lez.inside": "Dans la zone de basses émissions d'Anvers",
     "fact.lez.outside": "En dehors de la zone de basses émissions d'Anvers",
     # /air-quality
-    "thresholds.note": ("Normes NO2 en moyenne annuelle\u00a0; la comparaison avec une valeur horaire est "
-                        "indicative."),
+    "thresholds.note": (
+        "Normes NO2 en moyenne annuelle\u00a0; la comparaison avec une valeur horaire est indicative."
+    ),
     "threshold.who": "Valeur guide de l'OMS (moyenne annuelle)",
     "threshold.eu": "Valeur limite de l'UE (moyenne annuelle)",
     "compliance.unknown": "Inconnu\u00a0: aucune mesure au cours des deux dernières heures",

@@ -26,10 +26,14 @@ MESSAGES = {
     # briefing key facts
     "fact.stop": "Halte binnen {m} m: alleen omleidingen van lijnen die er stoppen, meegeteld in het risico",
     "fact.no_stop.none": "Geen halte binnen {m} m en geen omleidingen in de regio Antwerpen",
-    "fact.no_stop.one": ("Geen halte binnen {m} m: de enige omleiding in de regio Antwerpen getoond, "
-                         "niet meegeteld in het risico"),
-    "fact.no_stop.many": ("Geen halte binnen {m} m: alle {n} omleidingen in de regio Antwerpen getoond, "
-                          "niet meegeteld in het risico"),
+    "fact.no_stop.one": (
+        "Geen halte binnen {m} m: de enige omleiding in de regio Antwerpen getoond, "
+        "niet meegeteld in het risico"
+    ),
+    "fact.no_stop.many": (
+        "Geen halte binnen {m} m: alle {n} omleidingen in de regio Antwerpen getoond, "
+        "niet meegeteld in het risico"
+    ),
     "fact.nearest": "Dichtstbijzijnde werk in uitvoering op {m} m",
     "fact.nearest.none": "Geen werk in uitvoering binnen {radius}",
     "fact.upcoming.none": "Geen geplande werken die binnen 14 dagen starten",
