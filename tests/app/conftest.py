@@ -13,11 +13,10 @@ from shapely.geometry import box
 from app import accounts, create_app
 from app.db import open_store
 from geo import Engine
+from platform_helpers import INSIDE, OUTSIDE, bearer  # noqa: F401  (fixtures' and tests' shared names)
 
 #: constructed service area: inside is 50.6 ≤ lat ≤ 51.6 and 2.5 ≤ lng ≤ 6.0
 SERVICE_BOX = (2.5, 50.6, 6.0, 51.6)
-INSIDE = (51.2194, 4.4025)
-OUTSIDE = (52.3676, 4.9041)  # Amsterdam
 
 
 class Clock:
@@ -96,7 +95,3 @@ def account(store):
         return accounts.create_account(store, email or f"user{next(counter)}@stad.antwerpen.be", plan)
 
     return make
-
-
-def bearer(key: str) -> dict:
-    return {"Authorization": f"Bearer {key}"}

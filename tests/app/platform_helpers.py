@@ -5,6 +5,12 @@ from __future__ import annotations
 import json
 
 RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
+INSIDE = (51.2194, 4.4025)
+OUTSIDE = (52.3676, 4.9041)  # Amsterdam
+
+
+def bearer(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
 
 
 def assert_error(resp, status: int, code: str) -> dict:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app import accounts, usage
-from conftest import bearer
+from platform_helpers import bearer
 from platform_helpers import assert_error
 
 

@@ -10,7 +10,7 @@ import pytest
 from app.errors import UpstreamError, error_codes
 from app.openapi import build
 from app.saved_locations import add_location
-from conftest import INSIDE, OUTSIDE, bearer
+from platform_helpers import INSIDE, OUTSIDE, bearer
 from platform_helpers import assert_error
 
 

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from app import accounts
 from app.db import open_store
 from app.saved_locations import add_location
-from conftest import bearer
+from platform_helpers import bearer
 from platform_helpers import assert_error
 from test_openapi import check_response
 

@@ -3,7 +3,7 @@
 import json
 
 from app.saved_locations import add_location
-from conftest import bearer
+from platform_helpers import bearer
 from platform_helpers import RATE_HEADERS
 
 

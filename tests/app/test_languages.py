@@ -13,7 +13,7 @@ from app import accounts
 from app.clock import data_now
 from app.db import open_store
 from app.negotiation import choose_language
-from conftest import bearer
+from platform_helpers import bearer
 from geo.rules.texts import LANGUAGES
 from geo.service.air import air_quality
 from geo.service.briefing import briefing

@@ -8,7 +8,7 @@ from referencing.jsonschema import DRAFT202012
 
 from app.errors import error_codes
 from app.saved_locations import add_location
-from conftest import bearer
+from platform_helpers import bearer
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from werkzeug.datastructures import MultiDict
 from app.api.targeting import parse_coordinate, resolve_target
 from app.errors import ApiError
 from app.saved_locations import add_location
-from conftest import INSIDE, OUTSIDE
+from platform_helpers import INSIDE, OUTSIDE
 
 
 @pytest.fixture
