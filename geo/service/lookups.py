@@ -13,8 +13,10 @@ import numpy as np
 from ..rules import works as wk
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..index.near_one import NearTable
+from ..rules.selection import near_side
 from ..rules.transit import STOP_RADIUS_KM
 
+SIDES = (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT)
 MAX_SELECTIONS = 4096  # cached detour bit mask -> index array conversions
 
 
@@ -65,9 +67,7 @@ class Lookups:
         rep = w.row_cluster >= 0
         row_side = np.full(w.row_cluster.size, RIVER_NONE, dtype=np.int8)
         row_side[rep] = w.side[w.row_cluster[rep]]
-        self.row_listed = {RIVER_NONE: rep}
-        for side in (RIVER_LEFT, RIVER_RIGHT):
-            self.row_listed[side] = rep & ((row_side == RIVER_NONE) | (row_side == side))
+        self.row_listed = {s: rep & near_side(s, row_side) for s in SIDES}
         cls = w.status_class.tolist()
         self.running = [c == wk.RUNNING for c in cls]
         self.planned = [c == wk.PLANNED for c in cls]
@@ -121,8 +121,7 @@ class Lookups:
         if self.works_table is not None:
             self.works_rank = rank[table.point]
             side = w.side[table.point]
-            self.works_listed = {s: (side == RIVER_NONE) | (side == s) for s in (RIVER_LEFT, RIVER_RIGHT)}
-            self.works_listed[RIVER_NONE] = np.ones(side.size, dtype=bool)
+            self.works_listed = {s: near_side(s, side) for s in SIDES}
         lat, lng = point_coords(engine.stops)
         rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
         table = NearTable(lat[rows], lng[rows], STOP_RADIUS_KM)

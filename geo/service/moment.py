@@ -22,6 +22,7 @@ from ..rules.airrules import WINDOW_MS, compliance_one, trend_one, window_bounds
 from ..rules.risk import HORIZON_HOURS, LOAD_PER_DETOUR
 from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
+from ..rules.selection import near_side
 from ..rules.timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
 
 MAX_ENTRIES = 4096  # per cache; a full cache is emptied and refilled
@@ -120,7 +121,7 @@ class Moment:
                 act = tr.active_detours(d, self.now_ms)
                 masks = {}
                 for s in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT):
-                    keep = act if s == RIVER_NONE else act & ((d.side == RIVER_NONE) | (d.side == s))
+                    keep = act & near_side(s, d.side)
                     masks[s] = sum(1 << j for j in np.flatnonzero(keep).tolist())
                 _put(t.active, segment, masks)
             self._active = masks
