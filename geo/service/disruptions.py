@@ -16,6 +16,7 @@ from ..rules import works as wk
 from .loaded import lookups, moment, prepare
 from ..index.near_one import query_radians
 from .point import checked_point
+from ..rules.tally import Tally, tally_one
 from ..rules.selection import by_distance, far_side, matched, near_side  # noqa: F401  (far_side: batch scoring)
 
 RADIUS_KM = wk.RADIUS_KM
@@ -126,44 +127,24 @@ def _stops_near(engine, lk, lat: float, lng: float, q: tuple) -> tuple:
     return bool(hits.size), served
 
 
-class Tally(NamedTuple):
-    """Counts of a selection (one pass over its clusters and detours)."""
-
-    running: int
-    planned: int
-    upcoming: int  # planned clusters starting within 14 days
-    near_running: int  # running clusters within ``near_km``
-    nearest_running_km: float | None  # distance of the nearest running cluster, None when there is none
-    severity: tuple  # detours per severity (low, medium, high)
-
-
 def tally(lk, found: Found, near_km: float = 0.0) -> Tally:
-    """:class:`Tally` of a selection, with :class:`geo.service.lookups.Lookups` ``lk`` of its engine.
+    """:func:`geo.rules.tally.tally_one` of a selection, with :class:`geo.service.lookups.Lookups` ``lk`` of
+    its engine.
 
     Examples
     --------
     >>> tally(lookups(engine), find(engine, 51.2194, 4.4025, now), 0.5).running  # doctest: +SKIP
     3
     """
-    running, planned = lk.running, lk.planned
-    n_run = n_plan = n_up = n_near = 0
-    nearest = None
-    for c, k, up in zip(found.clusters.tolist(), found.cluster_km.tolist(), found.upcoming.tolist()):
-        if running[c]:
-            n_run += 1
-            if nearest is None:
-                nearest = k
-            if k <= near_km:
-                n_near += 1
-        elif planned[c]:
-            n_plan += 1
-            if up:
-                n_up += 1
-    sev = [0, 0, 0]
-    severity = lk.severity
-    for j in found.detours.tolist():
-        sev[severity[j]] += 1
-    return Tally(n_run, n_plan, n_up, n_near, nearest, tuple(sev))
+    return tally_one(
+        lk.status_class,
+        found.clusters.tolist(),
+        found.cluster_km.tolist(),
+        found.upcoming.tolist(),
+        lk.severity,
+        found.detours.tolist(),
+        near_km,
+    )
 
 
 def summary_of(t: Tally, found: Found) -> dict:

@@ -49,7 +49,7 @@ class Lookups:
     row_listed : dict side -> bool array over ``engine.works`` rows: the row represents a works cluster
         that is not on the far river side of a point on ``side``
     row_cluster : int64 array over works rows (``prepared.works.row_cluster``)
-    running, planned : list of bool per cluster
+    status_class : list of int per cluster (:data:`geo.rules.works.RUNNING`, ``PLANNED``, ...)
     stop_detours : list of int per stop: bit ``j`` set when detour ``j`` has a line serving the stop
     severity : list of int per detour
     works_table : NearTable over the works clusters (representative points) at 2 km, or None
@@ -68,9 +68,7 @@ class Lookups:
         row_side = np.full(w.row_cluster.size, RIVER_NONE, dtype=np.int8)
         row_side[rep] = w.side[w.row_cluster[rep]]
         self.row_listed = {s: rep & near_side(s, row_side) for s in SIDES}
-        cls = w.status_class.tolist()
-        self.running = [c == wk.RUNNING for c in cls]
-        self.planned = [c == wk.PLANNED for c in cls]
+        self.status_class = w.status_class.tolist()
         n_det = d.ids.size
         if n_det and d.stop_bits.shape[0]:
             self.stop_detours = stop_detour_masks(d.stop_bits, d.line_bits)
