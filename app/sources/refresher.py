@@ -66,7 +66,7 @@ class RefreshReport:
             for name, d in self.fetched.items()
         ]
         out += [f"  {name:<7} FAILED  {msg}" for name, msg in self.failed.items()]
-        if self.published:
+        if self.published and self.snapshot_id is not None:
             out.append(
                 f"published snapshot {self.snapshot_id[:16]}… asOf {self.as_of} at {self.path}"
                 + (f" (kept from the previous snapshot: {', '.join(self.kept)})" if self.kept else "")

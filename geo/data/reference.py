@@ -95,7 +95,7 @@ def union_geometry(feature_collection: dict):
 def as_multipolygon(geom) -> shapely.MultiPolygon:
     """Polygonal parts of ``geom`` as one MultiPolygon (lines and points dropped)."""
     parts = [g for g in shapely.get_parts(geom) if g.geom_type in ("Polygon", "MultiPolygon")]
-    polys = []
+    polys: list[shapely.Polygon] = []
     for p in parts:
         polys.extend(shapely.get_parts(p) if p.geom_type == "MultiPolygon" else [p])
     return shapely.MultiPolygon(polys)

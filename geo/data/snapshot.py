@@ -341,9 +341,11 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
     else:
         ref("stations", reference.STATIONS, ref_stations)
 
-    scenario = None
-    if not {"works", "stops", "detours", "no2"} <= set(raw):
-        scenario = demo.Scenario(reference_dir, as_of=as_of, seed=seed)
+    @functools.cache
+    def scenario() -> demo.Scenario:
+        """The demo scenario, made on first use: only a dynamic layer without a live payload needs it."""
+        return demo.Scenario(reference_dir, as_of=as_of, seed=seed)
+
     demo_note = "no live payload given: deterministic demo scenario" if raw else None
 
     def dynamic(name, live_layer, source, licence, demo_layer):
@@ -359,20 +361,20 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
     dynamic("works", (lambda: upstream.normalise_works(raw["works"], now=as_of)) if "works" in raw else None,
             "GIPOD OGC API Features INNAME/INNAME_PUNT", "Modellicentie Gratis Hergebruik v1.0; "
             "Bron: GIPOD, Digitaal Vlaanderen",
-            lambda: upstream.normalise_works(scenario.works_pages(), now=as_of))
+            lambda: upstream.normalise_works(scenario().works_pages(), now=as_of))
     dynamic("stops", (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines")))
             if "stops" in raw else None, "De Lijn Kern Open Data v1 haltes + lijnrichtingen",
             "De Lijn open data (licence per the De Lijn data portal terms)",
-            lambda: upstream.normalise_stops(*scenario.stops_payloads(), scenario.lines_payload()))
+            lambda: upstream.normalise_stops(*scenario().stops_payloads(), scenario().lines_payload()))
     dynamic("detours", (lambda: upstream.normalise_detours(raw["detours"], raw.get("lines"), layers["stops"],
                                                            raw.get("stop_details")))
             if "detours" in raw else None,
             "De Lijn Kern Open Data v1 omleidingen", "De Lijn open data (licence per the De Lijn data "
-            "portal terms)", lambda: upstream.normalise_detours(scenario.detours_payload(layers["stops"]),
-                                                                scenario.lines_payload(), layers["stops"]))
+            "portal terms)", lambda: upstream.normalise_detours(scenario().detours_payload(layers["stops"]),
+                                                                scenario().lines_payload(), layers["stops"]))
     dynamic("no2", (lambda: upstream.normalise_no2(raw.get("timeseries") or [], raw["no2"],
                                                    layers["stations"])) if "no2" in raw else None,
             "IRCEL-CELINE SOS timeseries REST API /timeseries + getData (NO2, phenomenon 8)",
             "CC BY 4.0, IRCEL-CELINE",
-            lambda: upstream.normalise_no2(*scenario.no2_payloads(layers["stations"]), layers["stations"]))
+            lambda: upstream.normalise_no2(*scenario().no2_payloads(layers["stations"]), layers["stations"]))
     return layers, metas

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -21,6 +22,9 @@ from shapely.geometry import shape
 from ..errors import GeoError
 from .layers import frame
 from .payload import UpstreamFormatError, parse_geo_coordinaat
+
+if TYPE_CHECKING:  # geopandas is imported where a frame is built (layers.frame)
+    import geopandas as gpd
 from .payload import items as _items
 from .upstream_delijn import LineBook, StopBook
 
@@ -129,7 +133,7 @@ def wgs84_ok(geom) -> bool:
 
 # --- GIPOD --------------------------------------------------------------------------------------------
 
-def normalise_works(pages, now=None) -> "gpd.GeoDataFrame":  # noqa: F821
+def normalise_works(pages, now=None) -> gpd.GeoDataFrame:
     """GIPOD OGC API Features ``INNAME``/``INNAME_PUNT`` FeatureCollection(s) -> ``works`` layer.
 
     The service sends one feature per **occurrence** (id ``INNAME_PUNT.<GipodId>-<yyMMddHHmm>``); a work is
