@@ -31,18 +31,38 @@ DEFAULT_SEED = 20261116
 KINDS = ("reference", "live", "demo", "recorded")
 
 #: raw payload keys accepted by :func:`geo.data.publish.build_snapshot` (and their CLI options)
-RAW_KEYS = ("works", "stops", "stop_lines", "lines", "stop_details", "detours", "stations", "timeseries", "no2",
-            "lez", "boundary")
+RAW_KEYS = (
+    "works",
+    "stops",
+    "stop_lines",
+    "lines",
+    "stop_details",
+    "detours",
+    "stations",
+    "timeseries",
+    "no2",
+    "lez",
+    "boundary",
+)
 
 #: upstream source (``app.sources.catalog`` name) of each layer fed by one, for the manifest's ``skipped``
-LAYER_SOURCE = {"works": "gipod", "stops": "delijn", "detours": "delijn", "stations": "ircel", "no2": "ircel",
-                "lez": "lez", "service_area": "boundary"}
+LAYER_SOURCE = {
+    "works": "gipod",
+    "stops": "delijn",
+    "detours": "delijn",
+    "stations": "ircel",
+    "no2": "ircel",
+    "lez": "lez",
+    "service_area": "boundary",
+}
 
 
 def fix_hint(path) -> str:
     """The sentence every ``SnapshotError`` ends with."""
-    return (f"rebuild it: run `make snapshot` or "
-            f"`python -m geo.data build --reference ../shared/data --out {path}`")
+    return (
+        f"rebuild it: run `make snapshot` or "
+        f"`python -m geo.data build --reference ../shared/data --out {path}`"
+    )
 
 
 def iso_ms(ts) -> str:
@@ -116,16 +136,25 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
         (out / f"{name}.parquet").write_bytes(data)
         files[name] = data
         entries[name] = {
-            "file": f"{name}.parquet", "kind": meta["kind"], "source": meta["source"],
-            "licence": meta["licence"], "records": int(len(layers[name])), "sha256": _sha256(data),
+            "file": f"{name}.parquet",
+            "kind": meta["kind"],
+            "source": meta["source"],
+            "licence": meta["licence"],
+            "records": int(len(layers[name])),
+            "sha256": _sha256(data),
             "retrievedAt": iso_ms(meta.get("retrievedAt") or as_of),
         }
         if meta.get("note"):
             entries[name]["note"] = meta["note"]
         if meta.get("skipped"):
             entries[name]["skipped"] = dict(sorted(meta["skipped"].items()))
-    manifest = {"formatVersion": FORMAT_VERSION, "snapshotId": snapshot_id(files), "asOf": as_of,
-                "layers": entries, "skipped": skipped_by_source(entries)}
+    manifest = {
+        "formatVersion": FORMAT_VERSION,
+        "snapshotId": snapshot_id(files),
+        "asOf": as_of,
+        "layers": entries,
+        "skipped": skipped_by_source(entries),
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
 
@@ -183,9 +212,11 @@ def read_manifest(path) -> dict:
             if key not in layers[name]:
                 raise SnapshotError(f"{mpath}: layer {name!r} lacks {key!r}; {fix_hint(root)}")
         if layers[name]["kind"] not in KINDS or not isinstance(layers[name]["records"], int):
-            raise SnapshotError(f"{mpath}: layer {name!r} has kind {layers[name]['kind']!r} and records "
-                                f"{layers[name]['records']!r}, expected one of {KINDS} and an integer; "
-                                f"{fix_hint(root)}")
+            raise SnapshotError(
+                f"{mpath}: layer {name!r} has kind {layers[name]['kind']!r} and records "
+                f"{layers[name]['records']!r}, expected one of {KINDS} and an integer; "
+                f"{fix_hint(root)}"
+            )
     return manifest
 
 
@@ -212,8 +243,13 @@ def read_layer(data: bytes):
     meta = json.loads((table.schema.metadata or {}).get(b"geo", b"{}"))
     col = meta.get("primary_column")
     info = (meta.get("columns") or {}).get(col) or {}
-    if (len(meta.get("columns") or {}) != 1 or col not in table.column_names or info.get("encoding") != "WKB"
-            or "covering" in info or isinstance(info.get("crs"), str)):
+    if (
+        len(meta.get("columns") or {}) != 1
+        or col not in table.column_names
+        or info.get("encoding") != "WKB"
+        or "covering" in info
+        or isinstance(info.get("crs"), str)
+    ):
         return gpd.read_parquet(io.BytesIO(data))
     names = list(table.slice(0, 0).to_pandas().columns)
     frame = table.drop([col]).to_pandas()
@@ -268,27 +304,37 @@ def read_snapshot(path):
         except OSError:
             raise SnapshotError(f"{fpath} is missing (incomplete snapshot); {fix_hint(root)}") from None
         if _sha256(data) != entry["sha256"]:
-            raise SnapshotError(f"{fpath} is corrupt or truncated (sha256 differs from {root / MANIFEST}); "
-                                f"{fix_hint(root)}")
+            raise SnapshotError(
+                f"{fpath} is corrupt or truncated (sha256 differs from {root / MANIFEST}); {fix_hint(root)}"
+            )
         try:
             layer = read_layer(data)
         except Exception as exc:  # pyarrow/geopandas raise many types for unreadable files
-            raise SnapshotError(f"{fpath} is not a readable GeoParquet file ({exc}); {fix_hint(root)}") from None
+            raise SnapshotError(
+                f"{fpath} is not a readable GeoParquet file ({exc}); {fix_hint(root)}"
+            ) from None
         try:
             check_layer(name, layer)
         except SnapshotError as exc:
             raise SnapshotError(f"{fpath}: {exc}; {fix_hint(root)}") from None
         if len(layer) != entry["records"]:
-            raise SnapshotError(f"{fpath} has {len(layer)} records, the manifest says {entry['records']}; "
-                                f"{fix_hint(root)}")
+            raise SnapshotError(
+                f"{fpath} has {len(layer)} records, the manifest says {entry['records']}; {fix_hint(root)}"
+            )
         files[name], layers[name] = data, layer
     if snapshot_id(files) != manifest["snapshotId"]:
         raise SnapshotError(f"{root / MANIFEST}: snapshotId does not match the layer files; {fix_hint(root)}")
     return layers, manifest
 
 
-def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, seed: int = DEFAULT_SEED,
-                 retrieved_at: dict | None = None):
+def build_layers(
+    reference_dir,
+    *,
+    as_of=DEMO_AS_OF,
+    raw: dict | None = None,
+    seed: int = DEFAULT_SEED,
+    retrieved_at: dict | None = None,
+):
     """All layers and their manifest metadata: reference files, live payloads in ``raw``, demo for the rest.
 
     ``raw`` maps keys of :data:`RAW_KEYS` to parsed payloads (see :func:`geo.data.upstream` normalisers):
@@ -314,30 +360,48 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
 
     def live(name, layer, source, licence):
         layers[name] = layer
-        metas[name] = {"kind": "live", "source": source, "licence": licence,
-                       "retrievedAt": retrieved_at.get(name, as_of)}
+        metas[name] = {
+            "kind": "live",
+            "source": source,
+            "licence": licence,
+            "retrievedAt": retrieved_at.get(name, as_of),
+        }
         skipped = layer.attrs.get("skipped") or {}
         if skipped:
             metas[name]["skipped"] = dict(skipped)
-            metas[name]["note"] = (f"{sum(skipped.values())} upstream records skipped ("
-                                   + ", ".join(f"{r}: {n}" for r, n in sorted(skipped.items())) + ")")
+            metas[name]["note"] = (
+                f"{sum(skipped.values())} upstream records skipped ("
+                + ", ".join(f"{r}: {n}" for r, n in sorted(skipped.items()))
+                + ")"
+            )
 
     if "boundary" in raw:
-        live("service_area", upstream.normalise_boundary(raw["boundary"]), "regional boundary GeoJSON "
-             "(URBAN_BOUNDARY_URL, Flemish + Brussels-Capital regions)", "licence of the configured boundary "
-             "source (see docs/sources.md)")
+        live(
+            "service_area",
+            upstream.normalise_boundary(raw["boundary"]),
+            "regional boundary GeoJSON (URBAN_BOUNDARY_URL, Flemish + Brussels-Capital regions)",
+            "licence of the configured boundary source (see docs/sources.md)",
+        )
     else:
         ref("service_area", reference.SERVICE_AREA, reference.service_area(reference_dir))
     ref("river", reference.CENTERLINE, river.reference_river_layer(reference_dir))
     ref_stations = reference.stations(reference_dir)
     if "lez" in raw:
-        live("lez", upstream.normalise_lez(raw["lez"]), "Stad Antwerpen ArcGIS REST "
-             "(portal_publiek4/MapServer/283, f=geojson)", reference.META[reference.LEZ]["licence"])
+        live(
+            "lez",
+            upstream.normalise_lez(raw["lez"]),
+            "Stad Antwerpen ArcGIS REST (portal_publiek4/MapServer/283, f=geojson)",
+            reference.META[reference.LEZ]["licence"],
+        )
     else:
         ref("lez", reference.LEZ, reference.lez(reference_dir))
     if "stations" in raw:
-        live("stations", upstream.normalise_stations(raw["stations"], ref_stations),
-             "IRCEL-CELINE SOS timeseries REST API /stations?phenomenon=8", "CC BY 4.0, IRCEL-CELINE")
+        live(
+            "stations",
+            upstream.normalise_stations(raw["stations"], ref_stations),
+            "IRCEL-CELINE SOS timeseries REST API /stations?phenomenon=8",
+            "CC BY 4.0, IRCEL-CELINE",
+        )
     else:
         ref("stations", reference.STATIONS, ref_stations)
 
@@ -354,27 +418,52 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
         else:
             layers[name] = demo_layer()
             layers[name].attrs.pop("skipped", None)  # generated on purpose (e.g. events), not upstream loss
-            metas[name] = {"kind": "demo", "source": f"demo scenario (geo.data.demo, seed {seed}) in the "
-                           f"{source} format", "licence": "generated data, no restrictions",
-                           "retrievedAt": as_of, "note": demo_note}
+            metas[name] = {
+                "kind": "demo",
+                "source": f"demo scenario (geo.data.demo, seed {seed}) in the {source} format",
+                "licence": "generated data, no restrictions",
+                "retrievedAt": as_of,
+                "note": demo_note,
+            }
 
-    dynamic("works", (lambda: upstream.normalise_works(raw["works"], now=as_of)) if "works" in raw else None,
-            "GIPOD OGC API Features INNAME/INNAME_PUNT", "Modellicentie Gratis Hergebruik v1.0; "
-            "Bron: GIPOD, Digitaal Vlaanderen",
-            lambda: upstream.normalise_works(scenario().works_pages(), now=as_of))
-    dynamic("stops", (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines")))
-            if "stops" in raw else None, "De Lijn Kern Open Data v1 haltes + lijnrichtingen",
-            "De Lijn open data (licence per the De Lijn data portal terms)",
-            lambda: upstream.normalise_stops(*scenario().stops_payloads(), scenario().lines_payload()))
-    dynamic("detours", (lambda: upstream.normalise_detours(raw["detours"], raw.get("lines"), layers["stops"],
-                                                           raw.get("stop_details")))
-            if "detours" in raw else None,
-            "De Lijn Kern Open Data v1 omleidingen", "De Lijn open data (licence per the De Lijn data "
-            "portal terms)", lambda: upstream.normalise_detours(scenario().detours_payload(layers["stops"]),
-                                                                scenario().lines_payload(), layers["stops"]))
-    dynamic("no2", (lambda: upstream.normalise_no2(raw.get("timeseries") or [], raw["no2"],
-                                                   layers["stations"])) if "no2" in raw else None,
-            "IRCEL-CELINE SOS timeseries REST API /timeseries + getData (NO2, phenomenon 8)",
-            "CC BY 4.0, IRCEL-CELINE",
-            lambda: upstream.normalise_no2(*scenario().no2_payloads(layers["stations"]), layers["stations"]))
+    dynamic(
+        "works",
+        (lambda: upstream.normalise_works(raw["works"], now=as_of)) if "works" in raw else None,
+        "GIPOD OGC API Features INNAME/INNAME_PUNT",
+        "Modellicentie Gratis Hergebruik v1.0; Bron: GIPOD, Digitaal Vlaanderen",
+        lambda: upstream.normalise_works(scenario().works_pages(), now=as_of),
+    )
+    dynamic(
+        "stops",
+        (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines")))
+        if "stops" in raw
+        else None,
+        "De Lijn Kern Open Data v1 haltes + lijnrichtingen",
+        "De Lijn open data (licence per the De Lijn data portal terms)",
+        lambda: upstream.normalise_stops(*scenario().stops_payloads(), scenario().lines_payload()),
+    )
+    dynamic(
+        "detours",
+        (
+            lambda: upstream.normalise_detours(
+                raw["detours"], raw.get("lines"), layers["stops"], raw.get("stop_details")
+            )
+        )
+        if "detours" in raw
+        else None,
+        "De Lijn Kern Open Data v1 omleidingen",
+        "De Lijn open data (licence per the De Lijn data portal terms)",
+        lambda: upstream.normalise_detours(
+            scenario().detours_payload(layers["stops"]), scenario().lines_payload(), layers["stops"]
+        ),
+    )
+    dynamic(
+        "no2",
+        (lambda: upstream.normalise_no2(raw.get("timeseries") or [], raw["no2"], layers["stations"]))
+        if "no2" in raw
+        else None,
+        "IRCEL-CELINE SOS timeseries REST API /timeseries + getData (NO2, phenomenon 8)",
+        "CC BY 4.0, IRCEL-CELINE",
+        lambda: upstream.normalise_no2(*scenario().no2_payloads(layers["stations"]), layers["stations"]),
+    )
     return layers, metas
