@@ -19,7 +19,7 @@ import pandas as pd
 import shapely
 from shapely.geometry import shape
 
-from .layers import frame
+from .layers import SCHEMAS, frame
 from .payload import UpstreamFormatError, parse_geo_coordinaat
 
 if TYPE_CHECKING:  # geopandas is imported where a frame is built (layers.frame)
@@ -389,22 +389,7 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
         }
     ids = list(by_id)
     rows = [by_id[i] for i in ids]
-    cols = {
-        c: [r[c] for r in rows]
-        for c in (
-            "title",
-            "description",
-            "type",
-            "entity",
-            "region",
-            "lines",
-            "unserved_stops",
-            "start",
-            "end",
-            "days",
-            "delay_min",
-        )
-    }
+    cols = {c: [r[c] for r in rows] for c in SCHEMAS["detours"][1:]}  # every column after the id
     layer = frame("detours", {"id": ids, **cols}, [r["geometry"] for r in rows])
     layer.attrs["skipped"] = skipped
     return _sorted_by_id(layer)
