@@ -122,4 +122,5 @@ def trust_proxies(app: Flask) -> None:
     if hops:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)
+        # Flask's documented way to wrap the WSGI app in middleware (typeshed sees a method assignment)
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops)  # type: ignore[method-assign]

@@ -17,16 +17,25 @@ from gunicorn.glogging import Logger
 from .redact import redact_path, redact_query
 
 
-_stamp = [0, ""]  # (epoch second, its ISO text): formatted once per second
+class _Stamp:
+    """The epoch second last formatted and its ISO text (formatted once per second)."""
+
+    __slots__ = ("second", "text")
+
+    def __init__(self) -> None:
+        self.second, self.text = 0, ""
+
+
+_stamp = _Stamp()
 _pid = [os.getpid()]
 os.register_at_fork(after_in_child=lambda: _pid.__setitem__(0, os.getpid()))
 
 
 def _now_iso() -> str:
     second = int(time.time())
-    if _stamp[0] != second:
-        _stamp[:] = [second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))]
-    return _stamp[1]
+    if _stamp.second != second:
+        _stamp.second, _stamp.text = second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    return _stamp.text
 
 
 def entry(status, method, path, query, remote, nbytes, duration_us, request_id) -> str:

@@ -12,6 +12,7 @@ import sqlite3
 
 from flask import current_app, g, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import MethodNotAllowed as HTTPMethodNotAllowed
 
 from geo.errors import InvalidCoordinates as GeoInvalidCoordinates
 from geo.errors import OutsideServiceArea as GeoOutsideServiceArea
@@ -170,7 +171,7 @@ def to_api_error(exc: BaseException) -> ApiError:
     if isinstance(exc, GeoOutsideServiceArea):
         return OutsideServiceArea(str(exc) or None)
     if isinstance(exc, HTTPException):
-        cls = _HTTP_MAP.get(exc.code)
+        cls = _HTTP_MAP.get(exc.code) if exc.code is not None else None
         if cls is None:
             if exc.code is not None and exc.code < 500:
                 err = InvalidRequest(exc.description)
@@ -180,7 +181,8 @@ def to_api_error(exc: BaseException) -> ApiError:
         if cls is RateLimited:
             return _limiter_breach(exc)
         if cls is MethodNotAllowed:
-            allowed = ", ".join(sorted(exc.valid_methods or []))
+            methods = exc.valid_methods if isinstance(exc, HTTPMethodNotAllowed) else None
+            allowed = ", ".join(sorted(methods or []))
             return MethodNotAllowed(
                 f"method {echo(request.method)} not allowed; use {allowed}",
                 headers={"Allow": allowed} if allowed else None,

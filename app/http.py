@@ -8,14 +8,16 @@ import json
 import logging
 import os
 import re
+from typing import cast
 
-from flask import current_app, g, request
+from flask import Flask, current_app, g, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_etags
+from werkzeug.local import LocalProxy
 from werkzeug.sansio.utils import get_content_length
 
-from . import auth, negotiation, ratelimit
+from . import auth, jsontext, negotiation, ratelimit
 from .errors import ApiError, InvalidRequest, PayloadTooLarge
 
 log = logging.getLogger("app.http")
@@ -30,32 +32,20 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
 class UrbanJSONProvider(DefaultJSONProvider):
-    """Compact UTF-8 JSON, keys in insertion order, NaN refused, NumPy scalars as Python numbers.
-
-    Same object → same bytes, so ETags and the determinism tests compare byte for byte.
-    """
+    """Flask's JSON provider writing :mod:`app.jsontext` (compact UTF-8 JSON, keys in insertion order, NaN
+    refused, NumPy scalars as Python numbers)."""
 
     sort_keys = False
     ensure_ascii = False
     compact = True
-
-    @staticmethod
-    def default(o):
-        if type(o).__module__ == "numpy" and hasattr(o, "item"):
-            return o.item()
-        return DefaultJSONProvider.default(o)
+    default = staticmethod(jsontext.default)
 
     def dumps(self, obj, **kwargs) -> str:
-        kwargs.setdefault("default", self.default)
-        kwargs.setdefault("ensure_ascii", False)
-        kwargs.setdefault("sort_keys", False)
-        kwargs.setdefault("separators", (",", ":"))
-        kwargs.setdefault("allow_nan", False)
-        return json.dumps(obj, **kwargs)
+        return jsontext.dumps(obj, **kwargs)
 
     def body(self, obj) -> str:
         """The response text of ``obj``: compact JSON and a final newline."""
-        return self.dumps(obj) + "\n"
+        return jsontext.body(obj)
 
     def response(self, *args, **kwargs):
         obj = self._prepare_response_obj(args, kwargs)
@@ -66,7 +56,8 @@ def data_response(body: dict):
     """A cacheable data response in the negotiated representation (:mod:`app.negotiation`):
     ``Cache-Control: private, max-age=N`` and ``Vary: Authorization, Accept``; an answer with translated
     texts also ``Content-Language`` and ``Accept-Language`` in ``Vary``."""
-    app = current_app._get_current_object()
+    # the app behind the proxy, once (Flask types ``current_app`` as the app; it is a LocalProxy)
+    app: Flask = cast("LocalProxy[Flask]", current_app)._get_current_object()
     text, media_type = negotiation.render(body)
     language = g.get("language")
     headers = [

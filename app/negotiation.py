@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from flask import current_app, g, request
+from flask import g, request
 
+from . import jsontext
 from .errors import NotAcceptable
 
 JSON = "application/json"
@@ -247,5 +248,5 @@ def render(body: dict) -> tuple[str, str]:
     """``(text, media type)`` of a data body in the negotiated representation (JSON when none was)."""
     rep = g.get("representation")
     if rep is None:
-        return current_app.json.body(body), JSON
+        return jsontext.body(body), JSON
     return rep.render(body), rep.media_type

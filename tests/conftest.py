@@ -46,7 +46,8 @@ def reference_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def snapshot_dir(reference_dir, tmp_path_factory) -> Path:
-    from geo.data.snapshot import DEMO_AS_OF, DEFAULT_SEED, build_snapshot
+    from geo.data.publish import build_snapshot
+    from geo.data.snapshot import DEMO_AS_OF, DEFAULT_SEED
 
     out = tmp_path_factory.mktemp("snapshot") / "snapshot"
     build_snapshot(out, reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)

@@ -37,12 +37,6 @@ FORBIDDEN = (
 )
 #: imported inside functions only (optional dependencies stay out of ``import geo``)
 LAZY_ONLY = ("dask", "distributed", "dask_geopandas", "folium", "matplotlib")
-#: known cycles, each with its reason; the test fails when one disappears, so the list stays true
-ALLOWED_CYCLES = {
-    # snapshot.verify_loadable loads an Engine and Engine.load reads a snapshot; LAYOUT.md froze the body of
-    # snapshot.py for the parallel branches, so the check moves out of snapshot.py after their merge
-    frozenset({"geo.data.engine", "geo.data.snapshot"}),
-}
 
 
 def module_name(path: Path) -> str:
@@ -164,10 +158,9 @@ def test_strongly_connected_finds_a_planted_cycle():
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
 
 
-def test_no_import_cycles_but_the_listed_ones():
-    cycles = {frozenset(c) for c in strongly_connected(graph())}
-    assert cycles - ALLOWED_CYCLES == set(), f"import cycles: {[sorted(c) for c in cycles - ALLOWED_CYCLES]}"
-    assert ALLOWED_CYCLES - cycles == set(), "an allowed cycle is gone: remove it from ALLOWED_CYCLES"
+def test_no_import_cycles():
+    cycles = strongly_connected(graph())
+    assert not cycles, f"import cycles: {[sorted(c) for c in cycles]}"
 
 
 def test_no_test_edits_sys_path():

@@ -15,8 +15,9 @@ detour); a feature whose place is unknown has ``"geometry": null``. See docs/api
 
 from __future__ import annotations
 
-from flask import current_app, g
+from flask import g
 
+from .. import jsontext
 from .targeting import current_engine
 
 
@@ -75,4 +76,4 @@ SERIALISERS = {"locations": locations, "disruptions": disruptions, "air-quality"
 def render(resource: str, body: dict) -> str:
     """The GeoJSON response text of ``resource``'s JSON ``body`` (same JSON conventions as the JSON)."""
     collection = SERIALISERS[resource](body, g.get("target"), current_engine())
-    return current_app.json.body(collection)
+    return jsontext.body(collection)

@@ -232,7 +232,7 @@ def evaluate(conn, engine, now) -> int:
         "SELECT s.*, l.name AS l_name, l.lat AS l_lat, l.lng AS l_lng FROM alert_subscriptions s"
         " JOIN locations l ON l.id = s.location_id ORDER BY s.id"
     ).fetchall()
-    by_location: dict[str, dict] = {}
+    by_location: dict[str, dict | None] = {}  # None: outside the service area
     new = 0
     for sub in subs:
         loc = {"id": sub["location_id"], "name": sub["l_name"], "lat": sub["l_lat"], "lng": sub["l_lng"]}

@@ -17,11 +17,24 @@ See ``docs/sources.md``.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .settings import SourceSettings
 
+if TYPE_CHECKING:
+    from .reload import SnapshotWatcher
+
 EXTENSION = "urban_sources"
 _MARGIN = timedelta(milliseconds=1)
+
+
+class SourcesState(TypedDict):
+    """``app.extensions[EXTENSION]``: the settings, the reload watcher (None without reloading) and the
+    freshness deadlines cached for the engine in use: ``(engine, limits, {layers: deadline})``."""
+
+    settings: SourceSettings
+    watcher: SnapshotWatcher | None
+    fresh_until: tuple[Any, Any, dict] | None
 
 
 def init_app(app) -> None:
@@ -37,7 +50,7 @@ def init_app(app) -> None:
     from .reload import SnapshotWatcher
 
     settings = SourceSettings.from_mapping(app.config)
-    state = {"settings": settings, "watcher": None}
+    state: SourcesState = {"settings": settings, "watcher": None, "fresh_until": None}
     app.extensions[EXTENSION] = state
     app.cli.add_command(snapshot_group)
 
@@ -66,7 +79,7 @@ def init_app(app) -> None:
                 watcher.maybe_reload(holder, urgent=True)
         g.urban_engine = holder.engine
 
-    def _stale(state, engine) -> list:
+    def _stale(state: SourcesState, engine) -> list:
         """The live layers this request's endpoint needs that ``engine`` holds past their limit.
 
         Each engine's manifest gives a constant deadline per endpoint (``fresh_until``, cached for the
@@ -80,7 +93,7 @@ def init_app(app) -> None:
         if not layers or not manifest:
             return []
         limits = state["settings"].freshness
-        cached_engine, cached_limits, deadlines = state.get("fresh_until") or (None, None, None)
+        cached_engine, cached_limits, deadlines = state["fresh_until"] or (None, None, {})
         if cached_engine is not engine or cached_limits is not limits:
             deadlines = {}
             state["fresh_until"] = (engine, limits, deadlines)

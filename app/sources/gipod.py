@@ -33,7 +33,7 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     (3, datetime.datetime(2026, 11, 16, 7, 0, tzinfo=datetime.timezone.utc))
     """
     base = settings.gipod_url
-    url = f"{base}/collections/{COLLECTION}/items"
+    url: str | None = f"{base}/collections/{COLLECTION}/items"
     params: dict | None = {
         "limit": settings.gipod_page_size,
         "bbox": ",".join(f"{v:g}" for v in settings.gipod_bbox),
@@ -43,7 +43,9 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     budget = settings.gipod_max_pages * settings.gipod_page_size
     expiry = settings.expiry(SOURCE, "works")
     data = SourceData(SOURCE)
-    pages, oldest, seen = [], None, set()
+    pages: list[dict] = []
+    retrieved: list[datetime] = []
+    seen: set[str] = set()
     while url is not None:
         if len(pages) >= settings.gipod_max_pages:
             raise UpstreamError(
@@ -71,7 +73,7 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         data.requests += 1
         data.from_cache += got.from_cache
         pages.append(got.payload)
-        oldest = got.retrieved_at if oldest is None else min(oldest, got.retrieved_at)
+        retrieved.append(got.retrieved_at)
         seen.add(got.url)
         url, params = _next_link(got.payload, base), None
         if url in seen:
@@ -84,7 +86,7 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         raise UpstreamError(SOURCE, "GIPOD: no works in the service area (refusing an empty register)")
     check_skipped(SOURCE, "GIPOD", {"works": layer}, settings)
     data.raw["works"] = pages
-    data.retrieved_at["works"] = oldest
+    data.retrieved_at["works"] = min(retrieved)  # the oldest page (the loop reads one at least)
     return data
 
 

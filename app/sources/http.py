@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Literal, overload
 from urllib.parse import urlsplit
 
 import requests
@@ -254,6 +254,34 @@ class Upstream:
     #: validated 200, or a 404 with ``missing_ok``): the hook ``app.sources.recording`` records with
     on_response: Callable[..., None] | None = None
 
+    @overload
+    def get_json(
+        self,
+        source: str,
+        url: str,
+        *,
+        params: dict | None = ...,
+        headers: dict | None = ...,
+        expire_after: float | None = ...,
+        check: Callable[[Any], None] | None = ...,
+        missing_ok: Literal[False] = ...,
+        endpoint: str = ...,
+    ) -> Fetched: ...
+
+    @overload
+    def get_json(
+        self,
+        source: str,
+        url: str,
+        *,
+        params: dict | None = ...,
+        headers: dict | None = ...,
+        expire_after: float | None = ...,
+        check: Callable[[Any], None] | None = ...,
+        missing_ok: bool,
+        endpoint: str = ...,
+    ) -> Fetched | None: ...
+
     def get_json(
         self,
         source: str,
@@ -278,11 +306,11 @@ class Upstream:
         label = SOURCES[source].label if source in SOURCES else source
         breaker = self.breaker(source)
         if not breaker.acquire():
-            wait = breaker.retry_after()
+            opens_in = breaker.retry_after()
             raise UpstreamError(
                 source,
-                f"{label}: circuit breaker open after repeated failures; next attempt in {wait:.0f} s",
-                retry_after=wait,
+                f"{label}: circuit breaker open after repeated failures; next attempt in {opens_in:.0f} s",
+                retry_after=opens_in,
             )
         s = self.settings
         deadline = self.clock() + s.budget

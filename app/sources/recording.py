@@ -26,7 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from geo.data.snapshot import build_layers, iso_ms, write_and_publish
+from geo.data.publish import write_and_publish
+from geo.data.snapshot import build_layers, iso_ms
 
 from .catalog import SOURCES
 from .errors import MissingResponse, UpstreamError

@@ -2,7 +2,7 @@
 
 One round: every adapter fetches (through the injected ``Upstream``); the payloads go to
 ``geo.data.snapshot.build_layers``; the new version is written aside, verified by loading a full ``geo.Engine``
-from it (``geo.data.snapshot.verify_loadable``) and switched in with ``store.switch``; a version that does not
+from it (``geo.data.publish.verify_loadable``) and switched in with ``store.switch``; a version that does not
 load is removed and nothing is published. A source that fails keeps its layers from the serving snapshot
 (kind ``live``, with their original ``retrievedAt``, so the freshness limit catches a source that keeps
 failing). When a failed source has no earlier live layers to keep (its layers would otherwise become demo
@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Callable
 
 from geo.errors import SnapshotError
-from geo.data.snapshot import DEFAULT_SEED, build_layers, read_snapshot, verify_loadable, write_snapshot
+from geo.data.publish import verify_loadable
+from geo.data.snapshot import DEFAULT_SEED, build_layers, read_snapshot, write_snapshot
 
 from . import boundary, delijn, gipod, ircel, lez, store
 from .catalog import SOURCES
@@ -65,7 +66,7 @@ class RefreshReport:
             for name, d in self.fetched.items()
         ]
         out += [f"  {name:<7} FAILED  {msg}" for name, msg in self.failed.items()]
-        if self.published:
+        if self.published and self.snapshot_id is not None:
             out.append(
                 f"published snapshot {self.snapshot_id[:16]}… asOf {self.as_of} at {self.path}"
                 + (f" (kept from the previous snapshot: {', '.join(self.kept)})" if self.kept else "")

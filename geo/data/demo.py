@@ -24,15 +24,15 @@ from scipy.spatial import cKDTree
 from . import reference, river
 
 N_WORKS = 3000
-N_RECURRING = 150             # works repeated with the same description a few metres away
-N_RIVERSIDE = 40              # extra works per Scheldt bank within 2 km of the centreline
-N_EVENTS = 40                 # GIPOD occupations of type "Evenement" (dropped by the normaliser)
-N_SERIES = 24                 # works published as several occurrences of one GipodId (as GIPOD does)
+N_RECURRING = 150  # works repeated with the same description a few metres away
+N_RIVERSIDE = 40  # extra works per Scheldt bank within 2 km of the centreline
+N_EVENTS = 40  # GIPOD occupations of type "Evenement" (dropped by the normaliser)
+N_SERIES = 24  # works published as several occurrences of one GipodId (as GIPOD does)
 PAGE_SIZE = 1000
 N_DETOURS_ANTWERP = 40
 N_DETOURS_ELSEWHERE = 8
-EMPTY_WINDOW_STATION = "44R710"    # NO2 station whose last two hourly values are null
-LAST_HOUR_GAP_STATION = "41R012"   # NO2 station whose last hourly value is null
+EMPTY_WINDOW_STATION = "44R710"  # NO2 station whose last two hourly values are null
+LAST_HOUR_GAP_STATION = "41R012"  # NO2 station whose last hourly value is null
 HOURS = 48
 
 FLEMISH_BRUSSELS = ("02000", "04000")
@@ -40,34 +40,143 @@ ANTWERP_CENTRE = (4.4011, 51.2189)  # Groenplaats (lon, lat)
 # province NIS -> De Lijn entity (1 Antwerpen, 2 Oost-Vlaanderen, 3 Vlaams-Brabant, 4 Limburg,
 # 5 West-Vlaanderen); Brussels (no province) is served from Vlaams-Brabant
 ENTITY_OF_PROVINCE = {"10000": "1", "40000": "2", "20001": "3", "70000": "4", "30000": "5"}
-ENTITY_NAME = {"1": "Antwerpen", "2": "Oost-Vlaanderen", "3": "Vlaams-Brabant", "4": "Limburg",
-               "5": "West-Vlaanderen"}
+ENTITY_NAME = {
+    "1": "Antwerpen",
+    "2": "Oost-Vlaanderen",
+    "3": "Vlaams-Brabant",
+    "4": "Limburg",
+    "5": "West-Vlaanderen",
+}
 
 STATUS_P = {"In uitvoering": 0.42, "Concreet gepland": 0.38, "Uitgevoerd": 0.12, "Geannuleerd": 0.08}
-WORKS = ["Vernieuwing riolering", "Heraanleg voetpaden", "Aanleg glasvezel", "Vervanging gasleiding",
-         "Herstelling waterleiding", "Asfalteringswerken", "Aanleg fietspad", "Onderhoud rijweg",
-         "Plaatsing laadpalen", "Vernieuwing openbare verlichting", "Nutswerken Fluvius",
-         "Aansluiting riolering", "Heraanleg kruispunt", "Bodemonderzoek (boringen)",
-         "Werken aan tramsporen", "Vervanging drinkwaterleiding", "Heraanleg pleinomgeving",
-         "Snoeiwerken en groenonderhoud", "Herstelling brugdek", "Aanleg ondergrondse containers"]
+WORKS = [
+    "Vernieuwing riolering",
+    "Heraanleg voetpaden",
+    "Aanleg glasvezel",
+    "Vervanging gasleiding",
+    "Herstelling waterleiding",
+    "Asfalteringswerken",
+    "Aanleg fietspad",
+    "Onderhoud rijweg",
+    "Plaatsing laadpalen",
+    "Vernieuwing openbare verlichting",
+    "Nutswerken Fluvius",
+    "Aansluiting riolering",
+    "Heraanleg kruispunt",
+    "Bodemonderzoek (boringen)",
+    "Werken aan tramsporen",
+    "Vervanging drinkwaterleiding",
+    "Heraanleg pleinomgeving",
+    "Snoeiwerken en groenonderhoud",
+    "Herstelling brugdek",
+    "Aanleg ondergrondse containers",
+]
 EVENTS = ["Wekelijkse markt", "Braderie", "Wielerwedstrijd", "Buurtfeest", "Kerstmarkt"]
-OWNERS = ["water-link", "Fluvius", "Proximus", "Telenet", "De Watergroep", "Aquafin", "Farys", "Pidpa",
-          "Agentschap Wegen en Verkeer", "Vivaqua", "Sibelga"]
-STREETS = ["Kerkstraat", "Stationsstraat", "Dorpsstraat", "Molenstraat", "Nieuwstraat", "Schoolstraat",
-           "Kapelstraat", "Markt", "Steenweg", "Beekstraat", "Veldstraat", "Lindenlaan", "Kasteelstraat",
-           "Stationsplein", "Bosstraat", "Hoogstraat", "Kouterstraat", "Nijverheidsstraat", "Driesstraat",
-           "Leopoldlaan", "Koningin Astridlaan", "Groenstraat", "Langestraat", "Hoeksken", "Meir",
-           "Frankrijklei", "Italiëlei", "Turnhoutsebaan", "Kiel", "Blancefloerlaan", "Halewijnlaan",
-           "Sint-Bernardsesteenweg", "Kapelsestraat", "Noorderlaan", "Kennedytunnel", "Scheldekaai"]
-ANTWERP_LINES = ["1", "2", "3", "4", "5", "6", "8", "9", "10", "11", "12", "15", "24", "007", "013",
-                 "017", "018", "019", "021", "022", "023", "030", "032", "034", "036", "090", "091", "180",
-                 "181", "183", "410", "411", "420", "500", "600", "640", "650", "700", "750", "760"]
+OWNERS = [
+    "water-link",
+    "Fluvius",
+    "Proximus",
+    "Telenet",
+    "De Watergroep",
+    "Aquafin",
+    "Farys",
+    "Pidpa",
+    "Agentschap Wegen en Verkeer",
+    "Vivaqua",
+    "Sibelga",
+]
+STREETS = [
+    "Kerkstraat",
+    "Stationsstraat",
+    "Dorpsstraat",
+    "Molenstraat",
+    "Nieuwstraat",
+    "Schoolstraat",
+    "Kapelstraat",
+    "Markt",
+    "Steenweg",
+    "Beekstraat",
+    "Veldstraat",
+    "Lindenlaan",
+    "Kasteelstraat",
+    "Stationsplein",
+    "Bosstraat",
+    "Hoogstraat",
+    "Kouterstraat",
+    "Nijverheidsstraat",
+    "Driesstraat",
+    "Leopoldlaan",
+    "Koningin Astridlaan",
+    "Groenstraat",
+    "Langestraat",
+    "Hoeksken",
+    "Meir",
+    "Frankrijklei",
+    "Italiëlei",
+    "Turnhoutsebaan",
+    "Kiel",
+    "Blancefloerlaan",
+    "Halewijnlaan",
+    "Sint-Bernardsesteenweg",
+    "Kapelsestraat",
+    "Noorderlaan",
+    "Kennedytunnel",
+    "Scheldekaai",
+]
+ANTWERP_LINES = [
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "6",
+    "8",
+    "9",
+    "10",
+    "11",
+    "12",
+    "15",
+    "24",
+    "007",
+    "013",
+    "017",
+    "018",
+    "019",
+    "021",
+    "022",
+    "023",
+    "030",
+    "032",
+    "034",
+    "036",
+    "090",
+    "091",
+    "180",
+    "181",
+    "183",
+    "410",
+    "411",
+    "420",
+    "500",
+    "600",
+    "640",
+    "650",
+    "700",
+    "750",
+    "760",
+]
 #: demo transport regions (``vervoerRegioCode``) per entity; entity 1 = AN (Antwerp lines), KE, ME
 REGION_OF_ENTITY = {"2": "GE", "3": "VB", "4": "LI", "5": "WK"}
 DAYS = ["MAANDAG", "DINSDAG", "WOENSDAG", "DONDERDAG", "VRIJDAG", "ZATERDAG", "ZONDAG"]
-DETOUR_REASONS = [("werken", "Werken"), ("werken", "Rioleringswerken"), ("werken", "Wegenwerken"),
-                  ("werken", "Heraanleg"), ("evenement", "Evenement"), ("evenement", "Markt"),
-                  ("evenement", "Stadsloop")]
+DETOUR_REASONS = [
+    ("werken", "Werken"),
+    ("werken", "Rioleringswerken"),
+    ("werken", "Wegenwerken"),
+    ("werken", "Heraanleg"),
+    ("evenement", "Evenement"),
+    ("evenement", "Markt"),
+    ("evenement", "Stadsloop"),
+]
 
 _LAT0 = 51.0
 _KX = 111.320 * math.cos(math.radians(_LAT0))
@@ -127,7 +236,7 @@ class Scenario:
         pts = shapely.points(xy[:, 0], xy[:, 1])
         src, dst = self._muni_tree.query(pts, predicate="within")
         out = np.full(len(xy), -1, dtype=np.int64)
-        out[src[::-1]] = dst[::-1]   # first match wins
+        out[src[::-1]] = dst[::-1]  # first match wins
         return out
 
     @cached_property
@@ -143,11 +252,11 @@ class Scenario:
             start = base - int(rng.integers(1, 500)) * day
             r = rng.random()
             if r < 0.04:
-                end = base - int(rng.integers(1, 60)) * day          # overdue: still running
+                end = base - int(rng.integers(1, 60)) * day  # overdue: still running
             elif r < 0.08:
                 end = None
             elif r < 0.28:
-                end = base + int(rng.integers(365, 1460)) * day      # multi-year
+                end = base + int(rng.integers(365, 1460)) * day  # multi-year
             else:
                 end = base + int(rng.integers(3, 300)) * day
         elif status == "Concreet gepland":
@@ -160,22 +269,37 @@ class Scenario:
             start = base + int(rng.integers(-300, 300)) * day
             end = start + int(rng.integers(5, 150)) * day
         return start + pd.Timedelta(hours=int(rng.integers(0, 3))), (
-            None if end is None else end + pd.Timedelta(hours=10))
+            None if end is None else end + pd.Timedelta(hours=10)
+        )
 
     def _feature(self, gid, lon, lat, props, rng, polygon=False):
         if polygon:
             dx, dy = 0.00025, 0.00012
-            geom = {"type": "Polygon", "coordinates": [[[round(lon - dx, 6), round(lat - dy, 6)],
-                                                        [round(lon + dx, 6), round(lat - dy, 6)],
-                                                        [round(lon + dx, 6), round(lat + dy, 6)],
-                                                        [round(lon - dx, 6), round(lat + dy, 6)],
-                                                        [round(lon - dx, 6), round(lat - dy, 6)]]]}
+            geom = {
+                "type": "Polygon",
+                "coordinates": [
+                    [
+                        [round(lon - dx, 6), round(lat - dy, 6)],
+                        [round(lon + dx, 6), round(lat - dy, 6)],
+                        [round(lon + dx, 6), round(lat + dy, 6)],
+                        [round(lon - dx, 6), round(lat + dy, 6)],
+                        [round(lon - dx, 6), round(lat - dy, 6)],
+                    ]
+                ],
+            }
         else:
             geom = {"type": "Point", "coordinates": [round(float(lon), 6), round(float(lat), 6)]}
         stamp = pd.Timestamp(props["Start"]).tz_convert("UTC").strftime("%y%m%d%H%M")
-        return {"type": "Feature", "id": f"INNAME_PUNT.{gid}-{stamp}", "geometry": geom,
-                "properties": {"GipodId": gid, "Uri": f"https://gipod.api.vlaanderen.be/api/v1/"
-                                                       f"public-domain-occupancies/{gid}", **props}}
+        return {
+            "type": "Feature",
+            "id": f"INNAME_PUNT.{gid}-{stamp}",
+            "geometry": geom,
+            "properties": {
+                "GipodId": gid,
+                "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
+                **props,
+            },
+        }
 
     def works_pages(self) -> list[dict]:
         """GIPOD OGC API Features ``INNAME``/``INNAME_PUNT`` FeatureCollection pages (``links`` next)."""
@@ -205,24 +329,36 @@ class Scenario:
             gid += int(rng.integers(1, 40))
             status = statuses[rng.choice(len(statuses), p=list(STATUS_P.values()))]
             start, end = self._work_dates(status, rng)
-            owner = (f"Stad {town}" if town in ("Antwerpen", "Gent", "Brussel", "Leuven", "Mechelen",
-                                               "Brugge") else f"Gemeente {town}") if rng.random() < 0.35 \
+            owner = (
+                (
+                    f"Stad {town}"
+                    if town in ("Antwerpen", "Gent", "Brussel", "Leuven", "Mechelen", "Brugge")
+                    else f"Gemeente {town}"
+                )
+                if rng.random() < 0.35
                 else OWNERS[rng.integers(len(OWNERS))]
+            )
             grond = rng.random() < 0.7
-            props = {"Description": f"{WORKS[rng.integers(len(WORKS))]} {STREETS[rng.integers(len(STREETS))]}",
-                     "Type": "Grondwerk" if grond else "Werk", "Status": status,
-                     "Start": _iso_z(start), "End": None if end is None else _iso_z(end), "Owner": owner,
-                     "GroundworkCategory": "Nutswerken" if grond else None,
-                     "GroundworkPartOfTrenchSynergy": bool(rng.random() < 0.1),
-                     "LastModifiedOn": _iso_z(self.as_of - pd.Timedelta(hours=int(rng.integers(1, 2000))))}
+            props = {
+                "Description": f"{WORKS[rng.integers(len(WORKS))]} {STREETS[rng.integers(len(STREETS))]}",
+                "Type": "Grondwerk" if grond else "Werk",
+                "Status": status,
+                "Start": _iso_z(start),
+                "End": None if end is None else _iso_z(end),
+                "Owner": owner,
+                "GroundworkCategory": "Nutswerken" if grond else None,
+                "GroundworkPartOfTrenchSynergy": bool(rng.random() < 0.1),
+                "LastModifiedOn": _iso_z(self.as_of - pd.Timedelta(hours=int(rng.integers(1, 2000)))),
+            }
             features.append(self._feature(gid, lon, lat, props, rng, polygon=rng.random() < 0.1))
         # recurring occurrences: same description, a few metres away, a later period
         for k in rng.choice(len(features), N_RECURRING, replace=False):
             src = features[int(k)]
             lon, lat = self._anchor(src)
             dist_m, bearing = rng.uniform(3, 25), rng.uniform(0, 2 * math.pi)
-            lon2 = lon + dist_m / 1000 * math.sin(bearing) / (_KX * math.cos(math.radians(lat))
-                                                               / math.cos(math.radians(_LAT0)))
+            lon2 = lon + dist_m / 1000 * math.sin(bearing) / (
+                _KX * math.cos(math.radians(lat)) / math.cos(math.radians(_LAT0))
+            )
             lat2 = lat + dist_m / 1000 * math.cos(bearing) / _KY
             gid += int(rng.integers(1, 40))
             props = dict(src["properties"])
@@ -237,10 +373,22 @@ class Scenario:
         for lon, lat in ev:
             gid += int(rng.integers(1, 40))
             start = self.as_of.normalize() + pd.Timedelta(days=int(rng.integers(-5, 30)), hours=6)
-            features.append(self._feature(gid, lon, lat, {
-                "Description": f"{EVENTS[rng.integers(len(EVENTS))]} {STREETS[rng.integers(len(STREETS))]}",
-                "Type": "Evenement", "Status": "Lopende", "Start": _iso_z(start),
-                "End": _iso_z(start + pd.Timedelta(hours=12)), "Owner": "Stad Antwerpen"}, rng))
+            features.append(
+                self._feature(
+                    gid,
+                    lon,
+                    lat,
+                    {
+                        "Description": f"{EVENTS[rng.integers(len(EVENTS))]} {STREETS[rng.integers(len(STREETS))]}",
+                        "Type": "Evenement",
+                        "Status": "Lopende",
+                        "Start": _iso_z(start),
+                        "End": _iso_z(start + pd.Timedelta(hours=12)),
+                        "Owner": "Stad Antwerpen",
+                    },
+                    rng,
+                )
+            )
         order = rng.permutation(len(features))
         features = [features[i] for i in order] + self._series(gid)
         base = "https://geo.api.vlaanderen.be/GIPOD/ogc/features/v1/collections/INNAME_PUNT/items"
@@ -249,8 +397,14 @@ class Scenario:
             links = [{"rel": "self", "href": f"{base}?offset={off}&limit={PAGE_SIZE}"}]
             if off + PAGE_SIZE < len(features):
                 links.append({"rel": "next", "href": f"{base}?offset={off + PAGE_SIZE}&limit={PAGE_SIZE}"})
-            pages.append({"type": "FeatureCollection", "features": features[off:off + PAGE_SIZE],
-                          "numberReturned": len(features[off:off + PAGE_SIZE]), "links": links})
+            pages.append(
+                {
+                    "type": "FeatureCollection",
+                    "features": features[off : off + PAGE_SIZE],
+                    "numberReturned": len(features[off : off + PAGE_SIZE]),
+                    "links": links,
+                }
+            )
         return pages
 
     def _series(self, last_gid: int) -> list[dict]:
@@ -264,18 +418,30 @@ class Scenario:
         out, gid = [], last_gid + 1000
         for k, (lon, lat) in enumerate(xy.tolist()):
             gid += int(rng.integers(1, 40))
-            first = self.as_of.normalize() + pd.Timedelta(days=int(rng.integers(-10, 10)),
-                                                          hours=int(rng.integers(5, 9)))
+            first = self.as_of.normalize() + pd.Timedelta(
+                days=int(rng.integers(-10, 10)), hours=int(rng.integers(5, 9))
+            )
             if k % 8 == 0:  # a few series have an occurrence in progress at asOf (the week before + 7 days)
                 first = self.as_of.floor("h") - pd.Timedelta(days=7, hours=1)
             hours = int(rng.integers(4, 10))
-            props = {"Description": f"{WORKS[rng.integers(len(WORKS))]} {STREETS[rng.integers(len(STREETS))]}",
-                     "Type": "Grondwerk", "Status": statuses[k % 3],
-                     "Owner": OWNERS[rng.integers(len(OWNERS))], "GroundworkCategory": "Nutswerken"}
+            props = {
+                "Description": f"{WORKS[rng.integers(len(WORKS))]} {STREETS[rng.integers(len(STREETS))]}",
+                "Type": "Grondwerk",
+                "Status": statuses[k % 3],
+                "Owner": OWNERS[rng.integers(len(OWNERS))],
+                "GroundworkCategory": "Nutswerken",
+            }
             for n in range(int(rng.integers(2, 8))):
                 start = first + pd.Timedelta(days=7 * n)
-                out.append(self._feature(gid, lon, lat, {**props, "Start": _iso_z(start),
-                                                          "End": _iso_z(start + pd.Timedelta(hours=hours))}, rng))
+                out.append(
+                    self._feature(
+                        gid,
+                        lon,
+                        lat,
+                        {**props, "Start": _iso_z(start), "End": _iso_z(start + pd.Timedelta(hours=hours))},
+                        rng,
+                    )
+                )
         return out
 
     @staticmethod
@@ -315,7 +481,7 @@ class Scenario:
                 a, b = rng.choice(idx, 2, replace=False, p=w)
                 number = str(first + k * (3 if entity == "5" else 1))
                 if entity == "5" and k % 4 == 0:
-                    number = number.zfill(3)     # e.g. "050", "062": published with a leading zero
+                    number = number.zfill(3)  # e.g. "050", "062": published with a leading zero
                 routes.append((entity, number, self._bent(cent[a], cent[b], rng), 0.7))
         return routes
 
@@ -370,23 +536,48 @@ class Scenario:
             lon, lat = round(float(lonlat[i, 0]), 6), round(float(lonlat[i, 1]), 6)
             town = names[muni_idx[i]]
             coord = {"latitude": lat, "longitude": lon} if rng.random() < 0.5 else f"{lat},{lon}"
-            haltes.append({
-                "entiteitnummer": entity, "haltenummer": number,
-                "omschrijving": f"{town} {STREETS[rng.integers(len(STREETS))]}",
-                "gemeentenummer": int(nis[muni_idx[i]]), "omschrijvingGemeente": town,
-                "districtCode": town[:3].upper(), "geoCoordinaat": coord,
-                "halteToegankelijkheden": ["MOTORISCHE_BEPERKING"] if rng.random() < 0.4 else [],
-                "hoofdHalte": None, "taal": "N",
-                "links": [{"rel": "detail", "url": f"https://api.delijn.be/DLKernOpenData/api/v1/haltes/"
-                                                   f"{entity}/{number}"}]})
+            haltes.append(
+                {
+                    "entiteitnummer": entity,
+                    "haltenummer": number,
+                    "omschrijving": f"{town} {STREETS[rng.integers(len(STREETS))]}",
+                    "gemeentenummer": int(nis[muni_idx[i]]),
+                    "omschrijvingGemeente": town,
+                    "districtCode": town[:3].upper(),
+                    "geoCoordinaat": coord,
+                    "halteToegankelijkheden": ["MOTORISCHE_BEPERKING"] if rng.random() < 0.4 else [],
+                    "hoofdHalte": None,
+                    "taal": "N",
+                    "links": [
+                        {
+                            "rel": "detail",
+                            "url": f"https://api.delijn.be/DLKernOpenData/api/v1/haltes/{entity}/{number}",
+                        }
+                    ],
+                }
+            )
             # as the real /haltes/{e}/{h}/lijnrichtingen: internal lijnnummer only, no public number
-            lijnrichtingen[f"{entity}_{number}"] = {"lijnrichtingen": [
-                {"entiteitnummer": routes[r][0], "lijnnummer": self.internal_number(r),
-                 "richting": richting, "omschrijving": f"Lijn {routes[r][1]}",
-                 "links": [{"rel": "detail", "url": f"https://api.delijn.be/DLKernOpenData/api/v1/lijnen/"
-                                                    f"{routes[r][0]}/{self.internal_number(r)}/lijnrichtingen/"
-                                                    f"{richting}"}]}
-                for r in rs for richting in ("HEEN", "TERUG")], "links": []}
+            lijnrichtingen[f"{entity}_{number}"] = {
+                "lijnrichtingen": [
+                    {
+                        "entiteitnummer": routes[r][0],
+                        "lijnnummer": self.internal_number(r),
+                        "richting": richting,
+                        "omschrijving": f"Lijn {routes[r][1]}",
+                        "links": [
+                            {
+                                "rel": "detail",
+                                "url": f"https://api.delijn.be/DLKernOpenData/api/v1/lijnen/"
+                                f"{routes[r][0]}/{self.internal_number(r)}/lijnrichtingen/"
+                                f"{richting}",
+                            }
+                        ],
+                    }
+                    for r in rs
+                    for richting in ("HEEN", "TERUG")
+                ],
+                "links": [],
+            }
         return {"haltes": haltes, "links": []}, lijnrichtingen
 
     def internal_number(self, r: int) -> str:
@@ -410,13 +601,23 @@ class Scenario:
         routes = self._stops[0]
         pages = []
         for entity in ("1", "2", "3", "4", "5"):
-            lijnen = [{"entiteitnummer": entity, "lijnnummer": self.internal_number(r),
-                       "lijnnummerPubliek": routes[r][1], "omschrijving": f"Lijn {routes[r][1]}",
-                       "vervoerRegioCode": self.region(r), "publiek": True,
-                       "vervoertype": "TRAM" if entity == "1" and routes[r][1] in ANTWERP_LINES[:13] else "BUS",
-                       "bedieningtype": "NORMAAL", "lijnGeldigVan": "2026-01-01", "lijnGeldigTot": "2099-12-01",
-                       "links": []}
-                      for r in range(len(routes)) if routes[r][0] == entity]
+            lijnen = [
+                {
+                    "entiteitnummer": entity,
+                    "lijnnummer": self.internal_number(r),
+                    "lijnnummerPubliek": routes[r][1],
+                    "omschrijving": f"Lijn {routes[r][1]}",
+                    "vervoerRegioCode": self.region(r),
+                    "publiek": True,
+                    "vervoertype": "TRAM" if entity == "1" and routes[r][1] in ANTWERP_LINES[:13] else "BUS",
+                    "bedieningtype": "NORMAAL",
+                    "lijnGeldigVan": "2026-01-01",
+                    "lijnGeldigTot": "2099-12-01",
+                    "links": [],
+                }
+                for r in range(len(routes))
+                if routes[r][0] == entity
+            ]
             pages.append({"lijnen": lijnen, "links": []})
         return pages
 
@@ -434,14 +635,15 @@ class Scenario:
         near_antwerp = np.flatnonzero((ent == "1") & (np.hypot(*(xy - centre).T) < 8.0))
         elsewhere = np.flatnonzero(ent != "1")
         omleidingen = []
-        picks = [(int(i), True) for i in rng.choice(near_antwerp, N_DETOURS_ANTWERP, replace=False)] + \
-                [(int(i), False) for i in rng.choice(elsewhere, N_DETOURS_ELSEWHERE, replace=False)]
-        for k, (i, antwerp) in enumerate(picks):
+        picks = [(int(i), True) for i in rng.choice(near_antwerp, N_DETOURS_ANTWERP, replace=False)] + [
+            (int(i), False) for i in rng.choice(elsewhere, N_DETOURS_ELSEWHERE, replace=False)
+        ]
+        for k, (i, _near_antwerp) in enumerate(picks):
             served = [x for x in stops["lines"].iat[i].split(",") if x]
             lines = list(rng.choice(served, min(len(served), int(rng.integers(1, 3))), replace=False))
             around = tree.query_ball_point(xy[i], 0.6)
             unserved = sorted(j for j in around if set(stops["lines"].iat[j].split(",")) & set(lines))
-            unserved = unserved[:int(rng.integers(1, 7))] if rng.random() > 0.1 else []
+            unserved = unserved[: int(rng.integers(1, 7))] if rng.random() > 0.1 else []
             kind, reason = DETOUR_REASONS[rng.integers(len(DETOUR_REASONS))]
             street = STREETS[rng.integers(len(STREETS))]
             town = stops["municipality"].iat[i]
@@ -450,9 +652,11 @@ class Scenario:
             end = None if r < 0.2 else start + pd.Timedelta(days=int(rng.integers(1, 120)), hours=19)
             delay = int(rng.choice([3, 5, 5, 8, 10, 10, 15, 20, 25]))
             names = ", ".join(stops["name"].iat[j] for j in unserved) or "geen"
-            text = (f"Periode : van {_iso_local(start)[:10]} tot "
-                    f"{'nader bericht' if end is None else _iso_local(end)[:10]}. "
-                    f"Niet-bediende haltes : {names}. Vervanghaltes: aan de overkant van {street}.")
+            text = (
+                f"Periode : van {_iso_local(start)[:10]} tot "
+                f"{'nader bericht' if end is None else _iso_local(end)[:10]}. "
+                f"Niet-bediende haltes : {names}. Vervanghaltes: aan de overkant van {street}."
+            )
             if rng.random() < 0.85:
                 text += f" Hou rekening met een vertraging van ongeveer {delay} minuten."
             entity = stops["entity"].iat[i]
@@ -463,16 +667,39 @@ class Scenario:
                     rng.random()  # keeps the stream of the earlier generator (it drew one number here)
                 for richting in ("HEEN", "TERUG"):
                     # as the real omleidingen: internal lijnnummer only, no public number
-                    lrs.append({"entiteitnummer": entity, "lijnnummer": self.internal_number(r),
-                                "richting": richting, "omschrijving": f"Lijn {line}",
-                                "links": [{"rel": "lijnrichting", "url": "https://api.delijn.be/DLKernOpenData/"
-                                           f"api/v1/lijnen/{entity}/{self.internal_number(r)}/lijnrichtingen/"
-                                           f"{richting}"}]})
+                    lrs.append(
+                        {
+                            "entiteitnummer": entity,
+                            "lijnnummer": self.internal_number(r),
+                            "richting": richting,
+                            "omschrijving": f"Lijn {line}",
+                            "links": [
+                                {
+                                    "rel": "lijnrichting",
+                                    "url": "https://api.delijn.be/DLKernOpenData/"
+                                    f"api/v1/lijnen/{entity}/{self.internal_number(r)}/lijnrichtingen/"
+                                    f"{richting}",
+                                }
+                            ],
+                        }
+                    )
             # as the real omleidingen: stops by key only (no coordinates, no name)
-            haltes = [{"entiteitnummer": stops["entity"].iat[j], "haltenummer": stops["number"].iat[j],
-                       "halteToegankelijkheden": [], "hoofdHalte": None,
-                       "links": [{"rel": "halte", "url": "https://api.delijn.be/DLKernOpenData/api/v1/haltes/"
-                                  f"{stops['entity'].iat[j]}/{stops['number'].iat[j]}"}]} for j in unserved]
+            haltes = [
+                {
+                    "entiteitnummer": stops["entity"].iat[j],
+                    "haltenummer": stops["number"].iat[j],
+                    "halteToegankelijkheden": [],
+                    "hoofdHalte": None,
+                    "links": [
+                        {
+                            "rel": "halte",
+                            "url": "https://api.delijn.be/DLKernOpenData/api/v1/haltes/"
+                            f"{stops['entity'].iat[j]}/{stops['number'].iat[j]}",
+                        }
+                    ],
+                }
+                for j in unserved
+            ]
             periode = {"startDatum": _iso_local(start)}
             if end is not None:
                 periode["eindDatum"] = _iso_local(end)
@@ -480,12 +707,24 @@ class Scenario:
             ref = 30500 + k * 3
             # the real service sends type lower case, upper case or not at all
             typed = {"type": kind} if k % 3 == 0 else {"type": kind.upper()} if k % 3 == 1 else {}
-            omleidingen.append({
-                "titel": f"{town}: {reason} {street}", "omschrijving": text, "periode": periode,
-                "lijnrichtingen": lrs, "haltes": haltes, "referentieOmleiding": ref, **typed,
-                "omleidingsDagen": days,
-                "links": [{"rel": "detail", "url": f"https://api.delijn.be/DLKernOpenData/api/v1/"
-                                                   f"omleidingen/{ref}"}]})
+            omleidingen.append(
+                {
+                    "titel": f"{town}: {reason} {street}",
+                    "omschrijving": text,
+                    "periode": periode,
+                    "lijnrichtingen": lrs,
+                    "haltes": haltes,
+                    "referentieOmleiding": ref,
+                    **typed,
+                    "omleidingsDagen": days,
+                    "links": [
+                        {
+                            "rel": "detail",
+                            "url": f"https://api.delijn.be/DLKernOpenData/api/v1/omleidingen/{ref}",
+                        }
+                    ],
+                }
+            )
         return {"omleidingen": omleidingen, "storingen": [], "links": []}
 
     # --- IRCEL NO2 ------------------------------------------------------------------------------------
@@ -498,9 +737,12 @@ class Scenario:
         stamps = pd.date_range(end=end, periods=HOURS, freq="h")
         ms = (stamps.as_unit("ms").asi8).tolist()
         local_hour = stamps.tz_convert("Europe/Brussels").hour.to_numpy()
-        shape = (0.75 + 0.55 * np.exp(-((local_hour - 8.5) / 1.6) ** 2)
-                 + 0.45 * np.exp(-((local_hour - 18.0) / 2.0) ** 2)
-                 - 0.25 * np.exp(-((local_hour - 3.5) / 2.5) ** 2))
+        shape = (
+            0.75
+            + 0.55 * np.exp(-(((local_hour - 8.5) / 1.6) ** 2))
+            + 0.45 * np.exp(-(((local_hour - 18.0) / 2.0) ** 2))
+            - 0.25 * np.exp(-(((local_hour - 3.5) / 2.5) ** 2))
+        )
         items, data = [], {}
         modelled = set(no2["id"].iloc[::9]) | {EMPTY_WINDOW_STATION}
         estimated = set(no2["id"].iloc[4::15]) | {EMPTY_WINDOW_STATION}
@@ -518,26 +760,49 @@ class Scenario:
                 null[-2:] = (False, True)
             else:
                 null[-2:] = False
-            station = {"type": "Feature", "properties": {"id": 1000 + k, "label": f"{code} - {name}"},
-                       "geometry": {"type": "Point", "coordinates": [float(st.geometry.x),
-                                                                     float(st.geometry.y), "NaN"]}}
+            station = {
+                "type": "Feature",
+                "properties": {"id": 1000 + k, "label": f"{code} - {name}"},
+                "geometry": {
+                    "type": "Point",
+                    "coordinates": [float(st.geometry.x), float(st.geometry.y), "NaN"],
+                },
+            }
             series = [(6000 + k, "Unknown device", values, null)]
             if code in modelled:
-                series.append((7000 + k, "RIO-IFDM model", np.round(values * rng.uniform(0.8, 1.2), 1),
-                               np.zeros(HOURS, bool)))
+                series.append(
+                    (
+                        7000 + k,
+                        "RIO-IFDM model",
+                        np.round(values * rng.uniform(0.8, 1.2), 1),
+                        np.zeros(HOURS, bool),
+                    )
+                )
             if code in estimated:
                 est_null = np.ones(HOURS, bool)
                 est_null[-6:] = False
                 series.append((8000 + k, "schatting (estimated)", np.round(values * 1.1 + 2, 1), est_null))
             for sid, proc, vals, nulls in series:
-                items.append({"id": str(sid), "label": f"Nitrogen dioxide {sid} - procedure, {code} - {name}",
-                              "uom": "µg/m³", "station": station,
-                              "parameters": {"phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
-                                             "category": {"id": "8", "label": "Nitrogen dioxide"},
-                                             "procedure": {"id": str(sid), "label": f"{sid} - {proc} - procedure"}},
-                              "lastValue": {"timestamp": ms[-1], "value": None if nulls[-1] else float(vals[-1])}})
+                items.append(
+                    {
+                        "id": str(sid),
+                        "label": f"Nitrogen dioxide {sid} - procedure, {code} - {name}",
+                        "uom": "µg/m³",
+                        "station": station,
+                        "parameters": {
+                            "phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
+                            "category": {"id": "8", "label": "Nitrogen dioxide"},
+                            "procedure": {"id": str(sid), "label": f"{sid} - {proc} - procedure"},
+                        },
+                        "lastValue": {"timestamp": ms[-1], "value": None if nulls[-1] else float(vals[-1])},
+                    }
+                )
                 # measured series report every hour (null = gap); model/estimate series only their hours
-                data[str(sid)] = {"values": [{"timestamp": t, "value": None if n else float(v)}
-                                             for t, v, n in zip(ms, vals, nulls)
-                                             if not (n and proc == "schatting (estimated)")]}
+                data[str(sid)] = {
+                    "values": [
+                        {"timestamp": t, "value": None if n else float(v)}
+                        for t, v, n in zip(ms, vals, nulls)
+                        if not (n and proc == "schatting (estimated)")
+                    ]
+                }
         return items, data

@@ -24,8 +24,8 @@ from ..index.point_index import PointIndex
 from ..index.spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
 
 # river_side() codes
-RIVER_NONE = 0   # outside the Antwerp river zone: no river side
-RIVER_LEFT = 1   # left (west) bank: Linkeroever, Zwijndrecht, Burcht, Kruibeke, Beveren
+RIVER_NONE = 0  # outside the Antwerp river zone: no river side
+RIVER_LEFT = 1  # left (west) bank: Linkeroever, Zwijndrecht, Burcht, Kruibeke, Beveren
 RIVER_RIGHT = 2  # right (east) bank: city centre, Hoboken, northern port
 
 LAYERS = ("service_area", "lez", "river", "stations", "stops", "works", "detours", "no2")
@@ -94,8 +94,6 @@ def point_coords(frame):
         pts = shapely.point_on_surface(geom[ok])
         lng[ok], lat[ok] = shapely.get_x(pts), shapely.get_y(pts)
     return lat, lng
-
-
 
 
 class Engine:
@@ -230,8 +228,11 @@ class Engine:
         """
         s = _scalar(lat, lng)
         if s is not None:
-            side = RIVER_LEFT if self._left.contains_one(s[1], s[0]) else (
-                RIVER_RIGHT if self._right.contains_one(s[1], s[0]) else RIVER_NONE)
+            side = (
+                RIVER_LEFT
+                if self._left.contains_one(s[1], s[0])
+                else (RIVER_RIGHT if self._right.contains_one(s[1], s[0]) else RIVER_NONE)
+            )
             return np.array([side], dtype=np.int8)
         lat, lng = validate(lat, lng)
         out = np.zeros(lat.size, dtype=np.int8)
@@ -344,8 +345,10 @@ class Engine:
         return RadiusPairs(*index.within_many(la, ln, _radius(radius_km)))
 
     def __repr__(self):
-        return (f"<Engine snapshot={self.snapshot_id[:12] or '?'} works={len(self.works)} "
-                f"stops={len(self.stops)} stations={len(self.stations)}>")
+        return (
+            f"<Engine snapshot={self.snapshot_id[:12] or '?'} works={len(self.works)} "
+            f"stops={len(self.stops)} stations={len(self.stations)}>"
+        )
 
 
 def _radius(radius_km) -> float:

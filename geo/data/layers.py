@@ -16,8 +16,20 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "stations": ("id", "eoi_code", "name", "station_type", "area_type", "no2"),
     "stops": ("id", "entity", "number", "name", "municipality", "lines"),
     "works": ("id", "description", "status", "type", "owner", "start", "end", "occurrences"),
-    "detours": ("id", "title", "description", "type", "entity", "region", "lines", "unserved_stops",
-                "start", "end", "days", "delay_min"),
+    "detours": (
+        "id",
+        "title",
+        "description",
+        "type",
+        "entity",
+        "region",
+        "lines",
+        "unserved_stops",
+        "start",
+        "end",
+        "days",
+        "delay_min",
+    ),
     "no2": ("station_id", "timestamp", "value", "kind"),
 }
 
@@ -41,8 +53,7 @@ def to_utc(values) -> pd.Series:
     >>> to_utc(["2026-11-16T07:00:00Z", None]).tolist()
     [Timestamp('2026-11-16 07:00:00+0000', tz='UTC'), NaT]
     """
-    return pd.Series(pd.to_datetime(list(values), utc=True, format="ISO8601"),
-                     dtype="datetime64[ms, UTC]")
+    return pd.Series(pd.to_datetime(list(values), utc=True, format="ISO8601"), dtype="datetime64[ms, UTC]")
 
 
 def frame(layer: str, records: dict, geometry) -> gpd.GeoDataFrame:

@@ -19,8 +19,9 @@ def items(payload, key: str, what: str) -> list:
     a bare list of items."""
     if isinstance(payload, Mapping):
         if key not in payload:
-            raise UpstreamFormatError(f"{what}: expected an object with a '{key}' array, got keys "
-                                      f"{sorted(payload)[:8]}")
+            raise UpstreamFormatError(
+                f"{what}: expected an object with a '{key}' array, got keys {sorted(payload)[:8]}"
+            )
         found = payload[key]
         if found is None:
             return []

@@ -23,29 +23,30 @@ CENTERLINE = "river/scheldt_antwerp_centerline_approx.geojson"
 AREA_MUNICIPALITIES = "river/antwerp_area_municipalities_bank.geojson"
 MUNICIPALITIES = "boundaries/be_municipalities_2019.geojson"
 
-GADM_LICENCE = ("GADM-derived geometry: non-commercial use only, no redistribution without permission "
-                "(development and tests only; replace with Statbel/NGI or OSM ODbL boundaries in production)")
+GADM_LICENCE = (
+    "GADM-derived geometry: non-commercial use only, no redistribution without permission "
+    "(development and tests only; replace with Statbel/NGI or OSM ODbL boundaries in production)"
+)
 
 #: manifest source and licence of each reference file
 META = {
     SERVICE_AREA: {
-        "source": "arneh61/Belgium-Map Gewesten.json (GADM), dissolve of BE-VLG and BE-BRU "
-                  f"({SERVICE_AREA})",
+        "source": f"arneh61/Belgium-Map Gewesten.json (GADM), dissolve of BE-VLG and BE-BRU ({SERVICE_AREA})",
         "licence": GADM_LICENCE,
     },
     LEZ: {
         "source": "Stad Antwerpen ArcGIS P_Portal/portal_publiek4/MapServer/283 via "
-                  f"ristoword/MilieuAlert, simplified, holes dropped ({LEZ})",
+        f"ristoword/MilieuAlert, simplified, holes dropped ({LEZ})",
         "licence": "Modellicentie Gratis Hergebruik v1.0 (Stad Antwerpen open data), attribution required",
     },
     STATIONS: {
         "source": f"IRCEL-CELINE stations via jorisvandenbossche/ircelsos (2020), NO2 flags from 2015 "
-                  f"SOS capabilities ({STATIONS})",
+        f"SOS capabilities ({STATIONS})",
         "licence": "CC BY 4.0, IRCEL-CELINE",
     },
     CENTERLINE: {
         "source": f"hand-digitised approximate Scheldt centreline, ~150 m accuracy ({CENTERLINE}); "
-                  f"zone clipped to {AREA_MUNICIPALITIES}",
+        f"zone clipped to {AREA_MUNICIPALITIES}",
         "licence": "centreline: own work; municipalities: " + GADM_LICENCE,
     },
     MUNICIPALITIES: {
@@ -69,7 +70,8 @@ def path_of(reference_dir, relpath: str) -> Path:
     if not p.is_file():
         raise SnapshotError(
             f"reference file {p} is missing: pass --reference pointing at the shared data directory "
-            f"(e.g. `python -m geo.data build --reference ../shared/data --out data/snapshot`)")
+            f"(e.g. `python -m geo.data build --reference ../shared/data --out data/snapshot`)"
+        )
     return p
 
 
@@ -79,14 +81,18 @@ def read_geojson(reference_dir, relpath: str) -> dict:
     try:
         return json.loads(p.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise SnapshotError(f"reference file {p} is not valid JSON ({exc}); restore it from the "
-                            f"shared data set") from None
+        raise SnapshotError(
+            f"reference file {p} is not valid JSON ({exc}); restore it from the shared data set"
+        ) from None
 
 
 def union_geometry(feature_collection: dict):
     """Union of every feature's geometry, made valid, as a (Multi)Polygon or LineString."""
-    geoms = [shapely.make_valid(shape(f["geometry"])) for f in feature_collection.get("features", [])
-             if f.get("geometry")]
+    geoms = [
+        shapely.make_valid(shape(f["geometry"]))
+        for f in feature_collection.get("features", [])
+        if f.get("geometry")
+    ]
     if not geoms:
         raise ValueError("FeatureCollection without geometries")
     return shapely.union_all(geoms)
@@ -95,7 +101,7 @@ def union_geometry(feature_collection: dict):
 def as_multipolygon(geom) -> shapely.MultiPolygon:
     """Polygonal parts of ``geom`` as one MultiPolygon (lines and points dropped)."""
     parts = [g for g in shapely.get_parts(geom) if g.geom_type in ("Polygon", "MultiPolygon")]
-    polys = []
+    polys: list[shapely.Polygon] = []
     for p in parts:
         polys.extend(shapely.get_parts(p) if p.geom_type == "MultiPolygon" else [p])
     return shapely.MultiPolygon(polys)
@@ -110,6 +116,7 @@ def service_area(reference_dir) -> gpd.GeoDataFrame:
 def lez(reference_dir) -> gpd.GeoDataFrame:
     """``lez`` layer from the official (simplified) Antwerp LEZ, through the live normaliser."""
     from .upstream import normalise_lez
+
     return normalise_lez(read_geojson(reference_dir, LEZ))
 
 
@@ -140,17 +147,22 @@ def stations(reference_dir) -> gpd.GeoDataFrame:
         rows = list(csv.DictReader(fh))
     need = {"station_code", "eoi_code", "location", "station_type", "area_type", "lon", "lat", "no2_2015"}
     if not rows or not need <= set(rows[0]):
-        raise SnapshotError(f"reference file {p} lacks the columns {sorted(need)}; restore it from the "
-                            f"shared data set")
+        raise SnapshotError(
+            f"reference file {p} lacks the columns {sorted(need)}; restore it from the shared data set"
+        )
     rows.sort(key=lambda r: r["station_code"])
-    return frame("stations", {
-        "id": [r["station_code"] for r in rows],
-        "eoi_code": [r["eoi_code"] for r in rows],
-        "name": [repair_text(r["location"]) for r in rows],
-        "station_type": [r["station_type"] for r in rows],
-        "area_type": [r["area_type"] for r in rows],
-        "no2": [r["no2_2015"].strip() == "1" for r in rows],
-    }, shapely.points([float(r["lon"]) for r in rows], [float(r["lat"]) for r in rows]))
+    return frame(
+        "stations",
+        {
+            "id": [r["station_code"] for r in rows],
+            "eoi_code": [r["eoi_code"] for r in rows],
+            "name": [repair_text(r["location"]) for r in rows],
+            "station_type": [r["station_type"] for r in rows],
+            "area_type": [r["area_type"] for r in rows],
+            "no2": [r["no2_2015"].strip() == "1" for r in rows],
+        },
+        shapely.points([float(r["lon"]) for r in rows], [float(r["lat"]) for r in rows]),
+    )
 
 
 def centerline(reference_dir) -> shapely.LineString:

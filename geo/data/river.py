@@ -17,11 +17,11 @@ import shapely
 
 from .layers import frame
 
-CORRIDOR_KM = 8.0        # half-width of the river zone around the centreline
-EXTEND_KM = 40.0         # straight extension of the centreline beyond both ends, for the split
-_LAT0 = 51.23            # reference latitude of the local planar frame (Antwerp)
-_KX = 111.320 * math.cos(math.radians(_LAT0))   # km per degree of longitude at _LAT0
-_KY = 110.574                                     # km per degree of latitude
+CORRIDOR_KM = 8.0  # half-width of the river zone around the centreline
+EXTEND_KM = 40.0  # straight extension of the centreline beyond both ends, for the split
+_LAT0 = 51.23  # reference latitude of the local planar frame (Antwerp)
+_KX = 111.320 * math.cos(math.radians(_LAT0))  # km per degree of longitude at _LAT0
+_KY = 110.574  # km per degree of latitude
 
 RIVER_NAME = "Schelde (Zeeschelde)"
 
@@ -75,10 +75,12 @@ def bank_areas(line: shapely.LineString, municipalities, corridor_km: float = CO
     bank = municipalities["scheldt_bank"].astype(str).str.split().str[0]
     geoms = [shapely.make_valid(g) for g in municipalities.geometry]
     both = shapely.union_all([g for g, b in zip(geoms, bank) if b == "both"])
-    left = shapely.union_all([g for g, b in zip(geoms, bank) if b == "left"]
-                             + [shapely.intersection(both, west)])
-    right = shapely.union_all([g for g, b in zip(geoms, bank) if b == "right"]
-                              + [shapely.difference(both, west)])
+    left = shapely.union_all(
+        [g for g, b in zip(geoms, bank) if b == "left"] + [shapely.intersection(both, west)]
+    )
+    right = shapely.union_all(
+        [g for g, b in zip(geoms, bank) if b == "right"] + [shapely.difference(both, west)]
+    )
     left = shapely.intersection(left, corridor)
     right = shapely.difference(shapely.intersection(right, corridor), left)
     return _polygonal(left), _polygonal(right)
@@ -109,13 +111,15 @@ def river_layer(line: shapely.LineString, municipalities, corridor_km: float = C
     True
     """
     left, right = bank_areas(line, municipalities, corridor_km)
-    return frame("river", {"part": ["centerline", "left", "right"], "name": [RIVER_NAME] * 3},
-                 [line, left, right])
+    return frame(
+        "river", {"part": ["centerline", "left", "right"], "name": [RIVER_NAME] * 3}, [line, left, right]
+    )
 
 
 def reference_river_layer(reference_dir, corridor_km: float = CORRIDOR_KM):
     """``river`` layer from the reference centreline and the Antwerp-area municipalities."""
     from . import reference
+
     line = reference.centerline(reference_dir)
     towns = reference.municipalities(reference_dir, reference.AREA_MUNICIPALITIES)
     return river_layer(line, towns, corridor_km)

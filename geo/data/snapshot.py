@@ -1,4 +1,7 @@
-"""Snapshot directories: build (reference files + live payloads or demo scenario), write atomically, read.
+"""Snapshot directories: build the layers (reference files + live payloads or demo scenario), write, read.
+
+Publishing (write aside, load a full engine from it, move into place) is :mod:`geo.data.publish`, the
+module above both this one and :mod:`geo.data.engine`.
 
 A snapshot is ``manifest.json`` plus one GeoParquet file per layer (see ``data/README.md``)::
 
@@ -8,14 +11,10 @@ A snapshot is ``manifest.json`` plus one GeoParquet file per layer (see ``data/R
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import io
 import json
-import os
-import shutil
-import sys
 import uuid
 from pathlib import Path
 
@@ -31,19 +30,39 @@ DEFAULT_SEED = 20261116
 #: ``recorded``: upstream payloads replayed from a recording (``app.sources.recording``), never stale
 KINDS = ("reference", "live", "demo", "recorded")
 
-#: raw payload keys accepted by :func:`build_snapshot` (and their CLI options)
-RAW_KEYS = ("works", "stops", "stop_lines", "lines", "stop_details", "detours", "stations", "timeseries", "no2",
-            "lez", "boundary")
+#: raw payload keys accepted by :func:`geo.data.publish.build_snapshot` (and their CLI options)
+RAW_KEYS = (
+    "works",
+    "stops",
+    "stop_lines",
+    "lines",
+    "stop_details",
+    "detours",
+    "stations",
+    "timeseries",
+    "no2",
+    "lez",
+    "boundary",
+)
 
 #: upstream source (``app.sources.catalog`` name) of each layer fed by one, for the manifest's ``skipped``
-LAYER_SOURCE = {"works": "gipod", "stops": "delijn", "detours": "delijn", "stations": "ircel", "no2": "ircel",
-                "lez": "lez", "service_area": "boundary"}
+LAYER_SOURCE = {
+    "works": "gipod",
+    "stops": "delijn",
+    "detours": "delijn",
+    "stations": "ircel",
+    "no2": "ircel",
+    "lez": "lez",
+    "service_area": "boundary",
+}
 
 
 def fix_hint(path) -> str:
     """The sentence every ``SnapshotError`` ends with."""
-    return (f"rebuild it: run `make snapshot` or "
-            f"`python -m geo.data build --reference ../shared/data --out {path}`")
+    return (
+        f"rebuild it: run `make snapshot` or "
+        f"`python -m geo.data build --reference ../shared/data --out {path}`"
+    )
 
 
 def iso_ms(ts) -> str:
@@ -99,7 +118,7 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
     """Write ``layers`` and their manifest into ``out_dir`` (created; must not exist or be empty).
 
     ``metas[name]`` holds ``kind``, ``source``, ``licence`` and optionally ``retrievedAt`` (default ``as_of``)
-    and ``note``. Returns the manifest. Use :func:`publish` to move a written directory into place.
+    and ``note``. Returns the manifest. Use :func:`geo.data.publish.publish` to move a written directory into place.
     """
     missing = set(LAYERS) - set(layers)
     if missing:
@@ -117,16 +136,25 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
         (out / f"{name}.parquet").write_bytes(data)
         files[name] = data
         entries[name] = {
-            "file": f"{name}.parquet", "kind": meta["kind"], "source": meta["source"],
-            "licence": meta["licence"], "records": int(len(layers[name])), "sha256": _sha256(data),
+            "file": f"{name}.parquet",
+            "kind": meta["kind"],
+            "source": meta["source"],
+            "licence": meta["licence"],
+            "records": int(len(layers[name])),
+            "sha256": _sha256(data),
             "retrievedAt": iso_ms(meta.get("retrievedAt") or as_of),
         }
         if meta.get("note"):
             entries[name]["note"] = meta["note"]
         if meta.get("skipped"):
             entries[name]["skipped"] = dict(sorted(meta["skipped"].items()))
-    manifest = {"formatVersion": FORMAT_VERSION, "snapshotId": snapshot_id(files), "asOf": as_of,
-                "layers": entries, "skipped": skipped_by_source(entries)}
+    manifest = {
+        "formatVersion": FORMAT_VERSION,
+        "snapshotId": snapshot_id(files),
+        "asOf": as_of,
+        "layers": entries,
+        "skipped": skipped_by_source(entries),
+    }
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return manifest
 
@@ -152,57 +180,9 @@ def skipped_by_source(entries: dict) -> dict:
 
 
 def staging_dir(out_dir) -> Path:
-    """A fresh sibling directory of ``out_dir`` to write into before :func:`publish` (same filesystem)."""
+    """A fresh sibling directory of ``out_dir`` to write into before :func:`geo.data.publish.publish` (same filesystem)."""
     out = Path(out_dir)
     return out.parent / f"{out.name}.tmp-{uuid.uuid4().hex[:12]}"
-
-
-def publish(tmp_dir, out_dir) -> Path:
-    """Move the complete snapshot ``tmp_dir`` to ``out_dir``, replacing any previous snapshot.
-
-    Each step is a ``rename`` on one filesystem: a new ``out_dir`` appears complete or not at all. When a
-    previous snapshot exists it is first renamed aside (``<out>.old-…``), then removed; a reader that opens
-    ``out_dir`` in that instant gets a ``SnapshotError`` and may retry.
-    """
-    tmp, out = Path(tmp_dir), Path(out_dir)
-    verify_loadable(tmp)  # never publish something the engine cannot load
-    old = None
-    if out.exists() or out.is_symlink():
-        old = out.parent / f"{out.name}.old-{uuid.uuid4().hex[:12]}"
-        os.rename(out, old)
-    os.rename(tmp, out)
-    if old is not None:
-        if old.is_symlink() or old.is_file():
-            old.unlink()
-        else:
-            shutil.rmtree(old, ignore_errors=True)
-    return out
-
-
-def verify_loadable(path):
-    """Load a full ``geo.Engine`` from the snapshot at ``path``, or raise ``SnapshotError`` saying why.
-
-    ``read_snapshot`` checks files, hashes and schemas; the engine also checks every coordinate and builds
-    its indexes. A builder or refresher calls this before it publishes, so a snapshot that would stop the
-    API workers is never switched in. Returns the engine.
-
-    Examples
-    --------
-    >>> verify_loadable("/nonexistent")
-    Traceback (most recent call last):
-    ...
-    geo.errors.SnapshotError: snapshot directory /nonexistent does not exist; rebuild it: ...
-    """
-    from .engine import Engine
-    from ..errors import GeoError
-
-    try:
-        return Engine.load(path)
-    except SnapshotError:
-        raise
-    except (GeoError, ValueError, TypeError) as exc:
-        raise SnapshotError(f"snapshot {path} does not load into the engine ({type(exc).__name__}: {exc}); "
-                            f"it was not published") from None
 
 
 def read_manifest(path) -> dict:
@@ -232,9 +212,11 @@ def read_manifest(path) -> dict:
             if key not in layers[name]:
                 raise SnapshotError(f"{mpath}: layer {name!r} lacks {key!r}; {fix_hint(root)}")
         if layers[name]["kind"] not in KINDS or not isinstance(layers[name]["records"], int):
-            raise SnapshotError(f"{mpath}: layer {name!r} has kind {layers[name]['kind']!r} and records "
-                                f"{layers[name]['records']!r}, expected one of {KINDS} and an integer; "
-                                f"{fix_hint(root)}")
+            raise SnapshotError(
+                f"{mpath}: layer {name!r} has kind {layers[name]['kind']!r} and records "
+                f"{layers[name]['records']!r}, expected one of {KINDS} and an integer; "
+                f"{fix_hint(root)}"
+            )
     return manifest
 
 
@@ -261,8 +243,13 @@ def read_layer(data: bytes):
     meta = json.loads((table.schema.metadata or {}).get(b"geo", b"{}"))
     col = meta.get("primary_column")
     info = (meta.get("columns") or {}).get(col) or {}
-    if (len(meta.get("columns") or {}) != 1 or col not in table.column_names or info.get("encoding") != "WKB"
-            or "covering" in info or isinstance(info.get("crs"), str)):
+    if (
+        len(meta.get("columns") or {}) != 1
+        or col not in table.column_names
+        or info.get("encoding") != "WKB"
+        or "covering" in info
+        or isinstance(info.get("crs"), str)
+    ):
         return gpd.read_parquet(io.BytesIO(data))
     names = list(table.slice(0, 0).to_pandas().columns)
     frame = table.drop([col]).to_pandas()
@@ -317,27 +304,37 @@ def read_snapshot(path):
         except OSError:
             raise SnapshotError(f"{fpath} is missing (incomplete snapshot); {fix_hint(root)}") from None
         if _sha256(data) != entry["sha256"]:
-            raise SnapshotError(f"{fpath} is corrupt or truncated (sha256 differs from {root / MANIFEST}); "
-                                f"{fix_hint(root)}")
+            raise SnapshotError(
+                f"{fpath} is corrupt or truncated (sha256 differs from {root / MANIFEST}); {fix_hint(root)}"
+            )
         try:
             layer = read_layer(data)
         except Exception as exc:  # pyarrow/geopandas raise many types for unreadable files
-            raise SnapshotError(f"{fpath} is not a readable GeoParquet file ({exc}); {fix_hint(root)}") from None
+            raise SnapshotError(
+                f"{fpath} is not a readable GeoParquet file ({exc}); {fix_hint(root)}"
+            ) from None
         try:
             check_layer(name, layer)
         except SnapshotError as exc:
             raise SnapshotError(f"{fpath}: {exc}; {fix_hint(root)}") from None
         if len(layer) != entry["records"]:
-            raise SnapshotError(f"{fpath} has {len(layer)} records, the manifest says {entry['records']}; "
-                                f"{fix_hint(root)}")
+            raise SnapshotError(
+                f"{fpath} has {len(layer)} records, the manifest says {entry['records']}; {fix_hint(root)}"
+            )
         files[name], layers[name] = data, layer
     if snapshot_id(files) != manifest["snapshotId"]:
         raise SnapshotError(f"{root / MANIFEST}: snapshotId does not match the layer files; {fix_hint(root)}")
     return layers, manifest
 
 
-def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, seed: int = DEFAULT_SEED,
-                 retrieved_at: dict | None = None):
+def build_layers(
+    reference_dir,
+    *,
+    as_of=DEMO_AS_OF,
+    raw: dict | None = None,
+    seed: int = DEFAULT_SEED,
+    retrieved_at: dict | None = None,
+):
     """All layers and their manifest metadata: reference files, live payloads in ``raw``, demo for the rest.
 
     ``raw`` maps keys of :data:`RAW_KEYS` to parsed payloads (see :func:`geo.data.upstream` normalisers):
@@ -363,36 +360,56 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
 
     def live(name, layer, source, licence):
         layers[name] = layer
-        metas[name] = {"kind": "live", "source": source, "licence": licence,
-                       "retrievedAt": retrieved_at.get(name, as_of)}
+        metas[name] = {
+            "kind": "live",
+            "source": source,
+            "licence": licence,
+            "retrievedAt": retrieved_at.get(name, as_of),
+        }
         skipped = layer.attrs.get("skipped") or {}
         if skipped:
             metas[name]["skipped"] = dict(skipped)
-            metas[name]["note"] = (f"{sum(skipped.values())} upstream records skipped ("
-                                   + ", ".join(f"{r}: {n}" for r, n in sorted(skipped.items())) + ")")
+            metas[name]["note"] = (
+                f"{sum(skipped.values())} upstream records skipped ("
+                + ", ".join(f"{r}: {n}" for r, n in sorted(skipped.items()))
+                + ")"
+            )
 
     if "boundary" in raw:
-        live("service_area", upstream.normalise_boundary(raw["boundary"]), "regional boundary GeoJSON "
-             "(URBAN_BOUNDARY_URL, Flemish + Brussels-Capital regions)", "licence of the configured boundary "
-             "source (see docs/sources.md)")
+        live(
+            "service_area",
+            upstream.normalise_boundary(raw["boundary"]),
+            "regional boundary GeoJSON (URBAN_BOUNDARY_URL, Flemish + Brussels-Capital regions)",
+            "licence of the configured boundary source (see docs/sources.md)",
+        )
     else:
         ref("service_area", reference.SERVICE_AREA, reference.service_area(reference_dir))
     ref("river", reference.CENTERLINE, river.reference_river_layer(reference_dir))
     ref_stations = reference.stations(reference_dir)
     if "lez" in raw:
-        live("lez", upstream.normalise_lez(raw["lez"]), "Stad Antwerpen ArcGIS REST "
-             "(portal_publiek4/MapServer/283, f=geojson)", reference.META[reference.LEZ]["licence"])
+        live(
+            "lez",
+            upstream.normalise_lez(raw["lez"]),
+            "Stad Antwerpen ArcGIS REST (portal_publiek4/MapServer/283, f=geojson)",
+            reference.META[reference.LEZ]["licence"],
+        )
     else:
         ref("lez", reference.LEZ, reference.lez(reference_dir))
     if "stations" in raw:
-        live("stations", upstream.normalise_stations(raw["stations"], ref_stations),
-             "IRCEL-CELINE SOS timeseries REST API /stations?phenomenon=8", "CC BY 4.0, IRCEL-CELINE")
+        live(
+            "stations",
+            upstream.normalise_stations(raw["stations"], ref_stations),
+            "IRCEL-CELINE SOS timeseries REST API /stations?phenomenon=8",
+            "CC BY 4.0, IRCEL-CELINE",
+        )
     else:
         ref("stations", reference.STATIONS, ref_stations)
 
-    scenario = None
-    if not {"works", "stops", "detours", "no2"} <= set(raw):
-        scenario = demo.Scenario(reference_dir, as_of=as_of, seed=seed)
+    @functools.cache
+    def scenario() -> demo.Scenario:
+        """The demo scenario, made on first use: only a dynamic layer without a live payload needs it."""
+        return demo.Scenario(reference_dir, as_of=as_of, seed=seed)
+
     demo_note = "no live payload given: deterministic demo scenario" if raw else None
 
     def dynamic(name, live_layer, source, licence, demo_layer):
@@ -401,158 +418,52 @@ def build_layers(reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None, se
         else:
             layers[name] = demo_layer()
             layers[name].attrs.pop("skipped", None)  # generated on purpose (e.g. events), not upstream loss
-            metas[name] = {"kind": "demo", "source": f"demo scenario (geo.data.demo, seed {seed}) in the "
-                           f"{source} format", "licence": "generated data, no restrictions",
-                           "retrievedAt": as_of, "note": demo_note}
+            metas[name] = {
+                "kind": "demo",
+                "source": f"demo scenario (geo.data.demo, seed {seed}) in the {source} format",
+                "licence": "generated data, no restrictions",
+                "retrievedAt": as_of,
+                "note": demo_note,
+            }
 
-    dynamic("works", (lambda: upstream.normalise_works(raw["works"], now=as_of)) if "works" in raw else None,
-            "GIPOD OGC API Features INNAME/INNAME_PUNT", "Modellicentie Gratis Hergebruik v1.0; "
-            "Bron: GIPOD, Digitaal Vlaanderen",
-            lambda: upstream.normalise_works(scenario.works_pages(), now=as_of))
-    dynamic("stops", (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines")))
-            if "stops" in raw else None, "De Lijn Kern Open Data v1 haltes + lijnrichtingen",
-            "De Lijn open data (licence per the De Lijn data portal terms)",
-            lambda: upstream.normalise_stops(*scenario.stops_payloads(), scenario.lines_payload()))
-    dynamic("detours", (lambda: upstream.normalise_detours(raw["detours"], raw.get("lines"), layers["stops"],
-                                                           raw.get("stop_details")))
-            if "detours" in raw else None,
-            "De Lijn Kern Open Data v1 omleidingen", "De Lijn open data (licence per the De Lijn data "
-            "portal terms)", lambda: upstream.normalise_detours(scenario.detours_payload(layers["stops"]),
-                                                                scenario.lines_payload(), layers["stops"]))
-    dynamic("no2", (lambda: upstream.normalise_no2(raw.get("timeseries") or [], raw["no2"],
-                                                   layers["stations"])) if "no2" in raw else None,
-            "IRCEL-CELINE SOS timeseries REST API /timeseries + getData (NO2, phenomenon 8)",
-            "CC BY 4.0, IRCEL-CELINE",
-            lambda: upstream.normalise_no2(*scenario.no2_payloads(layers["stations"]), layers["stations"]))
+    dynamic(
+        "works",
+        (lambda: upstream.normalise_works(raw["works"], now=as_of)) if "works" in raw else None,
+        "GIPOD OGC API Features INNAME/INNAME_PUNT",
+        "Modellicentie Gratis Hergebruik v1.0; Bron: GIPOD, Digitaal Vlaanderen",
+        lambda: upstream.normalise_works(scenario().works_pages(), now=as_of),
+    )
+    dynamic(
+        "stops",
+        (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines")))
+        if "stops" in raw
+        else None,
+        "De Lijn Kern Open Data v1 haltes + lijnrichtingen",
+        "De Lijn open data (licence per the De Lijn data portal terms)",
+        lambda: upstream.normalise_stops(*scenario().stops_payloads(), scenario().lines_payload()),
+    )
+    dynamic(
+        "detours",
+        (
+            lambda: upstream.normalise_detours(
+                raw["detours"], raw.get("lines"), layers["stops"], raw.get("stop_details")
+            )
+        )
+        if "detours" in raw
+        else None,
+        "De Lijn Kern Open Data v1 omleidingen",
+        "De Lijn open data (licence per the De Lijn data portal terms)",
+        lambda: upstream.normalise_detours(
+            scenario().detours_payload(layers["stops"]), scenario().lines_payload(), layers["stops"]
+        ),
+    )
+    dynamic(
+        "no2",
+        (lambda: upstream.normalise_no2(raw.get("timeseries") or [], raw["no2"], layers["stations"]))
+        if "no2" in raw
+        else None,
+        "IRCEL-CELINE SOS timeseries REST API /timeseries + getData (NO2, phenomenon 8)",
+        "CC BY 4.0, IRCEL-CELINE",
+        lambda: upstream.normalise_no2(*scenario().no2_payloads(layers["stations"]), layers["stations"]),
+    )
     return layers, metas
-
-
-def build_snapshot(out_dir, reference_dir, *, as_of=DEMO_AS_OF, raw: dict | None = None,
-                   seed: int = DEFAULT_SEED, retrieved_at: dict | None = None) -> dict:
-    """Build a snapshot and publish it atomically at ``out_dir``; returns the manifest.
-
-    Examples
-    --------
-    >>> manifest = build_snapshot("data/snapshot", "../shared/data")  # doctest: +SKIP
-    >>> manifest["layers"]["works"]["kind"]  # doctest: +SKIP
-    'demo'
-    """
-    layers, metas = build_layers(reference_dir, as_of=as_of, raw=raw, seed=seed, retrieved_at=retrieved_at)
-    return write_and_publish(layers, metas, as_of, out_dir)
-
-
-def write_and_publish(layers: dict, metas: dict, as_of, out_dir) -> dict:
-    """:func:`write_snapshot` into a staging directory beside ``out_dir``, then :func:`publish` it there."""
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = staging_dir(out)
-    try:
-        manifest = write_snapshot(layers, metas, as_of, tmp)
-        publish(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    return manifest
-
-
-# --- command line -------------------------------------------------------------------------------------
-
-def _load_json(paths):
-    out = []
-    for p in paths:
-        try:
-            out.append(json.loads(Path(p).read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise SystemExit(f"error: cannot read JSON payload {p}: {exc}") from None
-    return out
-
-
-def _merge(payloads):
-    """One payload as is; several (pages) as a list of payloads."""
-    if not payloads:
-        return None
-    return payloads[0] if len(payloads) == 1 else payloads
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m geo.data", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-    b = sub.add_parser("build", help="build a snapshot directory (atomic replace)")
-    b.add_argument("--reference", required=True, help="directory of the published reference files")
-    b.add_argument("--out", default=os.environ.get("URBAN_DATA_DIR", "data/snapshot"),
-                   help="snapshot directory to (re)place (default: $URBAN_DATA_DIR or data/snapshot)")
-    b.add_argument("--as-of", default=DEMO_AS_OF, help=f"snapshot time, ISO 8601 (default {DEMO_AS_OF})")
-    b.add_argument("--seed", type=int, default=DEFAULT_SEED, help="demo scenario seed")
-    live = b.add_argument_group("live upstream payloads (JSON files in the upstream formats; "
-                                "absent layers fall back to the demo scenario)")
-    live.add_argument("--works-json", nargs="+", default=[], metavar="FILE",
-                      help="GIPOD OGC API Features INNAME(_PUNT) FeatureCollection page(s)")
-    live.add_argument("--stops-json", nargs="+", default=[], metavar="FILE", help="De Lijn Haltes page(s)")
-    live.add_argument("--stop-lines-json", metavar="FILE",
-                      help='object {"<entiteit>_<halte>": Lijnrichtingen response}')
-    live.add_argument("--detours-json", nargs="+", default=[], metavar="FILE",
-                      help="De Lijn Omleidingen response(s)")
-    live.add_argument("--lines-json", nargs="+", default=[], metavar="FILE",
-                      help="De Lijn /entiteiten/{e}/lijnen response(s): internal -> public line numbers")
-    live.add_argument("--stop-details-json", metavar="FILE",
-                      help='object {"<entiteit>_<halte>": /haltes/{e}/{h} response} for detour stops')
-    live.add_argument("--stations-json", metavar="FILE", help="IRCEL /stations?phenomenon=8 response")
-    live.add_argument("--timeseries-json", metavar="FILE", help="IRCEL /timeseries?phenomenon=8 response")
-    live.add_argument("--no2-json", metavar="FILE",
-                      help="IRCEL getData values keyed by timeseries id (needs --timeseries-json)")
-    live.add_argument("--lez-geojson", metavar="FILE", help="Stad Antwerpen ArcGIS LEZ GeoJSON")
-    live.add_argument("--boundary-geojson", metavar="FILE",
-                      help="GeoJSON of the Flemish and Brussels regions (WFS/OGC API Features, WGS84)")
-    v = sub.add_parser("verify", help="load and validate a snapshot directory, print its manifest summary")
-    v.add_argument("path", nargs="?", default=os.environ.get("URBAN_DATA_DIR", "data/snapshot"))
-    return p
-
-
-def _summary(manifest: dict) -> str:
-    lines = [f"snapshot {manifest['snapshotId'][:16]}… asOf {manifest['asOf']}"]
-    for name, e in manifest["layers"].items():
-        lines.append(f"  {name:<13} {e['kind']:<9} {e['records']:>7} records  {e['file']}")
-    skipped = manifest.get("skipped") or {}
-    if skipped:
-        lines.append("skipped upstream records (per source and reason):")
-        for source, reasons in skipped.items():
-            for reason, n in reasons.items():
-                lines.append(f"  {source:<9} {reason:<18} {n:>7}")
-    else:
-        lines.append("skipped upstream records: none")
-    return "\n".join(lines)
-
-
-def main(argv=None) -> int:
-    """Entry point of ``python -m geo.data``."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.command == "verify":
-            _, manifest = read_snapshot(args.path)
-            print(_summary(manifest))
-            return 0
-        if args.no2_json and not args.timeseries_json:
-            raise SystemExit("error: --no2-json needs --timeseries-json (the series → station mapping)")
-        raw = {
-            "works": _merge(_load_json(args.works_json)),
-            "stops": _merge(_load_json(args.stops_json)),
-            "stop_lines": _merge(_load_json([args.stop_lines_json] if args.stop_lines_json else [])),
-            "detours": _merge(_load_json(args.detours_json)),
-            "lines": _load_json(args.lines_json) or None,
-            "stop_details": _merge(_load_json([args.stop_details_json] if args.stop_details_json else [])),
-            "stations": _merge(_load_json([args.stations_json] if args.stations_json else [])),
-            "timeseries": _merge(_load_json([args.timeseries_json] if args.timeseries_json else [])),
-            "no2": _merge(_load_json([args.no2_json] if args.no2_json else [])),
-            "lez": _merge(_load_json([args.lez_geojson] if args.lez_geojson else [])),
-            "boundary": _merge(_load_json([args.boundary_geojson] if args.boundary_geojson else [])),
-        }
-        manifest = build_snapshot(args.out, args.reference, as_of=args.as_of, raw=raw, seed=args.seed)
-    except (SnapshotError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"wrote {args.out}\n{_summary(manifest)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

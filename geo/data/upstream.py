@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import shapely
 from shapely.geometry import shape
 
-from ..errors import GeoError
-from .layers import frame
+from .layers import SCHEMAS, frame
 from .payload import UpstreamFormatError, parse_geo_coordinaat
+
+if TYPE_CHECKING:  # geopandas is imported where a frame is built (layers.frame)
+    import geopandas as gpd
 from .payload import items as _items
 from .upstream_delijn import LineBook, StopBook
 
@@ -34,9 +37,8 @@ _ESTIMATED = re.compile(r"schat|estimat|forecast|voorspel|prognos", re.IGNORECAS
 _DELAY = re.compile(r"vertraging[^0-9.]{0,40}?(\d{1,3})\s*(?:min|minuten)\b", re.IGNORECASE)
 
 
-
-
 # --- small parsers -----------------------------------------------------------------------------------
+
 
 def parse_time(value):
     """ISO 8601 string to an aware UTC ``pd.Timestamp``; no zone = Europe/Brussels; bad/empty -> None.
@@ -123,13 +125,18 @@ def wgs84_ok(geom) -> bool:
     if geom is None or geom.is_empty:
         return False
     xy = shapely.get_coordinates(geom)
-    return bool(len(xy) and np.isfinite(xy).all() and (np.abs(xy[:, 0]) <= 180).all()
-                and (np.abs(xy[:, 1]) <= 90).all())
+    return bool(
+        len(xy)
+        and np.isfinite(xy).all()
+        and (np.abs(xy[:, 0]) <= 180).all()
+        and (np.abs(xy[:, 1]) <= 90).all()
+    )
 
 
 # --- GIPOD --------------------------------------------------------------------------------------------
 
-def normalise_works(pages, now=None) -> "gpd.GeoDataFrame":  # noqa: F821
+
+def normalise_works(pages, now=None) -> gpd.GeoDataFrame:
     """GIPOD OGC API Features ``INNAME``/``INNAME_PUNT`` FeatureCollection(s) -> ``works`` layer.
 
     The service sends one feature per **occurrence** (id ``INNAME_PUNT.<GipodId>-<yyMMddHHmm>``); a work is
@@ -175,8 +182,11 @@ def normalise_works(pages, now=None) -> "gpd.GeoDataFrame":  # noqa: F821
             if not wgs84_ok(geom):  # NaN or projected coordinates: one bad record, never a bad layer
                 _count(skipped, "bad_coordinates")
                 continue
-            point = shapely.point_on_surface(shapely.make_valid(geom)) if geom.geom_type.endswith(
-                "Polygon") else shapely.point_on_surface(geom)
+            point = (
+                shapely.point_on_surface(shapely.make_valid(geom))
+                if geom.geom_type.endswith("Polygon")
+                else shapely.point_on_surface(geom)
+            )
         except (TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
             _count(skipped, "no_geometry")
             continue
@@ -197,16 +207,20 @@ def normalise_works(pages, now=None) -> "gpd.GeoDataFrame":  # noqa: F821
         rows.append((props, start, end))
         points.append(point)
         counts.append(len(keys))
-    layer = frame("works", {
-        "id": ids,
-        "description": [p.get("Description") for p, _, _ in rows],
-        "status": [p.get("Status") for p, _, _ in rows],
-        "type": [p.get("Type") for p, _, _ in rows],
-        "owner": [p.get("Owner") for p, _, _ in rows],
-        "start": [s for _, s, _ in rows],
-        "end": [e for _, _, e in rows],
-        "occurrences": counts,
-    }, points)
+    layer = frame(
+        "works",
+        {
+            "id": ids,
+            "description": [p.get("Description") for p, _, _ in rows],
+            "status": [p.get("Status") for p, _, _ in rows],
+            "type": [p.get("Type") for p, _, _ in rows],
+            "owner": [p.get("Owner") for p, _, _ in rows],
+            "start": [s for _, s, _ in rows],
+            "end": [e for _, _, e in rows],
+            "occurrences": counts,
+        },
+        points,
+    )
     layer.attrs["skipped"] = skipped
     return _sorted_by_id(layer)
 
@@ -220,6 +234,7 @@ def _ms(ts) -> int | None:
 
 
 # --- De Lijn ------------------------------------------------------------------------------------------
+
 
 def _lijnrichtingen(value) -> list:
     if value is None:
@@ -252,13 +267,14 @@ def normalise_stops(haltes, lijnrichtingen: Mapping | None = None, lines=None):
     >>> normalise_stops(h, lr)[["id", "lines"]].values.tolist()
     [['3_303980', '335']]
     """
-    
+
     items = _items(haltes, "haltes", "De Lijn Haltes")
     lijnrichtingen = lijnrichtingen or {}
     book = lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines)
     if not isinstance(lijnrichtingen, Mapping):
-        raise UpstreamFormatError("De Lijn lijnrichtingen: expected an object keyed by "
-                                  "'{entiteitnummer}_{haltenummer}'")
+        raise UpstreamFormatError(
+            "De Lijn lijnrichtingen: expected an object keyed by '{entiteitnummer}_{haltenummer}'"
+        )
     by_id: dict[str, tuple] = {}
     skipped: dict[str, int] = {}
     for h in items:
@@ -280,14 +296,18 @@ def normalise_stops(haltes, lijnrichtingen: Mapping | None = None, lines=None):
         by_id[key] = (h, ll, sorted(_unique(publics), key=_line_key))
     ids = list(by_id)
     vals = [by_id[i] for i in ids]
-    layer = frame("stops", {
-        "id": ids,
-        "entity": [str(h["entiteitnummer"]) for h, _, _ in vals],
-        "number": [str(h["haltenummer"]) for h, _, _ in vals],
-        "name": [h.get("omschrijving") for h, _, _ in vals],
-        "municipality": [h.get("omschrijvingGemeente") for h, _, _ in vals],
-        "lines": [_join(lines) for _, _, lines in vals],
-    }, shapely.points([ll[1] for _, ll, _ in vals], [ll[0] for _, ll, _ in vals]) if vals else [])
+    layer = frame(
+        "stops",
+        {
+            "id": ids,
+            "entity": [str(h["entiteitnummer"]) for h, _, _ in vals],
+            "number": [str(h["haltenummer"]) for h, _, _ in vals],
+            "name": [h.get("omschrijving") for h, _, _ in vals],
+            "municipality": [h.get("omschrijvingGemeente") for h, _, _ in vals],
+            "lines": [_join(lines) for _, _, lines in vals],
+        },
+        shapely.points([ll[1] for _, ll, _ in vals], [ll[0] for _, ll, _ in vals]) if vals else [],
+    )
     layer.attrs["skipped"] = skipped
     return _sorted_by_id(layer)
 
@@ -318,7 +338,7 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
     >>> d[["id", "entity", "lines"]].values.tolist(), bool(d["end"].isna()[0])
     ([['7', '1', '007']], True)
     """
-    
+
     if isinstance(payload, Mapping) and "omleidingen" not in payload and "titel" in payload:
         items = [payload]
     elif isinstance(payload, Mapping) and "omleidingen" not in payload and "storingen" in payload:
@@ -352,27 +372,31 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
         periode = o.get("periode") or {}
         match = _DELAY.search(str(o.get("omschrijving") or ""))
         by_id[str(o["referentieOmleiding"])] = {
-            "title": o.get("titel"), "description": o.get("omschrijving"),
-            "type": str(o.get("type") or "").strip().lower(), "entity": entity,
+            "title": o.get("titel"),
+            "description": o.get("omschrijving"),
+            "type": str(o.get("type") or "").strip().lower(),
+            "entity": entity,
             "region": _join(sorted(_unique(line.region for line in resolved))),
             "lines": _join(_unique(line.public for line in resolved)),
             "unserved_stops": _join(_unique(f"{h.get('entiteitnummer')}_{h['haltenummer']}" for h in haltes)),
-            "start": parse_time(periode.get("startDatum")), "end": parse_time(periode.get("eindDatum")),
+            "start": parse_time(periode.get("startDatum")),
+            "end": parse_time(periode.get("eindDatum")),
             "days": _join(str(d).strip().upper() for d in (o.get("omleidingsDagen") or []) if d),
             "delay_min": float(match.group(1)) if match else None,
             "geometry": shapely.Point(np.mean([c[0] for c in coords]), np.mean([c[1] for c in coords]))
-            if coords else shapely.Point(),
+            if coords
+            else shapely.Point(),
         }
     ids = list(by_id)
     rows = [by_id[i] for i in ids]
-    cols = {c: [r[c] for r in rows] for c in ("title", "description", "type", "entity", "region", "lines",
-                                               "unserved_stops", "start", "end", "days", "delay_min")}
+    cols = {c: [r[c] for r in rows] for c in SCHEMAS["detours"][1:]}  # every column after the id
     layer = frame("detours", {"id": ids, **cols}, [r["geometry"] for r in rows])
     layer.attrs["skipped"] = skipped
     return _sorted_by_id(layer)
 
 
 # --- IRCEL-CELINE -------------------------------------------------------------------------------------
+
 
 def _point2d(geometry):
     coords = (geometry or {}).get("coordinates") or []
@@ -424,14 +448,18 @@ def normalise_stations(features, reference=None, *, no2_default: bool = True):
         prev = by_id.get(code)
         by_id[code] = (place, point, no2 or (prev is not None and prev[2]))
     ids = sorted(by_id)
-    layer = frame("stations", {
-        "id": ids,
-        "eoi_code": [ref.get(i, {}).get("eoi_code", "") for i in ids],
-        "name": [by_id[i][0] or ref.get(i, {}).get("name", "") for i in ids],
-        "station_type": [ref.get(i, {}).get("station_type", "") for i in ids],
-        "area_type": [ref.get(i, {}).get("area_type", "") for i in ids],
-        "no2": [by_id[i][2] for i in ids],
-    }, [by_id[i][1] for i in ids])
+    layer = frame(
+        "stations",
+        {
+            "id": ids,
+            "eoi_code": [ref.get(i, {}).get("eoi_code", "") for i in ids],
+            "name": [by_id[i][0] or ref.get(i, {}).get("name", "") for i in ids],
+            "station_type": [ref.get(i, {}).get("station_type", "") for i in ids],
+            "area_type": [ref.get(i, {}).get("area_type", "") for i in ids],
+            "no2": [by_id[i][2] for i in ids],
+        },
+        [by_id[i][1] for i in ids],
+    )
     layer.attrs["skipped"] = skipped
     return layer
 
@@ -450,10 +478,13 @@ def series_kind(item: Mapping) -> str:
     'modelled'
     """
     params = item.get("parameters") or {}
-    labels = [str((params.get("procedure") or {}).get("label") or ""),
-              str((item.get("procedure") or {}).get("label") or "") if isinstance(item.get("procedure"),
-                                                                                  Mapping) else "",
-              str(item.get("label") or "")]
+    labels = [
+        str((params.get("procedure") or {}).get("label") or ""),
+        str((item.get("procedure") or {}).get("label") or "")
+        if isinstance(item.get("procedure"), Mapping)
+        else "",
+        str(item.get("label") or ""),
+    ]
     text = " ".join(labels)
     if _MODELLED.search(text):
         return "modelled"
@@ -520,17 +551,22 @@ def normalise_no2(timeseries, data: Mapping, stations=None):
             if key not in rows or (np.isnan(rows[key][0]) and not np.isnan(value)):
                 rows[key] = (value, point)
     keys = sorted(rows)
-    layer = frame("no2", {
-        "station_id": [k[0] for k in keys],
-        "timestamp": pd.to_datetime([k[1] for k in keys], unit="ms", utc=True),
-        "value": [rows[k][0] for k in keys],
-        "kind": [k[2] for k in keys],
-    }, [rows[k][1] for k in keys])
+    layer = frame(
+        "no2",
+        {
+            "station_id": [k[0] for k in keys],
+            "timestamp": pd.to_datetime([k[1] for k in keys], unit="ms", utc=True),
+            "value": [rows[k][0] for k in keys],
+            "kind": [k[2] for k in keys],
+        },
+        [rows[k][1] for k in keys],
+    )
     layer.attrs["skipped"] = skipped
     return layer
 
 
 # --- Stad Antwerpen -----------------------------------------------------------------------------------
+
 
 def normalise_lez(feature_collection):
     """Stad Antwerpen ArcGIS GeoJSON (``f=geojson``, WGS84) FeatureCollection -> ``lez`` layer.
@@ -561,8 +597,10 @@ def normalise_lez(feature_collection):
     geom = shapely.union_all(polys)
     minx, miny, maxx, maxy = geom.bounds
     if not (2.0 <= minx and maxx <= 7.0 and 49.0 <= miny and maxy <= 52.0):
-        raise UpstreamFormatError(f"LEZ GeoJSON: bounds {geom.bounds} are not WGS84 lon/lat in Belgium; "
-                                  f"request the ArcGIS layer with outSR=4326&f=geojson")
+        raise UpstreamFormatError(
+            f"LEZ GeoJSON: bounds {geom.bounds} are not WGS84 lon/lat in Belgium; "
+            f"request the ArcGIS layer with outSR=4326&f=geojson"
+        )
     parts = [p for p in shapely.get_parts(geom) if p.geom_type == "Polygon"]
     parts.sort(key=lambda p: -p.area)
     return frame("lez", {"name": [LEZ_NAME]}, [shapely.MultiPolygon(parts)])
@@ -572,14 +610,41 @@ def normalise_lez(feature_collection):
 
 SERVICE_AREA_NAME = "Vlaams Gewest + Brussels Hoofdstedelijk Gewest"
 #: region identities accepted in a boundary payload's properties (ISO 3166-2, NIS code, names)
-_REGION_KEEP = {"be-vlg", "be-bru", "02000", "04000", "2000", "4000", "vlaams gewest", "région flamande",
-                "flemish region", "vlaanderen", "flanders", "brussels hoofdstedelijk gewest",
-                "région de bruxelles-capitale", "brussels-capital region", "brussel", "bruxelles", "brussels"}
-_REGION_DROP = {"be-wal", "03000", "3000", "waals gewest", "région wallonne", "walloon region", "wallonie",
-                "wallonia"}
+_REGION_KEEP = {
+    "be-vlg",
+    "be-bru",
+    "02000",
+    "04000",
+    "2000",
+    "4000",
+    "vlaams gewest",
+    "région flamande",
+    "flemish region",
+    "vlaanderen",
+    "flanders",
+    "brussels hoofdstedelijk gewest",
+    "région de bruxelles-capitale",
+    "brussels-capital region",
+    "brussel",
+    "bruxelles",
+    "brussels",
+}
+_REGION_DROP = {
+    "be-wal",
+    "03000",
+    "3000",
+    "waals gewest",
+    "région wallonne",
+    "walloon region",
+    "wallonie",
+    "wallonia",
+}
 #: (name, lat, lng) points the service area must contain, and points it must not
-BOUNDARY_INSIDE = (("Antwerpen", 51.2194, 4.4025), ("Gent", 51.0543, 3.7174),
-                   ("Brussel Grote Markt", 50.8467, 4.3525))
+BOUNDARY_INSIDE = (
+    ("Antwerpen", 51.2194, 4.4025),
+    ("Gent", 51.0543, 3.7174),
+    ("Brussel Grote Markt", 50.8467, 4.3525),
+)
 BOUNDARY_OUTSIDE = (("Luik", 50.6326, 5.5797), ("Namen", 50.4674, 4.8720))
 #: plausible area of Flanders + Brussels in km² (13,522 + 162 by the official figures)
 BOUNDARY_AREA_KM2 = (12_500.0, 15_000.0)
@@ -639,11 +704,18 @@ def normalise_boundary(feature_collection):
         except (KeyError, TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
             continue
         if not wgs84_ok(geom):
-            raise UpstreamFormatError("boundary GeoJSON: coordinates are not finite WGS84 lon/lat; request the "
-                                      "features in EPSG:4326 (srsName=EPSG:4326 / crs=CRS84)")
+            raise UpstreamFormatError(
+                "boundary GeoJSON: coordinates are not finite WGS84 lon/lat; request the "
+                "features in EPSG:4326 (srsName=EPSG:4326 / crs=CRS84)"
+            )
         for part in shapely.get_parts(shapely.make_valid(geom)):
-            polys.extend(shapely.get_parts(part) if part.geom_type == "MultiPolygon"
-                         else [part] if part.geom_type == "Polygon" else [])
+            polys.extend(
+                shapely.get_parts(part)
+                if part.geom_type == "MultiPolygon"
+                else [part]
+                if part.geom_type == "Polygon"
+                else []
+            )
     if not polys:
         raise UpstreamFormatError("boundary GeoJSON: no polygon features of the Flemish or Brussels region")
     geom = shapely.union_all(polys)
@@ -653,14 +725,18 @@ def normalise_boundary(feature_collection):
     area = area_km2(geom)
     lo, hi = BOUNDARY_AREA_KM2
     if not lo <= area <= hi:
-        raise UpstreamFormatError(f"boundary GeoJSON: area {area:,.0f} km² is not plausible for Flanders + "
-                                  f"Brussels (expected {lo:,.0f}–{hi:,.0f} km²)")
+        raise UpstreamFormatError(
+            f"boundary GeoJSON: area {area:,.0f} km² is not plausible for Flanders + "
+            f"Brussels (expected {lo:,.0f}–{hi:,.0f} km²)"
+        )
     missing = [n for n, lat, lng in BOUNDARY_INSIDE if not shapely.contains_xy(geom, lng, lat)]
     extra = [n for n, lat, lng in BOUNDARY_OUTSIDE if shapely.contains_xy(geom, lng, lat)]
     if missing or extra:
-        raise UpstreamFormatError(f"boundary GeoJSON: not the Flemish + Brussels regions ("
-                                  + ", ".join([f"{n} outside" for n in missing] + [f"{n} inside" for n in extra])
-                                  + ")")
+        raise UpstreamFormatError(
+            "boundary GeoJSON: not the Flemish + Brussels regions ("
+            + ", ".join([f"{n} outside" for n in missing] + [f"{n} inside" for n in extra])
+            + ")"
+        )
     parts = [p for p in shapely.get_parts(geom) if p.geom_type == "Polygon"]
     parts.sort(key=lambda p: -p.area)
     return frame("service_area", {"name": [SERVICE_AREA_NAME]}, [shapely.MultiPolygon(parts)])

@@ -65,8 +65,9 @@ class LineBook:
                     continue
                 e = str(lijn.get("entiteitnummer", "")).strip()
                 public = lijn.get("lijnnummerPubliek") or lijn.get("lijnNummerPubliek") or ""
-                book.lines[(e, str(lijn["lijnnummer"]).strip())] = Line(str(public).strip(),
-                                                                         str(lijn.get("vervoerRegioCode") or ""))
+                book.lines[(e, str(lijn["lijnnummer"]).strip())] = Line(
+                    str(public).strip(), str(lijn.get("vervoerRegioCode") or "")
+                )
                 book.entities.add(e)
         return book
 
@@ -136,8 +137,10 @@ def unknown_stops(omleidingen, stops=None) -> list[tuple[str, str]]:
         for h in (o.get("haltes") or []) if isinstance(o, Mapping) else []:
             if not isinstance(h, Mapping) or not h.get("haltenummer"):
                 continue
-            if parse_geo_coordinaat(h.get("geoCoordinaat")) is None and known.place(
-                    h.get("entiteitnummer", ""), h["haltenummer"]) is None:
+            if (
+                parse_geo_coordinaat(h.get("geoCoordinaat")) is None
+                and known.place(h.get("entiteitnummer", ""), h["haltenummer"]) is None
+            ):
                 out.add((str(h.get("entiteitnummer", "")).strip(), str(h["haltenummer"]).strip()))
     return sorted(out)
 

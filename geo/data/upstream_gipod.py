@@ -13,11 +13,11 @@ from collections.abc import Mapping
 
 #: the status vocabulary we handle and what each value means for the answer (docs/sources.md explains it)
 STATUS_CLASSES = {
-    "In uitvoering": "running",      # contract: running now, whatever the dates
+    "In uitvoering": "running",  # contract: running now, whatever the dates
     "Concreet gepland": "planned",
     "Gepland": "planned",
     "Voorlopig gepland": "planned",
-    "Lopende": "planned",            # seen on every occurrence of a series, weeks ahead: not "running now"
+    "Lopende": "planned",  # seen on every occurrence of a series, weeks ahead: not "running now"
     "Uitgevoerd": "ended",
     "Afgewerkt": "ended",
     "Geannuleerd": "ended",
@@ -92,6 +92,7 @@ def cql2_filter(exclude_types=("Evenement",), statuses=REQUESTED_STATUSES) -> st
     >>> cql2_filter(statuses=("In uitvoering", "Lopende"))
     "Type <> 'Evenement' AND Status IN ('In uitvoering','Lopende')"
     """
+
     def quote(v):
         return "'" + str(v).replace("'", "''") + "'"
 

@@ -1,11 +1,11 @@
-"""Single-point radius queries at one fixed radius through a per-cell neighbourhood table.
+"""Single-point radius queries at one fixed radius: the cells of a :class:`geo.index.radius_grid.RadiusGrid`
+with each cell's 3 x 3 neighbourhood stored contiguously.
 
-The points' bounding box is cut into cells at least the radius wide along both axes (the longitude width is
-the rigorous bound ``2 asin(sin(r / 2R) / cos(lat_max))``), so every point within the radius of a query lies
-in the 3 x 3 block around the query's cell. At build time each cell gets the list of every point of its
-3 x 3 block, stored contiguously with the points' radians and ``cos(latitude)``: a query reads one slice and
-computes the exact haversine distances on it with :func:`geo.index.spherical.haversine_rad` on the same values as
-the engine's indexes, so distances and membership are the engine's, byte for byte.
+The grid is the engine's own radius grid (the same cells, the same rigorous widths, the same 3 x 3 block per
+query cell: :meth:`RadiusGrid.cell_table`). What this table adds is the layout for one query: the candidates
+of a cell are one slice, stored with the points' radians and ``cos(latitude)``, so a query reads one slice and
+computes the exact haversine distances on it with :func:`geo.index.spherical.haversine_rad` on the same values
+as the engine's indexes: distances and membership are the engine's, byte for byte.
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import math
 
 import numpy as np
 
-from .spherical import EARTH_RADIUS_KM, haversine_rad
-
-PAD = 2  # empty cells around the points' bounding box
-MAX_SIDE = 1024  # cells per axis at most (wider cells stay correct)
+from .radius_grid import RadiusGrid
+from .spherical import haversine_rad, unit_vectors
 
 
 class NearTable:
@@ -27,6 +25,9 @@ class NearTable:
     ----------
     lat, lng : 1-D float arrays in degrees (finite)
     radius_km : float
+
+    ``usable`` is False when the radius grid cannot be built (points within a cell of a pole); the caller
+    then uses the engine's own queries.
 
     Examples
     --------
@@ -40,13 +41,10 @@ class NearTable:
         lat = np.asarray(lat, dtype=np.float64)
         lng = np.asarray(lng, dtype=np.float64)
         self.radius = float(radius_km)
-        ang = self.radius / EARTH_RADIUS_KM
-        n = lat.size
-        dlat = math.degrees(ang) * (1 + 1e-9) + 1e-12
-        lat_max = (float(np.abs(lat).max()) if n else 0.0) + 2 * PAD * dlat
-        s = math.sin(min(ang, math.pi) / 2) / math.cos(math.radians(min(lat_max, 90.0)))
-        self.usable = n == 0 or (lat_max < 89.0 and s < 0.5 and dlat < 10.0)
-        if not self.usable or n == 0:
+        lat_r, lng_r = np.radians(lat), np.radians(lng)
+        grid = RadiusGrid(lat_r, lng_r, np.cos(lat_r), unit_vectors(lat, lng), self.radius)
+        self.usable = lat.size == 0 or grid.usable
+        if not grid.usable:  # no cell: every query finds nothing (or the table is not used)
             self.nx = self.ny = 0
             self.x0 = self.y0 = 0.0
             self.dlat = self.dlng = 1.0
@@ -54,25 +52,11 @@ class NearTable:
             self.point = np.zeros(0, dtype=np.int64)
             self.lat_r = self.lng_r = self.cos_lat = np.zeros(0)
             return
-        dlng = math.degrees(2 * math.asin(s)) * (1 + 1e-9) + 1e-12
-        self.dlat = max(dlat, float(np.ptp(lat)) / MAX_SIDE)
-        self.dlng = max(dlng, float(np.ptp(lng)) / MAX_SIDE)
-        self.x0 = float(lng.min()) - PAD * self.dlng
-        self.y0 = float(lat.min()) - PAD * self.dlat
-        self.nx = int((lng.max() - self.x0) / self.dlng) + PAD + 1
-        self.ny = int((lat.max() - self.y0) / self.dlat) + PAD + 1
-        ix = np.floor((lng - self.x0) / self.dlng).astype(np.int64)
-        iy = np.floor((lat - self.y0) / self.dlat).astype(np.int64)
-        # every point is listed in the 9 cells around its own (all inside the padded grid)
-        cells = [(iy + dy) * self.nx + (ix + dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1)]
-        cell = np.concatenate(cells)
-        point = np.tile(np.arange(n, dtype=np.int64), 9)
-        order = np.lexsort((point, cell))
-        self.point = point[order]
-        self.offsets = np.searchsorted(cell[order], np.arange(self.nx * self.ny + 1)).astype(np.int64)
-        lat_r, lng_r = np.radians(lat), np.radians(lng)
-        cos_lat = np.cos(lat_r)
-        self.lat_r, self.lng_r, self.cos_lat = lat_r[self.point], lng_r[self.point], cos_lat[self.point]
+        self.nx, self.ny, self.x0, self.y0 = grid.nx, grid.ny, grid.x0, grid.y0
+        self.dlat, self.dlng = grid.dlat, grid.dlng
+        self.offsets, pos = grid.cell_table()
+        self.point = grid.order[pos]  # per entry: the point's number
+        self.lat_r, self.lng_r, self.cos_lat = grid.lat_r[pos], grid.lng_r[pos], grid.cos_lat[pos]
 
     def span(self, lat: float, lng: float) -> tuple:
         """``(start, stop)`` of the query's candidate slice (empty outside the grid)."""

@@ -75,6 +75,31 @@ class RadiusGrid:
         hi = self.start[row_starts + 3]
         return rows, lo, hi
 
+    def cell_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(offsets, positions)``: for every cell ``c`` (``iy * nx + ix``), ``positions[offsets[c]:
+        offsets[c + 1]]`` are the sorted positions of the points in the 3 x 3 block around ``c`` (the
+        candidates :meth:`pairs` and :meth:`within_one` read for a query in that cell; none for a cell on
+        the grid's edge). :class:`geo.index.near_one.NearTable` is this table, stored contiguously.
+
+        Examples
+        --------
+        >>> la, ln = np.radians([51.0, 51.01, 52.0]), np.radians([4.0] * 3)
+        >>> g = RadiusGrid(la, ln, np.cos(la), np.zeros((3, 3)), 2.0)  # xyz: for pairs() only
+        >>> offsets, positions = g.cell_table()
+        >>> c = g._cells(np.array([51.0]), np.array([4.0]))[0]
+        >>> g.order[positions[offsets[c] : offsets[c + 1]]].tolist()
+        [0, 1]
+        """
+        cells = np.arange(self.nx * self.ny)
+        iy, ix = np.divmod(cells, self.nx)
+        # the centre of each cell: its own cell under the floor of :meth:`_blocks`
+        rows, lo, hi = self._blocks(self.y0 + (iy + 0.5) * self.dlat, self.x0 + (ix + 0.5) * self.dlng)
+        lens = hi - lo
+        per_cell = np.zeros(cells.size, dtype=np.int64)
+        per_cell[rows] = lens.sum(axis=1)
+        offsets = np.concatenate(([0], np.cumsum(per_cell))).astype(np.int64)
+        return offsets, _expand(lo, lens)
+
     def pairs(self, lat_d, lng_d, chunk: int = PAIR_CHUNK):
         """Yield :class:`PairChunk` s holding every (query, point) pair with haversine distance <= radius.
 
@@ -115,10 +140,7 @@ class RadiusGrid:
         lat_r, lng_r = np.radians(lat_d[rows]), np.radians(lng_d[rows])
         cos_lat = np.cos(lat_r)
         px, py, pz = cos_lat * np.cos(lng_r), cos_lat * np.sin(lng_r), np.sin(lat_r)
-        flat = lens.ravel()
-        total = int(flat.sum())
-        offsets = np.cumsum(flat) - flat
-        w = np.repeat(lo.ravel() - offsets, flat) + np.arange(total)
+        w = _expand(lo, lens)
         q = np.repeat(np.arange(rows.size), lens.sum(axis=1))
         dot = px[q] * self.xyz[0, w]
         dot += py[q] * self.xyz[1, w]
@@ -158,6 +180,15 @@ class RadiusGrid:
         d = haversine_rad(lat_r, lng_r, cos_lat, self.lat_r[k], self.lng_r[k], self.cos_lat[k])
         keep = d <= self.radius
         return self.order[k[keep]], d[keep]
+
+
+def _expand(lo: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """The sorted positions ``lo[i, j] + 0 .. lens[i, j] - 1`` of every block row, concatenated in order
+    (no Python loop)."""
+    flat = lens.ravel()
+    total = int(flat.sum())
+    offsets = np.cumsum(flat) - flat
+    return np.repeat(lo.ravel() - offsets, flat) + np.arange(total)
 
 
 class PairChunk:

@@ -15,7 +15,6 @@ from ..rules import airrules as ar  # noqa: F401  (the doctests' compliance name
 from . import disruptions as dis
 from ..rules import transit as tr
 from ..rules import works as wk
-from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind
 from .loaded import moment, prepare
 from .point import checked_point
 from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule names)
@@ -34,7 +33,9 @@ from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule name
     risk_one,
     risk_score,
 )
+from ..rules import windows as win
 from ..rules.texts import DEFAULT, catalogue
+from ..rules.windows import windows  # noqa: F401  (re-exported: the briefing's rule names)
 from ..rules.timefmt import MS_PER_HOUR, from_ms, iso_local
 
 RISK_KEYS = ("risk.low", "risk.moderate", "risk.high")
@@ -112,47 +113,13 @@ def _cap(text: str) -> str:
 
 
 def slot_scores(engine, found, now_ms: int):
-    """(slot starts ms, score per hourly slot) over the next 24 h: 0.75 traffic + 0.25 local load.
-
-    The load of a slot is min(1, 0.05 per running work + 0.10/0.20/0.35 per low/medium/high detour that is
-    in force during the slot's start (period and weekday)). As in :func:`risk_score`, detours count only
-    when a stop lies within the stop distance: those kept by the no-stop fallback add no load.
-    """
+    """(slot starts ms, score per hourly slot) over the next 24 h for a selection ``found``: the rule of
+    :mod:`geo.rules.windows` (:func:`~geo.rules.windows.slot_profile` + :func:`~geo.rules.windows.slot_scores`)
+    computed afresh, as the reference path does."""
     p = prepare(engine)
-    starts = hour_starts(now_ms, HORIZON_HOURS)
-    hours, kinds, weekdays = local_hour_kind(starts)
-    traffic = TRAFFIC_PROFILE[kinds, hours]
+    starts, traffic, load_per_detour = win.slot_profile(p.detours, now_ms)
     n_running = int(np.count_nonzero(p.works.status_class[found.clusters] == wk.RUNNING))
-    d = p.detours
-    sel = found.detours if found.stops_near else found.detours[:0]
-    act = tr.active_at(
-        d.start_ms[sel][:, None],
-        d.end_ms[sel][:, None],
-        d.days[sel][:, None],
-        starts[None, :],
-        weekdays[None, :],
-    )
-    load = np.minimum(
-        1.0, LOAD_PER_RUNNING_WORK * n_running + (LOAD_PER_DETOUR[d.severity[sel]][:, None] * act).sum(axis=0)
-    )
-    return starts, TRAFFIC_WEIGHT * traffic + LOAD_WEIGHT * load
-
-
-def windows(starts, scores, now_ms: int) -> tuple:
-    """(best, worst) 2-hour windows: start indices into ``starts`` with ``start + 2 h <= now + 24 h``;
-    score = mean of the two slots; ties go to the earliest window.
-
-    Examples
-    --------
-    >>> windows(np.arange(4) * 3_600_000, np.array([0.5, 0.1, 0.2, 0.9]), 0)
-    ((1, 0.15), (2, 0.55))
-    """
-    n = int(np.count_nonzero(starts + WINDOW_HOURS * MS_PER_HOUR <= now_ms + HORIZON_HOURS * MS_PER_HOUR))
-    n = min(n, scores.size - WINDOW_HOURS + 1)
-    means = np.convolve(scores, np.ones(WINDOW_HOURS) / WINDOW_HOURS, mode="valid")[:n]
-    means = np.round(means, 3) + 0.0
-    b, w = int(np.argmin(means)), int(np.argmax(means))
-    return (b, float(means[b])), (w, float(means[w]))
+    return starts, win.slot_scores(traffic, load_per_detour, n_running, found.detours, found.stops_near)
 
 
 def window_json(starts, pick) -> dict:
@@ -197,23 +164,15 @@ def briefing(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     t = dis.tally(m.lookups, found, NEAR_WORK_KM)
     counts = dis.summary_of(t, found)
     reading = air_mod.read_at(engine, lat, lng, m)
-    n_low, n_medium, n_high = t.severity
-    _, level = risk_one(
-        t.near_running,
-        t.running - t.near_running,
-        t.upcoming,
-        n_low,
-        n_medium,
-        n_high,
-        reading.compliance,
-        found.stops_near,
-    )
+    _, level = risk_one(*t.risk_args(reading.compliance, found.stops_near))
     b_start, b_end, b_score, w_start, w_end, w_score = _windows_at(m, found, t.running)
     kind, r_start, r_peak, r_end = m.rush()
     return {
         "risk": RISK_NAMES[level],
         "headline": headline(level, counts, reading.compliance, found.stops_near, lang),
-        "keyFacts": _facts(m.lookups.prepared, t.nearest_running_km, counts, found.stops_near, reading, lang),
+        "keyFacts": key_facts(
+            m.lookups.prepared, t.nearest_running_km, counts, found.stops_near, reading, lang
+        ),
         "bestWindow": {"start": b_start, "end": b_end, "score": b_score},
         "worstWindow": {"start": w_start, "end": w_end, "score": w_score},
         "nextRushPeak": {"kind": kind, "start": r_start, "peak": r_peak, "end": r_end},
@@ -221,16 +180,18 @@ def briefing(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
 
 
 def _windows_at(m, found, n_running: int) -> tuple:
-    """Best and worst window of a point as ``(start, end, score) * 2`` strings and floats, computed as
-    :func:`slot_scores` + :func:`windows` + :func:`window_json` and cached per instant and load situation
-    (running works and the ordered detour selection: the order fixes the floating-point sum)."""
+    """Best and worst window of a point as ``(start, end, score) * 2`` strings and floats: the rule of
+    :mod:`geo.rules.windows` on the clock's cached :func:`~geo.rules.windows.slot_profile`, formatted as
+    :func:`window_json` does, and cached per instant and load situation (running works and the ordered
+    detour selection: the order fixes the floating-point sum)."""
     sel = found.detours if found.stops_near else found.detours[:0]
     key = (n_running, sel.tobytes())
 
     def compute():
         starts, traffic, load_per_detour = m.slots()
-        load = np.minimum(1.0, LOAD_PER_RUNNING_WORK * n_running + load_per_detour[sel].sum(axis=0))
-        best, worst = windows(starts, TRAFFIC_WEIGHT * traffic + LOAD_WEIGHT * load, m.now_ms)
+        best, worst = windows(
+            starts, win.slot_scores(traffic, load_per_detour, n_running, sel, True), m.now_ms
+        )
         out = ()
         for i, score in (best, worst):
             s = int(starts[i])
@@ -240,15 +201,10 @@ def _windows_at(m, found, n_running: int) -> tuple:
     return m.windows(key, compute)
 
 
-def key_facts(p, found, counts, reading, lang: str = DEFAULT) -> list:
-    """The fixed list of key facts (always the same keys, in the same order) in ``lang``."""
-    running = np.flatnonzero(p.works.status_class[found.clusters] == wk.RUNNING)
-    nearest = float(found.cluster_km[running[0]]) if running.size else None
-    return _facts(p, nearest, counts, found.stops_near, reading, lang)
-
-
-def _facts(p, nearest_km, counts, stops_near: bool, reading, lang: str = DEFAULT) -> list:
-    """:func:`key_facts` from the distance of the nearest running work (None when there is none)."""
+def key_facts(p, nearest_km, counts, stops_near: bool, reading, lang: str = DEFAULT) -> list:
+    """The fixed list of key facts (always the same keys, in the same order) in ``lang``, from the prepared
+    data ``p``, the distance of the nearest running work (:attr:`geo.rules.tally.Tally.nearest_running_km`,
+    None when there is none), the ``summary`` counts, whether a stop lies near and the NO2 reading."""
     nearest = round(nearest_km, 3) + 0.0 if nearest_km is not None else None
     n_act, n_up = counts["activeWorks"], counts["upcomingWorks14d"]
     n_tr, n_hi = counts["transitDisruptions"], counts["highSeverityTransit"]

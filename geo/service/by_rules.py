@@ -15,9 +15,9 @@ import numpy as np
 
 from ..index.spherical import haversine_rad
 from ..rules import airrules as ar
-from ..rules import transit as tr
 from ..rules import works as wk
 from ..rules.calendar import next_rush_peak
+from ..rules.tally import tally
 from ..rules.timefmt import iso_utc_ms, to_ms
 from . import air as air_mod
 from . import briefing as br
@@ -45,15 +45,17 @@ def nearest_no2_station(air, lat: float, lng: float) -> tuple:
     return int(air.no2_rows[k]), float(km[k])
 
 
-def _summary(p, found):
-    cls = p.works.status_class[found.clusters]
-    return {
-        "activeWorks": int(np.count_nonzero(cls == wk.RUNNING)),
-        "plannedWorks": int(np.count_nonzero(cls == wk.PLANNED)),
-        "upcomingWorks14d": int(np.count_nonzero((cls == wk.PLANNED) & found.upcoming)),
-        "transitDisruptions": int(found.detours.size),
-        "highSeverityTransit": int(np.count_nonzero(p.detours.severity[found.detours] == tr.HIGH)),
-    }
+def _tally(p, found, near_km: float = 0.0):
+    """:func:`geo.rules.tally.tally` (the array form) of a selection."""
+    return tally(
+        p.works.status_class,
+        found.clusters,
+        found.cluster_km,
+        found.upcoming,
+        p.detours.severity,
+        found.detours,
+        near_km,
+    )
 
 
 def disruptions(engine, lat, lng, now):
@@ -91,7 +93,7 @@ def disruptions(engine, lat, lng, now):
         )
     return {
         "radiusKm": wk.RADIUS_JSON,
-        "summary": _summary(p, found),
+        "summary": dis.summary_of(_tally(p, found), found),
         "construction": construction,
         "transit": transit,
         "retrievedAt": p.retrieved_at,
@@ -167,23 +169,10 @@ def briefing(engine, lat, lng, now, lang="nl"):
     p = prepare(engine)
     now_ms = to_ms(now)
     found = dis.find_by_rules(engine, lat, lng, now)
-    counts = _summary(p, found)
+    t = _tally(p, found, br.NEAR_WORK_KM)
+    counts = dis.summary_of(t, found)
     reading = _read(engine, lat, lng, now)
-    running = p.works.status_class[found.clusters] == wk.RUNNING
-    near = int(np.count_nonzero(running & (found.cluster_km <= br.NEAR_WORK_KM)))
-    sev = np.bincount(p.detours.severity[found.detours], minlength=3)
-    score = float(
-        br.risk_score(
-            near,
-            counts["activeWorks"] - near,
-            counts["upcomingWorks14d"],
-            sev[0],
-            sev[1],
-            sev[2],
-            reading.compliance,
-            found.stops_near,
-        )
-    )
+    score = float(br.risk_score(*t.risk_args(reading.compliance, found.stops_near)))
     level = int(br.risk_level(score))
     starts, scores = br.slot_scores(engine, found, now_ms)
     best, worst = br.windows(starts, scores, now_ms)
@@ -191,7 +180,7 @@ def briefing(engine, lat, lng, now, lang="nl"):
     return {
         "risk": br.RISK_NAMES[level],
         "headline": br.headline(level, counts, reading.compliance, found.stops_near, lang),
-        "keyFacts": br.key_facts(p, found, counts, reading, lang),
+        "keyFacts": br.key_facts(p, t.nearest_running_km, counts, found.stops_near, reading, lang),
         "bestWindow": br.window_json(starts, best),
         "worstWindow": br.window_json(starts, worst),
         "nextRushPeak": {

@@ -7,18 +7,17 @@ See docs/rules.md.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
 from ..rules import transit as tr
 from ..rules import works as wk
-from ..data.engine import RIVER_NONE
 from .loaded import lookups, moment, prepare
 from ..index.near_one import query_radians
 from .point import checked_point
-from ..index.spherical import haversine_rad
+from ..rules.tally import Tally, tally_one
+from ..rules.selection import by_distance, far_side, matched, near_side  # noqa: F401  (far_side: batch scoring)
 
 RADIUS_KM = wk.RADIUS_KM
 
@@ -32,19 +31,6 @@ class Found(NamedTuple):
     detours: np.ndarray  # sorted by (distance to the detour point, id)
     detour_km: np.ndarray  # inf when the detour has no point
     stops_near: bool
-
-
-def far_side(point_side, item_side) -> np.ndarray:
-    """bool (broadcasting): both river sides are known and differ.
-
-    Examples
-    --------
-    >>> far_side(1, np.array([0, 1, 2])).tolist()
-    [False, False, True]
-    """
-    point_side = np.asarray(point_side)
-    item_side = np.asarray(item_side)
-    return (point_side != RIVER_NONE) & (item_side != RIVER_NONE) & (item_side != point_side)
 
 
 def find(engine, lat: float, lng: float, now) -> Found:
@@ -76,24 +62,13 @@ def find_by_rules(engine, lat: float, lng: float, now) -> Found:
     cl = w.row_cluster[idx]
     keep = cl >= 0
     cl, km = cl[keep], km[keep]
-    keep = ~far_side(side, w.side[cl])
+    keep = near_side(side, w.side[cl])
     cl, km = cl[keep], km[keep]
     stops, _ = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
-    active = tr.active_detours(d, to_ms(now)) & ~far_side(side, d.side)
-    if stops.size:
-        served = np.bitwise_or.reduce(d.stop_bits[stops], axis=0)
-        active &= (d.line_bits & served).any(axis=1)
-    sel, dkm = _by_distance(d, np.flatnonzero(active), lat, lng)
+    active = tr.active_detours(d, to_ms(now)) & near_side(side, d.side)
+    served = (d.line_bits & np.bitwise_or.reduce(d.stop_bits[stops], axis=0)).any(axis=1)
+    sel, dkm = by_distance(d, np.flatnonzero(matched(active, bool(stops.size), served)), lat, lng)
     return Found(cl, km, wk.upcoming_clusters(w, now)[cl], sel, dkm, bool(stops.size))
-
-
-def _by_distance(d, sel: np.ndarray, lat: float, lng: float) -> tuple:
-    """(detours, km) of the selected detours sorted by (distance to their point, id); inf without a point."""
-    la, ln = math.radians(lat), math.radians(lng)
-    dkm = haversine_rad(la, ln, math.cos(la), d.lat_r[sel], d.lng_r[sel], d.cos_lat[sel])
-    dkm[np.isnan(dkm)] = np.inf
-    order = np.lexsort((d.id_rank[sel], dkm))
-    return sel[order], dkm[order]
 
 
 def find_at(engine, lat: float, lng: float, m) -> Found:
@@ -108,11 +83,9 @@ def find_at(engine, lat: float, lng: float, m) -> Found:
     q = query_radians(lat, lng)
     cl, km = _works_near(engine, lk, lat, lng, side, q)
     stops_near, served = _stops_near(engine, lk, lat, lng, q)
-    mask = m.active(side)
-    if stops_near:
-        mask &= served
+    mask = matched(m.active(side), stops_near, served)
     if mask:
-        sel, dkm = _by_distance(lk.prepared.detours, lk.selection(mask), lat, lng)
+        sel, dkm = by_distance(lk.prepared.detours, lk.selection(mask), lat, lng)
     else:
         sel, dkm = np.zeros(0, dtype=np.int64), np.zeros(0)
     return Found(cl, km, m.upcoming[cl], sel, dkm, stops_near)
@@ -154,44 +127,24 @@ def _stops_near(engine, lk, lat: float, lng: float, q: tuple) -> tuple:
     return bool(hits.size), served
 
 
-class Tally(NamedTuple):
-    """Counts of a selection (one pass over its clusters and detours)."""
-
-    running: int
-    planned: int
-    upcoming: int  # planned clusters starting within 14 days
-    near_running: int  # running clusters within ``near_km``
-    nearest_running_km: float | None  # distance of the nearest running cluster, None when there is none
-    severity: tuple  # detours per severity (low, medium, high)
-
-
 def tally(lk, found: Found, near_km: float = 0.0) -> Tally:
-    """:class:`Tally` of a selection, with :class:`geo.service.lookups.Lookups` ``lk`` of its engine.
+    """:func:`geo.rules.tally.tally_one` of a selection, with :class:`geo.service.lookups.Lookups` ``lk`` of
+    its engine.
 
     Examples
     --------
     >>> tally(lookups(engine), find(engine, 51.2194, 4.4025, now), 0.5).running  # doctest: +SKIP
     3
     """
-    running, planned = lk.running, lk.planned
-    n_run = n_plan = n_up = n_near = 0
-    nearest = None
-    for c, k, up in zip(found.clusters.tolist(), found.cluster_km.tolist(), found.upcoming.tolist()):
-        if running[c]:
-            n_run += 1
-            if nearest is None:
-                nearest = k
-            if k <= near_km:
-                n_near += 1
-        elif planned[c]:
-            n_plan += 1
-            if up:
-                n_up += 1
-    sev = [0, 0, 0]
-    severity = lk.severity
-    for j in found.detours.tolist():
-        sev[severity[j]] += 1
-    return Tally(n_run, n_plan, n_up, n_near, nearest, tuple(sev))
+    return tally_one(
+        lk.status_class,
+        found.clusters.tolist(),
+        found.cluster_km.tolist(),
+        found.upcoming.tolist(),
+        lk.severity,
+        found.detours.tolist(),
+        near_km,
+    )
 
 
 def summary_of(t: Tally, found: Found) -> dict:

@@ -13,8 +13,10 @@ import numpy as np
 from ..rules import works as wk
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..index.near_one import NearTable
+from ..rules.selection import near_side
 from ..rules.transit import STOP_RADIUS_KM
 
+SIDES = (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT)
 MAX_SELECTIONS = 4096  # cached detour bit mask -> index array conversions
 
 
@@ -47,7 +49,7 @@ class Lookups:
     row_listed : dict side -> bool array over ``engine.works`` rows: the row represents a works cluster
         that is not on the far river side of a point on ``side``
     row_cluster : int64 array over works rows (``prepared.works.row_cluster``)
-    running, planned : list of bool per cluster
+    status_class : list of int per cluster (:data:`geo.rules.works.RUNNING`, ``PLANNED``, ...)
     stop_detours : list of int per stop: bit ``j`` set when detour ``j`` has a line serving the stop
     severity : list of int per detour
     works_table : NearTable over the works clusters (representative points) at 2 km, or None
@@ -65,12 +67,8 @@ class Lookups:
         rep = w.row_cluster >= 0
         row_side = np.full(w.row_cluster.size, RIVER_NONE, dtype=np.int8)
         row_side[rep] = w.side[w.row_cluster[rep]]
-        self.row_listed = {RIVER_NONE: rep}
-        for side in (RIVER_LEFT, RIVER_RIGHT):
-            self.row_listed[side] = rep & ((row_side == RIVER_NONE) | (row_side == side))
-        cls = w.status_class.tolist()
-        self.running = [c == wk.RUNNING for c in cls]
-        self.planned = [c == wk.PLANNED for c in cls]
+        self.row_listed = {s: rep & near_side(s, row_side) for s in SIDES}
+        self.status_class = w.status_class.tolist()
         n_det = d.ids.size
         if n_det and d.stop_bits.shape[0]:
             self.stop_detours = stop_detour_masks(d.stop_bits, d.line_bits)
@@ -121,8 +119,7 @@ class Lookups:
         if self.works_table is not None:
             self.works_rank = rank[table.point]
             side = w.side[table.point]
-            self.works_listed = {s: (side == RIVER_NONE) | (side == s) for s in (RIVER_LEFT, RIVER_RIGHT)}
-            self.works_listed[RIVER_NONE] = np.ones(side.size, dtype=bool)
+            self.works_listed = {s: near_side(s, side) for s in SIDES}
         lat, lng = point_coords(engine.stops)
         rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
         table = NearTable(lat[rows], lng[rows], STOP_RADIUS_KM)

@@ -19,9 +19,10 @@ import numpy as np
 from ..rules import transit as tr
 from ..rules import works as wk
 from ..rules.airrules import WINDOW_MS, compliance_one, trend_one, window_bounds, window_values
-from ..rules.risk import HORIZON_HOURS, LOAD_PER_DETOUR
-from ..rules.calendar import TRAFFIC_PROFILE, hour_starts, local_hour_kind, next_rush_peak
+from ..rules.calendar import next_rush_peak
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
+from ..rules.selection import near_side
+from ..rules.windows import slot_profile
 from ..rules.timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
 
 MAX_ENTRIES = 4096  # per cache; a full cache is emptied and refilled
@@ -120,7 +121,7 @@ class Moment:
                 act = tr.active_detours(d, self.now_ms)
                 masks = {}
                 for s in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT):
-                    keep = act if s == RIVER_NONE else act & ((d.side == RIVER_NONE) | (d.side == s))
+                    keep = act & near_side(s, d.side)
                     masks[s] = sum(1 << j for j in np.flatnonzero(keep).tolist())
                 _put(t.active, segment, masks)
             self._active = masks
@@ -153,23 +154,11 @@ class Moment:
         return first, first == self.now_ms
 
     def slots(self):
-        """``(starts, traffic, load_per_detour)``: the hourly slot starts of the next 24 h, their traffic
-        profile, and the (n_detours, n_slots) load each detour adds to each slot it is in force in (period
-        and weekday), as :func:`geo.service.briefing.slot_scores` computes them (cached per :meth:`slot_key`)."""
+        """:func:`geo.rules.windows.slot_profile` at ``now`` (cached per :meth:`slot_key`)."""
         key = self.slot_key()
         s = self._t.slots.get(key)
         if s is None:
-            d = self.lookups.prepared.detours
-            starts = hour_starts(self.now_ms, HORIZON_HOURS)
-            hours, kinds, weekdays = local_hour_kind(starts)
-            act = tr.active_at(
-                d.start_ms[:, None], d.end_ms[:, None], d.days[:, None], starts[None, :], weekdays[None, :]
-            )
-            s = _put(
-                self._t.slots,
-                key,
-                (starts, TRAFFIC_PROFILE[kinds, hours], LOAD_PER_DETOUR[d.severity][:, None] * act),
-            )
+            s = _put(self._t.slots, key, slot_profile(self.lookups.prepared.detours, self.now_ms))
         return s
 
     def windows(self, key, compute):

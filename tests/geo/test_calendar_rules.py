@@ -252,7 +252,9 @@ def test_profile_peaks_match_rush_periods():
         "geo.rules.transit",
         "geo.rules.airrules",
         "geo.service.briefing",
-        "geo.service.disruptions",
+        "geo.rules.selection",
+        "geo.rules.tally",
+        "geo.rules.windows",
     ],
 )
 def test_doctests(module):

@@ -153,7 +153,8 @@ def test_wrong_columns_even_with_matching_hash(snapshot_dir, tmp_path):
 
 
 def test_building_twice_gives_the_same_snapshot_id(snapshot_dir, reference_dir, tmp_path):
-    from geo.data.snapshot import DEFAULT_SEED, build_snapshot
+    from geo.data.publish import build_snapshot
+    from geo.data.snapshot import DEFAULT_SEED
 
     first = json.loads((snapshot_dir / "manifest.json").read_text())
     again = build_snapshot(tmp_path / "again", reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
@@ -177,7 +178,8 @@ def test_seed_and_as_of_change_the_demo_payloads(reference_dir, snapshot_dir):
 
 
 def test_publish_replaces_the_previous_snapshot_and_leaves_no_temporary_dirs(snapshot_dir, tmp_path):
-    from geo.data.snapshot import publish, staging_dir
+    from geo.data.publish import publish
+    from geo.data.snapshot import staging_dir
 
     out = tmp_path / "data" / "snapshot"
     out.mkdir(parents=True)
@@ -191,7 +193,8 @@ def test_publish_replaces_the_previous_snapshot_and_leaves_no_temporary_dirs(sna
 
 
 def test_publish_refuses_a_broken_staging_dir_and_keeps_the_old_snapshot(snapshot_dir, tmp_path):
-    from geo.data.snapshot import publish, staging_dir
+    from geo.data.publish import publish
+    from geo.data.snapshot import staging_dir
 
     out = tmp_path / "snapshot"
     shutil.copytree(snapshot_dir, out)

@@ -9,6 +9,7 @@ import pytest
 
 MODULES = [
     "geo.data.snapshot",
+    "geo.data.publish",
     "geo.data.reference",
     "geo.data.upstream",
     "geo.data.river",

@@ -10,7 +10,8 @@ import sys
 import pandas as pd
 import pytest
 
-from geo.data.snapshot import DEMO_AS_OF, build_snapshot, read_snapshot
+from geo.data.publish import build_snapshot
+from geo.data.snapshot import DEMO_AS_OF, read_snapshot
 
 AS_OF = "2026-11-16T09:30:00.000Z"
 

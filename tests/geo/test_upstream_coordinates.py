@@ -10,7 +10,8 @@ import shapely
 
 from geo.data import upstream as u
 from geo.errors import SnapshotError
-from geo.data.snapshot import publish, read_snapshot, staging_dir, verify_loadable, write_snapshot
+from geo.data.publish import publish, verify_loadable
+from geo.data.snapshot import read_snapshot, staging_dir, write_snapshot
 
 LAMBERT = [152000, 212000]  # a Lambert-72 pair where WGS84 lon/lat was expected
 

@@ -108,7 +108,8 @@ def responses(engine):
 
 def demo_engine(tmp: Path):
     from geo.data.engine import Engine
-    from geo.data.snapshot import DEFAULT_SEED, DEMO_AS_OF, build_snapshot
+    from geo.data.publish import build_snapshot
+    from geo.data.snapshot import DEFAULT_SEED, DEMO_AS_OF
 
     reference = Path(os.environ.get("URBAN_REFERENCE_DIR", REPO.parent / "shared" / "data"))
     build_snapshot(tmp / "snapshot", reference, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
