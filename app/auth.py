@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from typing import NoReturn
 
 from flask import g, request
 
@@ -16,7 +17,7 @@ from . import accounts, apikeys, usage
 from .clock import wall_now
 from .db import get_db
 from .errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, RateLimited
-from .plans import PLANS
+from .plans import PLANS, Plan
 from .ratelimit import RateInfo, hit_auth_failure, retry_after
 
 
@@ -30,7 +31,7 @@ def bearer_token() -> str | None:
     return token or None
 
 
-def _reject(error) -> None:
+def _reject(error) -> NoReturn:
     """Count a failed authentication against the client IP, then raise ``error`` (or 429 rate_limited)."""
     ok, info = hit_auth_failure()
     g.rate = info
@@ -82,6 +83,7 @@ def require_api_access() -> None:
                 _reject(InvalidKey())
             _report_quota(conn, known, day, reset_at)
             raise
+    plan: Plan | None
     if account is not None:
         plan = PLANS[account["plan"]]
         count = account["count"]
@@ -102,7 +104,7 @@ def require_api_access() -> None:
             _report_quota(conn, account, day, reset_at)
             raise
         if count is None:
-            g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota, reset_at)
+            g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota or 0, reset_at)
             seconds = max(1, math.ceil((reset_at - now).total_seconds()))
             raise QuotaExceeded(
                 f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",
