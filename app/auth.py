@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from functools import cache
 from typing import NoReturn
 
 from flask import g, request
@@ -57,6 +58,12 @@ def _report_quota(conn, account, day: str, reset_at) -> None:
     g.rate = RateInfo.daily(plan.daily_quota, used, reset_at)
 
 
+@cache
+def _plans() -> tuple[Plan, ...]:
+    """Every plan, as the one hashable tuple :func:`usage.admit_key` caches its statement on."""
+    return tuple(PLANS.values())
+
+
 def _location_id() -> str | None:
     """The request's one well-formed ``locationId``, read with the admission (see
     :func:`app.api.targeting.resolve_target`); None when there is none, several, or a malformed one."""
@@ -86,7 +93,7 @@ def require_api_access() -> None:
     if apikeys.well_formed(token):
         location_id = _location_id()
         try:
-            account = usage.admit_key(conn, apikeys.digest(token), day, PLANS.values(), location_id)
+            account = usage.admit_key(conn, apikeys.digest(token), day, _plans(), location_id)
         except sqlite3.OperationalError:
             # the store is write-locked or failing: an unknown key is still 401, as the read alone says;
             # a known key's 503 reports its plan's quota (read without the write lock), not a per-IP budget

@@ -245,6 +245,18 @@ class Cursor:
         return iter(self.fetchall())
 
 
+class _Formats(dict):
+    """``formats[n]``: the parameter formats of a statement with ``n`` parameters (all text), made once."""
+
+    def __init__(self, text):
+        super().__init__()
+        self._text = text
+
+    def __missing__(self, n: int) -> list:
+        self[n] = [self._text] * n
+        return self[n]
+
+
 #: prepared statements kept per connection (the store's statements are fixed texts: a few dozen)
 MAX_PREPARED = 256
 
@@ -269,8 +281,9 @@ class PgConnection:
         self._prepared: dict[str, tuple[bytes | None, Callable | None]] = {}
         self._ok = (pq.ExecStatus.COMMAND_OK, pq.ExecStatus.EMPTY_QUERY)
         self._tuples = pq.ExecStatus.TUPLES_OK
-        self._text = adapt.PyFormat.TEXT
+        self._formats = _Formats(adapt.PyFormat.TEXT)
         self._error_from_result = errors.error_from_result
+        self._pg_error = errors.Error
 
     @property
     def in_transaction(self) -> bool:
@@ -297,8 +310,8 @@ class PgConnection:
                 f"the statement uses {stmt.count} parameters, {len(values)} were supplied"
             )
         pgconn = self._pgconn
-        with _errors():
-            args = self._tx.dump_sequence(values, [self._text] * len(values)) if values else None
+        try:
+            args = self._tx.dump_sequence(values, self._formats[stmt.count]) if values else None
             make_row = None
             if stmt.preparable:
                 name, make_row = self._prepared.get(sql) or self._prepare(sql, stmt)
@@ -311,6 +324,8 @@ class PgConnection:
             else:
                 result = pgconn.exec_(stmt.text)
             return self._cursor(sql, result, make_row)
+        except self._pg_error as exc:  # inline rather than _errors(): this is every call's path
+            raise _as_sqlite_error(exc) from exc
 
     def _prepare(self, sql: str, stmt: Statement) -> tuple[bytes | None, Callable | None]:
         """Prepare ``stmt`` on the server under a name of this session (or run it unnamed once the session

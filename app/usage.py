@@ -108,9 +108,15 @@ def admit_key(conn, digest: str, day: str, plans, location_id: str | None = None
     True
     """
     if location_id is None:
-        return execute_write(conn, _admit_key_sql(tuple(plans)), {"digest": digest, "day": day})
+        return execute_write(
+            conn,
+            _admit_key_sql(plans if isinstance(plans, tuple) else tuple(plans)),
+            {"digest": digest, "day": day},
+        )
     return execute_write(
-        conn, _admit_key_sql(tuple(plans), True), {"digest": digest, "day": day, "location": location_id}
+        conn,
+        _admit_key_sql(plans if isinstance(plans, tuple) else tuple(plans), True),
+        {"digest": digest, "day": day, "location": location_id},
     )
 
 
