@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app import accounts, usage
-from conftest import bearer
+from conftest import INSIDE, bearer
 from platform_helpers import assert_error
 
 
@@ -240,7 +240,6 @@ def test_location_read_with_the_admission_is_the_current_one_of_that_account(
     location as stored at that moment (a rename or removal through another connection shows at once), only
     the caller's own locations, and the call counts as before (a 404 is counted, as every 4xx)."""
     from app.saved_locations import add_location, remove_location, update_location
-    from conftest import INSIDE
 
     client = make_app(ENGINE=box_engine).test_client()  # the same store as ``store``
     mine, key = account("developer")
