@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
+from functools import cache
+from typing import NoReturn
 
 from flask import g, request
 
@@ -16,8 +18,9 @@ from . import accounts, apikeys, usage
 from .clock import wall_now
 from .db import get_db
 from .errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, RateLimited
-from .plans import PLANS
+from .plans import PLANS, Plan
 from .ratelimit import RateInfo, hit_auth_failure, retry_after
+from .saved_locations import valid_id
 
 
 def bearer_token() -> str | None:
@@ -30,7 +33,7 @@ def bearer_token() -> str | None:
     return token or None
 
 
-def _reject(error) -> None:
+def _reject(error) -> NoReturn:
     """Count a failed authentication against the client IP, then raise ``error`` (or 429 rate_limited)."""
     ok, info = hit_auth_failure()
     g.rate = info
@@ -55,11 +58,27 @@ def _report_quota(conn, account, day: str, reset_at) -> None:
     g.rate = RateInfo.daily(plan.daily_quota, used, reset_at)
 
 
+@cache
+def _plans() -> tuple[Plan, ...]:
+    """Every plan, as the one hashable tuple :func:`usage.admit_key` caches its statement on."""
+    return tuple(PLANS.values())
+
+
+def _location_id() -> str | None:
+    """The request's one well-formed ``locationId``, read with the admission (see
+    :func:`app.api.targeting.resolve_target`); None when there is none, several, or a malformed one."""
+    values = request.args.getlist("locationId")
+    if len(values) == 1 and valid_id(values[0]):
+        return values[0]
+    return None
+
+
 def require_api_access() -> None:
     """``before_request`` of the data endpoints: sets ``g.account``, ``g.rate`` and ``g.admitted``.
 
-    The common case — a live key whose plan has API access and quota left — is one SQLite statement
-    (:func:`usage.admit_key`: look-up and count together). When it counts nothing, the separate look-up,
+    The common case — a live key whose plan has API access and quota left — is one statement
+    (:func:`usage.admit_key`: look-up and count together, and the saved location of a ``locationId``
+    call, kept in ``g.saved_location`` for :func:`app.api.targeting.resolve_target`). When it counts nothing, the separate look-up,
     plan check and admission below find out which answer applies (401, 403 or 429).
     """
     if request.method == "OPTIONS":
@@ -70,10 +89,11 @@ def require_api_access() -> None:
     conn = get_db()
     now = wall_now()
     day, reset_at = usage.day_and_reset(now)
-    account = None
+    account, location_id = None, None
     if apikeys.well_formed(token):
+        location_id = _location_id()
         try:
-            account = usage.admit_key(conn, apikeys.digest(token), day, PLANS.values())
+            account = usage.admit_key(conn, apikeys.digest(token), day, _plans(), location_id)
         except sqlite3.OperationalError:
             # the store is write-locked or failing: an unknown key is still 401, as the read alone says;
             # a known key's 503 reports its plan's quota (read without the write lock), not a per-IP budget
@@ -82,9 +102,12 @@ def require_api_access() -> None:
                 _reject(InvalidKey())
             _report_quota(conn, known, day, reset_at)
             raise
+    plan: Plan | None
     if account is not None:
         plan = PLANS[account["plan"]]
         count = account["count"]
+        if location_id is not None:
+            g.saved_location = (location_id, usage.saved_location(account, location_id))
     else:
         account = accounts.authenticate(conn, token)
         if account is None:
@@ -102,7 +125,7 @@ def require_api_access() -> None:
             _report_quota(conn, account, day, reset_at)
             raise
         if count is None:
-            g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota, reset_at)
+            g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota or 0, reset_at)
             seconds = max(1, math.ceil((reset_at - now).total_seconds()))
             raise QuotaExceeded(
                 f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",

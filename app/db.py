@@ -12,12 +12,18 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
+from typing import TypeAlias, cast
 
 from flask import current_app, g
 
 from . import db_postgres
+
+
+#: a connection of either account store (the PostgreSQL one speaks the SQLite interface the store uses)
+Store: TypeAlias = "sqlite3.Connection | db_postgres.PgConnection"
 
 
 class StoreConnection(sqlite3.Connection):
@@ -88,7 +94,7 @@ def connect(path: str, timeout: float = 5.0) -> sqlite3.Connection:
 
 
 @contextmanager
-def write(conn: sqlite3.Connection, *, durable: bool = False):
+def write(conn: Store, *, durable: bool = False) -> Iterator[Store]:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back on any exception); nestable.
 
     Inside an open transaction it becomes ``SAVEPOINT`` … ``RELEASE`` (an exception rolls back to the
@@ -173,7 +179,7 @@ def _statements(sql: str):
         raise ValueError(f"incomplete SQL statement at the end of a migration: {buf[:80]!r}")
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
+def schema_version(conn: Store) -> int:
     """Highest applied migration (0 for an empty database)."""
     if isinstance(conn, db_postgres.PgConnection):
         return conn.schema_version()
@@ -206,7 +212,7 @@ def enable_wal(conn: sqlite3.Connection) -> None:
             pause = min(pause * 2, 50e-3)
 
 
-def migrate(conn: sqlite3.Connection) -> list[str]:
+def migrate(conn: Store) -> list[str]:
     """Apply pending migrations in one ``BEGIN IMMEDIATE`` transaction (safe with many workers).
 
     Returns the names applied.
@@ -238,8 +244,11 @@ def migrate(conn: sqlite3.Connection) -> list[str]:
 def open_store(app) -> sqlite3.Connection:
     """A migrated connection for ``app`` outside a request (CLI, portal jobs); caller closes it.
 
-    ``DATABASE_URL`` (``postgresql://…``) selects the PostgreSQL store, else the SQLite file ``DATABASE``."""
+    ``DATABASE_URL`` (``postgresql://…``) selects the PostgreSQL store, else the SQLite file ``DATABASE``.
+    Typed as the SQLite connection whose interface :class:`app.db_postgres.PgConnection` speaks, so the
+    store functions keep one signature for both backends."""
     url = app.config.get("DATABASE_URL")
+    conn: Store
     if url:
         conn = db_postgres.connect(url, app.config["DB_TIMEOUT"])
     else:
@@ -248,7 +257,7 @@ def open_store(app) -> sqlite3.Connection:
     if state.migrated_pid != os.getpid():
         migrate(conn)
         state.migrated_pid = os.getpid()
-    return conn
+    return cast(sqlite3.Connection, conn)
 
 
 def _slot(app) -> threading.local:

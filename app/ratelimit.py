@@ -48,7 +48,7 @@ class RateInfo:
         unlimited = self.limit is None
         return {
             "X-RateLimit-Limit": "unlimited" if unlimited else str(self.limit),
-            "X-RateLimit-Remaining": "unlimited" if unlimited else str(max(0, self.remaining)),
+            "X-RateLimit-Remaining": "unlimited" if unlimited else str(max(0, self.remaining or 0)),
             "X-RateLimit-Reset": str(int(self.reset)),
         }
 

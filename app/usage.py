@@ -46,9 +46,10 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-@lru_cache(maxsize=4)
-def _admit_key_sql(plans: tuple) -> str:
-    """The statement of :func:`admit_key` for these plans (their quotas become SQL literals)."""
+@lru_cache(maxsize=8)
+def _admit_key_sql(plans: tuple, location: bool = False) -> str:
+    """The statement of :func:`admit_key` for these plans (their quotas become SQL literals); with
+    ``location``, it also reads the saved location ``:location`` of the admitted account."""
     callable_plans = [p for p in plans if p.api_access and (p.daily_quota is None or p.daily_quota > 0)]
     names = ", ".join(_quote(p.name) for p in callable_plans)
     cases = " ".join(
@@ -58,6 +59,11 @@ def _admit_key_sql(plans: tuple) -> str:
     )
     limit = (
         f"(SELECT CASE plan {cases} END FROM accounts WHERE id = excluded.account_id)" if cases else "NULL"
+    )
+    located = "".join(
+        f", (SELECT {column} FROM locations WHERE id = :location AND account_id = usage.account_id)"
+        f" AS location_{column}"
+        for column in _LOCATION_COLUMNS
     )
     return (
         "INSERT INTO usage (account_id, day, count)"
@@ -69,18 +75,24 @@ def _admit_key_sql(plans: tuple) -> str:
         " (SELECT email FROM accounts WHERE id = usage.account_id) AS email,"
         " (SELECT plan FROM accounts WHERE id = usage.account_id) AS plan,"
         " (SELECT id FROM api_keys WHERE digest = :digest) AS key_id,"
-        " count"
+        " count" + (located if location else "")
     )
 
 
-def admit_key(conn, digest: str, day: str, plans) -> "sqlite3.Row | None":
+#: the saved-location columns a data call needs (app.api.targeting), all NOT NULL in the schema
+_LOCATION_COLUMNS = ("name", "lat", "lng")
+
+
+def admit_key(conn, digest: str, day: str, plans, location_id: str | None = None) -> "sqlite3.Row | None":
     """Authenticate and admit in one statement: count one call for the live key with SHA-256 ``digest``
     when its account's plan (one of ``plans``, a sequence of :class:`app.plans.Plan`) has API access and
     the day's count is below the plan's quota.
 
     Returns the row ``(id, email, plan, key_id, count)``, or None when nothing was counted (unknown or
     revoked key, plan without API access or unknown, quota exhausted): the caller then finds out which
-    with :func:`app.accounts.authenticate` and :func:`admit`.
+    with :func:`app.accounts.authenticate` and :func:`admit`. With ``location_id`` the same statement also
+    reads that saved location of the account (``location_name``, ``location_lat``, ``location_lng``; NULL
+    when the account has none by that id), so a call by ``locationId`` is one round trip to the store.
 
     Examples
     --------
@@ -92,8 +104,28 @@ def admit_key(conn, digest: str, day: str, plans) -> "sqlite3.Row | None":
     >>> _, key = accounts.create_account(conn, "a@b.be", "developer")
     >>> admit_key(conn, digest(key), "2026-11-16", tuple(PLANS.values()))["count"]
     1
+    >>> admit_key(conn, digest(key), "2026-11-16", tuple(PLANS.values()), "loc_x")["location_lat"] is None
+    True
     """
-    return execute_write(conn, _admit_key_sql(tuple(plans)), {"digest": digest, "day": day})
+    if location_id is None:
+        return execute_write(
+            conn,
+            _admit_key_sql(plans if isinstance(plans, tuple) else tuple(plans)),
+            {"digest": digest, "day": day},
+        )
+    return execute_write(
+        conn,
+        _admit_key_sql(plans if isinstance(plans, tuple) else tuple(plans), True),
+        {"digest": digest, "day": day, "location": location_id},
+    )
+
+
+def saved_location(row, location_id: str) -> dict | None:
+    """The saved location :func:`admit_key` read with the admission (``id``, ``name``, ``lat``, ``lng``), or
+    None when the account has no location ``location_id``."""
+    if row["location_lat"] is None:
+        return None
+    return {"id": location_id, **{c: row[f"location_{c}"] for c in _LOCATION_COLUMNS}}
 
 
 def refund(conn, account_id: int, day: str) -> None:

@@ -258,7 +258,7 @@ def render_nginx(conf: str, *, port: int, upstreams: list[int], prefix: Path, us
         ("user nginx;\n", f"user {user};\n" if user else ""),
         ("pid /run/nginx.pid;\n", f"pid {prefix}/nginx.pid;\ndaemon off;\n"),
         ("error_log /dev/stderr warn;\n", f"error_log {prefix}/error.log warn;\n"),
-        ("    access_log /dev/stdout urban;\n", f"    access_log {prefix}/access.log urban;\n{temp}"),
+        ("    access_log /dev/stdout urban", f"{temp}    access_log {prefix}/access.log urban"),
         ("    include /etc/nginx/mime.types;\n", ""),
         ("        server app1:8000 max_fails=0;\n        server app2:8000 max_fails=0;\n", servers),
         ("        listen 80 default_server;\n", f"        listen 127.0.0.1:{port} default_server;\n"),

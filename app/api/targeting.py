@@ -90,7 +90,11 @@ def resolve_target(engine) -> Target:
             raise MissingTarget(f"{missing} is missing: lat and lng must be given together")
         target = Target(parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0))
     else:
-        row = get_location(get_db(), g.account["id"], location_id)
+        prefetched = g.get("saved_location")  # read in the admission statement (app.auth)
+        if prefetched is not None and prefetched[0] == location_id:
+            row = prefetched[1]
+        else:
+            row = get_location(get_db(), g.account["id"], location_id)
         if row is None:
             raise LocationNotFound(f"no location {echo(location_id)} in your account")
         target = Target(row["lat"], row["lng"], row["id"], row["name"])

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app import accounts, usage
-from platform_helpers import bearer
+from platform_helpers import INSIDE, bearer
 from platform_helpers import assert_error
 
 
@@ -231,3 +231,43 @@ def test_bad_trusted_proxies_refuses_to_start(make_app, hops):
 
     with pytest.raises(ConfigurationError, match="TRUSTED_PROXIES"):
         make_app(TRUSTED_PROXIES=hops)
+
+
+def test_location_read_with_the_admission_is_the_current_one_of_that_account(
+    make_app, box_engine, store, account
+):
+    """A ``locationId`` call reads the saved location in the admission statement: it answers with the
+    location as stored at that moment (a rename or removal through another connection shows at once), only
+    the caller's own locations, and the call counts as before (a 404 is counted, as every 4xx)."""
+    from app.saved_locations import add_location, remove_location, update_location
+
+    client = make_app(ENGINE=box_engine).test_client()  # the same store as ``store``
+    mine, key = account("developer")
+    other, _ = account("developer")
+    add_location(
+        store, mine["id"], name="Werf", address="", lat=INSIDE[0], lng=INSIDE[1], location_id="loc_m"
+    )
+    add_location(
+        store, other["id"], name="Elders", address="", lat=INSIDE[0], lng=INSIDE[1], location_id="loc_o"
+    )
+
+    def call(location_id):
+        return client.get(f"/api/v1/disruptions?locationId={location_id}", headers=bearer(key))
+
+    resp = call("loc_m")
+    assert resp.status_code == 200
+    assert resp.get_json()["location"] == {
+        "id": "loc_m",
+        "name": "Werf",
+        "lat": round(INSIDE[0], 6),
+        "lng": round(INSIDE[1], 6),
+    }
+    assert resp.headers["X-RateLimit-Remaining"] == "99"
+    update_location(store, mine["id"], "loc_m", name="Nieuwe werf", address="", label="", is_primary=False)
+    assert call("loc_m").get_json()["location"]["name"] == "Nieuwe werf"
+    assert_error(call("loc_o"), 404, "location_not_found")  # another account's id
+    remove_location(store, mine["id"], "loc_m")
+    resp = call("loc_m")
+    assert_error(resp, 404, "location_not_found")
+    assert resp.headers["X-RateLimit-Remaining"] == "96"
+    assert _count(store, mine["id"]) == 4
