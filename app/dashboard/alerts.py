@@ -153,9 +153,9 @@ def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) 
                 )
                 continue
             above = int(no2_state(kind, figures)[0]) if kind in NO2_LIMITS else None
-            cur = conn.execute(
+            sub = conn.execute(
                 "INSERT INTO alert_subscriptions (account_id, location_id, kind, webhook_url, webhook_secret,"
-                " unsubscribe_token, no2_above, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " unsubscribe_token, no2_above, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
                 (
                     account_id,
                     location["id"],
@@ -166,8 +166,7 @@ def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) 
                     above,
                     utc_stamp(),
                 ),
-            )
-            sub = conn.execute("SELECT * FROM alert_subscriptions WHERE id = ?", (cur.lastrowid,)).fetchone()
+            ).fetchone()  # RETURNING, not lastrowid: PostgreSQL has no rowid
             for fact in facts(kind, figures):
                 _insert(conn, sub, fact, "baseline", payload(sub, location, fact, engine, now))
     return list_for_location(conn, account_id, location["id"])
@@ -216,8 +215,8 @@ def unsubscribe(conn, token: str) -> bool:
 
 def _insert(conn, sub, fact: Fact, kind: str, body: dict) -> bool:
     cur = conn.execute(
-        "INSERT OR IGNORE INTO alert_events (subscription_id, event_key, kind, payload, created_at)"
-        " VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO alert_events (subscription_id, event_key, kind, payload, created_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",  # standard SQL: both store backends
         (sub["id"], fact.key, kind, json.dumps(body, ensure_ascii=False, separators=(",", ":")), utc_stamp()),
     )
     return cur.rowcount > 0

@@ -380,3 +380,25 @@ def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_pa
     assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 100
     assert holder.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
     assert not writer.in_transaction
+
+
+def test_alert_subscriptions_and_their_baseline_on_either_backend(store, account, engine):
+    """Subscribing stores one row per kind and its baseline events, with ids the store made (both backends)."""
+    from app.dashboard import alerts, delivery
+
+    row, _ = account("pro")
+    loc = add_location(store, row["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
+    subs = alerts.subscribe(store, row["id"], loc, list(alerts.KINDS), "", engine, engine.as_of)
+    assert [s["kind"] for s in subs] == list(alerts.KINDS)
+    assert len({s["id"] for s in subs}) == len(alerts.KINDS)
+    events = store.execute("SELECT subscription_id, kind FROM alert_events").fetchall()
+    assert {e[0] for e in events} <= {s["id"] for s in subs}
+    assert all(e[1] == "baseline" for e in events)
+    again = alerts.subscribe(store, row["id"], loc, list(alerts.KINDS), "", engine, engine.as_of)
+    assert [s["id"] for s in again] == [s["id"] for s in subs]  # re-subscribing keeps the rows
+    assert alerts.evaluate(store, engine, engine.as_of) == 0  # nothing changed since the baseline
+    assert delivery.claim(store) == []  # baselines are never sent
+    assert alerts.unsubscribe(store, subs[0]["unsubscribe_token"])
+    assert [s["kind"] for s in alerts.list_for_location(store, row["id"], loc["id"])] == list(alerts.KINDS)[
+        1:
+    ]
