@@ -154,8 +154,8 @@ def _clock(engine, now):
     return now
 
 
-#: cell sizes of the works count tables (radius / 8 and / 4: a few percent of the pairs need a distance)
-WORKS_CELL_KM = {RADIUS_KM: RADIUS_KM / 8, br.NEAR_WORK_KM: br.NEAR_WORK_KM / 4}
+#: cell sizes of the works count tables: 250 m (about a third of the pairs within reach need a distance)
+WORKS_CELL_KM = {RADIUS_KM: RADIUS_KM / 8, br.NEAR_WORK_KM: RADIUS_KM / 8}
 _SIDES = np.array([RIVER_NONE, RIVER_LEFT, RIVER_RIGHT], dtype=np.int8)
 
 

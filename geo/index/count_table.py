@@ -123,11 +123,12 @@ class CountTable:
         cell, w = np.concatenate(edge_cell), np.concatenate(edge_w)
         order = np.argsort(cell, kind="stable")
         self.edge_w = w[order].astype(np.int32)
-        self.start = np.zeros(self.ncells + 1, dtype=np.int64)
-        np.cumsum(np.bincount(cell, minlength=self.ncells), out=self.start[1:])
+        start = np.zeros(self.ncells + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cell, minlength=self.ncells), out=start[1:])
+        self.start = start.astype(np.int32) if start[-1] < 2**31 else start  # half the memory
 
     def sure_counts(self, channel, n_channels: int) -> np.ndarray:
-        """(ncells, n_channels) int32: per cell, the sure points of each channel (kept for the last few
+        """(ncells, n_channels) uint16 (int32 if needed): per cell, the sure points of each channel (kept for the last few
         channel assignments). ``channel`` gives each point's channel in layer row order; -1 leaves it out."""
         ch = np.asarray(channel, dtype=np.int64)[self.rows]
         key = ch.tobytes() + n_channels.to_bytes(4, "little")
@@ -138,7 +139,8 @@ class CountTable:
             flat = np.bincount(
                 self.sure_cell[keep] * n_channels + c[keep], minlength=self.ncells * n_channels
             )
-            found = flat.astype(np.int32).reshape(self.ncells, n_channels)
+            small = np.uint16 if flat.max(initial=0) < 2**16 else np.int32  # a few MB per table
+            found = flat.astype(small).reshape(self.ncells, n_channels)
             while len(self._sure) >= _KEEP:
                 self._sure.pop(next(iter(self._sure)))
         self._sure[key] = found
@@ -166,7 +168,7 @@ class CountTable:
     def _chunk(self, lat_d, lng_d, sure, ch, n_channels):
         cell = self._cells(lat_d, lng_d)
         out = sure.take(cell, axis=0).astype(np.int64)
-        lo = self.start.take(cell)
+        lo = self.start.take(cell).astype(np.int64)
         ln = self.start.take(cell + 1) - lo
         total = int(ln.sum())
         if not total:
