@@ -51,15 +51,25 @@ def _write_csv(engine, path, n):
 
 
 def _base_tree(tmp) -> str | None:
-    """Today's ``geo`` package (``BASE_REF``) extracted into ``tmp``; None when git cannot give it."""
+    """Today's ``geo`` package (``BASE_REF``) extracted into ``tmp`` with a snapshot built by it from the same
+    reference data in ``tmp/base/snapshot`` (the snapshot format changed since); None when git or the
+    build cannot give them."""
     root = Path(__file__).resolve().parents[1]
     out = Path(tmp) / "base"
     out.mkdir()
+    reference = os.environ.get("URBAN_REFERENCE", str(root.parent / "shared" / "data"))
     try:
         archive = subprocess.run(
             ["git", "-C", str(root), "archive", BASE_REF, "geo"], check=True, capture_output=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "geo.snapshot", "build", "--reference", reference, "--out", "snapshot"],
+            cwd=out,
+            env={**os.environ, "PYTHONPATH": str(out)},
+            check=True,
+            capture_output=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     return str(out)
@@ -67,16 +77,19 @@ def _base_tree(tmp) -> str | None:
 
 def _cli(args, pythonpath=None):
     """(seconds, peak RSS MB of the command's process, CPU seconds of it and its workers) of
-    ``python -m geo.batch.cli ARGS`` (``geo.score_cli`` in the base tree, before the layers of issue 14).
-    CPU seconds tell what the run costs whatever else loads the machine."""
+    ``python -m geo.batch.cli ARGS`` (``geo.score_cli`` in the base tree, before the layers of issue 14, run
+    from that tree on its own snapshot). CPU seconds tell what the run costs whatever else loads the machine."""
     env = dict(os.environ)
+    data = _data_dir()
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
+        data = str(Path(pythonpath) / "snapshot")
     t0 = time.perf_counter()
     module = "geo.score_cli" if pythonpath else "geo.batch.cli"
     proc = subprocess.Popen(
-        [sys.executable, "-m", module, *args, "--data", _data_dir(), "--no-progress"],
+        [sys.executable, "-m", module, *args, "--data", data, "--no-progress"],
         env=env,
+        cwd=pythonpath,  # ``python -m`` puts the working directory first: run the base tree from its own
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

@@ -36,8 +36,9 @@ def _plugin_class():
             import numpy as np
 
             from .score import score
-            from .workers import engine_for
+            from .workers import engine_for, keep_heap
 
+            keep_heap()  # undo the nanny's malloc trimming for the scoring's temporaries
             eng = engine_for(self.path, self.snapshot_id)
             score((np.array([51.2194]), np.array([4.4025])), eng)  # builds the per-engine indexes now
 

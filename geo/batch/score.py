@@ -22,6 +22,7 @@ from ..coords import as_arrays, valid_mask
 from ..service.disruptions import RADIUS_KM, far_side
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..errors import InvalidCoordinates
+from ..index.count_table import CountTable
 from ..index.point_index import PointIndex
 from ..service.loaded import loaded, prepare
 from .pairs import pairs_within
@@ -153,8 +154,45 @@ def _clock(engine, now):
     return now
 
 
+#: cell sizes of the works count tables: 250 m (about a third of the pairs within reach need a distance)
+WORKS_CELL_KM = {RADIUS_KM: RADIUS_KM / 8, br.NEAR_WORK_KM: RADIUS_KM / 8}
+_SIDES = np.array([RIVER_NONE, RIVER_LEFT, RIVER_RIGHT], dtype=np.int8)
+
+
+def _works_tables(engine):
+    """(CountTable within RADIUS_KM, CountTable within NEAR_WORK_KM) over the works clusters, or None."""
+    w = prepare(engine).works
+    tables = tuple(CountTable(w.lat, w.lng, r, cell) for r, cell in WORKS_CELL_KM.items())
+    return tables if all(t.usable for t in tables) else None
+
+
 def _works_counts(engine, lat, lng, side, now):
-    """(active, planned, upcoming, active within 0.5 km) per point, far-side clusters dropped."""
+    """(active, planned, upcoming, active within 0.5 km) per point, far-side clusters dropped.
+
+    Counted per (status, river side) channel through the per-engine :class:`CountTable` s (a cell lookup
+    plus the exact distance of the cell's boundary clusters); the pair walk when no table can be built."""
+    tables = per_engine("batch.works_tables", engine, _works_tables)
+    if tables is None:
+        return _works_counts_pairs(engine, lat, lng, side, now)
+    w = prepare(engine).works
+    running = w.status_class == wk.RUNNING
+    planned = w.status_class == wk.PLANNED
+    upcoming = planned & wk.upcoming_clusters(w, now)
+    side_w = w.side.astype(np.int64)
+    kind = np.where(running, 0, np.where(upcoming, 2, np.where(planned, 1, -1)))
+    wide = tables[0].counts(lat, lng, np.where(kind >= 0, kind * 3 + side_w, -1), 9)
+    near = tables[1].counts(lat, lng, np.where(running, side_w, -1), 3)
+    keep = (~far_side(_SIDES[:, None], _SIDES[None, :])).astype(np.int64)[side]  # (n, 3): kept cluster sides
+    out = np.empty((4, lat.size), dtype=np.int64)
+    out[0] = (wide[:, 0:3] * keep).sum(axis=1)
+    out[2] = (wide[:, 6:9] * keep).sum(axis=1)
+    out[1] = (wide[:, 3:6] * keep).sum(axis=1) + out[2]
+    out[3] = (near * keep).sum(axis=1)
+    return out
+
+
+def _works_counts_pairs(engine, lat, lng, side, now):
+    """:func:`_works_counts` by walking every (point, cluster) pair within the radius."""
     w = prepare(engine).works
     n = lat.size
     out = np.zeros((4, n), dtype=np.int64)

@@ -11,6 +11,7 @@ in cells with more than ``MAX_CANDIDATES`` candidates, go to the caller's exact 
 from __future__ import annotations
 
 import math
+from itertools import chain
 
 import numpy as np
 
@@ -44,13 +45,17 @@ class NearestGrid:
         d1 = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(chord1 / 2, 1.0))
         reach = d1 + 2 * rho * EARTH_RADIUS_KM
         chords = 2 * np.sin(np.minimum(reach / EARTH_RADIUS_KM, math.pi) / 2) * (1 + 1e-7) + 1e-9
-        lists = tree.query_ball_point(xyz, chords)
-        ncand = np.fromiter((len(x) for x in lists), dtype=np.int64, count=len(lists))
+        lists = tree.query_ball_point(xyz, chords, return_sorted=True)
+        ncand = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         k = int(min(max(ncand.max(), 1), MAX_CANDIDATES))
         cand = np.full((ncand.size, k), -1, dtype=np.int64)
-        for i in np.flatnonzero((ncand > 0) & (ncand <= k)):
-            cand[i, : ncand[i]] = sorted(lists[i])
-        ncand[ncand > k] = 0
+        flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(ncand.sum()))
+        fits = ncand <= k  # cells with more candidates go to the fallback
+        cell = np.repeat(np.arange(ncand.size), ncand)
+        slot = np.arange(flat.size) - np.repeat(np.cumsum(ncand) - ncand, ncand)
+        keep = fits[cell]
+        cand[cell[keep], slot[keep]] = flat[keep]
+        ncand[~fits] = 0
         self.cand, self.ncand = cand, ncand
         self._lists = None
         self.multi_fraction = float((ncand != 1).mean())

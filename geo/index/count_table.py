@@ -1,0 +1,196 @@
+"""Counts of points within a fixed radius, split into channels (point classes), through a table of small cells.
+
+The area around the points is cut into lat/lng cells of about ``cell_km``. With ``c`` a cell's centre and
+``rho`` a rigorous bound on the great-circle distance from ``c`` to any location of the cell, the triangle
+inequality sorts every (cell, point) pair once, at build time:
+
+* *sure*: ``d(w, c) <= r - rho - slack``: ``w`` is within ``r`` of every query in the cell; its channel is
+  counted into the cell's row of the sure-count matrix (recomputed cheaply when the channels change);
+* *boundary*: ``r - rho - slack < d(w, c) <= r + rho + slack``: listed per cell; per query the exact
+  haversine (:func:`geo.index.spherical.haversine_rad`, query first, as every pair primitive calls it)
+  decides, so counts equal a brute-force loop of that distance ``<= r``;
+* farther: never looked at.
+
+A query is one row gather plus the exact distances of its cell's boundary list, with no Python loop per
+point. The grid covers every point's reach plus an empty ring; queries outside it land in the ring.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .spherical import EARTH_RADIUS_KM, haversine_rad
+
+KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
+SLACK_KM = 1e-9  # far above the rounding of a haversine distance (~1e-13 km)
+MAX_CELLS = 1 << 22
+BUILD_PAIRS = 1 << 21  # (point, cell) candidates per build step (memory bound)
+QUERY_CHUNK = 1 << 16  # query points per step (keeps temporaries small)
+_KEEP = 2  # sure-count matrices kept (one per channel assignment)
+
+
+class CountTable:
+    """Per-channel counts of the points within ``radius_km`` of many queries (degrees in).
+
+    ``usable`` is False (use another index) when there is no point, near a pole or the antimeridian, or
+    for radii beyond ~300 km.
+
+    Examples
+    --------
+    >>> t = CountTable(np.array([51.0, 51.01, 51.02]), np.array([4.0, 4.0, 4.0]), 2.0, 0.25)
+    >>> t.counts(np.array([51.0, 51.03, 52.0]), np.array([4.0, 4.0, 4.0]), np.array([0, 1, 1]), 2).tolist()
+    [[1, 1], [0, 1], [0, 0]]
+    """
+
+    def __init__(self, lat, lng, radius_km: float, cell_km: float):
+        lat = np.asarray(lat, dtype=np.float64)
+        lng = np.asarray(lng, dtype=np.float64)
+        self.size = lat.size
+        self.rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
+        lat_d, lng_d = lat[self.rows], lng[self.rows]
+        self.lat_r, self.lng_r = np.radians(lat_d), np.radians(lng_d)
+        self.cos_lat = np.cos(self.lat_r)
+        self.radius = r = float(radius_km)
+        self._sure: dict[bytes, np.ndarray] = {}
+        self.usable = False
+        if not self.rows.size or not 0 < r < 300.0:
+            return
+        slack = SLACK_KM + 1e-12 * r
+        reach_lat = math.degrees(2 * r / EARTH_RADIUS_KM) + 1e-9  # beyond r + rho for any cell size used
+        lat_ext = float(np.abs(lat_d).max()) + 2 * reach_lat
+        if lat_ext >= 80.0:
+            return
+        reach_lng = reach_lat / math.cos(math.radians(lat_ext))
+        y_lo, y_hi = float(lat_d.min()) - reach_lat, float(lat_d.max()) + reach_lat
+        x_lo, x_hi = float(lng_d.min()) - reach_lng, float(lng_d.max()) + reach_lng
+        if x_lo < -179.0 or x_hi > 179.0:
+            return
+        c_mid = math.cos(math.radians((y_lo + y_hi) / 2))
+        area = (y_hi - y_lo) * (x_hi - x_lo) * c_mid * KM_PER_DEG**2
+        side = max(float(cell_km), math.sqrt(area / MAX_CELLS) * 1.01, 1e-3)
+        self.hy = side / KM_PER_DEG
+        self.hx = self.hy / c_mid
+        # one empty ring of cells on every side (clipped queries land there)
+        self.y0, self.x0 = y_lo - self.hy, x_lo - self.hx
+        self.ny = int(math.ceil((y_hi - y_lo) / self.hy)) + 3
+        self.nx = int(math.ceil((x_hi - x_lo) / self.hx)) + 3
+        self.ncells = self.nx * self.ny
+        # rho: hav(rho) <= sin^2(hy / 4) + cos_max^2 sin^2(hx / 4) (centre to a corner, cos(lat) <= cos_max)
+        lat_min_abs = 0.0 if y_lo <= 0.0 <= y_hi + self.hy else min(abs(y_lo), abs(y_hi + self.hy))
+        c_max = math.cos(math.radians(lat_min_abs))
+        hav = math.sin(math.radians(self.hy) / 4) ** 2 + (c_max * math.sin(math.radians(self.hx) / 4)) ** 2
+        self.rho = 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(hav)) * (1 + 1e-6) + slack
+        if r + self.rho > 2 * r:  # cells wider than the radius: the reach above would not hold
+            return
+        self._build(lat_d, lng_d, r - self.rho - slack, r + self.rho + slack, lat_ext)
+        self.usable = True
+
+    def _build(self, lat_d, lng_d, r_in, r_out, lat_ext):
+        """Sure (cell, point) entries and the per-cell CSR lists of boundary points."""
+        by = int(math.ceil(r_out / KM_PER_DEG / self.hy)) + 1
+        s = math.sin(r_out / EARTH_RADIUS_KM / 2) / math.cos(math.radians(lat_ext))
+        bx = int(math.ceil(math.degrees(2 * math.asin(min(s, 1.0))) / self.hx)) + 1
+        oy, ox = np.arange(-by, by + 1), np.arange(-bx, bx + 1)
+        box = oy.size * ox.size
+        row_lat = np.radians(self.y0 + (np.arange(self.ny) + 0.5) * self.hy)
+        row_cos = np.cos(row_lat)
+        col_lng = np.radians(self.x0 + (np.arange(self.nx) + 0.5) * self.hx)
+        iy_w = np.floor((lat_d - self.y0) / self.hy).astype(np.int64)
+        ix_w = np.floor((lng_d - self.x0) / self.hx).astype(np.int64)
+        sure_cell, sure_w, edge_cell, edge_w = [], [], [], []
+        step = max(1, BUILD_PAIRS // box)
+        for s0 in range(0, lat_d.size, step):
+            e0 = min(lat_d.size, s0 + step)
+            iy = (iy_w[s0:e0, None, None] + oy[None, :, None]).repeat(ox.size, axis=2)
+            ix = (ix_w[s0:e0, None, None] + ox[None, None, :]).repeat(oy.size, axis=1)
+            w = np.broadcast_to(np.arange(s0, e0)[:, None, None], iy.shape)
+            ok = (iy >= 1) & (iy < self.ny - 1) & (ix >= 1) & (ix < self.nx - 1)
+            iy, ix, w = iy[ok], ix[ok], w[ok]
+            d = haversine_rad(
+                row_lat[iy], col_lng[ix], row_cos[iy], self.lat_r[w], self.lng_r[w], self.cos_lat[w]
+            )
+            cell = iy * self.nx + ix
+            sure = d <= r_in
+            edge = ~sure & (d <= r_out)
+            sure_cell.append(cell[sure])
+            sure_w.append(w[sure])
+            edge_cell.append(cell[edge])
+            edge_w.append(w[edge])
+        self.sure_cell = np.concatenate(sure_cell)
+        self.sure_w = np.concatenate(sure_w).astype(np.int32)
+        cell, w = np.concatenate(edge_cell), np.concatenate(edge_w)
+        order = np.argsort(cell, kind="stable")
+        self.edge_w = w[order].astype(np.int32)
+        start = np.zeros(self.ncells + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cell, minlength=self.ncells), out=start[1:])
+        self.start = start.astype(np.int32) if start[-1] < 2**31 else start  # half the memory
+
+    def sure_counts(self, channel, n_channels: int) -> np.ndarray:
+        """(ncells, n_channels) uint16 (int32 if needed): per cell, the sure points of each channel (kept for the last few
+        channel assignments). ``channel`` gives each point's channel in layer row order; -1 leaves it out."""
+        ch = np.asarray(channel, dtype=np.int64)[self.rows]
+        key = ch.tobytes() + n_channels.to_bytes(4, "little")
+        found = self._sure.pop(key, None)
+        if found is None:
+            c = ch[self.sure_w]
+            keep = c >= 0
+            flat = np.bincount(
+                self.sure_cell[keep] * n_channels + c[keep], minlength=self.ncells * n_channels
+            )
+            small = np.uint16 if flat.max(initial=0) < 2**16 else np.int32  # a few MB per table
+            found = flat.astype(small).reshape(self.ncells, n_channels)
+            while len(self._sure) >= _KEEP:
+                self._sure.pop(next(iter(self._sure)))
+        self._sure[key] = found
+        return found
+
+    def _cells(self, lat_d, lng_d):
+        fy = np.clip((lat_d - self.y0) / self.hy, 0, self.ny - 1)
+        fx = np.clip((lng_d - self.x0) / self.hx, 0, self.nx - 1)
+        return fy.astype(np.int64) * self.nx + fx.astype(np.int64)
+
+    def counts(self, lat_d, lng_d, channel, n_channels: int) -> np.ndarray:
+        """(n, n_channels) int64: per query (validated degree arrays), the points within the radius in each
+        channel (``channel`` per layer row, -1 = not counted)."""
+        n = lat_d.size
+        out = np.zeros((n, n_channels), dtype=np.int64)
+        if not self.usable:
+            raise ValueError("CountTable is not usable for these points; use another index")
+        sure = self.sure_counts(channel, n_channels)
+        ch = np.asarray(channel, dtype=np.int64)[self.rows]
+        for s in range(0, n, QUERY_CHUNK):
+            e = min(n, s + QUERY_CHUNK)
+            out[s:e] = self._chunk(lat_d[s:e], lng_d[s:e], sure, ch, n_channels)
+        return out
+
+    def _chunk(self, lat_d, lng_d, sure, ch, n_channels):
+        cell = self._cells(lat_d, lng_d)
+        out = sure.take(cell, axis=0).astype(np.int64)
+        lo = self.start.take(cell).astype(np.int64)
+        ln = self.start.take(cell + 1) - lo
+        total = int(ln.sum())
+        if not total:
+            return out
+        q = np.repeat(np.arange(lat_d.size), ln)
+        first = np.cumsum(ln) - ln
+        w = self.edge_w.take(np.repeat(lo - first, ln) + np.arange(total))
+        c = ch.take(w)
+        keep = np.flatnonzero(c >= 0)
+        q, w, c = q.take(keep), w.take(keep), c.take(keep)
+        lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
+        cos_lat = np.cos(lat_r)
+        d = haversine_rad(
+            lat_r.take(q),
+            lng_r.take(q),
+            cos_lat.take(q),
+            self.lat_r.take(w),
+            self.lng_r.take(w),
+            self.cos_lat.take(w),
+        )
+        inside = d <= self.radius
+        out += np.bincount(q[inside] * n_channels + c[inside], minlength=lat_d.size * n_channels).reshape(
+            -1, n_channels
+        )
+        return out

@@ -1,0 +1,84 @@
+"""The per-channel radius count table (geo.index.count_table) against a brute-force loop of the engine's own
+haversine, with query points placed on the circles and within rounding of them."""
+
+import doctest
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import geo.index.count_table as count_table
+from geo import haversine_km
+from geo.index.count_table import CountTable
+
+from test_engine_table import on_circles
+
+
+def brute(lat, lng, plat, plng, channel, n_channels, radius):
+    """(n, n_channels) counts, one query at a time; layer rows without coordinates never count."""
+    out = np.zeros((lat.size, n_channels), dtype=np.int64)
+    ok = np.isfinite(plat) & np.isfinite(plng)
+    for i, (a, b) in enumerate(zip(lat, lng)):
+        d = haversine_km(a, b, plat[ok], plng[ok])
+        c = channel[ok][d <= radius]
+        out[i] = np.bincount(c[c >= 0], minlength=n_channels)
+    return out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    radius=st.sampled_from([0.01, 0.05, 0.5, 2.0]) | st.floats(0.01, 6.0),  # cells stay below the radius
+    cells=st.sampled_from([1, 2, 4, 8, 24]),
+    n=st.integers(1, 80),
+)
+def test_counts_equal_brute_force_on_and_near_circles(seed, radius, cells, n):
+    rng = np.random.default_rng(seed)
+    plat, plng = rng.normal(51.2, 0.03, n), rng.normal(4.4, 0.05, n)
+    plat[: n // 4] = plat[0]  # duplicates
+    plng[: n // 4] = plng[0]
+    plat[n // 2 + 1 :: 7] = np.nan  # rows without a point (row 0 always has one)
+    channel = rng.integers(-1, 4, n)
+    channel[0] = 0  # something counts
+    t = CountTable(plat, plng, radius, radius / cells)
+    assert t.usable
+    ok = np.flatnonzero(np.isfinite(plat))
+    qlat, qlng = on_circles(plat[ok], plng[ok], radius, 300, rng)
+    qlat = np.r_[qlat, rng.normal(51.2, 0.1, 100), 60.0, 40.0]  # also far outside the grid
+    qlng = np.r_[qlng, rng.normal(4.4, 0.15, 100), 4.4, 4.4]
+    got = t.counts(qlat, qlng, channel, 4)
+    assert got.tolist() == brute(qlat, qlng, plat, plng, channel, 4, radius).tolist()
+    assert got.sum() > 0
+
+
+def test_channels_change_between_calls():
+    """The sure counts follow the channel assignment of each call (a few assignments are kept)."""
+    plat, plng = np.array([51.0, 51.001, 51.002]), np.array([4.0, 4.0, 4.0])
+    t = CountTable(plat, plng, 2.0, 0.25)
+    q = (np.array([51.0005]), np.array([4.0]))
+    for channel in ([0, 0, 0], [0, 1, -1], [1, 1, 0], [0, 0, 0], [-1, -1, -1]):
+        want = np.bincount([c for c in channel if c >= 0], minlength=2)
+        assert t.counts(*q, np.array(channel), 2)[0].tolist() == want.tolist()
+
+
+@pytest.mark.parametrize(
+    "lat, lng, radius",
+    [
+        ([], [], 2.0),
+        ([np.nan], [4.0], 2.0),
+        ([89.5], [4.0], 2.0),
+        ([51.0], [179.99], 2.0),
+        ([51.0], [4.0], 0.0),
+    ],
+)
+def test_not_usable_where_it_cannot_hold(lat, lng, radius):
+    t = CountTable(np.array(lat, dtype=float), np.array(lng, dtype=float), radius, 0.25)
+    assert not t.usable
+    if not t.usable:
+        with pytest.raises(ValueError, match="not usable"):
+            t.counts(np.array([51.0]), np.array([4.0]), np.zeros(len(lat), dtype=int), 1)
+
+
+def test_doctests():
+    assert doctest.testmod(count_table, raise_on_error=True).attempted
