@@ -11,7 +11,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +101,9 @@ class Reader:
 
     total: int = 0
     unit: str = "rows"
+
+    def __iter__(self) -> Iterator[Chunk]:
+        raise NotImplementedError
 
 
 class CsvReader(Reader):
@@ -495,29 +500,31 @@ class TableWriter(Writer):
 
     def __init__(self, path, kind, carry: bool = True):
         super().__init__(path)
-        self.kind, self.carry, self._w, self._schema = kind, carry, None, None
+        self.kind, self.carry = kind, carry
+        self._w: Any = None  # pyarrow's CSVWriter or ParquetWriter, opened on the first chunk
+        self._schema: pa.Schema | None = None
+
+    def _open(self, schema: pa.Schema) -> tuple[Any, pa.Schema]:
+        """The streaming writer for this file's kind, and the schema every chunk is cast to."""
+        if self.kind == "csv":
+            import pyarrow.csv as pcsv
+
+            return pcsv.CSVWriter(
+                str(self.tmp), schema, write_options=pcsv.WriteOptions(quoting_style="needed")
+            ), schema
+        if self.kind == "geoparquet":
+            schema = schema.with_metadata({b"geo": json.dumps(_geo_metadata()).encode()})
+        # dictionary-encode only the category columns: trying it on unique input text (ids,
+        # coordinates) and falling back costs more than the whole write
+        coded = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+        return pq.ParquetWriter(str(self.tmp), schema, use_dictionary=coded or False), schema
 
     def write(self, chunk: Chunk, scores: pa.Table):
         table = _merge(chunk.columns, scores) if self.carry else scores
         if self.kind == "geoparquet":
             table = table.append_column(GEOMETRY, _wkb_points(chunk.lat, chunk.lng))
-        if self._w is None:
-            self._schema = table.schema
-            if self.kind == "csv":
-                import pyarrow.csv as pcsv
-
-                self._w = pcsv.CSVWriter(
-                    str(self.tmp), self._schema, write_options=pcsv.WriteOptions(quoting_style="needed")
-                )
-            else:
-                schema = self._schema
-                if self.kind == "geoparquet":
-                    schema = schema.with_metadata({b"geo": json.dumps(_geo_metadata()).encode()})
-                    self._schema = schema
-                # dictionary-encode only the category columns: trying it on unique input text (ids,
-                # coordinates) and falling back costs more than the whole write
-                coded = [f.name for f in schema if pa.types.is_dictionary(f.type)]
-                self._w = pq.ParquetWriter(str(self.tmp), schema, use_dictionary=coded or False)
+        if self._w is None or self._schema is None:
+            self._w, self._schema = self._open(table.schema)
         table = table.cast(self._schema)
         if self.kind == "csv":
             self._w.write_table(table)

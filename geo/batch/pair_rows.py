@@ -21,7 +21,8 @@ import numpy as np
 
 from ..rules import transit as tr
 from ..coords import as_arrays
-from ..service.disruptions import RADIUS_KM, far_side
+from ..rules.selection import far_side
+from ..rules.works import RADIUS_KM
 from ..index.pair_table import PairTable
 from ..service.loaded import prepare
 from .score import _indexes, _stops_served, per_engine, service_mask

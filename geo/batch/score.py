@@ -19,7 +19,8 @@ from ..rules import transit as tr
 from ..rules import works as wk
 from ..rules.airrules import window_values
 from ..coords import as_arrays, valid_mask
-from ..service.disruptions import RADIUS_KM, far_side
+from ..rules.selection import far_side
+from ..rules.works import RADIUS_KM
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..errors import InvalidCoordinates
 from ..index.count_table import CountTable

@@ -17,7 +17,7 @@ from .loaded import lookups, moment, prepare
 from ..index.near_one import query_radians
 from .point import checked_point
 from ..rules.tally import Tally, tally_one
-from ..rules.selection import by_distance, far_side, matched, near_side  # noqa: F401  (far_side: batch scoring)
+from ..rules.selection import by_distance, matched, near_side
 
 RADIUS_KM = wk.RADIUS_KM
 
