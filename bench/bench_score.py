@@ -25,7 +25,7 @@ import geopandas as gpd
 import numpy as np
 import pandas as pd
 
-from bench import Row, median_us, per_second, service_points
+from bench import Row, local_cluster, median_us, per_second, service_points
 
 METRIC = "EPSG:31370"
 CHUNK = 250_000
@@ -65,13 +65,12 @@ def _pool_rate(engine, lat, lng, now) -> float:
 
 
 def _dask_rate(engine, lat, lng, now) -> float:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from geo.batch.workers import score_arrays
 
     path, sid, iso = _data_dir(), engine.snapshot_id, now.isoformat()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
-    with cluster, Client(cluster) as client:
+    with local_cluster() as cluster, Client(cluster) as client:
         client.run(
             lambda: (
                 __import__("geo.batch.workers").batch.workers.engine_for(path, sid).nearest_station(51.2, 4.4)

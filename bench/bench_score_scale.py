@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench import Row, per_second, service_points
+from bench import Row, local_cluster, per_second, service_points
 
 BASE_REF = os.environ.get("URBAN_BENCH_BASE_REF", "74b9c6a")
 REPEAT = int(os.environ.get("URBAN_BENCH_SCALE_REPEAT", 2))
@@ -186,15 +186,14 @@ def _dataset(engine, n, path, parts):
 
 
 def _dask_rows(engine, sizes, tmp) -> list[Row]:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from geo.batch.dask import register_engine
     from geo.batch.cli import run
 
     rows = []
     data = _data_dir()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
-    with cluster, Client(cluster) as client:
+    with local_cluster() as cluster, Client(cluster) as client:
         register_engine(client, data)  # a standing cluster: engines loaded once, before the runs
         for n in sizes:
             src = Path(tmp) / f"points-{n}"

@@ -47,7 +47,12 @@ class _Runner:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
-            self._pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+            from .workers import keep_heap_if_pinned
+
+            # workers inherit the environment, and with it a MALLOC_TRIM_THRESHOLD_ a LocalCluster left there
+            self._pool = ProcessPoolExecutor(
+                workers, mp_context=mp.get_context("spawn"), initializer=keep_heap_if_pinned
+            )
             self.window = 2 * workers
             self.where = f"{workers} local processes"
         else:
@@ -397,7 +402,9 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
     (status, LEZ, river side, nearest NO2 station, NO2 value and trend, works, transit, risk).
     """
     from ..errors import SnapshotError
+    from .workers import keep_heap_if_pinned
 
+    keep_heap_if_pinned()  # e.g. run from a notebook that started a Dask LocalCluster
     if progress is None:
         progress = sys.stderr.isatty()
     try:

@@ -13,8 +13,8 @@ from datetime import datetime
 _ENGINES: dict = {}
 _LOCK = threading.Lock()
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
-HEAP_KEEP = 128 << 20  # freed heap kept for reuse (bytes)
-MMAP_FROM = 32 << 20  # blocks below this come from the heap (glibc's largest allowed threshold)
+HEAP_KEEP = 64 << 20  # freed heap kept for reuse (bytes): what glibc's adaptive threshold reaches at most
+MMAP_FROM = 8 << 20  # blocks below this come from the heap (a chunk's temporaries are 2-6 MB)
 
 
 def keep_heap() -> bool:
@@ -34,6 +34,18 @@ def keep_heap() -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_FROM)) and bool(mallopt(M_TRIM_THRESHOLD, HEAP_KEEP))
+
+
+def keep_heap_if_pinned() -> bool:
+    """:func:`keep_heap` when this process started with glibc's malloc thresholds pinned by the environment
+    (``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_MMAP_THRESHOLD_``, which a Dask ``LocalCluster`` writes into the
+    environment of the process that starts it); otherwise glibc keeps its own adaptive thresholds, which
+    hold less memory. True if applied."""
+    import os
+
+    if not {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"} & set(os.environ):
+        return False
+    return keep_heap()
 
 
 def engine_for(path: str, snapshot_id: str | None = None):

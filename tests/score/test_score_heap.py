@@ -40,3 +40,16 @@ def test_keep_heap_stops_page_faults_per_temporary():
     assert applied
     assert pinned > 50 * 400  # every 2 MB array faulted in page by page (512 pages of 4 KiB)
     assert kept < pinned / 20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
+@pytest.mark.parametrize(
+    "pinned", [{}, {"MALLOC_TRIM_THRESHOLD_": "65536"}, {"MALLOC_MMAP_THRESHOLD_": "131072"}]
+)
+def test_urban_score_processes_undo_pinned_malloc_settings_only(pinned):
+    """The CLI and its --workers processes apply keep_heap only when the environment pinned malloc (as a
+    process that started a Dask LocalCluster has); otherwise glibc's adaptive thresholds stay."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | pinned
+    code = "from geo.batch.workers import keep_heap_if_pinned; print(keep_heap_if_pinned())"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == str(bool(pinned))
