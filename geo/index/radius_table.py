@@ -172,17 +172,6 @@ class RadiusTable:
         np.cumsum(q, out=q)
         return q, pos
 
-    def _dist(self, lat_r, lng_r, cos_lat, q, w):
-        """Exact haversine km of pairs (query q, point w)."""
-        return haversine_rad(
-            lat_r.take(q),
-            lng_r.take(q),
-            cos_lat.take(q),
-            self.lat_r.take(w),
-            self.lng_r.take(w),
-            self.cos_lat.take(w),
-        )
-
     def count_nearest(self, lat_d, lng_d):
         """(count int64, nearest km float64 / inf) for query points in degrees (validated arrays)."""
         n = lat_d.size
