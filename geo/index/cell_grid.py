@@ -35,9 +35,9 @@ class CellGrid:
     >>> (g.ny, g.nx, round(g.hy * KM_PER_DEG, 3), round(g.rho, 4))
     (92, 59, 0.25, 0.177)
     >>> cell, w, km = next(g.pairs(*np.radians([[51.0], [4.0]]), np.cos(np.radians([51.0])),
-    ...                            np.array([51.0]), np.array([4.0]), 0.2, *g.reach(0.2, 51.2)))
-    >>> (cell.size, int(w.max()), bool(km.max() <= 0.2))
-    (2, 0, True)
+    ...                            np.array([51.0]), np.array([4.0]), *g.reach(0.2, 51.2)))
+    >>> (cell.size, int(w.max()), int((km <= 0.2).sum()))
+    (25, 0, 2)
     """
 
     y0: float
@@ -82,11 +82,12 @@ class CellGrid:
         return by, bx
 
     def pairs(
-        self, lat_r, lng_r, cos_lat, lat_d, lng_d, r_out: float, by: int, bx: int, ring: int = 1
+        self, lat_r, lng_r, cos_lat, lat_d, lng_d, by: int, bx: int, ring: int = 1
     ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Yield (cell, point, km) of every pair whose cell lies within ``by`` x ``bx`` cells of the point's
-        own, outside the ``ring`` outer rings, and whose haversine (cell centre first) is ``<= r_out``; in
-        point order, each point's cells row by row. ``point`` numbers the given arrays."""
+        own and outside the ``ring`` outer rings, with the haversine from the cell centre (first argument) to
+        the point; in point order, each point's cells row by row. ``point`` numbers the given arrays. The
+        caller keeps the pairs it needs (``km <= r_out``), fused with its own split of them."""
         oy, ox = np.arange(-by, by + 1), np.arange(-bx, bx + 1)
         box = oy.size * ox.size
         row_lat = np.radians(self.y0 + (np.arange(self.ny) + 0.5) * self.hy)
@@ -97,14 +98,13 @@ class CellGrid:
         step = max(1, BUILD_PAIRS // box)
         for s in range(0, lat_d.size, step):
             e = min(lat_d.size, s + step)
-            iy = (iy_w[s:e, None, None] + oy[None, :, None]) + np.zeros((1, 1, ox.size), dtype=np.int64)
-            ix = (ix_w[s:e, None, None] + ox[None, None, :]) + np.zeros((1, oy.size, 1), dtype=np.int64)
+            iy = (iy_w[s:e, None, None] + oy[None, :, None]).repeat(ox.size, axis=2)
+            ix = (ix_w[s:e, None, None] + ox[None, None, :]).repeat(oy.size, axis=1)
             w = np.broadcast_to(np.arange(s, e)[:, None, None], iy.shape)
             ok = (iy >= ring) & (iy < self.ny - ring) & (ix >= ring) & (ix < self.nx - ring)
             iy, ix, w = iy[ok], ix[ok], w[ok]
             d = haversine_rad(row_lat[iy], col_lng[ix], row_cos[iy], lat_r[w], lng_r[w], cos_lat[w])
-            keep = d <= r_out
-            yield iy[keep] * self.nx + ix[keep], w[keep], d[keep]
+            yield iy * self.nx + ix, w, d
 
     def cells(self, lat_d, lng_d, by_reciprocal: bool = True) -> np.ndarray:
         """Cell per query (validated degrees); queries outside the grid are clipped into its outer ring.

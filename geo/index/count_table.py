@@ -76,10 +76,10 @@ class CountTable:
         """Sure (cell, point) entries and the per-cell CSR lists of boundary points."""
         g = self.grid
         sure_cell, sure_w, edge_cell, edge_w = [], [], [], []
-        pairs = g.pairs(self.lat_r, self.lng_r, self.cos_lat, lat_d, lng_d, r_out, *g.reach(r_out, lat_ext))
+        pairs = g.pairs(self.lat_r, self.lng_r, self.cos_lat, lat_d, lng_d, *g.reach(r_out, lat_ext))
         for cell, w, d in pairs:
             sure = d <= r_in
-            edge = ~sure
+            edge = ~sure & (d <= r_out)
             sure_cell.append(cell[sure])
             sure_w.append(w[sure])
             edge_cell.append(cell[edge])

@@ -80,11 +80,10 @@ class PairTable:
         # no empty ring here: queries outside the grid are dropped, not clipped
         grid = CellGrid(self.y0, self.x0, self.dlat, self.dlng, self.ny, self.nx, rho)
         cells, points = [], []
-        for c, p, _ in grid.pairs(
-            self.lat_r, self.lng_r, self.cos_lat, lat, lng, r + rho, ny_b, nx_b, ring=0
-        ):
-            cells.append(c)
-            points.append(p)
+        for c, p, d in grid.pairs(self.lat_r, self.lng_r, self.cos_lat, lat, lng, ny_b, nx_b, ring=0):
+            near = d <= r + rho
+            cells.append(c[near])
+            points.append(p[near])
         cell, point = np.concatenate(cells), np.concatenate(points)
         order = np.lexsort((rank[point], cell))
         self.entries = point[order]

@@ -109,10 +109,11 @@ class RadiusTable:
         # rigorous longitude reach of r_out at the grid's extreme latitude (< 89 degrees, r_out << R)
         g = self.grid
         lat_ext = max(abs(g.y0), abs(g.y0 + g.ny * g.hy))
-        for cell, w, d in g.pairs(lat_r, lng_r, cos_lat, lat_d, lng_d, r_out, *g.reach(r_out, lat_ext)):
-            cells.append(cell)
-            points.append(w)
-            dists.append(d)
+        for cell, w, d in g.pairs(lat_r, lng_r, cos_lat, lat_d, lng_d, *g.reach(r_out, lat_ext)):
+            keep = d <= r_out
+            cells.append(cell[keep])
+            points.append(w[keep])
+            dists.append(d[keep])
         cell = np.concatenate(cells)
         w = np.concatenate(points)
         d = np.concatenate(dists)
