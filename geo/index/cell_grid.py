@@ -104,7 +104,9 @@ class CellGrid:
             ok = (iy >= ring) & (iy < self.ny - ring) & (ix >= ring) & (ix < self.nx - ring)
             iy, ix, w = iy[ok], ix[ok], w[ok]
             d = haversine_rad(row_lat[iy], col_lng[ix], row_cos[iy], lat_r[w], lng_r[w], cos_lat[w])
-            yield iy * self.nx + ix, w, d
+            cell = iy * self.nx + ix
+            del iy, ix, ok  # not kept alive while the caller works on the step
+            yield cell, w, d
 
     def cells(self, lat_d, lng_d, by_reciprocal: bool = True) -> np.ndarray:
         """Cell per query (validated degrees); queries outside the grid are clipped into its outer ring.
