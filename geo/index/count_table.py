@@ -21,12 +21,10 @@ import math
 
 import numpy as np
 
+from .cell_grid import CellGrid
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
-KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
 SLACK_KM = 1e-9  # far above the rounding of a haversine distance (~1e-13 km)
-MAX_CELLS = 1 << 22
-BUILD_PAIRS = 1 << 21  # (point, cell) candidates per build step (memory bound)
 QUERY_CHUNK = 1 << 16  # query points per step (keeps temporaries small)
 _KEEP = 2  # sure-count matrices kept (one per channel assignment)
 
@@ -67,51 +65,19 @@ class CountTable:
         x_lo, x_hi = float(lng_d.min()) - reach_lng, float(lng_d.max()) + reach_lng
         if x_lo < -179.0 or x_hi > 179.0:
             return
-        c_mid = math.cos(math.radians((y_lo + y_hi) / 2))
-        area = (y_hi - y_lo) * (x_hi - x_lo) * c_mid * KM_PER_DEG**2
-        side = max(float(cell_km), math.sqrt(area / MAX_CELLS) * 1.01, 1e-3)
-        self.hy = side / KM_PER_DEG
-        self.hx = self.hy / c_mid
-        # one empty ring of cells on every side (clipped queries land there)
-        self.y0, self.x0 = y_lo - self.hy, x_lo - self.hx
-        self.ny = int(math.ceil((y_hi - y_lo) / self.hy)) + 3
-        self.nx = int(math.ceil((x_hi - x_lo) / self.hx)) + 3
-        self.ncells = self.nx * self.ny
-        # rho: hav(rho) <= sin^2(hy / 4) + cos_max^2 sin^2(hx / 4) (centre to a corner, cos(lat) <= cos_max)
-        lat_min_abs = 0.0 if y_lo <= 0.0 <= y_hi + self.hy else min(abs(y_lo), abs(y_hi + self.hy))
-        c_max = math.cos(math.radians(lat_min_abs))
-        hav = math.sin(math.radians(self.hy) / 4) ** 2 + (c_max * math.sin(math.radians(self.hx) / 4)) ** 2
-        self.rho = 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(hav)) * (1 + 1e-6) + slack
-        if r + self.rho > 2 * r:  # cells wider than the radius: the reach above would not hold
+        self.grid = g = CellGrid.around(y_lo, y_hi, x_lo, x_hi, float(cell_km), slack)
+        self.ncells = g.ncells
+        if r + g.rho > 2 * r:  # cells wider than the radius: the reach above would not hold
             return
-        self._build(lat_d, lng_d, r - self.rho - slack, r + self.rho + slack, lat_ext)
+        self._build(lat_d, lng_d, r - g.rho - slack, r + g.rho + slack, lat_ext)
         self.usable = True
 
     def _build(self, lat_d, lng_d, r_in, r_out, lat_ext):
         """Sure (cell, point) entries and the per-cell CSR lists of boundary points."""
-        by = int(math.ceil(r_out / KM_PER_DEG / self.hy)) + 1
-        s = math.sin(r_out / EARTH_RADIUS_KM / 2) / math.cos(math.radians(lat_ext))
-        bx = int(math.ceil(math.degrees(2 * math.asin(min(s, 1.0))) / self.hx)) + 1
-        oy, ox = np.arange(-by, by + 1), np.arange(-bx, bx + 1)
-        box = oy.size * ox.size
-        row_lat = np.radians(self.y0 + (np.arange(self.ny) + 0.5) * self.hy)
-        row_cos = np.cos(row_lat)
-        col_lng = np.radians(self.x0 + (np.arange(self.nx) + 0.5) * self.hx)
-        iy_w = np.floor((lat_d - self.y0) / self.hy).astype(np.int64)
-        ix_w = np.floor((lng_d - self.x0) / self.hx).astype(np.int64)
+        g = self.grid
         sure_cell, sure_w, edge_cell, edge_w = [], [], [], []
-        step = max(1, BUILD_PAIRS // box)
-        for s0 in range(0, lat_d.size, step):
-            e0 = min(lat_d.size, s0 + step)
-            iy = (iy_w[s0:e0, None, None] + oy[None, :, None]).repeat(ox.size, axis=2)
-            ix = (ix_w[s0:e0, None, None] + ox[None, None, :]).repeat(oy.size, axis=1)
-            w = np.broadcast_to(np.arange(s0, e0)[:, None, None], iy.shape)
-            ok = (iy >= 1) & (iy < self.ny - 1) & (ix >= 1) & (ix < self.nx - 1)
-            iy, ix, w = iy[ok], ix[ok], w[ok]
-            d = haversine_rad(
-                row_lat[iy], col_lng[ix], row_cos[iy], self.lat_r[w], self.lng_r[w], self.cos_lat[w]
-            )
-            cell = iy * self.nx + ix
+        pairs = g.pairs(self.lat_r, self.lng_r, self.cos_lat, lat_d, lng_d, *g.reach(r_out, lat_ext))
+        for cell, w, d in pairs:
             sure = d <= r_in
             edge = ~sure & (d <= r_out)
             sure_cell.append(cell[sure])
@@ -146,11 +112,6 @@ class CountTable:
         self._sure[key] = found
         return found
 
-    def _cells(self, lat_d, lng_d):
-        fy = np.clip((lat_d - self.y0) / self.hy, 0, self.ny - 1)
-        fx = np.clip((lng_d - self.x0) / self.hx, 0, self.nx - 1)
-        return fy.astype(np.int64) * self.nx + fx.astype(np.int64)
-
     def counts(self, lat_d, lng_d, channel, n_channels: int) -> np.ndarray:
         """(n, n_channels) int64: per query (validated degree arrays), the points within the radius in each
         channel (``channel`` per layer row, -1 = not counted)."""
@@ -166,7 +127,7 @@ class CountTable:
         return out
 
     def _chunk(self, lat_d, lng_d, sure, ch, n_channels):
-        cell = self._cells(lat_d, lng_d)
+        cell = self.grid.cells(lat_d, lng_d, by_reciprocal=False)
         out = sure.take(cell, axis=0).astype(np.int64)
         lo = self.start.take(cell).astype(np.int64)
         ln = self.start.take(cell + 1) - lo

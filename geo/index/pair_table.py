@@ -15,13 +15,13 @@ import math
 
 import numpy as np
 
+from .cell_grid import KM_PER_DEG, CellGrid
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CELLS_PER_RADIUS = 8
 MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
-KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
 
 
 class PairTable:
@@ -77,24 +77,12 @@ class PairTable:
         far = (r + rho) / KM_PER_DEG  # degrees of latitude
         ny_b = int(math.ceil(far / self.dlat)) + 1
         nx_b = int(math.ceil(far * lng_reach / reach / self.dlng)) + 1
-        oy, ox = np.meshgrid(np.arange(-ny_b, ny_b + 1), np.arange(-nx_b, nx_b + 1), indexing="ij")
-        oy, ox = oy.ravel(), ox.ravel()
-        iy0 = np.floor((lat - self.y0) / self.dlat).astype(np.int64)
-        ix0 = np.floor((lng - self.x0) / self.dlng).astype(np.int64)
+        # no empty ring here: queries outside the grid are dropped, not clipped
+        grid = CellGrid(self.y0, self.x0, self.dlat, self.dlng, self.ny, self.nx, rho)
         cells, points = [], []
-        step = max(1, (1 << 21) // oy.size)
-        for s in range(0, lat.size, step):
-            e = min(lat.size, s + step)
-            iy = (iy0[s:e, None] + oy).ravel()
-            ix = (ix0[s:e, None] + ox).ravel()
-            p = np.repeat(np.arange(s, e), oy.size)
-            inside = (iy >= 0) & (iy < self.ny) & (ix >= 0) & (ix < self.nx)
-            iy, ix, p = iy[inside], ix[inside], p[inside]
-            cy = np.radians(self.y0 + (iy + 0.5) * self.dlat)
-            cx = np.radians(self.x0 + (ix + 0.5) * self.dlng)
-            d = haversine_rad(cy, cx, np.cos(cy), self.lat_r[p], self.lng_r[p], self.cos_lat[p])
+        for c, p, d in grid.pairs(self.lat_r, self.lng_r, self.cos_lat, lat, lng, ny_b, nx_b, ring=0):
             near = d <= r + rho
-            cells.append(iy[near] * self.nx + ix[near])
+            cells.append(c[near])
             points.append(p[near])
         cell, point = np.concatenate(cells), np.concatenate(points)
         order = np.lexsort((rank[point], cell))

@@ -23,15 +23,12 @@ import math
 
 import numpy as np
 
+from .cell_grid import KM_PER_DEG, CellGrid
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CELLS_PER_RADIUS = 24
-MAX_CELLS = 1 << 22
-MIN_CELL_KM = 1e-3  # 1 m
-BUILD_PAIRS = 1 << 21  # (point, cell) pairs per build chunk (memory bound)
 QUERY_CHUNK = 1 << 15  # query points per chunk (keeps temporaries in cache)
 SLACK_KM = 1e-9  # far above the rounding of a haversine distance (~1e-13 km)
-KM_PER_DEG = EARTH_RADIUS_KM * math.pi / 180.0
 _SHIFT = 40  # cell record: list start in the low 40 bits, sure count above
 _LOW = (1 << _SHIFT) - 1
 
@@ -78,22 +75,9 @@ class RadiusTable:
         x_lo, x_hi = float(lng_d.min()) - reach_lng, float(lng_d.max()) + reach_lng
         if x_lo < -180.0 or x_hi > 180.0:
             return
-        # near-square cells at the middle latitude; at most MAX_CELLS of them
-        c_mid = math.cos(math.radians((y_lo + y_hi) / 2))
-        area = (y_hi - y_lo) * (x_hi - x_lo) * c_mid * KM_PER_DEG**2
-        side = max(r / CELLS_PER_RADIUS, math.sqrt(area / MAX_CELLS) * 1.01, MIN_CELL_KM)
-        self.hy = side / KM_PER_DEG
-        self.hx = self.hy / c_mid
-        # one ring of cells beyond the reach on every side: empty, and where clipped queries land
-        self.y0, self.x0 = y_lo - self.hy, x_lo - self.hx
-        self.ny = int(math.ceil((y_hi - y_lo) / self.hy)) + 3
-        self.nx = int(math.ceil((x_hi - x_lo) / self.hx)) + 3
-        self.ncells = self.nx * self.ny
-        # rho: centre to any location in the cell, hav(rho) <= sin^2(dlat/2) + cos_max^2 sin^2(dlng/2)
-        lat_min_abs = 0.0 if y_lo <= 0.0 <= y_hi + self.hy else min(abs(y_lo), abs(y_hi + self.hy))
-        c_max = math.cos(math.radians(lat_min_abs))
-        hav = math.sin(math.radians(self.hy) / 4) ** 2 + (c_max * math.sin(math.radians(self.hx) / 4)) ** 2
-        self.rho = 2 * EARTH_RADIUS_KM * math.asin(math.sqrt(hav)) * (1 + 1e-6) + SLACK_KM
+        self.grid = g = CellGrid.around(y_lo, y_hi, x_lo, x_hi, r / CELLS_PER_RADIUS, SLACK_KM)
+        self.y0, self.x0, self.hy, self.hx, self.ny, self.nx = g.y0, g.x0, g.hy, g.hx, g.ny, g.nx
+        self.ncells, self.rho = g.ncells, g.rho
         self.slack = SLACK_KM + 1e-12 * r
         self._build(lat_r, lng_r, cos_lat, lat_d, lng_d)
         self.lat_r, self.lng_r, self.cos_lat = lat_r, lng_r, cos_lat
@@ -118,40 +102,18 @@ class RadiusTable:
         self.k_tie = (1 + 1e-9) / (1 - m) if m < 0.5 else math.inf  # key ratio within which the nearest ties
 
     # --- build --------------------------------------------------------------------------------
-    def _pairs(self, lat_r, lng_r, cos_lat, lat_d, lng_d):
-        """Yield (cell, point, d(point, cell centre)) for every pair with distance <= r + rho, by point."""
-        r_out = self.radius + self.rho + self.slack
-        by = int(math.ceil(r_out / KM_PER_DEG / self.hy)) + 1
-        # rigorous longitude reach of r_out at the grid's extreme latitude (< 89 degrees, r_out << R)
-        lat_ext = max(abs(self.y0), abs(self.y0 + self.ny * self.hy))
-        s = math.sin(min(r_out / EARTH_RADIUS_KM / 2, math.pi / 2)) / math.cos(math.radians(lat_ext))
-        bx = int(math.ceil(math.degrees(2 * math.asin(min(s, 1.0))) / self.hx)) + 1
-        oy, ox = np.arange(-by, by + 1), np.arange(-bx, bx + 1)
-        box = oy.size * ox.size
-        row_lat = np.radians(self.y0 + (np.arange(self.ny) + 0.5) * self.hy)
-        row_cos = np.cos(row_lat)
-        col_lng = np.radians(self.x0 + (np.arange(self.nx) + 0.5) * self.hx)
-        iy_w = np.floor((lat_d - self.y0) / self.hy).astype(np.int64)
-        ix_w = np.floor((lng_d - self.x0) / self.hx).astype(np.int64)
-        step = max(1, BUILD_PAIRS // box)
-        for s in range(0, lat_r.size, step):
-            e = min(lat_r.size, s + step)
-            iy = (iy_w[s:e, None, None] + oy[None, :, None]) + np.zeros((1, 1, ox.size), dtype=np.int64)
-            ix = (ix_w[s:e, None, None] + ox[None, None, :]) + np.zeros((1, oy.size, 1), dtype=np.int64)
-            w = np.broadcast_to(np.arange(s, e)[:, None, None], iy.shape)
-            ok = (iy >= 1) & (iy < self.ny - 1) & (ix >= 1) & (ix < self.nx - 1)  # the ring stays empty
-            iy, ix, w = iy[ok], ix[ok], w[ok]
-            d = haversine_rad(row_lat[iy], col_lng[ix], row_cos[iy], lat_r[w], lng_r[w], cos_lat[w])
-            keep = d <= r_out
-            yield iy[keep] * self.nx + ix[keep], w[keep], d[keep]
-
     def _build(self, lat_r, lng_r, cos_lat, lat_d, lng_d):
         r, rho, slack = self.radius, self.rho, self.slack
         cells, points, dists = [], [], []
-        for cell, w, d in self._pairs(lat_r, lng_r, cos_lat, lat_d, lng_d):
-            cells.append(cell)
-            points.append(w)
-            dists.append(d)
+        r_out = r + rho + slack
+        # rigorous longitude reach of r_out at the grid's extreme latitude (< 89 degrees, r_out << R)
+        g = self.grid
+        lat_ext = max(abs(g.y0), abs(g.y0 + g.ny * g.hy))
+        for cell, w, d in g.pairs(lat_r, lng_r, cos_lat, lat_d, lng_d, *g.reach(r_out, lat_ext)):
+            keep = d <= r_out
+            cells.append(cell[keep])
+            points.append(w[keep])
+            dists.append(d[keep])
         cell = np.concatenate(cells)
         w = np.concatenate(points)
         d = np.concatenate(dists)
@@ -180,19 +142,6 @@ class RadiusTable:
         }
 
     # --- queries ------------------------------------------------------------------------------
-    def _cells(self, lat_d, lng_d):
-        """Cell per query; queries outside the grid are clipped into its empty outer ring."""
-        fy = lat_d - self.y0
-        fy *= 1.0 / self.hy
-        np.clip(fy, 0, self.ny - 1, out=fy)
-        fx = lng_d - self.x0
-        fx *= 1.0 / self.hx
-        np.clip(fx, 0, self.nx - 1, out=fx)
-        cell = fy.astype(np.int64)
-        cell *= self.nx
-        cell += fx.astype(np.int64)
-        return cell
-
     def _lookup(self, cell):
         """(sure count, list start, list length) per query cell."""
         rec = self.cellrec.take(cell)
@@ -224,17 +173,6 @@ class RadiusTable:
         np.cumsum(q, out=q)
         return q, pos
 
-    def _dist(self, lat_r, lng_r, cos_lat, q, w):
-        """Exact haversine km of pairs (query q, point w)."""
-        return haversine_rad(
-            lat_r.take(q),
-            lng_r.take(q),
-            cos_lat.take(q),
-            self.lat_r.take(w),
-            self.lng_r.take(w),
-            self.cos_lat.take(w),
-        )
-
     def count_nearest(self, lat_d, lng_d):
         """(count int64, nearest km float64 / inf) for query points in degrees (validated arrays)."""
         n = lat_d.size
@@ -246,7 +184,7 @@ class RadiusTable:
         return count, nearest
 
     def _count_chunk(self, lat_d, lng_d, count, nearest):
-        count[:], lo, ln = self._lookup(self._cells(lat_d, lng_d))
+        count[:], lo, ln = self._lookup(self.grid.cells(lat_d, lng_d))
         q, pos = self._pairs_of(lo, ln)
         if q is None:
             return
@@ -301,7 +239,7 @@ class RadiusTable:
         return out
 
     def _any_chunk(self, lat_d, lng_d):
-        sure, lo, ln = self._lookup(self._cells(lat_d, lng_d))
+        sure, lo, ln = self._lookup(self.grid.cells(lat_d, lng_d))
         hit = sure > 0
         rest = np.flatnonzero(~hit)
         q, pos = self._pairs_of(lo.take(rest), ln.take(rest))
