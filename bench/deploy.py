@@ -120,6 +120,18 @@ def get(port: int, path: str, headers=None, timeout: float = 10.0):
         conn.close()
 
 
+def run_until_exit(env: dict, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run gunicorn with this project's config under ``env`` until it exits (a start-up it refuses)."""
+    return subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 class Gunicorn:
     """``gunicorn -c gunicorn.conf.py`` on 127.0.0.1 for an instance folder (a context manager).
 

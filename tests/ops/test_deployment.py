@@ -14,8 +14,6 @@ import shutil
 import signal
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.deploy import ROOT, Gunicorn, free_port, get, prepare
+from bench.deploy import ROOT, Gunicorn, free_port, get, prepare, run_until_exit
 
 pytestmark = pytest.mark.slow
 
@@ -328,14 +326,7 @@ def test_bad_snapshot_refuses_to_start(snapshot_dir, tmp_path, damage):
         URBAN_DATA_DIR=str(data),
         PORT=str(free_port()),
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_until_exit(env)
     assert out.returncode != 0
     assert "refuses to start" in out.stderr and named in out.stderr, out.stderr[-2000:]
 

@@ -343,10 +343,8 @@ def test_hostile_signup_body_is_400_and_one_log_line(hostile, name):
 
 def test_production_gunicorn_refuses_to_start_without_public_url(snapshot_dir, tmp_path):
     import os
-    import subprocess
-    import sys
 
-    from bench.deploy import ROOT, free_port
+    from bench.deploy import free_port, run_until_exit
 
     env = {k: v for k, v in os.environ.items() if k != "URBAN_PUBLIC_URL"}
     env.update(
@@ -356,13 +354,6 @@ def test_production_gunicorn_refuses_to_start_without_public_url(snapshot_dir, t
         URBAN_DATA_DIR=str(snapshot_dir),
         PORT=str(free_port()),
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_until_exit(env)
     assert out.returncode != 0
     assert "refuses to start" in out.stderr and "PUBLIC_URL" in out.stderr, out.stderr[-2000:]
