@@ -9,6 +9,24 @@ INSIDE = (51.2194, 4.4025)
 OUTSIDE = (52.3676, 4.9041)  # Amsterdam
 
 
+def add_stadhuis(conn, account_id: int, **extra) -> dict:
+    """Antwerp's town hall as the account's primary saved location ``loc_stadhuis`` (label ``kantoor``)."""
+    from app.saved_locations import add_location
+
+    return add_location(
+        conn,
+        account_id,
+        name="Stadhuis",
+        address="Grote Markt 1, 2000 Antwerpen",
+        lat=51.2213,
+        lng=4.3997,
+        label="kantoor",
+        is_primary=True,
+        location_id="loc_stadhuis",
+        **extra,
+    )
+
+
 def bearer(key: str) -> dict:
     return {"Authorization": f"Bearer {key}"}
 

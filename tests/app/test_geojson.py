@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from app import accounts
 from app.db import open_store
 from app.saved_locations import add_location
-from platform_helpers import bearer
+from platform_helpers import add_stadhuis, bearer
 from platform_helpers import assert_error
 from test_openapi import check_response
 
@@ -28,18 +28,7 @@ def real(make_app, engine):
     app = make_app(ENGINE=engine)
     conn = open_store(app)
     row, key = accounts.create_account(conn, "geo@antwerpen.be", "pro")
-    add_location(
-        conn,
-        row["id"],
-        name="Stadhuis",
-        address="Grote Markt 1, 2000 Antwerpen",
-        lat=51.2213,
-        lng=4.3997,
-        label="kantoor",
-        is_primary=True,
-        location_id="loc_stadhuis",
-        engine=engine,
-    )
+    add_stadhuis(conn, row["id"], engine=engine)
     add_location(
         conn,
         row["id"],

@@ -3,24 +3,14 @@
 import json
 
 from app.saved_locations import add_location
-from platform_helpers import bearer
+from platform_helpers import add_stadhuis, bearer
 from platform_helpers import RATE_HEADERS
 
 
 def test_locations_shape_types_and_order(client, store, account):
     row, key = account("pro")
     add_location(store, row["id"], name="Haven", address="Havenhuis", lat=51.2357, lng=4.4064, label="haven")
-    add_location(
-        store,
-        row["id"],
-        name="Stadhuis",
-        address="Grote Markt 1, 2000 Antwerpen",
-        lat=51.2213,
-        lng=4.3997,
-        label="kantoor",
-        is_primary=True,
-        location_id="loc_stadhuis",
-    )
+    add_stadhuis(store, row["id"])
     resp = client.get("/api/v1/locations", headers=bearer(key))
     body = resp.get_json()
     assert list(body) == ["locations"]
