@@ -39,7 +39,10 @@ class _Runner:
         if dask:
             from .dask import connect, register_engine
 
-            self._client, self._cluster = connect(dask, workers)
+            try:
+                self._client, self._cluster = connect(dask, workers)
+            except OSError as exc:  # unreachable scheduler: the user's input, not a crash
+                raise InputError(f"--dask {dask}: cannot reach the scheduler: {exc}") from None
             register_engine(self._client, self.data)
             self.window = 2 * max(1, len(self._client.scheduler_info().get("workers", {})) or 1)
             self.where = f"Dask {self._client.scheduler.address}"
@@ -176,11 +179,16 @@ def run(
     file_format(output)
     if Path(input_path).resolve() == Path(output).resolve():
         raise InputError(f"{output}: the output must not be the input file")
-    reader = open_reader(input_path, lat, lng, chunk_size)
+    # the engine and clock first: a failure after Arrow's CSV reader started its threads must still close it
     engine = engine if engine is not None else Engine.load(data)
     now = _parse_now(now, engine) if not isinstance(now, datetime) else now
-    writer = open_writer(output, pairs=pairs)
-    runner = _Runner(data, engine, now, workers, dask)
+    reader = open_reader(input_path, lat, lng, chunk_size)
+    try:
+        writer = open_writer(output, pairs=pairs)
+        runner = _Runner(data, engine, now, workers, dask)
+    except BaseException:
+        reader.close()
+        raise
     counts, risks, kinds, tally = Counter(), Counter(), Counter(), {"rows": 0}
     bar, console = _progress(progress, reader.total, reader.unit)
     t0 = time.perf_counter()
@@ -222,6 +230,7 @@ def run(
         raise
     finally:
         chunks.close()
+        reader.close()
         runner.close()
     return _summary(
         tally["rows"],

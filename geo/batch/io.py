@@ -105,6 +105,9 @@ class Reader:
     def __iter__(self) -> Iterator[Chunk]:
         raise NotImplementedError
 
+    def close(self) -> None:
+        """Release the file and any reader threads (idempotent)."""
+
 
 class CsvReader(Reader):
     """CSV with a header row; every column is read as text (carried through exactly as written)."""
@@ -167,6 +170,11 @@ class CsvReader(Reader):
             approx = max(approx, min(self.total, self._fh.tell()))
             yield Chunk(row, table, to_float(table[self.lat]), to_float(table[self.lng]), approx)
             row += batch.num_rows
+
+    def close(self) -> None:
+        """Stop Arrow's reader threads and close the file: a process must not exit with them running."""
+        self._reader.close()
+        self._fh.close()
 
     def _describe(self, exc, row):
         bad = self._bad

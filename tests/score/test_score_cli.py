@@ -215,3 +215,63 @@ def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample):
         got = score_dask(dd.from_pandas(frame, npartitions=5), snapshot_dir).compute()
     expected = frame.join(score(frame, engine, now))
     pd.testing.assert_frame_equal(got, expected)
+
+
+@pytest.fixture(scope="module")
+def large_csv(tmp_path_factory, sample):
+    """300,000 rows: enough CSV for Arrow's reader threads to be busy when a run fails."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    lat, lng = (np.resize(v, 300_000) for v in sample[:2])
+    path = tmp_path_factory.mktemp("large") / "points.csv"
+    pcsv.write_csv(pa.table({"id": np.arange(lat.size), "lat": lat, "lng": lng}), str(path))
+    return path
+
+
+@pytest.fixture
+def stale_snapshot(snapshot_dir, tmp_path):
+    """A copy of the snapshot whose detours layer lacks a column (built by an older release)."""
+    import shutil
+
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "stale"
+    shutil.copytree(snapshot_dir, out)
+    table = pq.read_table(out / "detours.parquet")
+    pq.write_table(table.drop_columns([table.column_names[1]]), out / "detours.parquet")
+    return out
+
+
+@pytest.mark.parametrize("failure", ["stale snapshot", "unreachable dask", "bad clock"])
+def test_a_failing_run_exits_cleanly_with_its_message(
+    failure, snapshot_dir, stale_snapshot, large_csv, tmp_path
+):
+    """A failure after the CSV reader could have started its threads: exit status 1 (2 for a bad option, as
+    click does) and one clear line, never an abort or a hang of the interpreter (Arrow's threads stopped before exit), and no output."""
+    import socket
+    import subprocess
+    import sys
+
+    data, extra, message, code = str(snapshot_dir), [], "", 1
+    if failure == "stale snapshot":
+        data, message = str(stale_snapshot), "rebuild it"
+    elif failure == "unreachable dask":
+        with socket.socket() as s:  # a port nobody listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        extra, message = ["--dask", f"tcp://127.0.0.1:{port}"], "cannot reach the scheduler"
+    else:
+        extra, message, code = ["--now", "yesterday"], "is not an ISO 8601 date-time", 2
+    out = tmp_path / "out.parquet"
+    cmd = [sys.executable, "-m", "geo.batch.cli", str(large_csv), "-o", str(out), "--data", data]
+    proc = subprocess.run(
+        [*cmd, "--no-progress", "--chunk-size", "20000", *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == code, proc.stderr[-2000:]
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr and "Fatal Python error" not in proc.stderr
+    assert not out.exists() and not list(tmp_path.glob("out.parquet*"))
