@@ -89,7 +89,9 @@ def score_file(
     try:
         for chunk in open_reader(src, lat, lng, chunk_rows):
             if pairs:
-                table = pairs_table(eng, chunk.lat, chunk.lng, now, first_row + chunk.first_row - 1)
+                table = pairs_table(
+                    eng, chunk.lat, chunk.lng, now, first_row + chunk.first_row - 1, threads=1
+                )
                 counts["kind"].update(_value_counts(table, "kind"))
             else:
                 table = score_table(score((chunk.lat, chunk.lng), eng, now))

@@ -16,9 +16,12 @@ See docs/scoring.md.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 
+from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
 from ..rules import transit as tr
 from ..coords import as_arrays
 from ..rules.selection import far_side
@@ -34,6 +37,14 @@ KINDS = ("work", "detour")
 WORK, DETOUR = 0, 1
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def _table(engine):
     """(the 2 km :class:`geo.index.pair_table.PairTable` over the works clusters, their id ranks), built once."""
     return per_engine("batch.pair_table", engine, _build_table)
@@ -43,23 +54,30 @@ def _build_table(engine):
     w = prepare(engine).works
     rank = np.empty(w.ids.size, dtype=np.int64)
     rank[np.argsort(np.asarray([str(x) for x in w.ids], dtype=object), kind="stable")] = np.arange(w.ids.size)
-    return PairTable(w.lat, w.lng, rank, RADIUS_KM), rank
+    return PairTable(w.lat, w.lng, rank, RADIUS_KM, group=w.side, allowed=_allowed_sides()), rank
 
 
-def works_pairs(engine, lat, lng, side):
+def _allowed_sides():
+    """bool ``[point side, cluster side]``: the cluster may be listed (not on the far side of the river)."""
+    sides = np.arange(max(RIVER_NONE, RIVER_LEFT, RIVER_RIGHT) + 1)
+    return ~far_side(sides[:, None], sides[None, :])
+
+
+def works_pairs(engine, lat, lng, side, threads: int | None = None):
     """(point, cluster, km) of the listed works, by (point, id), for checked points: clusters within 2 km
-    (the in/out decisions and distances of ``Engine.works_near``), not on the far side of the river."""
+    (the in/out decisions and distances of ``Engine.works_near``), not on the far side of the river.
+    ``threads`` (default: the cores this process may use): see :meth:`geo.index.pair_table.PairTable.pairs`."""
     w = prepare(engine).works
     table, rank = _table(engine)
     if table.usable:
-        point, cl, km = table.pairs(lat, lng)
-    else:  # near a pole or the antimeridian: the works_near array form, re-sorted by id
-        found = engine.works_near(lat, lng, RADIUS_KM)
-        cl = w.row_cluster[found.idx]
-        keep = cl >= 0
-        point, cl, km = found.point[keep], cl[keep], found.km[keep]
-        order = np.lexsort((rank[cl], point))
-        point, cl, km = point[order], cl[order], km[order]
+        return table.pairs(lat, lng, group=side, threads=usable_cores() if threads is None else threads)
+    # near a pole or the antimeridian: the works_near array form, re-sorted by id
+    found = engine.works_near(lat, lng, RADIUS_KM)
+    cl = w.row_cluster[found.idx]
+    keep = cl >= 0
+    point, cl, km = found.point[keep], cl[keep], found.km[keep]
+    order = np.lexsort((rank[cl], point))
+    point, cl, km = point[order], cl[order], km[order]
     keep = ~far_side(side[point], w.side[cl])
     return point[keep], cl[keep], km[keep]
 
@@ -85,11 +103,12 @@ def detour_pairs(engine, lat, lng, side, now):
     return point.astype(np.int64), j.astype(np.int64), km
 
 
-def pair_arrays(engine, lat, lng, now):
+def pair_arrays(engine, lat, lng, now, threads: int | None = None):
     """(input position, kind, item, km) of every pair of the points, in the table's order.
 
     ``item`` is the cluster number (kind ``WORK``) or the detour number (``DETOUR``) in
-    :func:`geo.service.loaded.prepare` 's arrays; ``km`` is inf for a detour without a point.
+    :func:`geo.service.loaded.prepare` 's arrays; ``km`` is inf for a detour without a point. ``threads``
+    (default: the cores this process may use) run the works pairs at once; the result does not depend on it.
 
     Examples
     --------
@@ -101,7 +120,9 @@ def pair_arrays(engine, lat, lng, now):
     plat, plng = la[ok], ln[ok]
     side = engine.river_side(plat, plng) if ok.size else np.zeros(0, dtype=np.int8)
     wp, wc, wkm = (
-        works_pairs(engine, plat, plng, side) if ok.size else (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)
+        works_pairs(engine, plat, plng, side, threads)
+        if ok.size
+        else (np.zeros(0, np.int64),) * 2 + (np.zeros(0),)
     )
     dp, dj, dkm = detour_pairs(engine, plat, plng, side, now)
     # merge the two point-sorted lists: a point's works, then its detours
@@ -126,9 +147,10 @@ def id_dictionary(engine):
     return uniq, inverse[: w_ids.size], inverse[w_ids.size :]
 
 
-def pairs_table(engine, lat, lng, now, first_row: int = 0):
+def pairs_table(engine, lat, lng, now, first_row: int = 0, threads: int | None = None):
     """The pairs of a chunk as an Arrow table (:data:`PAIR_COLUMNS`; ``input_row`` counts from
     ``first_row``; ``kind`` and ``id`` dictionary-encoded; ``distanceKm`` null when unknown).
+    ``threads``: see :func:`pair_arrays`.
 
     Examples
     --------
@@ -137,7 +159,7 @@ def pairs_table(engine, lat, lng, now, first_row: int = 0):
     """
     import pyarrow as pa
 
-    row, kind, item, km = pair_arrays(engine, lat, lng, now)
+    row, kind, item, km = pair_arrays(engine, lat, lng, now, threads)
     uniq, w_code, d_code = id_dictionary(engine)
     code = np.where(
         kind == WORK,

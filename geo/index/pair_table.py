@@ -12,6 +12,7 @@ is needed: the slice is already in id order. Used by the pair table of batch sco
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -22,6 +23,7 @@ CELLS_PER_RADIUS = 8
 MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
+PAIR_BLOCK = 1 << 15
 
 
 class PairTable:
@@ -37,8 +39,11 @@ class PairTable:
     ([0, 0, 2, 2], [1, 0, 1, 0], [1.112, 0.0, 0.556, 0.556])
     """
 
-    def __init__(self, lat, lng, rank, radius_km: float):
+    def __init__(self, lat, lng, rank, radius_km: float, group=None, allowed=None):
         self.radius = r = float(radius_km)
+        # allowed[query group, point group]: one set of cell lists per query group, holding only the
+        # points that group may pair with (no filter per candidate)
+        self.allowed = np.ones((1, 1), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
         ok = np.isfinite(lat) & np.isfinite(lng)
         self.k = np.flatnonzero(ok)
         lat, lng = np.asarray(lat, dtype=np.float64)[ok], np.asarray(lng, dtype=np.float64)[ok]
@@ -64,9 +69,10 @@ class PairTable:
         if self.nx * self.ny > MAX_CELLS:
             self.usable = False
             return
-        self._build(lat, lng, np.asarray(rank)[ok], reach, lng_reach)
+        groups = np.zeros(ok.size, dtype=np.intp) if group is None else np.asarray(group, dtype=np.intp)
+        self._build(lat, lng, np.asarray(rank)[ok], groups[ok], reach, lng_reach)
 
-    def _build(self, lat, lng, rank, reach, lng_reach):
+    def _build(self, lat, lng, rank, group, reach, lng_reach):
         """Cell lists: for each point the cells whose centre lies within ``r + rho`` of it."""
         r = self.radius
         # rho: centre to corner of a cell, measured where cells are widest (nearest the equator), + slack
@@ -86,32 +92,85 @@ class PairTable:
             points.append(p[near])
         cell, point = np.concatenate(cells), np.concatenate(points)
         order = np.lexsort((rank[point], cell))
-        self.entries = point[order]
-        counts = np.bincount(cell, minlength=self.nx * self.ny)
+        cell, point = cell[order], point[order]
+        n_cells = self.nx * self.ny
+        lists = [(cell[m] + g * n_cells, point[m]) for g, m in enumerate(self.allowed[:, group[point]])]
+        cell = np.concatenate([c for c, _ in lists])
+        self.entries = np.concatenate([p for _, p in lists])
+        counts = np.bincount(cell, minlength=n_cells * self.allowed.shape[0])
         self.start = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=self.start[1:])
 
-    def pairs(self, lat_d, lng_d):
+    def pairs(self, lat_d, lng_d, group=None, threads: int = 1):
         """(query int64, point int64, km float64) of every pair with haversine distance <= radius, by
-        (query, rank); ``point`` numbers the rows given to the constructor. Queries: validated degrees."""
-        out = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
-        for s in range(0, lat_d.size, QUERY_CHUNK):
-            out.append(self._chunk(lat_d[s : s + QUERY_CHUNK], lng_d[s : s + QUERY_CHUNK], s))
-        return tuple(np.concatenate(a) for a in zip(*out))
+        (query, rank); ``point`` numbers the rows given to the constructor. Queries: validated degrees.
 
-    def _chunk(self, lat_d, lng_d, first):
+        ``group`` (per query: a row of the constructor's ``allowed``, default 0) keeps only the points of
+        the groups that row allows.
+        ``threads`` splits the queries into that many contiguous runs scored at once (NumPy releases the
+        GIL); the result does not depend on it.
+        """
+        lat_d, lng_d = np.asarray(lat_d, dtype=np.float64), np.asarray(lng_d, dtype=np.float64)
+        if group is not None:  # the first cell of each query's lists
+            group = np.asarray(group, dtype=np.intp) * (self.nx * self.ny)
+        spans = self._spans(lat_d.size, max(int(threads), 1))
+        run = lambda span: self._run(lat_d, lng_d, group, *span)  # noqa: E731
+        if len(spans) > 1:
+            with ThreadPoolExecutor(len(spans)) as pool:
+                parts = list(pool.map(run, spans))
+        else:
+            parts = [run(span) for span in spans]
+        blocks = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
+        for part in parts:
+            blocks += part
+        return tuple(np.concatenate(a) for a in zip(*blocks))
+
+    @staticmethod
+    def _spans(n: int, threads: int) -> list[tuple[int, int]]:
+        """``threads`` contiguous query ranges (fewer for small inputs)."""
+        threads = min(threads, max(n // QUERY_CHUNK, 1))
+        cuts = [n * t // threads for t in range(threads + 1)]
+        return list(zip(cuts[:-1], cuts[1:]))
+
+    def _run(self, lat_d, lng_d, group, lo: int, hi: int) -> list:
+        """The (query, point, km) blocks of the queries ``lo:hi``, in order."""
+        found: list = []
+        for s in range(lo, hi, QUERY_CHUNK):
+            e = min(s + QUERY_CHUNK, hi)
+            found += self._chunk(lat_d[s:e], lng_d[s:e], group, s)
+        return found
+
+    def _chunk(self, lat_d, lng_d, group, first):
+        """The (query, point, km) blocks of up to QUERY_CHUNK queries, their candidates taken about
+        PAIR_BLOCK at a time so that every temporary array of the distance stays in cache."""
         iy = np.floor((lat_d - self.y0) / self.dlat)
         ix = np.floor((lng_d - self.x0) / self.dlng)
         inside = (iy >= 0) & (iy < self.ny) & (ix >= 0) & (ix < self.nx)
         rows = np.flatnonzero(inside)
         cell = iy[rows].astype(np.int64) * self.nx + ix[rows].astype(np.int64)
-        lo, hi = self.start[cell], self.start[cell + 1]
-        lens = hi - lo
-        total = int(lens.sum())
-        q = np.repeat(np.arange(rows.size), lens)
-        w = self.entries[np.repeat(lo - (np.cumsum(lens) - lens), lens) + np.arange(total)]
+        if group is not None:
+            cell += group[first + rows]
+        lo, lens = self.start[cell], self.start[cell + 1] - self.start[cell]
+        ends = np.cumsum(lens)
         lat_r, lng_r = np.radians(lat_d[rows]), np.radians(lng_d[rows])
         cos_lat = np.cos(lat_r)
-        km = haversine_rad(lat_r[q], lng_r[q], cos_lat[q], self.lat_r[w], self.lng_r[w], self.cos_lat[w])
-        hit = np.flatnonzero(km <= self.radius)
-        return rows[q[hit]] + first, self.k[w[hit]], km[hit]
+        total = int(ends[-1]) if ends.size else 0
+        cuts = np.searchsorted(ends, np.arange(PAIR_BLOCK, total, PAIR_BLOCK), side="left") + 1
+        bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
+        found = []
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            n = lens[a:b]
+            size = int(ends[b - 1] - (ends[a - 1] if a else 0))
+            e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
+            w = self.entries[e]  # then the points' own (small, cached) columns
+            km = haversine_rad(
+                np.repeat(lat_r[a:b], n),
+                np.repeat(lng_r[a:b], n),
+                np.repeat(cos_lat[a:b], n),
+                self.lat_r[w],
+                self.lng_r[w],
+                self.cos_lat[w],
+            )
+            hit = km <= self.radius
+            found.append((np.repeat(rows[a:b] + first, n)[hit], self.k[w[hit]], km[hit]))
+        return found

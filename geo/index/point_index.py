@@ -16,7 +16,7 @@ from scipy.spatial import cKDTree
 from .nearest_grid import NearestGrid
 from .radius_grid import PAIR_CHUNK, PairChunk, RadiusGrid
 from .radius_table import RadiusTable
-from .spherical import CHORD_SLACK, EARTH_RADIUS_KM, chord_for_km, haversine_rad, unit_vectors
+from .spherical import CHORD_SLACK, EARTH_RADIUS_KM, chord_for_km, haversine_rad, sin_small_one, unit_vectors
 
 CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
 _RAD = math.pi / 180.0
@@ -238,7 +238,7 @@ class PointIndex:
         """Scalar fast path of :meth:`nearest` (same numbers, byte for byte).
 
         Python floats and no arrays until the answer: IEEE arithmetic in the order of
-        :func:`haversine_rad`, with NumPy's own ``sin``/``cos``/``arcsin`` (the batch path's functions).
+        :func:`haversine_rad`, with :func:`sin_small_one` and NumPy's own ``cos``/``arcsin`` (the batch path's functions).
         """
         grid = self.nearest_grid()
         if grid is not None:
@@ -250,8 +250,8 @@ class PointIndex:
                 lat2, lng2, cos2 = self._scalars()
                 best_k, best = -1, math.inf
                 for k in cands:  # ascending: the first minimum is the lowest row
-                    s_lat = float(np.sin((lat2[k] - lat_r) * 0.5))
-                    s_lng = float(np.sin((lng2[k] - lng_r) * 0.5))
+                    s_lat = sin_small_one((lat2[k] - lat_r) * 0.5)
+                    s_lng = sin_small_one((lng2[k] - lng_r) * 0.5)
                     a = s_lat * s_lat + cos_lat * cos2[k] * (s_lng * s_lng)
                     d = _TWO_R * float(np.arcsin(math.sqrt(min(a, 1.0))))
                     if d < best:

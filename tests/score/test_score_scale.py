@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from geo.service.disruptions import find_by_rules
+from geo.index import pair_table
 from geo.index.pair_table import PairTable
 from geo.service.loaded import prepare
 from geo.batch.score import service_mask
@@ -66,6 +67,38 @@ def test_pair_table_equals_brute_force(radius):
     np.testing.assert_allclose(km, d[q, k], rtol=0, atol=1e-9)
     assert list(zip(q.tolist(), rank[k].tolist())) == sorted(zip(q.tolist(), rank[k].tolist()))
     assert not PairTable(np.array([89.5]), np.array([4.0]), np.array([0]), radius).usable
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_pair_table_groups_blocks_and_threads_equal_brute_force(monkeypatch, threads):
+    """Tiny query chunks and candidate blocks (so every chunk, block and thread boundary is crossed), and
+    point groups a query group may not pair with, against the brute-force answer."""
+    monkeypatch.setattr(pair_table, "QUERY_CHUNK", 37)
+    monkeypatch.setattr(pair_table, "PAIR_BLOCK", 11)
+    rng = np.random.default_rng(5)
+    plat, plng = rng.uniform(51.0, 51.1, 200), rng.uniform(4.0, 4.2, 200)
+    pgroup = rng.integers(0, 3, 200)
+    allowed = np.array([[True, True, True], [True, True, False], [True, False, True]])
+    rank = rng.permutation(200)
+    qlat, qlng = rng.uniform(50.98, 51.12, 500), rng.uniform(3.98, 4.22, 500)
+    qgroup = rng.integers(0, 3, 500)
+    table = PairTable(plat, plng, rank, 1.5, group=pgroup, allowed=allowed)
+    q, k, km = table.pairs(qlat, qlng, group=qgroup, threads=threads)
+    d = haversine_km(qlat[:, None], qlng[:, None], plat[None, :], plng[None, :])
+    bq, bk = np.nonzero((d <= 1.5) & allowed[qgroup[:, None], pgroup[None, :]])
+    assert q.size > 1000 and sorted(zip(q.tolist(), k.tolist())) == sorted(zip(bq.tolist(), bk.tolist()))
+    assert km.tobytes() == d[q, k].tobytes()  # the same haversine, the same floats
+    assert list(zip(q.tolist(), rank[k].tolist())) == sorted(zip(q.tolist(), rank[k].tolist()))
+
+
+def test_pairs_do_not_depend_on_the_thread_count(engine, clock):
+    rng = np.random.default_rng(8)
+    n = 3 * pair_table.QUERY_CHUNK + 5  # three spans of real chunks, dense on Antwerp
+    lat, lng = rng.normal(51.215, 0.03, n), rng.normal(4.41, 0.045, n)
+    one = pairs_table(engine, lat, lng, clock, threads=1)
+    assert one.num_rows > 5 * n
+    for threads in (2, 3, None):
+        assert pairs_table(engine, lat, lng, clock, threads=threads).equals(one)
 
 
 def test_pairs_cli_writes_the_long_table(engine, now, snapshot_dir, sample, tmp_path):
