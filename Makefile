@@ -78,7 +78,8 @@ $(LEAFLET): package.json package-lock.json | $(NPM)
 
 assets: $(LEAFLET)
 
-$(URBAN_DATA_DIR)/manifest.json: | $(VENV)/.installed
+# Rebuilt when the builder changes, so `make snapshot` (what a stale-snapshot error tells you to run) fixes it.
+$(URBAN_DATA_DIR)/manifest.json: $(wildcard geo/data/*.py) | $(VENV)/.installed
 	$(PY) -m geo.data build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
