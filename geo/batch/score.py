@@ -214,8 +214,29 @@ def _works_counts_pairs(engine, lat, lng, side, now):
     return out
 
 
+#: cell size of the stops table: 100 m (about 2 million cells over the service area, 4 bytes each)
+STOPS_CELL_KM = tr.STOP_RADIUS_KM / 4
+
+
+def _stops_table(engine):
+    """CountTable within the stop radius over ``engine.stops`` rows, or None."""
+    table = CountTable(*point_coords(engine.stops), tr.STOP_RADIUS_KM, STOPS_CELL_KM)
+    return table if table.usable else None
+
+
 def _stops_served(engine, lat, lng):
-    """(any stop within the stop radius, OR of the Antwerp-region line bits of those stops) per point."""
+    """(any stop within the stop radius, OR of the Antwerp-region line bits of those stops) per point.
+
+    Through the per-engine stops :class:`CountTable` (a cell lookup plus the exact distance of the cell's
+    boundary stops); the pair walk when no table can be built."""
+    table = per_engine("batch.stops_table", engine, _stops_table)
+    if table is None:
+        return _stops_served_pairs(engine, lat, lng)
+    return table.unions(lat, lng, _indexes(engine).stop_words)
+
+
+def _stops_served_pairs(engine, lat, lng):
+    """:func:`_stops_served` by walking every (point, stop) pair within the stop radius."""
     ix = _indexes(engine)
     n = lat.size
     near = np.zeros(n, dtype=bool)

@@ -52,6 +52,7 @@ class CountTable:
         self.cos_lat = np.cos(self.lat_r)
         self.radius = r = float(radius_km)
         self._sure: dict[bytes, np.ndarray] = {}
+        self._unions: tuple | None = None
         self.usable = False
         if not self.rows.size or not 0 < r < 300.0:
             return
@@ -129,17 +130,80 @@ class CountTable:
     def _chunk(self, lat_d, lng_d, sure, ch, n_channels):
         cell = self.grid.cells(lat_d, lng_d, by_reciprocal=False)
         out = sure.take(cell, axis=0).astype(np.int64)
+        q, w = self._edge_hits(lat_d, lng_d, cell, ch >= 0)
+        out += np.bincount(q * n_channels + ch.take(w), minlength=lat_d.size * n_channels).reshape(
+            -1, n_channels
+        )
+        return out
+
+    def unions(self, lat_d, lng_d, words) -> tuple[np.ndarray, np.ndarray]:
+        """(any point within the radius: bool (n,), the OR of those points' ``words`` rows: (n, n_words)
+        uint64) per query (validated degree arrays); ``words`` has one row per layer row.
+
+        Examples
+        --------
+        >>> t = CountTable(np.array([51.0, 51.01]), np.array([4.0, 4.0]), 2.0, 0.25)
+        >>> near, ored = t.unions(np.array([51.005, 51.025, 52.0]), np.array([4.0, 4.0, 4.0]),
+        ...                       np.array([[1], [4]], dtype=np.uint64))
+        >>> near.tolist(), ored[:, 0].tolist()
+        ([True, True, False], [5, 4, 0])
+        """
+        if not self.usable:
+            raise ValueError("CountTable is not usable for these points; use another index")
+        words = np.asarray(words, dtype=np.uint64)
+        rows_words = words[self.rows]
+        code, uniq = self._sure_unions(rows_words)
+        near = np.zeros(lat_d.size, dtype=bool)
+        ored = np.zeros((lat_d.size, words.shape[1]), dtype=np.uint64)
+        for s in range(0, lat_d.size, QUERY_CHUNK):
+            e = min(lat_d.size, s + QUERY_CHUNK)
+            cell = self.grid.cells(lat_d[s:e], lng_d[s:e], by_reciprocal=False)
+            c = code.take(cell)
+            sure = np.flatnonzero(c >= 0)
+            near[s + sure] = True
+            ored[s + sure] = uniq.take(c.take(sure), axis=0)
+            q, w = self._edge_hits(lat_d[s:e], lng_d[s:e], cell)
+            if q.size:
+                first = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])  # q ascends: one run per query
+                near[s + q[first]] = True
+                if words.shape[1]:
+                    ored[s + q[first]] |= np.bitwise_or.reduceat(rows_words.take(w, axis=0), first, axis=0)
+        return near, ored
+
+    def _sure_unions(self, rows_words):
+        """(per cell: -1 without a sure point, else the row of ``uniq`` holding the OR of its sure points'
+        words; ``uniq``), for the last ``rows_words`` asked (one int32 per cell, not one word row)."""
+        key = rows_words.tobytes() + rows_words.shape[1].to_bytes(4, "little")
+        if self._unions is None or self._unions[0] != key:
+            order = np.argsort(self.sure_cell, kind="stable")
+            cell, w = self.sure_cell[order], self.sure_w[order]
+            code = np.full(self.ncells, -1, dtype=np.int32)
+            uniq = np.zeros((1, rows_words.shape[1]), dtype=np.uint64)
+            if cell.size:
+                first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+                if rows_words.shape[1]:
+                    ored = np.bitwise_or.reduceat(rows_words.take(w, axis=0), first, axis=0)
+                    uniq, inverse = np.unique(ored, axis=0, return_inverse=True)
+                    code[cell[first]] = inverse.reshape(-1)
+                else:
+                    code[cell[first]] = 0
+            self._unions = (key, code, uniq)
+        return self._unions[1], self._unions[2]
+
+    def _edge_hits(self, lat_d, lng_d, cell, keep=None):
+        """(query, point) of the boundary pairs within the radius, by query: the exact haversine of each
+        (query, point of its cell's list); ``keep`` (bool per point) leaves points out first."""
         lo = self.start.take(cell).astype(np.int64)
         ln = self.start.take(cell + 1) - lo
         total = int(ln.sum())
         if not total:
-            return out
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         q = np.repeat(np.arange(lat_d.size), ln)
         first = np.cumsum(ln) - ln
         w = self.edge_w.take(np.repeat(lo - first, ln) + np.arange(total))
-        c = ch.take(w)
-        keep = np.flatnonzero(c >= 0)
-        q, w, c = q.take(keep), w.take(keep), c.take(keep)
+        if keep is not None:
+            kept = np.flatnonzero(keep.take(w))
+            q, w = q.take(kept), w.take(kept)
         lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
         cos_lat = np.cos(lat_r)
         d = haversine_rad(
@@ -151,7 +215,4 @@ class CountTable:
             self.cos_lat.take(w),
         )
         inside = d <= self.radius
-        out += np.bincount(q[inside] * n_channels + c[inside], minlength=lat_d.size * n_channels).reshape(
-            -1, n_channels
-        )
-        return out
+        return q[inside], w[inside]

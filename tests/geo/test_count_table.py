@@ -52,6 +52,39 @@ def test_counts_equal_brute_force_on_and_near_circles(seed, radius, cells, n):
     assert got.sum() > 0
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    radius=st.sampled_from([0.05, 0.4, 2.0]) | st.floats(0.01, 6.0),
+    cells=st.sampled_from([1, 4, 8, 24]),
+    n=st.integers(1, 80),
+    n_words=st.integers(0, 3),
+)
+def test_unions_equal_brute_force_on_and_near_circles(seed, radius, cells, n, n_words):
+    """Any point within the radius, and the OR of their bit rows, per query (the stops' line bits)."""
+    rng = np.random.default_rng(seed)
+    plat, plng = rng.normal(51.2, 0.03, n), rng.normal(4.4, 0.05, n)
+    plat[n // 2 + 1 :: 7] = np.nan
+    words = rng.integers(0, 2**63, (n, n_words), dtype=np.uint64) & rng.integers(
+        0, 2**63, (n, n_words), dtype=np.uint64
+    )
+    words[n // 3 :: 5] = 0  # points without any bit still make a query "near"
+    t = CountTable(plat, plng, radius, radius / cells)
+    ok = np.flatnonzero(np.isfinite(plat))
+    qlat, qlng = on_circles(plat[ok], plng[ok], radius, 300, rng)
+    qlat = np.r_[qlat, rng.normal(51.2, 0.1, 100), 60.0]
+    qlng = np.r_[qlng, rng.normal(4.4, 0.15, 100), 4.4]
+    near, ored = t.unions(qlat, qlng, words)
+    for i in range(qlat.size):
+        within = np.flatnonzero(np.isfinite(plat) & (haversine_km(qlat[i], qlng[i], plat, plng) <= radius))
+        assert near[i] == (within.size > 0)
+        assert ored[i].tolist() == np.bitwise_or.reduce(words[within], axis=0).tolist()
+    assert near.any()
+    # the sure part is kept per words: other bits on the same table give their own unions
+    near2, ored2 = t.unions(qlat, qlng, ~words if n_words else words)
+    assert near2.tolist() == near.tolist()
+
+
 def test_channels_change_between_calls():
     """The sure counts follow the channel assignment of each call (a few assignments are kept)."""
     plat, plng = np.array([51.0, 51.001, 51.002]), np.array([4.0, 4.0, 4.0])

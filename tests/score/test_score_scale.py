@@ -212,3 +212,26 @@ def test_one_process_local_workers_and_dask_write_the_same(engine, snapshot_dir,
         assert pq.read_table(tmp_path / "dask-file.parquet").equals(expected[True])
         plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
         assert all(PLUGIN in names for names in plugins.values()) and len(plugins) == 2
+
+
+def test_stops_table_equals_the_pair_walk(engine):
+    """Any stop within 400 m and the OR of those stops' line bits: the stops table against the pair walk,
+    on points dense around Antwerp's stops, on the 400 m circles around them and across the service area."""
+    from geo.batch.score import _stops_served, _stops_served_pairs
+    from geo.data.engine import point_coords
+    from geo.index.spherical import EARTH_RADIUS_KM
+
+    rng = np.random.default_rng(12)
+    s_lat, s_lng = point_coords(engine.stops)
+    ok = np.flatnonzero(np.isfinite(s_lat))
+    pick = rng.choice(ok, 4000)
+    bearing = rng.uniform(0, 2 * np.pi, pick.size)
+    reach = 0.4 * (1 + rng.choice([0.0, 1e-12, -1e-12, 1e-6, -1e-6], pick.size)) / EARTH_RADIUS_KM
+    circle_lat = s_lat[pick] + np.degrees(reach * np.cos(bearing))
+    circle_lng = s_lng[pick] + np.degrees(reach * np.sin(bearing)) / np.cos(np.radians(s_lat[pick]))
+    lat = np.r_[rng.normal(51.215, 0.03, 20_000), circle_lat, rng.uniform(50.7, 51.5, 20_000)]
+    lng = np.r_[rng.normal(4.41, 0.045, 20_000), circle_lng, rng.uniform(2.6, 5.9, 20_000)]
+    near, served = _stops_served(engine, lat, lng)
+    near_w, served_w = _stops_served_pairs(engine, lat, lng)
+    assert near.tolist() == near_w.tolist() and served.tobytes() == served_w.tobytes()
+    assert 0.2 < near.mean() < 0.9 and served.any()
