@@ -11,6 +11,7 @@ import threading
 from datetime import datetime
 
 _ENGINES: dict = {}
+_SLOTS: list = []  # in a forked worker: the shared-memory slots of its parent (geo.batch.slots)
 _LOCK = threading.Lock()
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 HEAP_KEEP = 64 << 20  # freed heap kept for reuse (bytes): what glibc's adaptive threshold reaches at most
@@ -48,6 +49,68 @@ def keep_heap_if_pinned() -> bool:
     return keep_heap()
 
 
+def start_method() -> str:
+    """How ``urban-score --workers`` starts its processes: ``fork`` on Linux (the workers inherit the
+    parent's loaded, warmed engine), ``spawn`` elsewhere (each worker loads the snapshot itself)."""
+    import multiprocessing as mp
+    import sys
+
+    return "fork" if sys.platform.startswith("linux") and "fork" in mp.get_all_start_methods() else "spawn"
+
+
+def warm(engine, now) -> None:
+    """Build the per-engine caches the scoring reads (indexes, count tables, the clock's channels) by scoring
+    the layers' own points once: processes forked afterwards share them instead of each building its own."""
+    import numpy as np
+
+    from ..data.engine import point_coords
+    from ..service.loaded import prepare
+    from .io import score_table
+    from .score import score
+
+    w = prepare(engine).works
+    coords = [point_coords(engine.stops), (w.lat, w.lng), point_coords(engine.stations)]
+    lat = np.concatenate([np.asarray(la, dtype=np.float64)[:256] for la, _ in coords])
+    lng = np.concatenate([np.asarray(ln, dtype=np.float64)[:256] for _, ln in coords])
+    score_table(score((lat, lng), engine, now))
+
+
+def local_pool(workers: int, path: str, engine, now, slots=None):
+    """A started ``ProcessPoolExecutor`` of ``workers`` processes scoring for the snapshot at ``path``.
+
+    With ``fork`` (:func:`start_method`) the engine is warmed here (:func:`warm`) and every process is
+    forked now, before the caller starts any reader thread (forking a process while other threads run
+    can copy a lock some thread holds); each worker then scores with the inherited engine and caches, and
+    with ``slots`` (:class:`geo.batch.slots.Slots`) for :func:`score_slot`.
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context(start_method())
+    # workers inherit the environment, and with it a MALLOC_TRIM_THRESHOLD_ a LocalCluster left there
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=keep_heap)
+    if ctx.get_start_method() != "fork":
+        return pool
+    warm(engine, now)
+    with _LOCK:
+        before = _ENGINES.get(path)
+        _ENGINES[path] = engine
+        _SLOTS[:] = [slots]
+    try:
+        pool.submit(int).result()  # forks every process now (a fork pool starts them all at once)
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+    finally:
+        with _LOCK:
+            _SLOTS.clear()
+            if before is None:
+                _ENGINES.pop(path, None)
+            else:
+                _ENGINES[path] = before
+    return pool
+
+
 def engine_for(path: str, snapshot_id: str | None = None):
     """The process's engine for the snapshot at ``path`` (loaded once; checked against ``snapshot_id``).
 
@@ -83,6 +146,19 @@ def score_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str):
 
     eng = engine_for(path, snapshot_id)
     return score_table(score((lat, lng), eng, datetime.fromisoformat(now_iso)))
+
+
+def score_slot(path: str, snapshot_id: str, slot: int, n: int, now_iso: str):
+    """Score the ``n`` rows in shared slot ``slot`` (:func:`local_pool`) on this forked worker: the size of the
+    score table written back into the slot, or the table itself when it does not fit there."""
+    from .score import score
+    from .io import score_table
+
+    eng = engine_for(path, snapshot_id)
+    slots = _SLOTS[0]
+    table = score_table(score(slots.inputs(slot, n), eng, datetime.fromisoformat(now_iso)))
+    size = slots.put_table(slot, table)
+    return table if size is None else size
 
 
 def pairs_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str, first_row: int = 0):
