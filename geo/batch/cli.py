@@ -82,15 +82,16 @@ class _Runner:
                 from .pair_rows import pairs_table
 
                 return _Done(pairs_table(self.engine, chunk.lat, chunk.lng, clock, chunk.first_row - 1))
-            from .score import score
-            from .io import score_table
+            from .io import score_arrow
 
-            return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
+            return _Done(score_arrow((chunk.lat, chunk.lng), self.engine, clock))
         slots = self._slots
         if slots is not None and not pairs and slots.fits(chunk.lat.size):
             slot = slots.take()
             try:
                 slots.put_input(slot, chunk.lat, chunk.lng)
+                # the chunk keeps the slot's copy (given back after its rows are written), not its own
+                chunk.lat, chunk.lng = slots.inputs(slot, chunk.lat.size)
                 fut = self._pool.submit(
                     score_worker.score_slot,
                     self.data,
@@ -472,9 +473,11 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
     (status, LEZ, river side, nearest NO2 station, NO2 value and trend, works, transit, risk).
     """
     from ..errors import SnapshotError
-    from .workers import keep_heap_if_pinned
+    from .workers import keep_heap_if_pinned, map_large_blocks, start_method
 
     keep_heap_if_pinned()  # e.g. run from a notebook that started a Dask LocalCluster
+    if workers > 1 and not dask and start_method() == "fork":
+        map_large_blocks()  # this process reads and writes; its workers score
     if progress is None:
         progress = sys.stderr.isatty()
     try:

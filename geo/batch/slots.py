@@ -14,10 +14,12 @@ import threading
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 IN_ROWS_FACTOR = 2  # slot rows per requested chunk row (the CSV reader cuts chunks by bytes, not rows)
-OUT_BYTES_PER_ROW = 128  # score table bytes per row a slot holds (the IPC stream needs about 90)
+OUT_BYTES_PER_ROW = 128  # score table bytes per row a slot holds (the IPC stream of one needs about 62)
 OUT_EXTRA = 1 << 20  # dictionaries and IPC metadata
+_NARROWED = {b"geo.batch.slots": b"int64"}  # field metadata of an int64 column sent as int32
 
 
 class Slots:
@@ -66,7 +68,14 @@ class Slots:
         return self._array(slot, 0, n), self._array(slot, self.rows, n)
 
     def put_table(self, slot: int, table: pa.Table) -> int | None:
-        """Write ``table`` into ``slot`` as an Arrow IPC stream: its size in bytes, or None if it does not fit."""
+        """Write ``table`` into ``slot`` as an Arrow IPC stream: its size in bytes, or None if it does not fit.
+        Its int64 columns travel as int32 when their values fit (counts; :meth:`table` widens them back)."""
+        fields, columns = [], []
+        for field, column in zip(table.schema, table.columns):
+            narrow = _narrow(column)
+            fields.append(field if narrow is column else pa.field(field.name, pa.int32(), metadata=_NARROWED))
+            columns.append(narrow)
+        table = pa.Table.from_arrays(columns, schema=pa.schema(fields))
         area = pa.py_buffer(memoryview(self._maps[slot])[self.in_bytes :])
         sink = pa.FixedSizeBufferWriter(area)
         try:
@@ -82,8 +91,10 @@ class Slots:
         view = pa.py_buffer(memoryview(self._maps[slot])[self.in_bytes : self.in_bytes + size])
         table = pa.ipc.open_stream(view).read_all()
         columns = []
-        for column in table.columns:
-            if pa.types.is_dictionary(column.type):
+        for field, column in zip(table.schema, table.columns):
+            if field.metadata == _NARROWED:
+                column = column.cast(pa.int64())
+            elif pa.types.is_dictionary(column.type):
                 column = pa.chunked_array(
                     [
                         pa.DictionaryArray.from_arrays(
@@ -94,4 +105,15 @@ class Slots:
                     type=column.type,
                 )
             columns.append(column)
-        return pa.Table.from_arrays(columns, schema=table.schema)
+        return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def _narrow(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """An int64 column as int32 when every value fits; any other column itself."""
+    if not pa.types.is_int64(column.type):
+        return column
+    bounds = pc.min_max(column)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is None or (-(2**31) <= lo and hi < 2**31):
+        return column.cast(pa.int32())
+    return column

@@ -116,3 +116,80 @@ def test_a_bad_row_mid_file_ends_a_workers_run_cleanly(snapshot_dir, mixed_csv, 
     assert "line 40001 (data row 40000) has 5 fields, the header has 4" in proc.stderr
     assert "Traceback" not in proc.stderr and "Fatal Python error" not in proc.stderr
     assert not out.exists() and not list(tmp_path.glob("out.parquet*"))
+
+
+@pytest.mark.parametrize("rows", [None, 0], ids=["sample", "empty"])
+def test_score_arrow_is_the_table_of_the_score_frame(engine, clock, sample, rows):
+    """What urban-score writes (score_arrow, no DataFrame) equals the table of score()'s frame: types,
+    values and nulls, at both clocks, with invalid and outside points."""
+    from geo.batch.io import score_arrow, score_table
+    from geo.batch.score import score
+
+    lat, lng, _ = sample
+    lat, lng = np.r_[lat, np.nan, 95.0, 51.2][:rows], np.r_[lng, 4.4, 4.0, np.inf][:rows]
+    expected = score_table(score((lat, lng), engine, clock))
+    got = score_arrow((lat, lng), engine, clock)
+    assert got.schema == expected.schema
+    assert got.equals(expected)
+    for name in got.column_names:
+        assert got.column(name).is_null().equals(expected.column(name).is_null()), name
+
+
+def _niceness():
+    import os
+
+    return os.nice(0)
+
+
+@pytest.mark.skipif(not FORK, reason="workers are forked on Linux only")
+def test_forked_workers_run_below_the_parent(engine, snapshot_dir):
+    """The parent's serial read and write stages get the CPU first."""
+    import os
+
+    pool = workers.local_pool(2, str(snapshot_dir.resolve()), engine, engine.as_of)
+    try:
+        got = {pool.submit(_niceness).result() for _ in range(4)}
+    finally:
+        pool.shutdown()
+    assert got == {min(19, os.nice(0) + workers.WORKER_NICE)}
+
+
+LARGE_BLOCKS = """
+import sys, threading
+from geo.batch.workers import map_large_blocks
+
+def rss():
+    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) >> 10
+
+def read_blocks():  # what Arrow's I/O threads do with a CSV: 12 MB blocks made and freed, one at a time
+    for _ in range(8):
+        block = bytearray(12 << 20)
+        block[::4096] = b"x" * len(block[::4096])
+        del block
+
+if sys.argv[1] == "mapped":
+    assert map_large_blocks()
+before = rss()
+threads = [threading.Thread(target=read_blocks) for _ in range(4)]
+for t in threads:
+    t.start()
+    t.join()
+print(rss() - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
+def test_the_parent_gives_large_blocks_back():
+    """After map_large_blocks, 12 MB blocks freed in other threads are not kept (MB of RSS they leave)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+
+    def kept(mode):
+        out = subprocess.run(
+            [sys.executable, "-c", LARGE_BLOCKS, mode], env=env, capture_output=True, text=True, check=True
+        )
+        return int(out.stdout)
+
+    assert kept("default") >= 12  # glibc's adaptive threshold: a freed block stays in its thread's heap
+    assert kept("mapped") < 4
