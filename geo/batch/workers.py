@@ -76,11 +76,12 @@ def warm(engine, now) -> None:
     score_arrow((lat, lng), engine, now)
 
 
-def _start_worker() -> None:
+def _start_worker(path: str | None = None, now_iso: str = "") -> None:
     """A forked worker: :func:`keep_heap` (its chunks' temporaries reuse the heap instead of being mapped and
-    faulted in again: measured, half the system time of a worker), and a lower priority than the parent, whose
-    reading and writing are serial stages: given the CPU first, they never build up a backlog that only one
-    core can drain at the end of the run (measured on 2 cores: about 0.3 s of 9 for 10^7 rows)."""
+    faulted in again: measured, half the system time of a worker), a lower priority than the parent, whose
+    reading and writing are serial stages (given the CPU first, they never build up a backlog that only one
+    core can drain at the end of the run: measured on 2 cores, about 0.3 s of 9 for 10^7 rows), and the
+    inherited engine's caches built (:func:`warm`) while the parent reads the first chunks."""
     import os
 
     keep_heap()
@@ -88,6 +89,9 @@ def _start_worker() -> None:
         os.nice(WORKER_NICE)
     except OSError:  # not allowed here: same priority
         pass
+    engine = _ENGINES.get(path) if path else None
+    if engine is not None:
+        warm(engine, datetime.fromisoformat(now_iso))
 
 
 def map_large_blocks() -> bool:
@@ -107,26 +111,27 @@ def map_large_blocks() -> bool:
 def local_pool(workers: int, path: str, engine, now, slots=None):
     """A started ``ProcessPoolExecutor`` of ``workers`` processes scoring for the snapshot at ``path``.
 
-    With ``fork`` (:func:`start_method`) the engine is warmed here (:func:`warm`) and every process is
-    forked now, before the caller starts any reader thread (forking a process while other threads run
-    can copy a lock some thread holds); each worker then scores with the inherited engine and caches, and
-    with ``slots`` (:class:`geo.batch.slots.Slots`) for :func:`score_slot`.
+    With ``fork`` (:func:`start_method`) every process is forked now, before the caller starts any reader
+    thread (forking a process while other threads run can copy a lock some thread holds); each worker
+    inherits the loaded engine (never loads the snapshot), builds its caches as it starts (:func:`warm`,
+    both workers at once while the parent goes on) and reads chunks from ``slots``
+    (:class:`geo.batch.slots.Slots`, :func:`score_slot`).
     """
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     ctx = mp.get_context(start_method())
-    # workers inherit the environment, and with it a MALLOC_TRIM_THRESHOLD_ a LocalCluster left there
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_start_worker)
     if ctx.get_start_method() != "fork":
-        return pool
-    warm(engine, now)
+        return ProcessPoolExecutor(workers, mp_context=ctx, initializer=keep_heap_if_pinned)
+    pool = ProcessPoolExecutor(
+        workers, mp_context=ctx, initializer=_start_worker, initargs=(path, now.isoformat())
+    )
     with _LOCK:
         before = _ENGINES.get(path)
         _ENGINES[path] = engine
         _SLOTS[:] = [slots]
     try:
-        pool.submit(int).result()  # forks every process now (a fork pool starts them all at once)
+        pool.submit(int)  # forks every process now (a fork pool starts them all at once)
     except BaseException:
         pool.shutdown(cancel_futures=True)
         raise
