@@ -1,8 +1,9 @@
 """One engine per process, and the scoring call that local workers and Dask workers run on a chunk.
 
 The engine is loaded from the snapshot directory the first time a process scores a chunk and kept for the
-life of the process; every chunk is scored by :func:`geo.batch.score.score`, so results do not depend on where or
-in which chunk a point was scored.
+life of the process (a worker forked by :func:`local_pool` inherits its parent's instead); every chunk is
+scored by :func:`geo.batch.score.score`'s columns, so results do not depend on where or in which chunk a
+point was scored.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def keep_heap_if_pinned() -> bool:
 
 def start_method() -> str:
     """How ``urban-score --workers`` starts its processes: ``fork`` on Linux (the workers inherit the
-    parent's loaded, warmed engine), ``spawn`` elsewhere (each worker loads the snapshot itself)."""
+    parent's loaded engine), ``spawn`` elsewhere (each worker loads the snapshot itself)."""
     import multiprocessing as mp
     import sys
 
@@ -61,8 +62,9 @@ def start_method() -> str:
 
 
 def warm(engine, now) -> None:
-    """Build the per-engine caches the scoring reads (indexes, count tables, the clock's channels) by scoring
-    the layers' own points once: processes forked afterwards share them instead of each building its own."""
+    """Build the per-engine caches the scoring reads (prepared arrays, indexes, count tables, the clock's
+    channels) by scoring the layers' own points once: a forked worker does it as it starts, so that its
+    first chunk does not wait for them."""
     import numpy as np
 
     from ..data.engine import point_coords
