@@ -12,7 +12,10 @@ from pathlib import Path
 
 import click
 
+import pyarrow as pa
+
 from .io import InputError, file_format, open_reader, open_writer
+from .slots import IN_ROWS_FACTOR
 
 
 def _parse_now(value, engine):
@@ -32,10 +35,10 @@ def _parse_now(value, engine):
 class _Runner:
     """Scores chunks in order: in this process, in a local process pool, or on a Dask client."""
 
-    def __init__(self, data, engine, now, workers, dask):
+    def __init__(self, data, engine, now, workers, dask, slot_rows=0):
         self.data, self.engine, self.now_iso = str(Path(data).resolve()), engine, now.isoformat()
         self.window = 1
-        self._pool = self._client = self._cluster = None
+        self._pool = self._client = self._cluster = self._slots = None
         if dask:
             from .dask import connect, register_engine
 
@@ -47,16 +50,16 @@ class _Runner:
             self.window = 2 * max(1, len(self._client.scheduler_info().get("workers", {})) or 1)
             self.where = f"Dask {self._client.scheduler.address}"
         elif workers > 1:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
+            from .workers import local_pool, start_method
 
-            from .workers import keep_heap_if_pinned
-
-            # workers inherit the environment, and with it a MALLOC_TRIM_THRESHOLD_ a LocalCluster left there
-            self._pool = ProcessPoolExecutor(
-                workers, mp_context=mp.get_context("spawn"), initializer=keep_heap_if_pinned
-            )
             self.window = 2 * workers
+            if slot_rows and start_method() == "fork":
+                from .pipe import DEPTH
+                from .slots import Slots
+
+                # held from submit until written: the window, the write queue, one being put, one being written
+                self._slots = Slots(self.window + DEPTH + 2, slot_rows)
+            self._pool = local_pool(workers, self.data, engine, now, self._slots)
             self.where = f"{workers} local processes"
         else:
             self.where = "1 process"
@@ -79,10 +82,28 @@ class _Runner:
                 from .pair_rows import pairs_table
 
                 return _Done(pairs_table(self.engine, chunk.lat, chunk.lng, clock, chunk.first_row - 1))
-            from .score import score
-            from .io import score_table
+            from .io import score_arrow
 
-            return _Done(score_table(score((chunk.lat, chunk.lng), self.engine, clock)))
+            return _Done(score_arrow((chunk.lat, chunk.lng), self.engine, clock))
+        slots = self._slots
+        if slots is not None and not pairs and slots.fits(chunk.lat.size):
+            slot = slots.take()
+            try:
+                slots.put_input(slot, chunk.lat, chunk.lng)
+                # the chunk keeps the slot's copy (given back after its rows are written), not its own
+                chunk.lat, chunk.lng = slots.inputs(slot, chunk.lat.size)
+                fut = self._pool.submit(
+                    score_worker.score_slot,
+                    self.data,
+                    self.engine.snapshot_id,
+                    slot,
+                    chunk.lat.size,
+                    self.now_iso,
+                )
+            except BaseException:
+                slots.give(slot)
+                raise
+            return _InSlot(fut, slots, slot)
         args = (self.data, self.engine.snapshot_id, chunk.lat, chunk.lng, self.now_iso)
         if pairs:
             return self.call(score_worker.pairs_arrays, *args, chunk.first_row - 1)
@@ -103,6 +124,30 @@ class _Done:
 
     def result(self):
         return self.value
+
+    def release(self):
+        """Nothing to give back once the chunk is written."""
+
+
+class _InSlot:
+    """A chunk scored in a shared slot (geo.batch.slots): the table is read in place, the slot given back
+    by :meth:`release` once the chunk is written."""
+
+    def __init__(self, future, slots, slot):
+        self.future, self.slots, self.slot = future, slots, slot
+
+    def result(self):
+        got = self.future.result()
+        return got if isinstance(got, pa.Table) else self.slots.table(self.slot, got)
+
+    def release(self):
+        if self.slot is not None:
+            self.slots.give(self.slot)
+            self.slot = None
+
+
+def _nothing():
+    pass
 
 
 def _progress(enabled, total, unit):
@@ -182,18 +227,35 @@ def run(
     # the engine and clock first: a failure after Arrow's CSV reader started its threads must still close it
     engine = engine if engine is not None else Engine.load(data)
     now = _parse_now(now, engine) if not isinstance(now, datetime) else now
-    reader = open_reader(input_path, lat, lng, chunk_size)
+    # local workers are forked before the reader starts Arrow's threads (geo.batch.workers.local_pool)
+    local = workers > 1 and not dask
+    runner = _Runner(data, engine, now, workers, None, IN_ROWS_FACTOR * chunk_size) if local else None
+    try:
+        reader = open_reader(input_path, lat, lng, chunk_size)
+    except BaseException:
+        if runner is not None:
+            runner.close()
+        raise
     try:
         writer = open_writer(output, pairs=pairs)
-        runner = _Runner(data, engine, now, workers, dask)
+        runner = runner or _Runner(data, engine, now, workers, dask)
     except BaseException:
         reader.close()
+        if runner is not None:
+            runner.close()
         raise
     counts, risks, kinds, tally = Counter(), Counter(), Counter(), {"rows": 0}
     bar, console = _progress(progress, reader.total, reader.unit)
     t0 = time.perf_counter()
+
+    def write(chunk, scores, release):
+        try:
+            writer.write(chunk, scores)
+        finally:
+            release()
+
     chunks = ReadAhead(reader)
-    behind = WriteBehind(writer.write)
+    behind = WriteBehind(write)
     try:
         with bar:
             task = bar.add_task("score", total=reader.total or None, rows=0, rate=0.0)
@@ -203,7 +265,7 @@ def run(
                 while len(pending) > limit:
                     chunk, fut = pending.popleft()
                     scores = fut.result()
-                    behind.put(chunk, scores)
+                    behind.put(chunk, scores, getattr(fut, "release", _nothing))
                     tally["rows"] += chunk.lat.size
                     if pairs:
                         kinds.update(_value_counts(scores, "kind"))
@@ -411,9 +473,11 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
     (status, LEZ, river side, nearest NO2 station, NO2 value and trend, works, transit, risk).
     """
     from ..errors import SnapshotError
-    from .workers import keep_heap_if_pinned
+    from .workers import keep_heap_if_pinned, map_large_blocks, start_method
 
     keep_heap_if_pinned()  # e.g. run from a notebook that started a Dask LocalCluster
+    if workers > 1 and not dask and start_method() == "fork":
+        map_large_blocks()  # this process reads and writes; its workers score
     if progress is None:
         progress = sys.stderr.isatty()
     try:

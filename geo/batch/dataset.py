@@ -77,8 +77,7 @@ def score_file(
     """
     from datetime import datetime
 
-    from .score import score
-    from .io import TableWriter, open_reader, score_table
+    from .io import TableWriter, open_reader, score_arrow
     from .pair_rows import pairs_table
     from .workers import engine_for
 
@@ -94,7 +93,7 @@ def score_file(
                 )
                 counts["kind"].update(_value_counts(table, "kind"))
             else:
-                table = score_table(score((chunk.lat, chunk.lng), eng, now))
+                table = score_arrow((chunk.lat, chunk.lng), eng, now)
                 counts["status"].update(_value_counts(table, "status"))
                 counts["risk"].update(_value_counts(table, "risk"))
             writer.write(chunk, table)

@@ -456,21 +456,52 @@ def open_reader(path, lat="lat", lng="lng", chunk_rows=250_000) -> Reader:
 # --- writers ----------------------------------------------------------------------------------------
 def score_table(frame: pd.DataFrame) -> pa.Table:
     """The score frame as an Arrow table: categories as dictionary-encoded text (the smallest index type;
-    a few bytes per row to pickle between processes, and Parquet stores them as dictionaries without
+    a few bytes per row between processes, and Parquet stores them as dictionaries without
     re-hashing), nullable numbers and booleans as they are. No Python object per row."""
     cols = {}
     for name in frame.columns:
         s = frame[name]
         if isinstance(s.dtype, pd.CategoricalDtype):
-            cats = pa.array(np.asarray(s.cat.categories, dtype=object), type=pa.string())
-            codes = s.cat.codes.to_numpy()
-            index = pa.int8() if len(cats) < 128 else pa.int16() if len(cats) < 32768 else pa.int32()
-            cols[name] = pa.DictionaryArray.from_arrays(
-                pa.array(codes.astype(index.to_pandas_dtype()), mask=codes < 0, type=index), cats
-            )
+            cols[name] = _dictionary(s.cat.codes.to_numpy(), s.cat.categories)
         else:
             cols[name] = pa.array(s.array)
     return pa.table(cols)
+
+
+def score_arrow(points, engine, now=None) -> pa.Table:
+    """``score_table(score(points, engine, now))`` built from the score columns' arrays, without the
+    DataFrame in between (what ``urban-score`` writes; the same table, column for column).
+
+    Examples
+    --------
+    >>> score_arrow((np.array([51.2194]), np.array([4.4025])), engine).column_names[:2]  # doctest: +SKIP
+    ['status', 'in_service_area']
+    """
+    from .score import COLUMNS, score_columns
+
+    columns, _ = score_columns(points, engine, now)
+    return pa.table({name: _arrow(columns[name]) for name in COLUMNS})
+
+
+def _dictionary(codes: np.ndarray, categories) -> pa.DictionaryArray:
+    cats = pa.array(np.asarray(categories, dtype=object), type=pa.string())
+    index = pa.int8() if len(cats) < 128 else pa.int16() if len(cats) < 32768 else pa.int32()
+    return pa.DictionaryArray.from_arrays(
+        pa.array(codes.astype(index.to_pandas_dtype()), mask=codes < 0, type=index), cats
+    )
+
+
+def _arrow(c) -> pa.Array:
+    """The Arrow array of a :class:`geo.batch.score.Column`, as ``pa.array`` makes it of the pandas array
+    :func:`geo.batch.score.score` holds (a nullable array's values with its mask)."""
+    if c.kind == "cat":
+        return _dictionary(c.values, c.categories)
+    missing = np.asarray(c.missing, dtype=bool)
+    if c.kind == "float":
+        values = np.asarray(c.values, dtype=np.float64)
+        missing = missing | np.isnan(values)
+        return pa.array(np.where(missing, 0.0, values), mask=missing)
+    return pa.array(np.asarray(c.values, dtype=np.int64 if c.kind == "int" else bool), mask=missing)
 
 
 class Writer:

@@ -13,6 +13,7 @@ import queue
 import threading
 
 _END = object()
+DEPTH = 2  # chunks a stage holds in its queue
 
 
 class _Stage:
@@ -50,7 +51,7 @@ class ReadAhead(_Stage):
     [0, 1, 2]
     """
 
-    def __init__(self, iterable, depth: int = 2):
+    def __init__(self, iterable, depth: int = DEPTH):
         super().__init__(depth)
         self._thread = threading.Thread(target=self._run, args=(iterable,), daemon=True, name="read-ahead")
         self._thread.start()
@@ -92,7 +93,7 @@ class WriteBehind(_Stage):
     [1, 2]
     """
 
-    def __init__(self, write, depth: int = 2):
+    def __init__(self, write, depth: int = DEPTH):
         super().__init__(depth)
         self._write = write
         self._thread = threading.Thread(target=self._run, daemon=True, name="write-behind")

@@ -293,8 +293,8 @@ def _air_by_station(engine, now):
 
 
 # --- output -----------------------------------------------------------------------------------------
-def _cat(codes, names) -> pd.Categorical:
-    return pd.Categorical.from_codes(np.asarray(codes, dtype=np.int64), categories=list(names))
+def _cat(codes, names) -> Column:
+    return Column("cat", np.asarray(codes, dtype=np.int64), categories=tuple(names))
 
 
 def _int(values, missing) -> pd.arrays.IntegerArray:
@@ -340,6 +340,32 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
     >>> score(frame, engine)["status"].tolist()  # doctest: +SKIP
     ['ok', 'outside_service_area', 'invalid_coordinates']
     """
+    columns, index = score_columns(points, engine, now, lat=lat, lng=lng)
+    frame = pd.DataFrame({name: _pandas(c) for name, c in columns.items()}, columns=list(COLUMNS))
+    if index is not None:
+        frame.index = index
+    return frame
+
+
+@dataclass(frozen=True)
+class Column:
+    """One score column as NumPy arrays, before it becomes pandas (:func:`score`) or Arrow
+    (:func:`geo.batch.io.score_arrow`, the same values without a DataFrame in between).
+
+    ``kind`` is ``cat`` (``values``: int64 codes into ``categories``, -1 missing; ``object_index``: the
+    categories are names from the snapshot, kept as an object Index), ``bool``, ``int`` or ``float``
+    (``values`` with the ``missing`` mask; a NaN float is missing too)."""
+
+    kind: str
+    values: np.ndarray
+    missing: np.ndarray | None = None
+    categories: tuple = ()
+    object_index: bool = False
+
+
+def score_columns(points, engine, now=None, *, lat: str = "lat", lng: str = "lng"):
+    """(dict of :data:`COLUMNS` name -> :class:`Column`, the input's index or None): what :func:`score`
+    puts in its frame."""
     la, ln, index = _points_arrays(points, lat, lng)
     la, ln = as_arrays(la, ln)
     if la.size and not np.issubdtype(la.dtype, np.floating):
@@ -399,39 +425,41 @@ def score(points, engine, now=None, *, lat: str = "lat", lng: str = "lng") -> pd
 
     measured_names = [iso_utc_ms(int(t)) if t >= 0 else "" for t in measured_s.tolist()]
     measured_code = np.where(has & (n_values > 0), st, -1)
-    frame = pd.DataFrame(
-        {
-            "status": _cat(status, STATUS_NAMES),
-            "in_service_area": _bool(inside, ~valid),
-            "in_lez": _bool(spread(in_lez, False), not_ok),
-            "river_side": _cat(
-                spread(side.astype(np.int64), -1),
-                [RIVER_NAMES[k] for k in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT)],
-            ),
-            "no2_station_id": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_ids, n),
-            "no2_station_name": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_names, n),
-            "no2_station_km": _float(spread(np.where(has, station_km, np.nan), np.nan), not_ok),
-            "no2_value": _float(spread(value, np.nan), not_ok),
-            "no2_measured_at": _names(
-                spread(measured_code, -1, np.int64), np.array(measured_names, dtype=object), n
-            ),
-            "no2_trend": _cat(spread(trend.astype(np.int64), -1), ar.TREND_NAMES),
-            "no2_trend_percent": _float(spread(pct, np.nan), not_ok),
-            "no2_compliance": _cat(spread(compliance.astype(np.int64), -1), ar.COMPLIANCE_NAMES),
-            "active_works": _int(spread(active, 0), not_ok),
-            "planned_works": _int(spread(planned, 0), not_ok),
-            "upcoming_works_14d": _int(spread(upcoming, 0), not_ok),
-            "transit_disruptions": _int(spread(transit.sum(axis=0), 0), not_ok),
-            "high_severity_transit": _int(spread(transit[tr.HIGH], 0), not_ok),
-            "transit_fallback": _bool(spread(~stops_near, False), not_ok),
-            "risk": _cat(spread(risk.astype(np.int64), -1), br.RISK_NAMES),
-            "risk_score": _float(spread(risk_points, np.nan), not_ok),
-        },
-        columns=list(COLUMNS),
-    )
-    if index is not None:
-        frame.index = index
-    return frame
+    return {
+        "status": _cat(status, STATUS_NAMES),
+        "in_service_area": Column("bool", inside, ~valid),
+        "in_lez": Column("bool", spread(in_lez, False), not_ok),
+        "river_side": _cat(
+            spread(side.astype(np.int64), -1),
+            [RIVER_NAMES[k] for k in (RIVER_NONE, RIVER_LEFT, RIVER_RIGHT)],
+        ),
+        "no2_station_id": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_ids, n),
+        "no2_station_name": _names(spread(np.where(has, station, -1), -1, np.int64), a.station_names, n),
+        "no2_station_km": Column("float", spread(np.where(has, station_km, np.nan), np.nan), not_ok),
+        "no2_value": Column("float", spread(value, np.nan), not_ok),
+        "no2_measured_at": _names(
+            spread(measured_code, -1, np.int64), np.array(measured_names, dtype=object), n
+        ),
+        "no2_trend": _cat(spread(trend.astype(np.int64), -1), ar.TREND_NAMES),
+        "no2_trend_percent": Column("float", spread(pct, np.nan), not_ok),
+        "no2_compliance": _cat(spread(compliance.astype(np.int64), -1), ar.COMPLIANCE_NAMES),
+        "active_works": Column("int", spread(active, 0), not_ok),
+        "planned_works": Column("int", spread(planned, 0), not_ok),
+        "upcoming_works_14d": Column("int", spread(upcoming, 0), not_ok),
+        "transit_disruptions": Column("int", spread(transit.sum(axis=0), 0), not_ok),
+        "high_severity_transit": Column("int", spread(transit[tr.HIGH], 0), not_ok),
+        "transit_fallback": Column("bool", spread(~stops_near, False), not_ok),
+        "risk": _cat(spread(risk.astype(np.int64), -1), br.RISK_NAMES),
+        "risk_score": Column("float", spread(risk_points, np.nan), not_ok),
+    }, index
+
+
+def _pandas(c: Column):
+    """The pandas array of a :class:`Column` (categorical, or nullable boolean / Int64 / Float64)."""
+    if c.kind == "cat":
+        cats = pd.Index(list(c.categories), dtype=object) if c.object_index else list(c.categories)
+        return pd.Categorical.from_codes(c.values, categories=cats)
+    return {"bool": _bool, "int": _int, "float": _float}[c.kind](c.values, c.missing)
 
 
 def join_scores(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
@@ -447,12 +475,12 @@ def join_scores(frame: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([frame.rename(columns=clash) if clash else frame, scores], axis=1)
 
 
-def _none_cat(n):
-    return pd.Categorical.from_codes(np.full(n, -1), categories=[])
+def _none_cat(n) -> Column:
+    return Column("cat", np.full(n, -1, dtype=np.int64))
 
 
-def _names(codes, names, n) -> pd.Categorical:
-    """Categorical of ``names[code]`` (NA for -1); duplicate names share one category."""
+def _names(codes, names, n) -> Column:
+    """Categorical column of ``names[code]`` (NA for -1); duplicate names share one category."""
     if names.size == 0:
         return _none_cat(n)
     uniq, inverse = np.unique(np.asarray([str(x) for x in names], dtype=object), return_inverse=True)
@@ -461,4 +489,4 @@ def _names(codes, names, n) -> pd.Categorical:
     empty = np.flatnonzero(uniq == "")
     if empty.size:  # an empty name is a missing one
         mapped = np.where(mapped == empty[0], -1, mapped)
-    return pd.Categorical.from_codes(mapped, categories=pd.Index(list(uniq), dtype=object))
+    return Column("cat", np.asarray(mapped, dtype=np.int64), categories=tuple(uniq), object_index=True)
