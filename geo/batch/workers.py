@@ -196,7 +196,8 @@ def score_slot(path: str, snapshot_id: str, slot: int, n: int, now_iso: str):
 
 
 def pairs_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str, first_row: int = 0):
-    """The long-table pairs of one chunk on this process (:func:`geo.batch.pair_rows.pairs_table`).
+    """The long-table pairs of one chunk on this process (:func:`geo.batch.pair_rows.pairs_table`), on one
+    thread: the worker processes already fill the cores.
 
     Examples
     --------
@@ -206,4 +207,4 @@ def pairs_arrays(path: str, snapshot_id: str, lat, lng, now_iso: str, first_row:
     from .pair_rows import pairs_table
 
     eng = engine_for(path, snapshot_id)
-    return pairs_table(eng, lat, lng, datetime.fromisoformat(now_iso), first_row)
+    return pairs_table(eng, lat, lng, datetime.fromisoformat(now_iso), first_row, threads=1)

@@ -235,3 +235,27 @@ def test_stops_table_equals_the_pair_walk(engine):
     near_w, served_w = _stops_served_pairs(engine, lat, lng)
     assert near.tolist() == near_w.tolist() and served.tobytes() == served_w.tobytes()
     assert 0.2 < near.mean() < 0.9 and served.any()
+
+
+@pytest.mark.parametrize("pairs", [False, True])
+def test_parquet_statistics_only_on_the_input_keys(engine, snapshot_dir, sample, tmp_path, pairs):
+    """Min/max statistics on the carried input columns (or the pairs' input row), which can skip row
+    groups; none on computed values, whose every row group spans about the same range."""
+    lat, lng, _ = sample
+    src = tmp_path / "in.csv"
+    pd.DataFrame({"ref": [f"p{i:05d}" for i in range(lat.size)], "lat": lat, "lng": lng}).to_csv(
+        src, index=False
+    )
+    out = tmp_path / "out.parquet"
+    run(src, out, data=snapshot_dir, chunk_size=50, progress=False, engine=engine, pairs=pairs)
+    meta = pq.ParquetFile(out).metadata
+    keys = {"input_row"} if pairs else {"ref", "lat", "lng"}
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            col = group.column(c)
+            stats = col.statistics
+            has = stats is not None and stats.has_min_max
+            assert has == (col.path_in_schema in keys), col.path_in_schema
+    first = meta.row_group(0).column(0).statistics
+    assert first.min == (0 if pairs else "p00000")
