@@ -53,7 +53,7 @@ def render_targets(rows) -> str:
     if not rows:
         return ""
     head = ("target", "required", "measured", "ratio", "met")
-    verdict = {None: "n/a (other size)", True: "met", False: "NOT MET"}
+    verdict = {None: "n/a (not judged: other size or configuration)", True: "met", False: "NOT MET"}
     body = [(r.name.strip(), r.target, r.measured, _fmt(r.ratio, "x"), verdict[r.met]) for r in rows]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head))]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731

@@ -105,7 +105,7 @@ def _cli(args, pythonpath=None):
 
 
 def _target(name, value, limit, unit, *, at_most=True, note="", baseline=None, rate=None, judged=True) -> Row:
-    """A row with its target; ``judged`` False when the run's size is not the one the target is set for."""
+    """A row with its target; ``judged`` False when the run's size or configuration is not the target's."""
     met = (value <= limit if at_most else value >= limit) if judged else None
     sign = "<=" if at_most else ">="
     return Row(

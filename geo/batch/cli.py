@@ -473,11 +473,11 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
     (status, LEZ, river side, nearest NO2 station, NO2 value and trend, works, transit, risk).
     """
     from ..errors import SnapshotError
-    from .workers import keep_heap_if_pinned, map_large_blocks, start_method
+    from .workers import keep_heap_if_pinned, map_large_blocks
 
     keep_heap_if_pinned()  # e.g. run from a notebook that started a Dask LocalCluster
-    if workers > 1 and not dask and start_method() == "fork":
-        map_large_blocks()  # this process reads and writes; its workers score
+    if not dask:
+        map_large_blocks()  # this process reads and writes (and scores, without workers)
     if progress is None:
         progress = sys.stderr.isatty()
     try:
