@@ -17,7 +17,7 @@ _LOCK = threading.Lock()
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 HEAP_KEEP = 64 << 20  # freed heap kept for reuse (bytes): what glibc's adaptive threshold reaches at most
 MMAP_FROM = 8 << 20  # blocks below this come from the heap (a chunk's temporaries are 2-6 MB)
-MAP_LARGE_FROM, TRIM_FROM = 4 << 20, 32 << 20  # the parent of forked workers (map_large_blocks)
+MAP_LARGE_FROM, TRIM_FROM = 4 << 20, 32 << 20  # the urban-score process (map_large_blocks)
 WORKER_NICE = 5  # forked workers run below the parent's serial read and write stages
 
 

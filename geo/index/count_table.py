@@ -13,6 +13,8 @@ inequality sorts every (cell, point) pair once, at build time:
 
 A query is one row gather plus the exact distances of its cell's boundary list, with no Python loop per
 point. The grid covers every point's reach plus an empty ring; queries outside it land in the ring.
+:meth:`CountTable.unions` uses the same split for "any point within r" and the OR of those points' bit rows
+(the stops' line bits): per cell one precomputed OR of its sure points.
 """
 
 from __future__ import annotations

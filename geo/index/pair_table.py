@@ -6,7 +6,10 @@ distance from the centre to any location of the cell, plus a slack far above rou
 points within ``r`` of any query in the cell, and a tight one (about 90 % are hits). A query is then one
 contiguous slice of candidates; the exact haversine distance (:func:`geo.index.spherical.haversine_rad`, the
 arguments in the order of :class:`geo.index.radius_grid.PairChunk`, so the same floats) decides in/out. No sort
-is needed: the slice is already in id order. Used by the pair table of batch scoring (:mod:`geo.batch.pair_rows`).
+is needed: the slice is already in id order. Points may carry a group and queries a row of an ``allowed``
+matrix: each query row then has cell lists of its own holding only the groups it may pair with (the river
+rule of the works pairs, with no filter per candidate). Used by the pair table of batch scoring
+(:mod:`geo.batch.pair_rows`).
 """
 
 from __future__ import annotations
