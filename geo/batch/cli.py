@@ -150,7 +150,25 @@ def _nothing():
     pass
 
 
+class _NoProgress:
+    """The progress bar's interface when it is off (rich not even imported)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def add_task(self, *args, **kwargs):
+        return 0
+
+    def update(self, *args, **kwargs):
+        pass
+
+
 def _progress(enabled, total, unit):
+    if not enabled:
+        return _NoProgress(), None
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -174,7 +192,7 @@ def _progress(enabled, total, unit):
     ]
     if unit == "rows":
         columns.insert(3, MofNCompleteColumn())
-    return Progress(*columns, console=console, disable=not enabled, transient=False), console
+    return Progress(*columns, console=console, transient=False), console
 
 
 def run(
@@ -385,13 +403,21 @@ def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, wh
     }
 
 
-def _value_counts(table, column) -> dict:
+def _value_counts(table, column) -> Counter:
+    """Non-null value -> rows; a dictionary column is counted by its codes (no text hashed per row)."""
     import pyarrow.compute as pc
 
-    out = {}
-    for item in pc.value_counts(table.column(column)).to_pylist():
-        if item["values"] is not None:
-            out[item["values"]] = item["counts"]
+    out: Counter = Counter()
+    for chunk in table.column(column).chunks:
+        if pa.types.is_dictionary(chunk.type):
+            names = chunk.dictionary.to_pylist()
+            for item in pc.value_counts(chunk.indices).to_pylist():
+                if item["values"] is not None:
+                    out[names[item["values"]]] += item["counts"]
+            continue
+        for item in pc.value_counts(chunk).to_pylist():
+            if item["values"] is not None:
+                out[item["values"]] += item["counts"]
     return out
 
 

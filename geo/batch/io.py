@@ -554,13 +554,17 @@ class TableWriter(Writer):
             ), schema
         if self.kind == "geoparquet":
             schema = schema.with_metadata({b"geo": json.dumps(_geo_metadata()).encode()})
-        # dictionary-encode the category columns and the computed counts (a few distinct values: a third of
-        # the bytes at the same CPU); trying it on unique input text (ids, coordinates) and falling back
-        # costs more than the whole write
+        # dictionary-encode the category columns, the computed counts and the few-valued floats (a third of
+        # the bytes at the same CPU or less); trying it on unique input text (ids, coordinates) or distances
+        # and falling back costs more than the whole write
+        from .score import FEW_VALUES
+
         coded = [
             f.name
             for f in schema
-            if pa.types.is_dictionary(f.type) or (pa.types.is_integer(f.type) and f.name not in keys)
+            if pa.types.is_dictionary(f.type)
+            or (pa.types.is_integer(f.type) and f.name not in keys)
+            or (f.name in FEW_VALUES and f.name not in keys)
         ]
         # min/max statistics only on the keys (the input's own columns, the pairs' input row), which follow
         # the input's order and can skip row groups; every row group of a computed value spans about the

@@ -56,6 +56,8 @@ COLUMNS = (
     "risk",
     "risk_score",
 )
+#: float columns with a few distinct values per snapshot and clock (one per station, or per risk outcome)
+FEW_VALUES = ("no2_value", "no2_trend_percent", "risk_score")
 
 
 @dataclass(frozen=True)

@@ -116,8 +116,9 @@ def local_pool(workers: int, path: str, engine, now, slots=None):
 
     With ``fork`` (:func:`start_method`) every process is forked now, before the caller starts any reader
     thread (forking a process while other threads run can copy a lock some thread holds); each worker
-    inherits the loaded engine (never loads the snapshot), builds its caches as it starts (:func:`warm`,
-    both workers at once while the parent goes on) and reads chunks from ``slots``
+    inherits the loaded engine (never loads the snapshot) and its nearest-station lookup (built here first,
+    on every core), builds its other caches as it starts (:func:`warm`, both workers at once while the
+    parent goes on) and reads chunks from ``slots``
     (:class:`geo.batch.slots.Slots`, :func:`score_slot`).
     """
     import multiprocessing as mp
@@ -126,6 +127,10 @@ def local_pool(workers: int, path: str, engine, now, slots=None):
     ctx = mp.get_context(start_method())
     if ctx.get_start_method() != "fork":
         return ProcessPoolExecutor(workers, mp_context=ctx, initializer=keep_heap_if_pinned)
+    from .pair_rows import usable_cores
+
+    # the one cache the workers would each build at length: built once, on every core, and inherited
+    engine.prepare_nearest(threads=usable_cores())
     pool = ProcessPoolExecutor(
         workers, mp_context=ctx, initializer=_start_worker, initargs=(path, now.isoformat())
     )

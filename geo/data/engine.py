@@ -263,6 +263,20 @@ class Engine:
         lat, lng = validate(lat, lng)
         return index.nearest(lat, lng)
 
+    def prepare_nearest(self, pollutant: str = "no2", threads: int = 1) -> None:
+        """Build the nearest-station lookup of ``pollutant`` now, its k-d tree queries on ``threads`` threads
+        (-1: every core), instead of at the first array query (e.g. before forking workers that share it).
+        The answers are the same either way.
+
+        Examples
+        --------
+        >>> engine.prepare_nearest(threads=2)  # doctest: +SKIP
+        """
+        index = self._stations.get(pollutant)
+        if index is None:
+            raise ValueError(f"unknown pollutant {pollutant!r}: stations has no bool column of that name")
+        index.nearest_grid(threads)
+
     def works_near(self, lat, lng, radius_km: float = 2.0):
         """Works within ``radius_km`` (haversine, inclusive) of each point.
 

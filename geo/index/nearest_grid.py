@@ -11,7 +11,6 @@ in cells with more than ``MAX_CANDIDATES`` candidates, go to the caller's exact 
 from __future__ import annotations
 
 import math
-from itertools import chain
 
 import numpy as np
 
@@ -27,9 +26,11 @@ class NearestGrid:
 
     ``tree`` is a ``cKDTree`` over the points' unit vectors; ``cand`` (cells, K) holds candidate point
     numbers in ascending order, padded with -1; ``ncand`` is 0 for cells that need the fallback.
+    ``threads``: the k-d tree queries of the build on that many threads (-1: every core); the table is the
+    same for any number.
     """
 
-    def __init__(self, lat_d, lng_d, tree):
+    def __init__(self, lat_d, lng_d, tree, threads=1):
         self.y0 = max(float(lat_d.min()) - MARGIN_DEG, -85.0)
         self.x0 = float(lng_d.min()) - MARGIN_DEG
         h = min(float(lat_d.max()) + MARGIN_DEG, 85.0) - self.y0
@@ -41,21 +42,21 @@ class NearestGrid:
         half = math.radians(self.size / 2)
         rho = 2 * math.asin(math.sqrt(2 * math.sin(half / 2) ** 2))  # hav(h/2) + hav(w/2), cos <= 1
         xyz = unit_vectors(clat, clng)
-        chord1, _ = tree.query(xyz, k=1)
+        chord1, _ = tree.query(xyz, k=1, workers=threads)
         d1 = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(chord1 / 2, 1.0))
         reach = d1 + 2 * rho * EARTH_RADIUS_KM
         chords = 2 * np.sin(np.minimum(reach / EARTH_RADIUS_KM, math.pi) / 2) * (1 + 1e-7) + 1e-9
-        lists = tree.query_ball_point(xyz, chords, return_sorted=True)
-        ncand = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        # the MAX_CANDIDATES + 1 nearest within each cell's chord: one more than fits marks the fallback
+        bound = float(np.nextafter(chords.max(), np.inf))
+        dist, near = tree.query(xyz, k=MAX_CANDIDATES + 1, distance_upper_bound=bound, workers=threads)
+        found = dist <= chords[:, None]
+        ncand = found.sum(axis=1, dtype=np.int64)
         k = int(min(max(ncand.max(), 1), MAX_CANDIDATES))
-        cand = np.full((ncand.size, k), -1, dtype=np.int64)
-        flat = np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(ncand.sum()))
         fits = ncand <= k  # cells with more candidates go to the fallback
-        cell = np.repeat(np.arange(ncand.size), ncand)
-        slot = np.arange(flat.size) - np.repeat(np.cumsum(ncand) - ncand, ncand)
-        keep = fits[cell]
-        cand[cell[keep], slot[keep]] = flat[keep]
         ncand[~fits] = 0
+        near = np.where(found, near, np.iinfo(np.int64).max)
+        near.sort(axis=1)  # ascending point numbers, the missing last
+        cand = np.where(np.arange(k) < ncand[:, None], near[:, :k], -1).astype(np.int64)
         self.cand, self.ncand = cand, ncand
         self._lists = None
         self.multi_fraction = float((ncand != 1).mean())

@@ -203,10 +203,13 @@ class PointIndex:
             order[pos] = sub[np.lexsort((self.rank[k[sub]], d[sub], q[sub]))]
         return order
 
-    def nearest_grid(self):
-        """The :class:`NearestGrid` (built on first use, then kept), None for fewer than two points."""
+    def nearest_grid(self, threads=1):
+        """The :class:`NearestGrid` (built on first use, then kept, ``threads`` as :class:`NearestGrid`), None
+        for fewer than two points."""
         if self._nearest_grid is None and self.rows.size >= 2:
-            self._nearest_grid = NearestGrid(np.degrees(self.lat_r), np.degrees(self.lng_r), self.tree)
+            self._nearest_grid = NearestGrid(
+                np.degrees(self.lat_r), np.degrees(self.lng_r), self.tree, threads
+            )
         return self._nearest_grid
 
     def nearest(self, lat, lng):

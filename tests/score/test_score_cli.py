@@ -59,6 +59,8 @@ def test_csv_to_csv_equals_the_library(engine, now, snapshot_dir, points_csv, tm
     assert got["id"].tolist() == raw["id"].tolist() and (got["note"].iloc[:-2] == "a, b").all()
     assert summary["rows"] == len(raw) and summary["invalid_coordinates"] == 2
     assert summary["ok"] == int((expected["status"] == "ok").sum())
+    assert summary["outside_service_area"] == int((expected["status"] == "outside_service_area").sum())
+    assert summary["risk"] == {k: int((expected["risk"] == k).sum()) for k in ("low", "moderate", "high")}
     got["no2_station_km"] = got["no2_station_km"].astype(float)
     _cmp(got.astype({c: object for c in COLUMNS}), expected)
 

@@ -1,0 +1,91 @@
+"""The nearest-point candidate table (geo.index.nearest_grid) against a brute-force build of its definition."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+from geo.index.nearest_grid import MAX_CANDIDATES, NearestGrid
+from geo.index.spherical import EARTH_RADIUS_KM, haversine_km, unit_vectors
+
+
+def _grid(lat, lng, threads=1):
+    return NearestGrid(lat, lng, cKDTree(unit_vectors(lat, lng)), threads)
+
+
+def _brute_candidates(grid, lat, lng):
+    """Per cell, the sorted point numbers whose chord to the cell centre is within the cell's bound
+    (d1 + 2 rho, padded as the build pads it), by comparing every (cell, point) pair."""
+    iy, ix = np.divmod(np.arange(grid.nx * grid.ny), grid.nx)
+    clat, clng = grid.y0 + (iy + 0.5) * grid.size, grid.x0 + (ix + 0.5) * grid.size
+    half = math.radians(grid.size / 2)
+    rho = 2 * math.asin(math.sqrt(2 * math.sin(half / 2) ** 2))
+    c, p = unit_vectors(clat, clng), unit_vectors(lat, lng)
+    chord = np.sqrt(((c[:, None, :] - p[None, :, :]) ** 2).sum(axis=2))
+    d1 = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(chord.min(axis=1) / 2, 1.0))
+    reach = d1 + 2 * rho * EARTH_RADIUS_KM
+    bound = 2 * np.sin(np.minimum(reach / EARTH_RADIUS_KM, math.pi) / 2) * (1 + 1e-7) + 1e-9
+    return [np.flatnonzero(row <= b) for row, b in zip(chord, bound)]
+
+
+@pytest.mark.parametrize("n", [2, 3, 9, 10, 40])
+def test_table_is_the_brute_force_candidate_sets(n):
+    rng = np.random.default_rng(n)
+    lat, lng = rng.uniform(50.9, 51.1, n), rng.uniform(3.9, 4.2, n)
+    grid = _grid(lat, lng)
+    want = _brute_candidates(grid, lat, lng)
+    k = grid.cand.shape[1]
+    assert k == min(max(max(map(len, want)), 1), MAX_CANDIDATES)
+    for cell, w in enumerate(want):
+        if len(w) > k:  # more than fit: the cell asks for the exact fallback
+            assert grid.ncand[cell] == 0 and (grid.cand[cell] == -1).all()
+        else:
+            assert grid.ncand[cell] == len(w)
+            assert grid.cand[cell].tolist() == w.tolist() + [-1] * (k - len(w))
+
+
+def test_duplicate_points_overflow_to_the_fallback():
+    lat = np.r_[np.full(MAX_CANDIDATES + 3, 51.0), 51.2]
+    lng = np.r_[np.full(MAX_CANDIDATES + 3, 4.0), 4.3]
+    grid = _grid(lat, lng)
+    cell = grid.cell_one(51.0, 4.0)
+    assert grid.ncand[cell] == 0  # eleven equally near points: the exact fallback decides (lowest row)
+    far = grid.cell_one(51.2, 4.3)
+    assert grid.ncand[far] == 1 and grid.cand[far, 0] == lat.size - 1
+
+
+def test_threads_build_the_same_table():
+    rng = np.random.default_rng(7)
+    lat, lng = rng.uniform(50.6, 51.5, 500), rng.uniform(2.6, 5.9, 500)
+    one, two = _grid(lat, lng), _grid(lat, lng, threads=2)
+    assert np.array_equal(one.cand, two.cand) and np.array_equal(one.ncand, two.ncand)
+
+
+def test_the_nearest_point_is_always_a_candidate():
+    rng = np.random.default_rng(11)
+    lat, lng = rng.uniform(50.6, 51.5, 60), rng.uniform(2.6, 5.9, 60)
+    grid = _grid(lat, lng)
+    qlat, qlng = rng.uniform(50.4, 51.7, 4000), rng.uniform(2.4, 6.1, 4000)
+    cells = grid.cells(qlat, qlng)
+    inside = cells >= 0
+    assert inside.mean() > 0.9
+    for la, ln, cell in zip(qlat[inside], qlng[inside], cells[inside]):
+        if grid.ncand[cell]:
+            nearest = int(np.argmin(haversine_km(la, ln, lat, lng)))
+            assert nearest in grid.cand[cell, : grid.ncand[cell]]
+
+
+def test_engine_prepare_nearest_builds_the_lookup_the_queries_use(reference_layers):
+    from geo.data.engine import Engine
+
+    rng = np.random.default_rng(5)
+    lat, lng = rng.uniform(50.7, 51.4, 3000), rng.uniform(2.7, 5.8, 3000)
+    lazy, eager = (Engine.from_layers(reference_layers, {}) for _ in range(2))
+    eager.prepare_nearest(threads=2)
+    grid = eager._stations["no2"]._nearest_grid
+    assert grid is not None and eager._stations["no2"].nearest_grid() is grid  # built once, then kept
+    for got, want in zip(eager.nearest_station(lat, lng), lazy.nearest_station(lat, lng)):
+        assert got.tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="unknown pollutant 'pm99'"):
+        eager.prepare_nearest("pm99")
