@@ -172,8 +172,9 @@ def _works_tables(engine):
 def _works_counts(engine, lat, lng, side, now):
     """(active, planned, upcoming, active within 0.5 km) per point, far-side clusters dropped.
 
-    Counted per (status, river side) channel through the per-engine :class:`CountTable` s (a cell lookup
-    plus the exact distance of the cell's boundary clusters); the pair walk when no table can be built."""
+    Counted per status channel and query river side (the group whose far-side clusters are left out)
+    through the per-engine :class:`CountTable` s (a cell lookup plus the exact distance of the cell's
+    boundary clusters); the pair walk when no table can be built."""
     tables = per_engine("batch.works_tables", engine, _works_tables)
     if tables is None:
         return _works_counts_pairs(engine, lat, lng, side, now)
@@ -181,16 +182,14 @@ def _works_counts(engine, lat, lng, side, now):
     running = w.status_class == wk.RUNNING
     planned = w.status_class == wk.PLANNED
     upcoming = planned & wk.upcoming_clusters(w, now)
-    side_w = w.side.astype(np.int64)
     kind = np.where(running, 0, np.where(upcoming, 2, np.where(planned, 1, -1)))
-    wide = tables[0].counts(lat, lng, np.where(kind >= 0, kind * 3 + side_w, -1), 9)
-    near = tables[1].counts(lat, lng, np.where(running, side_w, -1), 3)
-    keep = (~far_side(_SIDES[:, None], _SIDES[None, :])).astype(np.int64)[side]  # (n, 3): kept cluster sides
+    kept = ~far_side(_SIDES[:, None], w.side[None, :])  # (query side, cluster): not on the far side
+    group = side.astype(np.int64)  # the query's side is its row of kept clusters
+    wide = tables[0].counts(lat, lng, np.where(kept & (kind >= 0), kind, -1), 3, group=group)
+    near = tables[1].counts(lat, lng, np.where(kept & running, 0, -1), 1, group=group)
     out = np.empty((4, lat.size), dtype=np.int64)
-    out[0] = (wide[:, 0:3] * keep).sum(axis=1)
-    out[2] = (wide[:, 6:9] * keep).sum(axis=1)
-    out[1] = (wide[:, 3:6] * keep).sum(axis=1) + out[2]
-    out[3] = (near * keep).sum(axis=1)
+    out[0], out[2], out[3] = wide[:, 0], wide[:, 2], near[:, 0]
+    out[1] = wide[:, 1] + wide[:, 2]
     return out
 
 

@@ -97,45 +97,62 @@ class CountTable:
         self.start = start.astype(np.int32) if start[-1] < 2**31 else start  # half the memory
 
     def sure_counts(self, channel, n_channels: int) -> np.ndarray:
-        """(ncells, n_channels) uint16 (int32 if needed): per cell, the sure points of each channel (kept for the last few
-        channel assignments). ``channel`` gives each point's channel in layer row order; -1 leaves it out."""
-        ch = np.asarray(channel, dtype=np.int64)[self.rows]
-        key = ch.tobytes() + n_channels.to_bytes(4, "little")
+        """(n_groups * ncells, n_channels) uint16 (int32 if needed): per query group and cell, the sure points
+        of each channel (kept for the last few channel assignments). ``channel`` (n_groups, layer rows)
+        gives each point's channel for queries of each group, in layer row order; -1 leaves it out."""
+        ch = np.atleast_2d(np.asarray(channel, dtype=np.int64))[:, self.rows]
+        key = ch.tobytes() + ch.shape[0].to_bytes(4, "little") + n_channels.to_bytes(4, "little")
         found = self._sure.pop(key, None)
         if found is None:
-            c = ch[self.sure_w]
-            keep = c >= 0
-            flat = np.bincount(
-                self.sure_cell[keep] * n_channels + c[keep], minlength=self.ncells * n_channels
-            )
-            small = np.uint16 if flat.max(initial=0) < 2**16 else np.int32  # a few MB per table
-            found = flat.astype(small).reshape(self.ncells, n_channels)
+            flat = []
+            for group in ch:
+                c = group[self.sure_w]
+                keep = c >= 0
+                flat.append(
+                    np.bincount(
+                        self.sure_cell[keep] * n_channels + c[keep], minlength=self.ncells * n_channels
+                    )
+                )
+            both = np.concatenate(flat)
+            small = np.uint16 if both.max(initial=0) < 2**16 else np.int32  # a few MB per table
+            found = both.astype(small).reshape(len(flat) * self.ncells, n_channels)
             while len(self._sure) >= _KEEP:
                 self._sure.pop(next(iter(self._sure)))
         self._sure[key] = found
         return found
 
-    def counts(self, lat_d, lng_d, channel, n_channels: int) -> np.ndarray:
+    def counts(self, lat_d, lng_d, channel, n_channels: int, group=None) -> np.ndarray:
         """(n, n_channels) int64: per query (validated degree arrays), the points within the radius in each
-        channel (``channel`` per layer row, -1 = not counted)."""
+        channel. ``channel``: per layer row (-1 = not counted); or, with ``group`` (per query, 0 to
+        n_groups - 1), an (n_groups, layer rows) array: each point's channel for the queries of each group
+        (e.g. a point left out for queries on the far side of a river)."""
         n = lat_d.size
         out = np.zeros((n, n_channels), dtype=np.int64)
         if not self.usable:
             raise ValueError("CountTable is not usable for these points; use another index")
         sure = self.sure_counts(channel, n_channels)
-        ch = np.asarray(channel, dtype=np.int64)[self.rows]
+        ch = np.atleast_2d(np.asarray(channel, dtype=np.int64))[:, self.rows]
+        if group is None and ch.shape[0] != 1:
+            raise ValueError("a channel row per query group needs the group of each query")
+        counted = (ch >= 0).any(axis=0)
+        group = None if group is None else np.asarray(group, dtype=np.int64)
         for s in range(0, n, QUERY_CHUNK):
             e = min(n, s + QUERY_CHUNK)
-            out[s:e] = self._chunk(lat_d[s:e], lng_d[s:e], sure, ch, n_channels)
+            g = None if group is None else group[s:e]
+            out[s:e] = self._chunk(lat_d[s:e], lng_d[s:e], g, sure, ch, counted, n_channels)
         return out
 
-    def _chunk(self, lat_d, lng_d, sure, ch, n_channels):
+    def _chunk(self, lat_d, lng_d, group, sure, ch, counted, n_channels):
         cell = self.grid.cells(lat_d, lng_d, by_reciprocal=False)
-        out = sure.take(cell, axis=0).astype(np.int64)
-        q, w = self._edge_hits(lat_d, lng_d, cell, ch >= 0)
-        out += np.bincount(q * n_channels + ch.take(w), minlength=lat_d.size * n_channels).reshape(
-            -1, n_channels
-        )
+        out = sure.take(cell if group is None else group * self.ncells + cell, axis=0).astype(np.int64)
+        q, w = self._edge_hits(lat_d, lng_d, cell, counted)
+        if group is None:
+            c = ch[0].take(w)
+        else:  # the point's channel for the query's group: some are left out
+            c = ch[group.take(q), w]
+            hit = np.flatnonzero(c >= 0)
+            q, c = q.take(hit), c.take(hit)
+        out += np.bincount(q * n_channels + c, minlength=lat_d.size * n_channels).reshape(-1, n_channels)
         return out
 
     def unions(self, lat_d, lng_d, words) -> tuple[np.ndarray, np.ndarray]:

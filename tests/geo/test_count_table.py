@@ -55,6 +55,46 @@ def test_counts_equal_brute_force_on_and_near_circles(seed, radius, cells, n):
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 10**6),
+    radius=st.sampled_from([0.05, 0.5, 2.0]) | st.floats(0.01, 6.0),
+    cells=st.sampled_from([1, 4, 8, 24]),
+    n=st.integers(1, 80),
+    n_groups=st.integers(1, 4),
+)
+def test_grouped_counts_equal_brute_force_per_group(seed, radius, cells, n, n_groups):
+    """With a channel row per query group (the works' river sides), each query counts by its group's row."""
+    rng = np.random.default_rng(seed)
+    plat, plng = rng.normal(51.2, 0.03, n), rng.normal(4.4, 0.05, n)
+    plat[n // 2 + 1 :: 7] = np.nan
+    channel = rng.integers(-1, 3, (n_groups, n))
+    channel[:, 0] = 0
+    t = CountTable(plat, plng, radius, radius / cells)
+    ok = np.flatnonzero(np.isfinite(plat))
+    qlat, qlng = on_circles(plat[ok], plng[ok], radius, 300, rng)
+    qlat = np.r_[qlat, rng.normal(51.2, 0.1, 100), 60.0]
+    qlng = np.r_[qlng, rng.normal(4.4, 0.15, 100), 4.4]
+    group = rng.integers(0, n_groups, qlat.size)
+    got = t.counts(qlat, qlng, channel, 3, group=group)
+    for g in range(n_groups):
+        mine = group == g
+        want = brute(qlat[mine], qlng[mine], plat, plng, channel[g], 3, radius)
+        assert got[mine].tolist() == want.tolist()
+    assert got.sum() > 0
+
+
+def test_grouped_counts_by_hand():
+    """Three points 0, 111 and 222 m north of the query; group 1 leaves the middle one out."""
+    plat, plng = np.array([51.0, 51.001, 51.002]), np.array([4.0, 4.0, 4.0])
+    t = CountTable(plat, plng, 0.3, 0.05)
+    channel = np.array([[0, 0, 1], [0, -1, 1]])
+    got = t.counts(np.array([51.0, 51.0]), np.array([4.0, 4.0]), channel, 2, group=np.array([0, 1]))
+    assert got.tolist() == [[2, 1], [1, 1]]
+    with pytest.raises(ValueError, match="group of each query"):
+        t.counts(np.array([51.0]), np.array([4.0]), channel, 2)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
     radius=st.sampled_from([0.05, 0.4, 2.0]) | st.floats(0.01, 6.0),
     cells=st.sampled_from([1, 4, 8, 24]),
     n=st.integers(1, 80),
