@@ -211,27 +211,29 @@ class CountTable:
 
     def _edge_hits(self, lat_d, lng_d, cell, keep=None):
         """(query, point) of the boundary pairs within the radius, by query: the exact haversine of each
-        (query, point of its cell's list); ``keep`` (bool per point) leaves points out first."""
-        lo = self.start.take(cell).astype(np.int64)
+        (query, point of its cell's list); ``keep`` (bool per point) leaves points out first. Only the
+        queries whose cell has a list are converted (most have none)."""
+        lo = self.start.take(cell)
         ln = self.start.take(cell + 1) - lo
-        total = int(ln.sum())
-        if not total:
+        sel = np.flatnonzero(ln)
+        if not sel.size:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        q = np.repeat(np.arange(lat_d.size), ln)
-        first = np.cumsum(ln) - ln
-        w = self.edge_w.take(np.repeat(lo - first, ln) + np.arange(total))
+        lo, ln = lo.take(sel).astype(np.int64), ln.take(sel)
+        total = int(ln.sum())
+        at = np.repeat(np.arange(sel.size), ln)  # position in sel of each pair's query
+        w = self.edge_w.take(np.repeat(lo - (np.cumsum(ln) - ln), ln) + np.arange(total))
         if keep is not None:
             kept = np.flatnonzero(keep.take(w))
-            q, w = q.take(kept), w.take(kept)
-        lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
+            at, w = at.take(kept), w.take(kept)
+        lat_r, lng_r = np.radians(lat_d.take(sel)), np.radians(lng_d.take(sel))
         cos_lat = np.cos(lat_r)
         d = haversine_rad(
-            lat_r.take(q),
-            lng_r.take(q),
-            cos_lat.take(q),
+            lat_r.take(at),
+            lng_r.take(at),
+            cos_lat.take(at),
             self.lat_r.take(w),
             self.lng_r.take(w),
             self.cos_lat.take(w),
         )
-        inside = d <= self.radius
-        return q[inside], w[inside]
+        inside = np.flatnonzero(d <= self.radius)
+        return sel.take(at.take(inside)), w.take(inside)
