@@ -26,7 +26,7 @@ CELLS_PER_RADIUS = 8
 MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
-PAIR_BLOCK = 1 << 15
+PAIR_BLOCK = 1 << 16
 
 
 class PairTable:
@@ -118,15 +118,17 @@ class PairTable:
             group = np.asarray(group, dtype=np.intp) * (self.nx * self.ny)
         spans = self._spans(lat_d.size, max(int(threads), 1))
         run = lambda span: self._run(lat_d, lng_d, group, *span)  # noqa: E731
-        if len(spans) > 1:
-            with ThreadPoolExecutor(len(spans)) as pool:
-                parts = list(pool.map(run, spans))
-        else:
-            parts = [run(span) for span in spans]
-        blocks = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
-        for part in parts:
-            blocks += part
-        return tuple(np.concatenate(a) for a in zip(*blocks))
+        if len(spans) == 1:
+            blocks = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
+            return tuple(np.concatenate(a) for a in zip(*blocks + run(spans[0])))
+        with ThreadPoolExecutor(len(spans)) as pool:
+            parts = list(pool.map(run, spans))
+            # each thread copies its own blocks into the result (the copy and its page faults in parallel)
+            sizes = [sum(b[0].size for b in part) for part in parts]
+            at = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+            out = (np.empty(at[-1], dtype=np.int64), np.empty(at[-1], dtype=np.int64), np.empty(at[-1]))
+            list(pool.map(lambda i: _fill(out, parts[i], at[i]), range(len(parts))))
+        return out
 
     @staticmethod
     def _spans(n: int, threads: int) -> list[tuple[int, int]]:
@@ -165,15 +167,25 @@ class PairTable:
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
-            w = self.entries[e]  # then the points' own (small, cached) columns
+            w = self.entries.take(e)  # then the points' own (small, cached) columns
             km = haversine_rad(
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
                 np.repeat(cos_lat[a:b], n),
-                self.lat_r[w],
-                self.lng_r[w],
-                self.cos_lat[w],
+                self.lat_r.take(w),
+                self.lng_r.take(w),
+                self.cos_lat.take(w),
             )
-            hit = km <= self.radius
-            found.append((np.repeat(rows[a:b] + first, n)[hit], self.k[w[hit]], km[hit]))
+            hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
+            query = np.repeat(rows[a:b] + first, n)
+            found.append((query.take(hit), self.k.take(w.take(hit)), km.take(hit)))
         return found
+
+
+def _fill(out, blocks, at: int) -> None:
+    """Copy the (query, point, km) ``blocks`` into the arrays ``out`` from position ``at`` on."""
+    for block in blocks:
+        end = at + block[0].size
+        for target, values in zip(out, block):
+            target[at:end] = values
+        at = end
