@@ -24,6 +24,22 @@ def _fmt(value, kind):
     return f"{value:,.1f}x"
 
 
+def machine_speed(engine) -> float:
+    """CPU milliseconds of a fixed reference job (scoring 250,000 service-area points, best of 5): printed at
+    the start and the end of a run, so that absolute times can be read against the machine's state (a
+    shared host's cores run the same code up to a third slower at times)."""
+    from geo.batch.io import score_arrow
+
+    lat, lng = bench.service_points(engine, 250_000, seed=99)
+    score_arrow((lat[:1000], lng[:1000]), engine)  # caches
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.process_time()
+        score_arrow((lat, lng), engine)
+        best = min(best, time.process_time() - t0)
+    return best * 1e3
+
+
 def render(rows) -> str:
     """The table as text: latency (µs), batch rate (points/s), GeoPandas baseline and ratio."""
     head = ("primitive", "single µs", "batch /s", "GeoPandas /s", "ratio", "GeoPandas single µs", "note")
@@ -107,8 +123,10 @@ def main(argv=None) -> int:
     )
     print(
         f"engine load: {load_s:.2f} s   process RSS after load: {rss / 2**20:.0f} MB "
-        f"(engine + its imports: {(rss - rss0) / 2**20:.0f} MB)\n"
+        f"(engine + its imports: {(rss - rss0) / 2**20:.0f} MB)"
     )
+    speed0 = machine_speed(engine)
+    print(f"reference job (score 250,000 points, best of 5): {speed0:.0f} CPU ms at the start\n")
 
     rows: list[Row] = [Row("engine load", note=f"{load_s * 1e3:.0f} ms, RSS {rss / 2**20:.0f} MB")]
     for name in modules(args.keyword):
@@ -120,6 +138,11 @@ def main(argv=None) -> int:
     print(
         f"load average (1, 5, 15 min) at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
         f"{os.cpu_count()} cores"
+    )
+    speed1 = machine_speed(engine)
+    print(
+        f"reference job: {speed0:.0f} CPU ms at the start, {speed1:.0f} at the end (the same job: a higher "
+        f"figure means a slower machine during the run)"
     )
     import resource
 
