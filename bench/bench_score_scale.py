@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -211,14 +212,18 @@ def _dask_rows(engine, sizes, tmp) -> list[Row]:
             src = Path(tmp) / f"points-{n}"
             _dataset(engine, n, src, parts=max(4, n // 1_000_000 * 2))
             out = Path(tmp) / f"scores-{n}"
+            os.sync()  # as for the CSV rows: no write-back of earlier files while a run is timed
+
+            def timed(**extra):
+                seconds = run(src, out, data=data, progress=False, engine=engine, **extra)["seconds"]
+                shutil.rmtree(out)  # dropped before the next run, never written back
+                return seconds, 0
 
             def one():
-                return run(src, out, data=data, progress=False, engine=engine)["seconds"], 0
+                return timed()
 
             def dask():
-                return run(
-                    src, out, data=data, progress=False, engine=engine, dask=cluster.scheduler_address
-                )["seconds"], 0
+                return timed(dask=cluster.scheduler_address)
 
             t_one, t_dask = [], []
             for _ in range(REPEAT):
