@@ -409,15 +409,12 @@ def _value_counts(table, column) -> Counter:
 
     out: Counter = Counter()
     for chunk in table.column(column).chunks:
-        if pa.types.is_dictionary(chunk.type):
-            names = chunk.dictionary.to_pylist()
-            for item in pc.value_counts(chunk.indices).to_pylist():
-                if item["values"] is not None:
-                    out[names[item["values"]]] += item["counts"]
-            continue
-        for item in pc.value_counts(chunk).to_pylist():
-            if item["values"] is not None:
-                out[item["values"]] += item["counts"]
+        coded = pa.types.is_dictionary(chunk.type)
+        names = chunk.dictionary.to_pylist() if coded else None
+        for item in pc.value_counts(chunk.indices if coded else chunk).to_pylist():
+            value = item["values"]
+            if value is not None:
+                out[names[value] if names is not None else value] += item["counts"]
     return out
 
 

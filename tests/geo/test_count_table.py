@@ -26,6 +26,18 @@ def brute(lat, lng, plat, plng, channel, n_channels, radius):
     return out
 
 
+def _points_and_queries(rng, n, radius):
+    """``n`` points around Antwerp (some rows without one) and queries on their radius circles, around
+    them and far outside any grid."""
+    plat, plng = rng.normal(51.2, 0.03, n), rng.normal(4.4, 0.05, n)
+    plat[n // 2 + 1 :: 7] = np.nan
+    ok = np.flatnonzero(np.isfinite(plat))
+    qlat, qlng = on_circles(plat[ok], plng[ok], radius, 300, rng)
+    qlat = np.r_[qlat, rng.normal(51.2, 0.1, 100), 60.0]
+    qlng = np.r_[qlng, rng.normal(4.4, 0.15, 100), 4.4]
+    return plat, plng, qlat, qlng
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     seed=st.integers(0, 10**6),
@@ -63,15 +75,10 @@ def test_counts_equal_brute_force_on_and_near_circles(seed, radius, cells, n):
 def test_grouped_counts_equal_brute_force_per_group(seed, radius, cells, n, n_groups):
     """With a channel row per query group (the works' river sides), each query counts by its group's row."""
     rng = np.random.default_rng(seed)
-    plat, plng = rng.normal(51.2, 0.03, n), rng.normal(4.4, 0.05, n)
-    plat[n // 2 + 1 :: 7] = np.nan
+    plat, plng, qlat, qlng = _points_and_queries(rng, n, radius)
     channel = rng.integers(-1, 3, (n_groups, n))
     channel[:, 0] = 0
     t = CountTable(plat, plng, radius, radius / cells)
-    ok = np.flatnonzero(np.isfinite(plat))
-    qlat, qlng = on_circles(plat[ok], plng[ok], radius, 300, rng)
-    qlat = np.r_[qlat, rng.normal(51.2, 0.1, 100), 60.0]
-    qlng = np.r_[qlng, rng.normal(4.4, 0.15, 100), 4.4]
     group = rng.integers(0, n_groups, qlat.size)
     got = t.counts(qlat, qlng, channel, 3, group=group)
     for g in range(n_groups):
@@ -103,17 +110,12 @@ def test_grouped_counts_by_hand():
 def test_unions_equal_brute_force_on_and_near_circles(seed, radius, cells, n, n_words):
     """Any point within the radius, and the OR of their bit rows, per query (the stops' line bits)."""
     rng = np.random.default_rng(seed)
-    plat, plng = rng.normal(51.2, 0.03, n), rng.normal(4.4, 0.05, n)
-    plat[n // 2 + 1 :: 7] = np.nan
+    plat, plng, qlat, qlng = _points_and_queries(rng, n, radius)
     words = rng.integers(0, 2**63, (n, n_words), dtype=np.uint64) & rng.integers(
         0, 2**63, (n, n_words), dtype=np.uint64
     )
     words[n // 3 :: 5] = 0  # points without any bit still make a query "near"
     t = CountTable(plat, plng, radius, radius / cells)
-    ok = np.flatnonzero(np.isfinite(plat))
-    qlat, qlng = on_circles(plat[ok], plng[ok], radius, 300, rng)
-    qlat = np.r_[qlat, rng.normal(51.2, 0.1, 100), 60.0]
-    qlng = np.r_[qlng, rng.normal(4.4, 0.15, 100), 4.4]
     near, ored = t.unions(qlat, qlng, words)
     for i in range(qlat.size):
         within = np.flatnonzero(np.isfinite(plat) & (haversine_km(qlat[i], qlng[i], plat, plng) <= radius))
