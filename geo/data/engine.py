@@ -254,14 +254,18 @@ class Engine:
         >>> engine.stations.loc[idx[0], "id"], round(float(km[0]), 2)  # doctest: +SKIP
         ('42R801', 1.2)
         """
-        index = self._stations.get(pollutant)
-        if index is None:
-            raise ValueError(f"unknown pollutant {pollutant!r}: stations has no bool column of that name")
+        index = self._station_index(pollutant)
         s = _scalar(lat, lng)
         if s is not None:
             return index.nearest_one(*s)
         lat, lng = validate(lat, lng)
         return index.nearest(lat, lng)
+
+    def _station_index(self, pollutant: str):
+        index = self._stations.get(pollutant)
+        if index is None:
+            raise ValueError(f"unknown pollutant {pollutant!r}: stations has no bool column of that name")
+        return index
 
     def prepare_nearest(self, pollutant: str = "no2", threads: int = 1) -> None:
         """Build the nearest-station lookup of ``pollutant`` now, its k-d tree queries on ``threads`` threads
@@ -272,10 +276,7 @@ class Engine:
         --------
         >>> engine.prepare_nearest(threads=2)  # doctest: +SKIP
         """
-        index = self._stations.get(pollutant)
-        if index is None:
-            raise ValueError(f"unknown pollutant {pollutant!r}: stations has no bool column of that name")
-        index.nearest_grid(threads)
+        self._station_index(pollutant).nearest_grid(threads)
 
     def works_near(self, lat, lng, radius_km: float = 2.0):
         """Works within ``radius_km`` (haversine, inclusive) of each point.
