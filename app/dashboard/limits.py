@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,8 @@ from app.db import get_db
 from app.errors import RateLimited, ServiceUnavailable
 from app.plans import Plan
 from app.ratelimit import RateInfo, account_window, retry_after
+
+log = logging.getLogger("app.dashboard")
 
 #: the scope of the per-account report windows in the shared limit storage
 REPORT_SCOPE = "dashboard-report"
@@ -90,9 +93,14 @@ def count_point_view(viewer) -> None:
 
 
 def report_window(account_id: int, *, hit: bool) -> RateInfo:
-    """The account's report window (``REPORT_LIMIT``) by the wall clock; ``hit`` counts one build."""
+    """The account's report window (``REPORT_LIMIT``) by the wall clock; ``hit`` counts one build. 503 when
+    the limit storage fails (a report is never built unlimited)."""
     item = parse(str(current_app.config["REPORT_LIMIT"]))
-    return account_window(item, REPORT_SCOPE, account_id, wall_now().timestamp(), hit=hit)
+    try:
+        return account_window(item, REPORT_SCOPE, account_id, wall_now().timestamp(), hit=hit)
+    except Exception:  # SQLite, Redis: whatever the storage raises
+        log.exception("rate-limit storage unavailable (request %s)", g.get("request_id"))
+        raise ServiceUnavailable("the report limits cannot be read right now; retry shortly") from None
 
 
 def admit_report_build(account_id: int, *, hit: bool) -> None:

@@ -406,3 +406,23 @@ def test_the_build_slots_are_shared_by_every_worker_process(app, user, store):
         holder.stdin.close()
         holder.wait(timeout=30)
     assert report(client, loc).status_code == 200  # the holder ended: its lock went with it
+
+
+def test_a_failing_limit_storage_is_503_not_an_unlimited_build(config, clock, engine):
+    from app import accounts
+    from app.db import connect, migrate
+
+    from .conftest import signed_in
+
+    app = create_app(
+        {**config, "WALL_CLOCK": lambda: clock["now"], "RATELIMIT_STORAGE_URI": "redis://127.0.0.1:1/0"}
+    )
+    store = connect(app.config["DATABASE"])
+    migrate(store)
+    account, _ = accounts.create_account(store, "down@stad.be", "pro")
+    loc = add_location(store, account["id"], name="X", address="", lat=SAVED[0], lng=SAVED[1])["id"]
+    resp = report(signed_in(app, account["id"]), loc)
+    assert resp.status_code == 503 and "the report limits cannot be read right now" in resp.get_data(
+        as_text=True
+    )
+    store.close()
