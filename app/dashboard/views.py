@@ -93,7 +93,7 @@ def _error(exc):
     html, status = page(
         "dashboard/problem.html", err.status, heading=heading, text=err.message, code=err.code
     )
-    return html, status, err.headers  # Retry-After, Allow
+    return html, status, err.headers  # Retry-After
 
 
 def page(template, status=200, **context):
