@@ -7,7 +7,6 @@ An admitted call is counted with one atomic statement; :func:`settle` refunds it
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from functools import cache
 from typing import NoReturn
@@ -125,16 +124,21 @@ def require_api_access() -> None:
             _report_quota(conn, account, day, reset_at)
             raise
         if count is None:
-            g.rate = RateInfo.daily(plan.daily_quota, plan.daily_quota or 0, reset_at)
-            seconds = max(1, math.ceil((reset_at - now).total_seconds()))
-            raise QuotaExceeded(
-                f"daily quota of {plan.daily_quota} calls reached; it resets at 00:00 UTC",
-                headers={"Retry-After": str(seconds)},
-            )
+            raise quota_exceeded(plan.daily_quota, now)
     ctx_g = g._get_current_object()
     ctx_g.account = account
     ctx_g.admitted = (account["id"], day)
     ctx_g.rate = RateInfo.daily(plan.daily_quota, count, reset_at)
+
+
+def quota_exceeded(quota: int | None, now, message: str | None = None) -> QuotaExceeded:
+    """The 429 ``quota_exceeded`` of an account whose ``quota`` calls of today (the UTC day of ``now``) are
+    used: ``Retry-After`` is :func:`app.usage.seconds_to_reset`, and ``g.rate`` reports the exhausted quota."""
+    g.rate = RateInfo.daily(quota, quota or 0, usage.next_reset(now))
+    return QuotaExceeded(
+        message or f"daily quota of {quota} calls reached; it resets at 00:00 UTC",
+        headers={"Retry-After": str(usage.seconds_to_reset(now))},
+    )
 
 
 def settle(response) -> None:

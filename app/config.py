@@ -97,6 +97,28 @@ SETTINGS: dict[str, tuple[object, str]] = {
         "municipality borders GeoJSON for the dashboard base map; default "
         "<URBAN_REFERENCE_DIR>/boundaries/be_municipalities_2019.geojson",
     ),
+    "DASHBOARD_PLAN_DAILY_QUOTA": (
+        10_000,
+        "point views a day (the map page or map.json of a point) for plans without API access "
+        "(Dashboard); the other plans count them against their API quota",
+    ),
+    "REPORT_LIMIT": (
+        "20 per hour",
+        "PDF reports built per account (then 429 rate_limited); a report served from the cache counts nothing",
+    ),
+    "REPORT_BUILDS": (
+        1,
+        "PDF reports built at the same time on one host, over all its workers (then 503 with Retry-After)",
+    ),
+    "REPORT_CACHE_BYTES": (
+        33_554_432,
+        "bytes of built PDF reports each worker keeps, least recently used out first (0: none)",
+    ),
+    "REPORT_CACHE_SECONDS": (
+        300,
+        "data-clock seconds a built report is reused for the same location, snapshot and language "
+        "(with URBAN_CLOCK=snapshot the clock stands still: once per snapshot)",
+    ),
     "ALERT_WEBHOOK_TIMEOUT": (5.0, "seconds for one alert webhook POST"),
     "ALERT_WEBHOOK_ALLOW_PRIVATE": (
         False,

@@ -238,7 +238,7 @@ def finalize(response):
     rate = ctx_g.get("rate")
     if rate is None:
         try:
-            rate = ratelimit.peek()
+            rate = ratelimit.governing()
         except Exception:
             log.exception("rate-limit storage unavailable (request %s)", ctx_g.get("request_id"))
     values = rate.headers() if rate is not None else {}

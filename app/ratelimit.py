@@ -1,9 +1,11 @@
-"""Per-IP abuse limits (Flask-Limiter over a storage shared by all workers) and the rate-limit headers.
+"""Per-IP abuse limits (Flask-Limiter over a storage shared by all workers), per-account windows in the same
+storage, and the rate-limit headers.
 
 :class:`RateInfo` is what a response reports in ``X-RateLimit-*``: the account's daily quota for an
-authenticated call, otherwise the per-IP limit that applies to the request (sign-up's window, charged by
+authenticated call (or a dashboard point view), an account window (:func:`account_window`, the dashboard's
+reports), otherwise the per-IP limit that applies to the request (sign-up's window, charged by
 :func:`app.portal.throttle.charge_per_ip`, a Flask-Limiter limit on a view, or the failed-authentication
-limit).
+limit). An answer that no limit governs carries none (:func:`governing`).
 """
 
 from __future__ import annotations
@@ -103,6 +105,34 @@ def peek() -> RateInfo:
     if current is not None:
         return window(current.limit, *current.request_args)
     return window(_auth_failure_item(), "auth-failure", client_address())
+
+
+#: blueprints that authenticate no key: the failed-authentication budget governs none of their answers
+WITHOUT_KEY_BLUEPRINTS = ("dashboard",)
+
+
+def governing() -> RateInfo | None:
+    """The limit an answer that set no ``g.rate`` reports: :func:`peek`, but in a blueprint of
+    :data:`WITHOUT_KEY_BLUEPRINTS` only a Flask-Limiter limit of the view (None: no rate-limit headers)."""
+    if request.blueprint in WITHOUT_KEY_BLUEPRINTS and limiter.current_limit is None:
+        return None
+    return peek()
+
+
+def account_window(item, scope: str, account_id: int, now: float, *, hit: bool) -> RateInfo:
+    """One account's fixed window of ``item`` (e.g. ``parse("20 per hour")``) for ``scope``, in the shared
+    limit storage (every worker and host that shares it): count one call when ``hit``, else only look.
+
+    Windows are aligned on multiples of their length by ``now`` (epoch seconds of the wall clock, injectable),
+    so the reset and ``Retry-After`` follow that clock. ``remaining`` is what is left of the window (after this
+    call when ``hit``): below zero when the hit went past the limit.
+    """
+    length = item.get_expiry()
+    start = int(now // length) * length
+    key = item.key_for(scope, str(account_id), str(start))
+    storage = limiter.limiter.storage
+    used = storage.incr(key, length) if hit else storage.get(key)
+    return RateInfo(item.amount, item.amount - used, start + length, length)
 
 
 def retry_after(info: RateInfo, now: float | None = None) -> int:

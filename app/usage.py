@@ -13,6 +13,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -171,6 +172,18 @@ def day_and_reset(now: datetime) -> tuple[str, datetime]:
 def _day_and_reset(date) -> tuple[str, datetime]:
     start = datetime(date.year, date.month, date.day, tzinfo=UTC)
     return day_of(start), next_reset(start)
+
+
+def seconds_to_reset(now: datetime) -> int:
+    """Whole seconds from ``now`` to the next 00:00 UTC, rounded up (a client that waits this long is never
+    early), at least 1: the ``Retry-After`` of an exhausted daily quota.
+
+    Examples
+    --------
+    >>> seconds_to_reset(datetime(2026, 11, 16, 18, 59, 59, 400000, tzinfo=UTC))
+    18001
+    """
+    return max(1, math.ceil((next_reset(now) - now).total_seconds()))
 
 
 def next_reset(now: datetime) -> datetime:

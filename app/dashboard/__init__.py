@@ -12,10 +12,12 @@ from __future__ import annotations
 def init_app(app) -> None:
     """Register the dashboard blueprint and CLI on ``app`` (idempotent)."""
     from .cli import alerts_group
+    from .limits import check_settings
     from .views import bp
 
     if "dashboard" in app.blueprints:
         return
+    check_settings(app.config)
     app.register_blueprint(bp)
     app.cli.add_command(alerts_group)
     app.extensions.setdefault("dashboard", {"basemap": {}})

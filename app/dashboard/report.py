@@ -1,13 +1,25 @@
 """The printable report of a saved location: briefing, air quality, works and detours tables and a static
-map (inline SVG), rendered to PDF server-side by WeasyPrint. Same figures as the API and the map page."""
+map (inline SVG), rendered to PDF server-side by WeasyPrint. Same figures as the API and the map page.
+
+The report is self-contained: WeasyPrint gets a URL fetcher that fetches nothing (no request, no file), so
+no value in it (a location name, an upstream work description) can reach the network or the disk. A built
+report is kept per location, snapshot and language (:class:`ReportCache`); building one is bounded per
+account and per host (:mod:`app.dashboard.limits`).
+"""
 
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
+from functools import cache
 
 import shapely
-from flask import render_template
+from flask import current_app, g, render_template
 
+from geo.rules.texts import DEFAULT as TEXT_LANGUAGE
+
+from . import limits
 from .figures import detour_stops, point_figures, station_point
 
 SIZE = 520  # px, square map
@@ -99,8 +111,114 @@ def render_html(engine, location: dict, now) -> str:
     )
 
 
-def render_pdf(engine, location: dict, now) -> bytes:
-    """The report as PDF bytes."""
+@cache
+def _fetch_nothing():
+    """WeasyPrint's URL fetcher for reports: every URL (``http``, ``file``, ``data``, …) is refused before
+    anything is opened; WeasyPrint then leaves the resource out and logs a warning."""
+    from weasyprint.urls import URLFetcher
+
+    class FetchNothing(URLFetcher):
+        def fetch(self, url, headers=None):
+            raise ValueError(f"a report fetches nothing (refused {url[:100]!r})")
+
+    return FetchNothing()
+
+
+def html_to_pdf(html: str) -> bytes:
+    """``html`` (self-contained: inline CSS and SVG) as PDF bytes; no URL in it is fetched."""
     from weasyprint import HTML
 
-    return HTML(string=render_html(engine, location, now)).write_pdf()
+    return HTML(string=html, url_fetcher=_fetch_nothing()).write_pdf()
+
+
+def render_pdf(engine, location: dict, now) -> bytes:
+    """The report as PDF bytes."""
+    return html_to_pdf(render_html(engine, location, now))
+
+
+class ReportCache:
+    """Built reports of one process, least recently used out first, at most ``max_bytes`` in all.
+
+    A key is only made for an engine with a snapshot id (:func:`cache_key`). An entry is served while the
+    data clock is at most ``max_age`` seconds past the instant it was built for: with the snapshot clock
+    the clock stands still, so a report is built once per snapshot.
+
+    Examples
+    --------
+    >>> from datetime import datetime, timedelta, timezone
+    >>> t = datetime(2026, 11, 16, 7, tzinfo=timezone.utc)
+    >>> c = ReportCache(max_bytes=10, max_age=60)
+    >>> c.put("a", t, b"12345"); c.put("b", t, b"12345"); c.get("a", t)
+    b'12345'
+    >>> c.put("c", t, b"12345"); c.get("b", t) is None, c.size  # "a" was used more recently than "b"
+    (True, 10)
+    >>> c.get("a", t + timedelta(seconds=61)) is None
+    True
+    """
+
+    def __init__(self, max_bytes: int, max_age: float):
+        self.max_bytes, self.max_age = max_bytes, max_age
+        self.size = 0
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, now) -> bytes | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            built, pdf = entry
+            if not 0 <= (now - built).total_seconds() <= self.max_age:
+                return None
+            self._entries.move_to_end(key)
+            return pdf
+
+    def put(self, key, now, pdf: bytes) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.size -= len(old[1])
+            if len(pdf) > self.max_bytes:
+                return
+            while self._entries and self.size + len(pdf) > self.max_bytes:
+                _key, (_built, dropped) = self._entries.popitem(last=False)
+                self.size -= len(dropped)
+            self._entries[key] = (now, pdf)
+            self.size += len(pdf)
+
+
+def cache_key(engine, account_id: int, location: dict):
+    """What a report depends on besides the data clock: the snapshot, the language of its generated texts,
+    the account and every field of the location (a renamed location is a new report). None for an engine
+    without a snapshot id (built in memory): such a report is never kept."""
+    snapshot = getattr(engine, "snapshot_id", "")
+    if not snapshot:
+        return None
+    return (snapshot, TEXT_LANGUAGE, account_id, tuple(sorted((k, repr(v)) for k, v in location.items())))
+
+
+def _cache() -> ReportCache:
+    reports = current_app.extensions["dashboard"]
+    if "reports" not in reports:
+        config = current_app.config
+        reports["reports"] = ReportCache(
+            int(config["REPORT_CACHE_BYTES"]), float(config["REPORT_CACHE_SECONDS"])
+        )
+    return reports["reports"]
+
+
+def report_pdf(engine, account_id: int, location: dict, now) -> bytes:
+    """The location's report: from the cache, or built when the account's report window and one of the
+    host's build slots allow it (429 / 503 otherwise, see :mod:`app.dashboard.limits`)."""
+    key = cache_key(engine, account_id, location)
+    pdf = _cache().get(key, now) if key is not None else None
+    if pdf is not None:
+        g.rate = limits.report_window(account_id, hit=False)  # the window as it is: a kept report uses none
+        return pdf
+    limits.admit_report_build(account_id, hit=False)
+    with limits.build_slot():
+        limits.admit_report_build(account_id, hit=True)
+        pdf = render_pdf(engine, location, now)
+    if key is not None:
+        _cache().put(key, now, pdf)
+    return pdf

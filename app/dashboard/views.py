@@ -33,6 +33,7 @@ from app.saved_locations import (
 from . import alerts, basemap, points
 from .access import current_viewer, sign_in_first
 from .figures import is_finite, map_features, point_figures
+from .limits import count_point_view
 
 bp = Blueprint(
     "dashboard",
@@ -82,8 +83,17 @@ def _error(exc):
     err = to_api_error(exc)
     if request.path.endswith(".json"):
         return error_response(err)
-    heading = "Temporarily unavailable" if err.status >= 500 else "Not possible"
-    return page("dashboard/problem.html", err.status, heading=heading, text=err.message, code=err.code)
+    heading = (
+        "Temporarily unavailable"
+        if err.status >= 500
+        else "Limit reached"
+        if err.status == 429
+        else "Not possible"
+    )
+    html, status = page(
+        "dashboard/problem.html", err.status, heading=heading, text=err.message, code=err.code
+    )
+    return html, status, err.headers  # Retry-After
 
 
 def page(template, status=200, **context):
@@ -219,6 +229,7 @@ def map_page():
         return page("dashboard/map.html", point=None, figures=None, saved=saved, subs=[])
     engine = current_engine()
     point = points.resolve(conn, viewer.account["id"], engine, request.args)
+    count_point_view(viewer)
     figures = point_figures(engine, point.lat, point.lng, data_now(engine))
     subs = (
         alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
@@ -233,17 +244,29 @@ def map_page():
         subs=subs,
         as_of=getattr(engine, "as_of", None),
         location=as_json(point.location) if point.location else None,
+        drawn=_drawn(engine, point, figures),
     )
+
+
+def _drawn(engine, point, figures) -> dict:
+    """What the map script draws for the point: the point, the radius and the features (in the page, so
+    showing a point is one counted call, not a second one for ``map.json``)."""
+    return {
+        "point": {"lat": point.lat, "lng": point.lng},
+        "radiusKm": figures["disruptions"]["radiusKm"],
+        "features": map_features(engine, point.lat, point.lng, figures),
+    }
 
 
 @bp.get("/map.json")
 def map_json():
-    """The point's figures (the API's bodies) and the features the map draws."""
+    """The point's figures (the API's bodies) and the features the map draws: one call of the quota."""
     viewer = current_viewer()
     if viewer is None:
         return error_response(to_api_error(_unauthenticated()))
     engine = current_engine()
     point = points.resolve(get_db(), viewer.account["id"], engine, request.args)
+    count_point_view(viewer)
     figures = point_figures(engine, point.lat, point.lng, data_now(engine))
     return jsonify(
         {
@@ -337,11 +360,11 @@ def report(location_id):
     viewer, stop = _viewer_or_redirect(full=True)
     if stop:
         return stop
-    from .report import render_pdf
+    from .report import report_pdf
 
     row = _own_location(get_db(), viewer, location_id)
     engine = current_engine()
-    pdf = render_pdf(engine, as_json(row), data_now(engine))
+    pdf = report_pdf(engine, viewer.account["id"], as_json(row), data_now(engine))
     resp = Response(pdf, mimetype="application/pdf")
     resp.headers["Content-Disposition"] = f'attachment; filename="report-{row["id"]}.pdf"'
     return resp

@@ -98,3 +98,110 @@ def test_no_report_without_a_dashboard_plan(user, store, plan):
     account, _key, client = user(plan)
     loc = add_location(store, account["id"], name="X", address="", lat=51.2213, lng=4.3997)
     assert client.get(f"/dashboard/locations/{loc['id']}/report.pdf").status_code == 403
+
+
+# -- issue 31, class 2: a report fetches nothing ----------------------------------------------------------------
+
+
+@pytest.fixture
+def recorder():
+    """A local HTTP server that records every request (and answers each with a PNG): ``(port, hits, png)``."""
+    import io
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 8), (200, 0, 0)).save(buffer, "PNG")
+    png, hits = buffer.getvalue(), []
+
+    class Record(BaseHTTPRequestHandler):
+        def do_GET(self):
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(png)))
+            self.end_headers()
+            self.wfile.write(png)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], hits, png
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def hostile_markup(port: int, png_file: Path) -> list[str]:
+    """Every way a page makes WeasyPrint fetch: images, stylesheets, imports, CSS url(), fonts, SVG, objects,
+    over http and file:// (a PNG of ours, and a system file)."""
+    base = f"http://127.0.0.1:{port}"
+    return [
+        f'<img src="{base}/img.png">',
+        f'<link rel="stylesheet" href="{base}/link.css">',
+        f"<style>@import url({base}/import.css); body {{ background: url({base}/bg.png) }}</style>",
+        f'<div style="background-image: url({base}/inline.png); width: 2cm; height: 2cm">x</div>',
+        f'<svg width="20" height="20"><image href="{base}/svg.png" width="20" height="20"/></svg>',
+        f'<object data="{base}/object.png" type="image/png"></object>',
+        f"<style>@font-face {{ font-family: far; src: url({base}/font.ttf) }} p {{ font-family: far }}</style>",
+        f'<img src="file://{png_file}">',
+        '<img src="file:///etc/passwd">',
+    ]
+
+
+def images_in(pdf: bytes, tmp_path) -> list[str]:
+    path = tmp_path / "fetch.pdf"
+    path.write_bytes(pdf)
+    listing = subprocess.run(
+        [poppler("pdfimages"), "-list", str(path)], check=True, capture_output=True, text=True
+    ).stdout
+    return listing.splitlines()[2:]  # below the two header lines: one line per image
+
+
+def test_weasyprint_fetches_no_url_and_reads_no_file(app, recorder, tmp_path):
+    from app.dashboard.report import html_to_pdf
+
+    port, hits, png = recorder
+    (tmp_path / "pixel.png").write_bytes(png)
+    markup = "".join(hostile_markup(port, tmp_path / "pixel.png"))
+    pdf = html_to_pdf(f"<!doctype html><html><head></head><body><p>report</p>{markup}</body></html>")
+    assert pdf.startswith(b"%PDF-")
+    assert hits == []  # no request reached the server
+    assert images_in(pdf, tmp_path) == []  # nothing was read into the PDF, not even our own file
+
+
+def test_a_report_whose_data_holds_urls_fetches_nothing(user, store, recorder, tmp_path):
+    from app.saved_locations import add_location
+
+    account, _key, client = user("pro")
+    port, hits, png = recorder
+    (tmp_path / "pixel.png").write_bytes(png)
+    markup = hostile_markup(port, tmp_path / "pixel.png")
+    locations = [
+        add_location(
+            store,
+            account["id"],
+            name=markup[i],
+            address=markup[i + 1],
+            label=markup[i + 2][:50],
+            lat=51.2213,
+            lng=4.3997,
+        )
+        for i in range(0, len(markup) - 2, 3)
+    ]
+    for loc in locations:
+        resp = client.get(f"/dashboard/locations/{loc['id']}/report.pdf")
+        assert resp.status_code == 200
+        assert images_in(resp.data, tmp_path) == []
+        pdf = tmp_path / "report.pdf"
+        pdf.write_bytes(resp.data)
+        text = subprocess.run(
+            [poppler("pdftotext"), str(pdf), "-"], check=True, capture_output=True, text=True
+        ).stdout
+        assert loc["name"][:30] in " ".join(text.split())  # the markup is shown as text
+    assert hits == []

@@ -1,6 +1,7 @@
 /* Dashboard map: Leaflet (served by us, from npm) over our own vector base layers; no CDN, no tiles unless
    MAP_TILE_URL is set. Mode "pick": a click (or Enter on the focused map = its centre) fills the lat/lng
-   fields. Mode "view": draws the point's works, station and detour stops; a click shows that point. */
+   fields. Mode "view": draws the point's works, station and detour stops (given in the page as JSON, so a
+   point shown is one counted call); a click shows that point. */
 (function () {
   "use strict";
   var el = document.getElementById("map");
@@ -58,10 +59,11 @@
 
   function text(t) { var span = document.createElement("span"); span.textContent = t; return span; }  // upstream text is never HTML
   var COLORS = { running: "#c0392b", planned: "#2e86c1", station: "#6c3483", stop: "#1e8449" };
-  if (el.dataset.point) {
-    pending.push(getJSON(el.dataset.point).then(function (body) {
+  var drawn = document.getElementById("map-point");  // the page's own data (JSON, never executed)
+  if (drawn) {
+    pending.push(Promise.resolve(JSON.parse(drawn.textContent)).then(function (body) {
       var p = body.point, layer = L.featureGroup().addTo(map);
-      L.circle([p.lat, p.lng], { radius: body.figures.disruptions.radiusKm * 1000, color: "#1a1a1a", weight: 1, dashArray: "4 4", fill: false, interactive: false }).addTo(layer);
+      L.circle([p.lat, p.lng], { radius: body.radiusKm * 1000, color: "#1a1a1a", weight: 1, dashArray: "4 4", fill: false, interactive: false }).addTo(layer);
       body.features.features.forEach(function (f) {
         var c = f.geometry.coordinates, q = f.properties, at = [c[1], c[0]], m;
         if (q.kind === "point") { put(at[0], at[1]); return; }
