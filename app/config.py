@@ -97,11 +97,14 @@ SETTINGS: dict[str, tuple[object, str]] = {
         "municipality borders GeoJSON for the dashboard base map; default "
         "<URBAN_REFERENCE_DIR>/boundaries/be_municipalities_2019.geojson",
     ),
-    "ALERT_WEBHOOK_TIMEOUT": (5.0, "seconds for one alert webhook POST"),
+    "ALERT_WEBHOOK_TIMEOUT": (
+        5.0,
+        "wall-clock seconds for one alert webhook POST in all (look-up, connect, TLS, sending, answer)",
+    ),
     "ALERT_WEBHOOK_ALLOW_PRIVATE": (
         False,
-        "allow alert webhooks to loopback and private addresses (off: only "
-        "public addresses, so a webhook cannot probe the internal network)",
+        "allow alert webhooks to loopback, private and other special-purpose addresses (off: only "
+        "globally routable addresses, so a webhook cannot reach the internal network)",
     ),
 }
 
