@@ -87,16 +87,18 @@ class DeliveryWorker:
         self.app = app
         self.max_idle = max_idle
         self._wake = threading.Event()
-        self._closing = False
+        self._woken = self._closing = False
         self._thread = threading.Thread(target=self._loop, name="alert-delivery", daemon=True)
         self._thread.start()
 
     def wake(self) -> None:
         """Deliver soon (returns at once)."""
+        self._woken = True
         self._wake.set()
 
     def close(self) -> None:
-        """Run one more round for what is due, then stop; waits for that round (each event has a deadline)."""
+        """Stop; when it was ever woken, after one more round for what is due (waits for that round: each
+        event has a deadline)."""
         self._closing = True
         self._wake.set()
         self._thread.join()
@@ -107,7 +109,8 @@ class DeliveryWorker:
             self._wake.wait(idle)
             self._wake.clear()
             closing = self._closing
-            idle = self._round()
+            if self._woken:
+                idle = self._round()
             if closing:
                 return
 

@@ -19,23 +19,29 @@ from . import receivers
 from .receivers import Receiver
 
 
+def refreshing_app(config, fake, tmp_path, reference_dir, **overrides):
+    """(app refreshing from ``fake`` into an empty data directory, a connection to its migrated store)."""
+    app = create_app(
+        {
+            **config,
+            "ENGINE": None,
+            "DATA_DIR": str(tmp_path / "data" / "snapshot"),
+            "REFERENCE_DIR": str(reference_dir),
+            "CLOCK": "system",
+            "HTTP_BACKOFF": "0.01",
+            "HTTP_READ_TIMEOUT": "2",
+            **fake.settings(),
+            **overrides,
+        }
+    )
+    conn = connect(app.config["DATABASE"])
+    migrate(conn)
+    return app, conn
+
+
 def test_cli_refresh_rounds_evaluate_alerts_once(tmp_path, engine, reference_dir, config, smtp_server):
-    data_dir = tmp_path / "data" / "snapshot"
     with FakeUpstream(now=datetime.now(timezone.utc)) as fake:
-        app = create_app(
-            {
-                **config,
-                "ENGINE": None,
-                "DATA_DIR": str(data_dir),
-                "REFERENCE_DIR": str(reference_dir),
-                "CLOCK": "system",
-                "HTTP_BACKOFF": "0.01",
-                "HTTP_READ_TIMEOUT": "2",
-                **fake.settings(),
-            }
-        )
-        conn = connect(app.config["DATABASE"])
-        migrate(conn)
+        app, conn = refreshing_app(config, fake, tmp_path, reference_dir)
         account, _ = accounts.create_account(conn, "hook@stad.be", "pro")
         loc = add_location(conn, account["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
         # subscribed while the demo snapshot was served: the live data differs from that baseline
@@ -79,25 +85,10 @@ def test_a_refresh_round_completes_while_a_webhook_receiver_hangs(
         receivers.ok(rcv, conn)
 
     monkeypatch.setattr(cli, "refresh", counting_refresh)
-    data_dir = tmp_path / "data" / "snapshot"
     hanging, good = Receiver(hang_until_the_second_round), Receiver(receivers.ok)
     try:
         with FakeUpstream(now=datetime.now(timezone.utc)) as fake:
-            app = create_app(
-                {
-                    **config,
-                    "ENGINE": None,
-                    "DATA_DIR": str(data_dir),
-                    "REFERENCE_DIR": str(reference_dir),
-                    "CLOCK": "system",
-                    "HTTP_BACKOFF": "0.01",
-                    "HTTP_READ_TIMEOUT": "2",
-                    "ALERT_WEBHOOK_TIMEOUT": 120.0,
-                    **fake.settings(),
-                }
-            )
-            conn = connect(app.config["DATABASE"])
-            migrate(conn)
+            app, conn = refreshing_app(config, fake, tmp_path, reference_dir, ALERT_WEBHOOK_TIMEOUT=120.0)
             subscribed = []
             for email, rcv in (("hanging@stad.be", hanging), ("good@stad.be", good)):
                 account, _ = accounts.create_account(conn, email, "pro")
