@@ -297,3 +297,21 @@ def test_accounts_take_turns_and_a_failed_receiver_costs_one_deadline_per_round(
     assert [e["attempts"] for e in events].count(1) == 1
     assert all(e["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0] for e in events)
     assert all(e["mail_sent_at"] is None for e in events if e["attempts"] == 0)  # deferred whole
+
+
+@pytest.mark.timeout(90)
+def test_flask_alerts_run_evaluates_and_delivers_in_one_go(
+    make_app, alert_engines, receiving, smtp_server, clock
+):
+    """The cron form: ``flask alerts run`` on the served snapshot, a silent receiver failing alone."""
+    before, after = alert_engines
+    hostile, good = receiving(receivers.silent), receiving(receivers.ok)
+    app = make_app(ENGINE=after)
+    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=hostile.url())
+    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+    result = app.test_cli_runner().invoke(args=["alerts", "run"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "2 new events; sent 2 mails, 1 webhooks; 1 failed, 0 deferred"
+    assert_delivered(app, good_account, good, smtp_server)
+    [event] = events_of(app, bad_account["id"])
+    assert_retrying(event, "webhook", clock)
