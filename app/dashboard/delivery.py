@@ -66,11 +66,14 @@ def post_webhook(url: str, secret: str, body: bytes, config, *, now: float | Non
         raise webhook.WebhookError(f"the webhook answered {status}")
 
 
-# A due event: not given up, attempts left, not claimed by a live sender, past its retry time, a channel unsent.
+# A due event: not given up, attempts left, not claimed by a live sender, past its retry time.
 _DUE = (
-    "e.kind = 'event' AND e.gave_up_at IS NULL AND e.attempts < ? AND (e.claimed_at IS NULL OR e.claimed_at < ?)"
+    "e.kind = 'event' AND e.gave_up_at IS NULL AND e.attempts < ?"
+    " AND (e.claimed_at IS NULL OR e.claimed_at < ?)"
     " AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= ?)"
 )
+# ... with a channel still to send
+_UNSENT = "(e.mail_sent_at IS NULL OR (s.webhook_url IS NOT NULL AND e.webhook_sent_at IS NULL))"
 _KEY = "subscription_id = ? AND event_key = ?"
 
 
@@ -85,14 +88,14 @@ def due(conn, now: int) -> list:
         "SELECT e.subscription_id, e.event_key, s.account_id,"
         " (s.webhook_url IS NOT NULL AND e.webhook_sent_at IS NULL) AS webhook_due"
         " FROM alert_events e JOIN alert_subscriptions s ON s.id = e.subscription_id"
-        f" WHERE {_DUE} AND (e.mail_sent_at IS NULL OR (s.webhook_url IS NOT NULL AND e.webhook_sent_at IS NULL))"
+        f" WHERE {_DUE} AND {_UNSENT}"
         " ORDER BY e.created_at, e.subscription_id, e.event_key",
         _due_args(now),
     ).fetchall()
 
 
 def in_turn(rows) -> list:
-    """``rows`` reordered so that accounts take turns: every account's first event, then every second one …"""
+    """``rows`` reordered so that accounts take turns: each account's first event, then each second one …"""
     queues: OrderedDict = OrderedDict()
     for row in rows:
         queues.setdefault(row["account_id"], deque()).append(row)
@@ -117,9 +120,9 @@ def claim(conn, key, now: int):
         if taken != 1:
             return None
         return conn.execute(
-            "SELECT e.subscription_id, e.event_key, e.payload, e.mail_sent_at, e.webhook_sent_at, e.attempts,"
-            " s.webhook_url, s.webhook_secret, s.unsubscribe_token, s.kind, s.account_id, a.email,"
-            " l.name AS location_name"
+            "SELECT e.subscription_id, e.event_key, e.payload, e.mail_sent_at, e.webhook_sent_at,"
+            " e.attempts, s.webhook_url, s.webhook_secret, s.unsubscribe_token, s.kind, s.account_id,"
+            " a.email, l.name AS location_name"
             " FROM alert_events e JOIN alert_subscriptions s ON s.id = e.subscription_id"
             " JOIN accounts a ON a.id = s.account_id JOIN locations l ON l.id = s.location_id"
             " WHERE e.subscription_id = ? AND e.event_key = ?",
@@ -141,7 +144,8 @@ def _settle(conn, row, errors: list[str], now: int) -> None:
     with write(conn):
         if not errors:
             conn.execute(
-                f"UPDATE alert_events SET claimed_at = NULL, next_attempt_at = NULL, last_error = NULL WHERE {_KEY}",
+                "UPDATE alert_events SET claimed_at = NULL, next_attempt_at = NULL, last_error = NULL"
+                f" WHERE {_KEY}",
                 key,
             )
         elif row["attempts"] >= MAX_ATTEMPTS:
@@ -151,7 +155,8 @@ def _settle(conn, row, errors: list[str], now: int) -> None:
             )
         else:
             conn.execute(
-                f"UPDATE alert_events SET claimed_at = NULL, last_error = ?, next_attempt_at = ? WHERE {_KEY}",
+                f"UPDATE alert_events SET claimed_at = NULL, last_error = ?, next_attempt_at = ?"
+                f" WHERE {_KEY}",
                 ("; ".join(errors)[:ERROR_CHARS], now + RETRY_DELAYS[row["attempts"] - 1], *key),
             )
 
@@ -255,8 +260,7 @@ def next_due(conn, now: float) -> float | None:
     rows = conn.execute(
         "SELECT e.next_attempt_at, e.claimed_at FROM alert_events e"
         " JOIN alert_subscriptions s ON s.id = e.subscription_id"
-        " WHERE e.kind = 'event' AND e.gave_up_at IS NULL AND e.attempts < ?"
-        " AND (e.mail_sent_at IS NULL OR (s.webhook_url IS NOT NULL AND e.webhook_sent_at IS NULL))",
+        f" WHERE e.kind = 'event' AND e.gave_up_at IS NULL AND e.attempts < ? AND {_UNSENT}",
         (MAX_ATTEMPTS,),
     ).fetchall()
     times = [max(r[0] or 0, (r[1] + LEASE_SECONDS) if r[1] is not None else 0) for r in rows]

@@ -90,7 +90,7 @@ _STATUS = re.compile(rb"HTTP/1\.[01] ([0-9]{3})[ \r\n]")
 
 
 class WebhookError(OSError):
-    """The POST did not get a 2xx (refused address, look-up, network, deadline, answer); nothing to retry now."""
+    """The POST got no answer (refused address, look-up, network, deadline, garbage): retry later."""
 
 
 class Refused(WebhookError):
@@ -219,7 +219,7 @@ def resolve(host: str, port: int, resolver: Resolver | None, timeout: float) -> 
 def destination(
     url: str, *, allow_private: bool, resolver: Resolver | None = None, timeout: float = 5.0
 ) -> Destination:
-    """Check ``url`` and look its host up once; :class:`Refused` (with the reason) or :class:`WebhookError`."""
+    """Check ``url`` and look its host up once; :class:`Refused` (saying why) or :class:`WebhookError`."""
     host, port, tls = ascii_host(url)
     parts = urlsplit(url)
     target = quote(parts.path or "/", safe="/%!$&'()*+,;=:@-._~")
