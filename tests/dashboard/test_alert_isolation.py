@@ -20,7 +20,8 @@ from . import receivers
 from .alerting import Clock, Resolver, events_of, mails_to, subscriber
 from .receivers import Receiver
 
-DEADLINE = 0.5  # ALERT_WEBHOOK_TIMEOUT in these tests: seconds a hostile receiver may hold a delivery
+DEADLINE = 2.0  # ALERT_WEBHOOK_TIMEOUT here: what a hostile receiver may hold a delivery, and a well-behaved
+# one on a loaded machine stays far within
 
 
 @pytest.fixture
