@@ -119,11 +119,14 @@ SETTINGS: dict[str, tuple[object, str]] = {
         "data-clock seconds a built report is reused for the same location, snapshot and language "
         "(with URBAN_CLOCK=snapshot the clock stands still: once per snapshot)",
     ),
-    "ALERT_WEBHOOK_TIMEOUT": (5.0, "seconds for one alert webhook POST"),
+    "ALERT_WEBHOOK_TIMEOUT": (
+        5.0,
+        "wall-clock seconds for one alert webhook POST in all (look-up, connect, TLS, sending, answer)",
+    ),
     "ALERT_WEBHOOK_ALLOW_PRIVATE": (
         False,
-        "allow alert webhooks to loopback and private addresses (off: only "
-        "public addresses, so a webhook cannot probe the internal network)",
+        "allow alert webhooks to loopback, private and other special-purpose addresses (off: only "
+        "globally routable addresses, so a webhook cannot reach the internal network)",
     ),
 }
 

@@ -18,9 +18,12 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from flask import current_app
+
 from app.accounts import StoreError, utc_stamp
 from app.db import write
 
+from . import webhook
 from .figures import RUNNING, point_figures
 
 KINDS = {
@@ -42,8 +45,10 @@ class Fact:
     detail: dict
 
 
-def check_webhook_url(url) -> str:
-    """'' (none) or an absolute http(s) URL without credentials, at most 500 characters."""
+def check_webhook_url(url, config=None) -> str:
+    """'' (none) or an absolute http(s) URL without credentials, at most 500 characters, whose host is a
+    valid name whose addresses are all public (unless ``ALERT_WEBHOOK_ALLOW_PRIVATE``); ``config``: the
+    current app's by default."""
     url = (url or "").strip()
     if not url:
         return ""
@@ -60,6 +65,11 @@ def check_webhook_url(url) -> str:
             "the webhook URL must be an absolute http:// or https:// URL without user name or "
             f"password, at most {MAX_URL} characters"
         )
+    config = current_app.config if config is None else config
+    try:
+        webhook.destination(url, **webhook.options(config))
+    except webhook.WebhookError as exc:
+        raise StoreError(f"the webhook URL is refused: {exc}") from None
     return url
 
 

@@ -23,4 +23,8 @@ def run_command():
     app = current_app._get_current_object()
     engine = app.extensions["urban"].engine or Engine.load(app.config["DATA_DIR"])
     counts = run_alerts(app, engine)
-    click.echo("{new} new events; sent {mail} mails, {webhook} webhooks; {failed} failed".format(**counts))
+    click.echo(
+        "{new} new events; sent {mail} mails, {webhook} webhooks; {failed} failed, {deferred} deferred".format(
+            **counts
+        )
+    )

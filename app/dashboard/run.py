@@ -1,19 +1,25 @@
-"""One alert round: evaluate every subscription against a snapshot, then deliver what is due.
+"""Alert rounds: evaluate every subscription against a snapshot, then deliver what is due.
 
-Called after each published snapshot refresh (``app.sources.cli.run_rounds(after_publish=...)``) and by
-``flask --app wsgi alerts run`` (cron, or by hand).
+- The refresher (``app.sources.cli.run_rounds(after_publish=AlertHook(app))``) evaluates each published
+  snapshot itself (our own data and store only) and then wakes a :class:`DeliveryWorker`, which delivers in
+  its own thread: the refresher never waits for a mail server or a webhook receiver.
+- ``flask --app wsgi alerts run`` (cron, or by hand) evaluates and delivers in one go: :func:`run_alerts`.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 
-from app.clock import data_now
+from app.clock import data_now, wall_now
 from app.db import open_store
 
 from . import alerts, delivery
 
 log = logging.getLogger(__name__)
+
+#: the longest a delivery worker sleeps without being woken (it also wakes when a retry is due)
+MAX_IDLE_SECONDS = 300.0
 
 
 def base_url(config) -> str:
@@ -21,30 +27,118 @@ def base_url(config) -> str:
     return (config.get("PUBLIC_URL") or "http://localhost:8000").rstrip("/")
 
 
-def run_alerts(app, engine) -> dict:
-    """Evaluate and deliver with ``engine``; returns ``{"new": n, "mail": n, "webhook": n, "failed": n}``."""
+def evaluate(app, engine) -> int:
+    """Record the new events of every subscription for ``engine``'s data; how many are new."""
     with app.app_context():
         conn = open_store(app)
         try:
-            new = alerts.evaluate(conn, engine, data_now(engine))
-            counts = delivery.deliver(conn, app.extensions["mail"], app.config, base_url(app.config))
+            return alerts.evaluate(conn, engine, data_now(engine))
         finally:
             conn.close()
-    counts["new"] = new
+
+
+def deliver_due(app) -> tuple[dict, float | None]:
+    """One delivery round; (counts, seconds until the next retry is due or None)."""
+    with app.app_context():
+        conn = open_store(app)
+        try:
+            counts = delivery.deliver(conn, app.extensions["mail"], app.config, base_url(app.config))
+            return counts, delivery.next_due(conn, wall_now().timestamp())
+        finally:
+            conn.close()
+
+
+def _log(counts: dict) -> None:
     log.info(
-        "alerts: %(new)s new events; sent %(mail)s mails, %(webhook)s webhooks; %(failed)s failed", counts
+        "alerts: %s new events; sent %s mails, %s webhooks; %s failed, %s deferred",
+        counts.get("new", 0),
+        counts["mail"],
+        counts["webhook"],
+        counts["failed"],
+        counts["deferred"],
     )
+
+
+def run_alerts(app, engine) -> dict:
+    """Evaluate and deliver with ``engine``; returns ``{"new", "mail", "webhook", "failed", "deferred"}``."""
+    new = evaluate(app, engine)
+    counts, _next = deliver_due(app)
+    counts = {"new": new, **counts}
+    _log(counts)
     return counts
 
 
-def after_refresh(app, report) -> None:
-    """Refresh hook: run the alerts on the snapshot just published (``report.path``)."""
+def after_refresh(app, report) -> int:
+    """Evaluate the alerts on the snapshot just published (``report.path``); the number of new events (0
+    when evaluation failed: an alert failure never stops the refresher, and is logged)."""
     from geo.data.engine import Engine
 
     try:
-        run_alerts(app, Engine.load(report.path))
-    except Exception:  # an alert failure never stops the refresher; the next round retries delivery
+        return evaluate(app, Engine.load(report.path))
+    except Exception:
         log.exception("alerts after the refresh of %s failed", report.path)
+        return 0
+
+
+class DeliveryWorker:
+    """Delivers alert events in its own thread: a round when woken, and when the next retry is due."""
+
+    def __init__(self, app, *, max_idle: float = MAX_IDLE_SECONDS):
+        self.app = app
+        self.max_idle = max_idle
+        self._wake = threading.Event()
+        self._woken = self._closing = False
+        self._thread = threading.Thread(target=self._loop, name="alert-delivery", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Deliver soon (returns at once)."""
+        self._woken = True
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop; when it was ever woken, after one more round for what is due (waits for that round: each
+        event has a deadline)."""
+        self._closing = True
+        self._wake.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        idle = self.max_idle
+        while True:
+            self._wake.wait(idle)
+            self._wake.clear()
+            closing = self._closing
+            if self._woken:
+                idle = self._round()
+            if closing:
+                return
+
+    def _round(self) -> float:
+        try:
+            counts, next_due = deliver_due(self.app)
+        except Exception:  # the store itself failed: try again after the first retry delay
+            log.exception("alert delivery round failed")
+            return float(delivery.RETRY_DELAYS[0])
+        if any(counts.values()):
+            _log(counts)
+        return self.max_idle if next_due is None else min(next_due, self.max_idle)
+
+
+class AlertHook:
+    """``after_publish`` of the refresher: evaluates each published snapshot, then wakes the delivery worker;
+    ``close()`` (when the refresher stops) lets the worker deliver what is due and stop."""
+
+    def __init__(self, app):
+        self.app = app
+        self.worker = DeliveryWorker(app)
+
+    def __call__(self, report) -> None:
+        after_refresh(self.app, report)
+        self.worker.wake()
+
+    def close(self) -> None:
+        self.worker.close()
 
 
 def standalone_hook():
@@ -58,4 +152,4 @@ def standalone_hook():
     except (ConfigurationError, ValueError) as exc:
         log.warning("alerts are not evaluated after refreshes: %s", exc)
         return None
-    return lambda report: after_refresh(app, report)
+    return AlertHook(app)

@@ -37,7 +37,8 @@ def run_rounds(
     after_publish: Callable | None = None,
 ) -> bool:
     """Run refresh rounds; returns whether the last round published. ``after_publish(report)`` runs after
-    each round that published (the dashboard's alerts).
+    each round that published (the dashboard's alerts: it must return quickly); its ``close()``, if it has
+    one, runs when the rounds end.
 
     Examples
     --------
@@ -65,6 +66,9 @@ def run_rounds(
         echo("stopped")
     finally:
         session.close()
+        close = getattr(after_publish, "close", None)
+        if close is not None:
+            close()
     return ok
 
 
@@ -107,7 +111,7 @@ def snapshot_group():
 @with_appcontext
 def refresh_command(every, reference, rounds):
     """Fetch the live sources; publish a new snapshot at DATA_DIR atomically."""
-    from app.dashboard.run import after_refresh
+    from app.dashboard.run import AlertHook
 
     app = current_app._get_current_object()
     settings = SourceSettings.from_mapping(app.config)
@@ -118,7 +122,7 @@ def refresh_command(every, reference, rounds):
         default_cache(settings, app.instance_path),
         every=every,
         rounds=rounds,
-        after_publish=lambda report: after_refresh(app, report),
+        after_publish=AlertHook(app),
     )
     if not ok:
         raise SystemExit(1)

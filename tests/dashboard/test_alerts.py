@@ -11,18 +11,15 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 
-import pandas as pd
 import pytest
 
 from app import create_app
-from app.dashboard.delivery import sign
-from app.dashboard.run import after_refresh, run_alerts
+from app.dashboard.delivery import RETRY_DELAYS, sign
+from app.dashboard.run import AlertHook, run_alerts
 from tests.portal.helpers import text_of
 
+from .alerting import POINT, STATION, Clock, variant
 from .conftest import CSRF, signed_in
-
-POINT = (51.2194, 4.4025)  # Antwerp centre: station 42R801 nearest, running and planned works, detours
-STATION = "42R801"
 
 
 class Receiver:
@@ -54,41 +51,6 @@ def receiver():
     r = Receiver()
     yield r
     r.close()
-
-
-def variant(
-    snapshot_dir,
-    out,
-    *,
-    no2: float,
-    running_work: str | None = None,
-    new_detour: str | None = None,
-    hours_later: int = 0,
-):
-    """A copy of the demo snapshot with the station's last readings set to ``no2``, optionally one planned
-    work switched to running, one detour duplicated under a new id, and the readings and ``asOf`` moved
-    ``hours_later``; returns the loaded engine."""
-    from geo.data.engine import Engine
-    from geo.data.snapshot import read_snapshot, write_snapshot
-
-    layers, manifest = read_snapshot(snapshot_dir)
-    no2_layer = layers["no2"].copy()
-    no2_layer.loc[no2_layer["station_id"] == STATION, "value"] = no2
-    layers["no2"] = no2_layer
-    if running_work:
-        works = layers["works"].copy()
-        works.loc[works["id"] == running_work, "status"] = "In uitvoering"
-        layers["works"] = works
-    if new_detour:
-        detours = layers["detours"]
-        copy = detours[detours["id"] == new_detour[0]].copy()
-        copy["id"] = new_detour[1]
-        layers["detours"] = pd.concat([detours, copy]).sort_values("id").reset_index(drop=True)
-    as_of = pd.Timestamp(manifest["asOf"]) + pd.Timedelta(hours=hours_later)
-    layers["no2"]["timestamp"] = layers["no2"]["timestamp"] + pd.Timedelta(hours=hours_later)
-    metas = {name: entry for name, entry in manifest["layers"].items()}
-    write_snapshot(layers, metas, as_of.to_pydatetime(), out)
-    return Engine.load(out)
 
 
 def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
@@ -127,11 +89,14 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     assert page.count("Remove alert") == 3
 
     # same data as when subscribing: nothing to tell
-    assert run_alerts(app, before) == {"new": 0, "mail": 0, "webhook": 0, "failed": 0}
+    assert run_alerts(app, before) == {"new": 0, "mail": 0, "webhook": 0, "failed": 0, "deferred": 0}
     assert smtp_server.messages == [] and receiver.received == []
 
-    # the data changes (the refresh hook loads the published snapshot from its path)
-    after_refresh(app, SimpleNamespace(path=after_dir))
+    # the data changes: the refresher's hook loads the published snapshot from its path and evaluates it,
+    # its delivery worker sends (closing the hook waits for that round)
+    hook = AlertHook(app)
+    hook(SimpleNamespace(path=after_dir))
+    hook.close()
     subjects = sorted(str(m["Subject"]) for _rcpt, m in smtp_server.messages)
     assert len(subjects) == 3, subjects
     assert any(f"Work {planned} is running" in s for s in subjects)
@@ -161,7 +126,7 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     # the same snapshot again, then a restart (a new app on the same store): nothing is sent twice
     assert run_alerts(app, after)["new"] == 0
     restarted = create_app({**config, "ENGINE": after})
-    assert run_alerts(restarted, after) == {"new": 0, "mail": 0, "webhook": 0, "failed": 0}
+    assert run_alerts(restarted, after) == {"new": 0, "mail": 0, "webhook": 0, "failed": 0, "deferred": 0}
     assert len(smtp_server.messages) == 3 and len(receiver.received) == 3
 
     # NO2 falls and rises again: a new crossing is a new event (edge-triggered), once
@@ -195,7 +160,8 @@ def test_failed_deliveries_are_retried_and_then_sent_once(
 
     before = variant(snapshot_dir, tmp_path / "a", no2=20.0)
     after = variant(snapshot_dir, tmp_path / "b", no2=45.0)
-    app = create_app({**config, "ENGINE": before})
+    clock = Clock()
+    app = create_app({**config, "ENGINE": before, "WALL_CLOCK": clock})
     conn = connect(app.config["DATABASE"])
     migrate(conn)
     account, _ = accounts.create_account(conn, "retry@stad.be", "pro")
@@ -204,9 +170,17 @@ def test_failed_deliveries_are_retried_and_then_sent_once(
     smtp_server.stop()  # the mail server is down
     counts = run_alerts(app, after)
     assert counts["new"] == 1 and counts["mail"] == 0 and counts["failed"] == 1
+    event = conn.execute("SELECT * FROM alert_events WHERE kind = 'event'").fetchone()
+    assert event["last_error"] == "mail: MailUnavailable: the mail server is unavailable"
+    assert event["next_attempt_at"] == clock.epoch + RETRY_DELAYS[0]
     smtp_server.start()
-    assert run_alerts(app, after) == {"new": 0, "mail": 1, "webhook": 0, "failed": 0}
+    nothing = {"new": 0, "mail": 0, "webhook": 0, "failed": 0, "deferred": 0}
+    assert run_alerts(app, after) == nothing  # not before the retry delay
+    clock.advance(RETRY_DELAYS[0])
+    assert run_alerts(app, after) == {**nothing, "mail": 1}
     assert run_alerts(app, after)["mail"] == 0 and len(smtp_server.messages) == 1
+    event = conn.execute("SELECT * FROM alert_events WHERE kind = 'event'").fetchone()
+    assert event["attempts"] == 2 and event["last_error"] is None and event["claimed_at"] is None
 
 
 @pytest.mark.parametrize(
@@ -240,7 +214,7 @@ def test_bad_webhook_urls_and_kinds_are_refused_without_a_write(user, url, store
 def test_webhooks_to_private_addresses_are_refused_unless_allowed(config):
     from app.dashboard.delivery import post_webhook
 
-    with pytest.raises(OSError, match="not a public address"):
+    with pytest.raises(OSError, match="non-public address 127.0.0.1: loopback"):
         post_webhook("http://127.0.0.1:9/hook", "s", b"{}", {**config, "ALERT_WEBHOOK_ALLOW_PRIVATE": False})
 
 

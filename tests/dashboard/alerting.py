@@ -1,0 +1,127 @@
+"""Shared by the alert delivery tests: snapshot variants that make events, an injected wall clock and
+resolver, subscribers made through the store functions, and reading events back (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+
+from app import accounts
+from app.dashboard import alerts
+from app.db import open_store, write
+from app.saved_locations import add_location
+
+POINT = (51.2194, 4.4025)  # Antwerp centre: station 42R801 nearest, running and planned works, detours
+STATION = "42R801"
+START = datetime(2026, 11, 16, 8, 0, tzinfo=UTC)
+
+
+def variant(
+    snapshot_dir,
+    out,
+    *,
+    no2: float,
+    running_work: str | None = None,
+    new_detour: str | None = None,
+    hours_later: int = 0,
+):
+    """A copy of the demo snapshot with the station's last readings set to ``no2``, optionally one planned
+    work switched to running, one detour duplicated under a new id, and the readings and ``asOf`` moved
+    ``hours_later``; returns the loaded engine."""
+    from geo.data.engine import Engine
+    from geo.data.snapshot import read_snapshot, write_snapshot
+
+    layers, manifest = read_snapshot(snapshot_dir)
+    no2_layer = layers["no2"].copy()
+    no2_layer.loc[no2_layer["station_id"] == STATION, "value"] = no2
+    layers["no2"] = no2_layer
+    if running_work:
+        works = layers["works"].copy()
+        works.loc[works["id"] == running_work, "status"] = "In uitvoering"
+        layers["works"] = works
+    if new_detour:
+        detours = layers["detours"]
+        copy = detours[detours["id"] == new_detour[0]].copy()
+        copy["id"] = new_detour[1]
+        layers["detours"] = pd.concat([detours, copy]).sort_values("id").reset_index(drop=True)
+    as_of = pd.Timestamp(manifest["asOf"]) + pd.Timedelta(hours=hours_later)
+    layers["no2"]["timestamp"] = layers["no2"]["timestamp"] + pd.Timedelta(hours=hours_later)
+    metas = {name: entry for name, entry in manifest["layers"].items()}
+    write_snapshot(layers, metas, as_of.to_pydatetime(), out)
+    return Engine.load(out)
+
+
+class Clock:
+    """The injected wall clock (``WALL_CLOCK``): delivery rounds and retry times run on it."""
+
+    def __init__(self):
+        self.now = START
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds: float):
+        self.now += timedelta(seconds=seconds)
+
+    @property
+    def epoch(self) -> int:
+        return int(self.now.timestamp())
+
+
+class Resolver:
+    """``WEBHOOK_RESOLVER``: names under ``.example`` from a table; ``hang.example`` answers when released."""
+
+    def __init__(self, table: dict[str, list[str]] | None = None):
+        self.table = table or {}
+        self.release = threading.Event()
+        self.calls: list[str] = []
+
+    def __call__(self, host: str, port: int) -> list[str]:
+        self.calls.append(host)
+        if host == "hang.example":
+            self.release.wait()
+        if host not in self.table:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return self.table[host]
+
+
+def subscriber(app, engine, email, *, name="Centrum", webhook="", kinds=("no2_eu",), stored_webhook=None):
+    """An account with one location subscribed to ``kinds``; ``stored_webhook`` is written to the store as
+    it is, past the check made when saving (a row saved before that check existed)."""
+    conn = open_store(app)
+    try:
+        account, _key = accounts.create_account(conn, email, "pro")
+        loc = add_location(conn, account["id"], name=name, address="", lat=POINT[0], lng=POINT[1])
+        with app.app_context():
+            subs = alerts.subscribe(conn, account["id"], loc, list(kinds), webhook, engine, engine.as_of)
+        if stored_webhook is not None:
+            with write(conn):
+                conn.execute(
+                    "UPDATE alert_subscriptions SET webhook_url = ? WHERE account_id = ?",
+                    (stored_webhook, account["id"]),
+                )
+        return account, [s["id"] for s in subs]
+    finally:
+        conn.close()
+
+
+def events_of(app, account_id) -> list[dict]:
+    conn = open_store(app)
+    try:
+        return [
+            {k: r[k] for k in r.keys()}
+            for r in conn.execute(
+                "SELECT e.* FROM alert_events e JOIN alert_subscriptions s ON s.id = e.subscription_id"
+                " WHERE s.account_id = ? AND e.kind = 'event' ORDER BY e.event_key",
+                (account_id,),
+            )
+        ]
+    finally:
+        conn.close()
+
+
+def mails_to(smtp_server, address) -> int:
+    return sum(address in rcpt for rcpt, _msg in smtp_server.messages)

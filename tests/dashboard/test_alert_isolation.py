@@ -1,0 +1,318 @@
+"""One account's alerts never hold up or break another's: every kind of hostile webhook receiver (slow, silent,
+endless, compressed bombs, garbage, closing mid-way, never accepting) and every kind of bad event (header
+characters in a location name, host names the IDNA codec refuses, look-ups that fail or never end, payloads a
+template cannot use) fails that one event alone, within the webhook deadline and a few KiB read, while the
+other account's mail and webhook are delivered in the same round. Failed events are retried after the
+retry delays and given up after the last attempt, visibly in the store; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import socket
+import tracemalloc
+
+import pytest
+
+from app import create_app
+from app.dashboard import delivery, run
+from app.db import open_store, write
+
+from . import receivers
+from .alerting import Clock, Resolver, events_of, mails_to, subscriber
+from .receivers import Receiver
+
+DEADLINE = 2.0  # ALERT_WEBHOOK_TIMEOUT here: what a hostile receiver may hold a delivery, and a well-behaved
+# one on a loaded machine stays far within
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def resolver():
+    r = Resolver()
+    yield r
+    r.release.set()
+
+
+@pytest.fixture
+def make_app(config, clock, resolver):
+    def make(**overrides):
+        return create_app(
+            {
+                **config,
+                "ALERT_WEBHOOK_TIMEOUT": DEADLINE,
+                "ALERT_WEBHOOK_ALLOW_PRIVATE": True,
+                "WALL_CLOCK": clock,
+                "WEBHOOK_RESOLVER": resolver,
+                **overrides,
+            }
+        )
+
+    return make
+
+
+@pytest.fixture
+def receiving():
+    """``receiving(answer, tls=None)`` → a started :class:`Receiver`, closed after the test."""
+    made = []
+
+    def make(answer, **kwargs):
+        made.append(Receiver(answer, **kwargs))
+        return made[-1]
+
+    yield make
+    for rcv in made:
+        rcv.close()
+
+
+def assert_delivered(app, account, receiver, smtp_server):
+    """Every event of ``account`` was mailed and posted (to ``receiver``) once, and none is left claimed."""
+    events = events_of(app, account["id"])
+    assert events and all(
+        e["mail_sent_at"] and e["webhook_sent_at"] and e["claimed_at"] is None for e in events
+    )
+    assert mails_to(smtp_server, account["email"]) == len(events)
+    assert len(receiver.requests) == len(events)
+
+
+def assert_retrying(event, channel: str, clock: Clock):
+    """``event`` failed its first attempt on ``channel`` and waits for the first retry delay, unclaimed."""
+    assert event["attempts"] == 1 and event["claimed_at"] is None and event["gave_up_at"] is None
+    assert event["last_error"].startswith(f"{channel}: "), event["last_error"]
+    assert event["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0]
+
+
+# -- every kind of hostile receiver -------------------------------------------------------------------------
+
+HOSTILE = {
+    # name: (answer, outcome of the hostile account's webhook: "sent" = a 2xx status line was enough)
+    "never answers": (receivers.silent, "retry"),
+    "stalls in the status line": (receivers.stalls_in_status_line, "retry"),
+    "100 Continue with headers a byte at a time": (receivers.slow_interim, "retry"),
+    "100 Continue without end": (receivers.endless_interim, "retry"),
+    "200 with headers a byte at a time": (receivers.slow_headers, "sent"),
+    "200 with a body a byte at a time": (receivers.slow_body, "sent"),
+    "200 with an endless chunked body": (receivers.endless_body, "sent"),
+    "200 with a gzip bomb": ("gzip", "sent"),
+    "200 with a brotli bomb": ("br", "sent"),
+    "garbage": (receivers.garbage, "retry"),
+    "closes mid-way": (receivers.closes_mid_way, "retry"),
+    "closes at once": (receivers.closes_at_once, "retry"),
+    "answers 500": (receivers.status(500), "retry"),
+    "redirects": (receivers.status(302), "retry"),
+    "https, never speaks TLS": (receivers.silent, "retry"),
+}
+
+
+@pytest.mark.timeout(90)  # before the deadline existed, the trickling receivers held the round for ever
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_receiver_fails_alone_within_the_deadline(
+    case, make_app, alert_engines, receiving, smtp_server, clock
+):
+    before, after = alert_engines
+    answer, outcome = HOSTILE[case]
+    hostile = receiving(receivers.bomb(answer) if isinstance(answer, str) else answer)
+    good = receiving(receivers.ok)
+    url = hostile.url().replace("http://", "https://") if case.startswith("https") else hostile.url()
+    app = make_app()
+    bad_account, _ = subscriber(app, before, "hostile@stad.be", webhook=url)  # first in line
+    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+    assert run.evaluate(app, after) == 2
+
+    tracemalloc.start()
+    try:
+        counts, _next = run.deliver_due(app)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert_delivered(app, good_account, good, smtp_server)
+    [event] = events_of(app, bad_account["id"])
+    assert event["mail_sent_at"] and mails_to(smtp_server, "hostile@stad.be") == 1
+    if outcome == "sent":
+        assert event["webhook_sent_at"] and event["last_error"] is None and event["claimed_at"] is None
+        assert counts == {"mail": 2, "webhook": 2, "failed": 0, "deferred": 0}
+    else:
+        assert event["webhook_sent_at"] is None
+        assert_retrying(event, "webhook", clock)
+        assert counts == {"mail": 2, "webhook": 1, "failed": 1, "deferred": 0}
+    # the answer was never read whole, let alone inflated: a few KiB, not the bomb's 64 MiB
+    assert peak < 16 * 1024 * 1024, f"delivery held {peak} bytes"
+    if answer in (
+        receivers.slow_headers,
+        receivers.slow_body,
+        receivers.endless_body,
+        receivers.slow_interim,
+    ):
+        assert hostile.hung_up.wait(30), "the receiver was still being read"  # it finds the client gone
+
+
+@pytest.mark.timeout(90)
+def test_a_receiver_that_never_accepts_fails_alone(make_app, alert_engines, receiving, smtp_server, clock):
+    """A full accept queue: the kernel drops the SYNs and the connect waits (a firewalled host)."""
+    before, after = alert_engines
+    backlog = socket.create_server(("127.0.0.1", 0), backlog=0)
+    port = backlog.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    good = receiving(receivers.ok)
+    app = make_app()
+    try:
+        bad_account, _ = subscriber(app, before, "hostile@stad.be", webhook=f"http://127.0.0.1:{port}/hook")
+        good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+        counts = run.run_alerts(app, after)
+    finally:
+        for s in [*fillers, backlog]:
+            s.close()
+    assert counts["new"] == 2 and counts["failed"] == 1
+    assert_delivered(app, good_account, good, smtp_server)
+    [event] = events_of(app, bad_account["id"])
+    assert_retrying(event, "webhook", clock)
+
+
+# -- every kind of bad event --------------------------------------------------------------------------------
+
+BAD_EVENTS = {
+    # name: (subscriber keywords, the channel that fails; "mail?" = fails unless the mail path cleans headers)
+    "U+2028 in the location name": ({"name": "Centrum\u2028Bcc: x@evil.example"}, "mail?"),
+    "U+2029 in the location name": ({"name": "Centrum\u2029Bcc: x@evil.example"}, "mail?"),
+    "U+0085 in the location name": ({"name": "Centrum\x85Bcc: x@evil.example"}, "mail?"),
+    "a host label over 63 characters": (
+        {"stored_webhook": "http://" + "a" * 64 + ".example/hook"},
+        "webhook",
+    ),
+    "a host with an empty label": ({"stored_webhook": "http://hooks..example/hook"}, "webhook"),
+    "U+2028 in the host": ({"stored_webhook": "http://hooks\u2028x.example/hook"}, "webhook"),
+    "a host that does not resolve": ({"stored_webhook": "http://nx.example/hook"}, "webhook"),
+    "a host whose look-up never ends": ({"stored_webhook": "http://hang.example/hook"}, "webhook"),
+    "a port out of range": ({"stored_webhook": "http://127.0.0.1:70000/hook"}, "webhook"),
+    "a scheme that is not http(s)": ({"stored_webhook": "gopher://127.0.0.1/hook"}, "webhook"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_EVENTS))
+def test_a_bad_event_fails_alone(case, make_app, alert_engines, receiving, smtp_server, clock):
+    before, after = alert_engines
+    fields, channel = BAD_EVENTS[case]
+    own, good = receiving(receivers.ok), receiving(receivers.ok)
+    app = make_app()
+    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=own.url(), **fields)
+    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+    run.run_alerts(app, after)
+
+    assert_delivered(app, good_account, good, smtp_server)
+    [event] = events_of(app, bad_account["id"])
+    if channel == "mail?" and event["mail_sent_at"]:  # the mail path cleaned the header: one clean line
+        [(rcpt, msg)] = [m for m in smtp_server.messages if "bad@stad.be" in m[0]]
+        assert rcpt == ["bad@stad.be"] and "\n" not in str(msg["Subject"]) and msg["Bcc"] is None
+        return
+    assert_retrying(event, channel.rstrip("?"), clock)
+    other = "webhook_sent_at" if channel.startswith("mail") else "mail_sent_at"
+    assert event[other], "the event's other channel is still delivered"
+
+
+@pytest.mark.parametrize("payload", ["not json", '{"location": {}}', "[]"])
+def test_an_event_a_template_cannot_use_fails_alone(
+    payload, make_app, alert_engines, receiving, smtp_server, clock
+):
+    before, after = alert_engines
+    own, good = receiving(receivers.ok), receiving(receivers.ok)
+    app = make_app()
+    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=own.url())
+    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+    run.evaluate(app, after)
+    conn = open_store(app)
+    with write(conn):
+        conn.execute(
+            "UPDATE alert_events SET payload = ? WHERE subscription_id IN"
+            " (SELECT id FROM alert_subscriptions WHERE account_id = ?)",
+            (payload, bad_account["id"]),
+        )
+    conn.close()
+    run.deliver_due(app)
+    assert_delivered(app, good_account, good, smtp_server)
+    [event] = events_of(app, bad_account["id"])
+    assert_retrying(event, "mail", clock)
+    assert event["webhook_sent_at"] and own.requests[0][1] == payload.encode()
+
+
+# -- retries, giving up, taking turns -----------------------------------------------------------------------
+
+
+def test_a_failing_event_is_retried_after_each_delay_then_given_up(
+    make_app, store_backend, alert_engines, receiving, smtp_server, clock
+):
+    before, after = alert_engines
+    good = receiving(receivers.ok)
+    app = make_app(**store_backend)
+    bad_account, _ = subscriber(app, before, "bad@stad.be", stored_webhook="http://hooks..example/hook")
+    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+    run.run_alerts(app, after)
+    assert_delivered(app, good_account, good, smtp_server)
+
+    for attempt, delay in enumerate(delivery.RETRY_DELAYS, start=1):
+        clock.advance(delay - 1)
+        assert run.deliver_due(app)[0]["failed"] == 0, "retried before its delay"
+        [event] = events_of(app, bad_account["id"])
+        assert event["attempts"] == attempt
+        clock.advance(1)
+        counts, next_due = run.deliver_due(app)
+        [event] = events_of(app, bad_account["id"])
+        assert counts["failed"] == 1 and event["attempts"] == attempt + 1 and event["claimed_at"] is None
+        assert "not a valid host name" in event["last_error"]
+    assert event["attempts"] == delivery.MAX_ATTEMPTS and event["gave_up_at"] and next_due is None
+    clock.advance(10 * delivery.RETRY_DELAYS[-1])
+    assert run.deliver_due(app) == ({"mail": 0, "webhook": 0, "failed": 0, "deferred": 0}, None)
+    assert events_of(app, bad_account["id"]) == [event]
+    # the mail went out once, at the first attempt; only the webhook was retried
+    assert event["mail_sent_at"] and mails_to(smtp_server, "bad@stad.be") == 1
+    assert_delivered(app, good_account, good, smtp_server)
+
+
+@pytest.mark.timeout(90)
+def test_accounts_take_turns_and_a_failed_receiver_costs_one_deadline_per_round(
+    make_app, alert_engines, receiving, smtp_server, clock
+):
+    before, after = alert_engines
+    hostile, good = receiving(receivers.silent), receiving(receivers.ok)
+    app = make_app()
+    kinds = ("no2_eu", "work_running", "detour_new")
+    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=hostile.url(), kinds=kinds)
+    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url(), kinds=kinds)
+    counts = run.run_alerts(app, after)
+
+    # the failing account's other two events wait whole (mail too) for the first retry delay
+    assert counts == {"new": 6, "mail": 4, "webhook": 3, "failed": 1, "deferred": 2}
+    assert hostile.connections == 1  # one deadline spent on the failing receiver, not three
+    assert_delivered(app, good_account, good, smtp_server)
+    events = events_of(app, bad_account["id"])
+    assert [e["attempts"] for e in events].count(1) == 1
+    assert all(e["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0] for e in events)
+    assert all(e["mail_sent_at"] is None for e in events if e["attempts"] == 0)  # deferred whole
+
+
+@pytest.mark.timeout(90)
+def test_flask_alerts_run_evaluates_and_delivers_in_one_go(
+    make_app, alert_engines, receiving, smtp_server, clock
+):
+    """The cron form: ``flask alerts run`` on the served snapshot, a silent receiver failing alone."""
+    before, after = alert_engines
+    hostile, good = receiving(receivers.silent), receiving(receivers.ok)
+    app = make_app(ENGINE=after)
+    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=hostile.url())
+    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+    result = app.test_cli_runner().invoke(args=["alerts", "run"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "2 new events; sent 2 mails, 1 webhooks; 1 failed, 0 deferred"
+    assert_delivered(app, good_account, good, smtp_server)
+    [event] = events_of(app, bad_account["id"])
+    assert_retrying(event, "webhook", clock)
