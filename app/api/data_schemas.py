@@ -93,6 +93,31 @@ CONSTRUCTION_ITEM = _obj(
     f"A road work within {RADIUS_TEXT} (recurring occurrences collapsed into one item).",
 )
 
+NULLABLE_TEXT = {"type": ["string", "null"]}
+
+LINE_DETAIL = _obj(
+    {
+        "line": _d({"type": "string"}, "Public line number, leading zeros removed (as in `lines`)."),
+        "entity": _d(
+            NULLABLE_TEXT, "De Lijn `entiteitnummer` of the line (1 = Antwerpen); null when unknown."
+        ),
+        "number": _d(
+            NULLABLE_TEXT,
+            "De Lijn's internal `lijnnummer`: with `entity`, the line's identity; null when unknown.",
+        ),
+        "mode": _d(NULLABLE_TEXT, "`vervoertype` as published (`BUS`, `TRAM`, …); null when unknown."),
+        "network": _d(
+            NULLABLE_TEXT,
+            "`vervoerslaag` as published (`Kernnet`, `Aanvullend net`, `Flex`, …); null when not published.",
+        ),
+        "region": _d(NULLABLE_TEXT, "`vervoerRegioCode` of the line (e.g. `AN`); null when unknown."),
+        "regionName": _d(
+            NULLABLE_TEXT, "Name of that transport region from De Lijn's `/vervoerregios`; null when unknown."
+        ),
+    },
+    "One line affected by the detour.",
+)
+
 TRANSIT_ITEM = _obj(
     {
         "id": _d({"type": "string"}, "De Lijn `referentieOmleiding`."),
@@ -114,6 +139,12 @@ TRANSIT_ITEM = _obj(
         "endDate": _d(
             {**DATE, "type": ["string", "null"]},
             "Last day of the detour, Europe/Brussels date; null when open-ended.",
+        ),
+        "lineDetails": _d(
+            {"type": "array", "items": LINE_DETAIL},
+            "Each affected line once, by its identity, in published order (our addition; empty when the "
+            "snapshot carries no line identities). Public numbers repeat (in the Antwerp region public "
+            "`2` is tram 2 and two buses): the identity tells which line a detour is on.",
         ),
     },
     "A De Lijn (Antwerp region) detour in force now that affects the point.",

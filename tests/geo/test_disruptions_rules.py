@@ -250,6 +250,7 @@ def test_transit_lines_entity_stop_distance_period_and_severity(transit_eng):
             "severity": "high",
             "estimatedDelayMin": 13,
             "endDate": None,
+            "lineDetails": [],
         },
         {
             "id": "30001",
@@ -258,6 +259,7 @@ def test_transit_lines_entity_stop_distance_period_and_severity(transit_eng):
             "severity": "medium",
             "estimatedDelayMin": 7,
             "endDate": "2026-11-30",
+            "lineDetails": [],
         },
         {
             "id": "30005",
@@ -266,6 +268,7 @@ def test_transit_lines_entity_stop_distance_period_and_severity(transit_eng):
             "severity": "low",
             "estimatedDelayMin": 3,
             "endDate": None,
+            "lineDetails": [],
         },
     ]
     assert body["summary"]["transitDisruptions"] == 3 and body["summary"]["highSeverityTransit"] == 1
