@@ -149,6 +149,27 @@ def test_delijn_detours_are_as_old_as_the_detour_list_not_the_cached_line_lists(
     assert data.retrieved_at["stops"] == min(others) < data.retrieved_at["detours"]
 
 
+@pytest.mark.parametrize(
+    "now, start, end",
+    [
+        # just after spring forward: 03:30 CEST; four weeks later, same wall-clock time
+        (datetime(2026, 3, 29, 1, 30, tzinfo=timezone.utc), "2026-03-29T03:30:00", "2026-04-26T03:30:00"),
+        # the repeated hour of fall back: the first 02:30 (CEST) and the second (CET) ask for the same window
+        (datetime(2026, 10, 25, 0, 30, tzinfo=timezone.utc), "2026-10-25T02:30:00", "2026-11-22T02:30:00"),
+        (datetime(2026, 10, 25, 1, 30, tzinfo=timezone.utc), "2026-10-25T02:30:00", "2026-11-22T02:30:00"),
+    ],
+)
+def test_delijn_detour_window_is_brussels_wall_time_within_one_month(
+    fake, upstream, settings, now, start, end
+):
+    delijn.fetch(upstream, settings, now)
+    window = next(q for p, q, _ in fake.requests if p.endswith("/omleidingen"))
+    assert (window["startDatum"], window["eindDatum"]) == (start, end)
+    first, last = datetime.fromisoformat(start), datetime.fromisoformat(end)
+    # at most one month, whichever month: a window of 28 days fits in February
+    assert (last - first).days == 28 and last <= first.replace(month=first.month % 12 + 1)
+
+
 def test_delijn_without_key_fails_before_any_request(fake, upstream, settings):
     with pytest.raises(UpstreamError, match="URBAN_DELIJN_KEY"):
         delijn.fetch(upstream, replace(settings, delijn_key=""), NOW)
