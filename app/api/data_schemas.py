@@ -152,6 +152,58 @@ TRANSIT_ITEM = _obj(
 
 COUNT = {"type": "integer", "minimum": 0}
 
+SOURCE_NAMES = ["gipod", "delijn", "ircel", "lez"]
+
+SOURCES = _d(
+    {
+        "type": "array",
+        "items": _obj(
+            {
+                "source": _d(
+                    {"type": "string", "enum": SOURCE_NAMES},
+                    "The upstream source: `gipod` (road works), `delijn` (stops and detours), `ircel` "
+                    "(NO2 stations and values), `lez` (Antwerp low-emission zone).",
+                ),
+                "attribution": _d(
+                    {"type": "string"}, "Credit line the licence asks for, as the publisher words it (Dutch)."
+                ),
+                "licence": _d(
+                    {"type": "string"},
+                    "Licence of the data: Modellicentie Gratis Hergebruik v1.0 (GIPOD, Stad Antwerpen), the "
+                    "De Lijn open-data terms, CC BY 4.0 (IRCEL-CELINE).",
+                ),
+                "kind": _d(
+                    {"type": ["string", "null"], "enum": ["live", "recorded", "demo", "reference", None]},
+                    "How the snapshot holds the data: fetched from the source (`live`), replayed from a "
+                    "recording, generated (`demo`) or a published reference file; null when the snapshot "
+                    "does not say.",
+                ),
+                "observedAt": _d(
+                    {**UTC_MS, "type": ["string", "null"]},
+                    "When the newest value was observed: for IRCEL the end of the newest hour with a "
+                    "measured NO2 value at or before the request time; for the registers (GIPOD, De Lijn, "
+                    "the LEZ) the moment their state was read. Null when there is no value.",
+                ),
+                "retrievedAt": _d(UTC_MS, "When we fetched the source's data (the oldest of its layers)."),
+                "nextUpdateAt": _d(
+                    {**UTC_MS, "type": ["string", "null"]},
+                    "Earliest moment newer data can be served: retrievedAt + the source's cache expiry, for "
+                    "NO2 not before the next hourly value; null for data that is not refreshed (demo, "
+                    "recorded, reference).",
+                ),
+                "stale": _d(
+                    {"type": "boolean"},
+                    "True when the live data is older than the source's freshness limit, counted from "
+                    "observedAt (NO2: the newest measurement); never for demo, recorded or reference data.",
+                ),
+            },
+            "One source behind the answer.",
+        ),
+    },
+    "Each upstream source behind the answer, in the order of the layers it reads (our addition): whose data "
+    "it is, under which licence, and how fresh. Same snapshot, clock and settings give the same value.",
+)
+
 DISRUPTIONS = _obj(
     {
         "location": LOCATION,
@@ -183,6 +235,7 @@ DISRUPTIONS = _obj(
             "When the works / detours / stops data used was retrieved (the oldest of "
             "the three), ISO 8601 UTC with milliseconds.",
         ),
+        "sources": SOURCES,
     },
     "Road works and public-transport disruptions near a point.",
 )
@@ -294,6 +347,7 @@ AIR_QUALITY = _obj(
             },
             "Antwerp low-emission-zone status of the point.",
         ),
+        "sources": SOURCES,
     },
     "Latest measured air quality (NO2) near a point and low-emission-zone status.",
 )
@@ -374,6 +428,7 @@ BRIEFING = _obj(
             "The first rush period that has not ended (a period in progress is returned); public holidays "
             "count as Sundays, which have no rush period.",
         ),
+        "sources": SOURCES,
     },
     "Operations briefing for the next 24 hours at a point.",
 )

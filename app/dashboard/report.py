@@ -8,7 +8,7 @@ import math
 import shapely
 from flask import render_template
 
-from .figures import detour_stops, point_figures, station_point
+from .figures import all_sources, detour_stops, point_figures, station_point
 
 SIZE = 520  # px, square map
 RADIUS_KM = 2.5  # half the width of the map
@@ -94,6 +94,7 @@ def render_html(engine, location: dict, now) -> str:
         "dashboard/report.html",
         location=location,
         figures=figures,
+        sources=all_sources(figures),
         svg=static_map(engine, location, figures),
         now=now,
     )
