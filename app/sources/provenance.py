@@ -44,6 +44,11 @@ def _iso(t: datetime | None) -> str | None:
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
+def _too_old(observed: datetime | None, now: datetime, limit_s: float) -> bool:
+    """No observation at all, or one more than ``limit_s`` seconds before ``now``."""
+    return observed is None or (now - observed).total_seconds() > limit_s
+
+
 def current_settings() -> SourceSettings:
     """The running app's source settings, else the ones of the environment (a script without an app)."""
     try:
@@ -78,7 +83,7 @@ def answer_sources(engine, layers, now: datetime, settings: SourceSettings | Non
         retrieved = {
             layer: _parse((entries.get(layer) or {}).get("retrievedAt")) or fallback for layer in own
         }
-        observed = dict(retrieved)
+        observed: dict[str, datetime | None] = dict(retrieved)
         if "no2" in own:
             from geo.service.air import latest_measured_ms
 
@@ -92,11 +97,9 @@ def answer_sources(engine, layers, now: datetime, settings: SourceSettings | Non
                 due = max(due, observed["no2"] + HOUR)
             next_update = due if next_update is None else min(next_update, due)
         stale = any(
-            layer in settings.freshness
-            and (
-                observed[layer] is None or (now - observed[layer]).total_seconds() > settings.freshness[layer]
-            )
+            _too_old(observed[layer], now, settings.freshness[layer])
             for layer in live
+            if layer in settings.freshness
         )
         newest = [t for t in observed.values() if t is not None]
         source = SOURCES[name]
