@@ -358,6 +358,7 @@ def test_bad_points_raise(eng, lat, lng, error):
 def test_matches_schema_with_both_location_shapes(transit_eng, body, data_schemas):
     schema = data_schemas["Disruptions"]
     full = disruptions(transit_eng, LAT, LNG, W.NOW)
+    body, full = (W.served(transit_eng, "/disruptions", b, W.NOW) for b in (body, full))
     for location in ({"lat": LAT, "lng": LNG}, {"id": "loc_1", "name": "Kantoor", "lat": LAT, "lng": LNG}):
         for b in (body, full):
             validate(schema, {"location": location, **b})
