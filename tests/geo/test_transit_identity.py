@@ -119,12 +119,13 @@ def test_a_detour_of_bus_948_is_reported_at_its_stop_and_not_at_the_tram_stop(li
 def test_a_detour_on_two_lines_with_the_same_public_number_shows_it_once_and_counts_two_lines(lines):
     both = omleiding(3, "2", "100002")
     both["lijnrichtingen"].append({"entiteitnummer": "1", "lijnnummer": "40", "richting": "HEEN"})
+    both["haltes"] = []  # a re-route without skipped stops: only the number of lines can raise the severity
     eng, _, layer = engine_of(lines, [both])
     assert layer["lines"].tolist() == ["2"]
     (item,) = disruptions(eng, FAR, LNG, W.NOW)["transit"]
     assert item["lines"] == ["2"] and [d["number"] for d in item["lineDetails"]] == ["2", "40"]
-    # two lines and one unserved stop: medium (>= 2 lines), as two distinct lines are rerouted
-    assert item["severity"] == "medium"
+    # tram 2 and bus 40 are two lines rerouted: medium (>= 2 lines), not the low of one line
+    assert (item["severity"], item["estimatedDelayMin"]) == ("medium", 3)
 
 
 def test_without_identities_public_numbers_are_compared_with_leading_zeros_removed():
