@@ -188,11 +188,13 @@ def naive_score(engine, lat, lng, now):
     d = p.detours
     now_ms = to_ms(now)
     act = np.flatnonzero(tr.active_detours(d, now_ms))
-    det_lines = pd.DataFrame([(j, ln) for j in act for ln in d.lines[j]], columns=["j", "line"])
-    stops = engine.stops.to_crs(METRIC)[["lines", "entity", "geometry"]]
+    det_lines = pd.DataFrame([(j, key) for j in act for key in d.keys[j]], columns=["j", "line"])
+    stops = engine.stops.to_crs(METRIC)
+    stops = stops.assign(
+        keys=[tr.stop_keys(i, x, e) for i, x, e in zip(stops["line_ids"], stops["lines"], stops["entity"])]
+    )[["keys", "geometry"]]
     sp = gpd.sjoin(m.assign(geometry=m.buffer(400)), stops, predicate="intersects")
-    sp = sp[sp["entity"].astype(str) == tr.ANTWERP_ENTITY]
-    sp = sp.assign(line=sp["lines"].map(tr.split_lines)).explode("line")[["pid", "line"]].drop_duplicates()
+    sp = sp.assign(line=sp["keys"]).explode("line")[["pid", "line"]].dropna().drop_duplicates()
     kept = sp.merge(det_lines, on="line")[["pid", "j"]].drop_duplicates()
     transit = kept.groupby("pid")["j"].count()
     return pd.DataFrame(

@@ -15,6 +15,7 @@ from ..db import get_db
 from ..http import data_response
 from ..negotiation import negotiate
 from ..saved_locations import as_json, list_locations
+from ..sources.provenance import answer_sources
 from .endpoints import ENDPOINTS, DataEndpoint
 from .targeting import current_engine, resolve_target
 
@@ -31,7 +32,7 @@ def locations():
 
 
 def data_view(endpoint: DataEndpoint):
-    """The view of a targeted data endpoint: resolve the target, compute, serialise."""
+    """The view of a targeted data endpoint: resolve the target, compute, add the sources, serialise."""
 
     def view():
         compute = endpoint.function()
@@ -44,6 +45,7 @@ def data_view(endpoint: DataEndpoint):
             body = compute(engine, target.lat, target.lng, now)
         if endpoint.with_location:
             body = {"location": target.location_json(), **body}
+        body["sources"] = answer_sources(engine, endpoint.layers, now)
         return data_response(body)
 
     view.__name__, view.__doc__ = endpoint.view, endpoint.summary

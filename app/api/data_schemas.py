@@ -93,6 +93,31 @@ CONSTRUCTION_ITEM = _obj(
     f"A road work within {RADIUS_TEXT} (recurring occurrences collapsed into one item).",
 )
 
+NULLABLE_TEXT = {"type": ["string", "null"]}
+
+LINE_DETAIL = _obj(
+    {
+        "line": _d({"type": "string"}, "Public line number, leading zeros removed (as in `lines`)."),
+        "entity": _d(
+            NULLABLE_TEXT, "De Lijn `entiteitnummer` of the line (1 = Antwerpen); null when unknown."
+        ),
+        "number": _d(
+            NULLABLE_TEXT,
+            "De Lijn's internal `lijnnummer`: with `entity`, the line's identity; null when unknown.",
+        ),
+        "mode": _d(NULLABLE_TEXT, "`vervoertype` as published (`BUS`, `TRAM`, …); null when unknown."),
+        "network": _d(
+            NULLABLE_TEXT,
+            "`vervoerslaag` as published (`Kernnet`, `Aanvullend net`, `Flex`, …); null when not published.",
+        ),
+        "region": _d(NULLABLE_TEXT, "`vervoerRegioCode` of the line (e.g. `AN`); null when unknown."),
+        "regionName": _d(
+            NULLABLE_TEXT, "Name of that transport region from De Lijn's `/vervoerregios`; null when unknown."
+        ),
+    },
+    "One line affected by the detour.",
+)
+
 TRANSIT_ITEM = _obj(
     {
         "id": _d({"type": "string"}, "De Lijn `referentieOmleiding`."),
@@ -115,11 +140,69 @@ TRANSIT_ITEM = _obj(
             {**DATE, "type": ["string", "null"]},
             "Last day of the detour, Europe/Brussels date; null when open-ended.",
         ),
+        "lineDetails": _d(
+            {"type": "array", "items": LINE_DETAIL},
+            "Each affected line once, by its identity, in published order (our addition; empty when the "
+            "snapshot carries no line identities). Public numbers repeat (in the Antwerp region public "
+            "`2` is tram 2 and two buses): the identity tells which line a detour is on.",
+        ),
     },
     "A De Lijn (Antwerp region) detour in force now that affects the point.",
 )
 
 COUNT = {"type": "integer", "minimum": 0}
+
+SOURCE_NAMES = ["gipod", "delijn", "ircel", "lez"]
+
+SOURCES = _d(
+    {
+        "type": "array",
+        "items": _obj(
+            {
+                "source": _d(
+                    {"type": "string", "enum": SOURCE_NAMES},
+                    "The upstream source: `gipod` (road works), `delijn` (stops and detours), `ircel` "
+                    "(NO2 stations and values), `lez` (Antwerp low-emission zone).",
+                ),
+                "attribution": _d(
+                    {"type": "string"}, "Credit line the licence asks for, as the publisher words it (Dutch)."
+                ),
+                "licence": _d(
+                    {"type": "string"},
+                    "Licence of the data: Modellicentie Gratis Hergebruik v1.0 (GIPOD, Stad Antwerpen), the "
+                    "De Lijn open-data terms, CC BY 4.0 (IRCEL-CELINE).",
+                ),
+                "kind": _d(
+                    {"type": ["string", "null"], "enum": ["live", "recorded", "demo", "reference", None]},
+                    "How the snapshot holds the data: fetched from the source (`live`), replayed from a "
+                    "recording, generated (`demo`) or a published reference file; null when the snapshot "
+                    "does not say.",
+                ),
+                "observedAt": _d(
+                    {**UTC_MS, "type": ["string", "null"]},
+                    "When the newest value was observed: for IRCEL the end of the newest hour with a "
+                    "measured NO2 value at or before the request time; for the registers (GIPOD, De Lijn, "
+                    "the LEZ) the moment their state was read. Null when there is no value.",
+                ),
+                "retrievedAt": _d(UTC_MS, "When we fetched the source's data (the oldest of its layers)."),
+                "nextUpdateAt": _d(
+                    {**UTC_MS, "type": ["string", "null"]},
+                    "Earliest moment newer data can be served: retrievedAt + the source's cache expiry, for "
+                    "NO2 not before the next hourly value; null for data that is not refreshed (demo, "
+                    "recorded, reference).",
+                ),
+                "stale": _d(
+                    {"type": "boolean"},
+                    "True when the live data is older than the source's freshness limit, counted from "
+                    "observedAt (NO2: the newest measurement); never for demo, recorded or reference data.",
+                ),
+            },
+            "One source behind the answer.",
+        ),
+    },
+    "Each upstream source behind the answer, in the order of the layers it reads (our addition): whose data "
+    "it is, under which licence, and how fresh. Same snapshot, clock and settings give the same value.",
+)
 
 DISRUPTIONS = _obj(
     {
@@ -152,6 +235,7 @@ DISRUPTIONS = _obj(
             "When the works / detours / stops data used was retrieved (the oldest of "
             "the three), ISO 8601 UTC with milliseconds.",
         ),
+        "sources": SOURCES,
     },
     "Road works and public-transport disruptions near a point.",
 )
@@ -263,6 +347,7 @@ AIR_QUALITY = _obj(
             },
             "Antwerp low-emission-zone status of the point.",
         ),
+        "sources": SOURCES,
     },
     "Latest measured air quality (NO2) near a point and low-emission-zone status.",
 )
@@ -343,6 +428,7 @@ BRIEFING = _obj(
             "The first rush period that has not ended (a period in progress is returned); public holidays "
             "count as Sundays, which have no rush period.",
         ),
+        "sources": SOURCES,
     },
     "Operations briefing for the next 24 hours at a point.",
 )

@@ -6,7 +6,7 @@ FeatureCollection built from the JSON answer itself, so every value is the JSON 
 detour); a feature whose place is unknown has ``"geometry": null``. See docs/api.md → GeoJSON.
 
 - ``/disruptions``: the queried point (``kind: location``; properties ``location``, ``radiusKm``,
-  ``summary``, ``retrievedAt``), each work (``construction``, at its ``lat``/``lng``), each detour
+  ``summary``, ``retrievedAt``, ``sources``), each work (``construction``, at its ``lat``/``lng``), each detour
   (``transit``, a MultiPoint of the stops its De Lijn record lists as not served);
 - ``/air-quality``: the queried point (``location`` plus the whole JSON answer) and the station
   (``station``: ``reading.station``), when there is one;

@@ -87,7 +87,7 @@ def components(schemas: dict) -> dict:
     component schemas ``Location``, ``Disruptions`` and ``AirQuality`` of ``schemas``."""
     dis, air = schemas["Disruptions"], schemas["AirQuality"]
     location = dis["properties"]["location"]
-    head = _members(dis, ("location", "radiusKm", "summary", "retrievedAt"))
+    head = _members(dis, ("location", "radiusKm", "summary", "retrievedAt", "sources"))
     station = next(
         s for s in air["properties"]["reading"]["properties"]["station"]["oneOf"] if s.get("type") == "object"
     )

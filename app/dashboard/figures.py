@@ -11,17 +11,35 @@ import numpy as np
 RUNNING = "In uitvoering"
 
 
-def point_figures(engine, lat: float, lng: float, now) -> dict:
-    """``{"disruptions": …, "airQuality": …, "briefing": …}`` as the API computes them."""
+def point_figures(engine, lat: float, lng: float, now, settings=None) -> dict:
+    """``{"disruptions": …, "airQuality": …, "briefing": …}`` as the API computes them (with ``sources``)."""
     from geo.service.air import air_quality
     from geo.service.briefing import briefing
     from geo.service.disruptions import disruptions
 
-    return {
-        "disruptions": disruptions(engine, lat, lng, now),
-        "airQuality": air_quality(engine, lat, lng, now),
-        "briefing": briefing(engine, lat, lng, now),
-    }
+    from ..api.endpoints import by_path
+    from ..sources.provenance import answer_sources, current_settings
+
+    settings = settings or current_settings()
+    out = {}
+    for key, path, compute in (
+        ("disruptions", "/disruptions", disruptions),
+        ("airQuality", "/air-quality", air_quality),
+        ("briefing", "/briefing", briefing),
+    ):
+        body = compute(engine, lat, lng, now)
+        body["sources"] = answer_sources(engine, by_path(path).layers, now, settings)
+        out[key] = body
+    return out
+
+
+def all_sources(figures: dict) -> list:
+    """The sources of a point's three answers, each once, in order of first appearance (for the pages)."""
+    seen: dict = {}
+    for body in figures.values():
+        for s in body.get("sources") or []:
+            seen.setdefault(s["source"], s)
+    return list(seen.values())
 
 
 def _feature(lng: float, lat: float, props: dict) -> dict:

@@ -20,7 +20,7 @@ from flask import current_app, g, render_template
 from geo.rules.texts import DEFAULT as TEXT_LANGUAGE
 
 from . import limits
-from .figures import detour_stops, point_figures, station_point
+from .figures import all_sources, detour_stops, point_figures, station_point
 
 SIZE = 520  # px, square map
 RADIUS_KM = 2.5  # half the width of the map
@@ -106,6 +106,7 @@ def render_html(engine, location: dict, now) -> str:
         "dashboard/report.html",
         location=location,
         figures=figures,
+        sources=all_sources(figures),
         svg=static_map(engine, location, figures),
         now=now,
     )

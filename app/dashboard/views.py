@@ -32,7 +32,7 @@ from app.saved_locations import (
 
 from . import alerts, basemap, points
 from .access import current_viewer, sign_in_first
-from .figures import is_finite, map_features, point_figures
+from .figures import all_sources, is_finite, map_features, point_figures
 from .limits import count_point_view
 
 bp = Blueprint(
@@ -240,6 +240,7 @@ def map_page():
         "dashboard/map.html",
         point=point,
         figures=figures,
+        sources=all_sources(figures),
         saved=saved,
         subs=subs,
         as_of=getattr(engine, "as_of", None),

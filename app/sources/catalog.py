@@ -1,6 +1,8 @@
-"""What each upstream source is: label, default URL, licence, the layers it feeds, cache expiries.
+"""What each upstream source is: label, default URL, attribution and licence, the layers it feeds, cache
+expiries.
 
-This table is the single place ``docs/sources.md``, the freshness check and the error messages read from.
+This table is the single place ``docs/sources.md``, the freshness check, the error messages and the
+``sources`` member of the data answers (:mod:`app.sources.provenance`) read from.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ class Source:
     label: str
     default_url: str
     url_setting: str
-    licence: str
+    licence: str  # the licence's name, as the answers state it
     layers: tuple[str, ...]
+    attribution: str = ""  # the credit line the licence asks for (Dutch, as the publisher words it)
     expiry: dict[str, int] = field(default_factory=dict)  # cache expiry (s) per kind of request
 
 
@@ -29,7 +32,8 @@ SOURCES: dict[str, Source] = {
             label="GIPOD (wegenwerkenregister, Digitaal Vlaanderen)",
             default_url="https://geo.api.vlaanderen.be/GIPOD/ogc/features/v1",
             url_setting="URBAN_GIPOD_URL",
-            licence="Modellicentie Gratis Hergebruik v1.0 — Bron: GIPOD, Digitaal Vlaanderen",
+            licence="Modellicentie Gratis Hergebruik v1.0",
+            attribution="Bron: GIPOD, Digitaal Vlaanderen",
             layers=("works",),
             expiry={"works": 900},
         ),
@@ -38,7 +42,8 @@ SOURCES: dict[str, Source] = {
             label="De Lijn Kern Open Data (vervoersmaatschappij)",
             default_url="https://api.delijn.be/DLKernOpenData/api/v1",
             url_setting="URBAN_DELIJN_URL",
-            licence="De Lijn open data (free key from data.delijn.be; licence terms of the De Lijn data portal)",
+            licence="De Lijn open data: gebruiksvoorwaarden van het De Lijn dataportaal (data.delijn.be)",
+            attribution="Bron: De Lijn",
             layers=("stops", "detours"),
             expiry={"stops": 86400, "lines": 86400, "detours": 60},
         ),
@@ -47,7 +52,8 @@ SOURCES: dict[str, Source] = {
             label="IRCEL-CELINE SOS timeseries API (luchtkwaliteitsnetwerk)",
             default_url="https://geo.irceline.be/sos/api/v1",
             url_setting="URBAN_IRCEL_URL",
-            licence="CC BY 4.0 — IRCEL-CELINE",
+            licence="CC BY 4.0",
+            attribution="Bron: IRCEL-CELINE",
             layers=("stations", "no2"),
             expiry={"stations": 86400, "timeseries": 3600, "no2": 60},
         ),
@@ -58,7 +64,8 @@ SOURCES: dict[str, Source] = {
                 "https://geodata.antwerpen.be/arcgissql/rest/services/P_Portal/portal_publiek4/MapServer/283"
             ),
             url_setting="URBAN_LEZ_URL",
-            licence="Modellicentie Gratis Hergebruik v1.0 — Bron: Stad Antwerpen",
+            licence="Modellicentie Gratis Hergebruik v1.0",
+            attribution="Bron: Stad Antwerpen",
             layers=("lez",),
             expiry={"lez": 604800},
         ),

@@ -5,10 +5,15 @@ Requests (subscription key in the ``Ocp-Apim-Subscription-Key`` header, from ``U
 - ``GET /entiteiten/{e}/haltes`` — the stops of entity ``e`` (1 = Antwerpen);
 - ``GET /entiteiten/{e}/lijnen`` then ``GET /lijnen/{e}/{lijn}/lijnrichtingen/{HEEN|TERUG}/haltes`` — the
   stops of each line direction, inverted into the stop → lines relation (one request per line direction
-  instead of one per stop; a direction that does not exist answers 404 and is skipped);
-- ``GET /omleidingen?startDatum=…&eindDatum=…&taalCode=NEDERLANDS`` — detours of the next 28 days;
-- ``GET /entiteiten/{e}/lijnen`` for every other entity the detours name — their lines are named by the
-  internal ``lijnnummer`` only, the public number and ``vervoerRegioCode`` come from these lists;
+  instead of one per stop; a direction that does not exist answers 404 and is skipped). A line is its
+  ``(entiteitnummer, lijnnummer)``; the list holds lines valid today or later, so a line whose every version
+  starts after today (``lijnGeldigVan``) is not asked for: it serves no stop yet;
+- ``GET /vervoerregios`` — the names of the transport regions;
+- ``GET /omleidingen?startDatum=…&eindDatum=…&taalCode=NEDERLANDS`` — detours of the next 28 days (the API
+  accepts a window of at most one month; both ends are Europe/Brussels wall-clock times without a zone, as
+  the service reads them);
+- ``GET /entiteiten/{e}/lijnen`` for every other entity the detours name, then ``GET /lijnen/{e}/{l}`` once
+  for each line a detour names that no list holds (a 404 leaves the line unknown: counted, never guessed);
 - ``GET /haltes/{e}/{h}`` for every detour stop that is not in the stop list (detour stops carry no
   coordinates); a 404 leaves the stop unknown, and a detour none of whose stops can be placed is skipped.
 
@@ -22,7 +27,7 @@ from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from geo.data import upstream as normalise
-from geo.data.upstream_delijn import detour_entities, unknown_stops
+from geo.data.upstream_delijn import LineBook, detour_entities, unknown_lines, unknown_stops
 
 from .errors import UpstreamError
 from .http import Upstream
@@ -43,7 +48,7 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     --------
     >>> data = fetch(Upstream(session, settings), settings, now)   # doctest: +SKIP
     >>> sorted(data.raw)                                            # doctest: +SKIP
-    ['detours', 'stop_lines', 'stops']
+    ['detours', 'lines', 'regions', 'stop_details', 'stop_lines', 'stops']
     """
     if not settings.delijn_key:
         raise UpstreamError(SOURCE, "De Lijn: no subscription key configured (set URBAN_DELIJN_KEY)")
@@ -53,7 +58,9 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
     data = SourceData(SOURCE)
     times: dict[str, list] = {"stops": [], "detours": []}
 
-    def get(path, kind, check, layer, params=None, missing_ok=False, endpoint=""):
+    # the layer whose retrievedAt a request counts for: the detour list makes the detours' age; the lists,
+    # regions and stop lookups the detours are read with (cached for a day) count for the stops
+    def get(path, kind, check, params=None, missing_ok=False, endpoint="", layer="stops"):
         got = up.get_json(
             SOURCE,
             f"{base}{path}",
@@ -76,28 +83,31 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         f"/entiteiten/{entity}/haltes",
         "stops",
         object_with("haltes", arrays=("haltes",)),
-        "stops",
         endpoint="/entiteiten/{entiteitnummer}/haltes",
     )
     lijnen = get(
         f"/entiteiten/{entity}/lijnen",
         "lines",
         lines_check,
-        "stops",
         endpoint="/entiteiten/{entiteitnummer}/lijnen",
     )
     stop_lines: dict[str, dict] = {}
+    book = LineBook.from_payloads(lijnen, now)
+    asked: set[tuple[str, str]] = set()
     for lijn in lijnen.get("lijnen") or []:
-        e, nr = str(lijn.get("entiteitnummer", entity)), str(lijn.get("lijnnummer", ""))
-        if not (_DIGITS.fullmatch(e) and _DIGITS.fullmatch(nr)):
+        if not isinstance(lijn, dict):
             continue
-        public = str(lijn.get("lijnnummerPubliek") or lijn.get("lijnNummerPubliek") or nr)
+        e, nr = str(lijn.get("entiteitnummer", entity)).strip(), str(lijn.get("lijnnummer", "")).strip()
+        if not (_DIGITS.fullmatch(e) and _DIGITS.fullmatch(nr)) or (e, nr) in asked:
+            continue
+        asked.add((e, nr))
+        if book.not_yet_valid(e, nr):
+            continue
         for richting in DIRECTIONS:
             page = get(
                 f"/lijnen/{e}/{nr}/lijnrichtingen/{richting}/haltes",
                 "lines",
                 object_with("haltes", arrays=("haltes",)),
-                "stops",
                 missing_ok=True,
                 endpoint="/lijnen/{entiteitnummer}/{lijnnummer}/lijnrichtingen/{richting}/haltes",
             )
@@ -106,9 +116,14 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
                     continue
                 key = f"{halte.get('entiteitnummer', e)}_{halte['haltenummer']}"
                 entry = stop_lines.setdefault(key, {"lijnrichtingen": []})
-                entry["lijnrichtingen"].append(
-                    {"lijnNummerPubliek": public, "entiteitnummer": e, "lijnnummer": nr, "richting": richting}
-                )
+                entry["lijnrichtingen"].append({"entiteitnummer": e, "lijnnummer": nr, "richting": richting})
+    regions = get(
+        "/vervoerregios",
+        "lines",
+        object_with("vervoerRegios", arrays=("vervoerRegios",)),
+        missing_ok=True,
+        endpoint="/vervoerregios",
+    )
     start = now.astimezone(_LOCAL).replace(second=0, microsecond=0)
     window = {
         "startDatum": start.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -119,9 +134,9 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
         "/omleidingen",
         "detours",
         object_with("omleidingen", arrays=("omleidingen",)),
-        "detours",
         params=window,
         endpoint="/omleidingen",
+        layer="detours",
     )
     try:
         lines = [lijnen]
@@ -132,11 +147,21 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
                         f"/entiteiten/{e}/lijnen",
                         "lines",
                         lines_check,
-                        "detours",
                         endpoint="/entiteiten/{entiteitnummer}/lijnen",
                     )
                 )
-        stops = normalise.normalise_stops(haltes, stop_lines, lines)
+        for e, nr in unknown_lines(omleidingen, LineBook.from_payloads(lines, now)):
+            if _DIGITS.fullmatch(e) and _DIGITS.fullmatch(nr):
+                found = get(
+                    f"/lijnen/{e}/{nr}",
+                    "lines",
+                    object_with("lijnnummer"),
+                    missing_ok=True,
+                    endpoint="/lijnen/{entiteitnummer}/{lijnnummer}",
+                )
+                if found is not None:
+                    lines.append({"lijnen": [found]})
+        stops = normalise.normalise_stops(haltes, stop_lines, lines, on=now)
         details: dict[str, dict | None] = {}
         for e, h in unknown_stops(omleidingen, stops):
             if _DIGITS.fullmatch(e) and _DIGITS.fullmatch(h):
@@ -144,11 +169,10 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
                     f"/haltes/{e}/{h}",
                     "stops",
                     object_with("haltenummer"),
-                    "detours",
                     missing_ok=True,
                     endpoint="/haltes/{entiteitnummer}/{haltenummer}",
                 )
-        detours = normalise.normalise_detours(omleidingen, lines, stops, details)
+        detours = normalise.normalise_detours(omleidingen, lines, stops, details, regions, on=now)
     except normalise.UpstreamFormatError as exc:
         raise UpstreamError(SOURCE, f"De Lijn: unusable payload ({exc})") from None
     if len(stops) == 0:
@@ -160,6 +184,7 @@ def fetch(up: Upstream, settings: SourceSettings, now: datetime | None = None) -
             "stop_lines": stop_lines,
             "lines": lines,
             "stop_details": details,
+            "regions": regions,
             "detours": omleidingen,
         }
     )

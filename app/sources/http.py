@@ -2,7 +2,8 @@
 
 ``build_session`` makes the session (SQLite cache in WAL mode, or Redis with ``URBAN_REDIS_URL``; JSON
 serializer, no global ``install_cache``);
-``Upstream.get_json`` is the only way the adapters fetch. Every failure — refused connection, timeout, 5xx,
+``Upstream.get_json`` (and ``Upstream.post_json``, for IRCEL's batch ``getData``) is the only way the adapters
+fetch. Every failure — refused connection, timeout, 5xx,
 ``Retry-After`` beyond the budget, an open breaker, an oversized, truncated or malformed body, a payload of the
 wrong shape — becomes one ``UpstreamError`` naming the source; nothing else escapes.
 """
@@ -111,7 +112,7 @@ def build_session(cache_path: str | Path, settings: SourceSettings | None = None
         backend=backend,
         expire_after=300,
         allowable_codes=(200,),
-        allowable_methods=("GET",),
+        allowable_methods=("GET", "POST"),  # a POST's JSON body is part of its cache key
         ignored_parameters=tuple(DEFAULT_IGNORED_PARAMS) + SECRET_PARAMS,
         stale_if_error=False,
         match_headers=False,
@@ -266,6 +267,7 @@ class Upstream:
         check: Callable[[Any], None] | None = ...,
         missing_ok: Literal[False] = ...,
         endpoint: str = ...,
+        json_body: dict | None = ...,
     ) -> Fetched: ...
 
     @overload
@@ -280,6 +282,7 @@ class Upstream:
         check: Callable[[Any], None] | None = ...,
         missing_ok: bool,
         endpoint: str = ...,
+        json_body: dict | None = ...,
     ) -> Fetched | None: ...
 
     def get_json(
@@ -293,8 +296,10 @@ class Upstream:
         check: Callable[[Any], None] | None = None,
         missing_ok: bool = False,
         endpoint: str = "",
+        json_body: dict | None = None,
     ) -> Fetched | None:
-        """GET ``url`` and return its validated JSON, or raise ``UpstreamError`` within the time budget.
+        """GET ``url`` (POST ``json_body`` when given) and return its validated JSON, or raise
+        ``UpstreamError`` within the time budget.
 
         Retries refused/timed-out connections, 429/5xx answers and truncated or malformed bodies with
         exponential backoff (``backoff * 2**n``), honouring ``Retry-After`` when it fits in the remaining
@@ -322,8 +327,14 @@ class Upstream:
             timeout = (min(s.connect_timeout, remaining), min(s.read_timeout, remaining))
             wait: float | None = None
             try:
-                response = self.session.get(
-                    url, params=params, headers=headers, timeout=timeout, expire_after=expire_after
+                response = self.session.request(
+                    "GET" if json_body is None else "POST",
+                    url,
+                    params=params,
+                    json=json_body,
+                    headers=headers,
+                    timeout=timeout,
+                    expire_after=expire_after,
                 )
             except ResponseTooLarge as exc:
                 breaker.record_failure()
@@ -380,6 +391,31 @@ class Upstream:
                 self.sleep(pause)
         breaker.record_failure()
         raise UpstreamError(source, f"{label}: {reason} ({_origin(url)})")
+
+    def post_json(
+        self,
+        source: str,
+        url: str,
+        *,
+        body: dict,
+        headers: dict | None = None,
+        expire_after: float | None = None,
+        check: Callable[[Any], None] | None = None,
+        endpoint: str = "",
+    ) -> Fetched:
+        """POST the JSON ``body`` to ``url``, under the same policy as :meth:`get_json` (the body is part of
+        the cache key)."""
+        got = self.get_json(
+            source,
+            url,
+            headers=headers,
+            expire_after=expire_after,
+            check=check,
+            endpoint=endpoint,
+            json_body=body,
+        )
+        assert got is not None  # missing_ok is False
+        return got
 
     def _forget(self, response) -> None:
         """Drop a bad answer from the cache so the next call goes to the network."""

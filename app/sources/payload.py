@@ -107,9 +107,17 @@ def fetch_geojson_layer(
     )
 
 
-#: skip reasons that are filters by design, not loss: GIPOD events (not road works), and line directions of
-#: a stop whose public number is unknown (counted per direction, not per record)
-INFORMATIONAL = frozenset({("works", "event"), ("stops", "line_unknown")})
+#: skip reasons that are filters by design, not loss of records: GIPOD events (not road works), a stop's line
+#: directions whose public number is unknown or whose line does not run yet (counted per direction), and the
+#: lines of a kept detour that no line list holds (counted per line)
+INFORMATIONAL = frozenset(
+    {
+        ("works", "event"),
+        ("stops", "line_unknown"),
+        ("stops", "line_not_yet_valid"),
+        ("detours", "line_not_found"),
+    }
+)
 
 
 def check_skipped(source: str, label: str, layers: dict, settings) -> None:

@@ -215,6 +215,22 @@ class ReplayUpstream:
             fields["delijn_entity"] = entity
         return replace(base, delijn_key=base.delijn_key or "recorded", **fields)
 
+    def post_json(
+        self,
+        source: str,
+        url: str,
+        *,
+        body=None,
+        headers=None,
+        expire_after=None,
+        check=None,
+        endpoint: str = "",
+    ) -> Fetched:
+        """The recorded answer of a POST (found by endpoint, like a GET; the body is not part of the key)."""
+        got = self.get_json(source, url, check=check, endpoint=endpoint)
+        assert got is not None
+        return got
+
     def get_json(
         self,
         source: str,
@@ -226,6 +242,7 @@ class ReplayUpstream:
         check=None,
         missing_ok: bool = False,
         endpoint: str = "",
+        json_body=None,
     ) -> Fetched | None:
         key = key_of(source, endpoint, url)
         queue = self._queues.get(key)

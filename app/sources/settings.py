@@ -47,6 +47,7 @@ class SourceSettings:
     gipod_page_size: int = 1000
     gipod_max_pages: int = 200
     ircel_hours: int = 48
+    ircel_page_size: int = 500
     skip_share: float = 0.2
     skip_min: int = 10
     http_cache: str = ""
@@ -111,6 +112,7 @@ _KEYS = {
     "gipod_page_size": "URBAN_GIPOD_PAGE_SIZE",
     "gipod_max_pages": "URBAN_GIPOD_MAX_PAGES",
     "ircel_hours": "URBAN_IRCEL_HOURS",
+    "ircel_page_size": "URBAN_IRCEL_PAGE_SIZE",
     "skip_share": "URBAN_SKIP_SHARE",
     "skip_min": "URBAN_SKIP_MIN",
     "http_cache": "URBAN_HTTP_CACHE",

@@ -72,8 +72,9 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="De Lijn /entiteiten/{e}/lijnen response(s): internal -> public line numbers",
+        help="De Lijn /entiteiten/{e}/lijnen and /lijnen/{e}/{l} response(s): internal -> public line numbers",
     )
+    live.add_argument("--regions-json", metavar="FILE", help="De Lijn /vervoerregios response (region names)")
     live.add_argument(
         "--stop-details-json",
         metavar="FILE",
@@ -128,6 +129,7 @@ def main(argv=None) -> int:
             "stop_lines": _merge(_load_json([args.stop_lines_json] if args.stop_lines_json else [])),
             "detours": _merge(_load_json(args.detours_json)),
             "lines": _load_json(args.lines_json) or None,
+            "regions": _merge(_load_json([args.regions_json] if args.regions_json else [])),
             "stop_details": _merge(_load_json([args.stop_details_json] if args.stop_details_json else [])),
             "stations": _merge(_load_json([args.stations_json] if args.stations_json else [])),
             "timeseries": _merge(_load_json([args.timeseries_json] if args.timeseries_json else [])),

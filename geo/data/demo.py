@@ -165,8 +165,30 @@ ANTWERP_LINES = [
     "750",
     "760",
 ]
-#: demo transport regions (``vervoerRegioCode``) per entity; entity 1 = AN (Antwerp lines), KE, ME
-REGION_OF_ENTITY = {"2": "GE", "3": "VB", "4": "LI", "5": "WK"}
+#: demo transport regions (``vervoerRegioCode``, real codes) per entity; entity 1 = AN (Antwerp lines), KE, ME
+REGION_OF_ENTITY = {"2": "GE", "3": "LV", "4": "LI", "5": "BR"}
+#: De Lijn's transport regions (``GET /vervoerregios``: code -> naam, as in the real answer)
+REGION_NAME = {
+    "AA": "Aalst",
+    "AN": "Antwerpen",
+    "BR": "Brugge",
+    "GE": "Gent",
+    "KE": "Kempen",
+    "KO": "Kortrijk",
+    "LV": "Leuven",
+    "LI": "Limburg",
+    "ME": "Mechelen",
+    "OO": "Oostende",
+    "RO": "Midwest (Roeselare)",
+    "VA": "Vlaamse Ardennen",
+    "VR": "Vlaamse Rand",
+    "WA": "Waasland",
+    "WH": "Westhoek",
+}
+#: entity-1 regional routes (by their index among them) whose public number repeats an Antwerp tram's, as
+#: in the real list (public "2" is tram 2 and bus 948, public "3" is tram 3 and bus 947, all region AN):
+#: index -> (public, internal lijnnummer)
+REPEATED_PUBLIC = {0: ("2", "948"), 1: ("3", "947")}
 DAYS = ["MAANDAG", "DINSDAG", "WOENSDAG", "DONDERDAG", "VRIJDAG", "ZATERDAG", "ZONDAG"]
 DETOUR_REASONS = [
     ("werken", "Werken"),
@@ -482,6 +504,8 @@ class Scenario:
                 number = str(first + k * (3 if entity == "5" else 1))
                 if entity == "5" and k % 4 == 0:
                     number = number.zfill(3)  # e.g. "050", "062": published with a leading zero
+                if entity == "1" and k in REPEATED_PUBLIC:
+                    number = REPEATED_PUBLIC[k][0]
                 routes.append((entity, number, self._bent(cent[a], cent[b], rng), 0.7))
         return routes
 
@@ -582,19 +606,53 @@ class Scenario:
 
     def internal_number(self, r: int) -> str:
         """Internal ``lijnnummer`` of demo route ``r``: as in the real entity-1 list, some Antwerp lines have an
-        internal number that differs from the public one (every fourth: ``900 + k``), zero-padded public
-        numbers are internally plain (``007`` -> ``7``)."""
+        internal number that differs from the public one (every fourth: ``900 + k``; the regional buses that
+        repeat a tram's public number: :data:`REPEATED_PUBLIC`), zero-padded public numbers are internally
+        plain (``007`` -> ``7``)."""
         entity, public = self._stops[0][r][:2]
         if entity == "1" and r < len(ANTWERP_LINES) and r % 4 == 3:
             return str(900 + r)
+        if entity == "1" and r - len(ANTWERP_LINES) in REPEATED_PUBLIC:
+            return REPEATED_PUBLIC[r - len(ANTWERP_LINES)][1]
         return str(int(public)) if public.isdigit() else public
 
     def region(self, r: int) -> str:
-        """``vervoerRegioCode`` of demo route ``r``: Antwerp lines AN, the other entity-1 lines KE/ME."""
+        """``vervoerRegioCode`` of demo route ``r``: Antwerp lines AN, the other entity-1 lines KE/ME (AN for
+        the regional buses that repeat a tram's public number, as Lier's do)."""
         entity = self._stops[0][r][0]
         if entity == "1":
-            return "AN" if r < len(ANTWERP_LINES) else ("KE" if r % 2 == 0 else "ME")
+            if r < len(ANTWERP_LINES) or r - len(ANTWERP_LINES) in REPEATED_PUBLIC:
+                return "AN"
+            return "KE" if r % 2 == 0 else "ME"
         return REGION_OF_ENTITY[entity]
+
+    def network(self, r: int) -> str:
+        """``vervoerslaag`` of demo route ``r``: trams and Antwerp city lines are the core network
+        (``Kernnet``), every other line the supplementary network (``Aanvullend net``)."""
+        entity, public = self._stops[0][r][:2]
+        city = entity == "1" and r < len(ANTWERP_LINES) and (len(public) < 3 or public.startswith("0"))
+        return "Kernnet" if city or self.mode(r) == "TRAM" else "Aanvullend net"
+
+    def mode(self, r: int) -> str:
+        """``vervoertype`` of demo route ``r``: the first 13 Antwerp lines are trams."""
+        entity, public = self._stops[0][r][:2]
+        return "TRAM" if entity == "1" and r < len(ANTWERP_LINES) and public in ANTWERP_LINES[:13] else "BUS"
+
+    def regions_payload(self) -> dict:
+        """``GET /vervoerregios`` answer, in the real shape."""
+        base = "https://api.delijn.be/DLKernOpenData/api/v1/vervoerregios"
+        return {
+            "vervoerRegios": [
+                {
+                    "code": c,
+                    "naam": n,
+                    "nr": f"{k + 1:02d}",
+                    "links": [{"rel": "lijnen", "url": f"{base}/{c}/lijnen"}],
+                }
+                for k, (c, n) in enumerate(REGION_NAME.items())
+            ],
+            "links": [],
+        }
 
     def lines_payload(self) -> list[dict]:
         """``GET /entiteiten/{e}/lijnen`` answers (one per entity), in the real shape."""
@@ -609,7 +667,8 @@ class Scenario:
                     "omschrijving": f"Lijn {routes[r][1]}",
                     "vervoerRegioCode": self.region(r),
                     "publiek": True,
-                    "vervoertype": "TRAM" if entity == "1" and routes[r][1] in ANTWERP_LINES[:13] else "BUS",
+                    "vervoertype": self.mode(r),
+                    "vervoerslaag": self.network(r),
                     "bedieningtype": "NORMAAL",
                     "lijnGeldigVan": "2026-01-01",
                     "lijnGeldigTot": "2099-12-01",
@@ -627,7 +686,7 @@ class Scenario:
         """De Lijn ``Omleidingen`` response built on a ``stops`` layer (unserved stops are real stop ids)."""
         rng = self._rng(4)
         routes = self._stops[0]
-        route_of = {(e, public): r for r, (e, public, _, _) in enumerate(routes)}
+        route_of = {f"{e}_{self.internal_number(r)}": r for r, (e, _, _, _) in enumerate(routes)}
         xy = _km_xy(stops.geometry.x.to_numpy(), stops.geometry.y.to_numpy())
         tree = cKDTree(xy)
         centre = _km_xy([ANTWERP_CENTRE[0]], [ANTWERP_CENTRE[1]])[0]
@@ -639,10 +698,11 @@ class Scenario:
             (int(i), False) for i in rng.choice(elsewhere, N_DETOURS_ELSEWHERE, replace=False)
         ]
         for k, (i, _near_antwerp) in enumerate(picks):
-            served = [x for x in stops["lines"].iat[i].split(",") if x]
+            # lines by identity: a stop may be served by two lines with the same public number
+            served = [x for x in stops["line_ids"].iat[i].split(",") if x]
             lines = list(rng.choice(served, min(len(served), int(rng.integers(1, 3))), replace=False))
             around = tree.query_ball_point(xy[i], 0.6)
-            unserved = sorted(j for j in around if set(stops["lines"].iat[j].split(",")) & set(lines))
+            unserved = sorted(j for j in around if set(stops["line_ids"].iat[j].split(",")) & set(lines))
             unserved = unserved[: int(rng.integers(1, 7))] if rng.random() > 0.1 else []
             kind, reason = DETOUR_REASONS[rng.integers(len(DETOUR_REASONS))]
             street = STREETS[rng.integers(len(STREETS))]
@@ -659,11 +719,11 @@ class Scenario:
             )
             if rng.random() < 0.85:
                 text += f" Hou rekening met een vertraging van ongeveer {delay} minuten."
-            entity = stops["entity"].iat[i]
             lrs = []
             for line in lines:
-                r = route_of[(entity, line)]
-                if line.startswith("0"):
+                r = route_of[line]
+                entity, public = routes[r][:2]
+                if public.startswith("0"):
                     rng.random()  # keeps the stream of the earlier generator (it drew one number here)
                 for richting in ("HEEN", "TERUG"):
                     # as the real omleidingen: internal lijnnummer only, no public number
@@ -672,7 +732,7 @@ class Scenario:
                             "entiteitnummer": entity,
                             "lijnnummer": self.internal_number(r),
                             "richting": richting,
-                            "omschrijving": f"Lijn {line}",
+                            "omschrijving": f"Lijn {public}",
                             "links": [
                                 {
                                     "rel": "lijnrichting",

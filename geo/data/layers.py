@@ -14,7 +14,7 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "lez": ("name",),
     "river": ("part", "name"),
     "stations": ("id", "eoi_code", "name", "station_type", "area_type", "no2"),
-    "stops": ("id", "entity", "number", "name", "municipality", "lines"),
+    "stops": ("id", "entity", "number", "name", "municipality", "lines", "line_ids"),
     "works": ("id", "description", "status", "type", "owner", "start", "end", "occurrences"),
     "detours": (
         "id",
@@ -24,6 +24,7 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
         "entity",
         "region",
         "lines",
+        "line_details",
         "unserved_stops",
         "start",
         "end",

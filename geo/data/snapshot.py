@@ -36,6 +36,7 @@ RAW_KEYS = (
     "stops",
     "stop_lines",
     "lines",
+    "regions",
     "stop_details",
     "detours",
     "stations",
@@ -339,7 +340,8 @@ def build_layers(
 
     ``raw`` maps keys of :data:`RAW_KEYS` to parsed payloads (see :func:`geo.data.upstream` normalisers):
     ``works`` GIPOD FeatureCollection page(s); ``stops`` De Lijn Haltes + optional ``stop_lines``
-    (``{"e_h": Lijnrichtingen}``); ``detours`` Omleidingen; ``stations`` IRCEL ``/stations`` features;
+    (``{"e_h": Lijnrichtingen}``) and ``lines`` (``/entiteiten/{e}/lijnen`` and ``/lijnen/{e}/{l}`` answers);
+    ``detours`` Omleidingen + optional ``stop_details`` and ``regions`` (``/vervoerregios``); ``stations`` IRCEL ``/stations`` features;
     ``timeseries`` + ``no2`` IRCEL ``/timeseries`` items and ``getData`` values; ``lez`` ArcGIS GeoJSON;
     ``boundary`` a GeoJSON of the Flemish and Brussels regions (``service_area``).
     Layers given that way get kind ``live`` (``retrieved_at[layer]`` or ``as_of``).
@@ -435,18 +437,23 @@ def build_layers(
     )
     dynamic(
         "stops",
-        (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines")))
+        (lambda: upstream.normalise_stops(raw["stops"], raw.get("stop_lines"), raw.get("lines"), on=as_of))
         if "stops" in raw
         else None,
         "De Lijn Kern Open Data v1 haltes + lijnrichtingen",
         "De Lijn open data (licence per the De Lijn data portal terms)",
-        lambda: upstream.normalise_stops(*scenario().stops_payloads(), scenario().lines_payload()),
+        lambda: upstream.normalise_stops(*scenario().stops_payloads(), scenario().lines_payload(), on=as_of),
     )
     dynamic(
         "detours",
         (
             lambda: upstream.normalise_detours(
-                raw["detours"], raw.get("lines"), layers["stops"], raw.get("stop_details")
+                raw["detours"],
+                raw.get("lines"),
+                layers["stops"],
+                raw.get("stop_details"),
+                raw.get("regions"),
+                on=as_of,
             )
         )
         if "detours" in raw
@@ -454,7 +461,11 @@ def build_layers(
         "De Lijn Kern Open Data v1 omleidingen",
         "De Lijn open data (licence per the De Lijn data portal terms)",
         lambda: upstream.normalise_detours(
-            scenario().detours_payload(layers["stops"]), scenario().lines_payload(), layers["stops"]
+            scenario().detours_payload(layers["stops"]),
+            scenario().lines_payload(),
+            layers["stops"],
+            regions=scenario().regions_payload(),
+            on=as_of,
         ),
     )
     dynamic(

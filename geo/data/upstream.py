@@ -10,6 +10,7 @@ Timestamps without a zone are Belgian local time (Europe/Brussels); unparseable 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from .payload import UpstreamFormatError, parse_geo_coordinaat
 if TYPE_CHECKING:  # geopandas is imported where a frame is built (layers.frame)
     import geopandas as gpd
 from .payload import items as _items
-from .upstream_delijn import LineBook, StopBook
+from .upstream_delijn import LineBook, StopBook, region_names
 
 LOCAL_TZ = "Europe/Brussels"
 LEZ_NAME = "Lage-emissiezone Antwerpen"
@@ -40,13 +41,22 @@ _DELAY = re.compile(r"vertraging[^0-9.]{0,40}?(\d{1,3})\s*(?:min|minuten)\b", re
 # --- small parsers -----------------------------------------------------------------------------------
 
 
-def parse_time(value):
+def parse_time(value, *, late: bool = False):
     """ISO 8601 string to an aware UTC ``pd.Timestamp``; no zone = Europe/Brussels; bad/empty -> None.
+
+    A zone-less local time is read as Europe/Brussels across both DST changes: a time in the hour that does
+    not exist (the last Sunday of March, 02:00-03:00) moves forward to 03:00 CEST; a time in the hour that
+    occurs twice (the last Sunday of October, 02:00-03:00) is its first occurrence (CEST), or its second
+    (CET) with ``late`` (used for the end of a period, so the period covers the whole repeated hour).
 
     Examples
     --------
     >>> str(parse_time("2026-05-04T05:00:00"))
     '2026-05-04 03:00:00+00:00'
+    >>> str(parse_time("2026-10-25T02:30:00")), str(parse_time("2026-10-25T02:30:00", late=True))
+    ('2026-10-25 00:30:00+00:00', '2026-10-25 01:30:00+00:00')
+    >>> str(parse_time("2026-03-29T02:30:00"))
+    '2026-03-29 01:00:00+00:00'
     >>> parse_time("string") is None
     True
     """
@@ -59,7 +69,7 @@ def parse_time(value):
     if ts is pd.NaT:
         return None
     if ts.tzinfo is None:
-        ts = ts.tz_localize(LOCAL_TZ, ambiguous=True, nonexistent="shift_forward")
+        ts = ts.tz_localize(LOCAL_TZ, ambiguous=not late, nonexistent="shift_forward")
     return ts.tz_convert("UTC")
 
 
@@ -248,29 +258,42 @@ def _count(skipped: dict, reason: str, n: int = 1) -> None:
     skipped[reason] = skipped.get(reason, 0) + n
 
 
-def normalise_stops(haltes, lijnrichtingen: Mapping | None = None, lines=None):
+def _book(lines, on=None) -> LineBook:
+    return lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines, on)
+
+
+def _line_order(key: str):
+    entity, _, number = key.partition("_")
+    return (entity, 0, int(number), number) if number.isdigit() else (entity, 1, 0, number)
+
+
+def normalise_stops(haltes, lijnrichtingen: Mapping | None = None, lines=None, on=None):
     """De Lijn Kern ``Haltes`` payload(s) + per-stop ``Lijnrichtingen`` -> ``stops`` layer.
 
     ``lijnrichtingen`` maps the stop key ``"{entiteitnummer}_{haltenummer}"`` to the response of
     ``GET /haltes/{entiteitnummer}/{haltenummer}/lijnrichtingen`` (or its bare list). A ``Halte`` may also
     carry a ``lijnrichtingen`` member itself. ``lines`` are the ``/entiteiten/{e}/lijnen`` answer(s) (or a
     :class:`geo.data.upstream_delijn.LineBook`): the real ``lijnrichtingen`` carry only the internal ``lijnnummer``,
-    mapped here to the public number. ``lines`` lists the distinct public numbers as published (leading zeros
-    kept), ordered numerically; a line direction whose public number is unknown is counted in
-    ``attrs["skipped"]["line_unknown"]``, never listed under its internal number.
+    mapped here to the public number. ``line_ids`` lists the identities of the lines serving the stop
+    (``{entiteitnummer}_{lijnnummer}``, what matching uses); ``lines`` the distinct public numbers as
+    published (leading zeros kept), ordered numerically (what people see). A line direction whose public
+    number is unknown is counted in ``attrs["skipped"]["line_unknown"]``, never listed under its internal
+    number; one of a line that runs only from a later date than ``on`` (the snapshot's date: every known
+    version starts later) in ``line_not_yet_valid``.
 
     Examples
     --------
     >>> h = {"haltes": [{"entiteitnummer": "3", "haltenummer": "303980", "omschrijving": "Gilsonplein",
     ...                  "omschrijvingGemeente": "Leuven", "geoCoordinaat": "50.98145,4.82356"}]}
-    >>> lr = {"3_303980": {"lijnrichtingen": [{"lijnNummerPubliek": "335", "richting": "HEEN"}]}}
-    >>> normalise_stops(h, lr)[["id", "lines"]].values.tolist()
-    [['3_303980', '335']]
+    >>> lr = {"3_303980": {"lijnrichtingen": [{"lijnNummerPubliek": "335", "lijnnummer": "335",
+    ...                                         "richting": "HEEN"}]}}
+    >>> normalise_stops(h, lr)[["id", "lines", "line_ids"]].values.tolist()
+    [['3_303980', '335', '3_335']]
     """
 
     items = _items(haltes, "haltes", "De Lijn Haltes")
     lijnrichtingen = lijnrichtingen or {}
-    book = lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines)
+    book = _book(lines, on)
     if not isinstance(lijnrichtingen, Mapping):
         raise UpstreamFormatError(
             "De Lijn lijnrichtingen: expected an object keyed by '{entiteitnummer}_{haltenummer}'"
@@ -286,49 +309,82 @@ def normalise_stops(haltes, lijnrichtingen: Mapping | None = None, lines=None):
             _count(skipped, "no_coordinates")
             continue
         key = f"{h['entiteitnummer']}_{h['haltenummer']}"
-        publics = []
+        publics, ids = [], []
         for lr in _lijnrichtingen(h.get("lijnrichtingen")) + _lijnrichtingen(lijnrichtingen.get(key)):
             line = book.resolve({"entiteitnummer": h["entiteitnummer"], **lr})
             if line is None or not line.public:
                 _count(skipped, "line_unknown")
+            elif line.number and book.not_yet_valid(line.entity, line.number):
+                _count(skipped, "line_not_yet_valid")
             else:
                 publics.append(line.public)
-        by_id[key] = (h, ll, sorted(_unique(publics), key=_line_key))
+                if line.number:
+                    ids.append(line.key)
+        by_id[key] = (h, ll, sorted(_unique(publics), key=_line_key), sorted(_unique(ids), key=_line_order))
     ids = list(by_id)
     vals = [by_id[i] for i in ids]
     layer = frame(
         "stops",
         {
             "id": ids,
-            "entity": [str(h["entiteitnummer"]) for h, _, _ in vals],
-            "number": [str(h["haltenummer"]) for h, _, _ in vals],
-            "name": [h.get("omschrijving") for h, _, _ in vals],
-            "municipality": [h.get("omschrijvingGemeente") for h, _, _ in vals],
-            "lines": [_join(lines) for _, _, lines in vals],
+            "entity": [str(h["entiteitnummer"]) for h, *_ in vals],
+            "number": [str(h["haltenummer"]) for h, *_ in vals],
+            "name": [h.get("omschrijving") for h, *_ in vals],
+            "municipality": [h.get("omschrijvingGemeente") for h, *_ in vals],
+            "lines": [_join(v[2]) for v in vals],
+            "line_ids": [_join(v[3]) for v in vals],
         },
-        shapely.points([ll[1] for _, ll, _ in vals], [ll[0] for _, ll, _ in vals]) if vals else [],
+        shapely.points([v[1][1] for v in vals], [v[1][0] for v in vals]) if vals else [],
     )
     layer.attrs["skipped"] = skipped
     return _sorted_by_id(layer)
 
 
-def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | None = None):
+def line_detail(line, regions: Mapping) -> dict:
+    """One entry of a detour's ``line_details``: the line as people see it, and its identity.
+
+    Examples
+    --------
+    >>> from geo.data.upstream_delijn import Line
+    >>> line_detail(Line("2", "AN", "1", "948", "BUS", ""), {"AN": "Antwerpen"})
+    {'line': '2', 'entity': '1', 'number': '948', 'mode': 'BUS', 'network': None, 'region': 'AN', 'regionName': 'Antwerpen'}
+    """
+    return {
+        "line": line.public,
+        "entity": line.entity or None,
+        "number": line.number or None,
+        "mode": line.mode or None,
+        "network": line.network or None,
+        "region": line.region or None,
+        "regionName": regions.get(line.region) if line.region else None,
+    }
+
+
+def normalise_detours(
+    payload, lines=None, stops=None, stop_details: Mapping | None = None, regions=None, on=None
+):
     """De Lijn ``Omleidingen`` payload(s) (``omleidingen`` array; ``storingen`` ignored) -> ``detours``.
 
     Also accepts a bare list of ``Omleiding`` objects or a single one (``GET /omleidingen/{ref}``).
 
-    - ``lines`` (``/entiteiten/{e}/lijnen`` answers or a :class:`geo.data.upstream_delijn.LineBook`) turn each
-      line direction's internal ``lijnnummer`` into its public number and transport region (``region``, the
-      comma-joined ``vervoerRegioCode`` values); a direction that carries ``lijnNummerPubliek`` itself keeps it.
+    - ``lines`` (``/entiteiten/{e}/lijnen`` and ``/lijnen/{e}/{l}`` answers, or a
+      :class:`geo.data.upstream_delijn.LineBook`; ``on`` chooses between versions of a line) turn each line
+      direction's ``(entiteitnummer, lijnnummer)`` into the line's public number, transport region
+      (``region``: the comma-joined ``vervoerRegioCode`` values), ``vervoertype`` and ``vervoerslaag``; a
+      direction that carries ``lijnNummerPubliek`` itself keeps it. ``line_details`` holds one JSON object
+      per distinct line, in published order (:func:`line_detail`; ``regions`` is the ``/vervoerregios``
+      answer that names the regions): matching uses its identities, the answer shows it.
     - The point is the mean of the listed ``haltes`` (stops not served): a stop's own ``geoCoordinaat`` when it
       has one, else its place in ``stops`` (the stops layer) or in ``stop_details`` (``{"e_h": Halte}``
       answers of ``GET /haltes/{e}/{h}``). A detour without listed stops has an empty point.
     - Skipped, counted per reason in ``attrs["skipped"]``: no ``referentieOmleiding`` (``no_reference``);
       line directions listed but none with a known public number (``line_unknown``); stops listed but none
-      placeable (``stop_not_found``).
+      placeable (``stop_not_found``). A line of a kept detour that is in no line list (nor found by
+      ``/lijnen/{e}/{l}``) is left out of it and counted once per line (``line_not_found``).
     - ``entity`` is the first line direction's ``entiteitnummer`` (else the first stop's); ``type`` is lower
       case (the service sends ``werken``, ``WERKEN`` or nothing); ``days`` the upper-case ``omleidingsDagen``;
-      ``end`` NaT = open-ended (``eindDatum`` absent); ``delay_min`` is read from ``omschrijving``.
+      ``start``/``end`` read ``periode`` as Europe/Brussels (:func:`parse_time`; ``end`` NaT = open-ended,
+      ``eindDatum`` absent); ``delay_min`` is read from ``omschrijving``.
 
     Examples
     --------
@@ -345,16 +401,26 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
         items = []  # a /storingen answer (service disruptions, no detours): real ones carry no 'omleidingen'
     else:
         items = _items(payload, "omleidingen", "De Lijn Omleidingen")
-    book = lines if isinstance(lines, LineBook) else LineBook.from_payloads(lines)
+    book = _book(lines, on)
+    names = region_names(regions)
     places = StopBook.from_sources(stops, stop_details)
     by_id: dict[str, dict] = {}
     skipped: dict[str, int] = {}
+    not_found: set[tuple[str, str]] = set()
     for o in items:
         if not isinstance(o, Mapping) or o.get("referentieOmleiding") is None:
             _count(skipped, "no_reference")
             continue
         lrs = _lijnrichtingen(o.get("lijnrichtingen"))
-        resolved = [line for line in (book.resolve(lr) for lr in lrs) if line is not None and line.public]
+        resolved, missing = [], set()
+        for lr in lrs:
+            line = book.resolve(lr)
+            if line is not None and line.public:
+                resolved.append(line)
+            else:
+                missing.add(
+                    (str(lr.get("entiteitnummer", "")).strip(), str(lr.get("lijnnummer", "")).strip())
+                )
         if lrs and not resolved:
             _count(skipped, "line_unknown")
             continue
@@ -368,6 +434,8 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
         if haltes and not coords:
             _count(skipped, "stop_not_found")
             continue
+        not_found |= missing
+        details = list({(x.key if x.number else x.public): line_detail(x, names) for x in resolved}.values())
         entity = next((str(x["entiteitnummer"]) for x in lrs + haltes if x.get("entiteitnummer")), "")
         periode = o.get("periode") or {}
         match = _DELAY.search(str(o.get("omschrijving") or ""))
@@ -378,15 +446,18 @@ def normalise_detours(payload, lines=None, stops=None, stop_details: Mapping | N
             "entity": entity,
             "region": _join(sorted(_unique(line.region for line in resolved))),
             "lines": _join(_unique(line.public for line in resolved)),
+            "line_details": json.dumps(details, ensure_ascii=False, separators=(",", ":")) if details else "",
             "unserved_stops": _join(_unique(f"{h.get('entiteitnummer')}_{h['haltenummer']}" for h in haltes)),
             "start": parse_time(periode.get("startDatum")),
-            "end": parse_time(periode.get("eindDatum")),
+            "end": parse_time(periode.get("eindDatum"), late=True),
             "days": _join(str(d).strip().upper() for d in (o.get("omleidingsDagen") or []) if d),
             "delay_min": float(match.group(1)) if match else None,
             "geometry": shapely.Point(np.mean([c[0] for c in coords]), np.mean([c[1] for c in coords]))
             if coords
             else shapely.Point(),
         }
+    if not_found:
+        _count(skipped, "line_not_found", len(not_found))
     ids = list(by_id)
     rows = [by_id[i] for i in ids]
     cols = {c: [r[c] for r in rows] for c in SCHEMAS["detours"][1:]}  # every column after the id

@@ -2,8 +2,9 @@
 by :class:`geo.service.loaded.LoadedSnapshot` (``geo.service.loaded.prepare(engine)`` returns its copy).
 
 Everything that does not depend on the query point or the clock is computed here from the engine's layers:
-status classes and collapsed works clusters with their river side, Antwerp-region detours with normalised line
-sets, severity, delay and river side, a stop x line bit matrix, and per-station measured NO2 series.
+status classes and collapsed works clusters with their river side, Antwerp-region detours with their line
+keys (identities, docs/rules.md → Transit "Matching"), severity, delay and river side, a stop x line bit matrix,
+and per-station measured NO2 series.
 Requests then only index these arrays.
 """
 
@@ -74,9 +75,10 @@ class Detours:
     ids: np.ndarray
     id_rank: np.ndarray  # rank of the id in string order (tie-break of the distance sort)
     titles: np.ndarray
-    lines: list  # tuples of normalised line numbers
-    line_bits: np.ndarray  # (n_detours, n_bytes) uint8, packed over the line vocabulary
-    stop_bits: np.ndarray  # (n_stops, n_bytes) uint8: Antwerp-region lines serving each stop
+    lines: list  # tuples of normalised public line numbers (shown)
+    keys: list  # tuples of line keys (tr.detour_keys: identities, else public numbers; matched)
+    line_bits: np.ndarray  # (n_detours, n_bytes) uint8, packed over the line-key vocabulary
+    stop_bits: np.ndarray  # (n_stops, n_bytes) uint8: the detours' line keys serving each stop
     start_ms: np.ndarray
     end_ms: np.ndarray  # NO_END_MS when open-ended
     end_date: np.ndarray  # 'YYYY-MM-DD' or None
@@ -89,7 +91,7 @@ class Detours:
     lat_r: np.ndarray  # detour point in radians and cos(latitude), for the distance sort
     lng_r: np.ndarray
     cos_lat: np.ndarray
-    items: list  # per detour: JSON-ready (id, title, lines, severity, delay, endDate)
+    items: list  # per detour: JSON-ready (id, title, lines, severity, delay, endDate, lineDetails)
 
 
 @dataclass(frozen=True)
@@ -201,20 +203,22 @@ def _detours(engine) -> Detours:
     rows = np.flatnonzero(tr.antwerp_region(_col(frame, "region", ""), _col(frame, "entity", "")))
     sub = frame.iloc[rows]
     lines = [tr.split_lines(x) for x in _col(sub, "lines")]
-    vocab = {line: i for i, line in enumerate(sorted({x for ls in lines for x in ls}))}
+    details = [tr.line_details(x) for x in _col(sub, "line_details", "")]
+    keys = [tr.detour_keys(dt, ls) for dt, ls in zip(details, _col(sub, "lines", ""))]
+    vocab = {key: i for i, key in enumerate(sorted({x for ks in keys for x in ks}))}
     n_bytes = max(1, -(-len(vocab) // 8))
 
-    def bits(line_sets):
-        dense = np.zeros((len(line_sets), n_bytes * 8), dtype=bool)
-        for r, ls in enumerate(line_sets):
-            cols = [vocab[x] for x in ls if x in vocab]
+    def bits(key_sets):
+        dense = np.zeros((len(key_sets), n_bytes * 8), dtype=bool)
+        for r, ks in enumerate(key_sets):
+            cols = [vocab[x] for x in ks if x in vocab]
             dense[r, cols] = True
         return np.packbits(dense, axis=1)
 
     stops = engine.stops
-    stop_entity = np.array([str(e).strip() for e in _col(stops, "entity", "")], dtype=object)
-    stop_lines = [
-        tr.split_lines(x) if e == tr.ANTWERP_ENTITY else () for x, e in zip(_col(stops, "lines"), stop_entity)
+    stop_keys = [
+        tr.stop_keys(i, x, e)
+        for i, x, e in zip(_col(stops, "line_ids", ""), _col(stops, "lines", ""), _col(stops, "entity", ""))
     ]
 
     start_ms, has_start = column_ms(_col(sub, "start"))
@@ -225,7 +229,7 @@ def _detours(engine) -> Detours:
     if has_end.any():
         end_date[has_end] = day_strings(local_day_numbers(end_ms[has_end]))
     n_unserved = np.array([tr.count_items(x) for x in _col(sub, "unserved_stops")], dtype=np.int64)
-    n_lines = np.array([len(ls) for ls in lines], dtype=np.int64)
+    n_lines = np.array([len(ks) for ks in keys], dtype=np.int64)
     published = np.asarray(sub["delay_min"], dtype=np.float64) if "delay_min" in sub.columns else None
     delay = tr.delay_minutes(n_unserved, published)
     lat, lng = _coords(sub)
@@ -233,8 +237,8 @@ def _detours(engine) -> Detours:
     titles = np.array([t if isinstance(t, str) else "" for t in _col(sub, "title", "")], dtype=object)
     sev = tr.severity(n_unserved, n_lines, delay)
     items = [
-        (str(i), str(t), list(ls), tr.SEVERITY_NAMES[int(v)], int(m), e)
-        for i, t, ls, v, m, e in zip(ids, titles, lines, sev, delay, end_date)
+        (str(i), str(t), list(ls), tr.SEVERITY_NAMES[int(v)], int(m), e, [_shown(d) for d in dt])
+        for i, t, ls, v, m, e, dt in zip(ids, titles, lines, sev, delay, end_date, details)
     ]
     lat_r, lng_r = np.radians(lat), np.radians(lng)
     return Detours(
@@ -246,8 +250,9 @@ def _detours(engine) -> Detours:
         id_rank=np.unique(ids.astype(str), return_inverse=True)[1] if ids.size else np.zeros(0, np.int64),
         titles=titles,
         lines=lines,
-        line_bits=bits(lines),
-        stop_bits=bits(stop_lines),
+        keys=keys,
+        line_bits=bits(keys),
+        stop_bits=bits(stop_keys),
         start_ms=start_ms,
         end_ms=end_ms,
         end_date=end_date,
@@ -258,6 +263,19 @@ def _detours(engine) -> Detours:
         lng=lng,
         side=_sides(engine, lat, lng),
     )
+
+
+_DETAIL_MEMBERS = ("entity", "number", "mode", "network", "region", "regionName")
+
+
+def _shown(detail: dict) -> dict:
+    """One ``lineDetails`` entry of a transit item: the public number as ``lines`` shows it, then the line's
+    identity and attributes as published (null when unknown)."""
+    out: dict[str, str | None] = {"line": tr.normalise_line(detail.get("line") or "")}
+    for k in _DETAIL_MEMBERS:
+        v = detail.get(k)
+        out[k] = str(v) if v not in (None, "") else None
+    return out
 
 
 def _air(engine) -> Air:

@@ -1,9 +1,11 @@
-"""De Lijn detour rules (vectorised): line numbers, severity, delay, validity in time.
+"""De Lijn detour rules (vectorised): line identities and numbers, severity, delay, validity in time.
 
 See docs/rules.md for the reasoning behind every constant.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 
@@ -50,6 +52,88 @@ def split_lines(joined) -> tuple:
         if part.strip():
             seen.setdefault(normalise_line(part), None)
     return tuple(seen)
+
+
+def line_details(text) -> list[dict]:
+    """The parsed ``line_details`` of a detour row (a JSON array of objects); [] when absent or unusable.
+
+    Examples
+    --------
+    >>> line_details('[{"line":"2","entity":"1","number":"948"}]'), line_details(""), line_details(None)
+    ([{'line': '2', 'entity': '1', 'number': '948'}], [], [])
+    """
+    if not isinstance(text, str) or not text.strip():
+        return []
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return []
+    return [d for d in found if isinstance(d, dict)] if isinstance(found, list) else []
+
+
+def identity_key(entity, number) -> str:
+    """Matching key of a line known by its identity (entity, internal number).
+
+    Examples
+    --------
+    >>> identity_key("1", "948")
+    'id:1_948'
+    """
+    return f"id:{str(entity).strip()}_{str(number).strip()}"
+
+
+def public_key(public) -> str:
+    """Matching key of a line known only by its public number (leading zeros removed: the contract's rule).
+
+    Examples
+    --------
+    >>> public_key("007") == public_key("7")
+    True
+    """
+    return f"pub:{normalise_line(public)}"
+
+
+def detour_keys(details: list, lines) -> tuple:
+    """Matching keys of a detour's lines: the identity of each line in ``details`` that has one, its public
+    number otherwise; without ``details`` (a layer that carries no identities) the public numbers of
+    ``lines``. One key per distinct line, in published order.
+
+    Examples
+    --------
+    >>> detour_keys([{"line": "2", "entity": "1", "number": "948"}, {"line": "007"}], "")
+    ('id:1_948', 'pub:7')
+    >>> detour_keys([], "007,7,12")
+    ('pub:7', 'pub:12')
+    """
+    if not details:
+        return tuple(public_key(x) for x in split_lines(lines))
+    keys = (
+        identity_key(d["entity"], d["number"])
+        if d.get("entity") and d.get("number")
+        else public_key(d.get("line"))
+        for d in details
+        if d.get("number") or d.get("line")
+    )
+    return tuple(dict.fromkeys(keys))
+
+
+def stop_keys(line_ids, lines, entity) -> tuple:
+    """Matching keys of the lines serving a stop: the identity of each line (``line_ids``, every entity),
+    plus the public numbers of the lines of an entity-1 stop, which only a detour line without a known
+    identity can match (public numbers repeat, also within entity 1).
+
+    Examples
+    --------
+    >>> stop_keys("1_2,1_948", "2", "1")
+    ('id:1_2', 'id:1_948', 'pub:2')
+    >>> stop_keys("3_620", "620", "3")
+    ('id:3_620',)
+    """
+    ids = [x.strip() for x in line_ids.split(",") if x.strip()] if isinstance(line_ids, str) else []
+    keys = [f"id:{x}" for x in ids]
+    if str(entity).strip() == ANTWERP_ENTITY:
+        keys += [public_key(x) for x in split_lines(lines)]
+    return tuple(dict.fromkeys(keys))
 
 
 def count_items(joined) -> int:

@@ -80,7 +80,7 @@ def disruptions(engine, lat, lng, now):
         )
     transit = []
     for j in found.detours.tolist():
-        i, title, lines, severity, delay, end = p.detours.items[j]
+        i, title, lines, severity, delay, end, details = p.detours.items[j]
         transit.append(
             {
                 "id": i,
@@ -89,6 +89,7 @@ def disruptions(engine, lat, lng, now):
                 "severity": severity,
                 "estimatedDelayMin": delay,
                 "endDate": end,
+                "lineDetails": [dict(x) for x in details],
             }
         )
     return {

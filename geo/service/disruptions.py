@@ -184,7 +184,8 @@ def _transit_items(lk, detours) -> list:
     out = []
     for j in detours.tolist():
         item = templates[j].copy()
-        item["lines"] = list(item["lines"])  # a list of its own per response
+        item["lines"] = list(item["lines"])  # lists and objects of its own per response
+        item["lineDetails"] = [dict(x) for x in item["lineDetails"]]
         out.append(item)
     return out
 

@@ -100,8 +100,9 @@ class Lookups:
                 "severity": sev,
                 "estimatedDelayMin": delay,
                 "endDate": end,
+                "lineDetails": details,
             }
-            for i, title, lines, sev, delay, end in d.items
+            for i, title, lines, sev, delay, end, details in d.items
         ]
 
     def _near_tables(self, engine, w):

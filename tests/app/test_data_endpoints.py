@@ -43,7 +43,7 @@ def test_disruptions_location_member_comes_first(real):
     c = app.test_client()
     point = c.get(f"/api/v1/disruptions?lat={ANTWERP[0]}&lng={ANTWERP[1]}", headers=bearer(key)).get_json()
     assert list(point)[0] == "location" and point["location"] == {"lat": 51.2194, "lng": 4.4025}
-    assert list(point)[1:] == ["radiusKm", "summary", "construction", "transit", "retrievedAt"]
+    assert list(point)[1:] == ["radiusKm", "summary", "construction", "transit", "retrievedAt", "sources"]
     saved = c.get("/api/v1/disruptions?locationId=loc_stadhuis", headers=bearer(key)).get_json()
     assert saved["location"] == {"id": "loc_stadhuis", "name": "Stadhuis", "lat": 51.2213, "lng": 4.3997}
 

@@ -10,7 +10,9 @@ import pytest
 
 import app.negotiation as negotiation
 from app import accounts
+from app.api.endpoints import by_path
 from app.clock import data_now
+from app.sources.provenance import answer_sources
 from app.db import open_store
 from app.negotiation import choose_language
 from platform_helpers import bearer
@@ -107,13 +109,16 @@ def test_translated_endpoints(real, engine, path, compute):
     client = app.test_client()
     with app.app_context():
         now = data_now(engine)
+        sources = {"sources": answer_sources(engine, by_path(path).layers, now)}  # the view adds them
         expected = {
-            lang: app.json.body(compute(engine, *ANTWERP, now, lang=lang)).encode() for lang in LANGUAGES
+            lang: app.json.body({**compute(engine, *ANTWERP, now, lang=lang), **sources}).encode()
+            for lang in LANGUAGES
         }
+        default = app.json.body({**compute(engine, *ANTWERP, now), **sources}).encode()
     plain = get(client, key, path)
     assert plain.status_code == 200
     # no header: the Dutch answer, the bytes geo makes without a language (the golden corpus's bytes)
-    assert plain.data == expected["nl"] == app.json.body(compute(engine, *ANTWERP, now)).encode()
+    assert plain.data == expected["nl"] == default
     assert plain.headers["Content-Language"] == "nl"
     assert plain.headers["Vary"] == "Authorization, Accept, Accept-Language"
     tags = {}

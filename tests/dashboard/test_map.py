@@ -40,6 +40,15 @@ def test_map_json_figures_equal_the_api_for_any_point(app, user, lat, lng):
     assert f"{d['summary']['activeWorks']} running, {d['summary']['plannedWorks']} planned" in page
     if aq["reading"]["value"] is not None:
         assert f'data-testid="no2-value">{aq["reading"]["value"]} ' in page
+    # every source behind the figures, once, with its attribution, licence and freshness
+    sources = {s["source"]: s for body in body["figures"].values() for s in body["sources"]}
+    assert list(sources) == ["gipod", "delijn", "ircel", "lez"] and page.count('data-testid="source"') == 4
+    for s in sources.values():
+        row = page.split(f'data-source="{s["source"]}"', 1)[1].split("</tr>", 1)[0]
+        assert (
+            s["attribution"] in row and s["licence"] in row and s["retrievedAt"][:16].replace("T", " ") in row
+        )
+        assert f'data-testid="source-stale">{"stale" if s["stale"] else "current"}<' in row
 
 
 def test_saved_location_and_injected_clock_give_the_api_numbers(config, engine, user):

@@ -62,6 +62,11 @@ def test_report_pdf_holds_the_api_figures_and_renders_to_png(app, user, tmp_path
     for detour in api["disruptions"]["transit"]:
         assert detour["id"] in flat
     assert api["briefing"]["bestWindow"]["start"][11:16] in flat
+    # every source's credit line, licence, kind, times and freshness, as the API states them
+    for s in api["briefing"]["sources"]:
+        observed, retrieved = (s[k][:16].replace("T", " ") for k in ("observedAt", "retrievedAt"))
+        assert f"{s['attribution']} — {s['licence']} ({s['kind']} data)." in flat
+        assert f"Latest value observed {observed} UTC · retrieved {retrieved} UTC · not refreshed" in flat
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     subprocess.run(

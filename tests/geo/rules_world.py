@@ -167,6 +167,17 @@ STATIONS = [
 ]
 
 
+def served(eng, path: str, body: dict, now) -> dict:
+    """``body`` as the API serves it: with the ``sources`` member the app adds (``app.sources.provenance``,
+    default settings), for the checks against the API's response schemas."""
+    from app.api.endpoints import by_path
+    from app.sources.provenance import answer_sources
+    from app.sources.settings import SourceSettings
+
+    settings = SourceSettings.from_mapping({}, {})
+    return {**body, "sources": answer_sources(eng, by_path(path).layers, now, settings)}
+
+
 def engine(works_rows=(), stop_rows=(), detour_rows=(), station_rows=STATIONS, no2_rows=(), manifest=None):
     """An Engine over the constructed layers."""
     points = {r[0]: (r[2], r[3]) for r in station_rows}

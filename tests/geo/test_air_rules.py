@@ -220,8 +220,8 @@ def test_schema_and_determinism(eng):
     )
     for now in (at(7), at(11), at(12, 30)):
         for point in (W.P, (51.06, 4.10), (51.2120, 4.4020)):
-            body = reading(eng, now, *point)
+            body = W.served(eng, "/air-quality", reading(eng, now, *point), now)
             v.validate(json.loads(json.dumps(body)))
     assert json.dumps(reading(eng, at(7))) == json.dumps(reading(W.engine(no2_rows=ROWS), at(7)))
     bare = W.engine(station_rows=[W.STATIONS[0]])
-    v.validate(json.loads(json.dumps(reading(bare, at(7)))))
+    v.validate(json.loads(json.dumps(W.served(bare, "/air-quality", reading(bare, at(7)), at(7)))))

@@ -351,7 +351,7 @@ def test_schema_and_determinism(busy, quiet):
             datetime(2026, 10, 25, 0, 30, tzinfo=UTC),
             datetime(2026, 3, 29, 1, 0, tzinfo=UTC),
         ):
-            v.validate(json.loads(json.dumps(br.briefing(eng, *point, now))))
+            v.validate(json.loads(json.dumps(W.served(eng, "/briefing", br.briefing(eng, *point, now), now))))
     again = W.engine(**BUSY)
     assert json.dumps(br.briefing(busy, LAT, LNG, W.NOW)) == json.dumps(br.briefing(again, LAT, LNG, W.NOW))
 
@@ -364,7 +364,10 @@ def test_api_doc_example_is_a_real_response(engine):
     section = doc[doc.index("## GET /briefing") :]
     section = section[: section.index("\n## ")]
     block = section[section.index("```json\n") + 8 :]
-    assert json.loads(block[: block.index("```")]) == br.briefing(engine, 51.2194, 4.4025, engine.as_of)
+    at = engine.as_of
+    assert json.loads(block[: block.index("```")]) == W.served(
+        engine, "/briefing", br.briefing(engine, 51.2194, 4.4025, at), at
+    )
     gent = br.briefing(engine, 51.05, 3.73, engine.as_of)
     assert f"`{gent['headline']}`" in section and "; geen halte binnen 400 m (" in gent["headline"]
     assert f"`transitFallback` has value `{gent['keyFacts'][5]['value']}`" in section

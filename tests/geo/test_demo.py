@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -112,7 +114,8 @@ def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
     d, s = layers["detours"], layers["stops"]
     antwerp = d[d["region"] == "AN"]
     assert len(antwerp) >= 30 and len(d) > len(antwerp)
-    assert set(antwerp["entity"]) == {"1"} and {"KE", "ME"} <= set(d.loc[d["entity"] == "1", "region"])
+    # entity 1 is the whole province: its detours are also in other transport regions
+    assert set(antwerp["entity"]) == {"1"} and "KE" in set(d.loc[d["entity"] == "1", "region"])
     assert set(d["type"]) == {"werken", "evenement", ""}  # lower, upper (lowered) or absent
     assert d["title"].str.contains(": ").all()
     assert antwerp["end"].isna().sum() >= 3 and antwerp["end"].notna().sum() >= 20
@@ -129,6 +132,26 @@ def test_detours_antwerp_region_with_periods_types_and_unserved_stops(layers):
     # every detour with stops is placed at them (the payload's stops carry no coordinates)
     placed = d[d["unserved_stops"] != ""]
     assert not placed.geometry.is_empty.any()
+
+
+def test_demo_repeats_public_line_numbers_as_the_real_list_does(layers):
+    # as in the real entity-1 list: public "2" is tram 2 (internal 2) and bus 948, public "3" is tram 3 and
+    # bus 947, all in region AN; stops and detours carry the identity beside the public number
+    s, d = layers["stops"], layers["detours"]
+    ids = s.set_index("id")["line_ids"].str.split(",")
+    both = [i for i, x in ids.items() if {"1_3", "1_947"} <= set(x)]
+    assert both and s.set_index("id").loc[both[0], "lines"].split(",").count("3") == 1
+    on_947 = [json.loads(x) for x in d["line_details"] if '"number":"947"' in x]
+    assert on_947 and all(
+        e["line"] == "3" and e["region"] == "AN" and e["regionName"] == "Antwerpen" and e["mode"] == "BUS"
+        for details in on_947
+        for e in details
+        if e["number"] == "947"
+    )
+    tram = json.loads(next(x for x in d["line_details"] if '"number":"1"' in x))
+    assert {"mode": "TRAM", "network": "Kernnet"}.items() <= next(
+        e for e in tram if e["number"] == "1"
+    ).items()
 
 
 # --- NO2 ----------------------------------------------------------------------------------------------

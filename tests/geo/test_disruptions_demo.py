@@ -11,6 +11,8 @@ import jsonschema
 import numpy as np
 import pytest
 
+import rules_world as W
+
 from geo import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, OutsideServiceArea
 from geo.service.air import air_quality
 from geo.service.briefing import briefing
@@ -157,11 +159,12 @@ def test_random_points_validate_and_are_deterministic(engine, now, validators):
     pts += [GROENPLAATS, LINKEROEVER, GENT]
     for la, ln in pts:
         d = disruptions(engine, la, ln, now)
-        validators["Disruptions"].validate({"location": {"lat": round(la, 6), "lng": round(ln, 6)}, **d})
+        located = {"location": {"lat": round(la, 6), "lng": round(ln, 6)}, **d}
+        validators["Disruptions"].validate(W.served(engine, "/disruptions", located, now))
         a = air_quality(engine, la, ln, now)
-        validators["AirQuality"].validate(a)
+        validators["AirQuality"].validate(W.served(engine, "/air-quality", a, now))
         b = briefing(engine, la, ln, now)
-        validators["Briefing"].validate(b)
+        validators["Briefing"].validate(W.served(engine, "/briefing", b, now))
         assert a["reading"]["value"] != 0 or a["reading"]["status"] == "measured"
         side = int(engine.river_side(la, ln)[0])
         if side != RIVER_NONE:

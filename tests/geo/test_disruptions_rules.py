@@ -250,6 +250,7 @@ def test_transit_lines_entity_stop_distance_period_and_severity(transit_eng):
             "severity": "high",
             "estimatedDelayMin": 13,
             "endDate": None,
+            "lineDetails": [],
         },
         {
             "id": "30001",
@@ -258,6 +259,7 @@ def test_transit_lines_entity_stop_distance_period_and_severity(transit_eng):
             "severity": "medium",
             "estimatedDelayMin": 7,
             "endDate": "2026-11-30",
+            "lineDetails": [],
         },
         {
             "id": "30005",
@@ -266,6 +268,7 @@ def test_transit_lines_entity_stop_distance_period_and_severity(transit_eng):
             "severity": "low",
             "estimatedDelayMin": 3,
             "endDate": None,
+            "lineDetails": [],
         },
     ]
     assert body["summary"]["transitDisruptions"] == 3 and body["summary"]["highSeverityTransit"] == 1
@@ -355,6 +358,7 @@ def test_bad_points_raise(eng, lat, lng, error):
 def test_matches_schema_with_both_location_shapes(transit_eng, body, data_schemas):
     schema = data_schemas["Disruptions"]
     full = disruptions(transit_eng, LAT, LNG, W.NOW)
+    body, full = (W.served(transit_eng, "/disruptions", b, W.NOW) for b in (body, full))
     for location in ({"lat": LAT, "lng": LNG}, {"id": "loc_1", "name": "Kantoor", "lat": LAT, "lng": LNG}):
         for b in (body, full):
             validate(schema, {"location": location, **b})

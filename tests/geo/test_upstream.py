@@ -301,6 +301,42 @@ def test_parse_time_handles_zones_dst_and_garbage():
     assert parse_time(None) is None and parse_time("") is None and parse_time("string") is None
 
 
+def _periode(start: str, end: str | None = None) -> dict:
+    periode = {"startDatum": start, **({"eindDatum": end} if end else {})}
+    return {
+        "omleidingen": [{"titel": "t", "referentieOmleiding": 1, "periode": periode, "lijnrichtingen": []}]
+    }
+
+
+@pytest.mark.parametrize(
+    "start, end, start_utc, end_utc",
+    [
+        # spring forward, 29 March 2026: 02:00-03:00 does not exist in Brussels
+        ("2026-03-29T01:59:00", "2026-03-29T03:00:00", "2026-03-29T00:59:00Z", "2026-03-29T01:00:00Z"),
+        ("2026-03-29T02:30:00", "2026-03-29T02:45:00", "2026-03-29T01:00:00Z", "2026-03-29T01:00:00Z"),
+        # fall back, 25 October 2026: 02:00-03:00 happens twice (CEST, then CET); a period covers both
+        ("2026-10-25T02:30:00", "2026-10-25T02:30:00", "2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z"),
+        ("2026-10-25T01:59:00", "2026-10-25T03:00:00", "2026-10-24T23:59:00Z", "2026-10-25T02:00:00Z"),
+    ],
+)
+def test_detour_periode_is_brussels_time_at_both_dst_changes(start, end, start_utc, end_utc):
+    row = normalise_detours(_periode(start, end)).iloc[0]
+    assert (row["start"], row["end"]) == (utc(start_utc), utc(end_utc))
+
+
+def test_a_detour_ending_in_the_repeated_hour_is_in_force_through_both_of_its_occurrences():
+    from geo.rules.transit import active_at
+
+    row = normalise_detours(_periode("2026-10-25T00:00:00", "2026-10-25T02:30:00")).iloc[0]
+    start_ms, end_ms = int(row["start"].value // 10**6), int(row["end"].value // 10**6)
+    # 02:30 CET (the second 02:30) is 01:30Z: the detour is in force at 01:15Z (02:15 CET), ended at 01:30Z
+    at = [
+        utc(t).value // 10**6
+        for t in ("2026-10-25T00:45:00Z", "2026-10-25T01:15:00Z", "2026-10-25T01:30:00Z")
+    ]
+    assert [bool(active_at(start_ms, end_ms, 127, t, 6)) for t in at] == [True, True, False]
+
+
 # --- IRCEL-CELINE -------------------------------------------------------------------------------------
 
 

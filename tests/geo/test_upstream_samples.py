@@ -6,6 +6,7 @@ coordinates, periods, statuses, values, nulls). The samples are read from ../sha
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 
@@ -13,7 +14,7 @@ import pandas as pd
 import pytest
 
 from geo.data import upstream as u
-from geo.data.upstream_delijn import LineBook, StopBook, unknown_stops
+from geo.data.upstream_delijn import LineBook, StopBook, region_names, unknown_lines, unknown_stops
 from geo.data.upstream_gipod import gipod_id
 from geo.rules.works import PLANNED, RUNNING, status_class
 
@@ -118,7 +119,7 @@ def test_delijn_detours_sample_names_internal_lines_and_stops_without_coordinate
     assert u.normalise_detours(payload).attrs["skipped"] == {"line_unknown": 1}
     lines = {
         "lijnen": [
-            {"entiteitnummer": "3", "lijnnummer": "620", "lijnnummerPubliek": "620", "vervoerRegioCode": "VB"}
+            {"entiteitnummer": "3", "lijnnummer": "620", "lijnnummerPubliek": "620", "vervoerRegioCode": "VR"}
         ]
     }  # made here: the entity-3 list is not in the samples
     # the stop 3/308530 carries no coordinates and is not in the sample stop list: it must be looked up
@@ -138,7 +139,7 @@ def test_delijn_detours_sample_names_internal_lines_and_stops_without_coordinate
         "873876",
         "Werken thv de halte Aristide Briand",
         "3",
-        "VB",
+        "VR",
         "620",
         "3_308530",
     )
@@ -146,6 +147,111 @@ def test_delijn_detours_sample_names_internal_lines_and_stops_without_coordinate
     assert row["days"] == "MAANDAG,DINSDAG,WOENSDAG,DONDERDAG,VRIJDAG,ZATERDAG,ZONDAG"
     assert row["type"] == "" and math.isnan(row["delay_min"])  # no type in the real answer
     assert (row.geometry.x, row.geometry.y) == (4.2984, 50.8346) and not d.geometry.is_empty.any()
+
+
+MADE_620 = {
+    "lijnen": [
+        {"entiteitnummer": "3", "lijnnummer": "620", "lijnnummerPubliek": "620", "vervoerRegioCode": "VR"}
+    ]
+}  # made here: the entity-3 list is not in the samples
+MADE_308530 = {
+    "entiteitnummer": "3",
+    "haltenummer": "308530",
+    "geoCoordinaat": {"latitude": 50.8346, "longitude": 4.2984},
+}  # made here
+
+
+def test_delijn_earlier_detours_sample_sends_its_type_in_upper_case(sample):
+    earlier, later = sample("delijn/detours_2024-03-07_with_type.json"), sample("delijn/detours.json")
+    # the same per-stop answer recorded twice: the earlier one carries "type": "WERKEN" and no top-level links
+    assert earlier["omleidingen"][0]["type"] == "WERKEN" and "type" not in later["omleidingen"][0]
+    assert "links" not in earlier and "links" in later
+    a = u.normalise_detours(earlier, MADE_620, None, {"3_308530": MADE_308530}).iloc[0]
+    b = u.normalise_detours(later, MADE_620, None, {"3_308530": MADE_308530}).iloc[0]
+    assert (a["id"], a["type"], b["type"]) == ("873876", "werken", "")  # read lower case; absent is ""
+    same = ["id", "title", "entity", "region", "lines", "line_details", "unserved_stops", "start", "days"]
+    assert [a[c] for c in same] == [b[c] for c in same] and pd.isna(a["end"]) and pd.isna(b["end"])
+    assert a["start"] == utc("2023-04-20T22:00:00Z")  # 2023-04-21T00:00:00 in Brussels (CEST)
+
+
+def test_delijn_transport_regions_samples_name_every_region_the_lines_use(sample):
+    from geo.data.demo import REGION_NAME
+
+    names = region_names(sample("delijn/vervoerregios.json"))
+    assert len(names) == 15 and names == REGION_NAME  # the demo's table is the real one
+    assert (names["AN"], names["KE"], names["RO"]) == ("Antwerpen", "Kempen", "Midwest (Roeselare)")
+    assert region_names(sample("delijn/vervoerregio_AA.json")) == {"AA": "Aalst"}
+    used = {
+        line["vervoerRegioCode"]
+        for f in ("lines_by_entity", "lines_by_region_AA", "lines_by_municipality_1866")
+        for line in sample(f"delijn/{f}.json")["lijnen"]
+    }
+    assert used == {"AN", "KE", "ME", "LV", "LI", "AA"} and used <= set(names)
+
+
+def test_delijn_lines_by_region_sample_validity_and_repeated_public_numbers(sample):
+    payload = sample("delijn/lines_by_region_AA.json")
+    book = LineBook.from_payloads(payload, "2024-03-07")
+    assert len(book.lines) == 34 and book.entities == {"2"}
+    assert {line.region for line in book.lines.values()} == {"AA"}
+    # public "1" is two lines of entity 2: Dendermonde (internal 13) and Aalst (internal 107)
+    ones = sorted(n for (_, n), line in book.lines.items() if line.public == "1")
+    assert ones == ["107", "13"]
+    thirteen, hundred_seven = book.get("2", "13"), book.get("2", "107")
+    assert (thirteen.valid_from, thirteen.valid_to) == (dt.date(2024, 2, 26), dt.date(2024, 3, 30))
+    assert thirteen.valid_on(dt.date(2024, 3, 7)) and not thirteen.valid_on(dt.date(2024, 3, 31))
+    assert hundred_seven.valid_on(dt.date(2024, 4, 1)) and not hundred_seven.valid_on(dt.date(2024, 4, 2))
+    # before its timetable period every line is "not yet valid": it serves no stop
+    early = LineBook.from_payloads(payload, "2024-02-01")
+    assert all(early.not_yet_valid("2", n) for (_, n) in early.lines)
+    stop = {"entiteitnummer": "2", "haltenummer": "1", "geoCoordinaat": "50.94,4.04"}  # made here
+    served = {"2_1": {"lijnrichtingen": [{"entiteitnummer": "2", "lijnnummer": "13"}]}}
+    layer = u.normalise_stops({"haltes": [stop]}, served, payload, on="2024-02-01T12:00:00Z")
+    assert layer["line_ids"].tolist() == [""] and layer.attrs["skipped"] == {"line_not_yet_valid": 1}
+    assert u.normalise_stops({"haltes": [stop]}, served, payload, on="2024-03-07")["line_ids"].tolist() == [
+        "2_13"
+    ]
+    # a next timetable version of the same line (made here) is chosen once it applies
+    nxt = {
+        **payload["lijnen"][0],
+        "lijnnummerPubliek": "803",
+        "lijnGeldigVan": "2024-03-30",
+        "lijnGeldigTot": "2024-06-30",
+    }
+    both = [payload, {"lijnen": [nxt]}]
+    assert LineBook.from_payloads(both, "2024-03-07").get("2", "803").valid_to == dt.date(2024, 3, 29)
+    assert LineBook.from_payloads(both, "2024-04-15").get("2", "803").valid_to == dt.date(2024, 6, 30)
+
+
+def test_delijn_lines_by_municipality_sample_keeps_entities_apart(sample):
+    leuven, antwerp = sample("delijn/lines_by_municipality_1866.json"), sample("delijn/lines_by_entity.json")
+    book = LineBook.from_payloads([antwerp, leuven], "2024-03-07")
+    mine = LineBook.from_payloads(leuven, "2024-03-07")
+    assert len(mine.lines) == 74 and mine.entities == {"1", "3", "4"}
+    assert sorted((e, n, line.public, line.region) for (e, n), line in mine.lines.items() if e != "3") == [
+        ("1", "320", "32a", "KE"),
+        ("1", "321", "32b", "KE"),
+        ("4", "178", "178", "LI"),
+        ("4", "179", "179", "LI"),
+    ]
+    # the same public number in two entities: Leuven's city bus 2 (3/302) is not Antwerp's tram 2 (1/2)
+    assert (book.get("3", "302").public, book.get("1", "2").public) == ("2", "2")
+    assert (book.get("3", "302").region, book.get("1", "2").region) == ("LV", "AN")
+    # the same internal number in two entities: 3/907 is Leuven's night bus N7, entity 1 has no line 907
+    assert book.get("3", "907").public == "N7" and book.get("1", "907") is None
+    # a detour of tram 2 names (1, 2); a Leuven stop served by bus 2 (made here: 3/302) shares no line with it
+    stops = u.normalise_stops(
+        {"haltes": [sample("delijn/stops_by_municipality.json")["haltes"][0]]},
+        {"3_300483": {"lijnrichtingen": [{"entiteitnummer": "3", "lijnnummer": "302"}]}},
+        book,
+    )
+    assert stops[["id", "lines", "line_ids"]].values.tolist() == [["3_300483", "2", "3_302"]]
+    tram = {
+        "omleidingen": [
+            {"referentieOmleiding": 1, "lijnrichtingen": [{"entiteitnummer": "1", "lijnnummer": "2"}]}
+        ]
+    }
+    assert unknown_lines(tram, book) == [] and unknown_lines(tram, mine) == [("1", "2")]
 
 
 def test_delijn_stops_by_municipality_sample(sample):

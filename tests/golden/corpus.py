@@ -79,7 +79,9 @@ def points(engine, n_random: int = 60) -> list[tuple[float, float]]:
 def responses(engine):
     """Yield ``(endpoint, lat, lng, now, status, body_bytes)`` in a fixed order."""
     from app import create_app
+    from app.api.endpoints import by_path
     from app.api.targeting import Target
+    from app.sources.provenance import answer_sources
     from geo.service.air import air_quality
     from geo.service.briefing import briefing
     from geo.service.disruptions import disruptions
@@ -87,6 +89,7 @@ def responses(engine):
 
     app = create_app({"TESTING": True, "ENGINE": engine, "INSTANCE_PATH": tempfile.mkdtemp(prefix="golden-")})
     body = app.json.body
+    settings = app.extensions["urban_sources"]["settings"]
     for now in instants(engine.as_of):
         for lat, lng in points(engine):
             for endpoint in ENDPOINTS:
@@ -100,6 +103,7 @@ def responses(engine):
                         obj = air_quality(engine, lat, lng, now)
                     else:
                         obj = briefing(engine, lat, lng, now)
+                    obj["sources"] = answer_sources(engine, by_path(endpoint).layers, now, settings)
                     status = 200
                 except GeoError as exc:
                     obj, status = {"error": type(exc).__name__, "message": str(exc)}, 422

@@ -64,15 +64,24 @@ def _occurrence_id(gid: int, start: datetime) -> str:
     return f"INNAME_PUNT.{gid}-{start.astimezone(timezone.utc).strftime('%y%m%d%H%M')}"
 
 
-#: internal lijnnummer -> (lijnnummerPubliek, vervoerRegioCode, omschrijving) of the fake's entity-1 lines; as in
-#: the real list (``upstream-samples/delijn/lines_by_entity.json``) the internal number may differ (908 -> 8)
+#: internal lijnnummer -> (lijnnummerPubliek, vervoerRegioCode, omschrijving, vervoertype, vervoerslaag) of the
+#: fake's entity-1 lines; as in the real list (``upstream-samples/delijn/lines_by_entity.json``) the internal
+#: number may differ (908 -> 8) and public numbers repeat: bus 40 is public "12" like tram 12 (the real bus 40
+#: is public "2" like tram 2)
 LINES = {
-    "907": ("7", "AN", "Sportpaleis - Mortsel"),
-    "12": ("12", "AN", "Sportpaleis - Bist"),
-    "30": ("30", "AN", "Luchtbal - Zuid"),
+    "907": ("7", "AN", "Sportpaleis - Mortsel", "TRAM", "Kernnet"),
+    "12": ("12", "AN", "Sportpaleis - Bist", "TRAM", "Kernnet"),
+    "30": ("30", "AN", "Luchtbal - Zuid", "BUS", "Aanvullend net"),
+    "40": ("12", "AN", "Hoboken Lelieplaats - Zwaantjes", "BUS", "Aanvullend net"),
 }
+#: the stop served by bus 40 (public "12") instead of tram 12
+BUS_40_STOP = "101011"
 #: a detour of another entity (made here, on the real sample's line and stop numbers) and its line
-OTHER_LINES = {"3": {"620": ("620", "VB", "Meer - Hoogstraten - Antwerpen")}}
+OTHER_LINES = {"3": {"620": ("620", "VR", "Meer - Hoogstraten - Antwerpen", "BUS", "")}}
+#: an entity-1 line that the line list lacks (it ended before today) but ``/lijnen/1/699`` still answers, and
+#: one that no call knows (``/lijnen/1/698`` answers 404): both named by the detour 30611
+ENDED_LINES = {"699": ("29", "AN", "Centraal Station - Berchem", "BUS", "Aanvullend net", "2026-11-15")}
+UNKNOWN_LINE = "698"
 OTHER_STOP = {
     "entiteitnummer": "3",
     "haltenummer": "308530",
@@ -172,13 +181,17 @@ def build_scenario(now: datetime) -> dict:
             }
         )
     serving = {
-        s["haltenummer"]: [n for j, n in enumerate(LINES) if (idx + j) % 2 == 0]
+        s["haltenummer"]: [n for j, n in enumerate(("907", "12", "30")) if (idx + j) % 2 == 0]
         for idx, s in enumerate(stops)
     }
+    serving[BUS_40_STOP] = ["40" if n == "12" else n for n in serving[BUS_40_STOP]]
 
     def lijnrichting(internal: str, entity: str = "1", richting: str = "HEEN") -> dict:
         # as the real service: the internal lijnnummer only, no public number, no colours
-        name = (LINES if entity == "1" else OTHER_LINES[entity])[internal][2]
+        name = (
+            ({**LINES, **ENDED_LINES} if entity == "1" else OTHER_LINES[entity]).get(internal)
+            or ("", "", "?")
+        )[2]
         return {
             "entiteitnummer": entity,
             "lijnnummer": internal,
@@ -230,7 +243,12 @@ def build_scenario(now: datetime) -> dict:
             "titel": "Antwerpen: Evenement Meir",
             "omschrijving": "Omleiding wegens evenement.",
             "periode": {"startDatum": local(now - timedelta(hours=2))},  # eindDatum absent: open-ended
-            "lijnrichtingen": [lijnrichting("907"), lijnrichting("30", richting="TERUG")],
+            "lijnrichtingen": [
+                lijnrichting("907"),
+                lijnrichting("30", richting="TERUG"),
+                lijnrichting("699"),
+                lijnrichting(UNKNOWN_LINE),
+            ],
             "haltes": [],
             "referentieOmleiding": 30611,
             "type": "EVENEMENT",
@@ -431,6 +449,7 @@ class FakeUpstream:
         self.examples = (openapi_examples(), ircel_samples()) if examples else None
         self.hits: collections.Counter = collections.Counter()
         self.requests: list[tuple[str, dict, dict]] = []
+        self.posted: list[tuple[str, object]] = []  # (path, JSON body) of every POST
         self._faults: list[list] = []  # [prefix, Fault, remaining or None]
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -510,17 +529,35 @@ class _Handler(BaseHTTPRequestHandler):
         return self.server.fake
 
     def do_GET(self):  # noqa: N802
+        self._answer(None)
+
+    def do_POST(self):  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            sent = json.loads(raw) if raw else {}
+        except ValueError:
+            sent = None
+        self._answer(sent)
+
+    def _answer(self, sent):
+        """Count, record, apply a fault or route; ``sent`` is a POST's parsed JSON body (None for a GET)."""
         parts = urlsplit(self.path)
         path, query = parts.path, {k: v[-1] for k, v in parse_qs(parts.query).items()}
         fake = self.fake
         with fake._lock:
             fake.hits[path] += 1
             fake.requests.append((path, query, dict(self.headers)))
+            if sent is not None:
+                fake.posted.append((path, sent))
         fault = fake._take_fault(path)
         if fault is not None and self._apply(fault):
             return
         try:
-            status, body, ctype = self._route(path, query)
+            if sent is None and self.command == "POST":
+                status, body, ctype = 400, {"userMessage": "body is not JSON"}, "application/json"
+            else:
+                status, body, ctype = self._route(path, query, sent)
         except Exception as exc:  # noqa: BLE001 - a fake: report as the upstream would
             status, body, ctype = 500, {"error": str(exc)}, "application/json"
         self._send(status, json.dumps(body, ensure_ascii=False).encode(), ctype)
@@ -600,8 +637,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     # routes
-    def _route(self, path: str, q: dict):
+    def _route(self, path: str, q: dict, sent=None):
         d = self.fake.data
+        if sent is not None and not path.startswith(IRCEL_BASE):
+            return 405, {"error": "method not allowed"}, "application/json"
         if path.startswith(GIPOD_BASE):
             return self._gipod(path[len(GIPOD_BASE) :], q, d)
         if path.startswith(DELIJN_BASE):
@@ -628,11 +667,17 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith(IRCEL_BASE):
             if self.fake.examples:
                 sub, samples = path[len(IRCEL_BASE) :], self.fake.examples[1]
+                if sub == "/timeseries/getData" and sent is not None:
+                    return (
+                        200,
+                        {i: samples["getData"] for i in sent.get("timeseries", [])},
+                        "application/json",
+                    )
                 key = {"/stations": "stations", "/timeseries": "timeseries"}.get(
                     sub, "getData" if sub.endswith("/getData") else None
                 )
                 return (200, samples[key], "application/json") if key else (404, {}, "application/json")
-            return self._ircel(path[len(IRCEL_BASE) :], q, d)
+            return self._ircel(path[len(IRCEL_BASE) :], q, d, sent)
         if path.startswith(LEZ_BASE):
             if path[len(LEZ_BASE) :] == "/query" and q.get("f") == "geojson":
                 return 200, d["lez"], "application/geo+json"
@@ -723,29 +768,18 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, known[0], "application/json;charset=UTF-8"
         if m := re.fullmatch(r"/entiteiten/(\d+)/lijnen", sub):
             book = d["lines"] if m.group(1) == "1" else OTHER_LINES.get(m.group(1), {})
-            return (
-                200,
-                {
-                    "lijnen": [
-                        {
-                            "entiteitnummer": m.group(1),
-                            "lijnnummer": n,
-                            "lijnnummerPubliek": pub,
-                            "omschrijving": o,
-                            "vervoerRegioCode": reg,
-                            "publiek": True,
-                            "vervoertype": "BUS",
-                            "bedieningtype": "NORMAAL",
-                            "lijnGeldigVan": "2026-01-01",
-                            "lijnGeldigTot": "2099-12-01",
-                            "links": [],
-                        }
-                        for n, (pub, reg, o) in book.items()
-                    ],
-                    "links": [],
-                },
-                "application/json",
-            )
+            lijnen = [_lijn(m.group(1), n, *row) for n, row in book.items()]
+            return 200, {"lijnen": lijnen, "links": []}, "application/json"
+        if m := re.fullmatch(r"/lijnen/(\d+)/(\d+)", sub):
+            e, n = m.groups()
+            row = (d["lines"] if e == "1" else OTHER_LINES.get(e, {})).get(n)
+            if row is None and e == "1" and n in ENDED_LINES:
+                row = ENDED_LINES[n]
+            if row is None:
+                return 404, {"statusCode": 404, "message": "lijn is niet gevonden"}, "application/json"
+            return 200, _lijn(e, n, *row), "application/json;charset=UTF-8"
+        if sub == "/vervoerregios":
+            return 200, _vervoerregios(), "application/json;charset=UTF-8"
         if m := re.fullmatch(r"/lijnen/(\d+)/(\d+)/lijnrichtingen/(HEEN|TERUG)/haltes", sub):
             internal = m.group(2) if m.group(1) == "1" and m.group(2) in d["lines"] else None
             if internal is None or (m.group(3) == "TERUG" and internal == "30"):  # line 30 runs one way only
@@ -756,7 +790,37 @@ class _Handler(BaseHTTPRequestHandler):
             return 200, {"omleidingen": d["detours"], "storingen": [], "links": []}, "application/json"
         return 404, {"statusCode": 404, "message": "Resource not found"}, "application/json"
 
-    def _ircel(self, sub: str, q: dict, d: dict):
+    def _ircel(self, sub: str, q: dict, d: dict, sent=None):
+        if sub == "/timeseries/getData":
+            if not isinstance(sent, dict) or not isinstance(sent.get("timeseries"), list):
+                return (
+                    400,
+                    {"userMessage": "POST a JSON body with 'timeseries' and 'timespan'"},
+                    "application/json",
+                )
+            return (
+                200,
+                {
+                    str(i): {"values": _in_timespan(d["series"][str(i)]["values"], sent.get("timespan"))}
+                    for i in sent["timeseries"]
+                    if str(i) in d["series"]
+                },
+                "application/json",
+            )
+        if sent is not None:
+            return 405, {"userMessage": "method not allowed"}, "application/json"
+        listed = self._ircel_list(sub, q, d)
+        if listed is not None:
+            return 200, _page(listed, q), "application/json"
+        if m := re.fullmatch(r"/timeseries/(\d+)/getData", sub):
+            s = d["series"].get(m.group(1))
+            if s is None:
+                return 404, {"userMessage": "timeseries not found"}, "application/json"
+            return 200, {"values": _in_timespan(s["values"], q.get("timespan"))}, "application/json"
+        return 404, {"userMessage": "not found"}, "application/json"
+
+    def _ircel_list(self, sub: str, q: dict, d: dict) -> list | None:
+        """The whole ``/stations`` or ``/timeseries`` list (None for another path); paged by the caller."""
         if sub == "/stations":
             out = []
             for ts_id, s in d["series"].items():
@@ -790,7 +854,7 @@ class _Handler(BaseHTTPRequestHandler):
                         "geometry": {"coordinates": [st["lon"], st["lat"], "NaN"], "type": "Point"},
                     }
                 )
-            return 200, out, "application/json"
+            return out
         if sub == "/timeseries":
             out = []
             for ts_id, s in d["series"].items():
@@ -807,27 +871,74 @@ class _Handler(BaseHTTPRequestHandler):
                             "type": "Feature",
                         },
                         "parameters": {
+                            "service": {"id": "1", "label": "IRCEL - CELINE: timeseries-api (SOS 2.0)"},
                             "phenomenon": {"id": "8", "label": "Nitrogen dioxide"},
                             "category": {"id": "8", "label": "Nitrogen dioxide"},
                             "procedure": {"id": ts_id, "label": f"{ts_id} - {s['procedure']} - procedure"},
                         },
                         "firstValue": s["values"][0],
                         "lastValue": last,
+                        # as the real expanded items (the README of the samples): colour bands and extras
+                        "statusIntervals": [
+                            {"lower": "0.0", "upper": "40.0", "name": "goed", "color": "#00FF00"},
+                            {"lower": "40.0", "upper": "400.0", "name": "slecht", "color": "#FF0000"},
+                        ],
+                        "extras": ["license", "statusIntervals"],
+                        "referenceValues": [],
                     }
                 )
-            return 200, out, "application/json"
-        if m := re.fullmatch(r"/timeseries/(\d+)/getData", sub):
-            s = d["series"].get(m.group(1))
-            if s is None:
-                return 404, {"userMessage": "timeseries not found"}, "application/json"
-            values = s["values"]
-            if "timespan" in q:
-                period, _, end = q["timespan"].partition("/")
-                hours = int(re.fullmatch(r"PT(\d+)H", period).group(1))
-                end_ms = int(datetime.fromisoformat(end.replace("Z", "+00:00")).timestamp() * 1000)
-                values = [v for v in values if end_ms - hours * 3600_000 <= v["timestamp"] <= end_ms]
-            return 200, {"values": values}, "application/json"
-        return 404, {"userMessage": "not found"}, "application/json"
+            return out
+        return None
+
+
+def _lijn(entity, number, public, region, name, mode, network, valid_to="2099-12-01") -> dict:
+    """A ``Lijn`` as the real service sends it (``vervoerslaag`` as the current OpenAPI adds it)."""
+    out = {
+        "entiteitnummer": entity,
+        "lijnnummer": number,
+        "lijnnummerPubliek": public,
+        "omschrijving": name,
+        "vervoerRegioCode": region,
+        "publiek": True,
+        "vervoertype": mode,
+        "bedieningtype": "NORMAAL",
+        "lijnGeldigVan": "2026-01-01",
+        "lijnGeldigTot": valid_to,
+        "links": [],
+    }
+    if network:
+        out["vervoerslaag"] = network
+    return out
+
+
+def _vervoerregios() -> dict:
+    """``GET /vervoerregios``: the real recorded answer when the samples are there, else two regions."""
+    path = SHARED / "upstream-samples" / "delijn" / "vervoerregios.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return {
+        "vervoerRegios": [
+            {"code": "AN", "naam": "Antwerpen", "nr": "02", "links": []},
+            {"code": "VR", "naam": "Vlaamse Rand", "nr": "13", "links": []},
+        ],
+        "links": [],
+    }
+
+
+def _page(items: list, q: dict) -> list:
+    """``limit``/``offset`` as the SOS REST API applies them (no limit: everything)."""
+    offset = int(q.get("offset", 0))
+    return items[offset : offset + int(q["limit"])] if "limit" in q else items[offset:]
+
+
+def _in_timespan(values: list, timespan: str | None) -> list:
+    """The values inside an ISO ``PT{n}H/{end}`` timespan (all without one)."""
+    if not timespan:
+        return values
+    period, _, end = timespan.partition("/")
+    hours = int(re.fullmatch(r"PT(\d+)H", period).group(1))
+    end_ms = int(datetime.fromisoformat(end.replace("Z", "+00:00")).timestamp() * 1000)
+    return [v for v in values if end_ms - hours * 3600_000 <= v["timestamp"] <= end_ms]
 
 
 def _qs(q: dict) -> str:

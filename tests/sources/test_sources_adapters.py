@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timezone
 
 import numpy as np
 import pandas as pd
 import pytest
+import requests
 
 from app.sources import delijn, gipod, ircel, lez
 from app.sources.errors import UpstreamError
@@ -73,8 +75,11 @@ def test_delijn_stops_lines_and_detours(fake, upstream, settings):
     raw = data.raw
     stops = normalise.normalise_stops(raw["stops"], raw["stop_lines"], raw["lines"])
     by_id = dict(zip(stops["id"], stops["lines"]))
-    # by construction: even stops are served by internal 907 (public 7) and 30, odd ones by 12 (30 has no TERUG)
-    assert by_id["1_101000"] == "7,30" and by_id["1_101001"] == "12"
+    # by construction: even stops are served by internal 907 (public 7) and 30, odd ones by 12 (30 has no TERUG);
+    # 101011 by bus 40 instead, whose public number is "12" too: the same public number, another line
+    assert by_id["1_101000"] == "7,30" and by_id["1_101001"] == "12" and by_id["1_101011"] == "12"
+    ids = dict(zip(stops["id"], stops["line_ids"]))
+    assert (ids["1_101000"], ids["1_101001"], ids["1_101011"]) == ("1_30,1_907", "1_12", "1_40")
     assert len(stops) == 12
     # the detours name entity 3 too: its line list and the unknown stop 3/308530 were fetched
     assert (
@@ -82,19 +87,36 @@ def test_delijn_stops_lines_and_detours(fake, upstream, settings):
         and fake.hits[f"{DELIJN_BASE}/haltes/3/308530"] == 1
     )
     assert sorted(raw["stop_details"]) == ["3_308530"]
-    detours = normalise.normalise_detours(raw["detours"], raw["lines"], stops, raw["stop_details"]).set_index(
-        "id"
+    # the detour 30611 names two entity-1 lines the list lacks: each is asked for once, by itself
+    assert fake.hits[f"{DELIJN_BASE}/lijnen/1/699"] == 1 and fake.hits[f"{DELIJN_BASE}/lijnen/1/698"] == 1
+    assert fake.hits[f"{DELIJN_BASE}/vervoerregios"] == 1
+    detours = normalise.normalise_detours(
+        raw["detours"], raw["lines"], stops, raw["stop_details"], raw["regions"], on=NOW
     )
+    assert detours.attrs["skipped"] == {"line_not_found": 1}  # 698: 404, never guessed
+    detours = detours.set_index("id")
     assert sorted(detours.index) == ["30506", "30611", "873876"]
     row = detours.loc["30506"]
     assert row["lines"] == "12" and row["unserved_stops"] == "1_101001,1_101003" and row["region"] == "AN"
     # placed at its two stops (their payload carries no coordinates): 51.207/4.4015 and 51.211/4.4045
     assert (round(row.geometry.x, 6), round(row.geometry.y, 6)) == (4.403, 51.209)
     meir = detours.loc["30611"]
-    assert (meir["lines"], meir["type"], meir.geometry.is_empty) == ("7,30", "evenement", True)
+    assert (meir["lines"], meir["type"], meir.geometry.is_empty) == ("7,30,29", "evenement", True)
     assert pd.isna(meir["end"])  # eindDatum absent: open-ended
+    details = {d["number"]: d for d in json.loads(meir["line_details"])}
+    assert list(details) == ["907", "30", "699"]
+    assert details["907"] == {
+        "line": "7",
+        "entity": "1",
+        "number": "907",
+        "mode": "TRAM",
+        "network": "Kernnet",
+        "region": "AN",
+        "regionName": "Antwerpen",
+    }
     other = detours.loc["873876"]
-    assert (other["entity"], other["region"], other["lines"]) == ("3", "VB", "620")
+    assert (other["entity"], other["region"], other["lines"]) == ("3", "VR", "620")
+    assert json.loads(other["line_details"])[0]["regionName"] == "Vlaamse Rand"
     assert (other.geometry.x, other.geometry.y) == (4.2984, 50.8346)
     # every De Lijn request carried the key in the header, none in the URL
     delijn_requests = [r for r in fake.requests if r[0].startswith(DELIJN_BASE)]
@@ -106,6 +128,46 @@ def test_delijn_stops_lines_and_detours(fake, upstream, settings):
         "eindDatum": "2026-12-14T08:00:00",
         "taalCode": "NEDERLANDS",
     }
+
+
+def test_delijn_detours_are_as_old_as_the_detour_list_not_the_cached_line_lists(fake, upstream, settings):
+    """The line lists, region names and stop lookups the detours are read with are cached for a day; they
+    count for the stops' age. The detours' age is the detour list's, or a day-old cached line list would
+    make fresh detours look a day old (and the freshness limit would refuse them)."""
+    expiring = replace(settings, cache_expiry={**settings.cache_expiry, "delijn.detours": 0})
+    delijn.fetch(upstream, expiring, NOW)  # the detour list expires at once; every other answer is cached
+    seen: dict = {}
+
+    def record(source, endpoint, url, status, content, at):
+        seen.setdefault(endpoint, []).append(at)
+
+    upstream.on_response = record
+    data = delijn.fetch(upstream, expiring, NOW)
+    assert len(seen["/omleidingen"]) == 1
+    assert data.retrieved_at["detours"] == seen["/omleidingen"][0]
+    others = [at for endpoint, ats in seen.items() if endpoint != "/omleidingen" for at in ats]
+    assert data.retrieved_at["stops"] == min(others) < data.retrieved_at["detours"]
+
+
+@pytest.mark.parametrize(
+    "now, start, end",
+    [
+        # just after spring forward: 03:30 CEST; four weeks later, same wall-clock time
+        (datetime(2026, 3, 29, 1, 30, tzinfo=timezone.utc), "2026-03-29T03:30:00", "2026-04-26T03:30:00"),
+        # the repeated hour of fall back: the first 02:30 (CEST) and the second (CET) ask for the same window
+        (datetime(2026, 10, 25, 0, 30, tzinfo=timezone.utc), "2026-10-25T02:30:00", "2026-11-22T02:30:00"),
+        (datetime(2026, 10, 25, 1, 30, tzinfo=timezone.utc), "2026-10-25T02:30:00", "2026-11-22T02:30:00"),
+    ],
+)
+def test_delijn_detour_window_is_brussels_wall_time_within_one_month(
+    fake, upstream, settings, now, start, end
+):
+    delijn.fetch(upstream, settings, now)
+    window = next(q for p, q, _ in fake.requests if p.endswith("/omleidingen"))
+    assert (window["startDatum"], window["eindDatum"]) == (start, end)
+    first, last = datetime.fromisoformat(start), datetime.fromisoformat(end)
+    # at most one month, whichever month: a window of 28 days fits in February
+    assert (last - first).days == 28 and last <= first.replace(month=first.month % 12 + 1)
 
 
 def test_delijn_without_key_fails_before_any_request(fake, upstream, settings):
@@ -132,16 +194,55 @@ def test_ircel_stations_series_and_hourly_values(fake, upstream, settings):
     assert no2["timestamp"].min() == pd.Timestamp("2026-11-14T08:00:00Z")
     nulls = sum(v["value"] is None for s in fake.data["series"].values() for v in s["values"][1:])
     assert int(np.isnan(no2["value"]).sum()) == nulls  # null stays unknown, never 0
-    q = next(q for p, q, _ in fake.requests if p.endswith("/getData"))
-    assert q == {"timespan": "PT48H/2026-11-16T08:00:00Z"}
+    # the lists are paged; the values of every series come in one POST
+    lists = [(p, q) for p, q, _ in fake.requests if p.endswith(("/stations", "/timeseries"))]
+    paged = {"phenomenon": "8", "expanded": "true", "limit": "500", "offset": "0"}
+    assert lists == [(f"{IRCEL_BASE}/stations", paged), (f"{IRCEL_BASE}/timeseries", paged)]
+    assert fake.posted == [
+        (
+            f"{IRCEL_BASE}/timeseries/getData",
+            {"timeseries": sorted(fake.data["series"], key=int), "timespan": "PT48H/2026-11-16T08:00:00Z"},
+        )
+    ]
+    assert not any(
+        p.endswith("/getData") and p != f"{IRCEL_BASE}/timeseries/getData" for p, _, _ in fake.requests
+    )
 
 
-def test_ircel_one_failing_series_fails_the_whole_source(fake, upstream, settings):
-    first = next(iter(fake.data["series"]))
-    fake.inject(f"{IRCEL_BASE}/timeseries/{first}/getData", Fault("status", 500), times=None)
+def test_ircel_pages_the_lists_with_limit_and_offset(fake, upstream, settings):
+    n = len(fake.data["series"])
+    size = 2
+    data = ircel.fetch(upstream, replace(settings, ircel_page_size=size), NOW)
+    assert [s["id"] for s in data.raw["timeseries"]] == list(fake.data["series"])  # every page, in order
+    assert len(data.raw["stations"]) == n
+    offsets = [int(q["offset"]) for p, q, _ in fake.requests if p == f"{IRCEL_BASE}/timeseries"]
+    # pages of 2 until a short (or empty) page: n // 2 + 1 requests
+    assert offsets == list(range(0, (n // size + 1) * size, size))
+    assert all(q["limit"] == "2" for p, q, _ in fake.requests if p == f"{IRCEL_BASE}/timeseries")
+
+
+def test_ircel_a_server_that_ignores_offset_ends_the_paging(fake, upstream, settings):
+    everything = requests.get(f"{fake.base}{IRCEL_BASE}/timeseries", timeout=10).json()
+    fake.requests.clear()
+    # every page answers the whole list: the second one holds nothing new, so paging stops there
+    fake.inject(f"{IRCEL_BASE}/timeseries", Fault("body", payload=everything), times=2)  # both list pages
+    data = ircel.fetch(upstream, replace(settings, ircel_page_size=2), NOW)
+    assert [s["id"] for s in data.raw["timeseries"]] == [s["id"] for s in everything]
+    assert sum(p == f"{IRCEL_BASE}/timeseries" for p, _, _ in fake.requests) == 2
+
+
+def test_ircel_failing_getdata_fails_the_whole_source(fake, upstream, settings):
+    fake.inject(f"{IRCEL_BASE}/timeseries/getData", Fault("status", 500), times=None)
     with pytest.raises(UpstreamError) as err:
         ircel.fetch(upstream, settings, NOW)
-    assert err.value.source == "ircel"
+    assert err.value.source == "ircel" and "HTTP 500" in str(err.value)
+
+
+def test_ircel_getdata_of_the_wrong_shape_is_rejected(fake, upstream, settings):
+    first = next(iter(fake.data["series"]))
+    fake.inject(f"{IRCEL_BASE}/timeseries/getData", Fault("body", payload={first: [1, 2]}), times=None)
+    with pytest.raises(UpstreamError, match="expected an object with a 'values' array"):
+        ircel.fetch(upstream, settings, NOW)
 
 
 def test_ircel_object_instead_of_array_is_rejected(fake, upstream, settings):
@@ -172,7 +273,7 @@ def examples(tmp_path):
 def test_delijn_adapter_parses_the_openapi_examples(examples):
     up, s = examples
     data = delijn.fetch(up, s, NOW)
-    stops = normalise.normalise_stops(data.raw["stops"], data.raw["stop_lines"])
+    stops = normalise.normalise_stops(data.raw["stops"], data.raw["stop_lines"], data.raw["lines"])
     assert stops[["id", "entity", "number", "name", "municipality", "lines"]].values.tolist() == [
         ["3_303980", "3", "303980", "Gilsonplein", "Leuven", "335"]
     ]

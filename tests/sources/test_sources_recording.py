@@ -51,15 +51,24 @@ def test_record_saves_every_answer_raw_with_the_manifest(fake, recording):
         if r["status"] == 404
     ]
     assert [m["url"].split(DELIJN_BASE)[1] for m in missing] == ["/lijnen/1/30/lijnrichtingen/TERUG/haltes"]
+    # the detour lines no list holds: one found, one 404 (recorded too)
+    lines = by_endpoint[("delijn", "/lijnen/{entiteitnummer}/{lijnnummer}")]
+    assert sorted((r["url"].split(DELIJN_BASE)[1], r["status"]) for r in lines) == [
+        ("/lijnen/1/698", 404),
+        ("/lijnen/1/699", 200),
+    ]
     assert {e for _, e in by_endpoint} >= {
         "/collections/{collection}/items",
         "/omleidingen",
+        "/vervoerregios",
         "/stations",
         "/timeseries",
-        "/timeseries/{id}/getData",
+        "/timeseries/getData",
         "/query",
         "/entiteiten/{entiteitnummer}/lijnen",
     }
+    # the values of every series in one POST, recorded under its own endpoint
+    assert len(by_endpoint[("ircel", "/timeseries/getData")]) == 1
     for r in responses:  # raw bodies, as received
         body = (rec / r["file"]).read_bytes()
         assert r["file"].startswith(r["source"] + "/") and body
@@ -150,7 +159,7 @@ def test_a_missing_stop_lookup_counts_the_detour_as_skipped(recording, reference
     rec, _ = recording
     part = _without(rec, tmp_path / "p", lambda r: r["endpoint"] != "/haltes/{entiteitnummer}/{haltenummer}")
     m = replay(part, tmp_path / "snap", reference_dir)
-    assert m["skipped"]["delijn"] == {"stop_not_found": 1}
+    assert m["skipped"]["delijn"] == {"line_not_found": 1, "stop_not_found": 1}  # 698: the fake's 404
     layers, _ = read_snapshot(tmp_path / "snap")
     assert "873876" not in set(layers["detours"]["id"]) and len(layers["detours"]) == 2
 

@@ -33,8 +33,11 @@ IRCEL = "https://geo.irceline.be/sos/api/v1"
 NEAR_STOP = (51.2211, 4.4209)  # 10 m from the made-here stop 1/990001 (Rooseveltplaats perron P)
 
 
-def assemble(reference_dir, out: Path, *, with_stop_lookup: bool) -> Path:
-    """Write a recording directory: the samples' bodies as they are, the made-here ones, one manifest."""
+def assemble(reference_dir, out: Path, *, with_stop_lookup: bool, batch_values: bool = True) -> Path:
+    """Write a recording directory: the samples' bodies as they are, the made-here ones, one manifest.
+
+    ``batch_values=False`` records the NO2 values as a recording made before the batch ``getData`` did: one
+    ``GET /timeseries/{id}/getData`` per series."""
     samples = reference_dir / "upstream-samples"
     if not samples.is_dir():
         pytest.skip("../shared/data/upstream-samples not available")
@@ -105,6 +108,7 @@ def assemble(reference_dir, out: Path, *, with_stop_lookup: bool) -> Path:
         f"{DELIJN}/entiteiten/3/lijnen",
         made("delijn_lines_entity3.json"),
     )
+    add("delijn", "/vervoerregios", f"{DELIJN}/vervoerregios", real("delijn/vervoerregios.json"))
     if with_stop_lookup:
         add(
             "delijn",
@@ -124,13 +128,16 @@ def assemble(reference_dir, out: Path, *, with_stop_lookup: bool) -> Path:
         f"{IRCEL}/timeseries?phenomenon=8&expanded=true",
         made("ircel_timeseries.json"),
     )
-    for sid in ("10741", "7186"):
-        add(
-            "ircel",
-            "/timeseries/{id}/getData",
-            f"{IRCEL}/timeseries/{sid}/getData",
-            made(f"ircel_getdata_{sid}.json"),
-        )
+    if batch_values:
+        add("ircel", "/timeseries/getData", f"{IRCEL}/timeseries/getData", made("ircel_getdata_batch.json"))
+    else:
+        for sid in ("10741", "7186"):
+            add(
+                "ircel",
+                "/timeseries/{id}/getData",
+                f"{IRCEL}/timeseries/{sid}/getData",
+                made(f"ircel_getdata_{sid}.json"),
+            )
     (out / "manifest.json").write_text(
         json.dumps({"format": FORMAT, "recordedAt": RECORDED_AT, "responses": responses}, indent=2)
     )
@@ -144,12 +151,22 @@ def test_the_sample_detours_stop_is_looked_up_or_counted_as_skipped(reference_di
     layers, _ = read_snapshot(tmp_path / "sa")
     d = layers["detours"].set_index("id")
     assert sorted(d.index) == ["873876", "990501"] and not d.geometry.is_empty.any()  # no POINT EMPTY
-    assert (d.loc["873876", "lines"], d.loc["873876", "region"]) == ("620", "VB")
+    assert (d.loc["873876", "lines"], d.loc["873876", "region"]) == ("620", "VR")
+    # the region's name from the real /vervoerregios answer; P is internal 911, region AN (the real list)
+    assert json.loads(d.loc["873876", "line_details"])[0]["regionName"] == "Vlaamse Rand"
+    (p_line,) = json.loads(d.loc["990501", "line_details"])
+    assert (p_line["line"], p_line["number"], p_line["regionName"]) == ("P", "911", "Antwerpen")
     assert (d.geometry["873876"].x, d.geometry["873876"].y) == (4.2984, 50.8346)
     assert "delijn" not in with_lookup["skipped"]
+    # an older recording (one GET per series for the NO2 values) still replays, to the same values
     without = replay(
-        assemble(reference_dir, tmp_path / "b", with_stop_lookup=False), tmp_path / "sb", reference_dir
+        assemble(reference_dir, tmp_path / "b", with_stop_lookup=False, batch_values=False),
+        tmp_path / "sb",
+        reference_dir,
     )
+    older, _ = read_snapshot(tmp_path / "sb")
+    assert older["no2"].drop(columns="geometry").equals(layers["no2"].drop(columns="geometry"))
+    assert len(layers["no2"]) == 8 and layers["no2"]["value"].isna().sum() == 1  # 10741 at 08:00Z
     assert without["skipped"]["delijn"] == {"stop_not_found": 1}
     assert without["layers"]["detours"]["skipped"] == {"stop_not_found": 1}
     assert without["skipped"]["gipod"] == {"event": 45}  # the real markets: events, not road works
