@@ -26,6 +26,8 @@ from app.accounts import utc_stamp
 from app.db import write
 from app.mail import MailUnavailable, build_message
 
+from .alerts import on_alert_plan
+
 log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 600
@@ -84,8 +86,10 @@ def post_webhook(url: str, secret: str, body: bytes, config, *, now: float | Non
 
 
 def claim(conn) -> list:
-    """Take the events due for delivery (lease ``LEASE_SECONDS``)."""
+    """Take the events due for delivery (lease ``LEASE_SECONDS``); none of an account whose plan has no
+    alerts (:func:`app.plans.alert_plans`)."""
     now = int(time.time())
+    on_plan, plans = on_alert_plan("a.plan")
     with write(conn):
         rows = conn.execute(
             "SELECT e.subscription_id, e.event_key, e.payload, e.mail_sent_at, e.webhook_sent_at,"
@@ -94,8 +98,9 @@ def claim(conn) -> list:
             " JOIN accounts a ON a.id = s.account_id JOIN locations l ON l.id = s.location_id"
             " WHERE e.kind = 'event' AND e.attempts < ? AND (e.claimed_at IS NULL OR e.claimed_at < ?)"
             " AND (e.mail_sent_at IS NULL OR (s.webhook_url IS NOT NULL AND e.webhook_sent_at IS NULL))"
+            f" AND {on_plan}"
             " ORDER BY e.created_at, e.subscription_id, e.event_key",
-            (MAX_ATTEMPTS, now - LEASE_SECONDS),
+            (MAX_ATTEMPTS, now - LEASE_SECONDS, *plans),
         ).fetchall()
         for r in rows:
             conn.execute(
@@ -124,7 +129,9 @@ def _release(conn, row) -> None:
 
 
 def message(row, base_url: str, sender: str):
-    """The alert e-mail (text + HTML) with its unsubscribe link and ``List-Unsubscribe`` header."""
+    """The alert e-mail (text + HTML) with its unsubscribe link, ``List-Unsubscribe`` and (for an ``https``
+    base URL) RFC 8058 one-click ``List-Unsubscribe-Post``. The location name and event title reach the
+    subject only through :func:`app.mail.build_message`'s checks."""
     import json
 
     event = json.loads(row["payload"])
@@ -135,15 +142,14 @@ def message(row, base_url: str, sender: str):
         "unsubscribe": unsubscribe,
         "map_url": f"{base_url.rstrip('/')}/dashboard/map?location={event['location']['id']}",
     }
-    msg = build_message(
+    return build_message(
         sender,
         row["email"],
-        f"Alert for {row['location_name']}: {event['title']}"[:180],
+        f"Alert for {row['location_name']}: {event['title']}",
         render_template("mail/alert.txt", **context),
         render_template("mail/alert.html", **context),
+        unsubscribe_url=unsubscribe,
     )
-    msg["List-Unsubscribe"] = f"<{unsubscribe}>"
-    return msg
 
 
 def deliver(conn, mail, config, base_url: str) -> dict:

@@ -65,6 +65,7 @@ ROUTES = [
     "/dashboard/locations/x/delete",
     "/dashboard/locations/x/report.pdf",
     "/dashboard/alerts/1/delete",
+    "/dashboard/alerts/1/secret",
     "/dashboard/unsubscribe/x",
     "/dashboard/static/x",
     "/portal/link/x",
