@@ -24,6 +24,7 @@ from bench.deploy import Gunicorn, prepare
 from .rawhttp import parse_response
 
 from .test_findings import HOSTILE_BODIES, KEY, encodings
+from .test_secret_urls import cases as secret_url_cases, leaked
 
 pytestmark = pytest.mark.slow
 
@@ -317,6 +318,32 @@ def test_keys_in_every_encoding_stay_out_of_every_log(hostile):
         "".join(f"%{ord(c):02x}" for c in body[:10]),
     ):
         assert needle not in logged, needle
+
+
+# -- issue 31, class 5: secret tokens in paths and queries, in every encoding, in every log path -----------------
+
+
+def test_secret_tokens_in_every_encoding_stay_out_of_every_log(hostile):
+    server, _fx = hostile
+    before = server.log_path.stat().st_size
+    one_click = b"List-Unsubscribe=One-Click"
+    form = [("Content-Type", "application/x-www-form-urlencoded")]
+    for target in secret_url_cases():
+        exchange(server.port, request_bytes("GET", target, [], None))  # access log
+        exchange(server.port, request_bytes("POST", target, form, one_click))  # one-click, access log
+        exchange(server.port, f"GET {target} HTTP/9.9\r\nHost: x\r\n\r\n".encode())  # "Invalid request"
+        exchange(server.port, f"GET {target}\r\nHost: x\r\n\r\n".encode())  # ... naming the line
+        exchange(server.port, f"GET {target} HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n".encode())
+        exchange(server.port, f"GET {target}{'x' * 5000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # 414
+    time.sleep(0.3)
+    with open(server.log_path, "rb") as handle:
+        handle.seek(before)
+        logged = handle.read().decode("latin-1")
+    assert '"path":"/dashboard/unsubscribe/[redacted]"' in logged  # the access log saw the requests
+    assert (
+        "Invalid HTTP request line: 'GET /dashboard/unsubscribe/[redacted]" in logged
+    )  # ... the error log too
+    assert not leaked(logged), [line for line in logged.splitlines() if leaked(line)][:5]
 
 
 # -- finding 1 on the real server: one access line, no traceback ------------------------------------------------
