@@ -37,7 +37,7 @@ from email.header import decode_header, make_header
 from email.headerregistry import HeaderRegistry, UnstructuredHeader
 from email.message import EmailMessage
 from email.policy import default as _default_policy
-from email.utils import format_datetime, make_msgid, parseaddr
+from email.utils import format_datetime, make_msgid
 
 from flask import current_app
 
@@ -125,17 +125,35 @@ def check_address(address: str) -> str:
     return address
 
 
+_SENDER = re.compile(r"([^<>]*) <([^<>]*)>|([^<>]*)")
+
+
+def sender_address(sender: str) -> str:
+    """The address of a sender ``Name <address>`` or ``address``, whose display name :func:`header_text`
+    leaves unchanged and holds no quote, bracket, comma, colon, semicolon or "@", and whose address
+    :func:`check_address` accepts; :class:`UnsafeMessage` otherwise.
+
+    Examples
+    --------
+    >>> sender_address("Urban Conditions <no-reply@localhost>"), sender_address("a@b.be")
+    ('no-reply@localhost', 'a@b.be')
+    """
+    found = _SENDER.fullmatch(sender) if isinstance(sender, str) else None
+    if found is None:
+        raise UnsafeMessage("the sender is not 'Name <address>' or an address")
+    name, address = (found.group(1), found.group(2)) if found.group(2) is not None else ("", found.group(3))
+    if name != header_text(name) or any(c in name for c in '"\\,;:@()[]'):
+        raise UnsafeMessage("the sender's display name is not plain text")
+    return check_address(address)
+
+
 def check_sender(sender: str) -> str:
-    """The ``MAIL_SENDER`` setting when it is ``Name <address>`` or a bare address, with a display name that
-    :func:`header_text` leaves unchanged and an address :func:`check_address` accepts; ``ValueError``
-    otherwise (a setting, so the app refuses to start)."""
-    name, address = parseaddr(sender or "")
+    """The ``MAIL_SENDER`` setting when :func:`sender_address` accepts it; ``ValueError`` otherwise (a
+    setting: the app refuses to start)."""
     try:
-        check_address(address)
-    except UnsafeMessage:
-        raise ValueError(f"MAIL_SENDER must be 'Name <address>' or an address, not {sender!r}") from None
-    if name != header_text(name) or any(c in name for c in '<>"\\,;:@()[]'):
-        raise ValueError("MAIL_SENDER's display name must be plain text (no controls, quotes or brackets)")
+        sender_address(sender)
+    except UnsafeMessage as exc:
+        raise ValueError(f"MAIL_SENDER must be 'Name <address>' or an address: {exc}") from None
     return sender
 
 
@@ -173,8 +191,8 @@ ONE_CLICK = "List-Unsubscribe=One-Click"
 def build_message(sender, to, subject, text, html, *, now=None, unsubscribe_url=None):
     """Build a ``multipart/alternative`` message with a plain-text and an HTML part.
 
-    ``subject`` passes through :func:`header_text`; ``to`` and the sender's address through
-    :func:`check_address` (:class:`UnsafeMessage` when they fail). ``unsubscribe_url`` (an absolute
+    ``subject`` passes through :func:`header_text`, ``to`` through :func:`check_address` and ``sender``
+    through :func:`sender_address` (:class:`UnsafeMessage` when they fail). ``unsubscribe_url`` (an absolute
     ``http(s)`` URL of printable ASCII) adds ``List-Unsubscribe: <url>``, and for an ``https`` URL the
     RFC 8058 one-click ``List-Unsubscribe-Post``.
 
@@ -184,15 +202,14 @@ def build_message(sender, to, subject, text, html, *, now=None, unsubscribe_url=
     >>> m.get_content_type(), [p.get_content_type() for p in m.iter_parts()]
     ('multipart/alternative', ['text/plain', 'text/html'])
     """
-    _name, sender_address = parseaddr(sender)
-    check_address(sender_address)
+    from_address = sender_address(sender)
     msg = EmailMessage(policy=POLICY)
     try:
         msg["From"] = sender
         msg["To"] = check_address(to)
         msg["Subject"] = header_text(subject)
         msg["Date"] = format_datetime(now or datetime.now(timezone.utc))
-        msg["Message-ID"] = make_msgid(domain=sender_address.rpartition("@")[2])
+        msg["Message-ID"] = make_msgid(domain=from_address.rpartition("@")[2])
         msg["Auto-Submitted"] = "auto-generated"
         if unsubscribe_url is not None:
             if not re.fullmatch(r"https?://[!-~]+", unsubscribe_url) or any(
@@ -382,7 +399,11 @@ class Mail:
         """Hand ``msg`` over (settings from ``config``, default the current app's); raise on failure.
         Only the bytes :func:`checked_bytes` passed are sent."""
         config = current_app.config if config is None else config
-        data = checked_bytes(msg)
+        try:
+            data = checked_bytes(msg)
+        except UnsafeMessage as exc:  # the reason names a header, never its value
+            log.warning("mail not sent (%s): %s", msg.get("Message-ID", "no id"), exc)
+            raise
         if config["MAIL_BACKEND"] == "smtp":
             return _send_smtp(msg, data, config)
         return _write_outbox(data, config)

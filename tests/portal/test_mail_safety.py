@@ -181,3 +181,24 @@ def _refolding_bug(text):
     msg = Unfixed(policy=mail.POLICY)
     msg["From"] = msg["To"] = "probe@example.invalid"
     return msg
+
+
+@pytest.mark.parametrize(
+    "sender",
+    [
+        f"Urban\r\nBcc: {CANARY} <no-reply@urban.test>",
+        "=?utf-8?q?Urban=0D=0ABcc=3A_evil=40attacker.test?= <no-reply@urban.test>",
+        "Urban\u2028Conditions <no-reply@urban.test>",
+        f"no-reply@urban.test, {CANARY}",
+        "Urban Conditions",
+        "",
+    ],
+)
+def test_a_sender_setting_a_header_cannot_carry_refuses_to_start(portal_config, sender):
+    with pytest.raises(ValueError, match="MAIL_SENDER"):
+        build_app({**portal_config, "MAIL_SENDER": sender})
+
+
+def test_the_usual_sender_settings_start():
+    for sender in ("Urban Conditions <no-reply@localhost>", "no-reply@urban.test", "Stad Antwerpen <a@b.be>"):
+        assert mail.check_sender(sender) == sender
