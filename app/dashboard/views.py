@@ -320,16 +320,24 @@ def _secrets_page(location, subs, heading):
     return page("dashboard/webhook_secret.html", heading=heading, location=location, subs=subs)
 
 
+def _on_own_alert(sub_id, action, *, full: bool):
+    """(viewer, ``action(conn, account id, sub_id)``'s row, None) for one of the viewer's alerts, or
+    (None, None, the answer): sign in first, the plan page, or 404 when the alert is not the viewer's."""
+    viewer, stop = _viewer_or_redirect(full=full)
+    if stop:
+        return None, None, stop
+    try:
+        return viewer, action(get_db(), viewer.account["id"], sub_id), None
+    except StoreError as exc:
+        return None, None, page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
+
+
 @bp.post("/alerts/<int:sub_id>/delete")
 def delete_alert(sub_id):
     """Any plan may delete its own alerts, also after a downgrade."""
-    viewer, stop = _viewer_or_redirect()
+    _viewer, row, stop = _on_own_alert(sub_id, alerts.delete, full=False)
     if stop:
         return stop
-    try:
-        row = alerts.delete(get_db(), viewer.account["id"], sub_id)
-    except StoreError as exc:
-        return page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
     flash("Alert removed.", "ok")
     return redirect(url_for("dashboard.map_page", location=row["location_id"]) + "#alerts")
 
@@ -337,15 +345,10 @@ def delete_alert(sub_id):
 @bp.post("/alerts/<int:sub_id>/secret")
 def rotate_secret(sub_id):
     """A new webhook secret for one alert, shown once; the old one stops signing at once."""
-    viewer, stop = _viewer_or_redirect(full=True)
+    viewer, row, stop = _on_own_alert(sub_id, alerts.rotate_secret, full=True)
     if stop:
         return stop
-    conn = get_db()
-    try:
-        row = alerts.rotate_secret(conn, viewer.account["id"], sub_id)
-    except StoreError as exc:
-        return page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
-    location = _own_location(conn, viewer, row["location_id"])
+    location = _own_location(get_db(), viewer, row["location_id"])
     return _secrets_page(location, [row], "New webhook secret")
 
 
