@@ -219,10 +219,10 @@ def build_message(sender, to, subject, text, html, *, now=None, unsubscribe_url=
             msg["List-Unsubscribe"] = f"<{unsubscribe_url}>"
             if unsubscribe_url.startswith("https://"):
                 msg["List-Unsubscribe-Post"] = ONE_CLICK
-    except (ValueError, TypeError) as exc:  # the email package refused a value
-        raise UnsafeMessage(f"a header value was refused: {type(exc).__name__}") from None
-    msg.set_content(text)
-    msg.add_alternative(html, subtype="html")
+        msg.set_content(text)
+        msg.add_alternative(html, subtype="html")
+    except (ValueError, TypeError) as exc:  # the email package refused a value (UnicodeError included)
+        raise UnsafeMessage(f"a value was refused: {type(exc).__name__}") from None
     return msg
 
 

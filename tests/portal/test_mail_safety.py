@@ -202,3 +202,10 @@ def test_a_sender_setting_a_header_cannot_carry_refuses_to_start(portal_config, 
 def test_the_usual_sender_settings_start():
     for sender in ("Urban Conditions <no-reply@localhost>", "no-reply@urban.test", "Stad Antwerpen <a@b.be>"):
         assert mail.check_sender(sender) == sender
+
+
+def test_a_value_the_email_package_cannot_write_is_refused_not_raised():
+    """The mail path raises only its own MailUnavailable (the caller's 503, or an alert counted as failed)."""
+    for text, html in (("x\ud800", "y"), ("x", "\udcff")):
+        with pytest.raises(UnsafeMessage):
+            build_message("no-reply@urban.test", "an@stad.be", "Onderwerp", text, html)
