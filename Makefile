@@ -1,17 +1,30 @@
 # Every target installs what it needs: a fresh clone runs `make serve` or `make test` and nothing else.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The venv's Python: the first of PYTHON_CANDIDATES that is 3.11+ and whose email package refuses to write line
+# breaks into mail headers (CVE-2024-6923 fixed: 3.11.10+, 3.12.5+, 3.13+, or a distribution's backport such as
+# Debian 12's python3.11). The app checks its mail path again at start (app.mail.self_test).
+PYTHON_CHECK := import sys, email.policy as p; sys.exit(sys.version_info < (3, 11) or not hasattr(p.default, "verify_generated_headers"))
+PYTHON_CANDIDATES := python3.11 /usr/bin/python3.11 python3 python3.13 python3.12
+PYTHON ?= $(firstword $(foreach c,$(PYTHON_CANDIDATES),$(shell command -v $(c) >/dev/null 2>&1 && $(c) -c '$(PYTHON_CHECK)' 2>/dev/null && command -v $(c))))
 VENV := .venv
 PY := $(VENV)/bin/python
+# "yes" when the venv exists and its Python has the fix; otherwise the venv is made again (everything reinstalled)
+VENV_PYTHON_OK := $(shell test -x $(PY) && $(PY) -c '$(PYTHON_CHECK)' 2>/dev/null && echo yes)
 REFERENCE ?= ../shared/data
 # `make serve RECORDING=DIR` serves the snapshot replayed from a recording (python -m app.sources record DIR)
 URBAN_DATA_DIR ?= $(if $(RECORDING),data/recording,data/snapshot)
 PORT ?= 8000
 export URBAN_DATA_DIR
 
-.PHONY: install browser docs-ui services pdf assets snapshot replay serve serve-live lint test bench bench-batch loadtest clean golden
+.PHONY: FORCE install browser docs-ui services pdf assets snapshot replay serve serve-live lint test bench bench-batch loadtest clean golden
 
 # The dev venv holds the server (this folder) and the client distribution (client/), both editable.
-$(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml
+$(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml \
+		$(if $(VENV_PYTHON_OK),,FORCE)
+	@test -n "$(PYTHON)" && $(PYTHON) -c '$(PYTHON_CHECK)' || { echo "no Python 3.11+ with the CVE-2024-6923 fix" \
+	  "(3.11.10+, 3.12.5+, 3.13+ or a backport) as PYTHON or among $(PYTHON_CANDIDATES); install one or set" \
+	  "PYTHON=/path/to/python3"; exit 1; }
+	@if test -x $(PY) && ! $(PY) -c '$(PYTHON_CHECK)'; then \
+	  echo "$(VENV) runs a Python without the CVE-2024-6923 fix: making it again with $(PYTHON)"; rm -rf $(VENV); fi
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements-dev.txt
@@ -19,6 +32,8 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.to
 	touch $@
 
 install: $(VENV)/.installed
+
+FORCE:
 
 # Swagger UI for /api/v1/docs, from the npm registry at the version locked in app/docs_ui (served by the app,
 # never from a CDN; node_modules is not committed). --ignore-scripts: no install-time analytics.

@@ -27,6 +27,17 @@ PLANS: dict[str, Plan] = {
 }
 
 
+def alert_plans() -> tuple[str, ...]:
+    """The names of the plans whose alerts are evaluated and delivered: those with the full dashboard.
+
+    Examples
+    --------
+    >>> alert_plans()
+    ('pro', 'enterprise', 'dashboard')
+    """
+    return tuple(name for name, plan in PLANS.items() if plan.dashboard)
+
+
 def get_plan(name: str) -> Plan:
     """The plan called ``name``; ``KeyError`` names the valid ones.
 

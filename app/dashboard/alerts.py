@@ -4,6 +4,9 @@ Kinds (``KINDS``): NO2 at the nearest station above the EU limit (40 µg/m³) or
 a road work within 2 km that starts running (``In uitvoering``); a new De Lijn detour that hits the location.
 The figures are the API's own (:func:`app.dashboard.figures.point_figures`).
 
+Alerts belong to the plans with the dashboard (:func:`app.plans.alert_plans`): a subscription of an account
+on another plan (after a downgrade) is neither evaluated nor delivered, and its owner can always delete it.
+
 An alert reports a change since the subscription was made: what is already true when subscribing is stored
 as a ``baseline`` row and never sent. Each event has a key (``work:<id>``, ``detour:<id>``,
 ``no2:<station>:<measuredAt>``); the primary key (subscription, key) of ``alert_events`` makes it exist once,
@@ -14,6 +17,7 @@ edge-triggered: one event when the reading goes from at-or-below to above the fi
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -22,6 +26,7 @@ from flask import current_app
 
 from app.accounts import StoreError, utc_stamp
 from app.db import write
+from app.plans import alert_plans
 
 from . import webhook
 from .figures import RUNNING, point_figures
@@ -34,6 +39,8 @@ KINDS = {
 }
 NO2_LIMITS = {"no2_eu": 40.0, "no2_who": 10.0}
 MAX_URL = 500
+#: an unsubscribe token's shape (``secrets.token_urlsafe(24)`` gives 32 characters)
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
 
 
 @dataclass(frozen=True)
@@ -136,13 +143,31 @@ def payload(sub, location, fact: Fact, engine, now) -> dict:
     }
 
 
+def on_alert_plan(account_plan_column: str) -> tuple[str, tuple[str, ...]]:
+    """(SQL condition, parameters): the account's plan is one with alerts (:func:`app.plans.alert_plans`).
+
+    Examples
+    --------
+    >>> on_alert_plan("a.plan")
+    ('a.plan IN (?, ?, ?)', ('pro', 'enterprise', 'dashboard'))
+    """
+    plans = alert_plans()
+    return f"{account_plan_column} IN ({', '.join('?' * len(plans))})", plans
+
+
 # -- subscriptions -----------------------------------------------------------------------------------------
+
+
+def new_secret() -> str:
+    """A webhook signing secret (``whsec_`` and 192 random bits)."""
+    return "whsec_" + secrets.token_urlsafe(24)
 
 
 def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) -> list:
     """Subscribe the location to ``kinds`` (replacing its webhook URL); what holds now becomes the baseline.
 
-    The webhook secret is made once per subscription and kept when the URL changes.
+    Each subscription gets its own webhook secret, and a new one whenever its webhook URL changes (a secret
+    never signs for an address it was not made for).
     """
     kinds = list(dict.fromkeys(kinds))
     if not kinds:
@@ -158,9 +183,11 @@ def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) 
                 "SELECT * FROM alert_subscriptions WHERE location_id = ? AND kind = ?", (location["id"], kind)
             ).fetchone()
             if row is not None:
-                conn.execute(
-                    "UPDATE alert_subscriptions SET webhook_url = ? WHERE id = ?", (url or None, row["id"])
-                )
+                if (url or None) != row["webhook_url"]:
+                    conn.execute(
+                        "UPDATE alert_subscriptions SET webhook_url = ?, webhook_secret = ? WHERE id = ?",
+                        (url or None, new_secret(), row["id"]),
+                    )
                 continue
             above = int(no2_state(kind, figures)[0]) if kind in NO2_LIMITS else None
             sub = conn.execute(
@@ -171,7 +198,7 @@ def subscribe(conn, account_id: int, location, kinds, webhook_url, engine, now) 
                     location["id"],
                     kind,
                     url or None,
-                    "whsec_" + secrets.token_urlsafe(24),
+                    new_secret(),
                     secrets.token_urlsafe(24),
                     above,
                     utc_stamp(),
@@ -189,21 +216,51 @@ def list_for_location(conn, account_id: int, location_id: str) -> list:
     ).fetchall()
 
 
+def _own_subscription(conn, account_id: int, sub_id: int):
+    row = conn.execute(
+        "SELECT * FROM alert_subscriptions WHERE id = ? AND account_id = ?", (sub_id, account_id)
+    ).fetchone()
+    if row is None:
+        raise StoreError(f"no alert subscription {sub_id} in this account")
+    return row
+
+
 def delete(conn, account_id: int, sub_id: int):
-    """Delete one of the account's subscriptions (its events go with it); the deleted row."""
+    """Delete one of the account's subscriptions (its events go with it); the deleted row. Allowed on any
+    plan."""
     with write(conn, durable=True):
-        row = conn.execute(
-            "SELECT * FROM alert_subscriptions WHERE id = ? AND account_id = ?", (sub_id, account_id)
-        ).fetchone()
-        if row is None:
-            raise StoreError(f"no alert subscription {sub_id} in this account")
+        row = _own_subscription(conn, account_id, sub_id)
         conn.execute("DELETE FROM alert_subscriptions WHERE id = ?", (sub_id,))
     return row
 
 
+def rotate_secret(conn, account_id: int, sub_id: int):
+    """Give one of the account's webhook subscriptions a new secret (the old one stops signing at once);
+    the updated row."""
+    with write(conn, durable=True):
+        row = _own_subscription(conn, account_id, sub_id)
+        if not row["webhook_url"]:
+            raise StoreError("this alert has no webhook, so it has no secret to rotate")
+        return conn.execute(
+            "UPDATE alert_subscriptions SET webhook_secret = ? WHERE id = ? RETURNING *",
+            (new_secret(), sub_id),
+        ).fetchone()
+
+
+def well_formed_token(token) -> bool:
+    """Whether ``token`` has the shape of an unsubscribe token (checked before any look-up).
+
+    Examples
+    --------
+    >>> well_formed_token(secrets.token_urlsafe(24)), well_formed_token("x"), well_formed_token("a b" * 8)
+    (True, False, False)
+    """
+    return isinstance(token, str) and _TOKEN.fullmatch(token) is not None
+
+
 def by_token(conn, token: str):
     """The subscription whose unsubscribe token is ``token``, or None."""
-    if not isinstance(token, str) or not 16 <= len(token) <= 64:
+    if not well_formed_token(token):
         return None
     return conn.execute(
         "SELECT s.*, l.name AS location_name FROM alert_subscriptions s"
@@ -214,6 +271,8 @@ def by_token(conn, token: str):
 
 def unsubscribe(conn, token: str) -> bool:
     """Delete the subscription of an unsubscribe token; False when there is none (already gone)."""
+    if not well_formed_token(token):
+        return False
     with write(conn, durable=True):
         return (
             conn.execute("DELETE FROM alert_subscriptions WHERE unsubscribe_token = ?", (token,)).rowcount > 0
@@ -236,10 +295,14 @@ def evaluate(conn, engine, now) -> int:
     """Record the new events of every subscription for ``engine``'s data; returns how many are new.
 
     Figures are computed once per saved location. Each subscription is updated in its own transaction.
+    Subscriptions of accounts whose plan has no alerts are skipped.
     """
+    on_plan, plans = on_alert_plan("a.plan")
     subs = conn.execute(
         "SELECT s.*, l.name AS l_name, l.lat AS l_lat, l.lng AS l_lng FROM alert_subscriptions s"
-        " JOIN locations l ON l.id = s.location_id ORDER BY s.id"
+        " JOIN locations l ON l.id = s.location_id JOIN accounts a ON a.id = s.account_id"
+        f" WHERE {on_plan} ORDER BY s.id",
+        plans,
     ).fetchall()
     by_location: dict[str, dict | None] = {}  # None: outside the service area
     new = 0

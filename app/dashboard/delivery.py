@@ -30,6 +30,7 @@ from app.db import write
 from app.mail import build_message
 
 from . import webhook
+from .alerts import on_alert_plan
 
 log = logging.getLogger(__name__)
 
@@ -83,14 +84,16 @@ def _due_args(now: int) -> tuple:
 
 def due(conn, now: int) -> list:
     """The events due for delivery at ``now`` (epoch seconds), oldest first, with their account and whether
-    a webhook is still to be sent."""
+    a webhook is still to be sent; none of an account whose plan has no alerts (they wait for an upgrade)."""
+    on_plan, plans = on_alert_plan("a.plan")
     return conn.execute(
         "SELECT e.subscription_id, e.event_key, s.account_id,"
         " (s.webhook_url IS NOT NULL AND e.webhook_sent_at IS NULL) AS webhook_due"
         " FROM alert_events e JOIN alert_subscriptions s ON s.id = e.subscription_id"
-        f" WHERE {_DUE} AND {_UNSENT}"
+        " JOIN accounts a ON a.id = s.account_id"
+        f" WHERE {_DUE} AND {_UNSENT} AND {on_plan}"
         " ORDER BY e.created_at, e.subscription_id, e.event_key",
-        _due_args(now),
+        (*_due_args(now), *plans),
     ).fetchall()
 
 
@@ -177,7 +180,9 @@ def describe(exc: BaseException) -> str:
 
 
 def message(row, base_url: str, sender: str):
-    """The alert e-mail (text + HTML) with its unsubscribe link and ``List-Unsubscribe`` header."""
+    """The alert e-mail (text + HTML) with its unsubscribe link, ``List-Unsubscribe`` and (for an ``https``
+    base URL) RFC 8058 one-click ``List-Unsubscribe-Post``. The location name and event title reach the
+    subject only through :func:`app.mail.build_message`'s checks."""
     import json
 
     event = json.loads(row["payload"])
@@ -188,15 +193,14 @@ def message(row, base_url: str, sender: str):
         "unsubscribe": unsubscribe,
         "map_url": f"{base_url.rstrip('/')}/dashboard/map?location={event['location']['id']}",
     }
-    msg = build_message(
+    return build_message(
         sender,
         row["email"],
-        f"Alert for {row['location_name']}: {event['title']}"[:180],
+        f"Alert for {row['location_name']}: {event['title']}",
         render_template("mail/alert.txt", **context),
         render_template("mail/alert.html", **context),
+        unsubscribe_url=unsubscribe,
     )
-    msg["List-Unsubscribe"] = f"<{unsubscribe}>"
-    return msg
 
 
 def send_one(conn, row, mail, config, base_url: str) -> tuple[dict, list[str]]:
@@ -257,11 +261,12 @@ def deliver(conn, mail, config, base_url: str, *, now: float | None = None) -> d
 
 def next_due(conn, now: float) -> float | None:
     """Seconds until the next undelivered event is due (0: now), None when nothing waits."""
+    on_plan, plans = on_alert_plan("a.plan")
     rows = conn.execute(
         "SELECT e.next_attempt_at, e.claimed_at FROM alert_events e"
-        " JOIN alert_subscriptions s ON s.id = e.subscription_id"
-        f" WHERE e.kind = 'event' AND e.gave_up_at IS NULL AND e.attempts < ? AND {_UNSENT}",
-        (MAX_ATTEMPTS,),
+        " JOIN alert_subscriptions s ON s.id = e.subscription_id JOIN accounts a ON a.id = s.account_id"
+        f" WHERE e.kind = 'event' AND e.gave_up_at IS NULL AND e.attempts < ? AND {_UNSENT} AND {on_plan}",
+        (MAX_ATTEMPTS, *plans),
     ).fetchall()
     times = [max(r[0] or 0, (r[1] + LEASE_SECONDS) if r[1] is not None else 0) for r in rows]
     return max(0.0, min(times) - now) if times else None

@@ -66,9 +66,13 @@ def _headers(response):
     return response
 
 
+#: POSTs authorised by a token in their URL, not by a session: no CSRF secret to check (RFC 8058 one-click)
+_TOKEN_POSTS = frozenset({"dashboard.unsubscribe"})
+
+
 @bp.before_request
 def _check_csrf():
-    if request.method == "POST" and not csrf.valid_request():
+    if request.method == "POST" and request.endpoint not in _TOKEN_POSTS and not csrf.valid_request():
         return page(
             "dashboard/problem.html",
             400,
@@ -203,7 +207,8 @@ def update(location_id):
 
 @bp.post("/locations/<location_id>/delete")
 def delete(location_id):
-    viewer, stop = _viewer_or_redirect(full=True)
+    """Any plan may delete its own locations (and their alerts), also after a downgrade."""
+    viewer, stop = _viewer_or_redirect()
     if stop:
         return stop
     try:
@@ -310,8 +315,12 @@ def subscribe(location_id):
     conn = get_db()
     row = _own_location(conn, viewer, location_id)
     engine = current_engine()
+    secrets_before = {
+        s["id"]: s["webhook_secret"]
+        for s in alerts.list_for_location(conn, viewer.account["id"], location_id)
+    }
     try:
-        alerts.subscribe(
+        subs = alerts.subscribe(
             conn,
             viewer.account["id"],
             row,
@@ -323,21 +332,48 @@ def subscribe(location_id):
     except StoreError as exc:
         flash(f"Alerts not changed: {exc}.", "warn")
         return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
+    issued = [s for s in subs if s["webhook_url"] and secrets_before.get(s["id"]) != s["webhook_secret"]]
+    if issued:
+        return _secrets_page(row, issued, "Alerts saved.")
     flash("Alerts saved. You get an e-mail when something changes after a data refresh.", "ok")
     return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
 
 
+def _secrets_page(location, subs, heading):
+    """The page that shows new webhook secrets: the only time they are shown."""
+    return page("dashboard/webhook_secret.html", heading=heading, location=location, subs=subs)
+
+
+def _on_own_alert(sub_id, action, *, full: bool):
+    """(viewer, ``action(conn, account id, sub_id)``'s row, None) for one of the viewer's alerts, or
+    (None, None, the answer): sign in first, the plan page, or 404 when the alert is not the viewer's."""
+    viewer, stop = _viewer_or_redirect(full=full)
+    if stop:
+        return None, None, stop
+    try:
+        return viewer, action(get_db(), viewer.account["id"], sub_id), None
+    except StoreError as exc:
+        return None, None, page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
+
+
 @bp.post("/alerts/<int:sub_id>/delete")
 def delete_alert(sub_id):
-    viewer, stop = _viewer_or_redirect(full=True)
+    """Any plan may delete its own alerts, also after a downgrade."""
+    _viewer, row, stop = _on_own_alert(sub_id, alerts.delete, full=False)
     if stop:
         return stop
-    try:
-        row = alerts.delete(get_db(), viewer.account["id"], sub_id)
-    except StoreError as exc:
-        return page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
     flash("Alert removed.", "ok")
     return redirect(url_for("dashboard.map_page", location=row["location_id"]) + "#alerts")
+
+
+@bp.post("/alerts/<int:sub_id>/secret")
+def rotate_secret(sub_id):
+    """A new webhook secret for one alert, shown once; the old one stops signing at once."""
+    viewer, row, stop = _on_own_alert(sub_id, alerts.rotate_secret, full=True)
+    if stop:
+        return stop
+    location = _own_location(get_db(), viewer, row["location_id"])
+    return _secrets_page(location, [row], "New webhook secret")
 
 
 @bp.get("/unsubscribe/<token>")
@@ -349,8 +385,20 @@ def unsubscribe_page(token):
 
 @bp.post("/unsubscribe/<token>")
 def unsubscribe(token):
-    done = alerts.unsubscribe(get_db(), token)
-    return page("dashboard/unsubscribe.html", 200 if done else 404, sub=None, token=token, done=done)
+    """The page's button and RFC 8058 one-click (a mail client's POST with ``List-Unsubscribe=One-Click``,
+    without cookies): the token is the credential, so no session or CSRF secret. Idempotent, no redirect:
+    200 whether the alert is removed now or was already gone; 404 for what is not a token's shape."""
+    if request.form.get("List-Unsubscribe") != "One-Click":
+        return page(
+            "dashboard/problem.html",
+            400,
+            heading="Not possible",
+            text="An unsubscribe request carries List-Unsubscribe=One-Click. Open the link from the mail.",
+        )
+    if not alerts.well_formed_token(token):
+        return page("dashboard/unsubscribe.html", 404, sub=None, token=token, done=False)
+    removed = alerts.unsubscribe(get_db(), token)
+    return page("dashboard/unsubscribe.html", 200, sub=None, token=token, done=True, removed=removed)
 
 
 # -- report ------------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Accepted: ``local@domain`` with a dot-atom local part (≤ 64 characters) and a domain of at least two
 LDH labels (IDN in its ``xn--`` form), alphabetic top-level label, total ≤ 254 characters.
-Rejected: display names, quoted local parts, IP-literal domains, whitespace, control characters.
+Rejected: display names, quoted local parts, IP-literal domains, whitespace, control characters, and the
+opening ``=?`` of an RFC 2047 encoded word (a mail header parser would decode it, line breaks included).
 The address is returned lower-cased (accounts are matched case-insensitively).
 """
 
@@ -26,8 +27,12 @@ def normalize_email(value):
     --------
     >>> normalize_email("An.Peeters@Antwerpen.BE")
     'an.peeters@antwerpen.be'
+    >>> normalize_email("=?utf-8?q?a=0D=0ABcc=3Ab=40x.be?=@stad.be")
+    Traceback (most recent call last):
+    ...
+    app.portal.addresses.InvalidEmail: not an e-mail address
     """
-    if not isinstance(value, str) or not value.isascii() or len(value) > 254:
+    if not isinstance(value, str) or not value.isascii() or len(value) > 254 or "=?" in value:
         raise InvalidEmail("not an e-mail address")
     local, at, domain = value.rpartition("@")
     if not at or len(local) > 64 or not _LOCAL.fullmatch(local):

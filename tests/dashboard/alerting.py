@@ -27,10 +27,11 @@ def variant(
     running_work: str | None = None,
     new_detour: str | None = None,
     hours_later: int = 0,
+    edit=None,
 ):
     """A copy of the demo snapshot with the station's last readings set to ``no2``, optionally one planned
-    work switched to running, one detour duplicated under a new id, and the readings and ``asOf`` moved
-    ``hours_later``; returns the loaded engine."""
+    work switched to running, one detour duplicated under a new id, the readings and ``asOf`` moved
+    ``hours_later``, and ``edit(layers)`` applied last; returns the loaded engine."""
     from geo.data.engine import Engine
     from geo.data.snapshot import read_snapshot, write_snapshot
 
@@ -49,6 +50,8 @@ def variant(
         layers["detours"] = pd.concat([detours, copy]).sort_values("id").reset_index(drop=True)
     as_of = pd.Timestamp(manifest["asOf"]) + pd.Timedelta(hours=hours_later)
     layers["no2"]["timestamp"] = layers["no2"]["timestamp"] + pd.Timedelta(hours=hours_later)
+    if edit is not None:
+        edit(layers)
     metas = {name: entry for name, entry in manifest["layers"].items()}
     write_snapshot(layers, metas, as_of.to_pydatetime(), out)
     return Engine.load(out)

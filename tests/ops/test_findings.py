@@ -53,6 +53,7 @@ def test_body_routes_are_the_ones_we_know(app):
     assert body_routes(app) == [
         "/api/v1/signup",
         "/dashboard/alerts/1/delete",
+        "/dashboard/alerts/1/secret",
         "/dashboard/locations",
         "/dashboard/locations/x",
         "/dashboard/locations/x/alerts",

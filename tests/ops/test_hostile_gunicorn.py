@@ -14,6 +14,7 @@ import json
 import re
 import socket
 import time
+import uuid
 from urllib.parse import quote
 
 import pytest
@@ -25,6 +26,7 @@ from bench.deploy import Gunicorn, prepare
 from .rawhttp import parse_response
 
 from .test_findings import HOSTILE_BODIES, KEY, encodings
+from .test_secret_urls import cases as secret_url_cases, leaked
 
 pytestmark = pytest.mark.slow
 
@@ -66,6 +68,7 @@ ROUTES = [
     "/dashboard/locations/x/delete",
     "/dashboard/locations/x/report.pdf",
     "/dashboard/alerts/1/delete",
+    "/dashboard/alerts/1/secret",
     "/dashboard/unsubscribe/x",
     "/dashboard/static/x",
     "/portal/link/x",
@@ -287,6 +290,30 @@ def test_generated_hostile_requests_to_every_route(hostile):
 # -- finding 8: keys in every encoding, in every log path of the real server ----------------------------------
 
 
+def into_every_log_path(port: int, target: str) -> None:
+    """Requests for ``target`` that reach the access log and each of gunicorn's "Invalid request" lines."""
+    exchange(port, request_bytes("GET", target, [], None))  # access log
+    exchange(port, f"GET {target} HTTP/9.9\r\nHost: x\r\n\r\n".encode())  # "Invalid request"
+    exchange(port, f"GET {target}\r\nHost: x\r\n\r\n".encode())  # ... naming the line
+    exchange(port, f"GET {target} HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n".encode())
+    exchange(port, f"GET {target}{'x' * 5000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # 414
+
+
+def logged_since(server, offset: int) -> str:
+    """The server's log from ``offset`` on, once the access line of a request sent after all others is in it."""
+    marker = f"m={uuid.uuid4()}"  # dashed groups: not token-like, so the access log keeps it
+    exchange(server.port, request_bytes("GET", f"/healthz?{marker}", [], None))
+    deadline = time.monotonic() + 15
+    while True:
+        with open(server.log_path, "rb") as handle:
+            handle.seek(offset)
+            logged = handle.read().decode("latin-1")
+        if marker in logged:
+            return logged
+        assert time.monotonic() < deadline, "the marker request never reached the log"
+        time.sleep(0.05)
+
+
 def test_keys_in_every_encoding_stay_out_of_every_log(hostile):
     server, _fx = hostile
     before = server.log_path.stat().st_size
@@ -298,15 +325,8 @@ def test_keys_in_every_encoding_stay_out_of_every_log(hostile):
             f"/portal/link/{form}",
             f"/healthz?x=1&api_key={form}&y=2",
         ):
-            exchange(server.port, request_bytes("GET", target, [], None))  # access log
-            exchange(server.port, f"GET {target} HTTP/9.9\r\nHost: x\r\n\r\n".encode())  # "Invalid request"
-            exchange(server.port, f"GET {target}\r\nHost: x\r\n\r\n".encode())  # ... naming the line
-            exchange(server.port, f"GET {target} HTTP/1.1\r\nHost: x\r\nBad Header: 1\r\n\r\n".encode())
-            exchange(server.port, f"GET {target}{'x' * 5000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())  # 414
-    time.sleep(0.3)
-    with open(server.log_path, "rb") as handle:
-        handle.seek(before)
-        logged = handle.read().decode("latin-1")
+            into_every_log_path(server.port, target)
+    logged = logged_since(server, before)
     assert "Invalid HTTP request line: '[redacted]" not in logged  # the line is kept, only the key goes
     assert "Invalid HTTP request line: 'GET /api/v1/locations?key=[redacted]" in logged  # error-log path hit
     body = KEY[8:30]
@@ -318,6 +338,25 @@ def test_keys_in_every_encoding_stay_out_of_every_log(hostile):
         "".join(f"%{ord(c):02x}" for c in body[:10]),
     ):
         assert needle not in logged, needle
+
+
+# -- issue 31, class 5: secret tokens in paths and queries, in every encoding, in every log path -----------------
+
+
+def test_secret_tokens_in_every_encoding_stay_out_of_every_log(hostile):
+    server, _fx = hostile
+    before = server.log_path.stat().st_size
+    one_click = b"List-Unsubscribe=One-Click"
+    form = [("Content-Type", "application/x-www-form-urlencoded")]
+    for target in secret_url_cases():
+        into_every_log_path(server.port, target)
+        exchange(server.port, request_bytes("POST", target, form, one_click))  # one-click, access log
+    logged = logged_since(server, before)
+    assert '"path":"/dashboard/unsubscribe/[redacted]"' in logged  # the access log saw the requests
+    assert (
+        "Invalid HTTP request line: 'GET /dashboard/unsubscribe/[redacted]" in logged
+    )  # ... the error log too
+    assert not leaked(logged), [line for line in logged.splitlines() if leaked(line)][:5]
 
 
 # -- finding 1 on the real server: one access line, no traceback ------------------------------------------------

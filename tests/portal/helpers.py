@@ -22,15 +22,18 @@ def free_port():
 
 
 class Inbox:
-    """aiosmtpd handler that keeps every received message (parsed) in order."""
+    """aiosmtpd handler that keeps every received message in order: (recipients, parsed message) in
+    ``messages``, the bytes as received in ``raw``."""
 
     def __init__(self):
         self.messages = []
+        self.raw = []
         self._arrived = threading.Condition()
 
     async def handle_DATA(self, server, session, envelope):
         msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
         with self._arrived:
+            self.raw.append(envelope.original_content)
             self.messages.append((envelope.rcpt_tos, msg))
             self._arrived.notify_all()
         return "250 OK"

@@ -24,6 +24,10 @@ LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
 )
 def test_valid_addresses_are_accepted_lower_cased_and_idempotent(local, labels, tld):
     address = ".".join(local) + "@" + ".".join([*labels, tld])
+    if "=?" in address:  # the opening of an encoded word: refused (test_mail_safety.py)
+        with pytest.raises(InvalidEmail):
+            normalize_email(address)
+        return
     normal = normalize_email(address)
     assert normal == address.lower()
     assert normalize_email(normal) == normal
