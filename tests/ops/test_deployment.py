@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -130,9 +131,11 @@ def _wait_until_reopened(pid: int, path: Path) -> None:
         time.sleep(0.02)
 
 
-def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
+@contextmanager
+def _one_worker_logging_to(log: Path, snapshot_dir, tmp_path):
+    """gunicorn with one worker writing its access log to ``log`` (its error log: tmp_path/gunicorn.log);
+    (server, the worker's pid)."""
     fx = prepare(tmp_path / "instance", snapshot_dir, accounts=1, points=5)
-    log, rotated = tmp_path / "access.log", tmp_path / "access.log.1"
     with Gunicorn(
         fx.instance,
         workers=1,
@@ -141,6 +144,12 @@ def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
         log=tmp_path / "gunicorn.log",
     ) as server:
         (worker,) = server.worker_pids()
+        yield server, worker
+
+
+def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
+    log, rotated = tmp_path / "access.log", tmp_path / "access.log.1"
+    with _one_worker_logging_to(log, snapshot_dir, tmp_path) as (server, worker):
         # one worker, one request at a time: once this line is written, every earlier one is too
         assert _logged_get(server.port, "/healthz?before=rotation", (log,))[0] == log
         log.rename(rotated)  # what logrotate does, then it signals the master
@@ -156,16 +165,8 @@ def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
 def test_reopen_signals_never_interrupt_a_log_write(snapshot_dir, tmp_path):
     """SIGUSR1 arriving while the worker writes its access log (a rotation under traffic) loses no line and
     raises nothing: the reopen waits for the end of the request."""
-    fx = prepare(tmp_path / "instance", snapshot_dir, accounts=1, points=5)
     log = tmp_path / "access.log"
-    with Gunicorn(
-        fx.instance,
-        workers=1,
-        data_dir=snapshot_dir,
-        env={"GUNICORN_ACCESSLOG": str(log)},
-        log=tmp_path / "gunicorn.log",
-    ) as server:
-        (worker,) = server.worker_pids()
+    with _one_worker_logging_to(log, snapshot_dir, tmp_path) as (server, worker):
         stop, sent = threading.Event(), []
 
         def traffic():
