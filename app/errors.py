@@ -219,6 +219,19 @@ def _limiter_breach(exc) -> "RateLimited":
     return RateLimited(headers={"Retry-After": str(retry_after(info))})
 
 
+def refuse_empty_segments() -> None:
+    """404 ``not_found`` for a path holding an empty segment (``//`` anywhere; ``%2F`` arrives decoded),
+    whatever the method: no route has one, so each resource keeps one URL. Werkzeug would otherwise serve
+    ``//x`` as ``/x`` and redirect ``/x//y`` to ``/x/y``. The answer is the app's JSON, never a blueprint's
+    page (the rule Werkzeug matched after dropping the leading slashes is forgotten)."""
+    raw = request.environ.get("PATH_INFO", "")
+    if "//" not in raw:
+        return
+    request.url_rule = None
+    path = raw.encode("latin-1", "replace").decode("utf-8", "replace")  # WSGI: UTF-8 bytes as latin-1
+    raise NotFound(f"no endpoint at {redact_path(path)}: a path has no empty segments")
+
+
 def error_response(err: ApiError):
     """The one JSON error response for ``err`` (rate-limit headers are added later by app.http)."""
     body = {"error": err.code, "message": err.message}

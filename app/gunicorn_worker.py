@@ -265,9 +265,27 @@ class CoalescingMixin:
         super().init_process()
 
 
-class SyncWorker(JsonErrorsMixin, CoalescingMixin, _SyncWorker):
+class ReopenBetweenRequestsMixin:
+    """``SIGUSR1`` (log rotation) reopens the log files in the worker's main loop, between requests, not in
+    the signal handler: gunicorn's handler closes the file the interrupted code may be writing to
+    ("reentrant call inside BufferedWriter": a logging error, the reopen left half done). The wake-up fd
+    gunicorn gives the signal module ends the loop's wait at once."""
+
+    _reopen_pending = False
+
+    def handle_usr1(self, sig, frame):
+        self._reopen_pending = True
+
+    def notify(self):
+        if self._reopen_pending:
+            self._reopen_pending = False
+            self.log.reopen_files()
+        super().notify()
+
+
+class SyncWorker(JsonErrorsMixin, CoalescingMixin, ReopenBetweenRequestsMixin, _SyncWorker):
     """gunicorn's ``sync`` worker with JSON error answers (the production worker)."""
 
 
-class ThreadWorker(JsonErrorsMixin, CoalescingMixin, _ThreadWorker):
+class ThreadWorker(JsonErrorsMixin, CoalescingMixin, ReopenBetweenRequestsMixin, _ThreadWorker):
     """gunicorn's ``gthread`` worker with JSON error answers (comparison runs of ``make loadtest``)."""

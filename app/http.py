@@ -18,7 +18,7 @@ from werkzeug.local import LocalProxy
 from werkzeug.sansio.utils import get_content_length
 
 from . import auth, jsontext, negotiation, ratelimit
-from .errors import ApiError, InvalidRequest, PayloadTooLarge
+from .errors import ApiError, InvalidRequest, PayloadTooLarge, refuse_empty_segments
 
 log = logging.getLogger("app.http")
 
@@ -71,10 +71,12 @@ def data_response(body: dict):
 
 def prepare_request() -> None:
     """``before_request``: the request id (a sane ``X-Request-Id`` from the client, else 128 random bits as
-    32 hex digits), then refuse a declared body over ``MAX_CONTENT_LENGTH`` before anything reads it."""
+    32 hex digits), then refuse a path with an empty segment and a declared body over
+    ``MAX_CONTENT_LENGTH`` before anything reads it."""
     environ = request.environ
     given = environ.get("HTTP_X_REQUEST_ID", "")
     g.request_id = given if _REQUEST_ID.match(given) else os.urandom(16).hex()
+    refuse_empty_segments()
     declared = environ.get("CONTENT_LENGTH")
     if declared:
         limit = current_app.config.get("MAX_CONTENT_LENGTH")

@@ -1,7 +1,8 @@
 """Batch scoring throughput and memory (issue 8) against a naive GeoPandas ``sjoin`` pipeline in the same run.
 
 Rows: ``geo.score`` in one process, on 2 local worker processes, on a Dask LocalCluster (2 workers), the
-``urban-score`` CSV -> CSV command end to end (peak RSS of that process), and the naive pipeline
+``urban-score`` CSV -> CSV command end to end (peak RSS of that command alone, :mod:`bench.rusage`), and
+the naive pipeline
 (sjoin / sjoin_nearest / buffers in EPSG:31370, every (point, work) pair materialised) on at most
 ``URBAN_BENCH_NAIVE_POINTS`` points (default 2x10^4), reported per point.
 
@@ -13,8 +14,6 @@ row (default: the same). For the 10^7-row memory check run
 from __future__ import annotations
 
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bench import Row, local_cluster, median_us, per_second, service_points
+from bench.rusage import run_measured
 
 METRIC = "EPSG:31370"
 CHUNK = 250_000
@@ -104,9 +104,7 @@ def _cli_run(engine, n: int):
                     fh, header=False, index=False
                 )
                 written += k
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t0 = time.perf_counter()
-        subprocess.run(
+        used = run_measured(
             [
                 sys.executable,
                 "-m",
@@ -117,13 +115,11 @@ def _cli_run(engine, n: int):
                 "--data",
                 _data_dir(),
                 "--no-progress",
-            ],
-            check=True,
-            capture_output=True,
+            ]
         )
-        seconds = time.perf_counter() - t0
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        return n / seconds, max(peak, before) / 1024, seconds
+        if used.returncode:
+            raise RuntimeError(f"urban-score failed: {used.stderr[-500:].decode(errors='replace')}")
+        return n / used.seconds, used.peak_mb, used.seconds
 
 
 # --- the naive pipeline -----------------------------------------------------------------------------

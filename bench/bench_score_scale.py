@@ -3,7 +3,8 @@
 * ``urban-score`` CSV -> Parquet of ``URBAN_BENCH_SCALE_ROWS`` rows (default 10^7, a ~440 MB CSV in a temp
   dir), one process and ``--workers 2``, against today's path: the same command of the commit
   ``URBAN_BENCH_BASE_REF`` (default: the commit before issue 17) extracted with ``git archive``, run in the
-  same bench, alternating old / new. Peak RSS is the command's own process (``wait4``).
+  same bench, alternating old / new. Peak RSS is the command's own (:mod:`bench.rusage`: never the bench's
+  high-water mark, which a child forked from the bench would inherit).
 * Dask: the same points as a directory of Parquet files, scored into a directory by one process and by a
   2-worker LocalCluster (started and warmed once, as a standing cluster would be), at 10^7 and 10^6 points.
 * Pairs: the ``--pairs`` kernel (:func:`geo.batch.pair_rows.pairs_table`, on the process's cores as
@@ -21,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench import Row, local_cluster, per_second, service_points
+from bench.rusage import run_measured
 
 BASE_REF = os.environ.get("URBAN_BENCH_BASE_REF", "74b9c6a")
 REPEAT = int(os.environ.get("URBAN_BENCH_SCALE_REPEAT", 2))
@@ -88,23 +89,16 @@ def _cli(args, pythonpath=None):
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
         data = str(Path(pythonpath) / "snapshot")
-    t0 = time.perf_counter()
     module = "geo.score_cli" if pythonpath else "geo.batch.cli"
-    proc = subprocess.Popen(
+    used = run_measured(
         [sys.executable, "-m", module, *args, "--data", data, "--no-progress"],
         env=env,
         cwd=pythonpath,  # ``python -m`` puts the working directory first: run the base tree from its own
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
     )
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
+    if used.returncode:
+        err = used.stderr.decode(errors="replace")
         raise RuntimeError(f"urban-score {' '.join(args)} failed: {err[-500:]}")
-    return seconds, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    return used.seconds, used.peak_mb, used.cpu_s
 
 
 def _target(name, value, limit, unit, *, at_most=True, note="", baseline=None, rate=None, judged=True) -> Row:
@@ -176,7 +170,7 @@ def _cli_rows(engine, n, tmp) -> list[Row]:
                 1024,
                 "MB",
                 judged=n == 10**7,
-                note="main process (workers hold a chunk or two each)",
+                note="the largest process of the command: the main one (workers hold a chunk or two each)",
             )
         )
     return rows

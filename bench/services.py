@@ -59,6 +59,16 @@ def _stop(proc: subprocess.Popen | None, sig=signal.SIGTERM, timeout: float = 20
         proc.wait()
 
 
+def _other_free_ports(taken: set[int], n: int) -> list[int]:
+    """``n`` free ports on 127.0.0.1, distinct from each other and from ``taken``."""
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port()
+        if port not in taken and port not in ports:
+            ports.append(port)
+    return ports
+
+
 class _Service:
     proc: subprocess.Popen | None = None
 
@@ -245,10 +255,69 @@ class Redis(_Service):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def render_nginx(conf: str, *, port: int, upstreams: list[int], prefix: Path, user: str | None) -> str:
-    """``deploy/nginx.conf`` for a local run: listen on 127.0.0.1:``port``, proxy to gunicorns on 127.0.0.1
-    ``upstreams``, pid, logs and temp files under ``prefix``, in the foreground. Every substitution must
-    match exactly once, so a change to the shipped file that breaks it fails loudly."""
+def self_signed_certificate(directory: Path, name: str = "localhost") -> tuple[Path, Path]:
+    """A fresh ECDSA P-256 key and a self-signed certificate for ``name`` and 127.0.0.1, valid for a day:
+    (certificate path, key path) in ``directory``. Clients trust it by loading the certificate itself."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = Path(directory) / "fullchain.pem", Path(directory) / "privkey.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    key_path.chmod(0o600)
+    return cert_path, key_path
+
+
+def render_nginx(
+    conf: str,
+    *,
+    port: int,
+    upstreams: list[int],
+    prefix: Path,
+    user: str | None,
+    tls_port: int,
+    redirect_port: int,
+    certificate: Path,
+    key: Path,
+) -> str:
+    """``deploy/nginx.conf`` for a local run on 127.0.0.1: its TLS listener on ``tls_port`` with
+    ``certificate`` and ``key``, its plain port-80 listener (the redirect to https) on ``redirect_port``,
+    plus a plain listener on ``port`` that proxies without redirecting (what a TLS-terminating balancer
+    in front would reach); proxying to gunicorns on 127.0.0.1 ``upstreams``, pid, logs and temp files under
+    ``prefix``, in the foreground. Every substitution must match exactly once, so a change to the shipped
+    file that breaks it fails loudly."""
     servers = "".join(f"        server 127.0.0.1:{p} max_fails=0;\n" for p in upstreams)
     temp = "".join(
         f"    {kind}_temp_path {prefix}/{kind};\n"
@@ -261,7 +330,16 @@ def render_nginx(conf: str, *, port: int, upstreams: list[int], prefix: Path, us
         ("    access_log /dev/stdout urban", f"{temp}    access_log {prefix}/access.log urban"),
         ("    include /etc/nginx/mime.types;\n", ""),
         ("        server app1:8000 max_fails=0;\n        server app2:8000 max_fails=0;\n", servers),
-        ("        listen 80 default_server;\n", f"        listen 127.0.0.1:{port} default_server;\n"),
+        (
+            "        listen 443 ssl default_server;\n        listen 80 default_server;\n",
+            f"        listen 127.0.0.1:{tls_port} ssl default_server;\n"
+            f"        listen 127.0.0.1:{redirect_port} default_server;\n"
+            f"        listen 127.0.0.1:{port};\n",
+        ),
+        ("if ($server_port = 80) {", f"if ($server_port = {redirect_port}) {{"),
+        ("return 308 https://$host$request_uri;", f"return 308 https://$host:{tls_port}$request_uri;"),
+        ("ssl_certificate /etc/nginx/tls/fullchain.pem;", f"ssl_certificate {certificate};"),
+        ("ssl_certificate_key /etc/nginx/tls/privkey.pem;", f"ssl_certificate_key {key};"),
     ]
     for old, new in swaps:
         if conf.count(old) != 1:
@@ -272,18 +350,42 @@ def render_nginx(conf: str, *, port: int, upstreams: list[int], prefix: Path, us
 
 class Nginx(_Service):
     """Debian's nginx running ``deploy/nginx.conf`` in front of local gunicorns (master + workers, in the
-    foreground; as root the workers run as ``nobody``)."""
+    foreground; as root the workers run as ``nobody``).
 
-    def __init__(self, upstreams: list[int], *, port: int | None = None, conf: Path = NGINX_CONF):
+    ``port``: plain HTTP, proxied (as from a TLS-terminating balancer); ``tls_port``: the shipped TLS
+    listener with ``certificate`` and ``key`` (a fresh self-signed pair when not given); ``redirect_port``:
+    the shipped plain listener that redirects to https."""
+
+    def __init__(
+        self,
+        upstreams: list[int],
+        *,
+        port: int | None = None,
+        conf: Path = NGINX_CONF,
+        certificate: Path | None = None,
+        key: Path | None = None,
+    ):
         self.port = port or free_port()
+        self.tls_port, self.redirect_port = _other_free_ports({self.port}, 2)
         self.upstreams = list(upstreams)
         self.dir = Path(tempfile.mkdtemp(prefix="urban-nginx-"))
         os.chmod(self.dir, 0o755)
+        if certificate is None or key is None:
+            certificate, key = self_signed_certificate(self.dir)
+        self.certificate = Path(certificate)
         user = "nobody nogroup" if os.geteuid() == 0 else None
         self.conf = self.dir / "nginx.conf"
         self.conf.write_text(
             render_nginx(
-                conf.read_text(), port=self.port, upstreams=self.upstreams, prefix=self.dir, user=user
+                conf.read_text(),
+                port=self.port,
+                upstreams=self.upstreams,
+                prefix=self.dir,
+                user=user,
+                tls_port=self.tls_port,
+                redirect_port=self.redirect_port,
+                certificate=self.certificate,
+                key=Path(key),
             )
         )
         self.log = self.dir / "error.log"

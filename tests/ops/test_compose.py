@@ -33,11 +33,12 @@ def dockerfile_env() -> dict:
 
 
 def _mounts(service: dict) -> dict[str, tuple[str, bool]]:
-    """container path → (source, read-only)."""
+    """container path → (source, read-only); a source may be a ``${VAR:?message}`` holding colons."""
     out = {}
     for spec in service.get("volumes", []):
-        parts = spec.split(":")
-        out[parts[1]] = (parts[0], parts[2:] == ["ro"])
+        read_only = spec.endswith(":ro")
+        source, target = spec.removesuffix(":ro").rsplit(":", 1)
+        out[target] = (source, read_only)
     return out
 
 
@@ -90,7 +91,17 @@ def test_nginx_conf_is_mounted_and_its_upstreams_are_the_app_services(compose, d
     upstream = re.search(r"upstream urban_app \{(.*?)\}", conf, re.S).group(1)
     servers = re.findall(r"^\s*server (\S+?)(?: [^;]*)?;", upstream, re.M)
     assert servers == [f"{name}:{dockerfile_env['PORT']}" for name in ("app1", "app2")]
-    assert re.search(r"listen 80 default_server;", conf) and nginx["ports"] == ["80:80"]
+    assert re.search(r"listen 80 default_server;", conf) and re.search(
+        r"listen 443 ssl default_server;", conf
+    )
+    assert nginx["ports"] == ["80:80", "443:443"]
+    # the certificate and key the conf names lie in a directory the operator must give, mounted read-only
+    tls_dir = {path.rsplit("/", 1)[0] for path in re.findall(r"ssl_certificate(?:_key)? (\S+);", conf)}
+    assert len(tls_dir) == 1 and _mounts(nginx)[tls_dir.pop()] == (
+        "${URBAN_TLS_DIR:?set URBAN_TLS_DIR to the directory of fullchain.pem and privkey.pem}",
+        True,
+    )
+    assert "https://127.0.0.1/healthz" in nginx["healthcheck"]["test"]  # plain HTTP only redirects
     assert re.search(r"^user nginx;", conf, re.M)  # the official image's user
     for name in ("app1", "app2"):  # the apps' own health check probes the Dockerfile's port
         probe = " ".join(compose["services"][name]["healthcheck"]["test"])

@@ -81,11 +81,12 @@ def test_every_error_location_of_the_conf_is_one_we_test():
     conf = NGINX_CONF.read_text()
     targets = set(re.findall(r"error_page [0-9 ]+=\d+ /_nginx/(\w+);", conf))
     locations = set(re.findall(r"location = /_nginx/(\w+) \{\s*internal;", conf))
-    assert targets == locations == set(REJECTIONS)
+    assert targets == locations == {*REJECTIONS, "https_redirect"}  # the redirect: test_nginx_tls.py
     for name, (status, code) in REJECTIONS.items():
         block = conf.split(f"location = /_nginx/{name} {{", 1)[1].split("\n        }", 1)[0]
         assert f'return {status} \'{{"error":"{code}"' in block
-        assert block.count("always;") >= 8  # every header on the error answer too
+        assert block.count("always;") >= 9  # every header on the error answer too
+        assert "add_header Strict-Transport-Security $urban_hsts always;" in block  # over TLS only
 
 
 def test_normal_requests_pass_with_the_client_address_forwarded(edge):
