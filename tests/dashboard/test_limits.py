@@ -80,8 +80,9 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             CHEAP,
             "post",
             f"/dashboard/locations/{loc}/alerts",
-            {**form, "kind": ["no2_eu", "no2_who"]},
+            {**form, "kind": ["no2_eu", "no2_who"], "webhook_url": "http://127.0.0.1:9/hook"},
         ),
+        ("dashboard.rotate_secret", CHEAP, "post", lambda: f"/dashboard/alerts/{sub(0, 'id')}/secret", form),
         ("dashboard.delete_alert", CHEAP, "post", lambda: f"/dashboard/alerts/{sub(0, 'id')}/delete", form),
         (
             "dashboard.unsubscribe_page",
@@ -95,7 +96,7 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             CHEAP,
             "post",
             lambda: f"/dashboard/unsubscribe/{sub(0, 'unsubscribe_token')}",
-            form,
+            {"List-Unsubscribe": "One-Click"},  # RFC 8058: no session, no CSRF field
         ),
         ("dashboard.report", REPORT, "get", f"/dashboard/locations/{loc}/report.pdf", None),
         ("dashboard.delete", CHEAP, "post", f"/dashboard/locations/{spare}/delete", form),
