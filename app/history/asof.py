@@ -74,7 +74,7 @@ def parse_instant(raw: str) -> datetime:
     try:
         moment = datetime.fromisoformat(f"{year}-{month}-{day}T{hour}:{minute}:{second}.{frac}{offset}")
     except ValueError as exc:
-        raise InvalidAsOf(f"asOf={echo(raw)} is not a valid instant ({exc})") from None
+        raise InvalidAsOf(f"asOf={echo(raw)} is not a valid RFC 3339 instant ({exc})") from None
     return moment.astimezone(UTC)
 
 
