@@ -40,7 +40,9 @@ def points(year):
         frame = year.base[layer]
         for i in rng.sample(range(len(frame)), 40):
             geom = frame.geometry.iloc[i].representative_point()
-            base.append((round(geom.y + rng.uniform(-0.004, 0.004), 6), round(geom.x + rng.uniform(-0.004, 0.004), 6)))
+            base.append(
+                (round(geom.y + rng.uniform(-0.004, 0.004), 6), round(geom.x + rng.uniform(-0.004, 0.004), 6))
+            )
     return base
 
 
@@ -130,7 +132,9 @@ def test_as_of_answers_say_what_they_used_and_are_immutable(enterprise, year_dir
     app, key, _wall = enterprise
     instant, path = year_dirs[5]
     at = instant + timedelta(hours=5, seconds=0.25)
-    resp = app.test_client().get(f"/api/v1/air-quality?lat=51.2194&lng=4.4025&asOf={iso(at)}", headers=bearer(key))
+    resp = app.test_client().get(
+        f"/api/v1/air-quality?lat=51.2194&lng=4.4025&asOf={iso(at)}", headers=bearer(key)
+    )
     assert resp.status_code == 200
     manifest = geo.load(path).manifest
     assert resp.headers["As-Of-Snapshot"] == manifest["snapshotId"]
@@ -179,7 +183,9 @@ BAD = [
 def test_a_bad_instant_is_a_400_naming_the_format(enterprise, raw, code):
     app, key, _wall = enterprise
     resp = app.test_client().get(
-        "/api/v1/disruptions", query_string={"lat": "51.2194", "lng": "4.4025", "asOf": raw}, headers=bearer(key)
+        "/api/v1/disruptions",
+        query_string={"lat": "51.2194", "lng": "4.4025", "asOf": raw},
+        headers=bearer(key),
     )
     assert resp.status_code == 400, resp.data
     error = resp.get_json()
@@ -205,10 +211,16 @@ def test_future_and_out_of_window_instants_are_422_never_todays_answer(enterpris
 
     assert code(wall.now + timedelta(milliseconds=1)) == (422, "as_of_in_future")
     assert code(wall.now + timedelta(days=400)) == (422, "as_of_in_future")
-    assert code(year_dirs[0][0] - timedelta(milliseconds=1)) == (422, "as_of_out_of_window")  # before the history
+    assert code(year_dirs[0][0] - timedelta(milliseconds=1)) == (
+        422,
+        "as_of_out_of_window",
+    )  # before the history
     wall.now = year_dirs[0][0] + timedelta(days=366)
     assert code(year_dirs[0][0] + timedelta(hours=1)) == (422, "as_of_out_of_window")  # past the 365 days
-    ok = c.get(f"/api/v1/briefing?lat=51.2194&lng=4.4025&asOf={iso(wall.now - timedelta(days=364))}", headers=bearer(key))
+    ok = c.get(
+        f"/api/v1/briefing?lat=51.2194&lng=4.4025&asOf={iso(wall.now - timedelta(days=364))}",
+        headers=bearer(key),
+    )
     assert ok.status_code == 200
 
 
