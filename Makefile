@@ -81,6 +81,7 @@ assets: $(LEAFLET)
 # Rebuilt when the builder changes, so `make snapshot` (what a stale-snapshot error tells you to run) fixes it.
 $(URBAN_DATA_DIR)/manifest.json: $(wildcard geo/data/*.py) | $(VENV)/.installed
 	$(PY) -m geo.data build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
+	$(PY) -m app.history demo --reference $(REFERENCE) --out $(URBAN_DATA_DIR) --days 31 --cadence 180
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
 
