@@ -45,7 +45,7 @@ def _record_all(store, dirs) -> tuple[list[float], list[float]]:
 
 def _as_of(store, dirs, n) -> tuple[list[float], list[float], list[float]]:
     import geo
-    from app.history.asof import engine_of, _engines
+    from app.history.asof import _engines, engine_of, publish_index
     from app.history.store import ms
     from geo.service.briefing import briefing
 
@@ -59,11 +59,11 @@ def _as_of(store, dirs, n) -> tuple[list[float], list[float], list[float]]:
         instant = first + timedelta(seconds=rng.uniform(0, span))
         _engines.clear()
         t0 = time.perf_counter()
-        engine = engine_of(store, store.publish_at(ms(instant)))
+        engine = engine_of(store, publish_index(store).at(store, ms(instant)))
         briefing(engine, 51.2194, 4.4025, instant)
         cold.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
-        engine = engine_of(store, store.publish_at(ms(instant)))
+        engine = engine_of(store, publish_index(store).at(store, ms(instant)))
         briefing(engine, 51.2194, 4.4025, instant)
         warm.append(time.perf_counter() - t0)
     served = geo.load(dirs[-1][1])
@@ -107,17 +107,19 @@ def run(engine) -> list[Row]:
         with Postgres() as pg:
             for label, url in (("SQLite", str(root / "history.sqlite")), ("PostgreSQL", pg.url())):
                 store = open_store(url)
-                record_s, publish_s = _record_all(store, dirs)
+                _record_all(store, dirs[:1])
+                first_size = _size(store)
+                record_s, publish_s = _record_all(store, dirs[1:])
                 t0 = time.perf_counter()
                 store.record_dir(dirs[-1][1])  # again: found at once
                 again_us = (time.perf_counter() - t0) * 1e6
-                share = np.median(np.array(record_s[1:]) / np.array(publish_s[1:]))
+                share = np.median(np.array(record_s) / np.array(publish_s))
                 rows.append(
                     Row(
                         f"history {label}: record a publish",
-                        single_us=float(np.median(record_s[1:]) * 1e6),
+                        single_us=float(np.median(record_s) * 1e6),
                         note=f"median of {len(dirs) - 1} hourly publishes; publishing without history "
-                        f"{np.median(publish_s[1:]) * 1e3:.0f} ms; the same publish again {again_us / 1e3:.1f} ms",
+                        f"{np.median(publish_s) * 1e3:.0f} ms; the same publish again {again_us / 1e3:.1f} ms",
                         target="recording adds <= 5 % to a refresh (Flanders scale)",
                         measured=f"{share * 100:.0f} % of write + verify (demo scale)",
                         met=None,
@@ -147,12 +149,16 @@ def run(engine) -> list[Row]:
                     )
                 )
                 size = _size(store)
+                step = (size - first_size) / (len(dirs) - 1)
                 rows.append(
                     Row(
                         f"history {label}: storage",
-                        note=f"{size / 2**20:.1f} MB for {len(dirs)} publishes over {days:g} days "
-                        f"({size / len(dirs) / 1024:.0f} KiB per hourly publish; a year at this rate "
-                        f"{size / len(dirs) * 8760 / 2**30:.2f} GB, demo scale)",
+                        note=f"{size / 2**20:.1f} MB for {len(dirs)} publishes over {days:g} days: the first "
+                        f"{first_size / 2**20:.1f} MB, then {step / 1024:.0f} KiB per hourly publish (a year "
+                        f"at this rate {(first_size + step * 8760) / 2**30:.2f} GB, demo scale)",
+                        target="a simulated year <= 1 GB (Flanders scale)",
+                        measured=f"{(first_size + step * 8760) / 2**30:.2f} GB (demo scale, hourly)",
+                        met=None,
                     )
                 )
                 store.close()

@@ -9,6 +9,7 @@ instant were used, and it is cacheable for ever. Enterprise only.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from collections import OrderedDict
@@ -22,7 +23,7 @@ from ..errors import InvalidRequest, PlanRequired
 from ..redact import echo
 from .errors import AsOfInFuture, AsOfOutOfWindow, HistoryUnavailable, InvalidAsOf
 from .recorder import history_url
-from .store import HistoryStore, Publish, ms, open_store
+from .store import HistoryError, HistoryStore, Publish, ms, open_store
 
 PLANS = ("enterprise",)
 RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})")
@@ -119,6 +120,39 @@ def _discard_store() -> None:
     _stores.by_url = {}
 
 
+class PublishIndex:
+    """The recorded publishes of one store, kept in memory: recorded time only grows, so an instant before
+    the newest known publish is answered by a bisection; a later one first reads the publishes added since."""
+
+    def __init__(self):
+        self.as_of: list[int] = []
+        self.publishes: list[Publish] = []
+        self.lock = threading.Lock()
+
+    def at(self, history: HistoryStore, instant_ms: int) -> Publish | None:
+        with self.lock:
+            if not self.as_of or instant_ms >= self.as_of[-1]:
+                last = self.publishes[-1].seq if self.publishes else 0
+                for publish in history.publishes(after=last):
+                    self.as_of.append(publish.as_of_ms)
+                    self.publishes.append(publish)
+            i = bisect.bisect_right(self.as_of, instant_ms) - 1
+            return self.publishes[i] if i >= 0 else None
+
+    def forget(self) -> None:
+        """Drop what is known (after a prune removed publishes this index still listed)."""
+        with self.lock:
+            self.as_of, self.publishes = [], []
+
+
+_indexes: dict[str, PublishIndex] = {}
+
+
+def publish_index(history: HistoryStore) -> PublishIndex:
+    with _engines_lock:
+        return _indexes.setdefault(history.label, PublishIndex())
+
+
 def engine_of(history: HistoryStore, publish: Publish):
     """The engine of a recorded publish (rebuilt once, then kept among the last few used)."""
     key = (history.label, publish.seq, publish.snapshot_id)
@@ -178,12 +212,20 @@ def resolve() -> AsOf | None:
         raise AsOfOutOfWindow(f"asOf={iso(instant)} lies more than {days} days back (the history kept)")
     try:
         history = store()
-        publish = history.publish_at(ms(instant))
+        index = publish_index(history)
+        publish = index.at(history, ms(instant))
         if publish is None:
             first, _last = history.first_last()
             since = f"it starts at {iso(first.as_of)}" if first else "nothing is recorded yet"
             raise AsOfOutOfWindow(f"no snapshot was being served at asOf={iso(instant)}: {since}")
-        engine = engine_of(history, publish)
+        try:
+            engine = engine_of(history, publish)
+        except HistoryError:  # pruned since this process listed it: list the publishes again
+            index.forget()
+            publish = index.at(history, ms(instant))
+            if publish is None:
+                raise AsOfOutOfWindow(f"asOf={iso(instant)} lies before the kept history") from None
+            engine = engine_of(history, publish)
     except AsOfOutOfWindow:
         raise
     except Exception as exc:  # the store or a rebuild failed: this instant's answer cannot be given now

@@ -249,10 +249,13 @@ class HistoryStore:
         return {"schema": schema_hash, "order": order_hash}
 
     # --- reading -------------------------------------------------------------------------------------
-    def publishes(self) -> list[Publish]:
+    def publishes(self, after: int = 0) -> list[Publish]:
+        """The recorded publishes after publish ``after`` (default: all), oldest first."""
         return [
             Publish(int(s), str(i), int(t))
-            for s, i, t in self.execute("SELECT seq, snapshot_id, as_of_ms FROM history_publish ORDER BY seq")
+            for s, i, t in self.execute(
+                "SELECT seq, snapshot_id, as_of_ms FROM history_publish WHERE seq > ? ORDER BY seq", (after,)
+            )
         ]
 
     def find(self, snapshot_id: str, as_of_ms: int) -> Publish | None:

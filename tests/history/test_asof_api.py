@@ -75,7 +75,7 @@ def enterprise(tmp_path, year_store_url, year_dirs):
 def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(enterprise, year_dirs, points, tmp_path):
     """The defining property, at 1,000 random instants of the simulated year (and every publish instant):
     the live answer served then (that publish's engine, the clock at the instant) and the asOf answer
-    have the same status, bytes and ETag."""
+    have the same status, bytes and ETag (JSON in every language, and GeoJSON)."""
     app, key, wall = enterprise
     rng = random.Random(20261116)
     first, end = year_dirs[0][0], wall.now
@@ -98,6 +98,8 @@ def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(enterprise,
             path_ = rng.choice(ENDPOINTS)
             lat, lng = rng.choice(points)
             headers = {**bearer(key), "Accept-Language": rng.choice(LANGUAGES)}
+            if path_ != "/briefing" and rng.random() < 0.3:
+                headers["Accept"] = "application/geo+json"  # the places come from the engine of then
             query = f"/api/v1{path_}?lat={lat}&lng={lng}"
             want = live.get(query, headers=headers)
             got = history.get(f"{query}&asOf={iso(t)}", headers=headers)
@@ -244,3 +246,23 @@ def test_without_as_of_the_answer_is_the_live_one(enterprise):
     resp = app.test_client().get("/api/v1/disruptions?lat=51.2194&lng=4.4025", headers=bearer(key))
     assert resp.status_code == 200 and "As-Of-Instant" not in resp.headers
     assert resp.headers["Cache-Control"] == "private, max-age=60"
+
+
+def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(tmp_path, year_dirs):
+    from app.history.store import open_store
+
+    url = str(tmp_path / "pruned.sqlite")
+    store = open_store(url)
+    for _instant, path in year_dirs[:4]:
+        store.record_dir(path)
+    wall = Clock(year_dirs[3][0] + timedelta(days=1))
+    app = make_app(tmp_path / "instance", geo.load(year_dirs[3][1]), url, wall)
+    conn = open_accounts(app)
+    _row, key = accounts.create_account(conn, "archief@antwerpen.be", "enterprise")
+    conn.close()
+    query = "/api/v1/air-quality?lat=51.2194&lng=4.4025&asOf="
+    later = app.test_client().get(query + iso(year_dirs[2][0]), headers=bearer(key))
+    assert later.status_code == 200  # this process now lists publishes 1-4
+    store.prune(year_dirs[3][0], 1)  # keeps only what the last day needs: publish 3 on
+    resp = app.test_client().get(query + iso(year_dirs[1][0] + timedelta(days=1)), headers=bearer(key))
+    assert resp.status_code == 422 and resp.get_json()["error"] == "as_of_out_of_window"
