@@ -319,6 +319,15 @@ class HistoryStore:
             layers[layer] = rowcodec.decode_layer(self._blob(info["schema"]), [rows[k] for k in keys])
         return layers, stored
 
+    def snapshot_at(self, instant: datetime) -> tuple[dict, dict]:
+        """``(layers, manifest)`` of the snapshot served at ``instant`` (``geo.load(store, as_of=instant)``)."""
+        publish = self.publish_at(ms(instant))
+        if publish is None:
+            raise HistoryError(
+                f"no snapshot was being served at {instant.isoformat()} (nothing recorded before)"
+            )
+        return self.snapshot(publish.seq)
+
     # --- retention -----------------------------------------------------------------------------------
     def prune(self, now: datetime, days: int) -> dict:
         """Drop what no instant of the last ``days`` days needs: publishes replaced before the cutoff, the

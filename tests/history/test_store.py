@@ -121,3 +121,15 @@ def check_prune(store, dirs):
     assert orphans == 0
     assert store.prune(now, 30) == {"publishes": 0, "rows": 0, "blobs": 0}
     assert OPEN > publishes[-1].seq
+
+
+def test_geo_load_as_of_gives_the_engine_served_then(year_store_url, year_dirs):
+    import geo
+    from app.history.store import HistoryError
+
+    store = open_store(year_store_url)
+    instant, path = year_dirs[4]
+    then = geo.load(store, as_of=instant + timedelta(days=2))
+    assert then.snapshot_id == geo.load(path).snapshot_id and then.as_of == instant
+    with pytest.raises(HistoryError, match="no snapshot was being served"):
+        geo.load(store, as_of=year_dirs[0][0] - timedelta(seconds=1))
