@@ -150,12 +150,12 @@ _indexes: dict[str, PublishIndex] = {}
 
 def publish_index(history: HistoryStore) -> PublishIndex:
     with _engines_lock:
-        return _indexes.setdefault(history.label, PublishIndex())
+        return _indexes.setdefault(history.identity, PublishIndex())
 
 
 def engine_of(history: HistoryStore, publish: Publish):
     """The engine of a recorded publish (rebuilt once, then kept among the last few used)."""
-    key = (history.label, publish.seq, publish.snapshot_id)
+    key = (history.identity, publish.seq, publish.snapshot_id)
     with _engines_lock:
         if key in _engines:
             _engines.move_to_end(key)

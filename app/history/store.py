@@ -101,10 +101,11 @@ def _unpack(data) -> bytes:
 class HistoryStore:
     """One history store (SQLite file or PostgreSQL schema). Not shared between threads."""
 
-    def __init__(self, conn, postgres: bool, label: str):
+    def __init__(self, conn, postgres: bool, label: str, identity: str | None = None):
         self.conn = conn
         self.postgres = postgres
-        self.label = label
+        self.label = label  # for messages (never a password)
+        self.identity = identity or label  # which store this is (the URL): keys the per-process caches
         self._create()
 
     # --- plumbing ------------------------------------------------------------------------------------
@@ -362,7 +363,7 @@ def open_store(url: str) -> HistoryStore:
         import psycopg
 
         conn = psycopg.connect(url, autocommit=True)
-        return HistoryStore(conn, True, "postgresql")
+        return HistoryStore(conn, True, "postgresql", identity=url)
     path = url[len("sqlite:///") - 1 :] if url.startswith("sqlite:///") else url
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     return HistoryStore(connect_sqlite(path), False, f"sqlite:{path}")

@@ -266,3 +266,32 @@ def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(tm
     store.prune(year_dirs[3][0], 1)  # keeps only what the last day needs: publish 3 on
     resp = app.test_client().get(query + iso(year_dirs[1][0] + timedelta(days=1)), headers=bearer(key))
     assert resp.status_code == 422 and resp.get_json()["error"] == "as_of_out_of_window"
+
+
+def test_two_postgresql_stores_in_one_process_keep_their_own_publishes(tmp_path, postgres_server, year_dirs):
+    """The per-process caches are keyed by the store's URL, not by its backend."""
+    from app.history.store import open_store
+    from tests.history.conftest import pg_schema_url
+
+    urls = [pg_schema_url(postgres_server), pg_schema_url(postgres_server)]
+    for url, part in zip(urls, (year_dirs[:3], year_dirs[3:6])):
+        store = open_store(url)
+        for _instant, path in part:
+            store.record_dir(path)
+        store.close()
+    wall = Clock(year_dirs[5][0] + timedelta(days=1))
+    served = geo.load(year_dirs[5][1])
+    answers = []
+    for k, url in enumerate(urls):
+        app = make_app(tmp_path / f"instance{k}", served, url, wall)
+        conn = open_accounts(app)
+        _row, key = accounts.create_account(conn, "archief@antwerpen.be", "enterprise")
+        conn.close()
+        at = year_dirs[4][0] + timedelta(days=1)
+        answers.append(
+            app.test_client().get(
+                f"/api/v1/air-quality?lat=51.2194&lng=4.4025&asOf={iso(at)}", headers=bearer(key)
+            )
+        )
+    assert answers[0].headers["As-Of-Snapshot"] == geo.load(year_dirs[2][1]).snapshot_id  # its newest
+    assert answers[1].headers["As-Of-Snapshot"] == geo.load(year_dirs[4][1]).snapshot_id
