@@ -14,6 +14,9 @@ from app import accounts, create_app
 from app.db import open_store as open_accounts
 from app.history.asof import iso
 
+#: the session fixtures record a simulated year: minutes on a shared 2-core machine, not the default 5
+pytestmark = pytest.mark.timeout(1800)
+
 ENDPOINTS = ("/disruptions", "/air-quality", "/briefing")
 LANGUAGES = ("nl", "fr", "en")
 INSTANTS = 1000
@@ -72,6 +75,7 @@ def enterprise(tmp_path, year_store_url, year_dirs):
     return app, key, wall
 
 
+@pytest.mark.slow
 def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(enterprise, year_dirs, points, tmp_path):
     """The defining property, at 1,000 random instants of the simulated year (and every publish instant):
     the live answer served then (that publish's engine, the clock at the instant) and the asOf answer

@@ -3,12 +3,17 @@ the same publishes at once (both store backends, real processes)."""
 
 from __future__ import annotations
 
+import pytest
+
 import multiprocessing
 import os
 import signal
 
 from app.history.store import open_store
 from geo.data.snapshot import layer_bytes, read_snapshot, snapshot_id
+
+#: the session fixtures record a simulated year: minutes on a shared 2-core machine, not the default 5
+pytestmark = pytest.mark.timeout(1800)
 
 FORK = multiprocessing.get_context("fork")
 
@@ -40,6 +45,7 @@ def rebuilt_id(store, seq):
     return snapshot_id({name: layer_bytes(frame) for name, frame in layers.items()})
 
 
+@pytest.mark.slow
 def test_kill_9_while_recording_loses_nothing_recorded_and_leaves_no_half_version(store_url, year_dirs):
     paths = [path for _instant, path in year_dirs[:4]]
     parent, child = FORK.Pipe()
@@ -71,6 +77,7 @@ def _record_all(url, paths, barrier, results):
     results.put([(r.seq, r.new) for r in (store.record_dir(p) for p in paths)])
 
 
+@pytest.mark.slow
 def test_two_recorders_never_record_the_same_publish_twice(store_url, year_dirs, tmp_path):
     paths = [path for _instant, path in year_dirs[:4]]
     barrier, results = FORK.Barrier(2), FORK.Queue()

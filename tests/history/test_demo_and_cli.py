@@ -3,6 +3,8 @@ documented commands of ``python -m app.history``."""
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import subprocess
 import sys
@@ -16,9 +18,13 @@ from app.history.asof import iso
 from app.history.store import open_store
 from app.history.simulate import SimulatedHistory, seed_demo
 
+#: the session fixtures record a simulated year: minutes on a shared 2-core machine, not the default 5
+pytestmark = pytest.mark.timeout(1800)
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_the_simulation_is_deterministic_and_ends_at_the_demo_snapshot(reference_dir, snapshot_dir, tmp_path):
     sim = SimulatedHistory(reference_dir, days=1, cadence_min=360)
     again = SimulatedHistory(reference_dir, days=1, cadence_min=360)
@@ -45,6 +51,7 @@ def test_the_simulation_evolves_works_detours_and_no2(year):
     assert hours.max() <= 48 and hours.min() < 48  # hourly values with gaps
 
 
+@pytest.mark.slow
 def test_seed_demo_records_the_days_before_the_clock_and_the_demo_answers_as_of(
     reference_dir, snapshot_dir, tmp_path
 ):

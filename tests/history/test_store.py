@@ -10,6 +10,9 @@ import pytest
 from app.history.store import OPEN, open_store
 from geo.data.snapshot import layer_bytes, read_snapshot, snapshot_id, write_snapshot
 
+#: the session fixtures record a simulated year: minutes on a shared 2-core machine, not the default 5
+pytestmark = pytest.mark.timeout(1800)
+
 
 def rebuilt_id(store, seq: int) -> str:
     layers, _manifest = store.snapshot(seq)
@@ -39,6 +42,7 @@ def read_as_of(manifest):
     return Publish(0, "", ms(manifest["asOf"])).as_of
 
 
+@pytest.mark.slow
 def test_every_publish_of_the_year_is_rebuilt_byte_for_byte(year_store_url, year_dirs):
     store = open_store(year_store_url)
     publishes = store.publishes()
@@ -92,6 +96,7 @@ def test_recording_is_idempotent_and_recorded_time_only_grows(store_url, snapsho
     assert store.publishes()[0].snapshot_id == later["snapshotId"]
 
 
+@pytest.mark.slow
 def test_prune_keeps_every_instant_of_the_window_and_drops_the_rest(store_url, year_dirs):
     store = open_store(store_url)
     for _instant, path in year_dirs[:6]:
