@@ -123,7 +123,7 @@ loadtest: install snapshot services $(WRK)
 	$(PY) -m bench.loadtest --topology both
 
 clean:
-	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot instance .pytest_cache .hypothesis node_modules \
+	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot data/snapshot.history.sqlite* instance .pytest_cache .hypothesis node_modules \
 	  app/dashboard/static/vendor .mypy_cache .ruff_cache
 
 
