@@ -1,4 +1,4 @@
-"""``as_of`` of the Python client against the real app on loopback: sent as ``asOf``, the same body as the
+"""``as_of`` of the Python client and the MCP tools against the real app on loopback: sent as ``asOf``, the same body as the
 live answer at that instant; the API's errors typed as usual."""
 
 from __future__ import annotations
@@ -54,3 +54,20 @@ def test_as_of_errors_are_typed(api_server, recorded):
     with pytest.raises(ApiError) as early:
         enterprise.air_quality(**ANTWERP, as_of=recorded.as_of - timedelta(seconds=1))
     assert (early.value.status, early.value.code) == (422, "as_of_out_of_window")
+
+
+def test_the_mcp_tools_pass_as_of_on(api_server, recorded):
+    from urban_client.api import ApiClient
+    from urban_client.mcp_server import call
+
+    key = api_server.create_account("enterprise").key
+    api = ApiClient(api_server.base_url, key)
+    at = (recorded.as_of + timedelta(hours=1)).isoformat()
+    result = call(api, "get_briefing", {**ANTWERP, "asOf": at})
+    assert not result.is_error, result.content
+    rest = api.get("briefing", {"lat": "51.2194", "lng": "4.4025", "asOf": at})
+    assert result.content[0].text.encode("utf-8") == rest.body
+    early = call(
+        api, "get_air_quality", {**ANTWERP, "asOf": (recorded.as_of - timedelta(days=1)).isoformat()}
+    )
+    assert early.is_error and "as_of_out_of_window" in early.content[0].text
