@@ -1,5 +1,5 @@
-"""``as_of`` of the Python client and the MCP tools against the real app on loopback: sent as ``asOf``, the same body as the
-live answer at that instant; the API's errors typed as usual."""
+"""``as_of`` of the Python client and the MCP tools against the real app on loopback: sent as ``asOf``, the
+same body as the live answer at that instant; the API's errors typed as usual."""
 
 from __future__ import annotations
 
