@@ -96,6 +96,7 @@ assets: $(LEAFLET)
 # Rebuilt when the builder changes, so `make snapshot` (what a stale-snapshot error tells you to run) fixes it.
 $(URBAN_DATA_DIR)/manifest.json: $(wildcard geo/data/*.py) | $(VENV)/.installed
 	$(PY) -m geo.data build --reference $(REFERENCE) --out $(URBAN_DATA_DIR)
+	$(PY) -m app.history demo --reference $(REFERENCE) --out $(URBAN_DATA_DIR) --days 31 --cadence 180
 
 snapshot: $(URBAN_DATA_DIR)/manifest.json
 
@@ -137,7 +138,7 @@ loadtest: install snapshot services $(WRK)
 	$(PY) -m bench.loadtest --topology both
 
 clean:
-	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot instance .pytest_cache .hypothesis node_modules \
+	rm -rf $(VENV) app/docs_ui/node_modules data/snapshot data/snapshot.history.sqlite* instance .pytest_cache .hypothesis node_modules \
 	  app/dashboard/static/vendor .mypy_cache .ruff_cache
 
 

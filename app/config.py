@@ -27,6 +27,15 @@ SETTINGS: dict[str, tuple[object, str]] = {
         "refresher's HTTP cache in Redis, shared by several hosts",
     ),
     "DATA_DIR": ("data/snapshot", "snapshot directory loaded by the geo engine at start"),
+    "HISTORY_URL": (
+        None,
+        "history store (docs/history.md): postgresql://… (shared by several hosts) or a SQLite file; "
+        "default <DATA_DIR>.history.sqlite beside the snapshot pointer",
+    ),
+    "HISTORY_DAYS": (
+        365,
+        "days of history kept and answerable with asOf (prune: python -m app.history prune)",
+    ),
     "LOAD_ENGINE": (True, "load the snapshot at start; false only for admin-only or platform tests"),
     "CLOCK": (
         "snapshot",

@@ -23,7 +23,9 @@ from .errors import ApiError, InvalidRequest, PayloadTooLarge, refuse_empty_segm
 log = logging.getLogger("app.http")
 
 RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
-EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id")
+#: which instant and snapshot an ``asOf`` answer used (app.history.asof)
+AS_OF_HEADERS = ("As-Of-Instant", "As-Of-Snapshot", "As-Of-Snapshot-Time")
+EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id", *AS_OF_HEADERS)
 ALLOWED_REQUEST_HEADERS = ("Authorization", "Content-Type", "If-None-Match", "X-Request-Id")
 _EXPOSE_HEADERS = ", ".join(EXPOSED)
 _ALLOW_HEADERS = ", ".join(ALLOWED_REQUEST_HEADERS)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 
 from .errors import error_codes
+from .history import errors as _history_errors  # noqa: F401  (their codes join error_codes())
+from .http import AS_OF_HEADERS
 from .api.endpoints import ENDPOINTS
 from .api.geojson import SERIALISERS
 from .plans import PLANS
@@ -119,8 +121,10 @@ def _not_modified() -> dict:
 
 
 def _data_get(summary: str, schema: str, statuses, geojson: bool = False, translated: bool = False) -> dict:
-    names = ("locationId", "lat", "lng") + (("Accept-Language",) if translated else ())
+    names = ("locationId", "lat", "lng", "asOf") + (("Accept-Language",) if translated else ())
     params = [{"$ref": f"#/components/parameters/{p}"} for p in names]
+    ok = _ok(f"#/components/schemas/{schema}", summary, geojson=geojson, translated=translated)
+    ok["headers"].update({h: {"$ref": f"#/components/headers/{h}"} for h in AS_OF_HEADERS})
     return {
         "get": {
             "summary": summary,
@@ -128,7 +132,7 @@ def _data_get(summary: str, schema: str, statuses, geojson: bool = False, transl
             "security": [{"bearerAuth": []}],
             "parameters": params,
             "responses": {
-                "200": _ok(f"#/components/schemas/{schema}", summary, geojson=geojson, translated=translated),
+                "200": ok,
                 "304": _not_modified(),
                 **_errors(*statuses),
             },
@@ -220,7 +224,8 @@ def build() -> dict:
         },
         "ETag": {"description": "Strong validator computed from the body.", "schema": {"type": "string"}},
         "Cache-Control": {
-            "description": "`private, max-age=60` on data responses.",
+            "description": "`private, max-age=60` on data responses; "
+            "`private, max-age=31536000, immutable` on an `asOf` answer.",
             "schema": {"type": "string"},
         },
         "X-Request-Id": {
@@ -244,6 +249,18 @@ def build() -> dict:
             "the language negotiated from `Accept-Language` (docs/api.md → "
             "Languages).",
             "schema": {"type": "string"},
+        },
+        "As-Of-Instant": {
+            "description": "Only on an `asOf` answer: the instant asked for (UTC, `…Z`).",
+            "schema": {"type": "string", "format": "date-time"},
+        },
+        "As-Of-Snapshot": {
+            "description": "Only on an `asOf` answer: the `snapshotId` of the snapshot being served then.",
+            "schema": {"type": "string"},
+        },
+        "As-Of-Snapshot-Time": {
+            "description": "Only on an `asOf` answer: that snapshot's `asOf` (from then on it was served).",
+            "schema": {"type": "string", "format": "date-time"},
         },
         "Content-Language": {
             "description": "Language of the texts this service generates in the answer: "
@@ -271,6 +288,18 @@ def build() -> dict:
             "description": "One of the caller's location ids. Not together with lat/lng "
             "(400 ambiguous_target); another account's id is 404 location_not_found.",
             "schema": {"type": "string", "maxLength": 64},
+        },
+        "asOf": {
+            "name": "asOf",
+            "in": "query",
+            "required": False,
+            "description": "Enterprise: the answer the service gave, or would have given, at this past "
+            "instant (RFC 3339 with an offset, e.g. `2026-11-01T08:00:00Z`; escape `+` as `%2B`), from "
+            "the snapshot served then and the clock of then; byte-identical to that live answer, "
+            "`Cache-Control: …, immutable`, `As-Of-*` headers. Other plans 403 plan_required; "
+            "malformed 400 invalid_as_of; later than now 422 as_of_in_future; older than the kept "
+            "history (365 days) or the first recorded snapshot 422 as_of_out_of_window. See docs/history.md.",
+            "schema": {"type": "string", "format": "date-time"},
         },
         "lat": {
             "name": "lat",

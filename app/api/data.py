@@ -12,6 +12,7 @@ from flask import Blueprint, g
 from ..auth import require_api_access
 from ..clock import data_now
 from ..db import get_db
+from ..history.asof import resolve as history_as_of
 from ..http import data_response
 from ..negotiation import negotiate
 from ..saved_locations import as_json, list_locations
@@ -36,9 +37,10 @@ def data_view(endpoint: DataEndpoint):
 
     def view():
         compute = endpoint.function()
+        as_of = history_as_of()  # asOf: the engine and clock of that instant (pinned for the request)
         engine = current_engine()
         target = resolve_target(engine)
-        now = data_now(engine)
+        now = data_now(engine) if as_of is None else as_of.now
         if endpoint.translated:
             body = compute(engine, target.lat, target.lng, now, lang=g.language)
         else:
@@ -46,7 +48,8 @@ def data_view(endpoint: DataEndpoint):
         if endpoint.with_location:
             body = {"location": target.location_json(), **body}
         body["sources"] = answer_sources(engine, endpoint.layers, now)
-        return data_response(body)
+        response = data_response(body)
+        return response if as_of is None else as_of.stamp(response)
 
     view.__name__, view.__doc__ = endpoint.view, endpoint.summary
     return view

@@ -111,8 +111,8 @@ def init_app(app) -> None:
 
     @app.after_request
     def _check_freshness(response):
-        if response.status_code != 200 or request.endpoint is None:
-            return response
+        if response.status_code != 200 or request.endpoint is None or g.get("as_of") is not None:
+            return response  # an asOf answer is the past's: today's freshness does not apply
         stale = _stale(current_app.extensions[EXTENSION], g.get("urban_engine"))
         if not stale:
             return response

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from app.history.recorder import record_published
 from geo.data.publish import write_and_publish
 from geo.data.snapshot import build_layers, iso_ms
 
@@ -306,4 +307,6 @@ def replay(directory, out, reference_dir, *, base: SourceSettings | None = None)
             meta["note"] = "; ".join(
                 x for x in (meta.get("note"), f"replayed from a recording made at {iso_ms(now)}") if x
             )
-    return write_and_publish(layers, metas, now, out)
+    manifest = write_and_publish(layers, metas, now, out)
+    record_published(out, base.history_url if base else None)
+    return manifest

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from app.history.recorder import record_published
 from geo.errors import SnapshotError
 from geo.data.publish import verify_loadable
 from geo.data.snapshot import DEFAULT_SEED, build_layers, read_snapshot, write_snapshot
@@ -96,6 +97,9 @@ def refresh(
     """
     now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
     data_dir = Path(data_dir)
+    if (data_dir / "manifest.json").is_file():
+        # catch up a live publish a crash or an unreachable store left unrecorded
+        record_published(data_dir, settings.history_url, live_only=True)
     report = RefreshReport(published=False)
     for name, fetch in (sources or ADAPTERS).items():
         if name in OPTIONAL and not OPTIONAL[name](settings):
@@ -149,6 +153,7 @@ def refresh(
     except BaseException:
         shutil.rmtree(version, ignore_errors=True)
         raise
+    record_published(data_dir, settings.history_url)  # after the switch: a failed round records nothing
     store.prune(data_dir, settings.keep_versions)
     report.published, report.path = True, version
     report.snapshot_id, report.as_of = manifest["snapshotId"], manifest["asOf"]

@@ -65,6 +65,7 @@ class SourceSettings:
     reload_interval: float = 5.0
     reference_dir: str = "../shared/data"
     keep_versions: int = 3
+    history_url: str = ""
 
     @classmethod
     def from_mapping(
@@ -130,6 +131,7 @@ _KEYS = {
     "reload_interval": "URBAN_RELOAD_INTERVAL",
     "reference_dir": "URBAN_REFERENCE_DIR",
     "keep_versions": "URBAN_KEEP_SNAPSHOTS",
+    "history_url": "URBAN_HISTORY_URL",
 }
 
 

@@ -188,8 +188,11 @@ NETWORK_KINDS = {
 }
 
 
-def target_params(location_id: str | None = None, lat: Any = None, lng: Any = None) -> dict[str, str]:
-    """Query parameters for a targeted endpoint, passing only what the caller gave.
+def target_params(
+    location_id: str | None = None, lat: Any = None, lng: Any = None, as_of: Any = None
+) -> dict[str, str]:
+    """Query parameters for a targeted endpoint, passing only what the caller gave (``as_of``: an RFC 3339
+    text or an aware datetime, sent as ``asOf``).
 
     The API itself decides whether the combination is valid (``missing_target``, ``ambiguous_target``,
     ``invalid_coordinates``); the client does not duplicate those rules.
@@ -200,6 +203,9 @@ def target_params(location_id: str | None = None, lat: Any = None, lng: Any = No
     {'lat': '51.2194', 'lng': '4.4025'}
     >>> target_params(location_id="loc_1")
     {'locationId': 'loc_1'}
+    >>> from datetime import datetime, timezone
+    >>> target_params(lat=51.2, lng=4.4, as_of=datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc))["asOf"]
+    '2026-11-01T08:00:00+00:00'
     """
     params = {}
     if location_id is not None:
@@ -207,6 +213,8 @@ def target_params(location_id: str | None = None, lat: Any = None, lng: Any = No
     for name, value in (("lat", lat), ("lng", lng)):
         if value is not None:
             params[name] = value if isinstance(value, str) else repr(value)
+    if as_of is not None:
+        params["asOf"] = as_of if isinstance(as_of, str) else as_of.isoformat()
     return params
 
 

@@ -207,12 +207,17 @@ lang_option = click.option(
 
 
 def target_options(fn):
-    """``--location-id`` or ``--lat``/``--lng``: the point a data command is about."""
+    """``--location-id`` or ``--lat``/``--lng``: the point a data command is about; ``--as-of`` an instant."""
     fn = click.option(
         "--lng", type=Coordinate(), metavar="DEGREES", help="Longitude in degrees (with --lat), e.g. 4.4025."
     )(fn)
     fn = click.option(
         "--lat", type=Coordinate(), metavar="DEGREES", help="Latitude in degrees (with --lng), e.g. 51.2194."
+    )(fn)
+    fn = click.option(
+        "--as-of",
+        metavar="INSTANT",
+        help="Enterprise: the answer as it was at this past RFC 3339 instant, e.g. 2026-11-01T08:00:00Z.",
     )(fn)
     fn = click.option(
         "--location-id",
@@ -270,9 +275,9 @@ def locations(ctx, as_json, geojson):
 @json_option
 @geojson_option
 @click.pass_context
-def disruptions(ctx, location_id, lat, lng, as_json, geojson):
+def disruptions(ctx, location_id, as_of, lat, lng, as_json, geojson):
     """Road works within 2 km and transit detours affecting a point, nearest first."""
-    _run(ctx, "disruptions", as_json, target_params(location_id, lat, lng), geojson)
+    _run(ctx, "disruptions", as_json, target_params(location_id, lat, lng, as_of), geojson)
 
 
 @cli.command("air-quality")
@@ -281,9 +286,9 @@ def disruptions(ctx, location_id, lat, lng, as_json, geojson):
 @geojson_option
 @lang_option
 @click.pass_context
-def air_quality(ctx, location_id, lat, lng, as_json, geojson, lang):
+def air_quality(ctx, location_id, as_of, lat, lng, as_json, geojson, lang):
     """Latest measured NO2 at the nearest station, thresholds verdict and low-emission-zone status."""
-    _run(ctx, "air-quality", as_json, target_params(location_id, lat, lng), geojson, lang)
+    _run(ctx, "air-quality", as_json, target_params(location_id, lat, lng, as_of), geojson, lang)
 
 
 @cli.command()
@@ -291,9 +296,9 @@ def air_quality(ctx, location_id, lat, lng, as_json, geojson, lang):
 @json_option
 @lang_option
 @click.pass_context
-def briefing(ctx, location_id, lat, lng, as_json, lang):
+def briefing(ctx, location_id, as_of, lat, lng, as_json, lang):
     """Operations briefing for the next 24 hours: risk, headline, key facts, best and worst windows."""
-    _run(ctx, "briefing", as_json, target_params(location_id, lat, lng), lang=lang)
+    _run(ctx, "briefing", as_json, target_params(location_id, lat, lng, as_of), lang=lang)
 
 
 @cli.command()

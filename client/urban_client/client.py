@@ -16,6 +16,7 @@ Client('http://127.0.0.1:8000/api/v1', api_key=set)
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from urban_client.api import GEOJSON, JSON, ApiClient, RateLimit, target_params
@@ -77,9 +78,11 @@ class Client:
         lat: float | None = None,
         lng: float | None = None,
         geojson: bool = False,
+        as_of: str | datetime | None = None,
     ) -> Body:
-        """``GET /disruptions``: road works within 2 km and De Lijn detours at a saved location or a point."""
-        return self._get("disruptions", target_params(location_id, lat, lng), geojson)
+        """``GET /disruptions``: road works within 2 km and De Lijn detours at a saved location or a point
+        (``as_of``: the answer at that past instant, Enterprise)."""
+        return self._get("disruptions", target_params(location_id, lat, lng, as_of), geojson)
 
     def air_quality(
         self,
@@ -88,12 +91,20 @@ class Client:
         lat: float | None = None,
         lng: float | None = None,
         geojson: bool = False,
+        as_of: str | datetime | None = None,
     ) -> Body:
-        """``GET /air-quality``: latest measured NO2, thresholds, compliance and low-emission zone."""
-        return self._get("air-quality", target_params(location_id, lat, lng), geojson)
+        """``GET /air-quality``: latest measured NO2, thresholds, compliance and low-emission zone
+        (``as_of``: the answer at that past instant, Enterprise)."""
+        return self._get("air-quality", target_params(location_id, lat, lng, as_of), geojson)
 
     def briefing(
-        self, *, location_id: str | None = None, lat: float | None = None, lng: float | None = None
+        self,
+        *,
+        location_id: str | None = None,
+        lat: float | None = None,
+        lng: float | None = None,
+        as_of: str | datetime | None = None,
     ) -> Body:
-        """``GET /briefing``: risk, headline, key facts and the windows of the next 24 hours (JSON only)."""
-        return self._get("briefing", target_params(location_id, lat, lng), False)
+        """``GET /briefing``: risk, headline, key facts and the windows of the next 24 hours (JSON only;
+        ``as_of``: the answer at that past instant, Enterprise)."""
+        return self._get("briefing", target_params(location_id, lat, lng, as_of), False)

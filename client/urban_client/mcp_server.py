@@ -153,7 +153,9 @@ def call(client: ApiClient, name: str, arguments: dict[str, Any] | None) -> type
         return error_result("invalid_arguments", f"{where}: {exc.message}")
     params = None
     if spec.targeted:
-        params = target_params(arguments.get("locationId"), arguments.get("lat"), arguments.get("lng"))
+        params = target_params(
+            arguments.get("locationId"), arguments.get("lat"), arguments.get("lng"), arguments.get("asOf")
+        )
     try:
         response = client.get(spec.endpoint, params)
     except ApiError as exc:

@@ -32,6 +32,12 @@ TARGET_INPUT = {
             "description": "Longitude in decimal degrees (WGS84), e.g. 4.4025. "
             "Must be given together with lat.",
         },
+        "asOf": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Optional, Enterprise plan: the answer as the service gave it at this past "
+            "instant (RFC 3339 with an offset, e.g. 2026-11-01T08:00:00Z). Omit for the current answer.",
+        },
     },
     "additionalProperties": False,
 }

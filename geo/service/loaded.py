@@ -109,14 +109,22 @@ def moment(engine, now) -> Moment:
     return loaded(engine).moment(now)
 
 
-def load(path) -> Engine:
+def load(path, *, as_of=None) -> Engine:
     """``Engine.load(path)`` plus its :class:`LoadedSnapshot`, built now (at start, so gunicorn's preloaded
     workers share it) and never per request.
+
+    With ``as_of`` (an aware datetime), ``path`` is a history (any object with ``snapshot_at(instant) ->
+    (layers, manifest)``, e.g. ``app.history.store.open_store(url)``) and the engine is that of the snapshot
+    served at that instant (answers then need ``now=as_of``).
 
     Examples
     --------
     >>> engine = load("data/snapshot")  # doctest: +SKIP
+    >>> then = load(open_store("data/snapshot.history.sqlite"), as_of=datetime(2026, 11, 1, tzinfo=UTC))  # doctest: +SKIP
     """
-    engine = Engine.load(path)
+    if as_of is None:
+        engine = Engine.load(path)
+    else:
+        engine = Engine.from_layers(*path.snapshot_at(as_of))
     loaded(engine)
     return engine

@@ -89,7 +89,38 @@ def produce(world, code):
     if code == "service_unavailable":
         app.extensions["urban"].engine = None
         return c.get(f"/api/v1/briefing?lat={INSIDE[0]}&lng={INSIDE[1]}", headers=h)
+    if code in AS_OF:
+        return c.get(
+            f"/api/v1/briefing?lat={INSIDE[0]}&lng={INSIDE[1]}&asOf={AS_OF[code](app)}",
+            headers=bearer(accounts_key(conn, "enterprise")),
+        )
     raise AssertionError(f"no way to produce {code}")
+
+
+def accounts_key(conn, plan: str) -> str:
+    from app import accounts
+
+    return accounts.create_account(conn, f"{plan}-asof@gent.be", plan)[1]
+
+
+def _history_at(app, content: bytes | None) -> None:
+    """Point the app's history store at a fresh file in its instance folder (``content``: not SQLite)."""
+    import os
+
+    path = os.path.join(app.instance_path, "history-errors.sqlite")
+    if content is not None:
+        with open(path, "wb") as out:
+            out.write(content)
+    app.config["HISTORY_URL"] = path
+
+
+#: the asOf codes: the instant to ask for (the wall clock is 2026-11-16T12:00Z; the store is empty or broken)
+AS_OF = {
+    "invalid_as_of": lambda app: "yesterday",
+    "as_of_in_future": lambda app: "2030-01-01T00:00:00Z",
+    "as_of_out_of_window": lambda app: _history_at(app, None) or "2026-11-01T00:00:00Z",
+    "history_unavailable": lambda app: _history_at(app, b"not SQLite " * 100) or "2026-11-01T00:00:00Z",
+}
 
 
 # codes raised only by the sign-up endpoint (tested with it) or by gunicorn's parser (tests/ops)

@@ -63,7 +63,7 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, acc
         assert tool.output_schema["type"] == "object" and tool.output_schema["required"]
         assert tool.input_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
-        expected = set() if tool.name == "list_locations" else {"locationId", "lat", "lng"}
+        expected = set() if tool.name == "list_locations" else {"locationId", "lat", "lng", "asOf"}
         assert set(tool.input_schema["properties"]) == expected
 
 

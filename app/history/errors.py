@@ -1,0 +1,26 @@
+"""The errors of ``asOf`` and the history resources (codes documented in docs/api.md and docs/history.md)."""
+
+from __future__ import annotations
+
+from ..errors import ApiError
+
+
+class InvalidAsOf(ApiError):
+    status, code, default_message = 400, "invalid_as_of", "asOf must be an RFC 3339 instant"
+
+
+class AsOfInFuture(ApiError):
+    status, code, default_message = 422, "as_of_in_future", "asOf lies in the future"
+
+
+class AsOfOutOfWindow(ApiError):
+    status, code, default_message = 422, "as_of_out_of_window", "asOf lies outside the recorded history"
+
+
+class HistoryUnavailable(ApiError):
+    status, code, default_message = (
+        503,
+        "history_unavailable",
+        "the history store cannot be read; retry shortly",
+    )
+    default_headers = {"Retry-After": "5"}

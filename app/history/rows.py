@@ -1,0 +1,141 @@
+"""A snapshot layer as row versions, and back: the generic encoding of the history store.
+
+A layer file (GeoParquet) becomes its Arrow schema plus one canonical JSON array per row (the values in
+column order: timestamps as epoch integers, WKB geometry as hex). A row is known by its key (the layer's
+declared key columns, else ``id``, else its own content) and versioned by the sha256 of its JSON text, so a
+row that did not change between two publishes has the same hash and costs nothing. Valid time comes from
+the layer's declared time columns. Decoding a publish's rows under that publish's schema gives back the
+very frame the snapshot held: the same GeoParquet bytes, hence the same ``snapshotId``.
+
+Nothing here knows a database: :mod:`app.history.store` keeps what this module produces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: key columns of a layer whose rows have no ``id`` (others: ``id``, else the content is the key)
+KEY_COLUMNS: dict[str, tuple[str, ...]] = {"no2": ("station_id", "timestamp"), "river": ("part",)}
+#: valid time of a row: (start column, end column or a duration in ms after the start)
+VALID_TIME: dict[str, tuple[str, str | int]] = {
+    "works": ("start", "end"),
+    "detours": ("start", "end"),
+    "no2": ("timestamp", 3_600_000),
+}
+SEP = "\x1f"  # between key parts: sorts below every printable character, so key order = column order
+DUP = "\x1e"  # before the ordinal of a repeated key (``k``, ``k\x1e2``, ``k\x1e3``)
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class EncodedLayer:
+    """One layer of one publish: its schema bytes, rows as ``key -> (hash, json bytes, valid_from,
+    valid_to)``, and the key order when it is not the sorted one (None: sorted)."""
+
+    schema: bytes
+    rows: dict[str, tuple[str, bytes, int | None, int | None]]
+    order: list[str] | None
+
+
+def _python_column(column: pa.ChunkedArray) -> list:
+    kind = column.type
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return column.cast(pa.int64()).to_pylist()
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        return [None if v is None else v.hex() for v in column.to_pylist()]
+    return column.to_pylist()
+
+
+def _key_part(value) -> str:
+    return f"{value:020d}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
+def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
+    """Rows, schema and order of one layer's Arrow table."""
+    names = table.column_names
+    columns = [_python_column(table.column(i)) for i in range(table.num_columns)]
+    key_cols = KEY_COLUMNS.get(layer) or (("id",) if "id" in names else ())
+    key_idx = [names.index(c) for c in key_cols if c in names]
+    valid = VALID_TIME.get(layer)
+    start_idx = names.index(valid[0]) if valid and valid[0] in names else None
+    end = valid[1] if valid else None
+    end_idx = names.index(end) if isinstance(end, str) and end in names else None
+    rows: dict[str, tuple[str, bytes, int | None, int | None]] = {}
+    keys: list[str] = []
+    for values in zip(*columns) if columns else ():
+        data = _ENCODE(values).encode()
+        hashed = digest(data)
+        key = SEP.join(_key_part(values[i]) for i in key_idx) if key_idx else hashed
+        if key in rows:
+            n = 2
+            while f"{key}{DUP}{n}" in rows:
+                n += 1
+            key = f"{key}{DUP}{n}"
+        valid_from = values[start_idx] if start_idx is not None else None
+        if end_idx is not None:
+            valid_to = values[end_idx]
+        elif isinstance(end, int) and valid_from is not None:
+            valid_to = valid_from + end
+        else:
+            valid_to = None
+        rows[key] = (hashed, data, valid_from, valid_to)
+        keys.append(key)
+    order = None if keys == sorted(keys) else keys
+    schema = table.schema.serialize().to_pybytes()
+    return EncodedLayer(schema, rows, order)
+
+
+def encode_file(layer: str, data: bytes) -> EncodedLayer:
+    """:func:`encode_table` of a GeoParquet file's bytes."""
+    return encode_table(layer, pq.read_table(io.BytesIO(data)))
+
+
+def decode_table(schema_bytes: bytes, contents: list[bytes]) -> pa.Table:
+    """The Arrow table of rows (JSON arrays, in order) under a publish's schema."""
+    schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
+    rows = [json.loads(c) for c in contents]
+    arrays = []
+    for i, field in enumerate(schema):
+        values = [r[i] for r in rows]
+        kind = field.type
+        if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+            arrays.append(pa.array(values, type=pa.int64()).cast(kind))
+        elif pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+            arrays.append(pa.array([None if v is None else bytes.fromhex(v) for v in values], type=kind))
+        else:
+            arrays.append(pa.array(values, type=kind))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def decode_layer(schema_bytes: bytes, contents: list[bytes]):
+    """The GeoDataFrame of a layer (what ``geo.data.snapshot.read_layer`` gives for the original file)."""
+    from geo.data.snapshot import read_layer
+
+    buf = io.BytesIO()
+    pq.write_table(decode_table(schema_bytes, contents), buf, compression="none")
+    return read_layer(buf.getvalue())
+
+
+def order_keys(keys, order: list[str] | None) -> list[str]:
+    """The keys in their layer order: the recorded order, else sorted."""
+    return list(order) if order is not None else sorted(keys)
+
+
+def pack_order(order: list[str]) -> bytes:
+    return json.dumps(order, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def unpack_order(data: bytes) -> list[str]:
+    return json.loads(data)

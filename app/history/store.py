@@ -1,0 +1,375 @@
+"""The bitemporal history store: every recorded publish, and each row version with its valid and recorded time.
+
+Tables (the same on SQLite and PostgreSQL; ``HISTORY_URL`` chooses, see :func:`open_store`):
+
+- ``history_publish``: one row per recorded publish: ``seq`` (1, 2, … in recorded-time order), its
+  ``snapshot_id``, ``as_of_ms`` (the snapshot's ``asOf``: from then on it was the data being served) and its
+  manifest (zlib JSON, plus per layer the hashes of its Arrow schema and of its row order when not sorted).
+- ``history_row``: a row version of a layer: ``key``, content ``hash``, valid time ``valid_from`` /
+  ``valid_to`` (epoch ms, NULL: unbounded), recorded time ``rec_from`` (the publish that first carried it) to
+  ``rec_to`` (the publish that changed or dropped it; :data:`OPEN` while it is current).
+- ``history_blob``: row contents, schemas and orders by sha256 (zlib), stored once.
+
+A publish is recorded in one transaction under a lock (SQLite ``BEGIN IMMEDIATE``, PostgreSQL ``LOCK TABLE``):
+a crash leaves it either whole or absent, and two recorders of the same publish record it once. Only rows
+that changed are written: an unchanged row costs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import rows as rowcodec
+
+OPEN = 2**62  # rec_to of a row version that is still current
+DAY_MS = 86_400_000
+
+DDL = (
+    """CREATE TABLE IF NOT EXISTS history_publish (
+        seq BIGINT PRIMARY KEY,
+        snapshot_id TEXT NOT NULL,
+        as_of_ms BIGINT NOT NULL UNIQUE,
+        recorded_at TEXT NOT NULL,
+        manifest {blob} NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS history_row (
+        layer TEXT NOT NULL,
+        key TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        valid_from BIGINT,
+        valid_to BIGINT,
+        rec_from BIGINT NOT NULL,
+        rec_to BIGINT NOT NULL,
+        PRIMARY KEY (layer, key, rec_from))""",
+    "CREATE INDEX IF NOT EXISTS history_row_current ON history_row (layer, rec_to, rec_from)",
+    "CREATE INDEX IF NOT EXISTS history_row_valid ON history_row (layer, valid_from)",
+    "CREATE TABLE IF NOT EXISTS history_blob (hash TEXT PRIMARY KEY, data {blob} NOT NULL)",
+)
+
+
+class HistoryError(RuntimeError):
+    """The store cannot do what was asked (message says why)."""
+
+
+@dataclass(frozen=True)
+class Publish:
+    """One recorded publish."""
+
+    seq: int
+    snapshot_id: str
+    as_of_ms: int
+
+    @property
+    def as_of(self) -> datetime:
+        return datetime.fromtimestamp(self.as_of_ms / 1000, UTC)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Outcome of :meth:`HistoryStore.record`: ``new`` False when the publish was recorded before (``seq``
+    is then the earlier one) or refused (``seq`` None, ``reason`` says why)."""
+
+    seq: int | None
+    new: bool
+    reason: str = ""
+
+
+def ms(moment) -> int:
+    """Epoch milliseconds of an aware datetime or an ISO 8601 text."""
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError("instants must be timezone-aware")
+    return int(round(moment.timestamp() * 1000))
+
+
+def _pack(data: bytes) -> bytes:
+    return zlib.compress(data, 6)
+
+
+def _unpack(data) -> bytes:
+    return zlib.decompress(bytes(data))
+
+
+class HistoryStore:
+    """One history store (SQLite file or PostgreSQL schema). Not shared between threads."""
+
+    def __init__(self, conn, postgres: bool, label: str, identity: str | None = None):
+        self.conn = conn
+        self.postgres = postgres
+        self.label = label  # for messages (never a password)
+        self.identity = identity or label  # which store this is (the URL): keys the per-process caches
+        self._create()
+
+    # --- plumbing ------------------------------------------------------------------------------------
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    def execute(self, sql: str, params=()):
+        return self.conn.execute(self._sql(sql), params)
+
+    def _many(self, sql: str, seq) -> None:
+        seq = list(seq)
+        if not seq:
+            return
+        if self.postgres:
+            with self.conn.cursor() as cur:
+                cur.executemany(self._sql(sql), seq)
+        else:
+            self.conn.executemany(sql, seq)
+
+    def _create(self) -> None:
+        blob = "BYTEA" if self.postgres else "BLOB"
+        with self.transaction():
+            for statement in DDL:
+                self.execute(statement.format(blob=blob))
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic, exclusive write transaction (committed on success, rolled back on any error)."""
+        if self.postgres:
+            with self.conn.transaction():
+                self.conn.execute("SELECT pg_advisory_xact_lock(2606202601)")
+                yield
+        else:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # --- recording -----------------------------------------------------------------------------------
+    def record_dir(self, snapshot_dir, *, checkpoint: Callable[[str], None] | None = None) -> Recorded:
+        """Record the published snapshot at ``snapshot_dir`` (a pointer is resolved first)."""
+        from geo.data.snapshot import read_manifest
+
+        root = Path(os.path.realpath(snapshot_dir))
+        manifest = read_manifest(root)
+        known = self.find(manifest["snapshotId"], ms(manifest["asOf"]))
+        if known is not None:
+            return Recorded(known.seq, False, "already recorded")
+        files = {}
+        for layer, entry in manifest["layers"].items():
+            data = (root / entry["file"]).read_bytes()
+            if rowcodec.digest(data) != entry["sha256"]:
+                raise HistoryError(f"{root / entry['file']} differs from its manifest: not recorded")
+            files[layer] = data
+        return self.record(manifest, files, checkpoint=checkpoint)
+
+    def record(self, manifest: dict, files: dict[str, bytes], *, checkpoint=None) -> Recorded:
+        """Record one publish: its manifest and its layer files (GeoParquet bytes by layer name).
+
+        Idempotent: a publish already recorded (same ``snapshotId`` and ``asOf``) is not recorded again. A
+        publish whose ``asOf`` is not after the latest recorded one is refused (recorded time only grows).
+        ``checkpoint(layer)`` runs inside the transaction after each layer (tests use it to crash there).
+        """
+        as_of_ms = ms(manifest["asOf"])
+        with self.transaction():
+            row = self.execute(
+                "SELECT seq, snapshot_id FROM history_publish WHERE as_of_ms = ?", (as_of_ms,)
+            ).fetchone()
+            if row is not None:
+                if row[1] == manifest["snapshotId"]:
+                    return Recorded(int(row[0]), False, "already recorded")
+                return Recorded(None, False, f"another snapshot is recorded at asOf {manifest['asOf']}")
+            last = self.execute("SELECT MAX(seq), MAX(as_of_ms) FROM history_publish").fetchone()
+            if last[1] is not None and last[1] > as_of_ms:
+                return Recorded(None, False, f"asOf {manifest['asOf']} is before the latest recorded publish")
+            seq = int(last[0] or 0) + 1
+            previous = self.manifest(seq - 1) if seq > 1 else {"layers": {}, "history": {}}
+            layers_meta = {}
+            for layer, data in sorted(files.items()):
+                before = previous["layers"].get(layer) or {}
+                if (
+                    before.get("sha256") == manifest["layers"][layer]["sha256"]
+                    and layer in previous["history"]
+                ):
+                    layers_meta[layer] = previous["history"][layer]  # the same file: not one row changed
+                else:
+                    layers_meta[layer] = self._record_layer(seq, layer, rowcodec.encode_file(layer, data))
+                if checkpoint is not None:
+                    checkpoint(layer)
+            stored = {**manifest, "history": layers_meta}
+            self.execute(
+                "INSERT INTO history_publish (seq, snapshot_id, as_of_ms, recorded_at, manifest) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (
+                    seq,
+                    manifest["snapshotId"],
+                    as_of_ms,
+                    datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    _pack(json.dumps(stored, separators=(",", ":")).encode()),
+                ),
+            )
+        return Recorded(seq, True)
+
+    def _put_blob(self, hashed: str, data: bytes) -> None:
+        self.execute(
+            "INSERT INTO history_blob (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
+            (hashed, _pack(data)),
+        )
+
+    def _record_layer(self, seq: int, layer: str, enc: rowcodec.EncodedLayer) -> dict:
+        current = {
+            key: hashed
+            for key, hashed in self.execute(
+                "SELECT key, hash FROM history_row WHERE layer = ? AND rec_to = ?", (layer, OPEN)
+            )
+        }
+        closed = [(seq, layer, key, OPEN) for key, h in current.items() if enc.rows.get(key, (None,))[0] != h]
+        fresh = [(key, row) for key, row in enc.rows.items() if current.get(key) != row[0]]
+        self._many("UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_to = ?", closed)
+        self._many(
+            "INSERT INTO history_blob (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
+            {h: (h, _pack(data)) for _key, (h, data, _f, _t) in fresh}.values(),
+        )
+        self._many(
+            "INSERT INTO history_row (layer, key, hash, valid_from, valid_to, rec_from, rec_to) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(layer, key, h, vf, vt, seq, OPEN) for key, (h, _d, vf, vt) in fresh],
+        )
+        schema_hash = rowcodec.digest(enc.schema)
+        self._put_blob(schema_hash, enc.schema)
+        order_hash = None
+        if enc.order is not None:
+            packed = rowcodec.pack_order(enc.order)
+            order_hash = rowcodec.digest(packed)
+            self._put_blob(order_hash, packed)
+        return {"schema": schema_hash, "order": order_hash}
+
+    # --- reading -------------------------------------------------------------------------------------
+    def publishes(self, after: int = 0) -> list[Publish]:
+        """The recorded publishes after publish ``after`` (default: all), oldest first."""
+        return [
+            Publish(int(s), str(i), int(t))
+            for s, i, t in self.execute(
+                "SELECT seq, snapshot_id, as_of_ms FROM history_publish WHERE seq > ? ORDER BY seq", (after,)
+            )
+        ]
+
+    def find(self, snapshot_id: str, as_of_ms: int) -> Publish | None:
+        """The recorded publish of this snapshot at this ``asOf``, if any."""
+        row = self.execute(
+            "SELECT seq FROM history_publish WHERE as_of_ms = ? AND snapshot_id = ?", (as_of_ms, snapshot_id)
+        ).fetchone()
+        return None if row is None else Publish(int(row[0]), snapshot_id, as_of_ms)
+
+    def first_last(self) -> tuple[Publish | None, Publish | None]:
+        """The oldest and the newest recorded publish (None, None when nothing is recorded)."""
+        found = []
+        for order in ("ASC", "DESC"):
+            row = self.execute(
+                f"SELECT seq, snapshot_id, as_of_ms FROM history_publish ORDER BY seq {order} LIMIT 1"
+            ).fetchone()
+            found.append(None if row is None else Publish(int(row[0]), str(row[1]), int(row[2])))
+        return found[0], found[1]
+
+    def publish_at(self, instant_ms: int) -> Publish | None:
+        """The publish being served at ``instant_ms``: the latest whose ``asOf`` is not after it."""
+        row = self.execute(
+            "SELECT seq, snapshot_id, as_of_ms FROM history_publish WHERE as_of_ms <= ? "
+            "ORDER BY as_of_ms DESC LIMIT 1",
+            (instant_ms,),
+        ).fetchone()
+        return None if row is None else Publish(int(row[0]), str(row[1]), int(row[2]))
+
+    def manifest(self, seq: int) -> dict:
+        row = self.execute("SELECT manifest FROM history_publish WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            raise HistoryError(f"no publish {seq} is recorded")
+        return json.loads(_unpack(row[0]))
+
+    def _blob(self, hashed: str) -> bytes:
+        row = self.execute("SELECT data FROM history_blob WHERE hash = ?", (hashed,)).fetchone()
+        if row is None:
+            raise HistoryError(f"blob {hashed} is missing from the history store")
+        return _unpack(row[0])
+
+    def layer_rows(self, seq: int, layer: str) -> dict[str, bytes]:
+        """``key -> row JSON`` of ``layer`` as publish ``seq`` carried it."""
+        return {
+            key: _unpack(data)
+            for key, data in self.execute(
+                "SELECT r.key, b.data FROM history_row r JOIN history_blob b ON b.hash = r.hash "
+                "WHERE r.layer = ? AND r.rec_to > ? AND r.rec_from <= ?",
+                (layer, seq, seq),
+            )
+        }
+
+    def snapshot(self, seq: int) -> tuple[dict, dict]:
+        """``(layers, manifest)`` of publish ``seq``: the GeoDataFrames and manifest its snapshot held."""
+        stored = self.manifest(seq)
+        meta = stored.pop("history")
+        layers = {}
+        for layer, info in meta.items():
+            rows = self.layer_rows(seq, layer)
+            order = rowcodec.unpack_order(self._blob(info["order"])) if info["order"] else None
+            keys = rowcodec.order_keys(rows, order)
+            layers[layer] = rowcodec.decode_layer(self._blob(info["schema"]), [rows[k] for k in keys])
+        return layers, stored
+
+    def snapshot_at(self, instant: datetime) -> tuple[dict, dict]:
+        """``(layers, manifest)`` of the snapshot served at ``instant`` (``geo.load(store, as_of=instant)``)."""
+        publish = self.publish_at(ms(instant))
+        if publish is None:
+            raise HistoryError(
+                f"no snapshot was being served at {instant.isoformat()} (nothing recorded before)"
+            )
+        return self.snapshot(publish.seq)
+
+    # --- retention -----------------------------------------------------------------------------------
+    def prune(self, now: datetime, days: int) -> dict:
+        """Drop what no instant of the last ``days`` days needs: publishes replaced before the cutoff, the
+        row versions only they carried, and blobs nothing refers to any more. Returns counts."""
+        cutoff = ms(now) - days * DAY_MS
+        with self.transaction():
+            keep = self.publish_at(cutoff)
+            if keep is None:
+                return {"publishes": 0, "rows": 0, "blobs": 0}
+            pubs = self.execute("DELETE FROM history_publish WHERE seq < ?", (keep.seq,)).rowcount
+            rows = self.execute("DELETE FROM history_row WHERE rec_to <= ?", (keep.seq,)).rowcount
+            used = {h for (h,) in self.execute("SELECT DISTINCT hash FROM history_row")}
+            for (data,) in self.execute("SELECT manifest FROM history_publish").fetchall():
+                for info in json.loads(_unpack(data))["history"].values():
+                    used.update(h for h in (info["schema"], info["order"]) if h)
+            stale = [(h,) for (h,) in self.execute("SELECT hash FROM history_blob") if h not in used]
+            self._many("DELETE FROM history_blob WHERE hash = ?", stale)
+        return {"publishes": max(pubs, 0), "rows": max(rows, 0), "blobs": len(stale)}
+
+
+def connect_sqlite(path) -> sqlite3.Connection:
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=30.0, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    return conn
+
+
+def open_store(url: str) -> HistoryStore:
+    """The store at ``url``: ``postgresql://…`` (a PostgreSQL database, shared by several hosts) or a
+    SQLite file path (``sqlite:///path`` or a plain path)."""
+    if url.startswith(("postgresql://", "postgres://")):
+        import psycopg
+
+        conn = psycopg.connect(url, autocommit=True)
+        return HistoryStore(conn, True, "postgresql", identity=url)
+    path = url[len("sqlite:///") - 1 :] if url.startswith("sqlite:///") else url
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return HistoryStore(connect_sqlite(path), False, f"sqlite:{path}")
+
+
+def default_url(data_dir) -> str:
+    """The SQLite file beside the snapshot pointer: ``<DATA_DIR>.history.sqlite``."""
+    data_dir = Path(data_dir)
+    return str(data_dir.parent / f"{data_dir.name}.history.sqlite")
