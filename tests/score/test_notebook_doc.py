@@ -15,11 +15,17 @@ def blocks():
 
 
 @pytest.mark.slow
-def test_the_worked_example_runs(snapshot_dir, tmp_path, monkeypatch):
+def test_the_worked_example_runs(snapshot_dir, reference_dir, tmp_path, monkeypatch):
     import matplotlib
+
+    from app.history.simulate import seed_demo
+    from app.history.store import open_store
 
     matplotlib.use("Agg")
     monkeypatch.setenv("URBAN_DATA_DIR", str(snapshot_dir))
+    history = str(tmp_path / "history.sqlite")  # the demo's history, as `make snapshot` seeds it (daily here)
+    seed_demo(open_store(history), reference_dir, snapshot_dir, days=16, cadence_min=24 * 60)
+    monkeypatch.setenv("URBAN_HISTORY_URL", history)
     monkeypatch.chdir(tmp_path)
     code = blocks()
     assert len(code) >= 8
