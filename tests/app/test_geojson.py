@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+import shapely
+import shapely.geometry
 from jsonschema import Draft202012Validator
 
 from app import accounts
@@ -59,16 +61,32 @@ def get(client, key, path, accept=None, **headers):
     return client.get(f"/api/v1{path}", headers={**bearer(key), **headers})
 
 
+def _signed_area(ring):
+    """Shoelace sum over a closed ring of [lng, lat]: > 0 counterclockwise."""
+    return sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(ring[:-1], ring[1:]))
+
+
 def check_rfc7946(doc):
-    """RFC 7946 rules beyond the schema: no ``crs``, positions [lng, lat] in range, Feature members."""
+    """RFC 7946 rules beyond the schema: no ``crs``, positions [lng, lat] in range, Feature members,
+    polygon rings closed, exterior rings counterclockwise and holes clockwise (§3.1.6)."""
     assert doc["type"] == "FeatureCollection" and "crs" not in doc
     for f in doc["features"]:
         assert f["type"] == "Feature" and set(f) == {"type", "geometry", "properties"}
         g = f["geometry"]
         if g is None:
             continue
-        positions = [g["coordinates"]] if g["type"] == "Point" else g["coordinates"]
-        assert g["type"] in ("Point", "MultiPoint") and positions
+        assert g["type"] in ("Point", "MultiPoint", "Polygon", "MultiPolygon")
+        polygons = [g["coordinates"]] if g["type"] == "Polygon" else g["coordinates"]
+        if g["type"] in ("Polygon", "MultiPolygon"):
+            positions = []
+            for rings in polygons:
+                for i, ring in enumerate(rings):
+                    assert len(ring) >= 4 and ring[0] == ring[-1]
+                    assert (_signed_area(ring) > 0) == (i == 0)
+                    positions += ring
+        else:
+            positions = [g["coordinates"]] if g["type"] == "Point" else g["coordinates"]
+        assert positions
         for lng, lat in positions:
             assert -180 <= lng <= 180 and -90 <= lat <= 90
             assert 2.4 < lng < 6.5 and 49.4 < lat < 51.6  # [lng, lat] order: Belgium, not [lat, lng]
@@ -104,7 +122,8 @@ def test_disruptions_geojson_carries_the_json_answer(real, engine):
     app, key = real
     c = app.test_client()
     doc = c.get("/api/v1/openapi.json").get_json()
-    seen_detour_geometry = 0
+    works = engine.works.set_index("id")
+    seen_detour_geometry = seen_extents = 0
     for lat, lng in points(engine):
         plain = get(c, key, f"/disruptions?lat={lat}&lng={lng}")
         geo = get(c, key, f"/disruptions?lat={lat}&lng={lng}", GEO)
@@ -125,12 +144,22 @@ def test_disruptions_geojson_carries_the_json_answer(real, engine):
         }
         assert rebuilt == {k: body[k] for k in rebuilt} and set(rebuilt) == set(body)
         for f in kinds.get("construction", []):
-            assert f["geometry"]["coordinates"] == [f["properties"]["lng"], f["properties"]["lat"]]
+            # the work's extent: its polygon in the works layer, rounded to 6 decimals (the demo's are all polygons)
+            extent = works.loc[f["properties"]["id"]].geometry
+            assert f["geometry"]["type"] == extent.geom_type
+            assert shapely.equals_exact(shapely.geometry.shape(f["geometry"]), extent, tolerance=6e-7)
+            # the representative point lies in it, and distanceKm is not more than the distance to that point
+            assert (
+                shapely.geometry.shape(f["geometry"])
+                .buffer(1e-6)
+                .contains(shapely.Point(f["properties"]["lng"], f["properties"]["lat"]))
+            )
+            seen_extents += 1
         for f in kinds.get("transit", []):
             expected = stops_of(engine, f["properties"]["id"])
             assert f["geometry"] == ({"type": "MultiPoint", "coordinates": expected} if expected else None)
             seen_detour_geometry += bool(expected)
-    assert seen_detour_geometry > 0
+    assert seen_detour_geometry > 0 and seen_extents > 0
 
 
 def test_air_quality_geojson_places_the_point_and_the_station(real, engine):
