@@ -14,7 +14,9 @@ from shapely.geometry import LineString, MultiPolygon, Point, Polygon, box
 
 from extent_oracle import oracle_km
 
+from geo.index.count_table import CountTable
 from geo.index.extents import ExtentIndex, Extents
+from geo.index.pair_table import PairTable
 from geo.index.spherical import EARTH_RADIUS_KM, haversine_km
 
 
@@ -170,3 +172,49 @@ def test_index_equals_brute_force_scalar_and_arrays(radius):
     sub = index.subset(mask).within_many(lat, lng, radius)
     keep = mask[rows]
     assert sub[1].tolist() == rows[keep].tolist() and sub[2].tobytes() == km[keep].tobytes()
+
+
+# --- the batch tables ---------------------------------------------------------------------------------
+
+
+def _queries(ex, rng, n=400):
+    """Queries around the works, on their points, and on and near their extents' edges and corners."""
+    lat, lng = rng.normal(51.215, 0.05, n), rng.normal(4.41, 0.07, n)
+    lat[:20], lng[:20] = ex.lat[:20], ex.lng[:20]
+    a = ex.a[:, :: max(1, ex.a.shape[1] // 80)]  # edge starts (corners), unit vectors
+    clat, clng = np.degrees(np.arcsin(a[2])), np.degrees(np.arctan2(a[1], a[0]))
+    return np.r_[lat, clat, clat + 0.018, clat - 0.0045], np.r_[lng, clng, clng, clng + 0.0071]
+
+
+@pytest.mark.parametrize("radius, cells", [(2.0, 8), (0.5, 2), (0.5, 4)])
+def test_count_table_with_extents_equals_brute_force(radius, cells):
+    ex, ids = _layer(7, 240)
+    rng = np.random.default_rng(8)
+    channel = rng.integers(-1, 3, ex.size)
+    t = CountTable(ex.lat, ex.lng, radius, radius / cells, ex)
+    assert t.usable
+    lat, lng = _queries(ex, rng)
+    want = np.zeros((lat.size, 3), dtype=np.int64)
+    for q, row in brute(ex, lat, lng, radius):
+        if channel[row] >= 0:
+            want[q, channel[row]] += 1
+    assert t.counts(lat, lng, channel, 3).tolist() == want.tolist()
+    assert want.sum() > 500
+
+
+@pytest.mark.parametrize("radius", [2.0, 0.5])
+def test_pair_table_with_extents_equals_brute_force_and_the_index(radius):
+    ex, ids = _layer(9, 240)
+    rng = np.random.default_rng(10)
+    rank = np.argsort(np.argsort(ids))
+    t = PairTable(ex.lat, ex.lng, rank, radius, extents=ex)
+    assert t.usable
+    lat, lng = _queries(ex, rng)
+    q, k, km = t.pairs(lat, lng, threads=2)
+    want = brute(ex, lat, lng, radius)
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == want and len(want) > 1000
+    assert list(zip(q.tolist(), rank[k].tolist())) == sorted(zip(q.tolist(), rank[k].tolist()))
+    point, rows, d = ExtentIndex(ex, ids).within_many(lat, lng, radius)  # the same floats
+    assert sorted(zip(point.tolist(), rows.tolist(), d.tolist())) == sorted(
+        zip(q.tolist(), k.tolist(), km.tolist())
+    )
