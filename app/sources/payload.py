@@ -107,9 +107,17 @@ def fetch_geojson_layer(
     )
 
 
-#: skip reasons that are filters by design, not loss: GIPOD events (not road works), and line directions of
-#: a stop whose public number is unknown (counted per direction, not per record)
-INFORMATIONAL = frozenset({("works", "event"), ("stops", "line_unknown")})
+#: skip reasons that are filters by design, not loss: GIPOD events and other occupations that are not road
+#: works, hindrances not (yet) validated, and line directions of a stop whose public number is unknown
+#: (counted per direction, not per record)
+INFORMATIONAL = frozenset(
+    {
+        ("works", "event"),
+        ("works", "not_a_work"),
+        ("works", "hindrance_not_validated"),
+        ("stops", "line_unknown"),
+    }
+)
 
 
 def check_skipped(source: str, label: str, layers: dict, settings) -> None:
