@@ -1,7 +1,7 @@
-"""Road-works rules (vectorised): status classes, collapse of recurring occurrences, 14-day window.
+"""Road-works rules (vectorised): status classes, collapse of recurring occurrences, hindrance, 14-day window.
 
 A work is *running* when its status is ``In uitvoering`` (dates are not used for that), *planned* when its
-status is one of :data:`PLANNED_STATUSES`; every other status (finished, cancelled, unknown) is not listed.
+status is ``Concreet gepland``; every other status (``Uitgevoerd``, ``Niet uitgevoerd``, unknown) is not listed.
 Listed works with the same description (whitespace and case ignored) whose points are connected by steps of at
 most :data:`COLLAPSE_KM` collapse into one item. See docs/rules.md.
 """
@@ -20,8 +20,7 @@ from .timefmt import day_number, local_day
 from ..data.upstream_gipod import STATUS_CLASSES
 
 RUNNING_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "running")  # {"In uitvoering"}
-# {"Concreet gepland", "Gepland", "Voorlopig gepland", "Lopende"}: see docs/sources.md for Lopende
-PLANNED_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "planned")
+PLANNED_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "planned")  # {"Concreet gepland"}
 NOT_LISTED, RUNNING, PLANNED = 0, 1, 2
 
 RADIUS_KM = 2.0  # works listed when they lie within 2 km of the point (their extent; boundary included)
@@ -38,8 +37,8 @@ def status_class(statuses) -> np.ndarray:
 
     Examples
     --------
-    >>> status_class(["In uitvoering", "Concreet gepland", "Uitgevoerd", " Gepland ", "Lopende"]).tolist()
-    [1, 2, 0, 2, 2]
+    >>> status_class(["In uitvoering", " Concreet gepland ", "Uitgevoerd", "Niet uitgevoerd", "Lopende"]).tolist()
+    [1, 2, 0, 0, 0]
     """
     out = np.zeros(len(statuses), dtype=np.int8)
     for i, s in enumerate(statuses):
