@@ -249,14 +249,14 @@ def _dask_rows(engine, sizes, tmp) -> list[Row]:
 
 
 def _gpd_pairs(engine):
-    """GeoPandas: every (point, work cluster) pair within 2 km with its distance, sorted, in Lambert 72."""
+    """GeoPandas: every (point, work cluster) pair within 2 km of the cluster's extent (its polygon) with its
+    distance, sorted, in Lambert 72."""
     import geopandas as gpd
     import shapely
 
-    from geo.service.loaded import prepare
+    from bench import cluster_extents
 
-    w = prepare(engine).works
-    works = gpd.GeoDataFrame(geometry=gpd.points_from_xy(w.lng, w.lat), crs="EPSG:4326").to_crs("EPSG:31370")
+    works = gpd.GeoDataFrame(geometry=cluster_extents(engine), crs="EPSG:4326").to_crs("EPSG:31370")
 
     def go(lat, lng):
         pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy(lng, lat), crs="EPSG:4326").to_crs("EPSG:31370")

@@ -14,7 +14,7 @@ inequality sorts every (cell, point) pair once, at build time:
 A query is one row gather plus the exact distances of its cell's boundary list, with no Python loop per
 point. The grid covers every point's reach plus an empty ring; queries outside it land in the ring.
 
-With :class:`geo.index.extents.Extents` (a work's polygon behind its point) the distance is the extent's, which
+With :class:`geo.index.extents.Extents` (a polygon behind each point) the distance is the extent's, which
 lies between ``d(w, q) - reach`` and ``d(w, q)``: the sure test is unchanged (the point lies in its extent) and
 the boundary band reaches ``reach`` further; per query a boundary pair is decided by the point's haversine
 where the bracket allows, else by the extent's edges (:meth:`geo.index.extents.Extents.hits`).
