@@ -12,8 +12,9 @@ rule of the works pairs, with no filter per candidate). Used by the pair table o
 (:mod:`geo.batch.pair_rows`).
 
 With :class:`geo.index.extents.Extents` each point stands for its extent: a cell lists the points whose
-extent may come within ``r`` of it (``d(c, w) <= r + rho + reach``), and a candidate's distance is the
-extent's (:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent).
+extent may come within ``r`` of it (``d(c, w) <= r + rho + reach``, and the extent's own distance from the cell's
+centre at most ``r + rho`` plus ``EXTENT_SLACK_KM``), and a candidate's distance is the extent's
+(:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .cell_grid import KM_PER_DEG, CellGrid
+from .count_table import EXTENT_SLACK_KM
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CELLS_PER_RADIUS = 8
@@ -108,6 +110,10 @@ class PairTable:
             )
             for c, p, d in pairs:
                 near = d <= r + rho + (extra if self.extents is None else extra[p])
+                if grow:  # an extent beyond r + rho of the cell's centre by its own distance: not listed
+                    band = np.flatnonzero(near & (d > r + rho))
+                    e = self._centre_km(grid, c.take(band), self.k[at[p.take(band)]], d.take(band))
+                    near[band] = e <= r + rho + EXTENT_SLACK_KM
                 cells.append(c[near])
                 points.append(at[p[near]])
         cell, point = np.concatenate(cells), np.concatenate(points)
@@ -120,6 +126,14 @@ class PairTable:
         counts = np.bincount(cell, minlength=n_cells * self.allowed.shape[0])
         self.start = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=self.start[1:])
+
+    def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
+        """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
+        centre to the row's point)."""
+        iy, ix = np.divmod(cells, grid.nx)
+        lat_r = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
+        lng_r = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
+        return self.extents.km(rows, lat_r, lng_r, np.cos(lat_r), centre_km)
 
     def pairs(self, lat_d, lng_d, group=None, threads: int = 1):
         """(query int64, point int64, km float64) of every pair with haversine distance <= radius, by

@@ -118,7 +118,7 @@ def test_bad_extent_coordinates_are_refused():
 # --- the index --------------------------------------------------------------------------------------
 
 
-def _layer(seed, n):
+def _layer(seed, n, with_geoms=False):
     """n works around Antwerp: a third points, the rest boxes of 20 m to 3 km and a few long strips."""
     rng = np.random.default_rng(seed)
     lat, lng = rng.normal(51.215, 0.03, n), rng.normal(4.41, 0.045, n)
@@ -135,7 +135,8 @@ def _layer(seed, n):
             geoms.append(LineString([(lng[i], lat[i]), (lng[i] + dx, lat[i] + dy)]).buffer(0.0003))
     reps = shapely.point_on_surface(np.array(geoms, dtype=object))
     ids = np.array([f"W{i:04d}" for i in rng.permutation(n)], dtype=object)
-    return Extents(shapely.get_y(reps), shapely.get_x(reps), geoms), ids
+    ex = Extents(shapely.get_y(reps), shapely.get_x(reps), geoms)
+    return (ex, ids, geoms) if with_geoms else (ex, ids)
 
 
 def brute(ex, lat, lng, radius):
@@ -177,23 +178,24 @@ def test_index_equals_brute_force_scalar_and_arrays(radius):
 # --- the batch tables ---------------------------------------------------------------------------------
 
 
-def _queries(ex, rng, n=400):
-    """Queries around the works, on their points, and on and near their extents' edges and corners."""
+def _queries(ex, geoms, rng, n=400):
+    """Queries around the works, on their points, and on and near their extents' corners."""
     lat, lng = rng.normal(51.215, 0.05, n), rng.normal(4.41, 0.07, n)
     lat[:20], lng[:20] = ex.lat[:20], ex.lng[:20]
-    a = ex.a[:, :: max(1, ex.a.shape[1] // 80)]  # edge starts (corners), unit vectors
-    clat, clng = np.degrees(np.arcsin(a[2])), np.degrees(np.arctan2(a[1], a[0]))
+    xy = shapely.get_coordinates(np.asarray(geoms, dtype=object))
+    xy = xy[:: max(1, len(xy) // 80)]
+    clat, clng = xy[:, 1], xy[:, 0]
     return np.r_[lat, clat, clat + 0.018, clat - 0.0045], np.r_[lng, clng, clng, clng + 0.0071]
 
 
 @pytest.mark.parametrize("radius, cells", [(2.0, 8), (0.5, 2), (0.5, 4)])
 def test_count_table_with_extents_equals_brute_force(radius, cells):
-    ex, ids = _layer(7, 240)
+    ex, ids, geoms = _layer(7, 240, with_geoms=True)
     rng = np.random.default_rng(8)
     channel = rng.integers(-1, 3, ex.size)
     t = CountTable(ex.lat, ex.lng, radius, radius / cells, ex)
     assert t.usable
-    lat, lng = _queries(ex, rng)
+    lat, lng = _queries(ex, geoms, rng)
     want = np.zeros((lat.size, 3), dtype=np.int64)
     for q, row in brute(ex, lat, lng, radius):
         if channel[row] >= 0:
@@ -204,12 +206,12 @@ def test_count_table_with_extents_equals_brute_force(radius, cells):
 
 @pytest.mark.parametrize("radius", [2.0, 0.5])
 def test_pair_table_with_extents_equals_brute_force_and_the_index(radius):
-    ex, ids = _layer(9, 240)
+    ex, ids, geoms = _layer(9, 240, with_geoms=True)
     rng = np.random.default_rng(10)
     rank = np.argsort(np.argsort(ids))
     t = PairTable(ex.lat, ex.lng, rank, radius, extents=ex)
     assert t.usable
-    lat, lng = _queries(ex, rng)
+    lat, lng = _queries(ex, geoms, rng)
     q, k, km = t.pairs(lat, lng, threads=2)
     want = brute(ex, lat, lng, radius)
     assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == want and len(want) > 1000
