@@ -121,3 +121,17 @@ def cluster_extents(engine):
     out = np.empty(rep.size, dtype=object)
     out[row_cluster[rep]] = np.asarray(engine.works.geometry.values, dtype=object)[rep]
     return out
+
+
+def run_in(tree, *args) -> None:
+    """``python args`` in the source tree ``tree`` (its packages first on the path); raises on failure."""
+    import subprocess
+    import sys
+
+    subprocess.run(
+        [sys.executable, *args],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        check=True,
+        capture_output=True,
+    )

@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import run_in
+
 REPO = Path(__file__).resolve().parents[1]
 
 MEASURE = r"""
@@ -97,16 +99,6 @@ def _extract(ref: str, into: Path) -> Path:
     return into
 
 
-def _snapshot(tree: Path, reference: str) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "geo.data", "build", "--reference", reference, "--out", "data/snapshot"],
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
-        check=True,
-        capture_output=True,
-    )
-
-
 def _measure(tree: Path, points: int, repeat: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "AB_POINTS": str(points), "AB_REPEAT": str(repeat)}
     run = subprocess.run(
@@ -132,7 +124,16 @@ def main(argv=None) -> int:
             "head": _extract("HEAD", Path(tmp) / "head"),
         }
         for tree in trees.values():
-            _snapshot(tree, str(Path(args.reference).resolve()))
+            run_in(
+                tree,
+                "-m",
+                "geo.data",
+                "build",
+                "--reference",
+                str(Path(args.reference).resolve()),
+                "--out",
+                "data/snapshot",
+            )
         results: dict = {name: [] for name in trees}
         for _ in range(args.rounds):
             for name, tree in trees.items():

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench import Row, local_cluster, per_second, service_points
+from bench import Row, local_cluster, per_second, run_in, service_points
 
 BASE_REF = os.environ.get("URBAN_BENCH_BASE_REF", "74b9c6a")
 REPEAT = int(os.environ.get("URBAN_BENCH_SCALE_REPEAT", 2))
@@ -67,13 +67,7 @@ def _base_tree(tmp) -> str | None:
             ["git", "-C", str(root), "archive", BASE_REF, "geo"], check=True, capture_output=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-        subprocess.run(
-            [sys.executable, "-m", "geo.snapshot", "build", "--reference", reference, "--out", "snapshot"],
-            cwd=out,
-            env={**os.environ, "PYTHONPATH": str(out)},
-            check=True,
-            capture_output=True,
-        )
+        run_in(out, "-m", "geo.snapshot", "build", "--reference", reference, "--out", "snapshot")
     except (OSError, subprocess.CalledProcessError):
         return None
     return str(out)

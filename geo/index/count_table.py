@@ -138,6 +138,7 @@ class CountTable:
         iy, ix = np.divmod(cells, g.nx)
         lat_r = np.radians(g.y0 + (iy + 0.5) * g.hy)
         lng_r = np.radians(g.x0 + (ix + 0.5) * g.hx)
+        assert self.extents is not None  # only called for extent classes
         return self.extents.km(rows, lat_r, lng_r, np.cos(lat_r), centre_km)
 
     def sure_counts(self, channel, n_channels: int) -> np.ndarray:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import shapely
 
-from .point_index import PointIndex
+from .point_index import PointIndex, cached_subset
 from .spherical import EARTH_RADIUS_KM, haversine_rad, sin_small, unit_vectors
 
 REACH_SLACK_KM = 1e-9  # far above the rounding of a distance (~1e-13 km)
@@ -286,6 +286,7 @@ class Extents:
         its last one (which changes no minimum); built on first use."""
         if self._pad is None:
             self._pad_rows()
+        assert self._pad is not None
         return self._pad
 
     @property
@@ -382,32 +383,25 @@ class ExtentIndex:
 
     def subset(self, mask) -> ExtentIndex:
         """Index over the rows where ``mask`` is True (cached per mask); row numbers stay the layer's."""
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.size,):
-            raise ValueError(f"mask must be a bool array of length {self.size}, got shape {mask.shape}")
-        key = np.packbits(mask).tobytes()
-        sub = self._subsets.get(key)
-        if sub is None:
-            sub = ExtentIndex(self.extents, self._ids, mask)
-            if len(self._subsets) >= 16:
-                self._subsets.pop(next(iter(self._subsets)))
-            self._subsets[key] = sub
-        return sub
+        return cached_subset(
+            self._subsets, self.size, mask, lambda m, _: ExtentIndex(self.extents, self._ids, m)
+        )
 
     def within(self, lat: float, lng: float, radius_km: float):
         """(rows int64, km float64) of every row within ``radius_km`` of one point, by (distance, id)."""
         if self.plain:
             return self.parts[0][0].within(lat, lng, radius_km)
-        rows, km = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+        found_rows, found_km = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
         q = np.radians(np.array([lat, lng]))
         for index, inflation in self.parts:
             r, d = index.within(lat, lng, radius_km + inflation)
             if inflation:
-                keep, d = self.extents.within(r, *_per_pair(q, r.size), d, radius_km)
+                q_lat, q_lng, q_cos = _per_pair(q, r.size)
+                keep, d = self.extents.within(r, q_lat, q_lng, q_cos, d, radius_km)
                 r = r.take(keep)
-            rows.append(r)
-            km.append(d)
-        rows, km = np.concatenate(rows), np.concatenate(km)
+            found_rows.append(r)
+            found_km.append(d)
+        rows, km = np.concatenate(found_rows), np.concatenate(found_km)
         order = np.lexsort((self.rank[rows], km))
         return rows[order], km[order]
 

@@ -137,10 +137,10 @@ class ExtentNear:
                 continue
             d = table.distances(q, start, stop)
             if not inflation:
-                hit = d <= self.radius
+                within = d <= self.radius
                 if keep is not None:
-                    hit &= keep[i][start:stop]
-                hit = np.flatnonzero(hit)
+                    within &= keep[i][start:stop]
+                hit = np.flatnonzero(within)
                 rows.append(entry_rows[start + hit])
                 km.append(d[hit])
                 continue

@@ -133,6 +133,7 @@ class PairTable:
         iy, ix = np.divmod(cells, grid.nx)
         lat_r = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
         lng_r = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
+        assert self.extents is not None  # only called for extent classes
         return self.extents.km(rows, lat_r, lng_r, np.cos(lat_r), centre_km)
 
     def pairs(self, lat_d, lng_d, group=None, threads: int = 1):
