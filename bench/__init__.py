@@ -109,3 +109,29 @@ def local_cluster():
     finally:
         os.environ.clear()
         os.environ.update(env)
+
+
+def cluster_extents(engine):
+    """The works clusters' geometries in cluster order (``prepare(engine).works``): each representative
+    work's extent (its GIPOD polygon, or its point), what the engine measures distances to."""
+    from geo.service.loaded import prepare
+
+    row_cluster = prepare(engine).works.row_cluster
+    rep = np.flatnonzero(row_cluster >= 0)
+    out = np.empty(rep.size, dtype=object)
+    out[row_cluster[rep]] = np.asarray(engine.works.geometry.values, dtype=object)[rep]
+    return out
+
+
+def run_in(tree, *args) -> None:
+    """``python args`` in the source tree ``tree`` (its packages first on the path); raises on failure."""
+    import subprocess
+    import sys
+
+    subprocess.run(
+        [sys.executable, *args],
+        cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+        check=True,
+        capture_output=True,
+    )

@@ -110,7 +110,7 @@ def run(engine) -> list[Row]:
             note="single point, Groenplaats",
         )
     )
-    rows.append(_table_build_row(engine._works, 2.0, "count_works_near table build (2 km)"))
+    rows.append(_table_build_row(engine._works.points, 2.0, "count_works_near table build (2 km)"))
     rows.append(
         Row(
             "count_works_near 2 km",
@@ -120,7 +120,7 @@ def run(engine) -> list[Row]:
             note="count + nearest km per point",
         )
     )
-    grid = engine._works.grid(2.0)
+    grid = engine._works.points.grid(2.0)
     rows.append(
         Row(
             "  same, previous index",

@@ -154,7 +154,9 @@ def naive_score(engine, lat, lng, now):
 
     compliance = ar.compliance_class(value[srow])
     trend = ar.trend_class(first[srow], value[srow], count[srow])
-    # works: every (point, cluster) pair within 2 km
+    # works: every (point, cluster) pair within 2 km of the cluster's extent
+    from bench import cluster_extents
+
     w = p.works
     clusters = gpd.GeoDataFrame(
         {
@@ -163,7 +165,7 @@ def naive_score(engine, lat, lng, now):
             "wside": w.side,
             "up": wk.upcoming_clusters(w, now),
         },
-        geometry=gpd.points_from_xy(w.lng, w.lat),
+        geometry=cluster_extents(engine),
         crs="EPSG:4326",
     ).to_crs(METRIC)
     circles = m.assign(geometry=m.buffer(2000))

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench import Row, local_cluster, per_second, service_points
+from bench import Row, local_cluster, per_second, run_in, service_points
 from bench.rusage import run_measured
 
 BASE_REF = os.environ.get("URBAN_BENCH_BASE_REF", "74b9c6a")
@@ -68,13 +68,7 @@ def _base_tree(tmp) -> str | None:
             ["git", "-C", str(root), "archive", BASE_REF, "geo"], check=True, capture_output=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-        subprocess.run(
-            [sys.executable, "-m", "geo.snapshot", "build", "--reference", reference, "--out", "snapshot"],
-            cwd=out,
-            env={**os.environ, "PYTHONPATH": str(out)},
-            check=True,
-            capture_output=True,
-        )
+        run_in(out, "-m", "geo.snapshot", "build", "--reference", reference, "--out", "snapshot")
     except (OSError, subprocess.CalledProcessError):
         return None
     return str(out)
@@ -243,14 +237,14 @@ def _dask_rows(engine, sizes, tmp) -> list[Row]:
 
 
 def _gpd_pairs(engine):
-    """GeoPandas: every (point, work cluster) pair within 2 km with its distance, sorted, in Lambert 72."""
+    """GeoPandas: every (point, work cluster) pair within 2 km of the cluster's extent (its polygon) with its
+    distance, sorted, in Lambert 72."""
     import geopandas as gpd
     import shapely
 
-    from geo.service.loaded import prepare
+    from bench import cluster_extents
 
-    w = prepare(engine).works
-    works = gpd.GeoDataFrame(geometry=gpd.points_from_xy(w.lng, w.lat), crs="EPSG:4326").to_crs("EPSG:31370")
+    works = gpd.GeoDataFrame(geometry=cluster_extents(engine), crs="EPSG:4326").to_crs("EPSG:31370")
 
     def go(lat, lng):
         pts = gpd.GeoDataFrame(geometry=gpd.points_from_xy(lng, lat), crs="EPSG:4326").to_crs("EPSG:31370")

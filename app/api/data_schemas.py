@@ -62,18 +62,23 @@ LOCATION = {
 
 CONSTRUCTION_ITEM = _obj(
     {
-        "id": _d({"type": "string"}, "GIPOD id of the representative occurrence."),
+        "id": _d({"type": "string"}, "GIPOD id (`GipodId`) of the representative work."),
         "description": _d({"type": "string"}, "Dutch free-text description as published."),
         "status": _d(
             {"type": "string"},
-            "Dutch GIPOD status: `In uitvoering` (running) or a planned status "
-            "(`Concreet gepland`, `Gepland`, `Voorlopig gepland`, `Lopende`).",
+            "Dutch GIPOD status: `In uitvoering` (running) or `Concreet gepland` (planned). A work "
+            "published as several records is `In uitvoering` when any of them is.",
         ),
-        "lat": _d(LAT, "Latitude of the work's representative point, degrees, 6 decimals."),
+        "lat": _d(
+            LAT,
+            "Latitude of the work's representative point (a point inside its extent), degrees, 6 decimals.",
+        ),
         "lng": _d(LNG, "Longitude of the work's representative point, degrees, 6 decimals."),
         "distanceKm": _d(
             {"type": "number", "minimum": 0, "maximum": RADIUS_JSON},
-            "Haversine distance from the queried point, kilometres, 3 decimals.",
+            "Distance from the queried point to the nearest part of the work (its GIPOD extent; 0 when "
+            "the point lies in it; great-circle), kilometres, 3 decimals. Never more than the distance "
+            "to `lat`/`lng`.",
         ),
         "startDate": _d(
             {**DATE, "type": ["string", "null"]},
@@ -86,11 +91,35 @@ CONSTRUCTION_ITEM = _obj(
         ),
         "occurrences": _d(
             {"type": "integer", "minimum": 1},
-            "Number of GIPOD occurrences this item stands for (all occurrences of its work, plus "
-            "those of works collapsed with it).",
+            "Number of GIPOD records this item stands for (all records of its work: occurrences and "
+            "parts, plus those of works collapsed with it).",
+        ),
+        "hindrance": _d(
+            {
+                "oneOf": [
+                    {"type": "null"},
+                    _obj(
+                        {
+                            "severe": _d(
+                                {"type": "boolean"},
+                                "GIPOD `SevereHindrance`: true when any validated hindrance of the work is severe.",
+                            ),
+                            "consequences": _d(
+                                {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                                "Dutch consequences as GIPOD publishes them (e.g. `Geen doorgang voor "
+                                "gemotoriseerd verkeer`), each once, in alphabetical order; may be empty.",
+                            ),
+                        },
+                        "The work's validated hindrance (GIPOD `HINDER`, `HindranceStatus` `Gevalideerd`).",
+                    ),
+                ]
+            },
+            "The validated mobility hindrance of the work (ours: additive member); null when GIPOD "
+            "publishes none for it.",
         ),
     },
-    f"A road work within {RADIUS_TEXT} (recurring occurrences collapsed into one item).",
+    f"A road work lying within {RADIUS_TEXT} of the point (its records and recurring occurrences collapsed "
+    "into one item).",
 )
 
 NULLABLE_TEXT = {"type": ["string", "null"]}

@@ -2,11 +2,13 @@
 
 Chosen with ``Accept: application/geo+json`` (:mod:`app.negotiation`). Each answer becomes a
 FeatureCollection built from the JSON answer itself, so every value is the JSON answer's, unchanged:
-``properties`` = ``{"kind": …, **the JSON object}``. Geometries are ``[lng, lat]`` Points (MultiPoint for a
-detour); a feature whose place is unknown has ``"geometry": null``. See docs/api.md → GeoJSON.
+``properties`` = ``{"kind": …, **the JSON object}``. Geometries are ``[lng, lat]`` Points (a work's extent
+polygon, MultiPoint for a detour); a feature whose place is unknown has ``"geometry": null``. See docs/api.md
+→ GeoJSON.
 
 - ``/disruptions``: the queried point (``kind: location``; properties ``location``, ``radiusKm``,
-  ``summary``, ``retrievedAt``, ``sources``), each work (``construction``, at its ``lat``/``lng``), each detour
+  ``summary``, ``retrievedAt``, ``sources``), each work (``construction``: its extent, Polygon or MultiPolygon,
+  or a Point at its ``lat``/``lng`` when it has none), each detour
   (``transit``, a MultiPoint of the stops its De Lijn record lists as not served);
 - ``/air-quality``: the queried point (``location`` plus the whole JSON answer) and the station
   (``station``: ``reading.station``), when there is one;
@@ -44,11 +46,14 @@ def disruptions(body: dict, target, engine) -> dict:
     """FeatureCollection of the queried point, the works and the detours (JSON answer's order)."""
     from geo.service.loaded import loaded
 
-    detour_stops = loaded(engine).places.detour_stops
+    places = loaded(engine).places
+    detour_stops = places.detour_stops
     head = {k: v for k, v in body.items() if k not in ("construction", "transit")}
     loc = body["location"]
     features = [_feature("location", _point(loc["lng"], loc["lat"]), head)]
-    features += [_feature("construction", _point(w["lng"], w["lat"]), w) for w in body["construction"]]
+    for w in body["construction"]:
+        extent = places.work_geometry(w["id"])
+        features.append(_feature("construction", extent or _point(w["lng"], w["lat"]), w))
     for detour in body["transit"]:
         stops = detour_stops.get(detour["id"], ())
         geometry = {"type": "MultiPoint", "coordinates": [list(s) for s in stops]} if stops else None

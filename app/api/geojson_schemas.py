@@ -3,7 +3,8 @@
 :func:`components` derives, from the JSON answers' component schemas, one FeatureCollection schema per
 resource whose features' ``properties`` are the JSON objects plus ``kind`` (see :mod:`app.api.geojson`).
 The geometry rules are RFC 7946's: positions ``[lng, lat]`` (an optional third number, altitude) in
-WGS84 degrees, ``Point`` / ``MultiPoint`` as used here, or ``null`` when the place is unknown.
+WGS84 degrees, ``Point`` / ``MultiPoint`` / ``Polygon`` / ``MultiPolygon`` as used here, or ``null`` when the
+place is unknown.
 """
 
 from __future__ import annotations
@@ -29,6 +30,29 @@ MULTI_POINT = {
     "type": "object",
     "required": ["type", "coordinates"],
     "properties": {"type": {"const": "MultiPoint"}, "coordinates": {"type": "array", "items": POSITION}},
+}
+RING = {
+    "type": "array",
+    "minItems": 4,
+    "items": POSITION,
+    "description": "RFC 7946 §3.1.6 linear ring: closed (first position = last); exterior rings "
+    "counterclockwise, holes clockwise.",
+}
+POLYGON = {
+    "type": "object",
+    "required": ["type", "coordinates"],
+    "properties": {
+        "type": {"const": "Polygon"},
+        "coordinates": {"type": "array", "minItems": 1, "items": RING},
+    },
+}
+MULTI_POLYGON = {
+    "type": "object",
+    "required": ["type", "coordinates"],
+    "properties": {
+        "type": {"const": "MultiPolygon"},
+        "coordinates": {"type": "array", "items": {"type": "array", "minItems": 1, "items": RING}},
+    },
 }
 NO_GEOMETRY = {"type": "null", "description": "The place is unknown (RFC 7946 §3.2: an unlocated feature)."}
 
@@ -103,11 +127,16 @@ def components(schemas: dict) -> dict:
             [feature("location", schemas["Location"], [POINT])],
         ),
         "DisruptionsGeoJSON": collection(
-            "The queried point, each road work (Point) and each detour (MultiPoint of the stops its De Lijn "
+            "The queried point, each road work (its GIPOD extent, Polygon or MultiPolygon; a Point at its "
+            "representative point when it has none) and each detour (MultiPoint of the stops its De Lijn "
             "record lists as not served; null without any): properties are the JSON answer's values.",
             [
                 feature("location", head, [POINT]),
-                feature("construction", dis["properties"]["construction"]["items"], [POINT]),
+                feature(
+                    "construction",
+                    dis["properties"]["construction"]["items"],
+                    [POLYGON, MULTI_POLYGON, POINT],
+                ),
                 feature("transit", dis["properties"]["transit"]["items"], [MULTI_POINT, NO_GEOMETRY]),
             ],
         ),

@@ -107,12 +107,15 @@ def fetch_geojson_layer(
     )
 
 
-#: skip reasons that are filters by design, not loss of records: GIPOD events (not road works), a stop's line
-#: directions whose public number is unknown or whose line does not run yet (counted per direction), and the
-#: lines of a kept detour that no line list holds (counted per line)
+#: skip reasons that are filters by design, not loss of records: GIPOD events and other occupations that are
+#: not road works, hindrances not (yet) validated, a stop's line directions whose public number is unknown or
+#: whose line does not run yet (counted per direction), and the lines of a kept detour that no line list holds
+#: (counted per line)
 INFORMATIONAL = frozenset(
     {
         ("works", "event"),
+        ("works", "not_a_work"),
+        ("works", "hindrance_not_validated"),
         ("stops", "line_unknown"),
         ("stops", "line_not_yet_valid"),
         ("detours", "line_not_found"),

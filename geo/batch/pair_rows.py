@@ -3,8 +3,8 @@
 For every point the API answers for (inside the service area), the pairs are exactly what ``/disruptions``
 lists for it (the selection of :func:`geo.service.disruptions.find_by_rules`, vectorised):
 
-* ``work``: works within 2 km (the array form of ``Engine.works_near``) that represent a cluster not on the
-  far side of the river; ``distanceKm`` is the haversine distance;
+* ``work``: works within 2 km (the array form of ``Engine.works_near``: the distance to the work's extent)
+  that represent a cluster not on the far side of the river; ``distanceKm`` is that distance;
 * ``detour``: the detours in force not on the far side of the river and, when a stop lies within the stop
   distance, sharing a line with such a stop; ``distanceKm`` is the distance to the detour's point (null
   when the detour has none).
@@ -54,7 +54,10 @@ def _build_table(engine):
     w = prepare(engine).works
     rank = np.empty(w.ids.size, dtype=np.int64)
     rank[np.argsort(np.asarray([str(x) for x in w.ids], dtype=object), kind="stable")] = np.arange(w.ids.size)
-    return PairTable(w.lat, w.lng, rank, RADIUS_KM, group=w.side, allowed=_allowed_sides()), rank
+    table = PairTable(
+        w.lat, w.lng, rank, RADIUS_KM, group=w.side, allowed=_allowed_sides(), extents=w.extents
+    )
+    return table, rank
 
 
 def _allowed_sides():

@@ -24,6 +24,7 @@ from ..rules.works import RADIUS_KM
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
 from ..errors import InvalidCoordinates
 from ..index.count_table import CountTable
+from ..index.extents import ExtentIndex
 from ..index.point_index import PointIndex
 from ..service.loaded import loaded, prepare
 from .pairs import pairs_within
@@ -64,7 +65,7 @@ FEW_VALUES = ("no2_value", "no2_trend_percent", "risk_score")
 class _Indexes:
     """Point indexes of the works clusters and of the stops, built once per engine."""
 
-    clusters: PointIndex  # over prepare(engine).works clusters (row = cluster)
+    clusters: ExtentIndex  # over prepare(engine).works clusters (row = cluster; their extents)
     stops: PointIndex  # over engine.stops rows
     stop_words: np.ndarray  # (n_stops, n_words) uint64: the stop x line bits of prepare(engine).detours
     line_words: np.ndarray  # (n_detours, n_words) uint64: the detour line bits
@@ -93,7 +94,7 @@ def _build_indexes(engine) -> _Indexes:
     s_lat, s_lng = point_coords(engine.stops)
     s_ids = engine.stops["id"].astype(str).to_numpy() if "id" in engine.stops.columns else None
     return _Indexes(
-        clusters=PointIndex(p.works.lat, p.works.lng, p.works.ids),
+        clusters=ExtentIndex(p.works.extents, p.works.ids),
         stops=PointIndex(s_lat, s_lng, s_ids),
         stop_words=_words(p.detours.stop_bits),
         line_words=_words(p.detours.line_bits),
@@ -165,7 +166,7 @@ _SIDES = np.array([RIVER_NONE, RIVER_LEFT, RIVER_RIGHT], dtype=np.int8)
 def _works_tables(engine):
     """(CountTable within RADIUS_KM, CountTable within NEAR_WORK_KM) over the works clusters, or None."""
     w = prepare(engine).works
-    tables = tuple(CountTable(w.lat, w.lng, r, cell) for r, cell in WORKS_CELL_KM.items())
+    tables = tuple(CountTable(w.lat, w.lng, r, cell, w.extents) for r, cell in WORKS_CELL_KM.items())
     return tables if all(t.usable for t in tables) else None
 
 
@@ -194,25 +195,29 @@ def _works_counts(engine, lat, lng, side, now):
 
 
 def _works_counts_pairs(engine, lat, lng, side, now):
-    """:func:`_works_counts` by walking every (point, cluster) pair within the radius."""
+    """:func:`_works_counts` from every (point, cluster) pair within the radius (distances to the clusters'
+    extents, :class:`geo.index.extents.ExtentIndex`), ``PAIR_POINTS`` points at a time."""
     w = prepare(engine).works
+    index = _indexes(engine).clusters
     n = lat.size
     out = np.zeros((4, n), dtype=np.int64)
     running = w.status_class == wk.RUNNING
     planned = w.status_class == wk.PLANNED
     upcoming = planned & wk.upcoming_clusters(w, now)
-    for chunk in pairs_within(_indexes(engine).clusters, lat, lng, RADIUS_KM):
-        c = chunk.index.rows[chunk.k]
-        keep = ~far_side(side[chunk.rows][chunk.q], w.side[c])
-        q, c = chunk.q[keep], c[keep]
-        m = chunk.rows.size
+    for s in range(0, n, PAIR_POINTS):
+        e = min(n, s + PAIR_POINTS)
+        q, c, km = index.within_many(lat[s:e], lng[s:e], RADIUS_KM)
+        keep = ~far_side(side[s:e][q], w.side[c])
+        q, c, km = q[keep], c[keep], km[keep]
         run = running[c]
-        out[0, chunk.rows] = np.bincount(q[run], minlength=m)
-        out[1, chunk.rows] = np.bincount(q[planned[c]], minlength=m)
-        out[2, chunk.rows] = np.bincount(q[upcoming[c]], minlength=m)
-        near = run & chunk.within(br.NEAR_WORK_KM)[keep]
-        out[3, chunk.rows] = np.bincount(q[near], minlength=m)
+        out[0, s:e] = np.bincount(q[run], minlength=e - s)
+        out[1, s:e] = np.bincount(q[planned[c]], minlength=e - s)
+        out[2, s:e] = np.bincount(q[upcoming[c]], minlength=e - s)
+        out[3, s:e] = np.bincount(q[run & (km <= br.NEAR_WORK_KM)], minlength=e - s)
     return out
+
+
+PAIR_POINTS = 1 << 14  # points per step of the pair walks (bounds the pairs held at once)
 
 
 #: cell size of the stops table: 100 m (about 2 million cells over the service area, 4 bytes each)

@@ -58,7 +58,14 @@ def _parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="GIPOD OGC API Features INNAME(_PUNT) FeatureCollection page(s)",
+        help="GIPOD OGC API Features INNAME FeatureCollection page(s)",
+    )
+    live.add_argument(
+        "--hindrances-json",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="GIPOD OGC API Features HINDER_PUNT FeatureCollection page(s) (the works' hindrances)",
     )
     live.add_argument("--stops-json", nargs="+", default=[], metavar="FILE", help="De Lijn Haltes page(s)")
     live.add_argument(
@@ -125,6 +132,7 @@ def main(argv=None) -> int:
             raise SystemExit("error: --no2-json needs --timeseries-json (the series → station mapping)")
         raw = {
             "works": _merge(_load_json(args.works_json)),
+            "hindrances": _merge(_load_json(args.hindrances_json)),
             "stops": _merge(_load_json(args.stops_json)),
             "stop_lines": _merge(_load_json([args.stop_lines_json] if args.stop_lines_json else [])),
             "detours": _merge(_load_json(args.detours_json)),

@@ -13,6 +13,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 import math
 from functools import cached_property
 
@@ -26,9 +27,13 @@ from . import reference, river
 N_WORKS = 3000
 N_RECURRING = 150  # works repeated with the same description a few metres away
 N_RIVERSIDE = 40  # extra works per Scheldt bank within 2 km of the centreline
+N_LONG = 60  # long road works (1.5-5 km strips), a fifth of them around Antwerp
+N_PARTS = 40  # works published as two records ("deelrecords") covering two stretches of one street
 N_EVENTS = 40  # GIPOD occupations of type "Evenement" (dropped by the normaliser)
 N_SERIES = 24  # works published as several occurrences of one GipodId (as GIPOD does)
 PAGE_SIZE = 1000
+HINDRANCE_SHARE = 0.45  # listed works with a validated hindrance (HINDER_PUNT)
+SEVERE_SHARE = 0.3  # of those, severe (SevereHindrance)
 N_DETOURS_ANTWERP = 40
 N_DETOURS_ELSEWHERE = 8
 EMPTY_WINDOW_STATION = "44R710"  # NO2 station whose last two hourly values are null
@@ -48,7 +53,19 @@ ENTITY_NAME = {
     "5": "West-Vlaanderen",
 }
 
-STATUS_P = {"In uitvoering": 0.42, "Concreet gepland": 0.38, "Uitgevoerd": 0.12, "Geannuleerd": 0.08}
+STATUS_P = {"In uitvoering": 0.42, "Concreet gepland": 0.38, "Uitgevoerd": 0.12, "Niet uitgevoerd": 0.08}
+#: hindrance consequences seen in real GIPOD HINDER records (upstream-samples/README.md)
+CONSEQUENCES = [
+    "Geen doorgang voor gemotoriseerd verkeer",
+    "Geen doorgang voor fietsers",
+    "Beperkte doorgang voor voetgangers",
+    "Geen doorgang voor voetgangers",
+    "Handelaars moeilijk bereikbaar",
+    "Wisselend verkeer via verkeersborden",
+    "Vermindering van rijstroken",
+    "Versmalde rijstroken",
+]
+LONG_WORKS = ["Heraanleg", "Herasfaltering", "Vernieuwing fietspaden", "Aanleg gescheiden riolering langs"]
 WORKS = [
     "Vernieuwing riolering",
     "Heraanleg voetpaden",
@@ -294,28 +311,15 @@ class Scenario:
             None if end is None else end + pd.Timedelta(hours=10)
         )
 
-    def _feature(self, gid, lon, lat, props, rng, polygon=False):
-        if polygon:
-            dx, dy = 0.00025, 0.00012
-            geom = {
-                "type": "Polygon",
-                "coordinates": [
-                    [
-                        [round(lon - dx, 6), round(lat - dy, 6)],
-                        [round(lon + dx, 6), round(lat - dy, 6)],
-                        [round(lon + dx, 6), round(lat + dy, 6)],
-                        [round(lon - dx, 6), round(lat + dy, 6)],
-                        [round(lon - dx, 6), round(lat - dy, 6)],
-                    ]
-                ],
-            }
-        else:
-            geom = {"type": "Point", "coordinates": [round(float(lon), 6), round(float(lat), 6)]}
+    @staticmethod
+    def _feature(gid, geom, props, collection: str = "INNAME"):
+        """One GIPOD record: ``geom`` (Shapely, lon/lat) at 7 decimals, id ``<collection>.<GipodId>-<start>``."""
+        geom = shapely.transform(geom, lambda xy: np.round(xy, 7))
         stamp = pd.Timestamp(props["Start"]).tz_convert("UTC").strftime("%y%m%d%H%M")
         return {
             "type": "Feature",
-            "id": f"INNAME_PUNT.{gid}-{stamp}",
-            "geometry": geom,
+            "id": f"{collection}.{gid}-{stamp}",
+            "geometry": json.loads(shapely.to_geojson(geom)),
             "properties": {
                 "GipodId": gid,
                 "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
@@ -323,9 +327,51 @@ class Scenario:
             },
         }
 
+    @staticmethod
+    def street(lon, lat, bearing, length_km, width_km, turns=(), centred=True):
+        """A road-work polygon: a strip ``width_km`` wide along a path of ``length_km`` from (or centred on)
+        (``lon``, ``lat``) heading ``bearing`` (radians from north), turning by each angle of ``turns`` at
+        equal steps; flat ends and mitred bends (a few vertices, as drawn in GIPOD)."""
+        step = length_km / (len(turns) + 1)
+        xy, b = [(0.0, 0.0)], bearing
+        for turn in (*turns, 0.0):
+            x, y = xy[-1]
+            xy.append((x + step * math.sin(b), y + step * math.cos(b)))
+            b += turn
+        path = np.array(xy)
+        if centred:
+            path -= (
+                path[len(path) // 2]
+                if len(path) % 2
+                else (path[len(path) // 2 - 1] + path[len(path) // 2]) / 2
+            )
+        strip = shapely.buffer(shapely.LineString(path), width_km / 2, cap_style="flat", join_style="mitre")
+        kx = _KX * math.cos(math.radians(lat)) / math.cos(math.radians(_LAT0))
+        return shapely.transform(strip, lambda p: np.column_stack([lon + p[:, 0] / kx, lat + p[:, 1] / _KY]))
+
+    def _site(self, lon, lat, wide: bool, rng):
+        """The extent of an ordinary work: a street stretch of 15-250 m (a wider site of 30-80 m when
+        ``wide``)."""
+        bearing = rng.uniform(0, math.pi)
+        if wide:
+            return self.street(lon, lat, bearing, rng.uniform(0.03, 0.08), rng.uniform(0.02, 0.04))
+        return self.street(
+            lon,
+            lat,
+            bearing,
+            math.exp(rng.uniform(math.log(0.015), math.log(0.25))),
+            rng.uniform(0.004, 0.012),
+        )
+
     def works_pages(self) -> list[dict]:
-        """GIPOD OGC API Features ``INNAME``/``INNAME_PUNT`` FeatureCollection pages (``links`` next)."""
+        """GIPOD OGC API Features ``INNAME`` FeatureCollection pages (``links`` next): one record per
+        occurrence or part of a work, each with its polygon."""
+        return _pages(list(self._work_records), "INNAME")
+
+    @cached_property
+    def _work_records(self) -> list[dict]:
         rng = self._rng(1)
+        shapes = self._rng(7)
         muni = self.municipalities
         pop = muni["population"].to_numpy(dtype=float)
         counts = rng.multinomial(N_WORKS - 2 * N_RIVERSIDE - N_RECURRING, pop / pop.sum())
@@ -345,7 +391,7 @@ class Scenario:
             names += [muni["name_nl"].iat[j] if j >= 0 else "Antwerpen" for j in idx]
         xy = np.vstack(pts)
         statuses = list(STATUS_P)
-        features = []
+        features, sites = [], []
         gid = 1_100_000
         for (lon, lat), town in zip(xy.tolist(), names):
             gid += int(rng.integers(1, 40))
@@ -372,16 +418,21 @@ class Scenario:
                 "GroundworkPartOfTrenchSynergy": bool(rng.random() < 0.1),
                 "LastModifiedOn": _iso_z(self.as_of - pd.Timedelta(hours=int(rng.integers(1, 2000)))),
             }
-            features.append(self._feature(gid, lon, lat, props, rng, polygon=rng.random() < 0.1))
+            site = self._site(lon, lat, rng.random() < 0.1, shapes)
+            sites.append(site)
+            features.append(self._feature(gid, site, props))
         # recurring occurrences: same description, a few metres away, a later period
         for k in rng.choice(len(features), N_RECURRING, replace=False):
             src = features[int(k)]
-            lon, lat = self._anchor(src)
+            lat = float(shapely.point_on_surface(sites[int(k)]).y)
             dist_m, bearing = rng.uniform(3, 25), rng.uniform(0, 2 * math.pi)
-            lon2 = lon + dist_m / 1000 * math.sin(bearing) / (
-                _KX * math.cos(math.radians(lat)) / math.cos(math.radians(_LAT0))
+            dlon = (
+                dist_m
+                / 1000
+                * math.sin(bearing)
+                / (_KX * math.cos(math.radians(lat)) / math.cos(math.radians(_LAT0)))
             )
-            lat2 = lat + dist_m / 1000 * math.cos(bearing) / _KY
+            dlat = dist_m / 1000 * math.cos(bearing) / _KY
             gid += int(rng.integers(1, 40))
             props = dict(src["properties"])
             props.pop("GipodId"), props.pop("Uri")
@@ -389,7 +440,9 @@ class Scenario:
             props["Start"] = _iso_z(pd.Timestamp(props["Start"]) + shift)
             if props["End"]:
                 props["End"] = _iso_z(pd.Timestamp(props["End"]) + shift)
-            features.append(self._feature(gid, lon2, lat2, props, rng))
+            features.append(
+                self._feature(gid, shapely.transform(sites[int(k)], lambda p, d=(dlon, dlat): p + d), props)
+            )
         # events share the INNAME collection; the works normaliser drops them
         ev = sample_points(muni.geometry.iat[int(np.argmax(pop))], N_EVENTS, rng)
         for lon, lat in ev:
@@ -398,8 +451,7 @@ class Scenario:
             features.append(
                 self._feature(
                     gid,
-                    lon,
-                    lat,
+                    self.street(lon, lat, 0.0, 0.05, 0.05),
                     {
                         "Description": f"{EVENTS[rng.integers(len(EVENTS))]} {STREETS[rng.integers(len(STREETS))]}",
                         "Type": "Evenement",
@@ -408,35 +460,93 @@ class Scenario:
                         "End": _iso_z(start + pd.Timedelta(hours=12)),
                         "Owner": "Stad Antwerpen",
                     },
-                    rng,
                 )
             )
         order = rng.permutation(len(features))
-        features = [features[i] for i in order] + self._series(gid)
-        base = "https://geo.api.vlaanderen.be/GIPOD/ogc/features/v1/collections/INNAME_PUNT/items"
-        pages = []
-        for off in range(0, len(features), PAGE_SIZE):
-            links = [{"rel": "self", "href": f"{base}?offset={off}&limit={PAGE_SIZE}"}]
-            if off + PAGE_SIZE < len(features):
-                links.append({"rel": "next", "href": f"{base}?offset={off + PAGE_SIZE}&limit={PAGE_SIZE}"})
-            pages.append(
-                {
-                    "type": "FeatureCollection",
-                    "features": features[off : off + PAGE_SIZE],
-                    "numberReturned": len(features[off : off + PAGE_SIZE]),
-                    "links": links,
-                }
+        return [features[i] for i in order] + self._long_works() + self._series(gid)
+
+    def _long_works(self) -> list[dict]:
+        """Long road works (1.5-5 km strips along a bending road, a fifth of them around Antwerp) and works
+        published as two records: two stretches of one street, the second planned after the first, or both
+        running."""
+        rng = self._rng(8)
+        muni = self.municipalities
+        pop = muni["population"].to_numpy(dtype=float)
+        antwerp = muni.geometry.iat[int(np.flatnonzero(muni["name_nl"].to_numpy() == "Antwerpen")[0])]
+        n_antwerp = N_LONG // 5
+        where = [sample_points(antwerp, n_antwerp + N_PARTS // 4, rng)]
+        for i in rng.choice(len(muni), N_LONG - n_antwerp + N_PARTS - N_PARTS // 4, p=pop / pop.sum()):
+            where.append(sample_points(muni.geometry.iat[int(i)], 1, rng))
+        xy = np.vstack(where)
+        long_xy = np.vstack(
+            [xy[:n_antwerp], xy[n_antwerp + N_PARTS // 4 : n_antwerp + N_PARTS // 4 + N_LONG - n_antwerp]]
+        )
+        part_xy = np.vstack(
+            [xy[n_antwerp : n_antwerp + N_PARTS // 4], xy[n_antwerp + N_PARTS // 4 + N_LONG - n_antwerp :]]
+        )
+        out, gid = [], 2_000_000
+        for lon, lat in long_xy.tolist():
+            gid += int(rng.integers(1, 40))
+            status = "In uitvoering" if rng.random() < 0.5 else "Concreet gepland"
+            start, end = self._work_dates(status, rng)
+            turns = tuple(rng.uniform(-0.4, 0.4, int(rng.integers(1, 4))))
+            geom = self.street(
+                lon,
+                lat,
+                rng.uniform(0, 2 * math.pi),
+                rng.uniform(1.5, 5.0),
+                rng.uniform(0.012, 0.03),
+                turns,
+                centred=False,
             )
-        return pages
+            props = {
+                "Description": f"{LONG_WORKS[rng.integers(len(LONG_WORKS))]} {STREETS[rng.integers(len(STREETS))]}",
+                "Type": "Werk",
+                "Status": status,
+                "Start": _iso_z(start),
+                "End": None if end is None else _iso_z(end),
+                "Owner": "Agentschap Wegen en Verkeer"
+                if rng.random() < 0.6
+                else OWNERS[rng.integers(len(OWNERS))],
+            }
+            out.append(self._feature(gid, geom, props))
+        for k, (lon, lat) in enumerate(part_xy.tolist()):
+            gid += int(rng.integers(1, 40))
+            bearing = rng.uniform(0, 2 * math.pi)
+            length, gap = rng.uniform(0.08, 0.3), rng.uniform(0.1, 0.4)
+            first = self.street(lon, lat, bearing, length, 0.008, centred=False)
+            x0, y0 = math.sin(bearing) * (length + gap), math.cos(bearing) * (length + gap)
+            kx = _KX * math.cos(math.radians(lat)) / math.cos(math.radians(_LAT0))
+            second = self.street(lon + x0 / kx, lat + y0 / _KY, bearing, length, 0.008, centred=False)
+            start, end = self._work_dates("In uitvoering", rng)
+            props = {
+                "Description": f"{WORKS[rng.integers(len(WORKS))]} {STREETS[rng.integers(len(STREETS))]}",
+                "Type": "Grondwerk",
+                "Status": "In uitvoering",
+                "Start": _iso_z(start),
+                "End": None if end is None else _iso_z(end),
+                "Owner": OWNERS[rng.integers(len(OWNERS))],
+            }
+            out.append(self._feature(gid, first, props))
+            later = self.as_of.normalize() + pd.Timedelta(days=int(rng.integers(5, 60)), hours=6)
+            second_props = dict(
+                props, Start=_iso_z(later), End=_iso_z(later + pd.Timedelta(days=int(rng.integers(10, 90))))
+            )
+            if k % 2 == 0:  # the next phase, planned
+                second_props["Status"] = "Concreet gepland"
+            else:  # both stretches at once, the second record a day later
+                second_props["Start"] = _iso_z(start + pd.Timedelta(days=1))
+            out.append(self._feature(gid, second, second_props))
+        return out
 
     def _series(self, last_gid: int) -> list[dict]:
-        """Works published as a series of occurrences (one feature per occurrence, one GipodId, same point),
-        near Antwerp: weekly day-time slots around ``as_of``, statuses as GIPOD sends them."""
+        """Works published as a series of occurrences (one record per occurrence, one GipodId, same place),
+        near Antwerp: weekly day-time slots around ``as_of``."""
         rng = self._rng(6)
         muni = self.municipalities
         antwerp = muni.geometry.iat[int(np.flatnonzero(muni["name_nl"].to_numpy() == "Antwerpen")[0])]
         xy = sample_points(antwerp, N_SERIES, rng)
-        statuses = ["In uitvoering", "Lopende", "Concreet gepland"]
+        statuses = ["In uitvoering", "Concreet gepland", "Concreet gepland"]
         out, gid = [], last_gid + 1000
         for k, (lon, lat) in enumerate(xy.tolist()):
             gid += int(rng.integers(1, 40))
@@ -453,26 +563,56 @@ class Scenario:
                 "Owner": OWNERS[rng.integers(len(OWNERS))],
                 "GroundworkCategory": "Nutswerken",
             }
+            site = self.street(lon, lat, rng.uniform(0, math.pi), rng.uniform(0.02, 0.06), 0.006)
             for n in range(int(rng.integers(2, 8))):
                 start = first + pd.Timedelta(days=7 * n)
                 out.append(
                     self._feature(
                         gid,
-                        lon,
-                        lat,
+                        site,
                         {**props, "Start": _iso_z(start), "End": _iso_z(start + pd.Timedelta(hours=hours))},
-                        rng,
                     )
                 )
         return out
 
-    @staticmethod
-    def _anchor(feature) -> tuple[float, float]:
-        g = feature["geometry"]
-        if g["type"] == "Point":
-            return tuple(g["coordinates"])
-        ring = np.asarray(g["coordinates"][0])
-        return float(ring[:-1, 0].mean()), float(ring[:-1, 1].mean())
+    def hindrance_pages(self) -> list[dict]:
+        """GIPOD ``HINDER_PUNT`` pages: the validated hindrance of some of the works (a point, the
+        consequences ``;``-joined, ``SevereHindrance``); a few works have two hindrance zones."""
+        rng = self._rng(9)
+        works: dict = {}
+        for f in self._work_records:
+            p = f["properties"]
+            if p["Type"] != "Evenement" and p["Status"] in ("In uitvoering", "Concreet gepland"):
+                works.setdefault(p["GipodId"], f)
+        out, hid = [], 9_000_000
+        for gid in sorted(works):
+            if rng.random() >= HINDRANCE_SHARE:
+                continue
+            where = shapely.point_on_surface(shapely.geometry.shape(works[gid]["geometry"]))
+            for _ in range(1 if rng.random() < 0.85 else 2):
+                hid += int(rng.integers(1, 20))
+                picked = rng.choice(len(CONSEQUENCES), int(rng.integers(1, 4)), replace=False)
+                props = {
+                    "GipodId": gid,
+                    "ZoneId": hid + 1,
+                    "ZoneType": "Hinderzone",
+                    "SevereHindrance": bool(rng.random() < SEVERE_SHARE),
+                    "Consequences": ";".join(CONSEQUENCES[int(i)] for i in sorted(picked)),
+                    "HindranceGipodId": hid,
+                    "HindranceStatus": "Gevalideerd",
+                    "HindranceDescription": works[gid]["properties"]["Description"],
+                }
+                out.append(
+                    {
+                        "type": "Feature",
+                        "id": f"HINDER_PUNT.{hid}",
+                        "geometry": json.loads(
+                            shapely.to_geojson(shapely.transform(where, lambda xy: np.round(xy, 7)))
+                        ),
+                        "properties": props,
+                    }
+                )
+        return _pages(out, "HINDER_PUNT")
 
     # --- De Lijn stops --------------------------------------------------------------------------------
 
@@ -866,3 +1006,18 @@ class Scenario:
                     ]
                 }
         return items, data
+
+
+def _pages(features: list[dict], collection: str) -> list[dict]:
+    """OGC API Features pages of ``PAGE_SIZE`` features with ``next`` links, as the service pages them."""
+    base = f"https://geo.api.vlaanderen.be/GIPOD/ogc/features/v1/collections/{collection}/items"
+    pages = []
+    for off in range(0, max(len(features), 1), PAGE_SIZE):
+        links = [{"rel": "self", "href": f"{base}?offset={off}&limit={PAGE_SIZE}"}]
+        if off + PAGE_SIZE < len(features):
+            links.append({"rel": "next", "href": f"{base}?offset={off + PAGE_SIZE}&limit={PAGE_SIZE}"})
+        chunk = features[off : off + PAGE_SIZE]
+        pages.append(
+            {"type": "FeatureCollection", "features": chunk, "numberReturned": len(chunk), "links": links}
+        )
+    return pages

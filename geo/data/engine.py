@@ -19,6 +19,7 @@ import shapely
 
 from ..coords import validate
 from ..errors import InvalidCoordinates
+from ..index.extents import ExtentIndex, Extents
 from ..index.polygon_index import PolygonGrid
 from ..index.point_index import PointIndex
 from ..index.spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
@@ -30,6 +31,7 @@ RIVER_RIGHT = 2  # right (east) bank: city centre, Hoboken, northern port
 
 LAYERS = ("service_area", "lez", "river", "stations", "stops", "works", "detours", "no2")
 POINT_LAYERS = ("stations", "stops", "works", "detours")  # located by one point each (point_on_surface)
+EXTENT_LAYERS = ("works",)  # a polygon or line geometry is the row's extent (geo.index.extents)
 
 
 def _scalar(lat, lng):
@@ -161,8 +163,16 @@ class Engine:
         """Every located point of the point layers is a WGS84 (lat, lng): a projected pair (e.g. Lambert-72
         metres) raises ``InvalidCoordinates`` naming the layer, here at load and never in a request."""
         for name in POINT_LAYERS:
-            lat, lng = point_coords(getattr(self, name))
+            frame = getattr(self, name)
+            lat, lng = point_coords(frame)
             located = np.isfinite(lat) & np.isfinite(lng)
+            if name in EXTENT_LAYERS and len(frame):  # every vertex of an extent too
+                xy = shapely.get_coordinates(np.asarray(frame.geometry.values, dtype=object))
+                lat, lng, located = (
+                    np.r_[lat, xy[:, 1]],
+                    np.r_[lng, xy[:, 0]],
+                    np.r_[located, np.ones(len(xy), bool)],
+                )
             try:
                 validate(lat[located], lng[located])
             except InvalidCoordinates as exc:
@@ -174,7 +184,7 @@ class Engine:
         part = self.river["part"] if "part" in self.river.columns else []
         self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
         self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
-        self._works = self._point_index(self.works)
+        self._works = self._extent_index(self.works)
         self._stops = self._point_index(self.stops)
         lat, lng = point_coords(self.stations)
         self._stations = {}
@@ -188,6 +198,19 @@ class Engine:
         lat, lng = point_coords(frame)
         ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
         return PointIndex(lat, lng, ids)
+
+    @staticmethod
+    def _extent_index(frame):
+        lat, lng = point_coords(frame)
+        ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
+        geoms = np.asarray(frame.geometry.values, dtype=object) if len(frame) else None
+        return ExtentIndex(Extents(lat, lng, geoms), ids)
+
+    @property
+    def work_extents(self) -> Extents:
+        """The works' representative points and extents (row = ``self.works`` row), as ``works_near`` measures
+        them."""
+        return self._works.extents
 
     # --- polygons -----------------------------------------------------------------------------
     def in_service_area(self, lat, lng) -> np.ndarray:
@@ -279,7 +302,9 @@ class Engine:
         self._station_index(pollutant).nearest_grid(threads)
 
     def works_near(self, lat, lng, radius_km: float = 2.0):
-        """Works within ``radius_km`` (haversine, inclusive) of each point.
+        """Works within ``radius_km`` (inclusive) of each point: the distance to the work's extent (0 inside
+        it, else to the nearest point of its boundary, never more than to its representative point;
+        :mod:`geo.index.extents`), or to its point when it has no extent.
 
         A scalar point (``lat`` and ``lng`` 0-d: Python or NumPy numbers) gives ``(idx, km)``: int64 rows
         of ``self.works`` and float64 distances, sorted by (distance, id). Arrays of points (1-D, any
@@ -316,9 +341,8 @@ class Engine:
         return self._near(self._stops, lat, lng, radius_km)
 
     def count_works_near(self, lat, lng, radius_km: float = 2.0, mask=None):
-        """Many points, aggregated (never materialising all pairs):
-        (count int64 array, nearest_km float64 array with inf when none) over works where
-        ``mask`` (bool array over self.works, default all) is True.
+        """Many points, aggregated: (count int64 array, nearest_km float64 array with inf when none) over
+        works where ``mask`` (bool array over self.works, default all) is True; distances as :meth:`works_near`.
 
         Examples
         --------

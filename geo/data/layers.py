@@ -15,7 +15,18 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "river": ("part", "name"),
     "stations": ("id", "eoi_code", "name", "station_type", "area_type", "no2"),
     "stops": ("id", "entity", "number", "name", "municipality", "lines", "line_ids"),
-    "works": ("id", "description", "status", "type", "owner", "start", "end", "occurrences"),
+    "works": (
+        "id",
+        "description",
+        "status",
+        "type",
+        "owner",
+        "start",
+        "end",
+        "occurrences",
+        "hindrance",
+        "consequences",
+    ),
     "detours": (
         "id",
         "title",
@@ -41,7 +52,7 @@ TIME_COLUMNS = {"works": ("start", "end"), "detours": ("start", "end"), "no2": (
 FLOAT_COLUMNS = {"no2": ("value",), "detours": ("delay_min",)}
 BOOL_COLUMNS = {"stations": ("no2",)}
 #: integer columns and the value an absent entry takes
-INT_COLUMNS = {"works": {"occurrences": 1}}
+INT_COLUMNS = {"works": {"occurrences": 1, "hindrance": -1}}
 
 NO2_KINDS = ("measured", "modelled", "estimated")
 

@@ -33,6 +33,7 @@ KINDS = ("reference", "live", "demo", "recorded")
 #: raw payload keys accepted by :func:`geo.data.publish.build_snapshot` (and their CLI options)
 RAW_KEYS = (
     "works",
+    "hindrances",
     "stops",
     "stop_lines",
     "lines",
@@ -339,7 +340,8 @@ def build_layers(
     """All layers and their manifest metadata: reference files, live payloads in ``raw``, demo for the rest.
 
     ``raw`` maps keys of :data:`RAW_KEYS` to parsed payloads (see :func:`geo.data.upstream` normalisers):
-    ``works`` GIPOD FeatureCollection page(s); ``stops`` De Lijn Haltes + optional ``stop_lines``
+    ``works`` GIPOD ``INNAME`` FeatureCollection page(s) + optional ``hindrances`` (``HINDER_PUNT`` pages);
+    ``stops`` De Lijn Haltes + optional ``stop_lines``
     (``{"e_h": Lijnrichtingen}``) and ``lines`` (``/entiteiten/{e}/lijnen`` and ``/lijnen/{e}/{l}`` answers);
     ``detours`` Omleidingen + optional ``stop_details`` and ``regions`` (``/vervoerregios``); ``stations`` IRCEL ``/stations`` features;
     ``timeseries`` + ``no2`` IRCEL ``/timeseries`` items and ``getData`` values; ``lez`` ArcGIS GeoJSON;
@@ -430,10 +432,14 @@ def build_layers(
 
     dynamic(
         "works",
-        (lambda: upstream.normalise_works(raw["works"], now=as_of)) if "works" in raw else None,
-        "GIPOD OGC API Features INNAME/INNAME_PUNT",
+        (lambda: upstream.normalise_works(raw["works"], now=as_of, hindrance_pages=raw.get("hindrances")))
+        if "works" in raw
+        else None,
+        "GIPOD OGC API Features INNAME + HINDER_PUNT",
         "Modellicentie Gratis Hergebruik v1.0; Bron: GIPOD, Digitaal Vlaanderen",
-        lambda: upstream.normalise_works(scenario().works_pages(), now=as_of),
+        lambda: upstream.normalise_works(
+            scenario().works_pages(), now=as_of, hindrance_pages=scenario().hindrance_pages()
+        ),
     )
     dynamic(
         "stops",

@@ -146,31 +146,48 @@ def wgs84_ok(geom) -> bool:
 # --- GIPOD --------------------------------------------------------------------------------------------
 
 
-def normalise_works(pages, now=None) -> gpd.GeoDataFrame:
-    """GIPOD OGC API Features ``INNAME``/``INNAME_PUNT`` FeatureCollection(s) -> ``works`` layer.
+def normalise_works(pages, now=None, hindrance_pages=None) -> gpd.GeoDataFrame:
+    """GIPOD OGC API Features ``INNAME`` FeatureCollection(s) (+ ``HINDER_PUNT`` pages) -> ``works`` layer.
 
-    The service sends one feature per **occurrence** (id ``INNAME_PUNT.<GipodId>-<yyMMddHHmm>``); a work is
-    its ``GipodId``. Each row shows the occurrence running at ``now`` (the snapshot's ``asOf``), else the next
-    one, else the last one (:func:`geo.data.upstream_gipod.choose`): its description, status, period and point;
-    ``occurrences`` counts the distinct occurrences. Events (``Type`` = ``Evenement``, any case) are not works.
-    Geometry is the feature's representative point; ``End`` nullable. Rows sorted by id. Skipped records are
-    counted per reason in ``attrs["skipped"]``: ``no_id``, ``no_geometry``, ``bad_coordinates``, ``event``.
+    The service sends several records per work (per occurrence or part, id ``INNAME.<GipodId>-<yyMMddHHmm>``);
+    a work is its ``GipodId`` and its records collapse into one row:
+
+    - ``status``: ``In uitvoering`` when any record has it, else ``Concreet gepland`` when any has it, else
+      the shown record's (not listed);
+    - the shown record, among those with that status: the one running at ``now`` (the snapshot's ``asOf``),
+      else the next one, else the last one (:func:`geo.data.upstream_gipod.choose`): its description, type,
+      owner, start and end;
+    - the geometry (the work's extent): the union of the records' geometries with that status (polygons as
+      published, made valid; a record with a point adds its point); its point is the layer's representative
+      point (``point_on_surface``);
+    - ``occurrences``: the number of distinct records;
+    - ``hindrance`` / ``consequences``: the validated hindrance of the work in ``hindrance_pages``
+      (:func:`geo.data.upstream_gipod.hindrances`): -1 = none published, 0 = hindrance, 1 = severe; the
+      consequences ``;``-joined.
+
+    Records that are not works (``Type`` other than ``Werk``/``Grondwerk``) are skipped. Rows sorted by id.
+    Skipped records are counted per reason in ``attrs["skipped"]``: ``no_id``, ``no_geometry``,
+    ``bad_coordinates``, ``event`` (``Evenement``), ``not_a_work`` (another type), and the hindrance
+    records ``hindrance_not_validated``, ``hindrance_no_work``.
 
     Examples
     --------
-    >>> fc = {"type": "FeatureCollection", "features": [{"type": "Feature", "id": "1143473",
-    ...   "geometry": {"type": "Point", "coordinates": [4.40512, 51.21734]},
+    >>> fc = {"type": "FeatureCollection", "features": [{"type": "Feature", "id": "INNAME.1143473-2606010600",
+    ...   "geometry": {"type": "Polygon", "coordinates": [[[4.405, 51.217], [4.406, 51.217], [4.406, 51.2175],
+    ...                                                    [4.405, 51.217]]]},
     ...   "properties": {"GipodId": 1143473, "Description": "Proefwerk riolering", "Type": "Grondwerk",
     ...                  "Status": "In uitvoering", "Start": "2026-06-01T06:00:00Z", "End": None,
     ...                  "Owner": "water-link"}}]}
-    >>> normalise_works(fc)[["id", "status", "occurrences"]].values.tolist()
-    [['1143473', 'In uitvoering', 1]]
+    >>> layer = normalise_works(fc)
+    >>> layer[["id", "status", "occurrences", "hindrance"]].values.tolist(), layer.geometry[0].geom_type
+    ([['1143473', 'In uitvoering', 1, -1]], 'Polygon')
     """
-    from .upstream_gipod import choose, gipod_id
+    from .upstream_gipod import STATUS_CLASSES, WORK_TYPES, choose, gipod_id, hindrances
 
     features = _items(pages, "features", "GIPOD FeatureCollection")
     groups: dict[str, dict] = {}
     skipped: dict[str, int] = {}
+    work_types = {t.lower() for t in WORK_TYPES}
     for feat in features:
         if not isinstance(feat, Mapping):
             _count(skipped, "no_id")
@@ -180,43 +197,38 @@ def normalise_works(pages, now=None) -> gpd.GeoDataFrame:
         if gid is None:
             _count(skipped, "no_id")
             continue
-        if str(props.get("Type", "")).strip().lower() in EVENT_TYPES:
-            _count(skipped, "event")
+        kind = str(props.get("Type", "")).strip().lower()
+        if kind not in work_types:
+            _count(skipped, "event" if kind in EVENT_TYPES else "not_a_work")
             continue
-        try:
-            geom = shapely.force_2d(shape(feat["geometry"]))
-        except (KeyError, TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
-            _count(skipped, "no_geometry")
-            continue
-        try:
-            if not wgs84_ok(geom):  # NaN or projected coordinates: one bad record, never a bad layer
-                _count(skipped, "bad_coordinates")
-                continue
-            point = (
-                shapely.point_on_surface(shapely.make_valid(geom))
-                if geom.geom_type.endswith("Polygon")
-                else shapely.point_on_surface(geom)
-            )
-        except (TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
-            _count(skipped, "no_geometry")
-            continue
-        if not wgs84_ok(point):
-            _count(skipped, "bad_coordinates")
+        geom = _record_geometry(feat, skipped)
+        if geom is None:
             continue
         start, end = parse_time(props.get("Start")), parse_time(props.get("End"))
         key = str(feat.get("id") or f"{gid}-{props.get('Start')}")
-        # the same occurrence read twice (overlapping pages): the later read wins
-        groups.setdefault(gid, {})[key] = (start, end, props, point)
+        # the same record read twice (overlapping pages): the later read wins
+        groups.setdefault(gid, {})[key] = (start, end, props, geom)
+    hindrance_features = (
+        [] if hindrance_pages is None else _items(hindrance_pages, "features", "GIPOD HINDER")
+    )
+    found = hindrances(hindrance_features, skipped)
     now_ms = None if now is None else _ms(parse_time(now) if isinstance(now, str) else pd.Timestamp(now))
-    ids, rows, points, counts = [], [], [], []
-    for gid, occ in groups.items():
-        keys = list(occ)
-        spans = [(_ms(occ[k][0]), _ms(occ[k][1]), k) for k in keys]
-        start, end, props, point = occ[keys[choose(spans, now_ms)]]
+    rank = {"running": 0, "planned": 1}
+    ids, rows, extents, counts = [], [], [], []
+    for gid, records in groups.items():
+        classes = {
+            k: rank.get(STATUS_CLASSES.get(str(r[2].get("Status") or "").strip(), ""), 2)
+            for k, r in records.items()
+        }
+        best = min(classes.values())
+        keys = [k for k in records if classes[k] == best]
+        spans = [(_ms(records[k][0]), _ms(records[k][1]), k) for k in keys]
+        start, end, props, _ = records[keys[choose(spans, now_ms)]]
         ids.append(gid)
         rows.append((props, start, end))
-        points.append(point)
-        counts.append(len(keys))
+        extents.append(_union([records[k][3] for k in sorted(keys)]))
+        counts.append(len(records))
+    hind = [found.get(gid) for gid in ids]
     layer = frame(
         "works",
         {
@@ -228,11 +240,43 @@ def normalise_works(pages, now=None) -> gpd.GeoDataFrame:
             "start": [s for _, s, _ in rows],
             "end": [e for _, _, e in rows],
             "occurrences": counts,
+            "hindrance": [-1 if h is None else int(h.severe) for h in hind],
+            "consequences": [";".join(h.consequences) if h else "" for h in hind],
         },
-        points,
+        extents,
     )
     layer.attrs["skipped"] = skipped
     return _sorted_by_id(layer)
+
+
+def _record_geometry(feat: Mapping, skipped: dict):
+    """The WGS84 geometry of one GIPOD record (polygons made valid), or None (counted in ``skipped``)."""
+    try:
+        geom = shapely.force_2d(shape(feat["geometry"]))
+    except (KeyError, TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
+        _count(skipped, "no_geometry")
+        return None
+    if not wgs84_ok(geom):  # NaN or projected coordinates: one bad record, never a bad layer
+        _count(skipped, "bad_coordinates")
+        return None
+    try:
+        if geom.geom_type.endswith("Polygon") or geom.geom_type == "GeometryCollection":
+            geom = shapely.make_valid(geom)
+        if geom.is_empty or not wgs84_ok(shapely.point_on_surface(geom)):
+            _count(skipped, "no_geometry")
+            return None
+    except (TypeError, ValueError, AttributeError, shapely.errors.GEOSException):
+        _count(skipped, "no_geometry")
+        return None
+    return geom
+
+
+def _union(geoms: list):
+    """One geometry for a work's records: the record's own when there is one, else their union (a point
+    inside a polygon adds nothing)."""
+    if len(geoms) == 1 or all(g.equals_exact(geoms[0], 0.0) for g in geoms[1:]):
+        return geoms[0]
+    return shapely.union_all(geoms)
 
 
 def _ms(ts) -> int | None:

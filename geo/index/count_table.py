@@ -13,6 +13,14 @@ inequality sorts every (cell, point) pair once, at build time:
 
 A query is one row gather plus the exact distances of its cell's boundary list, with no Python loop per
 point. The grid covers every point's reach plus an empty ring; queries outside it land in the ring.
+
+With :class:`geo.index.extents.Extents` (a polygon behind each point) the distance is the extent's, which
+lies between ``d(w, q) - reach`` and ``d(w, q)``: the sure test is unchanged (the point lies in its extent) and
+the boundary band reaches ``reach`` further. At build, the pairs of that wider band are sorted again by the
+extent's own distance from the cell's centre ``e(c)`` (1-Lipschitz, like a point's): sure when
+``e(c) <= r - rho - slack``, boundary while ``e(c) <= r + rho + slack`` (``EXTENT_SLACK_KM``), dropped beyond, so
+the band is as narrow as a point's. Per query a boundary pair is decided by the point's haversine where the
+bracket allows, else by the extent's edges (:meth:`geo.index.extents.Extents.hits`).
 :meth:`CountTable.unions` uses the same split for "any point within r" and the OR of those points' bit rows
 (the stops' line bits): per cell one precomputed OR of its sure points.
 """
@@ -27,6 +35,9 @@ from .cell_grid import CellGrid
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 SLACK_KM = 1e-9  # far above the rounding of a haversine distance (~1e-13 km)
+#: slack of the cell tests on an extent's distance: far above how much its computed distance can exceed the
+#: true one (a near-tie between two edges decided in the extent's plane: ~1e-6 relative, a few µm at 7 km)
+EXTENT_SLACK_KM = 1e-5
 QUERY_CHUNK = 1 << 16  # query points per step (keeps temporaries small)
 _KEEP = 2  # sure-count matrices kept (one per channel assignment)
 
@@ -34,7 +45,8 @@ _KEEP = 2  # sure-count matrices kept (one per channel assignment)
 class CountTable:
     """Per-channel counts of the points within ``radius_km`` of many queries (degrees in).
 
-    ``usable`` is False (use another index) when there is no point, near a pole or the antimeridian, or
+    ``extents`` (optional, :class:`geo.index.extents.Extents` over the same rows and points): measure each row
+    to its extent. ``usable`` is False (use another index) when there is no point, near a pole or the antimeridian, or
     for radii beyond ~300 km.
 
     Examples
@@ -44,9 +56,10 @@ class CountTable:
     [[1, 1], [0, 1], [0, 0]]
     """
 
-    def __init__(self, lat, lng, radius_km: float, cell_km: float):
+    def __init__(self, lat, lng, radius_km: float, cell_km: float, extents=None):
         lat = np.asarray(lat, dtype=np.float64)
         lng = np.asarray(lng, dtype=np.float64)
+        self.extents = extents if extents is not None and extents.any else None
         self.size = lat.size
         self.rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
         lat_d, lng_d = lat[self.rows], lng[self.rows]
@@ -59,7 +72,9 @@ class CountTable:
         if not self.rows.size or not 0 < r < 300.0:
             return
         slack = SLACK_KM + 1e-12 * r
-        reach_lat = math.degrees(2 * r / EARTH_RADIUS_KM) + 1e-9  # beyond r + rho for any cell size used
+        inflation = float(self.extents.reach.max()) if self.extents is not None else 0.0
+        # beyond r + rho (+ the largest reach of an extent) for any cell size used
+        reach_lat = math.degrees((2 * r + inflation) / EARTH_RADIUS_KM) + 1e-9
         lat_ext = float(np.abs(lat_d).max()) + 2 * reach_lat
         if lat_ext >= 80.0:
             return
@@ -76,17 +91,37 @@ class CountTable:
         self.usable = True
 
     def _build(self, lat_d, lng_d, r_in, r_out, lat_ext):
-        """Sure (cell, point) entries and the per-cell CSR lists of boundary points."""
+        """Sure (cell, point) entries and the per-cell CSR lists of boundary points (per reach class of the
+        extents: each class's points within their own reach)."""
         g = self.grid
         sure_cell, sure_w, edge_cell, edge_w = [], [], [], []
-        pairs = g.pairs(self.lat_r, self.lng_r, self.cos_lat, lat_d, lng_d, *g.reach(r_out, lat_ext))
-        for cell, w, d in pairs:
-            sure = d <= r_in
-            edge = ~sure & (d <= r_out)
-            sure_cell.append(cell[sure])
-            sure_w.append(w[sure])
-            edge_cell.append(cell[edge])
-            edge_w.append(w[edge])
+        if self.extents is None:
+            classes = [(np.arange(self.rows.size), 0.0)]
+        else:
+            classes = [(np.searchsorted(self.rows, rows), grow) for rows, grow in self.extents.classes()]
+        for at, inflation in classes:
+            reach = None if self.extents is None else self.extents.reach[self.rows[at]]
+            pairs = g.pairs(
+                self.lat_r[at],
+                self.lng_r[at],
+                self.cos_lat[at],
+                lat_d[at],
+                lng_d[at],
+                *g.reach(r_out + inflation, lat_ext),
+            )
+            for cell, w, d in pairs:
+                sure = d <= r_in
+                edge = ~sure & (d <= (r_out if reach is None else r_out + reach[w]))
+                if inflation:  # the extent's own distance from the cell's centre settles most of the band
+                    band = np.flatnonzero(edge)
+                    e = self._centre_km(cell.take(band), self.rows[at[w.take(band)]], d.take(band))
+                    rho = (r_out - r_in) / 2
+                    sure[band] = e <= self.radius - rho - EXTENT_SLACK_KM
+                    edge[band] = ~sure[band] & (e <= self.radius + rho + EXTENT_SLACK_KM)
+                sure_cell.append(cell[sure])
+                sure_w.append(at[w[sure]])
+                edge_cell.append(cell[edge])
+                edge_w.append(at[w[edge]])
         self.sure_cell = np.concatenate(sure_cell)
         self.sure_w = np.concatenate(sure_w).astype(np.int32)
         cell, w = np.concatenate(edge_cell), np.concatenate(edge_w)
@@ -95,6 +130,16 @@ class CountTable:
         start = np.zeros(self.ncells + 1, dtype=np.int64)
         np.cumsum(np.bincount(cell, minlength=self.ncells), out=start[1:])
         self.start = start.astype(np.int32) if start[-1] < 2**31 else start  # half the memory
+
+    def _centre_km(self, cells, rows, centre_km) -> np.ndarray:
+        """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
+        centre to the row's point)."""
+        g = self.grid
+        iy, ix = np.divmod(cells, g.nx)
+        lat_r = np.radians(g.y0 + (iy + 0.5) * g.hy)
+        lng_r = np.radians(g.x0 + (ix + 0.5) * g.hx)
+        assert self.extents is not None  # only called for extent classes
+        return self.extents.km(rows, lat_r, lng_r, np.cos(lat_r), centre_km)
 
     def sure_counts(self, channel, n_channels: int) -> np.ndarray:
         """(n_groups * ncells, n_channels) uint16 (int32 if needed): per query group and cell, the sure points
@@ -227,13 +272,10 @@ class CountTable:
             at, w = at.take(kept), w.take(kept)
         lat_r, lng_r = np.radians(lat_d.take(sel)), np.radians(lng_d.take(sel))
         cos_lat = np.cos(lat_r)
-        d = haversine_rad(
-            lat_r.take(at),
-            lng_r.take(at),
-            cos_lat.take(at),
-            self.lat_r.take(w),
-            self.lng_r.take(w),
-            self.cos_lat.take(w),
-        )
-        inside = np.flatnonzero(d <= self.radius)
+        q_lat, q_lng, q_cos = lat_r.take(at), lng_r.take(at), cos_lat.take(at)
+        d = haversine_rad(q_lat, q_lng, q_cos, self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w))
+        if self.extents is None:
+            inside = np.flatnonzero(d <= self.radius)
+        else:
+            inside = np.flatnonzero(self.extents.hits(self.rows.take(w), q_lat, q_lng, q_cos, d, self.radius))
         return sel.take(at.take(inside)), w.take(inside)

@@ -96,3 +96,64 @@ def query_radians(lat: float, lng: float) -> tuple:
     rad = np.radians(np.array([lat, lng]))
     lat_r = rad[:1]
     return lat_r, rad[1:], np.cos(lat_r)
+
+
+class ExtentNear:
+    """The rows of a :class:`geo.index.extents.Extents` within a fixed ``radius_km`` of one query point,
+    distances as :class:`geo.index.extents.ExtentIndex` gives them: one :class:`NearTable` per reach class at
+    the radius plus the class's largest reach (rows without extent: the radius itself, their haversine
+    decides), the candidates measured by :meth:`geo.index.extents.Extents.within`.
+
+    ``usable`` is False when a class's table cannot be built; the caller then uses the engine's queries.
+
+    Examples
+    --------
+    >>> from geo.index.extents import Extents
+    >>> from shapely.geometry import LineString
+    >>> ex = Extents(np.array([51.0, 51.0]), np.array([4.0, 4.05]), [None, LineString([(4.05, 51.0), (4.05, 51.1)])])
+    >>> near = ExtentNear(ex, 2.0)
+    >>> rows, km = near.within(51.09, 4.06)
+    >>> rows.tolist(), km.round(3).tolist()
+    ([1], [0.698])
+    """
+
+    def __init__(self, extents, radius_km: float):
+        self.extents = extents
+        self.radius = float(radius_km)
+        self.tables = []  # (NearTable, row per entry, inflation)
+        for rows, inflation in extents.classes():
+            table = NearTable(extents.lat[rows], extents.lng[rows], self.radius + inflation)
+            self.tables.append((table, rows[table.point], inflation))
+        self.usable = all(t.usable for t, _, _ in self.tables)
+
+    def within(self, lat: float, lng: float, q: tuple | None = None, keep=None):
+        """(rows int64, km float64), unordered, of the rows within the radius; ``q`` the query's
+        :func:`query_radians`; ``keep`` (optional, per table a bool array per entry) leaves entries out."""
+        q = query_radians(lat, lng) if q is None else q
+        rows, km = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
+        for i, (table, entry_rows, inflation) in enumerate(self.tables):
+            start, stop = table.span(lat, lng)
+            if start == stop:
+                continue
+            d = table.distances(q, start, stop)
+            if not inflation:
+                within = d <= self.radius
+                if keep is not None:
+                    within &= keep[i][start:stop]
+                hit = np.flatnonzero(within)
+                rows.append(entry_rows[start + hit])
+                km.append(d[hit])
+                continue
+            r = entry_rows[start:stop]
+            cand = d - self.extents.reach.take(r) <= self.radius
+            if keep is not None:
+                cand &= keep[i][start:stop]
+            cand = np.flatnonzero(cand)
+            r = r.take(cand)
+            n = r.size
+            hit, dk = self.extents.within(
+                r, np.full(n, q[0][0]), np.full(n, q[1][0]), np.full(n, q[2][0]), d.take(cand), self.radius
+            )
+            rows.append(r.take(hit))
+            km.append(dk)
+        return np.concatenate(rows), np.concatenate(km)

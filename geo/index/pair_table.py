@@ -10,6 +10,11 @@ is needed: the slice is already in id order. Points may carry a group and querie
 matrix: each query row then has cell lists of its own holding only the groups it may pair with (the river
 rule of the works pairs, with no filter per candidate). Used by the pair table of batch scoring
 (:mod:`geo.batch.pair_rows`).
+
+With :class:`geo.index.extents.Extents` each point stands for its extent: a cell lists the points whose
+extent may come within ``r`` of it (``d(c, w) <= r + rho + reach``, and the extent's own distance from the cell's
+centre at most ``r + rho`` plus ``EXTENT_SLACK_KM``), and a candidate's distance is the extent's
+(:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .cell_grid import KM_PER_DEG, CellGrid
+from .count_table import EXTENT_SLACK_KM
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CELLS_PER_RADIUS = 8
@@ -42,8 +48,9 @@ class PairTable:
     ([0, 0, 2, 2], [1, 0, 1, 0], [1.112, 0.0, 0.556, 0.556])
     """
 
-    def __init__(self, lat, lng, rank, radius_km: float, group=None, allowed=None):
+    def __init__(self, lat, lng, rank, radius_km: float, group=None, allowed=None, extents=None):
         self.radius = r = float(radius_km)
+        self.extents = extents if extents is not None and extents.any else None
         # allowed[query group, point group]: one set of cell lists per query group, holding only the
         # points that group may pair with (no filter per candidate)
         self.allowed = np.ones((1, 1), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
@@ -52,7 +59,9 @@ class PairTable:
         lat, lng = np.asarray(lat, dtype=np.float64)[ok], np.asarray(lng, dtype=np.float64)[ok]
         self.lat_r, self.lng_r = np.radians(lat), np.radians(lng)
         self.cos_lat = np.cos(self.lat_r)
-        reach = math.degrees(r / EARTH_RADIUS_KM) * 1.01 + 1e-9
+        inflation = float(self.extents.reach.max()) if self.extents is not None else 0.0
+        cell_reach = math.degrees(r / EARTH_RADIUS_KM) * 1.01 + 1e-9  # the cell size follows the radius
+        reach = math.degrees((r + inflation) / EARTH_RADIUS_KM) * 1.01 + 1e-9  # the grid covers every reach
         self.usable = (
             bool(lat.size)
             and r > 0
@@ -63,7 +72,7 @@ class PairTable:
         if not self.usable:
             return
         lat_max = float(np.abs(lat).max()) + 2 * reach
-        self.dlat = reach / CELLS_PER_RADIUS
+        self.dlat = cell_reach / CELLS_PER_RADIUS
         self.dlng = self.dlat / math.cos(math.radians(lat_max))
         lng_reach = reach / math.cos(math.radians(lat_max))
         self.y0, self.x0 = float(lat.min()) - reach, float(lng.min()) - lng_reach
@@ -76,23 +85,37 @@ class PairTable:
         self._build(lat, lng, np.asarray(rank)[ok], groups[ok], reach, lng_reach)
 
     def _build(self, lat, lng, rank, group, reach, lng_reach):
-        """Cell lists: for each point the cells whose centre lies within ``r + rho`` of it."""
+        """Cell lists: for each point the cells whose centre lies within ``r + rho`` (+ its extent's reach)
+        of it."""
         r = self.radius
         # rho: centre to corner of a cell, measured where cells are widest (nearest the equator), + slack
         top = self.y0 + self.ny * self.dlat
         widest = 0.0 if self.y0 < 0 < top else min(abs(self.y0), abs(top))
         rho = KM_PER_DEG * math.hypot(self.dlat / 2, self.dlng / 2 * math.cos(math.radians(widest)))
         rho = rho * 1.001 + SLACK_KM
-        far = (r + rho) / KM_PER_DEG  # degrees of latitude
-        ny_b = int(math.ceil(far / self.dlat)) + 1
-        nx_b = int(math.ceil(far * lng_reach / reach / self.dlng)) + 1
         # no empty ring here: queries outside the grid are dropped, not clipped
         grid = CellGrid(self.y0, self.x0, self.dlat, self.dlng, self.ny, self.nx, rho)
         cells, points = [], []
-        for c, p, d in grid.pairs(self.lat_r, self.lng_r, self.cos_lat, lat, lng, ny_b, nx_b, ring=0):
-            near = d <= r + rho
-            cells.append(c[near])
-            points.append(p[near])
+        if self.extents is None:
+            classes = [(np.arange(lat.size), 0.0)]
+        else:  # per reach class: each class's points within their own reach
+            classes = [(np.searchsorted(self.k, rows), grow) for rows, grow in self.extents.classes()]
+        for at, grow in classes:
+            far = (r + rho + grow) / KM_PER_DEG  # degrees of latitude
+            ny_b = int(math.ceil(far / self.dlat)) + 1
+            nx_b = int(math.ceil(far * lng_reach / reach / self.dlng)) + 1
+            extra = 0.0 if self.extents is None else self.extents.reach[self.k[at]]
+            pairs = grid.pairs(
+                self.lat_r[at], self.lng_r[at], self.cos_lat[at], lat[at], lng[at], ny_b, nx_b, ring=0
+            )
+            for c, p, d in pairs:
+                near = d <= r + rho + (extra if self.extents is None else extra[p])
+                if grow:  # an extent beyond r + rho of the cell's centre by its own distance: not listed
+                    band = np.flatnonzero(near & (d > r + rho))
+                    e = self._centre_km(grid, c.take(band), self.k[at[p.take(band)]], d.take(band))
+                    near[band] = e <= r + rho + EXTENT_SLACK_KM
+                cells.append(c[near])
+                points.append(at[p[near]])
         cell, point = np.concatenate(cells), np.concatenate(points)
         order = np.lexsort((rank[point], cell))
         cell, point = cell[order], point[order]
@@ -103,6 +126,15 @@ class PairTable:
         counts = np.bincount(cell, minlength=n_cells * self.allowed.shape[0])
         self.start = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=self.start[1:])
+
+    def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
+        """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
+        centre to the row's point)."""
+        iy, ix = np.divmod(cells, grid.nx)
+        lat_r = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
+        lng_r = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
+        assert self.extents is not None  # only called for extent classes
+        return self.extents.km(rows, lat_r, lng_r, np.cos(lat_r), centre_km)
 
     def pairs(self, lat_d, lng_d, group=None, threads: int = 1):
         """(query int64, point int64, km float64) of every pair with haversine distance <= radius, by
@@ -168,17 +200,21 @@ class PairTable:
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
             w = self.entries.take(e)  # then the points' own (small, cached) columns
-            km = haversine_rad(
+            q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
                 np.repeat(cos_lat[a:b], n),
-                self.lat_r.take(w),
-                self.lng_r.take(w),
-                self.cos_lat.take(w),
             )
-            hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
+            km = haversine_rad(
+                q_lat, q_lng, q_cos, self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w)
+            )
+            if self.extents is None:
+                hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
+                km = km.take(hit)
+            else:
+                hit, km = self.extents.within(self.k.take(w), q_lat, q_lng, q_cos, km, self.radius)
             query = np.repeat(rows[a:b] + first, n)
-            found.append((query.take(hit), self.k.take(w.take(hit)), km.take(hit)))
+            found.append((query.take(hit), self.k.take(w.take(hit)), km))
         return found
 
 

@@ -24,6 +24,22 @@ _TWO_R = 2.0 * EARTH_RADIUS_KM
 MAX_TABLES = 4  # RadiusTables kept per layer (over the layer and all its mask subsets; ~10-50 MB each)
 
 
+def cached_subset(cache: dict, size: int, mask, build):
+    """``build(mask, key)`` for a bool ``mask`` over ``size`` rows, kept in ``cache`` under ``key`` (the
+    packed mask; the 16 most recent kept). Raises ``ValueError`` for a mask of another shape."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != (size,):
+        raise ValueError(f"mask must be a bool array of length {size}, got shape {mask.shape}")
+    key = np.packbits(mask).tobytes()
+    sub = cache.get(key)
+    if sub is None:
+        sub = build(mask, key)
+        if len(cache) >= 16:
+            cache.pop(next(iter(cache)))
+        cache[key] = sub
+    return sub
+
+
 class PointIndex:
     """Spatial index of a point layer (degrees), rows addressed by their position in the layer.
 
@@ -69,18 +85,14 @@ class PointIndex:
 
     def subset(self, mask) -> "PointIndex":
         """Index over the rows where ``mask`` is True (cached per mask); row numbers stay the layer's."""
-        mask = np.asarray(mask, dtype=bool)
-        if mask.shape != (self.size,):
-            raise ValueError(f"mask must be a bool array of length {self.size}, got shape {mask.shape}")
-        key = np.packbits(mask).tobytes()
-        sub = self._subsets.get(key)
-        if sub is None:
-            lat = np.where(mask, self._lat_deg, np.nan)
-            sub = PointIndex(lat, self._lng_deg, self._ids, self._tables, key)
-            if len(self._subsets) >= 16:
-                self._subsets.pop(next(iter(self._subsets)))
-            self._subsets[key] = sub
-        return sub
+        return cached_subset(
+            self._subsets,
+            self.size,
+            mask,
+            lambda m, key: PointIndex(
+                np.where(m, self._lat_deg, np.nan), self._lng_deg, self._ids, self._tables, key
+            ),
+        )
 
     def grid(self, radius_km: float):
         """The :class:`RadiusGrid` for this radius (built once, a few kept), or None if unusable."""

@@ -19,6 +19,7 @@ import shapely
 from . import transit as tr
 from . import works as wk
 from ..data.engine import RIVER_NONE
+from ..index.extents import Extents
 from .timefmt import NO_END_MS, column_ms, day_strings, iso_utc_ms, local_day_numbers, to_ms
 
 
@@ -65,7 +66,8 @@ class Works:
     side: np.ndarray  # river side of the representative point
     member_cluster: np.ndarray  # planned members of planned clusters: their cluster ...
     member_start_day: np.ndarray  # ... and local start date (days since epoch)
-    items: list  # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n)
+    extents: Extents  # per cluster: the representative's point and extent (what distances measure)
+    items: list  # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n, hindrance)
 
 
 @dataclass(frozen=True)
@@ -174,13 +176,25 @@ def _works(engine) -> Works:
     cluster_cls = cls[rep]
     planned_member = (cluster_cls[labels] == wk.PLANNED) & has_start[listed]
     description = np.array([d if isinstance(d, str) else "" for d in desc[rep]], dtype=object)
+    hindrance = wk.cluster_hindrance(
+        labels, k, _col(frame, "hindrance", -1)[listed], _col(frame, "consequences", "")[listed]
+    )
     items = [
-        (str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n))
-        for i, d, s, a, b, sd, ed, n in zip(
-            ids[rep], description, status[rep], lat[rep], lng[rep], start_date, end_date, occurrences
+        (str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n), h)
+        for i, d, s, a, b, sd, ed, n, h in zip(
+            ids[rep],
+            description,
+            status[rep],
+            lat[rep],
+            lng[rep],
+            start_date,
+            end_date,
+            occurrences,
+            hindrance,
         )
     ]
     return Works(
+        extents=engine.work_extents.take(rep),
         items=items,
         row_cluster=row_cluster,
         ids=ids[rep],

@@ -1,7 +1,7 @@
-"""Road-works rules (vectorised): status classes, collapse of recurring occurrences, 14-day window.
+"""Road-works rules (vectorised): status classes, collapse of recurring occurrences, hindrance, 14-day window.
 
 A work is *running* when its status is ``In uitvoering`` (dates are not used for that), *planned* when its
-status is one of :data:`PLANNED_STATUSES`; every other status (finished, cancelled, unknown) is not listed.
+status is ``Concreet gepland``; every other status (``Uitgevoerd``, ``Niet uitgevoerd``, unknown) is not listed.
 Listed works with the same description (whitespace and case ignored) whose points are connected by steps of at
 most :data:`COLLAPSE_KM` collapse into one item. See docs/rules.md.
 """
@@ -20,11 +20,10 @@ from .timefmt import day_number, local_day
 from ..data.upstream_gipod import STATUS_CLASSES
 
 RUNNING_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "running")  # {"In uitvoering"}
-# {"Concreet gepland", "Gepland", "Voorlopig gepland", "Lopende"}: see docs/sources.md for Lopende
-PLANNED_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "planned")
+PLANNED_STATUSES = frozenset(s for s, c in STATUS_CLASSES.items() if c == "planned")  # {"Concreet gepland"}
 NOT_LISTED, RUNNING, PLANNED = 0, 1, 2
 
-RADIUS_KM = 2.0  # works listed within 2 km (haversine, boundary included) of the point
+RADIUS_KM = 2.0  # works listed when they lie within 2 km of the point (their extent; boundary included)
 RADIUS_TEXT = f"{RADIUS_KM:g} km"  # "2 km" in the texts
 RADIUS_JSON = int(RADIUS_KM) if RADIUS_KM.is_integer() else RADIUS_KM  # the radiusKm member: 2
 COLLAPSE_KM = 0.050  # recurring occurrences: same description within 50 m (single linkage)
@@ -38,8 +37,8 @@ def status_class(statuses) -> np.ndarray:
 
     Examples
     --------
-    >>> status_class(["In uitvoering", "Concreet gepland", "Uitgevoerd", " Gepland ", "Lopende"]).tolist()
-    [1, 2, 0, 2, 2]
+    >>> status_class(["In uitvoering", " Concreet gepland ", "Uitgevoerd", "Niet uitgevoerd", "Lopende"]).tolist()
+    [1, 2, 0, 0, 0]
     """
     out = np.zeros(len(statuses), dtype=np.int8)
     for i, s in enumerate(statuses):
@@ -115,6 +114,41 @@ def representatives(labels, status, start_ms, ids) -> np.ndarray:
     order = np.lexsort((id_rank, np.asarray(start_ms), priority, labels))
     first = np.r_[True, labels[order][1:] != labels[order][:-1]]
     return order[first]
+
+
+def cluster_hindrance(labels, k: int, hindrance, consequences) -> list:
+    """Per cluster, its validated hindrance: None when no member has one, else ``(severe, consequences)``:
+    severe when any member's is, every member's consequences once, sorted. Per member ``hindrance`` is -1
+    (none), 0 (hindrance) or 1 (severe) and ``consequences`` ``;``-joined.
+
+    Examples
+    --------
+    >>> cluster_hindrance(np.array([0, 0, 1]), 2, [0, 1, -1], ["Versmalde rijstroken", "Geen doorgang voor fietsers", ""])
+    [(True, ('Geen doorgang voor fietsers', 'Versmalde rijstroken')), None]
+    """
+    severe: list = [None] * k
+    seen: list[set] = [set() for _ in range(k)]
+    for c, h, text in zip(np.asarray(labels).tolist(), hindrance, consequences):
+        h = int(h) if h is not None and h == h else -1
+        if h < 0:
+            continue
+        severe[c] = bool(severe[c]) or h == 1
+        seen[c].update(x.strip() for x in str(text or "").split(";") if x.strip())
+    return [None if s is None else (s, tuple(sorted(seen[c]))) for c, s in enumerate(severe)]
+
+
+def hindrance_json(hindrance) -> dict | None:
+    """The ``hindrance`` member of a construction item (a new object each call) from a cluster's
+    :func:`cluster_hindrance` value.
+
+    Examples
+    --------
+    >>> hindrance_json((False, ("Versmalde rijstroken",)))
+    {'severe': False, 'consequences': ['Versmalde rijstroken']}
+    """
+    if hindrance is None:
+        return None
+    return {"severe": hindrance[0], "consequences": list(hindrance[1])}
 
 
 def upcoming_mask(start_day, today, days: int = UPCOMING_DAYS) -> np.ndarray:

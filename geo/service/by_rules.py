@@ -64,7 +64,7 @@ def disruptions(engine, lat, lng, now):
     p = prepare(engine)
     construction = []
     for c, k in zip(found.clusters.tolist(), found.cluster_km.tolist()):
-        i, desc, status, la, ln, start, end, n = p.works.items[c]
+        i, desc, status, la, ln, start, end, n, hindrance = p.works.items[c]
         construction.append(
             {
                 "id": i,
@@ -76,6 +76,7 @@ def disruptions(engine, lat, lng, now):
                 "startDate": start,
                 "endDate": end,
                 "occurrences": n,
+                "hindrance": wk.hindrance_json(hindrance),
             }
         )
     transit = []

@@ -74,8 +74,8 @@ def find_by_rules(engine, lat: float, lng: float, now) -> Found:
 def find_at(engine, lat: float, lng: float, m) -> Found:
     """:func:`find` with the clock-dependent data of a :class:`geo.service.moment.Moment` (shared by the endpoints).
 
-    Equivalent to the vectorised rules: works rows within 2 km that represent a cluster not on the far river
-    side; detours in force, not on the far side and, when stops lie within the stop distance, sharing a line
+    Equivalent to the vectorised rules: works rows within 2 km (of their extent) that represent a cluster not on
+    the far river side; detours in force, not on the far side and, when stops lie within the stop distance, sharing a line
     with one of them; detours sorted by (distance, id).
     """
     lk = m.lookups
@@ -98,14 +98,9 @@ def _works_near(engine, lk, lat: float, lng: float, side: int, q: tuple) -> tupl
         idx, km = engine.works_near(lat, lng, RADIUS_KM)
         keep = lk.row_listed[side][idx]
         return lk.row_cluster[idx[keep]], km[keep]
-    start, stop = t.span(lat, lng)
-    if start == stop:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    d = t.distances(q, start, stop)
-    keep = np.flatnonzero((d <= RADIUS_KM) & lk.works_listed[side][start:stop])
-    k, km = keep + start, d[keep]
-    order = np.lexsort((lk.works_rank[k], km))
-    return t.point[k[order]], km[order]
+    cl, km = t.within(lat, lng, q, lk.works_listed[side])
+    order = np.lexsort((lk.works_rank[cl], km))
+    return cl[order], km[order]
 
 
 def _stops_near(engine, lk, lat: float, lng: float, q: tuple) -> tuple:
@@ -175,6 +170,7 @@ def _construction_items(lk, clusters, km) -> list:
     for c, k in zip(clusters.tolist(), km.tolist()):
         item = templates[c].copy()  # keeps the key order; distanceKm is filled in its place
         item["distanceKm"] = round(k, 3) + 0.0
+        item["hindrance"] = wk.hindrance_json(item["hindrance"])  # an object of its own per response
         out.append(item)
     return out
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..rules import works as wk
 from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
-from ..index.near_one import NearTable
+from ..index.near_one import ExtentNear, NearTable
 from ..rules.selection import near_side
 from ..rules.transit import STOP_RADIUS_KM
 
@@ -52,9 +52,9 @@ class Lookups:
     status_class : list of int per cluster (:data:`geo.rules.works.RUNNING`, ``PLANNED``, ...)
     stop_detours : list of int per stop: bit ``j`` set when detour ``j`` has a line serving the stop
     severity : list of int per detour
-    works_table : NearTable over the works clusters (representative points) at 2 km, or None
-    works_rank : int64 per works_table entry: (id, row) rank of the cluster's representative row
-    works_listed : dict side -> bool per works_table entry: cluster not on the far river side
+    works_table : ExtentNear over the works clusters (their representatives' extents) at 2 km, or None
+    works_rank : int64 per cluster: (id, row) rank of the cluster's representative row
+    works_listed : dict side -> per works_table table, bool per entry: cluster not on the far river side
     stops_table : NearTable over the stops with a point at the stop distance, or None
     stop_entry_detours : list of int per stops_table entry: the stop's ``stop_detours`` mask
     work_items, detour_items : per cluster / detour, the JSON item of ``/disruptions`` (copy before use)
@@ -89,8 +89,9 @@ class Lookups:
                 "startDate": start,
                 "endDate": end,
                 "occurrences": n,
+                "hindrance": h,
             }
-            for i, desc, status, la, ln, start, end, n in w.items
+            for i, desc, status, la, ln, start, end, n, h in w.items
         ]
         self.detour_items = [
             {
@@ -115,12 +116,11 @@ class Lookups:
         rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = np.arange(
             rep.size
         )
-        table = NearTable(w.lat, w.lng, wk.RADIUS_KM)
-        self.works_table = table if table.usable else None
+        near = ExtentNear(w.extents, wk.RADIUS_KM)
+        self.works_table = near if near.usable else None
         if self.works_table is not None:
-            self.works_rank = rank[table.point]
-            side = w.side[table.point]
-            self.works_listed = {s: near_side(s, side) for s in SIDES}
+            self.works_rank = rank
+            self.works_listed = {s: [near_side(s, w.side[rows]) for _, rows, _ in near.tables] for s in SIDES}
         lat, lng = point_coords(engine.stops)
         rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
         table = NearTable(lat[rows], lng[rows], STOP_RADIUS_KM)

@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+import shapely
+import shapely.geometry
 from jsonschema import Draft202012Validator
 
 from app import accounts
@@ -59,16 +61,32 @@ def get(client, key, path, accept=None, **headers):
     return client.get(f"/api/v1{path}", headers={**bearer(key), **headers})
 
 
+def _signed_area(ring):
+    """Shoelace sum over a closed ring of [lng, lat]: > 0 counterclockwise."""
+    return sum(x1 * y2 - x2 * y1 for (x1, y1), (x2, y2) in zip(ring[:-1], ring[1:]))
+
+
 def check_rfc7946(doc):
-    """RFC 7946 rules beyond the schema: no ``crs``, positions [lng, lat] in range, Feature members."""
+    """RFC 7946 rules beyond the schema: no ``crs``, positions [lng, lat] in range, Feature members,
+    polygon rings closed, exterior rings counterclockwise and holes clockwise (§3.1.6)."""
     assert doc["type"] == "FeatureCollection" and "crs" not in doc
     for f in doc["features"]:
         assert f["type"] == "Feature" and set(f) == {"type", "geometry", "properties"}
         g = f["geometry"]
         if g is None:
             continue
-        positions = [g["coordinates"]] if g["type"] == "Point" else g["coordinates"]
-        assert g["type"] in ("Point", "MultiPoint") and positions
+        assert g["type"] in ("Point", "MultiPoint", "Polygon", "MultiPolygon")
+        polygons = [g["coordinates"]] if g["type"] == "Polygon" else g["coordinates"]
+        if g["type"] in ("Polygon", "MultiPolygon"):
+            positions = []
+            for rings in polygons:
+                for i, ring in enumerate(rings):
+                    assert len(ring) >= 4 and ring[0] == ring[-1]
+                    assert (_signed_area(ring) > 0) == (i == 0)
+                    positions += ring
+        else:
+            positions = [g["coordinates"]] if g["type"] == "Point" else g["coordinates"]
+        assert positions
         for lng, lat in positions:
             assert -180 <= lng <= 180 and -90 <= lat <= 90
             assert 2.4 < lng < 6.5 and 49.4 < lat < 51.6  # [lng, lat] order: Belgium, not [lat, lng]
@@ -104,7 +122,8 @@ def test_disruptions_geojson_carries_the_json_answer(real, engine):
     app, key = real
     c = app.test_client()
     doc = c.get("/api/v1/openapi.json").get_json()
-    seen_detour_geometry = 0
+    works = engine.works.set_index("id")
+    seen_detour_geometry = seen_extents = 0
     for lat, lng in points(engine):
         plain = get(c, key, f"/disruptions?lat={lat}&lng={lng}")
         geo = get(c, key, f"/disruptions?lat={lat}&lng={lng}", GEO)
@@ -125,12 +144,23 @@ def test_disruptions_geojson_carries_the_json_answer(real, engine):
         }
         assert rebuilt == {k: body[k] for k in rebuilt} and set(rebuilt) == set(body)
         for f in kinds.get("construction", []):
-            assert f["geometry"]["coordinates"] == [f["properties"]["lng"], f["properties"]["lat"]]
+            # the work's extent: its polygon in the works layer, rounded to 6 decimals (the demo's are all polygons)
+            extent = works.loc[f["properties"]["id"]].geometry
+            assert f["geometry"]["type"] == extent.geom_type
+            drawn = shapely.geometry.shape(f["geometry"])
+            assert shapely.hausdorff_distance(drawn, extent) < 1e-6
+            # the representative point lies in it, and distanceKm is not more than the distance to that point
+            assert (
+                shapely.geometry.shape(f["geometry"])
+                .buffer(1e-6)
+                .contains(shapely.Point(f["properties"]["lng"], f["properties"]["lat"]))
+            )
+            seen_extents += 1
         for f in kinds.get("transit", []):
             expected = stops_of(engine, f["properties"]["id"])
             assert f["geometry"] == ({"type": "MultiPoint", "coordinates": expected} if expected else None)
             seen_detour_geometry += bool(expected)
-    assert seen_detour_geometry > 0
+    assert seen_detour_geometry > 0 and seen_extents > 0
 
 
 def test_air_quality_geojson_places_the_point_and_the_station(real, engine):
@@ -297,3 +327,42 @@ def test_errors_stay_json_when_geojson_is_asked(real):
     for path, auth, status, code in cases:
         resp = c.get(f"/api/v1{path}", headers={**auth, "Accept": GEO})
         assert_error(resp, status, code)
+
+
+def test_a_work_without_extent_is_a_point_and_a_polygon_keeps_its_holes():
+    """Works layers of other origins may hold points (no extent): the feature is the Point at lat/lng. A
+    polygon with a hole is written with RFC 7946 orientation, holes kept."""
+    import geopandas as gpd
+    from shapely.geometry import Point, Polygon, box
+
+    from app.api import geojson
+    from geo import Engine
+    from geo.service.disruptions import disruptions
+
+    ring = Polygon(
+        box(4.41, 51.21, 4.43, 51.23).exterior.coords[::-1],
+        [box(4.415, 51.215, 4.425, 51.225).exterior.coords],
+    )
+    works = gpd.GeoDataFrame(
+        {"id": ["P1", "R1"], "description": ["Punt", "Ring"], "status": ["In uitvoering"] * 2},
+        geometry=[Point(4.4200, 51.2210), ring],
+        crs="EPSG:4326",
+    )
+    area = gpd.GeoDataFrame({"name": ["x"]}, geometry=[box(4.0, 51.0, 5.0, 51.5)], crs="EPSG:4326")
+    detours = gpd.GeoDataFrame({"id": [], "unserved_stops": []}, geometry=[], crs="EPSG:4326")
+    eng = Engine.from_layers(
+        {"works": works, "service_area": area, "detours": detours}, {"asOf": "2026-11-16T07:00:00Z"}
+    )
+    body = {"location": {"lat": 51.22, "lng": 4.42}, **disruptions(eng, 51.22, 4.42, eng.as_of)}
+    doc = geojson.disruptions(body, None, eng)
+    check_rfc7946(doc)
+    features = {
+        f["properties"]["id"]: f for f in doc["features"] if f["properties"]["kind"] == "construction"
+    }
+    assert features["P1"]["geometry"] == {"type": "Point", "coordinates": [4.42, 51.221]}
+    assert (
+        features["R1"]["geometry"]["type"] == "Polygon"
+        and len(features["R1"]["geometry"]["coordinates"]) == 2
+    )
+    # the queried point lies in the hole: 0.0055 deg of longitude from the hole's edge, not 0
+    assert features["R1"]["properties"]["distanceKm"] > 0.3

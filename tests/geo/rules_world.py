@@ -71,8 +71,10 @@ def river():
 
 
 def works(rows):
-    """rows: (id, description, status, lat, lng, start, end)."""
-    cols = list(zip(*rows)) if rows else [[]] * 7
+    """rows: (id, description, status, lat, lng, start, end[, extent[, hindrance, consequences]]): with an
+    extent (a Shapely geometry) it is the row's geometry and lat/lng are not used; ``hindrance`` -1 / 0 / 1."""
+    cols = list(zip(*[tuple(r[:7]) for r in rows])) if rows else [[]] * 7
+    extent = [r[7] if len(r) > 7 else None for r in rows]
     return gpd.GeoDataFrame(
         {
             "id": list(cols[0]),
@@ -82,8 +84,11 @@ def works(rows):
             "owner": ["Stad Antwerpen"] * len(rows),
             "start": _times(cols[5]),
             "end": _times(cols[6]),
+            "occurrences": [1] * len(rows),
+            "hindrance": [r[8] if len(r) > 8 else -1 for r in rows],
+            "consequences": [r[9] if len(r) > 9 else "" for r in rows],
         },
-        geometry=[Point(lng, lat) for lat, lng in zip(cols[3], cols[4])],
+        geometry=[g if g is not None else Point(lng, lat) for g, lat, lng in zip(extent, cols[3], cols[4])],
         crs="EPSG:4326",
     )
 

@@ -11,8 +11,11 @@ import shapely
 from scipy.spatial import cKDTree
 
 from geo.data import reference
+from geo.data.demo import CONSEQUENCES
+from geo.data.engine import point_coords
 from geo.data.snapshot import DEMO_AS_OF, read_snapshot
 from geo.data.upstream import strip_line
+from geo.index.spherical import haversine_km
 
 AS_OF = pd.Timestamp(DEMO_AS_OF)
 KX, KY = 111.320 * np.cos(np.radians(51.0)), 110.574
@@ -24,7 +27,15 @@ def layers(snapshot_dir):
 
 
 def km_xy(gdf):
-    return np.column_stack([gdf.geometry.x.to_numpy() * KX, gdf.geometry.y.to_numpy() * KY])
+    """Local km of each row's (representative) point."""
+    lat, lng = point_coords(gdf)
+    return np.column_stack([lng * KX, lat * KY])
+
+
+def length_km(geom):
+    """Longest side of the extent's minimum rotated rectangle, in km (a strip's length)."""
+    xy = shapely.get_coordinates(shapely.minimum_rotated_rectangle(geom))[:4]
+    return float(max(haversine_km(xy[i, 1], xy[i, 0], xy[i + 1, 1], xy[i + 1, 0]) for i in range(3)))
 
 
 # --- works --------------------------------------------------------------------------------------------
@@ -35,7 +46,7 @@ def test_works_statuses_dates_and_dutch_text(layers):
     assert 2800 <= len(w) <= 3200
     assert w["id"].is_unique
     counts = w["status"].value_counts()
-    assert {"In uitvoering", "Concreet gepland", "Uitgevoerd", "Geannuleerd", "Lopende"} == set(counts.index)
+    assert {"In uitvoering", "Concreet gepland", "Uitgevoerd", "Niet uitgevoerd"} == set(counts.index)
     assert counts["In uitvoering"] > 0.3 * len(w) and counts["Concreet gepland"] > 0.3 * len(w)
     assert set(w["type"]) == {"Grondwerk", "Werk"}  # GIPOD events were dropped
     assert (w["description"].str.len() > 5).all() and (w["owner"] != "").all()
@@ -51,8 +62,8 @@ def test_works_statuses_dates_and_dutch_text(layers):
 def test_works_published_as_occurrences_show_the_running_or_next_one(layers):
     # GIPOD sends one feature per occurrence; the demo's series works are weekly slots of one GipodId
     w = layers["works"]
-    series = w[w["occurrences"] > 1]
-    assert len(series) == 24 and set(series["status"]) == {"In uitvoering", "Lopende", "Concreet gepland"}
+    series = w[(w["occurrences"] > 1) & (w["id"].astype(int) < 2_000_000)]  # long works and parts from 2e6
+    assert len(series) == 24 and set(series["status"]) == {"In uitvoering", "Concreet gepland"}
     assert (w["occurrences"] >= 1).all() and w["id"].is_unique
     running_now = (series["start"] <= AS_OF) & (AS_OF < series["end"])
     # a shown occurrence is the one running at asOf, else the next one, else the last one (all in the past)
@@ -63,11 +74,12 @@ def test_works_published_as_occurrences_show_the_running_or_next_one(layers):
 def test_works_inside_service_area_and_weighted_by_population(layers, reference_dir):
     w = layers["works"]
     area = layers["service_area"].geometry[0]
-    assert shapely.contains_xy(area, w.geometry.x, w.geometry.y).mean() > 0.995
+    lat, lng = point_coords(w)
+    assert shapely.contains_xy(area, lng, lat).mean() > 0.995
     muni = reference.municipalities(reference_dir)
     muni = muni[muni["reg_nis"].isin(["02000", "04000"])].reset_index(drop=True)
     tree = shapely.STRtree(list(muni.geometry))
-    src, dst = tree.query(list(w.geometry), predicate="within")
+    src, dst = tree.query(shapely.points(lng, lat), predicate="within")
     counts = np.bincount(dst, minlength=len(muni))
     r = np.corrcoef(counts, muni["population"].to_numpy())[0, 1]
     assert r > 0.8
@@ -85,10 +97,41 @@ def test_recurring_occurrences_a_few_metres_apart(layers):
 
 def test_works_on_both_banks_near_the_scheldt(layers):
     w, rv = layers["works"], layers["river"]
-    near = shapely.dwithin(rv.geometry[0], list(w.geometry), 0.02)
-    left = shapely.contains_xy(rv.geometry[1], w.geometry.x, w.geometry.y) & near
-    right = shapely.contains_xy(rv.geometry[2], w.geometry.x, w.geometry.y) & near
+    lat, lng = point_coords(w)
+    near = shapely.dwithin(rv.geometry[0], shapely.points(lng, lat), 0.02)
+    left = shapely.contains_xy(rv.geometry[1], lng, lat) & near
+    right = shapely.contains_xy(rv.geometry[2], lng, lat) & near
     assert left.sum() >= 30 and right.sum() >= 30
+
+
+def test_works_have_extents_long_works_and_parts(layers):
+    """Every work is a polygon (GIPOD INNAME) holding its representative point; most are street stretches of
+    15-250 m, 60 are 1.5-5 km long (12 around Antwerp); works published as two stretches show the running
+    ones: both when both run (a MultiPolygon), the first when the second is planned."""
+    w = layers["works"]
+    assert set(w.geometry.geom_type) == {"Polygon", "MultiPolygon"} and w.geometry.is_valid.all()
+    lat, lng = point_coords(w)
+    assert shapely.contains_xy(w.geometry.values, lng, lat).all()
+    lengths = np.array([length_km(g) for g in w.geometry])
+    assert np.median(lengths) < 0.25 and (lengths > 1.4).sum() >= 60
+    long_ones = w[lengths > 1.4]
+    antwerp = haversine_km(*point_coords(long_ones), 51.2194, 4.4025) < 15  # the city and its port
+    assert antwerp.sum() >= 10
+    parts = w[(w["id"].astype(int) >= 2_000_000) & (w["occurrences"] == 2)]
+    assert len(parts) == 40 and set(parts["status"]) == {"In uitvoering"}
+    assert (parts.geometry.geom_type == "MultiPolygon").sum() == 20  # both stretches running
+
+
+def test_works_hindrance_validated_for_some_with_real_consequences(layers):
+    w = layers["works"]
+    listed = w[w["status"].isin(["In uitvoering", "Concreet gepland"])]
+    share = (listed["hindrance"] >= 0).mean()
+    assert 0.35 < share < 0.55 and (w.loc[~w.index.isin(listed.index), "hindrance"] == -1).all()
+    severe = (listed["hindrance"] == 1).sum() / (listed["hindrance"] >= 0).sum()
+    assert 0.2 < severe < 0.45
+    seen = {c for v in listed["consequences"] for c in v.split(";") if c}
+    assert seen == set(CONSEQUENCES)
+    assert ((listed["consequences"] == "") == (listed["hindrance"] == -1)).all()
 
 
 # --- stops and detours --------------------------------------------------------------------------------

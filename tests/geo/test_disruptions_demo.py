@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 
 import rules_world as W
+import shapely
 
+from extent_oracle import oracle_km
 from geo import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, OutsideServiceArea
+from geo.data.engine import point_coords
 from geo.service.air import air_quality
 from geo.service.briefing import briefing
 from geo.data.demo import EMPTY_WINDOW_STATION, LAST_HOUR_GAP_STATION
@@ -62,37 +65,64 @@ def test_no_works_from_the_far_bank(engine, now, point, far):
     body = disruptions(engine, *point, now)
     assert body["construction"], "the demo has works on both banks near the centre"
     assert far not in sides(engine, body["construction"])
-    # and the far bank does have listed works within 2 km that were dropped
+    # and the far bank does have listed works within 2 km (their representative points, a fortiori their
+    # extents) that were dropped: the far-side rule goes by the representative point
     w = engine.works
-    lat, lng = w.geometry.y.to_numpy(), w.geometry.x.to_numpy()
+    lat, lng = point_coords(w)
     d = np.array([hav(*point, a, b) for a, b in zip(lat, lng)])
     listed = w["status"].isin(["In uitvoering", "Concreet gepland"]).to_numpy()
     far_rows = (d <= 2.0) & listed & (engine.river_side(lat, lng) == far)
     assert far_rows.any()
 
 
-def test_construction_matches_brute_force(engine, now):
-    body = disruptions(engine, *GROENPLAATS, now)
+@pytest.mark.parametrize("point", [GROENPLAATS, LINKEROEVER, (51.1800, 4.4600), GENT])
+def test_construction_matches_brute_force(engine, now, point):
+    """Every representative work within 2 km of the point by the independent oracle (great-circle distance to
+    its extent polygon), not across the river from it, in (distance, id) order, at its oracle distance."""
+    body = disruptions(engine, *point, now)
     p = prepare(engine)
     rep_rows = np.flatnonzero(p.works.row_cluster >= 0)
     w = engine.works.iloc[rep_rows]
-    expect = []
-    for row, (_, r) in zip(rep_rows, w.iterrows()):
-        d = hav(*GROENPLAATS, r.geometry.y, r.geometry.x)
-        side = engine.river_side(r.geometry.y, r.geometry.x)[0]
-        if d <= 2.0 and side != RIVER_LEFT:
-            expect.append((d, str(r["id"])))
-    assert [c["id"] for c in body["construction"]] == [i for _, i in sorted(expect)]
+    lat, lng = point_coords(w)
+    here = engine.river_side(*point)[0]
+    expect = {}
+    for r, geom, a, b in zip(w["id"], w.geometry, lat, lng):
+        side = engine.river_side(a, b)[0]
+        if hav(*point, a, b) - 6.0 > 2.0 or (here and side and side != here):  # every demo extent is < 6 km
+            continue
+        d = oracle_km(geom, a, b, *point)
+        if d <= 2.0 + 1e-6:
+            expect[str(r)] = d
+    got = {c["id"]: c["distanceKm"] for c in body["construction"]}
+    # only a work within a millimetre of 2 km could be decided differently by the two computations
+    assert set(got) ^ set(expect) <= {i for i, d in expect.items() if abs(d - 2.0) < 1e-6}
+    for i in set(got) & set(expect):
+        assert abs(got[i] - expect[i]) <= 0.0005 + 1e-6
+    km = [c["distanceKm"] for c in body["construction"]]
+    assert km == sorted(km)
     s = body["summary"]
     assert s["activeWorks"] == sum(c["status"] == "In uitvoering" for c in body["construction"])
     assert s["plannedWorks"] == len(body["construction"]) - s["activeWorks"]
+
+
+def test_long_works_listed_by_their_extent_around_antwerp(engine, now):
+    """Over a grid around Antwerp, some long works are listed whose representative point lies beyond 2 km
+    (their extent passes within 2 km), at their distance from the extent; none is listed beyond 2 km of it."""
+    seen = 0
+    for lat in np.linspace(51.15, 51.30, 7):
+        for lng in np.linspace(4.30, 4.50, 7):
+            for c in disruptions(engine, lat, lng, now)["construction"]:
+                rep = hav(lat, lng, c["lat"], c["lng"])
+                assert c["distanceKm"] <= min(2.0, rep + 0.0005)
+                seen += rep > 2.0
+    assert seen >= 5
 
 
 def test_recurring_works_are_collapsed(engine):
     p = prepare(engine)
     assert p.works.occurrences.max() > 1
     w = engine.works
-    listed = w["status"].isin(["In uitvoering", "Concreet gepland", "Lopende"])
+    listed = w["status"].isin(["In uitvoering", "Concreet gepland"])
     # every listed work's GIPOD occurrences, summed over the collapsed items
     assert p.works.occurrences.sum() == w.loc[listed, "occurrences"].sum() > listed.sum()
 

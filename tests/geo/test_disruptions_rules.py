@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rules_world as W
+from shapely.geometry import Polygon
+
 from geo import InvalidCoordinates, OutsideServiceArea
 from geo.rules import transit as tr
 from geo.rules import works as wk
@@ -46,10 +48,10 @@ WORKS = [
     ("W4", "Aanleg fietspad", RUN, *north(0.0013), LONG_AGO, None),  # same spot as W2
     ("W5", "Vervanging gasleiding", RUN, *north(-0.0050), "2019-01-01T07:00:00Z", "2020-01-01T16:00:00Z"),
     ("W6", "Onderhoud rijweg", "Uitgevoerd", *north(0.0020), LONG_AGO, FAR_AHEAD),
-    ("W7", "Onderhoud rijweg", "Geannuleerd", *north(0.0021), LONG_AGO, FAR_AHEAD),
+    ("W7", "Onderhoud rijweg", "Niet uitgevoerd", *north(0.0021), LONG_AGO, FAR_AHEAD),
     ("W8", "Plaatsing laadpalen", "Vergund", *north(0.0022), LONG_AGO, FAR_AHEAD),  # unknown status
-    ("W9", "Aanleg glasvezel", "Voorlopig gepland", *north(0.0179), "2027-01-04T07:00:00Z", None),  # 1.990 km
-    ("W10", "Aanleg glasvezel fase 2", "Gepland", *north(0.0181), "2027-01-04T07:00:00Z", None),  # 2.013 km
+    ("W9", "Aanleg glasvezel", PLAN, *north(0.0179), "2027-01-04T07:00:00Z", None),  # 1.990 km
+    ("W10", "Aanleg glasvezel fase 2", PLAN, *north(0.0181), "2027-01-04T07:00:00Z", None),  # 2.013 km
     ("L1", "Heraanleg kade", RUN, LAT, 4.3950, LONG_AGO, FAR_AHEAD),  # left bank, 1.74 km
     # chain of three occurrences 40 m apart (A-C = 80 m): one cluster by single linkage
     ("M3", "Wekelijkse markt", PLAN, *north(-0.0100), "2026-11-23T07:00:00Z", "2026-11-23T13:00:00Z"),
@@ -69,7 +71,7 @@ def body(eng):
 
 
 def test_statuses_radius_far_side_and_order(body):
-    # W6/W7 finished or cancelled, W8 unknown status, W10 beyond 2 km, L1 across the river: not listed
+    # W6/W7 finished or not carried out, W8 unknown status, W10 beyond 2 km, L1 across the river: not listed
     assert construction_ids(body) == ["W1", "W4", "W5", "W3", "M1", "W9"]
     km = [c["distanceKm"] for c in body["construction"]]
     assert km == [0.111, 0.145, 0.556, 0.667, 1.152, 1.990]
@@ -107,6 +109,7 @@ def test_collapse_same_description_within_50_m(body):
         "startDate": "2024-12-01",
         "endDate": "2028-06-30",
         "occurrences": 2,
+        "hindrance": None,
     }
     # W4 at the very spot of W2 has another description: its own item; W3 500 m away: its own item
     assert {c["id"]: c["occurrences"] for c in body["construction"]}["W4"] == 1
@@ -140,18 +143,20 @@ def test_representative_prefers_running_then_earliest_then_id():
 
 
 def test_status_classes():
+    # GIPOD's four work statuses; "Lopende" belongs to events and markets; anything else is not listed
     assert wk.status_class(
         [
             "In uitvoering",
             "Concreet gepland",
-            "Gepland",
-            "Voorlopig gepland",
             "Uitgevoerd",
-            "Geannuleerd",
+            "Niet uitgevoerd",
+            "Lopende",
+            "Gepland",
+            " Concreet gepland ",
             "in uitvoering",
             None,
         ]
-    ).tolist() == [1, 2, 2, 2, 0, 0, 0, 0]
+    ).tolist() == [1, 2, 0, 0, 0, 0, 2, 0, 0]
 
 
 def test_far_side_not_applied_without_both_sides():
@@ -493,3 +498,81 @@ def test_antwerp_region_is_vervoerregio_an_with_entity_fallback():
     # 1: an AN line; 2: entity 1 but a Kempen line (not Antwerp); 3: another entity's detour on an AN line;
     # 4: no region data and entity 2 (the fallback keeps entity 1 only)
     assert [t["id"] for t in disruptions(eng, LAT, LNG, W.NOW)["transit"]] == ["1", "3"]
+
+
+# --- extents: the work lies within 2 km ---------------------------------------------------------------
+# A strip 14 m wide along P's meridian (lng 4.4199-4.4201) from 51.2350 to 51.2850: 5.6 km long, its
+# representative point (the centre of the box, 51.2600) 4.448 km north of P, its southern edge 1.668 km
+# (0.015 deg of latitude, plus the bulge of that 14 m great-circle edge: at its middle, on P's meridian, its
+# latitude is atan(tan(51.235) / cos(0.0001 deg)), 4.7e-9 km further north).
+LONG = Polygon([(4.4199, 51.2350), (4.4201, 51.2350), (4.4201, 51.2850), (4.4199, 51.2850)])
+INSIDE = Polygon([(4.4150, 51.2150), (4.4250, 51.2150), (4.4250, 51.2250), (4.4150, 51.2250)])  # P inside
+# a strip ending 2.013 km south of P (0.0181 deg): beyond 2 km although 3 km long
+SHORT_OF = Polygon([(4.4199, 51.1750), (4.4201, 51.1750), (4.4201, 51.2019), (4.4199, 51.2019)])
+
+
+def test_a_long_work_is_listed_by_its_nearest_part():
+    """Done-when of issue 28: the representative point is beyond 2 km, the extent passes within 2 km; the
+    item keeps the representative point as lat/lng and gives the distance to the nearest part."""
+    eng = W.engine(
+        works_rows=[
+            ("E1", "Heraanleg N1", RUN, 0, 0, LONG_AGO, FAR_AHEAD, LONG),
+            ("E2", "Heraanleg plein", PLAN, 0, 0, "2026-11-20T07:00:00Z", None, INSIDE),
+            ("E3", "Heraanleg N2", RUN, 0, 0, LONG_AGO, FAR_AHEAD, SHORT_OF),
+        ]
+    )
+    body = disruptions(eng, LAT, LNG, W.NOW)
+    assert construction_ids(body) == ["E2", "E1"]
+    e2, e1 = body["construction"]
+    assert (e1["lat"], e1["lng"], e1["distanceKm"]) == (51.26, 4.42, 1.668)
+    assert haversine_km(LAT, LNG, e1["lat"], e1["lng"]) > 4.4  # its point alone would not be listed
+    assert (e2["lat"], e2["lng"], e2["distanceKm"]) == (51.22, 4.42, 0.0)  # P lies in it: 0
+    # the nearest running work and the running works within 0.5 km of the briefing count the extents too
+    p = prepare(eng)
+    assert body["summary"]["activeWorks"] == 1 and body["summary"]["upcomingWorks14d"] == 1
+    idx, km = eng.works_near(LAT, LNG, 2.0)
+    assert eng.works["id"].iloc[idx].tolist() == ["E2", "E1"] and km[0] == 0.0
+    bulge = math.atan(math.tan(math.radians(51.235)) / math.cos(math.radians(0.0001))) - math.radians(51.235)
+    assert km[1] == pytest.approx(W.meridian_km(0.015) + W.R_KM * bulge, abs=1e-12)
+    # a point 2.1 km south of the representative point of E3 but 0.1 km from its northern end is near it
+    assert construction_ids(disruptions(eng, 51.2028, LNG, W.NOW))[:1] == ["E3"]
+    assert p.works.extents.any
+
+
+def test_hindrance_member_of_a_work_and_of_a_collapsed_item():
+    eng = W.engine(
+        works_rows=[
+            (
+                "H1",
+                "Heraanleg riolering",
+                RUN,
+                *north(0.001),
+                LONG_AGO,
+                None,
+                None,
+                0,
+                "Versmalde rijstroken",
+            ),
+            # the same description 33 m away: collapsed with H1; its hindrance is severe
+            (
+                "H2",
+                "Heraanleg riolering",
+                PLAN,
+                *north(0.0013),
+                LONG_AGO,
+                None,
+                None,
+                1,
+                "Geen doorgang voor gemotoriseerd verkeer;Versmalde rijstroken",
+            ),
+            ("H3", "Aanleg fietspad", RUN, *north(0.002), LONG_AGO, None),  # no validated hindrance
+        ]
+    )
+    items = {c["id"]: c for c in disruptions(eng, LAT, LNG, W.NOW)["construction"]}
+    assert set(items) == {"H1", "H3"}
+    assert items["H1"]["hindrance"] == {
+        "severe": True,
+        "consequences": ["Geen doorgang voor gemotoriseerd verkeer", "Versmalde rijstroken"],
+    }
+    assert items["H3"]["hindrance"] is None
+    assert list(items["H1"])[-2:] == ["occurrences", "hindrance"]  # additive: after the contract's members

@@ -165,7 +165,7 @@ def test_array_forms_validate_coordinates_and_radius():
 def test_pair_chunks_are_bounded_and_never_split_a_query(ref_engine):
     rng = np.random.default_rng(8)
     lat, lng = rng.normal(51.215, 0.03, 400), rng.normal(4.41, 0.045, 400)
-    index = ref_engine._works
+    index = ref_engine._works.points  # a layer of points: the whole index
     whole = index.within_many(lat, lng, 2.0)
     small = list(index.pairs(lat, lng, 2.0, chunk=64))
     assert len(small) > 10
@@ -190,7 +190,7 @@ def test_pair_chunks_are_bounded_and_never_split_a_query(ref_engine):
 def test_pairs_near_a_pole_use_the_tree_and_match_brute_force():
     lats, lngs = [89.5, 89.51, 89.6, 89.0], [10.0, 10.0, -170.0, 0.0]
     eng = _engine(lats, lngs, ["a", "b", "c", "d"])
-    assert eng._works.grid(5.0) is None  # grid unusable this close to the pole
+    assert eng._works.points.grid(5.0) is None  # grid unusable this close to the pole
     qlat, qlng = np.array([89.5, 89.58, 51.0]), np.array([10.0, 170.0, 4.0])  # 2nd: across the pole from "c"
     got = eng.works_near(qlat, qlng, 25.0)
     check_against_brute(eng.works, qlat, qlng, 25.0, got)

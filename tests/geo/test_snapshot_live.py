@@ -67,6 +67,26 @@ def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_p
                 },
             ),
         ],
+        "--hindrances-json": [
+            _write(
+                tmp_path / "hinder.json",
+                {
+                    "type": "FeatureCollection",
+                    "features": [
+                        {
+                            "type": "Feature",
+                            "geometry": {"type": "Point", "coordinates": [4.41, 51.22]},
+                            "properties": {
+                                "GipodId": 1143474,
+                                "HindranceStatus": "Gevalideerd",
+                                "SevereHindrance": True,
+                                "Consequences": "Geen doorgang voor gemotoriseerd verkeer",
+                            },
+                        }
+                    ],
+                },
+            )
+        ],
         "--stops-json": [_write(tmp_path / "haltes.json", example("/haltes"))],
         "--stop-lines-json": [
             _write(
@@ -155,6 +175,8 @@ def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_p
     }
     assert manifest["asOf"] == AS_OF
     assert layers["works"]["id"].tolist() == ["1143473", "1143474"]
+    assert layers["works"]["hindrance"].tolist() == [-1, 1]
+    assert layers["works"]["consequences"].tolist() == ["", "Geen doorgang voor gemotoriseerd verkeer"]
     assert layers["stops"]["lines"].tolist() == ["335"]
     assert layers["detours"]["unserved_stops"].tolist() == ["3_303980"]
     assert layers["stations"][["id", "eoi_code", "no2"]].values.tolist() == [["42R801", "BETR801", True]]

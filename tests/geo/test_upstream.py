@@ -119,7 +119,7 @@ def test_gipod_pages_polygons_events_nulls_and_bad_records():
         "features": [
             gipod_point(5, 4.4, 51.2, Status="Concreet gepland"),
             gipod_point(7, 4.5, 51.1, Type="Evenement", Description="Braderie"),
-            {"type": "Feature", "id": "9", "geometry": None, "properties": {"GipodId": 9}},
+            {"type": "Feature", "id": "9", "geometry": None, "properties": {"GipodId": 9, "Type": "Werk"}},
         ],
     }
     page2 = {
@@ -135,6 +135,120 @@ def test_gipod_pages_polygons_events_nulls_and_bad_records():
     assert poly["start"] == utc("2026-12-01T06:00:00Z")  # no zone: Brussels winter time
     assert works.attrs["skipped"] == {"event": 1, "no_geometry": 1}
     assert works["occurrences"].tolist() == [1, 1]  # the same occurrence read twice
+
+
+def _box_feature(gid, stamp, x0, y0, x1, y1, **props):
+    return {
+        "type": "Feature",
+        "id": f"INNAME.{gid}-{stamp}",
+        "geometry": {"type": "Polygon", "coordinates": [[[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]]]},
+        "properties": {**gipod_point(gid, 0, 0)["properties"], **props},
+    }
+
+
+def test_gipod_records_of_one_work_collapse_running_first():
+    """A work published as three records: two stretches running (different dates), a third planned. The row
+    is running, shows the running record current at ``now``, covers the union of the running stretches only,
+    and counts every record; another occupation type is not a work."""
+    a = _box_feature(
+        8,
+        "2611010600",
+        4.400,
+        51.200,
+        4.401,
+        51.2002,
+        Start="2026-11-01T06:00:00Z",
+        End="2026-12-01T16:00:00Z",
+    )
+    b = _box_feature(
+        8,
+        "2611020600",
+        4.403,
+        51.200,
+        4.404,
+        51.2002,
+        Start="2026-11-02T06:00:00Z",
+        End="2026-11-10T16:00:00Z",
+    )
+    c = _box_feature(
+        8,
+        "2612150600",
+        4.406,
+        51.200,
+        4.407,
+        51.2002,
+        Status="Concreet gepland",
+        Start="2026-12-15T06:00:00Z",
+        End=None,
+    )
+    other = _box_feature(12, "2611010600", 4.5, 51.3, 4.501, 51.3002, Type="Signalisatie")
+    works = normalise_works(
+        {"type": "FeatureCollection", "features": [c, b, a, other]}, now="2026-11-16T07:00:00Z"
+    )
+    assert works["id"].tolist() == ["8"] and works.attrs["skipped"] == {"not_a_work": 1}
+    row = works.iloc[0]
+    assert (row["status"], row["occurrences"]) == ("In uitvoering", 3)
+    # at 16 Nov the first stretch's record runs (1 Nov - 1 Dec), the second's ended on 10 Nov
+    assert (row["start"], row["end"]) == (utc("2026-11-01T06:00:00Z"), utc("2026-12-01T16:00:00Z"))
+    assert row.geometry.geom_type == "MultiPolygon" and row.geometry.bounds == (4.400, 51.200, 4.404, 51.2002)
+    # all three planned: the record whose dates span ``now`` (a) is still the one shown; the extent is all three
+    planned = [dict(f, properties={**f["properties"], "Status": "Concreet gepland"}) for f in (a, b, c)]
+    row = normalise_works(
+        {"type": "FeatureCollection", "features": planned}, now="2026-11-16T07:00:00Z"
+    ).iloc[0]
+    assert row["start"] == utc("2026-11-01T06:00:00Z") and row.geometry.bounds == (
+        4.400,
+        51.200,
+        4.407,
+        51.2002,
+    )
+
+
+def test_gipod_hindrances_validated_merged_and_linked():
+    works = {"type": "FeatureCollection", "features": [gipod_point(5, 4.4, 51.2), gipod_point(6, 4.41, 51.2)]}
+
+    def hinder(**props):
+        return {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [4.4, 51.2]},
+            "properties": props,
+        }
+
+    pages = {
+        "type": "FeatureCollection",
+        "features": [
+            hinder(
+                GipodId=5,
+                HindranceStatus="Gevalideerd",
+                SevereHindrance=False,
+                Consequences="Versmalde rijstroken;Handelaars moeilijk bereikbaar",
+            ),
+            # a second zone of the same work, linked by HindranceConsequenceOf (a URI), its list a JSON array
+            hinder(
+                HindranceConsequenceOf="https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/5",
+                HindranceStatus="Gevalideerd",
+                SevereHindrance="true",
+                Consequences=["Versmalde rijstroken"],
+            ),
+            # not validated (the value is made up here: only "Gevalideerd" was seen): left out and counted
+            hinder(
+                GipodId=6,
+                HindranceStatus="Ingediend",
+                SevereHindrance=True,
+                Consequences="Geen doorgang voor fietsers",
+            ),
+            hinder(HindranceStatus="Gevalideerd", Consequences="Versmalde rijstroken"),  # no work: counted
+        ],
+    }
+    layer = normalise_works(works, hindrance_pages=pages).set_index("id")
+    assert (layer.loc["5", "hindrance"], layer.loc["5", "consequences"]) == (
+        1,
+        "Handelaars moeilijk bereikbaar;Versmalde rijstroken",
+    )
+    assert (layer.loc["6", "hindrance"], layer.loc["6", "consequences"]) == (-1, "")
+    assert layer.attrs["skipped"] == {"hindrance_not_validated": 1, "hindrance_no_work": 1}
+    with pytest.raises(UpstreamFormatError, match="HINDER"):
+        normalise_works(works, hindrance_pages={"type": "Feature"})
 
 
 def test_gipod_wrong_container_is_a_format_error():

@@ -41,7 +41,7 @@ def test_works_with_lambert_or_nan_coordinates_are_skipped_and_counted():
 def test_nan_text_in_a_payload_never_becomes_a_work_at_0_0():
     fc = json.loads(
         '{"type": "FeatureCollection", "features": [{"type": "Feature", "id": "9", '
-        '"geometry": {"type": "Point", "coordinates": [NaN, NaN]}, "properties": {"GipodId": 9}}]}'
+        '"geometry": {"type": "Point", "coordinates": [NaN, NaN]}, "properties": {"GipodId": 9, "Type": "Werk"}}]}'
     )
     layer = u.normalise_works(fc)
     assert len(layer) == 0 and layer.attrs["skipped"] == {"bad_coordinates": 1}
@@ -56,7 +56,7 @@ def test_polygon_work_with_a_projected_ring_is_skipped():
                 "type": "Feature",
                 "id": "1",
                 "geometry": {"type": "Polygon", "coordinates": [ring]},
-                "properties": {"GipodId": 1},
+                "properties": {"GipodId": 1, "Type": "Grondwerk"},
             }
         ],
     }

@@ -15,7 +15,7 @@ import pytest
 
 from geo.data import upstream as u
 from geo.data.upstream_delijn import LineBook, StopBook, region_names, unknown_lines, unknown_stops
-from geo.data.upstream_gipod import gipod_id
+from geo.data.upstream_gipod import STATUS_CLASSES, WORK_TYPES, cql2_filter, gipod_id
 from geo.rules.works import PLANNED, RUNNING, status_class
 
 
@@ -41,15 +41,29 @@ GIPOD = "gipod/gipod_inname_punt_markten_2026-09-28.json"
 
 
 def test_gipod_markets_sample_events_are_counted_not_works(sample):
-    layer = u.normalise_works(sample(GIPOD), now="2026-09-28T08:00:00Z")
-    assert len(layer) == 0 and layer.attrs["skipped"] == {"event": 45}  # 45 occurrences, all Type Evenement
-
-
-def test_gipod_markets_sample_occurrences_make_one_work_per_gipod_id(sample):
     fc = sample(GIPOD)
-    # the occurrence mechanics do not depend on the type: read the same features as if they were works
+    layer = u.normalise_works(fc, now="2026-09-28T08:00:00Z")
+    assert len(layer) == 0 and layer.attrs["skipped"] == {"event": 45}  # 45 occurrences, all Type Evenement
+    props = [f["properties"] for f in fc["features"]]
+    # what the works request asks the server for would have excluded every one of them: no Type Werk or
+    # Grondwerk, and Lopende (the events' and markets' status) is none of the four work statuses
+    assert {p["Type"] for p in props} == {"Evenement"} and not {p["Type"] for p in props} & set(WORK_TYPES)
+    assert {p["Status"] for p in props} == {"Lopende"} and "Lopende" not in STATUS_CLASSES
+    assert cql2_filter() == "Type IN ('Werk','Grondwerk') AND Status IN ('In uitvoering','Concreet gepland')"
+    # PublicDomainOccupancyTypes is one ;-separated string: "Markt", and "Markt;Andere" on the 4 records of
+    # 15573170; ContactOrganisations is null everywhere
+    kinds = [(p["GipodId"], p["PublicDomainOccupancyTypes"]) for p in props]
+    assert sorted({k for _, k in kinds}) == ["Markt", "Markt;Andere"]
+    assert [g for g, k in kinds if k == "Markt;Andere"] == [15573170] * 4
+    assert {p["ContactOrganisations"] for p in props} == {None}
+
+
+def test_gipod_markets_sample_records_make_one_work_per_gipod_id(sample):
+    fc = sample(GIPOD)
+    # the record mechanics do not depend on the type or status: read the same features as running works
     for f in fc["features"]:
         f["properties"]["Type"] = "Grondwerk"
+        f["properties"]["Status"] = "In uitvoering"
     layer = u.normalise_works(fc, now="2026-09-28T08:00:00Z").set_index("id")
     assert layer.index.tolist() == [
         "12350257",
@@ -66,11 +80,17 @@ def test_gipod_markets_sample_occurrences_make_one_work_per_gipod_id(sample):
     assert (
         layer["occurrences"].tolist() == [5, 4, 4, 8, 4, 4, 4, 4, 4, 4] and layer["occurrences"].sum() == 45
     )
-    assert set(layer["status"]) == {"Lopende"} and (status_class(layer["status"].tolist()) == PLANNED).all()
+    assert (status_class(layer["status"].tolist()) == RUNNING).all()
+    assert (layer["hindrance"] == -1).all()  # no HINDER records given
     first = layer.loc["12350257"]
     # 2026-09-28 08:00Z: the occurrence 06:00-11:00Z of that day is running
     assert (first["start"], first["end"]) == (utc("2026-09-28T06:00:00Z"), utc("2026-09-28T11:00:00Z"))
-    assert (first.geometry.x, first.geometry.y) == (4.35108016, 51.17454004)
+    # INNAME_PUNT: a point per record, the same point every week, so the work's geometry is that point
+    assert (first.geometry.geom_type, first.geometry.x, first.geometry.y) == (
+        "Point",
+        4.35108016,
+        51.17454004,
+    )
     assert (
         first["description"] == "Gemengde markt\nKioskplaats"
         and first["owner"] == "Stad Antwerpen - Stadsbeheer"
@@ -92,7 +112,12 @@ def test_gipod_id_from_the_occurrence_id_when_the_property_is_missing(sample):
     assert feat["id"] == "INNAME_PUNT.12351519-2609300600"
     feat["properties"].pop("GipodId")
     assert gipod_id(feat) == "12351519"
-    assert status_class(["In uitvoering", "Lopende", "Uitgevoerd"]).tolist() == [RUNNING, PLANNED, 0]
+    assert status_class(["In uitvoering", "Concreet gepland", "Lopende", "Uitgevoerd"]).tolist() == [
+        RUNNING,
+        PLANNED,
+        0,
+        0,
+    ]
 
 
 # --- De Lijn ------------------------------------------------------------------------------------------

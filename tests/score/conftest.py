@@ -52,12 +52,20 @@ def sample_points(engine, seed: int = 8):
     pts = shapely.line_interpolate_point(line, rng.uniform(0, 1, 80), normalized=True)
     shift = rng.choice([-1, 1], 80) * rng.uniform(0.003, 0.015, 80)
     parts.append((shapely.get_y(pts), shapely.get_x(pts) + shift, "river"))
-    # next to works (counts change at 2 km and 0.5 km)
+    # next to works (counts change at 2 km and 0.5 km of their extents), inside some of them, and along
+    # the long ones (their extents reach far beyond their representative points)
     works = engine.works
     wpick = rng.choice(len(works), 40, replace=False)
-    wg = np.asarray(works.geometry.values)[wpick]
+    wg = shapely.point_on_surface(np.asarray(works.geometry.values)[wpick])
     parts.append(
         (shapely.get_y(wg) + rng.normal(0, 0.012, 40), shapely.get_x(wg) + rng.normal(0, 0.018, 40), "works")
+    )
+    parts.append((shapely.get_y(wg[:10]), shapely.get_x(wg[:10]), "in a work"))
+    extents = np.asarray(works.geometry.values)
+    long_ones = np.flatnonzero(shapely.length(shapely.minimum_rotated_rectangle(extents)) > 0.03)
+    ends = shapely.get_coordinates(extents[rng.choice(long_ones, 20, replace=False)])[::3][:40]
+    parts.append(
+        (ends[:, 1] + rng.normal(0, 0.012, len(ends)), ends[:, 0] + rng.normal(0, 0.018, len(ends)), "long")
     )
     # anywhere in the bounding box of the service area (some outside), plus clearly outside points
     minx, miny, maxx, maxy = engine.service_area.total_bounds

@@ -237,6 +237,38 @@ def test_stops_table_equals_the_pair_walk(engine):
     assert 0.2 < near.mean() < 0.9 and served.any()
 
 
+def test_works_count_tables_equal_the_pair_walk(engine, clock):
+    """The works counts (running, planned, upcoming, running within 0.5 km) of the count tables against the
+    pair walk over the clusters' extents, around Antwerp, along the demo's long works and across Flanders."""
+    import shapely
+
+    from geo.batch.score import _works_counts, _works_counts_pairs
+
+    rng = np.random.default_rng(13)
+    extents = np.asarray(engine.works.geometry.values)
+    corners = shapely.get_coordinates(
+        extents[shapely.length(shapely.minimum_rotated_rectangle(extents)) > 0.03]
+    )
+    lat = np.r_[
+        rng.normal(51.215, 0.03, 20_000),
+        corners[:, 1] + rng.normal(0, 0.01, len(corners)),
+        rng.uniform(50.75, 51.4, 10_000),
+    ]
+    lng = np.r_[
+        rng.normal(4.41, 0.045, 20_000),
+        corners[:, 0] + rng.normal(0, 0.015, len(corners)),
+        rng.uniform(2.7, 5.8, 10_000),
+    ]
+    inside = engine.in_service_area(lat, lng)
+    lat, lng = lat[inside], lng[inside]
+    side = engine.river_side(lat, lng)
+    tables, walk = (
+        _works_counts(engine, lat, lng, side, clock),
+        _works_counts_pairs(engine, lat, lng, side, clock),
+    )
+    assert tables.tolist() == walk.tolist() and (tables[3] > 0).sum() > 1000
+
+
 @pytest.mark.parametrize("pairs", [False, True])
 def test_parquet_statistics_only_on_the_input_keys(engine, snapshot_dir, sample, tmp_path, pairs):
     """Min/max statistics on the carried input columns (or the pairs' input row), which can skip row

@@ -36,7 +36,7 @@ WORKS = [
     # W3b collapses into W3 (same description up to case and spaces, 20 m apart)
     ("W3b", "nutsleidingen ", "In uitvoering", north(-0.42), P_LNG, "2026-03-01T08:00:00Z", None),
     ("W4", "Kabelwerk", "Concreet gepland", north(1.0), P_LNG, "2026-11-21T08:00:00Z", None),  # in 14 days
-    ("W5", "Asfalt", "Gepland", north(-1.0), P_LNG, "2026-12-20T08:00:00Z", None),  # later
+    ("W5", "Asfalt", "Concreet gepland", north(-1.0), P_LNG, "2026-12-20T08:00:00Z", None),  # later
     ("W6", "Kaaimuur", "In uitvoering", L[0], 4.3950, "2026-05-01T08:00:00Z", None),  # left bank
     ("W7", "Oud werk", "Uitgevoerd", north(0.2), P_LNG, "2025-01-01T08:00:00Z", None),  # not listed
 ]
@@ -139,3 +139,41 @@ def test_no2_window_and_trend():
         "above_eu",
     )
     assert r["no2_measured_at"] == "2026-11-16T07:00:00.000Z"
+
+
+def test_works_counted_by_their_extents():
+    """A running strip whose representative point is 3.5 km north but whose southern end is 0.3 km north of
+    P counts as running within 2 km and within 0.5 km (risk 1 point); a planned box holding P counts too; a
+    running strip ending 2.1 km south does not. The same as the API and the pairs."""
+    from shapely.geometry import box
+
+    from geo.batch.pair_rows import pairs_table
+
+    strip = box(P_LNG - 0.0001, north(0.3), P_LNG + 0.0001, north(6.7))  # its centre 3.5 km north
+    south = box(P_LNG - 0.0001, north(-5.0), P_LNG + 0.0001, north(-2.1))
+    rows = [
+        ("S1", "Heraanleg N1", "In uitvoering", 0, 0, "2026-01-01T08:00:00Z", None, strip),
+        (
+            "S2",
+            "Heraanleg plein",
+            "Concreet gepland",
+            0,
+            0,
+            "2026-11-20T08:00:00Z",
+            None,
+            box(4.41, 51.21, 4.43, 51.23),
+        ),
+        ("S3", "Heraanleg N2", "In uitvoering", 0, 0, "2026-01-01T08:00:00Z", None, south),
+    ]
+    eng = world.engine(works_rows=rows)
+    r = score(pd.DataFrame({"lat": [P_LAT], "lng": [P_LNG]}), eng, world.NOW).iloc[0]
+    assert (r["active_works"], r["planned_works"], r["upcoming_works_14d"]) == (1, 1, 1)
+    # 1 (S1 within 0.5 km of its extent) + 0.25 (S2 starts within 14 days)
+    assert r["risk_score"] == 1.25
+    assert [r["active_works"], r["planned_works"], r["upcoming_works_14d"]] == list(
+        disruptions(eng, P_LAT, P_LNG, world.NOW)["summary"].values()
+    )[:3]
+    table = pairs_table(eng, [P_LAT], [P_LNG], world.NOW).to_pandas()
+    works = table[table["kind"] == "work"]
+    assert works["id"].tolist() == ["S1", "S2"]
+    assert works["distanceKm"].round(6).tolist() == [round(0.3, 6), 0.0]

@@ -54,4 +54,4 @@ def refused_url():
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    return f"http://127.0.0.1:{port}/gipod/ogc/features/v1/collections/INNAME_PUNT/items"
+    return f"http://127.0.0.1:{port}/gipod/ogc/features/v1/collections/INNAME/items"

@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
 GIPOD_BASE = "/gipod/ogc/features/v1"
+GIPOD_WORKS = GIPOD_BASE + "/collections/INNAME/items"  # the works (a fault here spares the hindrances)
 DELIJN_BASE = "/delijn/DLKernOpenData/api/v1"
 IRCEL_BASE = "/ircel/sos/api/v1"
 LEZ_BASE = "/lez/arcgissql/rest/services/P_Portal/portal_publiek4/MapServer/283"
@@ -59,9 +60,23 @@ def _dt(value: datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _occurrence_id(gid: int, start: datetime) -> str:
-    """GIPOD's feature id of one occurrence: ``INNAME_PUNT.<GipodId>-<yyMMddHHmm>`` (UTC start)."""
-    return f"INNAME_PUNT.{gid}-{start.astimezone(timezone.utc).strftime('%y%m%d%H%M')}"
+def _occurrence_id(gid: int, start: datetime, collection: str = "INNAME") -> str:
+    """GIPOD's feature id of one record: ``INNAME.<GipodId>-<yyMMddHHmm>`` (UTC start)."""
+    return f"{collection}.{gid}-{start.astimezone(timezone.utc).strftime('%y%m%d%H%M')}"
+
+
+def _box(lon: float, lat: float, dlon: float, dlat: float) -> dict:
+    """A GeoJSON Polygon: the box of half-sides ``dlon`` x ``dlat`` around (lon, lat), counterclockwise."""
+    x0, x1, y0, y1 = (round(v, 7) for v in (lon - dlon, lon + dlon, lat - dlat, lat + dlat))
+    return {"type": "Polygon", "coordinates": [[[x0, y0], [x1, y0], [x1, y1], [x0, y1], [x0, y0]]]}
+
+
+#: hindrance consequences as GIPOD publishes them (upstream-samples/README.md)
+CONSEQUENCES = (
+    "Geen doorgang voor gemotoriseerd verkeer",
+    "Beperkte doorgang voor voetgangers",
+    "Versmalde rijstroken",
+)
 
 
 #: internal lijnnummer -> (lijnnummerPubliek, vervoerRegioCode, omschrijving, vervoertype, vervoerslaag) of the
@@ -99,16 +114,39 @@ OTHER_STOP = {
 
 def build_scenario(now: datetime) -> dict:
     """Deterministic upstream data around Antwerp, in each upstream's own shapes (the real samples win)."""
-    works = []
-    statuses = ["In uitvoering", "Concreet gepland", "In uitvoering", "Lopende", "Uitgevoerd"]
+    works, hindrances = [], []
+    # the four work statuses GIPOD publishes; the server's filter leaves out the two ended ones
+    statuses = ["In uitvoering", "Concreet gepland", "In uitvoering", "Concreet gepland", "Uitgevoerd"]
     for i in range(25):
         lon = 4.38 + 0.004 * (i % 5) + 0.0005 * i
         lat = 51.20 + 0.003 * (i // 5)
         start = now - timedelta(days=30) + timedelta(days=3 * i)
         end = None if i % 7 == 3 else start + timedelta(days=400 + 10 * i)
         gid = 1143400 + i
-        kind = "Evenement" if i == 24 else "Grondwerk"
-        # as GIPOD does: a work with several occurrences is one feature per occurrence (same id and point)
+        kind = "Evenement" if i == 24 else ("Werk" if i % 4 == 0 else "Grondwerk")
+        status = "Niet uitgevoerd" if i % 10 == 9 else statuses[i % 5]
+        # the extent: a street stretch of 70 x 14 m, and for work 7 a road 3.3 km long running north
+        extent = _box(lon, lat, 0.0005, 0.00006) if i != 7 else _box(lon, lat + 0.015, 0.0001, 0.015)
+        if i % 3 == 0 and kind != "Evenement":  # a validated hindrance (work 6: two zones)
+            for z in range(2 if i == 6 else 1):
+                hindrances.append(
+                    {
+                        "type": "Feature",
+                        "id": f"HINDER_PUNT.{1200400 + 10 * i + z}",
+                        "geometry": {"type": "Point", "coordinates": [round(lon, 6), round(lat, 6)]},
+                        "properties": {
+                            "GipodId": gid,
+                            "ZoneId": 5500 + 10 * i + z,
+                            "ZoneType": "Hinderzone",
+                            "SevereHindrance": i % 6 == 0 and z == 0,
+                            "Consequences": ";".join(CONSEQUENCES[: 1 + (i + z) % 3]),
+                            "HindranceGipodId": 1200400 + 10 * i + z,
+                            "HindranceStatus": "Gevalideerd",
+                            "HindranceDescription": f"Hinder {gid}",
+                        },
+                    }
+                )
+        # as GIPOD does: a work with several occurrences is one feature per occurrence (same id and place)
         n_occ = 3 if i % 6 == 1 else 1
         for k in range(n_occ):
             o_start = start + timedelta(days=7 * k) if n_occ > 1 else start
@@ -117,7 +155,7 @@ def build_scenario(now: datetime) -> dict:
                 {
                     "type": "Feature",
                     "id": _occurrence_id(gid, o_start),
-                    "geometry": {"type": "Point", "coordinates": [round(lon, 6), round(lat, 6)]},
+                    "geometry": extent,
                     "properties": {
                         "GipodId": gid,
                         "Uri": f"https://gipod.api.vlaanderen.be/api/v1/public-domain-occupancies/{gid}",
@@ -133,7 +171,7 @@ def build_scenario(now: datetime) -> dict:
                         "PublicDomainOccupancyTypes": "Grondwerk;Signalisatie"
                         if kind != "Evenement"
                         else "Markt",
-                        "Status": statuses[i % 5],
+                        "Status": status if kind != "Evenement" else "Lopende",
                         "Start": _dt(o_start),
                         "End": _dt(o_end) if o_end else None,
                         "Owner": ["water-link", "Fluvius", "Stad Antwerpen"][i % 3],
@@ -146,7 +184,7 @@ def build_scenario(now: datetime) -> dict:
         {
             "type": "Feature",
             "id": _occurrence_id(1199999, now - timedelta(days=5)),
-            "geometry": {"type": "Point", "coordinates": [3.7250, 51.0540]},
+            "geometry": _box(3.7250, 51.0540, 0.0004, 0.0001),
             "properties": {
                 "GipodId": 1199999,
                 "Description": "Heraanleg Korenmarkt",
@@ -285,6 +323,7 @@ def build_scenario(now: datetime) -> dict:
     return {
         "now": now,
         "works": works,
+        "hindrances": hindrances,
         "stops": stops,
         "lines": LINES,
         "serving": serving,
@@ -297,13 +336,13 @@ def build_scenario(now: datetime) -> dict:
 
 
 def listed_works(works: list) -> set:
-    """The GipodIds a works request with our CQL2 filter returns (no events, only listed statuses)."""
-    from geo.data.upstream_gipod import REQUESTED_STATUSES
+    """The GipodIds a works request with our CQL2 filter returns (works only, in the listed statuses)."""
+    from geo.data.upstream_gipod import REQUESTED_STATUSES, WORK_TYPES
 
     return {
         str(f["properties"]["GipodId"])
         for f in works
-        if f["properties"]["Type"] != "Evenement" and f["properties"]["Status"] in REQUESTED_STATUSES
+        if f["properties"]["Type"] in WORK_TYPES and f["properties"]["Status"] in REQUESTED_STATUSES
     }
 
 
@@ -317,12 +356,44 @@ def single_works(fake) -> list:
     ]
 
 
+def _positions(geometry: dict) -> list:
+    """Every [lon, lat] of a GeoJSON geometry (Point to MultiPolygon)."""
+    coords = geometry["coordinates"]
+    if not isinstance(coords[0], list):
+        return [coords]
+    while isinstance(coords[0][0], list):
+        coords = [c for part in coords for c in part]
+    return coords
+
+
+def _meets(geometry: dict, x0: float, y0: float, x1: float, y1: float) -> bool:
+    xy = _positions(geometry)
+    return (
+        min(p[0] for p in xy) <= x1
+        and max(p[0] for p in xy) >= x0
+        and min(p[1] for p in xy) <= y1
+        and (max(p[1] for p in xy) >= y0)
+    )
+
+
+def _punt(feature: dict) -> dict:
+    """The ``INNAME_PUNT`` form of an ``INNAME`` record: the centre of its polygon as a point."""
+    xy = _positions(feature["geometry"])
+    lon = (min(p[0] for p in xy) + max(p[0] for p in xy)) / 2
+    lat = (min(p[1] for p in xy) + max(p[1] for p in xy)) / 2
+    return {
+        **feature,
+        "id": feature["id"].replace("INNAME.", "INNAME_PUNT.", 1),
+        "geometry": {"type": "Point", "coordinates": [round(lon, 7), round(lat, 7)]},
+    }
+
+
 def _cql2_match(expr: str, props: dict) -> bool:
-    """The CQL2-text subset our adapter sends: ``A <> 'x'``, ``A = 'x'``, ``A IN ('x','y')`` joined by AND."""
+    """The CQL2-text subset the consumers of GIPOD were seen sending: ``A = 'x'`` and ``A IN ('x','y')``
+    joined by AND (no ``<>``)."""
     for part in re.split(r"\s+AND\s+", expr.strip()):
-        if m := re.fullmatch(r"(\w+)\s*(<>|=)\s*'((?:[^']|'')*)'", part.strip()):
-            value = m.group(3).replace("''", "'")
-            if (str(props.get(m.group(1))) == value) != (m.group(2) == "="):
+        if m := re.fullmatch(r"(\w+)\s*=\s*'((?:[^']|'')*)'", part.strip()):
+            if str(props.get(m.group(1))) != m.group(2).replace("''", "'"):
                 return False
         elif m := re.fullmatch(r"(\w+)\s+IN\s*\((.*)\)", part.strip()):
             values = [v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", m.group(2))]
@@ -700,7 +771,10 @@ class _Handler(BaseHTTPRequestHandler):
         m = re.fullmatch(r"/collections/([A-Z_]+)/items", sub)
         if not m:
             return 404, {"code": "NotFound", "description": sub}, "application/json"
-        feats = d["works"] if m.group(1) in ("INNAME_PUNT", "INNAME") else []
+        collection = m.group(1)
+        feats = {"INNAME": d["works"], "INNAME_PUNT": [_punt(f) for f in d["works"]]}.get(
+            collection, d["hindrances"] if collection == "HINDER_PUNT" else []
+        )
         if "filter" in q:
             if q.get("filter-lang") != "cql2-text":
                 return (
@@ -712,13 +786,9 @@ class _Handler(BaseHTTPRequestHandler):
                 feats = [f for f in feats if _cql2_match(q["filter"], f["properties"])]
             except ValueError as exc:
                 return 400, {"code": "InvalidParameterValue", "description": str(exc)}, "application/json"
-        if "bbox" in q:
+        if "bbox" in q:  # features whose geometry's bounding box meets the bbox
             x0, y0, x1, y1 = (float(v) for v in q["bbox"].split(","))
-            feats = [
-                f
-                for f in feats
-                if x0 <= f["geometry"]["coordinates"][0] <= x1 and y0 <= f["geometry"]["coordinates"][1] <= y1
-            ]
+            feats = [f for f in feats if _meets(f["geometry"], x0, y0, x1, y1)]
         limit, offset = int(q.get("limit", 10)), int(q.get("offset", 0))
         page = feats[offset : offset + limit]
         self_url = f"{self.fake.base}{GIPOD_BASE}{sub}"

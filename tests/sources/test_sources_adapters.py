@@ -27,22 +27,45 @@ def test_gipod_follows_next_links_within_the_bbox_and_caches_every_page(fake, up
     s = replace(settings, gipod_page_size=10, gipod_bbox=ANTWERP_BBOX)
     data = gipod.fetch(upstream, s, NOW)
     pages = data.raw["works"]
-    # 25 works around Antwerp (Gent is outside the bbox), 4 of them published as 3 occurrences (33 features);
-    # the server filters out the event (1 feature) and the 4 'Uitgevoerd' works (one of them a series: 6)
+    # 25 occupations around Antwerp (Gent is outside the bbox), 4 of them published as 3 occurrences (33
+    # features); the server filters out the event (1 feature) and the 2 'Uitgevoerd' and 2 'Niet uitgevoerd'
+    # works (one of them a series: 6)
     assert [len(p["features"]) for p in pages] == [10, 10, 6]
-    first = fake.requests[0][1]
-    assert first["bbox"] == "4.3,51.1,4.6,51.35" and first["limit"] == "10"
-    assert first["filter-lang"] == "cql2-text" and first["filter"].startswith(
-        "Type <> 'Evenement' AND Status IN ("
+    first = fake.requests[0]
+    assert first[0] == f"{GIPOD_BASE}/collections/INNAME/items"
+    assert first[1]["bbox"] == "4.3,51.1,4.6,51.35" and first[1]["limit"] == "10"
+    assert first[1]["filter-lang"] == "cql2-text"
+    assert (
+        first[1]["filter"]
+        == "Type IN ('Werk','Grondwerk') AND Status IN ('In uitvoering','Concreet gepland')"
     )
-    assert "'Lopende'" in first["filter"] and "'Uitgevoerd'" not in first["filter"]
-    works = normalise.normalise_works(pages, now=NOW)
+    hinder = fake.requests[3]
+    assert hinder[0] == f"{GIPOD_BASE}/collections/HINDER_PUNT/items"
+    assert (
+        hinder[1]["filter"] == "HindranceStatus IN ('Gevalideerd')" and hinder[1]["bbox"] == first[1]["bbox"]
+    )
+    # validated hindrances of every third work (work 6: two zones), those of filtered works unused
+    assert [len(p["features"]) for p in data.raw["hindrances"]] == [9]
+    works = normalise.normalise_works(pages, now=NOW, hindrance_pages=data.raw["hindrances"])
     assert len(works) == 20 and "1199999" not in set(works["id"])
-    series = works.set_index("id").loc["1143401"]  # i = 1: 3 weekly occurrences from NOW - 27 d
+    by_id = works.set_index("id")
+    series = by_id.loc["1143401"]  # i = 1: 3 weekly occurrences from NOW - 27 d
     assert series["occurrences"] == 3 and series["start"] == pd.Timestamp("2026-11-03T07:00:00Z")
+    assert (by_id.loc["1143400", "hindrance"], by_id.loc["1143400", "consequences"]) == (
+        1,
+        "Geen doorgang voor gemotoriseerd verkeer",
+    )
+    # work 6's zones: the first severe with 1 consequence, the second not severe with 2: merged, sorted
+    assert by_id.loc["1143406", "hindrance"] == 1 and by_id.loc["1143406", "consequences"] == (
+        "Beperkte doorgang voor voetgangers;Geen doorgang voor gemotoriseerd verkeer"
+    )
+    assert by_id.loc["1143403", "hindrance"] == 0 and by_id.loc["1143401", "hindrance"] == -1
+    assert by_id.loc["1143407"].geometry.bounds[3] - by_id.loc["1143407"].geometry.bounds[1] == pytest.approx(
+        0.03
+    )
     assert data.retrieved_at["works"].tzinfo is not None
     again = gipod.fetch(upstream, s, NOW)
-    assert fake.hits_under(GIPOD_BASE) == 3 and again.from_cache == 3
+    assert fake.hits_under(GIPOD_BASE) == 4 and again.from_cache == 4
 
 
 def test_gipod_more_matches_than_the_page_budget_fail_with_the_reason(fake, upstream, settings):
@@ -299,3 +322,12 @@ def test_ircel_adapter_parses_the_documented_samples(examples):
     ]
     assert no2["value"].tolist()[:2] == [27.0, 17.5] and np.isnan(no2["value"].iloc[2])
     assert set(no2["kind"]) == {"measured"}
+
+
+def test_gipod_a_failing_hindrance_request_fails_the_source(fake, upstream, settings):
+    """The hindrances are part of the works layer: without them the source fails (its last layer is kept)."""
+    fake.inject(f"{GIPOD_BASE}/collections/HINDER_PUNT/items", Fault("status", 404), times=None)
+    with pytest.raises(UpstreamError, match="HTTP 404") as err:
+        gipod.fetch(upstream, settings, NOW)
+    assert err.value.source == "gipod"
+    assert fake.hits_under(f"{GIPOD_BASE}/collections/INNAME/items") == 1

@@ -14,7 +14,7 @@ from .fakeupstream import DELIJN_KEY, GIPOD_BASE, Fault
 
 
 def _items(settings):
-    return f"{settings.gipod_url}/collections/INNAME_PUNT/items"
+    return f"{settings.gipod_url}/collections/INNAME/items"
 
 
 def _is_collection(payload):

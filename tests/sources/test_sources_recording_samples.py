@@ -65,12 +65,19 @@ def assemble(reference_dir, out: Path, *, with_stop_lookup: bool, batch_values: 
         return (samples / name).read_bytes()
 
     items = "/collections/{collection}/items"
-    add("gipod", items, f"{GIPOD}/collections/INNAME_PUNT/items?limit=1000", made("gipod_works_page1.json"))
+    add("gipod", items, f"{GIPOD}/collections/INNAME/items?limit=1000", made("gipod_works_page1.json"))
+    # the real sample (markets, events) as the second page: its records go through the same code path
     add(
         "gipod",
         items,
-        f"{GIPOD}/collections/INNAME_PUNT/items?limit=1000&offset=1000",
+        f"{GIPOD}/collections/INNAME/items?limit=1000&offset=1000",
         real("gipod/gipod_inname_punt_markten_2026-09-28.json"),
+    )
+    add(
+        "gipod",
+        items,
+        f"{GIPOD}/collections/HINDER_PUNT/items?limit=1000",
+        made("gipod_hindrances_page1.json"),
     )
     add(
         "delijn",
@@ -294,7 +301,19 @@ def test_a_recording_of_the_samples_is_built_served_and_queried(reference_dir, t
             "2026-11-24",
             3,
         )
-        assert works["19900002"]["status"] == "Concreet gepland" and body["summary"]["activeWorks"] == 1
+        assert w["hindrance"] == {
+            "severe": True,
+            "consequences": [
+                "Beperkte doorgang voor voetgangers",
+                "Geen doorgang voor gemotoriseerd verkeer",
+            ],
+        }
+        assert works["19900002"]["status"] == "Concreet gepland" and works["19900002"]["hindrance"] is None
+        # 19900003: a road 4.5 km long, its representative point 2.6 km away, its north-western end 0.318 km
+        long_work = works["19900003"]
+        assert (long_work["lat"], long_work["lng"], long_work["distanceKm"]) == (51.2045, 4.447, 0.318)
+        assert long_work["hindrance"] == {"severe": False, "consequences": ["Vermindering van rijstroken"]}
+        assert body["summary"]["activeWorks"] == 2
         air = requests.get(
             f"http://127.0.0.1:{port}/api/v1/air-quality?lat={NEAR_STOP[0]}&lng={NEAR_STOP[1]}",
             headers={"Authorization": f"Bearer {key}"},

@@ -18,7 +18,16 @@ from app.sources.refresher import refresh
 from geo.data.snapshot import read_snapshot
 
 from .fakeupstream import listed_works, single_works
-from .fakeupstream import BOUNDARY_BASE, DELIJN_BASE, GIPOD_BASE, IRCEL_BASE, LEZ_BASE, Fault, FakeUpstream
+from .fakeupstream import (
+    BOUNDARY_BASE,
+    DELIJN_BASE,
+    GIPOD_BASE,
+    GIPOD_WORKS,
+    IRCEL_BASE,
+    LEZ_BASE,
+    Fault,
+    FakeUpstream,
+)
 
 NOW = datetime(2026, 11, 16, 7, 0, tzinfo=timezone.utc)
 
@@ -197,8 +206,8 @@ def test_cli_refresh_every_keeps_going(live_fake, tmp_path, data_dir, reference_
     assert result.exit_code == 0, result.output
     assert result.output.count("published snapshot") == 2
     first, second = result.output.split("published snapshot")[:2]
-    assert "gipod   ok      1 requests (0 from cache)" in first
-    assert "gipod   ok      1 requests (1 from cache)" in second  # same session and cache across rounds
+    assert "gipod   ok      2 requests (0 from cache)" in first  # works, then their hindrances
+    assert "gipod   ok      2 requests (2 from cache)" in second  # same session and cache across rounds
 
 
 def test_bad_coordinates_from_gipod_are_skipped_and_the_snapshot_loads(
@@ -220,7 +229,7 @@ def test_bad_coordinates_from_gipod_are_skipped_and_the_snapshot_loads(
         },
     ]
     page = {"type": "FeatureCollection", "features": good + bad, "links": []}  # NaN goes out as JSON `NaN`
-    fake.inject(GIPOD_BASE, Fault("body", payload=page), times=None)
+    fake.inject(GIPOD_WORKS, Fault("body", payload=page), times=None)
     report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
     assert report.published, report.lines()
     m = manifest(data_dir)
@@ -250,7 +259,7 @@ def test_a_source_whose_skipped_share_passes_the_threshold_fails_and_keeps_its_l
         for k in range(12)
     ]
     fake.inject(
-        GIPOD_BASE,
+        GIPOD_WORKS,
         Fault("body", payload={"type": "FeatureCollection", "features": good + bad, "links": []}),
         times=None,
     )
@@ -268,7 +277,7 @@ def test_a_source_whose_skipped_share_passes_the_threshold_fails_and_keeps_its_l
     ]
     fake.clear_faults()
     fake.inject(
-        GIPOD_BASE,
+        GIPOD_WORKS,
         Fault("body", payload={"type": "FeatureCollection", "features": many + bad[:10], "links": []}),
         times=None,
     )
