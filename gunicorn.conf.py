@@ -15,10 +15,10 @@ Measured choices (2 cores; ``make loadtest``, figures in docs/operations.md):
 - ``SIGHUP``: gunicorn re-reads this file, starts new workers (forked from the preloaded master) and stops the
   old ones gracefully (``graceful_timeout``); requests in flight finish. A new snapshot is picked up without
   any signal by the reload watcher (docs/sources.md).
-- Access log: JSON lines from :class:`app.accesslog.JsonAccessLogger`, no request headers (no
+- Access log: JSON lines from :class:`app.server.accesslog.JsonAccessLogger`, no request headers (no
   ``Authorization``), link tokens and key-like query values redacted.
 - ``Server: urban`` (no product version); request line, header count/size limits; worker ``timeout``.
-- ``worker_class``: :mod:`app.gunicorn_worker` — requests gunicorn rejects itself (request line over
+- ``worker_class``: :mod:`app.server.worker` — requests gunicorn rejects itself (request line over
   ``limit_request_line`` → 414, headers over the limits → 431, malformed → 400) get the API's JSON error
   with the rate-limit, nosniff and CORS headers instead of gunicorn's HTML page.
 """
@@ -36,9 +36,9 @@ workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 _worker = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
 if _worker == "gthread" or (_worker == "sync" and threads > 1):
-    worker_class = "app.gunicorn_worker.ThreadWorker"
+    worker_class = "app.server.worker.ThreadWorker"
 elif _worker == "sync":
-    worker_class = "app.gunicorn_worker.SyncWorker"
+    worker_class = "app.server.worker.SyncWorker"
 else:
     worker_class = _worker
 preload_app = True
@@ -53,7 +53,7 @@ max_requests = 0  # no periodic recycling: workers hold no per-request state and
 accesslog = os.environ.get("GUNICORN_ACCESSLOG", "-") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
-logger_class = "app.accesslog.JsonAccessLogger"
+logger_class = "app.server.accesslog.JsonAccessLogger"
 proc_name = "urban-conditions"
 control_socket_disable = True  # no shared ~/.gunicorn/gunicorn.ctl between instances; signals suffice
 

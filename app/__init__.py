@@ -16,7 +16,7 @@ import secrets
 from flask import Flask
 
 from . import config as settings
-from .state import UrbanState
+from app.web.state import UrbanState
 
 log = logging.getLogger("app")
 
@@ -90,7 +90,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     os.makedirs(app.instance_path, exist_ok=True)
     app.extensions["urban"] = UrbanState(engine=load_engine(app))
 
-    from . import api, cli, db, errors, health, http, ratelimit
+    from . import api, cli, health
+    from app.store import db
+    from app.web import errors, conventions as http, ratelimit
 
     http.init_app(app)
     errors.init_app(app)

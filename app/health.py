@@ -1,6 +1,6 @@
 """``GET /healthz`` (outside ``/api/v1``): is this worker able to serve?
 
-No key, no quota; like every response it carries the per-IP rate-limit headers (added by :mod:`app.http`).
+No key, no quota; like every response it carries the per-IP rate-limit headers (added by :mod:`app.web.conventions`).
 200 ``{"status": "ok", "snapshot": {...}, "database": "ok"}`` when the engine is loaded and the account store
 answers; otherwise 503 ``service_unavailable`` in the one error shape, the message naming what is down.
 Used by the Dockerfile's ``HEALTHCHECK`` and by load balancers.
@@ -15,8 +15,8 @@ import sqlite3
 
 from flask import Blueprint, current_app
 
-from .db import get_db
-from .errors import ServiceUnavailable
+from app.store.db import get_db
+from app.web.errors import ServiceUnavailable
 
 bp = Blueprint("health", __name__)
 

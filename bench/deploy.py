@@ -72,10 +72,10 @@ def prepare(
 ) -> Fixture:
     """A fresh instance folder with ``accounts`` accounts on ``plan``, each with saved locations (in the
     instance's SQLite store, or in the PostgreSQL store at ``database_url``)."""
-    from app import accounts as acc
-    from app import db_postgres
-    from app.db import connect, migrate
-    from app.saved_locations import add_location
+    from app.store import accounts as acc
+    from app.store import postgres as db_postgres
+    from app.store.db import connect, migrate
+    from app.store.saved_locations import add_location
 
     instance = Path(instance)
     instance.mkdir(parents=True, exist_ok=True)

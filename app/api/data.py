@@ -1,7 +1,7 @@
 """Data endpoints: ``/locations``, ``/disruptions``, ``/air-quality``, ``/briefing``.
 
 Each view only parses (targeting), calls ``geo`` and serialises; authentication, plan and quota run first
-in :func:`app.auth.require_api_access`. The three targeted views are made from their declarations in
+in :func:`app.api.auth.require_api_access`. The three targeted views are made from their declarations in
 :mod:`app.api.endpoints` (the ``geo`` computations are imported on first call).
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from flask import Blueprint, g
 
-from ..auth import require_api_access
-from ..clock import data_now
-from ..db import get_db
-from ..http import data_response
-from ..negotiation import negotiate
-from ..saved_locations import as_json, list_locations
+from .auth import require_api_access
+from app.web.clock import data_now
+from app.store.db import get_db
+from app.web.conventions import data_response
+from .negotiation import negotiate
+from app.store.saved_locations import as_json, list_locations
 from .endpoints import ENDPOINTS, DataEndpoint
 from .targeting import current_engine, resolve_target
 

@@ -1,7 +1,7 @@
 """The data endpoints, declared once: path, view name, the ``geo`` function that computes the body, the
 snapshot layers it reads, its OpenAPI summary and response schema.
 
-This one table feeds the blueprint (:mod:`app.api.data`), the OpenAPI paths (:mod:`app.openapi`), the
+This one table feeds the blueprint (:mod:`app.api.data`), the OpenAPI paths (:mod:`app.api.openapi`), the
 freshness map (:data:`app.sources.freshness.ENDPOINT_LAYERS`) and the benchmarks
 (``bench/bench_endpoints.py``); ``tests/app/test_endpoint_registry.py`` fails when an endpoint is missing
 from any of them or from docs/api.md. The ``geo`` functions are imported on first call, so importing the app

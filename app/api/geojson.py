@@ -1,6 +1,6 @@
 """GeoJSON (RFC 7946) representation of ``/locations``, ``/disruptions`` and ``/air-quality``.
 
-Chosen with ``Accept: application/geo+json`` (:mod:`app.negotiation`). Each answer becomes a
+Chosen with ``Accept: application/geo+json`` (:mod:`app.api.negotiation`). Each answer becomes a
 FeatureCollection built from the JSON answer itself, so every value is the JSON answer's, unchanged:
 ``properties`` = ``{"kind": …, **the JSON object}``. Geometries are ``[lng, lat]`` Points (MultiPoint for a
 detour); a feature whose place is unknown has ``"geometry": null``. See docs/api.md → GeoJSON.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from flask import g
 
-from .. import jsontext
+from app.web import jsontext
 from .targeting import current_engine
 
 

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from flask import current_app, g, request
 
-from ..coordinates import parse_decimal
-from ..db import get_db
-from ..errors import (
+from app.web.coordinates import parse_decimal
+from app.store.db import get_db
+from app.web.errors import (
     AmbiguousTarget,
     InvalidCoordinatesError,
     InvalidRequest,
@@ -22,8 +22,8 @@ from ..errors import (
     OutsideServiceArea,
     ServiceUnavailable,
 )
-from ..redact import echo
-from ..saved_locations import get_location
+from app.web.redact import echo
+from app.store.saved_locations import get_location
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def resolve_target(engine) -> Target:
             raise MissingTarget(f"{missing} is missing: lat and lng must be given together")
         target = Target(parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0))
     else:
-        prefetched = g.get("saved_location")  # read in the admission statement (app.auth)
+        prefetched = g.get("saved_location")  # read in the admission statement (app.api.auth)
         if prefetched is not None and prefetched[0] == location_id:
             row = prefetched[1]
         else:

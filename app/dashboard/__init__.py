@@ -2,7 +2,7 @@
 
 ``init_app(app)`` registers the ``/dashboard`` blueprint and the ``alerts`` CLI group. Sign-in is the
 portal's (e-mail link, signed session cookie); what a signed-in account may do follows its plan
-(:attr:`app.plans.Plan.dashboard`): Pro, Enterprise and Dashboard get the full dashboard, Developer and API
+(:attr:`app.store.plans.Plan.dashboard`): Pro, Enterprise and Dashboard get the full dashboard, Developer and API
 accounts a read-only map explorer.
 """
 

@@ -18,8 +18,8 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from app.accounts import StoreError, utc_stamp
-from app.db import write
+from app.store.accounts import StoreError, utc_stamp
+from app.store.db import write
 
 from .figures import RUNNING, point_figures
 

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 
 from flask import render_template
 
-from app.accounts import utc_stamp
-from app.db import write
+from app.store.accounts import utc_stamp
+from app.store.db import write
 from app.mail import MailUnavailable, build_message
 
 log = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.api.targeting import parse_coordinate, require_service_area
-from app.errors import LocationNotFound, MissingTarget
-from app.redact import echo
-from app.saved_locations import get_location
+from app.web.errors import LocationNotFound, MissingTarget
+from app.web.redact import echo
+from app.store.saved_locations import get_location
 
 
 @dataclass(frozen=True)

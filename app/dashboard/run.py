@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 
-from app.clock import data_now
-from app.db import open_store
+from app.web.clock import data_now
+from app.store.db import open_store
 
 from . import alerts, delivery
 

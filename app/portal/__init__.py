@@ -17,7 +17,8 @@ from flask.sessions import SecureCookieSessionInterface
 
 from app.mail import Mail
 
-from . import redact, settings, throttle
+from app.server import logfilter as redact
+from . import settings, throttle
 
 mail = Mail()
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class PortalSessionInterface(SecureCookieSessionInterface):
 
 def init_app(app):
     """Register the sign-up API, the portal pages, mail, session policy and log redaction on ``app``."""
-    from app.api.signup import bp as signup_bp
+    from app.portal.signup import bp as signup_bp
     from .views import bp as portal_bp
 
     settings.apply(app.config)

@@ -21,8 +21,8 @@ import hashlib
 from flask import current_app, g, request
 from limits import parse
 
-from app.errors import RateLimited
-from app.ratelimit import client_address, limiter, retry_after, window
+from app.web.errors import RateLimited
+from app.web.ratelimit import client_address, limiter, retry_after, window
 
 SCOPE = "signup-address"
 #: the endpoints that mail a link (the API and the portal form)

@@ -15,13 +15,13 @@ from flask import (
     url_for,
 )
 
-from app import accounts, usage
-from app.clock import wall_now
-from app.db import get_db
-from app.errors import ApiError, to_api_error
+from app.store import accounts, usage
+from app.web.clock import wall_now
+from app.store.db import get_db
+from app.web.errors import ApiError, to_api_error
 from app.mail import MailUnavailable
-from app.plans import get_plan
-from app.saved_locations import as_json, list_locations
+from app.store.plans import get_plan
+from app.store.saved_locations import as_json, list_locations
 
 from . import csrf, links, sessions
 from .addresses import InvalidEmail, normalize_email

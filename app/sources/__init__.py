@@ -102,7 +102,7 @@ def init_app(app) -> None:
         deadline = deadlines[layers]
         if deadline is None:
             return []
-        from app.clock import wall_now
+        from app.web.clock import wall_now
 
         now = wall_now()
         if now < deadline - _MARGIN:
@@ -116,7 +116,7 @@ def init_app(app) -> None:
         stale = _stale(current_app.extensions[EXTENSION], g.get("urban_engine"))
         if not stale:
             return response
-        from app.errors import error_response
+        from app.web.errors import error_response
 
         err = stale_error(stale)
         current_app.logger.warning("502 upstream_error for %s: %s", request.path, err.message)

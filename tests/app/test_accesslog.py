@@ -7,7 +7,7 @@ import logging
 
 from gunicorn.config import Config
 
-from app.accesslog import JsonAccessLogger
+from app.server.accesslog import JsonAccessLogger
 
 
 class _Resp:

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from app import accounts, apikeys
+from app.store import accounts, apikeys
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def snapshot(app):
     """A digest of every row of every table: proves that a failed command wrote nothing."""
-    from app.db import open_store
+    from app.store.db import open_store
 
     conn = open_store(app)
     h = hashlib.sha256()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.api.endpoints import ENDPOINTS, by_path
-from app.openapi import build as build_spec
+from app.api.openapi import build as build_spec
 from app.sources.freshness import ENDPOINT_LAYERS
 from geo.rules.works import RADIUS_JSON, RADIUS_KM, RADIUS_TEXT
 

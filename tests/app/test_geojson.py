@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
-from app import accounts
-from app.db import open_store
-from app.saved_locations import add_location
+from app.store import accounts
+from app.store.db import open_store
+from app.store.saved_locations import add_location
 from platform_helpers import add_stadhuis, bearer
 from platform_helpers import assert_error
 from test_openapi import check_response

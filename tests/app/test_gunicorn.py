@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from app import accounts, usage
-from app.db import connect, migrate
+from app.store import accounts, usage
+from app.store.db import connect, migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

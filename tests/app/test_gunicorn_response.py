@@ -1,4 +1,4 @@
-"""``app.gunicorn_worker.CoalescingResponse``: the same bytes as gunicorn's own response writer, in one
+"""``app.server.worker.CoalescingResponse``: the same bytes as gunicorn's own response writer, in one
 ``sendall`` (status line and headers together with the body), for GET, HEAD and a bodiless response.
 
 Requests are parsed by gunicorn's real parser from a socket pair; the writer's socket records each
@@ -14,7 +14,7 @@ from gunicorn import http as gunicorn_http
 from gunicorn.config import Config
 from gunicorn.http.wsgi import Response
 
-from app.gunicorn_worker import CoalescingResponse
+from app.server.worker import CoalescingResponse
 
 
 class Recorder:

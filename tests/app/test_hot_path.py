@@ -16,10 +16,10 @@ from urllib.parse import parse_qsl, urlencode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import accounts, apikeys, usage
-from app.db import connect, migrate
-from app.plans import PLANS
-from app.redact import _SECRET_NAMES, REDACTED, is_secret_like, redact_query
+from app.store import accounts, apikeys, usage
+from app.store.db import connect, migrate
+from app.store.plans import PLANS
+from app.web.redact import _SECRET_NAMES, REDACTED, is_secret_like, redact_query
 
 
 def _reference(query: str) -> str:

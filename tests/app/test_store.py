@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from app import accounts, db_postgres, usage
-from app.db import connect, execute_write, migrate, migrations, schema_version
-from app.saved_locations import add_location, list_locations, remove_location
-from app.accounts import StoreError
+from app.store import accounts, postgres as db_postgres, usage
+from app.store.db import connect, execute_write, migrate, migrations, schema_version
+from app.store.saved_locations import add_location, list_locations, remove_location
+from app.store.accounts import StoreError
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_authenticate_rejects_revoked_and_unknown(store, account):
     kid = store.execute("SELECT id FROM api_keys WHERE account_id = ?", (row["id"],)).fetchone()[0]
     accounts.revoke_key(store, row["id"], kid)
     assert accounts.authenticate(store, key) is None
-    from app.apikeys import new_key
+    from app.store.apikeys import new_key
 
     assert accounts.authenticate(store, new_key()) is None
 
@@ -181,8 +181,8 @@ def test_admit_is_exact_under_threads(store, account, connector):
 
 def test_admit_key_is_exact_under_threads_and_refunds(store, account, connector):
     """The one-statement admission of key + quota: 6 threads × 25 calls on a 100-a-day key."""
-    from app.apikeys import digest
-    from app.plans import PLANS
+    from app.store.apikeys import digest
+    from app.store.plans import PLANS
 
     row, key = account("developer")
     results = []
@@ -305,7 +305,7 @@ def test_store_that_cannot_be_reached_is_503_and_healthz_says_so(make_app, app):
     else:
         down = make_app(DATABASE="/nonexistent-dir/urban.sqlite")
     client = down.test_client()
-    from app.apikeys import new_key
+    from app.store.apikeys import new_key
 
     assert_error(
         client.get("/api/v1/locations", headers={"Authorization": f"Bearer {new_key()}"}),
@@ -329,7 +329,7 @@ def test_postgres_dialect_refuses_sqlite_idioms_it_does_not_map():
 
 
 def test_sqlite_limits_storage_fixed_window(tmp_path, monkeypatch):
-    from app import limits_sqlite
+    from app.web import ratelimit_storage as limits_sqlite
     from limits.storage import storage_from_string
 
     storage = storage_from_string(f"urban-sqlite:///{tmp_path}/rl.sqlite")

@@ -2,8 +2,8 @@
 
 import uuid
 
-from app import accounts, db_postgres
-from app.db import migrate
+from app.store import accounts, postgres as db_postgres
+from app.store.db import migrate
 
 
 def test_postgres_connection_lost_is_one_503_then_a_fresh_connection(make_app, postgres_url, postgres_server):

@@ -94,8 +94,8 @@ def variant(
 def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     tmp_path, snapshot_dir, engine, config, smtp_server, receiver
 ):
-    from app import accounts
-    from app.db import connect, migrate
+    from app.store import accounts
+    from app.store.db import connect, migrate
     from app.dashboard.figures import point_figures
 
     figures = point_figures(engine, *POINT, engine.as_of)
@@ -188,10 +188,10 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
 def test_failed_deliveries_are_retried_and_then_sent_once(
     tmp_path, snapshot_dir, engine, config, smtp_server
 ):
-    from app import accounts
+    from app.store import accounts
     from app.dashboard import alerts
-    from app.db import connect, migrate
-    from app.saved_locations import add_location
+    from app.store.db import connect, migrate
+    from app.store.saved_locations import add_location
 
     before = variant(snapshot_dir, tmp_path / "a", no2=20.0)
     after = variant(snapshot_dir, tmp_path / "b", no2=45.0)
@@ -245,7 +245,7 @@ def test_webhooks_to_private_addresses_are_refused_unless_allowed(config):
 
 
 def test_explorer_plans_cannot_subscribe_or_download(user, store):
-    from app.saved_locations import add_location
+    from app.store.saved_locations import add_location
 
     account, _key, client = user("api")
     loc = add_location(store, account["id"], name="X", address="", lat=51.2194, lng=4.4025)

@@ -13,7 +13,7 @@ import json
 import pytest
 import requests
 
-from app.saved_locations import add_location
+from app.store.saved_locations import add_location
 
 from tests.dashboard.test_dashboard_browser import wait_ready
 from tests.portal.test_portal_browser import SHOTS, browser, check_accessible, shoot  # noqa: F401

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from app import accounts, create_app
+from app.store import accounts
+from app import create_app
 from app.dashboard import alerts
-from app.db import connect, migrate
-from app.saved_locations import add_location
+from app.store.db import connect, migrate
+from app.store.saved_locations import add_location
 from tests.sources.fakeupstream import FakeUpstream
 
 

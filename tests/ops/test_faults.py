@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app import accounts, usage
-from app.db import connect, get_db, write
+from app.store import accounts, usage
+from app.store.db import connect, get_db, write
 
 from .conftest import bearer
 
@@ -33,7 +33,7 @@ def assert_503(resp):
 def test_locked_store_gives_503_then_recovers(make_app, tmp_path):
     app = make_app(DB_TIMEOUT=0.2)
     client = app.test_client()
-    from app.db import open_store
+    from app.store.db import open_store
 
     conn = open_store(app)
     row, key = accounts.create_account(conn, "lock@stad.gent.be", "developer")
@@ -58,7 +58,7 @@ def test_full_disk_gives_503_nothing_half_written_then_recovers(make_app):
     """``PRAGMA max_page_count`` on the app's own connection makes its file unable to grow (SQLITE_FULL)."""
     app = make_app()
     client = app.test_client()
-    from app.db import open_store
+    from app.store.db import open_store
 
     conn = open_store(app)
     keys = [accounts.create_account(conn, f"full{i}@stad.gent.be", "api") for i in range(400)]
@@ -107,9 +107,9 @@ def test_nested_write_is_one_transaction(tmp_path):
 
 def test_link_confirmation_is_all_or_nothing(make_app):
     """A link whose account cannot be written stays usable (consume + create are one transaction)."""
-    from app import tokens
+    from app.store import tokens
     from app.portal import links
-    from app.db import open_store
+    from app.store.db import open_store
 
     app = make_app()
     conn = open_store(app)

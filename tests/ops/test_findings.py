@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app import accounts, create_app
-from app.db import open_store
-from app.saved_locations import add_location
+from app.store import accounts
+from app import create_app
+from app.store.db import open_store
+from app.store.saved_locations import add_location
 
 from .conftest import bearer
 
@@ -352,7 +353,7 @@ def encodings(secret: str) -> list[str]:
     "logger",
     [
         "app",
-        "app.errors",
+        "app.web.errors",
         "werkzeug",
         "gunicorn.error",
         "gunicorn.access",

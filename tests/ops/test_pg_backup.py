@@ -7,11 +7,11 @@ from __future__ import annotations
 import subprocess
 import uuid
 
-from app import accounts, usage
-from app.apikeys import digest
-from app.db import migrate, migrations, schema_version
-from app.db_postgres import connect
-from app.plans import PLANS
+from app.store import accounts, usage
+from app.store.apikeys import digest
+from app.store.db import migrate, migrations, schema_version
+from app.store.postgres import connect
+from app.store.plans import PLANS
 from bench.services import postgres_bin
 
 

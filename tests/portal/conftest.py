@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.db import connect, migrate
+from app.store.db import connect, migrate
 
 from .helpers import Inbox, LiveServer, build_app, free_port
 

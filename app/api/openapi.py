@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document served at ``/api/v1/openapi.json``.
 
-Built from the same sources the app uses: error codes from :mod:`app.errors`, plans from :mod:`app.plans`,
+Built from the same sources the app uses: error codes from :mod:`app.web.errors`, plans from :mod:`app.store.plans`,
 data response schemas from :mod:`app.api.data_schemas`. Tests validate it with openapi-spec-validator and
 validate real responses against it.
 """
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import copy
 
-from .errors import error_codes
-from .api.endpoints import ENDPOINTS
-from .api.geojson import SERIALISERS
-from .plans import PLANS
+from app.web.errors import error_codes
+from .endpoints import ENDPOINTS
+from .geojson import SERIALISERS
+from app.store.plans import PLANS
 
 _RATE = {
     "X-RateLimit-Limit": {"$ref": "#/components/headers/X-RateLimit-Limit"},
@@ -138,9 +138,9 @@ def _data_get(summary: str, schema: str, statuses, geojson: bool = False, transl
 
 def build() -> dict:
     """The OpenAPI 3.1 document (a fresh dict each call)."""
-    from .api.data_schemas import DATA_SCHEMAS
+    from .data_schemas import DATA_SCHEMAS
 
-    from .api.geojson_schemas import components as geojson_components
+    from .geojson_schemas import components as geojson_components
 
     target_errors = (400, 401, 403, 404, 406, 422, 429, 500, 502, 503)  # plus _ANY
     quotas = ", ".join(

@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from app.db import connect, migrate
+>>> from app.store.db import connect, migrate
 >>> conn = connect(":memory:"); _ = migrate(conn)
 >>> account, key = create_account(conn, "ops@antwerpen.be", "developer")
 >>> authenticate(conn, key)["email"]

@@ -14,7 +14,7 @@ import time
 
 from gunicorn.glogging import Logger
 
-from .redact import redact_path, redact_query
+from app.web.redact import redact_path, redact_query
 
 
 class _Stamp:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from flask import Blueprint, current_app, jsonify, request
 
-from app.clock import wall_now
-from app.db import get_db
-from app.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
-from app.http import json_body
+from app.web.clock import wall_now
+from app.store.db import get_db
+from app.web.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
+from app.web.conventions import json_body
 from app.mail import MailUnavailable
-from app.redact import echo
+from app.web.redact import echo
 from app.portal import links
 from app.portal.addresses import InvalidEmail as BadAddress, normalize_email
 from app.portal.views import link_url

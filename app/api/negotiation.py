@@ -30,8 +30,8 @@ from typing import Callable
 
 from flask import g, request
 
-from . import jsontext
-from .errors import NotAcceptable
+from app.web import jsontext
+from app.web.errors import NotAcceptable
 
 JSON = "application/json"
 GEOJSON = "application/geo+json"
@@ -213,14 +213,14 @@ class Representation:
 
 def offers(resource: str) -> tuple[str, ...]:
     """Media types a data resource (``locations``, ``disruptions``, ...) is offered in, JSON first."""
-    from .api.geojson import SERIALISERS
+    from .geojson import SERIALISERS
 
     return (JSON, GEOJSON) if resource in SERIALISERS else (JSON,)
 
 
 def translated(resource: str) -> bool:
     """Whether a data resource's answer has generated texts that follow ``Accept-Language``."""
-    from .api.endpoints import ENDPOINTS
+    from .endpoints import ENDPOINTS
 
     return any(e.translated and e.path == f"/{resource}" for e in ENDPOINTS)
 
@@ -239,7 +239,7 @@ def negotiate() -> None:
             f"/{resource} is available as {' or '.join(offered)}; send one of these in Accept (or */*)"
         )
     if media == GEOJSON:
-        from .api.geojson import render
+        from .geojson import render
 
         g.representation = Representation(GEOJSON, lambda body: render(resource, body))
 

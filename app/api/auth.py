@@ -14,13 +14,13 @@ from typing import NoReturn
 
 from flask import g, request
 
-from . import accounts, apikeys, usage
-from .clock import wall_now
-from .db import get_db
-from .errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, RateLimited
-from .plans import PLANS, Plan
-from .ratelimit import RateInfo, hit_auth_failure, retry_after
-from .saved_locations import valid_id
+from app.store import accounts, apikeys, usage
+from app.web.clock import wall_now
+from app.store.db import get_db
+from app.web.errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, RateLimited
+from app.store.plans import PLANS, Plan
+from app.web.ratelimit import RateInfo, hit_auth_failure, retry_after
+from app.store.saved_locations import valid_id
 
 
 def bearer_token() -> str | None:

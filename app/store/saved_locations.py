@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from app.db import connect, migrate
+>>> from app.store.db import connect, migrate
 >>> conn = connect(":memory:"); _ = migrate(conn)
 >>> _ = conn.execute("INSERT INTO accounts (id, email, plan, created_at) VALUES (1, 'a@b.be', 'api', '')")
 >>> loc = add_location(conn, 1, name="Stadhuis", address="Grote Markt 1, 2000 Antwerpen",

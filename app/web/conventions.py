@@ -17,10 +17,11 @@ from werkzeug.http import parse_etags
 from werkzeug.local import LocalProxy
 from werkzeug.sansio.utils import get_content_length
 
-from . import auth, jsontext, negotiation, ratelimit
+from app.api import auth, negotiation
+from . import jsontext, ratelimit
 from .errors import ApiError, InvalidRequest, PayloadTooLarge
 
-log = logging.getLogger("app.http")
+log = logging.getLogger("app.web.conventions")
 
 RATE_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id")
@@ -32,7 +33,7 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
 class UrbanJSONProvider(DefaultJSONProvider):
-    """Flask's JSON provider writing :mod:`app.jsontext` (compact UTF-8 JSON, keys in insertion order, NaN
+    """Flask's JSON provider writing :mod:`app.web.jsontext` (compact UTF-8 JSON, keys in insertion order, NaN
     refused, NumPy scalars as Python numbers)."""
 
     sort_keys = False
@@ -53,7 +54,7 @@ class UrbanJSONProvider(DefaultJSONProvider):
 
 
 def data_response(body: dict):
-    """A cacheable data response in the negotiated representation (:mod:`app.negotiation`):
+    """A cacheable data response in the negotiated representation (:mod:`app.api.negotiation`):
     ``Cache-Control: private, max-age=N`` and ``Vary: Authorization, Accept``; an answer with translated
     texts also ``Content-Language`` and ``Accept-Language`` in ``Vary``."""
     # the app behind the proxy, once (Flask types ``current_app`` as the app; it is a LocalProxy)
@@ -134,7 +135,7 @@ def parse_json(data: bytes):
     >>> parse_json(b'{"a": 1, "a": 2}')
     Traceback (most recent call last):
     ...
-    app.errors.InvalidRequest: the body is not valid JSON: a member name appears twice
+    app.web.errors.InvalidRequest: the body is not valid JSON: a member name appears twice
     """
     try:
         text = data.decode("utf-8")

@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from app.db import connect, migrate
+>>> from app.store.db import connect, migrate
 >>> conn = connect(":memory:"); _ = migrate(conn)
 >>> _ = conn.execute("INSERT INTO accounts (id, email, plan, created_at) VALUES (1, 'a@b.be', 'developer', '')")
 >>> [admit(conn, 1, "2026-11-16", 2) for _ in range(3)]
@@ -85,21 +85,21 @@ _LOCATION_COLUMNS = ("name", "lat", "lng")
 
 def admit_key(conn, digest: str, day: str, plans, location_id: str | None = None) -> "sqlite3.Row | None":
     """Authenticate and admit in one statement: count one call for the live key with SHA-256 ``digest``
-    when its account's plan (one of ``plans``, a sequence of :class:`app.plans.Plan`) has API access and
+    when its account's plan (one of ``plans``, a sequence of :class:`app.store.plans.Plan`) has API access and
     the day's count is below the plan's quota.
 
     Returns the row ``(id, email, plan, key_id, count)``, or None when nothing was counted (unknown or
     revoked key, plan without API access or unknown, quota exhausted): the caller then finds out which
-    with :func:`app.accounts.authenticate` and :func:`admit`. With ``location_id`` the same statement also
+    with :func:`app.store.accounts.authenticate` and :func:`admit`. With ``location_id`` the same statement also
     reads that saved location of the account (``location_name``, ``location_lat``, ``location_lng``; NULL
     when the account has none by that id), so a call by ``locationId`` is one round trip to the store.
 
     Examples
     --------
     >>> from app import accounts
-    >>> from app.apikeys import digest
-    >>> from app.db import connect, migrate
-    >>> from app.plans import PLANS
+    >>> from app.store.apikeys import digest
+    >>> from app.store.db import connect, migrate
+    >>> from app.store.plans import PLANS
     >>> conn = connect(":memory:"); _ = migrate(conn)
     >>> _, key = accounts.create_account(conn, "a@b.be", "developer")
     >>> admit_key(conn, digest(key), "2026-11-16", tuple(PLANS.values()))["count"]

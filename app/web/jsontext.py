@@ -1,7 +1,7 @@
 """The API's JSON text: compact UTF-8, keys in insertion order, NaN refused, NumPy scalars as Python numbers.
 
 Same object → same bytes, so ETags and the determinism tests compare byte for byte. The app's JSON provider
-(:class:`app.http.UrbanJSONProvider`) and the representations (:mod:`app.negotiation`, the GeoJSON
+(:class:`app.web.conventions.UrbanJSONProvider`) and the representations (:mod:`app.api.negotiation`, the GeoJSON
 serialisers) all write through :func:`body`.
 
 Examples

@@ -1,11 +1,11 @@
-"""Log redaction: link tokens and API keys (in any encoding, :func:`app.redact.redact_text`) are removed from
+"""Log redaction: link tokens and API keys (in any encoding, :func:`app.web.redact.redact_text`) are removed from
 every log record of the process — werkzeug and gunicorn request lines, gunicorn's error log, the app's own log."""
 
 from __future__ import annotations
 
 import logging
 
-from app.redact import redact_text
+from app.web.redact import redact_text
 
 LOGGERS = ("werkzeug", "gunicorn.access", "gunicorn.error")
 

@@ -24,7 +24,7 @@ from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.workers.gthread import ThreadWorker as _ThreadWorker
 from gunicorn.workers.sync import SyncWorker as _SyncWorker
 
-from .redact import echo, redact_text
+from app.web.redact import echo, redact_text
 
 _REASONS = {
     400: "Bad Request",
@@ -121,7 +121,7 @@ def rate_headers(app, ip: str) -> dict[str, str]:
     unauthenticated responses. Without the app or its store: the full budget of the default limit."""
     if app is not None:
         try:
-            from .ratelimit import peek
+            from app.web.ratelimit import peek
 
             with app.test_request_context("/", environ_base={"REMOTE_ADDR": ip}):
                 return peek().headers()

@@ -19,7 +19,7 @@ from typing import TypeAlias, cast
 
 from flask import current_app, g
 
-from . import db_postgres
+from . import postgres as db_postgres
 
 
 #: a connection of either account store (the PostgreSQL one speaks the SQLite interface the store uses)
@@ -117,7 +117,7 @@ def write(conn: Store, *, durable: bool = False) -> Iterator[Store]:
     >>> [r[0] for r in conn.execute("SELECT x FROM t")]
     [1]
     """
-    if isinstance(conn, db_postgres.PgConnection):  # the PostgreSQL store (app/db_postgres.py)
+    if isinstance(conn, db_postgres.PgConnection):  # the PostgreSQL store (app/store/postgres.py)
         with conn.transaction(durable=durable):
             yield conn
         return
@@ -158,9 +158,9 @@ def write(conn: Store, *, durable: bool = False) -> Iterator[Store]:
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """(version, name, sql) of every ``app/migrations/NNN_name.sql``, in order."""
+    """(version, name, sql) of every ``app/store/migrations/NNN_name.sql``, in order."""
     out = []
-    for entry in resources.files("app.migrations").iterdir():
+    for entry in resources.files("app.store.migrations").iterdir():
         name = entry.name
         if name.endswith(".sql") and name[:3].isdigit():
             out.append((int(name[:3]), name, entry.read_text(encoding="utf-8")))
@@ -245,7 +245,7 @@ def open_store(app) -> sqlite3.Connection:
     """A migrated connection for ``app`` outside a request (CLI, portal jobs); caller closes it.
 
     ``DATABASE_URL`` (``postgresql://…``) selects the PostgreSQL store, else the SQLite file ``DATABASE``.
-    Typed as the SQLite connection whose interface :class:`app.db_postgres.PgConnection` speaks, so the
+    Typed as the SQLite connection whose interface :class:`app.store.postgres.PgConnection` speaks, so the
     store functions keep one signature for both backends."""
     url = app.config.get("DATABASE_URL")
     conn: Store

@@ -1,8 +1,8 @@
 """Secrets out of logs and error messages: API keys, link tokens, addresses and long token-like values.
 
 One helper for every place that writes request data somewhere a person reads it: the JSON access log
-(:mod:`app.accesslog`), the werkzeug/gunicorn log filter (:mod:`app.portal.redact`), gunicorn's own error
-answers (:mod:`app.gunicorn_worker`) and every error message (:func:`echo`, :func:`redact_path`).
+(:mod:`app.server.accesslog`), the werkzeug/gunicorn log filter (:mod:`app.server.logfilter`), gunicorn's own error
+answers (:mod:`app.server.worker`) and every error message (:func:`echo`, :func:`redact_path`).
 """
 
 from __future__ import annotations

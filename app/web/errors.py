@@ -19,7 +19,7 @@ from geo.errors import OutsideServiceArea as GeoOutsideServiceArea
 
 from .redact import echo, redact_path
 
-log = logging.getLogger("app.errors")
+log = logging.getLogger("app.web.errors")
 
 
 class ApiError(Exception):
@@ -193,7 +193,7 @@ def to_api_error(exc: BaseException) -> ApiError:
             return InvalidRequest("the request is malformed")
         return cls()
     if isinstance(exc, sqlite3.Error):
-        from .db import discard_db
+        from app.store.db import discard_db
 
         discard_db()  # the next request opens a fresh connection
     if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
@@ -220,7 +220,7 @@ def _limiter_breach(exc) -> "RateLimited":
 
 
 def error_response(err: ApiError):
-    """The one JSON error response for ``err`` (rate-limit headers are added later by app.http)."""
+    """The one JSON error response for ``err`` (rate-limit headers are added later by app.web.conventions)."""
     body = {"error": err.code, "message": err.message}
     if err.status >= 500:
         body["requestId"] = g.get("request_id", "")

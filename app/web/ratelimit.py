@@ -20,7 +20,7 @@ from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from limits import parse
 
-from . import limits_sqlite  # noqa: F401  (registers the urban-sqlite:// storage scheme)
+from . import ratelimit_storage  # noqa: F401  (registers the urban-sqlite:// storage scheme)
 
 #: Created unbound; :func:`init_app` binds it (storage from ``RATELIMIT_STORAGE_URI``).
 limiter = Limiter(key_func=get_remote_address, headers_enabled=False, key_prefix="urban")
@@ -132,7 +132,7 @@ def init_app(app) -> None:
     limiter.init_app(app)
     # Flask-Limiter checks every request for decorated/default limits (~10% of a data call). The keyed data
     # endpoints and /healthz carry none (their per-IP budget is the failed-authentication limit, hit by
-    # app.auth), so they skip that check; sign-up and the portal keep it.
+    # app.api.auth), so they skip that check; sign-up and the portal keep it.
     funcs = app.before_request_funcs.setdefault(None, [])
     if limiter._check_request_limit in funcs:
         funcs[funcs.index(limiter._check_request_limit)] = _check_decorated_limits

@@ -1,26 +1,26 @@
 """The account store on PostgreSQL (``URBAN_DATABASE_URL=postgresql://…``), for several app hosts.
 
-:class:`PgConnection` gives the library functions of :mod:`app.accounts`, :mod:`app.usage`,
-:mod:`app.saved_locations` and :mod:`app.tokens` the same small interface a SQLite store connection has, so
+:class:`PgConnection` gives the library functions of :mod:`app.store.accounts`, :mod:`app.store.usage`,
+:mod:`app.store.saved_locations` and :mod:`app.store.tokens` the same small interface a SQLite store connection has, so
 they run unchanged on either backend:
 
 - ``execute(sql, params)`` takes the SQLite dialect they are written in (``?`` and ``:name`` parameters,
   ``IFNULL``) and returns a cursor whose rows answer ``row[0]`` and ``row["name"]``;
-- ``in_transaction``, ``close()``, and the hooks :func:`app.db.write` and :func:`app.db.migrate` call;
+- ``in_transaction``, ``close()``, and the hooks :func:`app.store.db.write` and :func:`app.store.db.migrate` call;
 - errors surface as the DB-API classes of :mod:`sqlite3` (``OperationalError`` for a server that is down or
   unreachable, ``IntegrityError`` for a broken constraint …), chained to psycopg's, so the one error handler
   answers 503 for an unavailable store on both backends.
 
 Semantics kept: the admission of key + quota is still one ``INSERT … ON CONFLICT DO UPDATE … WHERE count <
 limit RETURNING`` statement (PostgreSQL locks the usage row, so concurrent hosts never admit more than the
-quota); :func:`app.db.write` transactions take one transaction-scoped advisory lock, as SQLite's
+quota); :func:`app.store.db.write` transactions take one transaction-scoped advisory lock, as SQLite's
 ``BEGIN IMMEDIATE`` takes the one write lock, so check-then-write sequences (unique e-mail, one primary
 location, the location cap) stay serialised; a revocation is committed before ``revoke_key`` returns and every
 host's next statement sees it. Usage counts commit with ``synchronous_commit = off`` (a crash of the server
 may lose the last few hundred milliseconds of counts, never corrupt them; as SQLite's ``synchronous=NORMAL``),
 account, key and location changes with ``synchronous_commit = on``.
 
-The migrations in ``app/migrations`` are written for SQLite; :func:`translate_ddl` maps their few
+The migrations in ``app/store/migrations`` are written for SQLite; :func:`translate_ddl` maps their few
 SQLite-only idioms (``INTEGER PRIMARY KEY`` row ids, ``COLLATE NOCASE``, ``REAL``, ``WITHOUT ROWID``) and
 refuses any other it does not know.
 """
@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-#: transaction-scoped advisory lock key of :func:`app.db.write` and of migrations ("urban" in ASCII)
+#: transaction-scoped advisory lock key of :func:`app.store.db.write` and of migrations ("urban" in ASCII)
 WRITE_LOCK = 0x75726261
 MIGRATE_LOCK = 0x75726262
 
@@ -101,7 +101,7 @@ def translate_ddl(sql: str) -> str:
         out = pattern.sub(repl, out)
     bad = _UNKNOWN.search(out)
     if bad:
-        raise ValueError(f"migration uses {bad.group(0)!r}, which app/db_postgres.py does not translate")
+        raise ValueError(f"migration uses {bad.group(0)!r}, which app/store/postgres.py does not translate")
     return out
 
 
@@ -359,11 +359,11 @@ class PgConnection:
     def close(self) -> None:
         self._raw.close()
 
-    # hooks called by app.db ---------------------------------------------------------------------------------
+    # hooks called by app.store.db ---------------------------------------------------------------------------------
 
     @contextmanager
     def transaction(self, *, durable: bool = False):
-        """:func:`app.db.write` on PostgreSQL: ``BEGIN`` + the store's write lock … ``COMMIT`` (rolled back on
+        """:func:`app.store.db.write` on PostgreSQL: ``BEGIN`` + the store's write lock … ``COMMIT`` (rolled back on
         any exception); nested, a ``SAVEPOINT``."""
         if self.in_transaction:
             name = f"w{id(object()):x}"
