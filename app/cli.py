@@ -20,6 +20,8 @@ from app.web.coordinates import parse_decimal
 from app.store.db import open_store
 from app.store.plans import PLANS
 from app.store.saved_locations import add_location, as_json, list_locations, remove_location
+from geo.errors import GeoError
+from geo.service.point import checked_point
 
 accounts_cli = AppGroup("accounts", help="Create accounts and change their plan.")
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
@@ -133,6 +135,12 @@ def keys_revoke(email, key_id):
 @click.option("--id", "location_id", default=None, help="explicit id (default: random loc_…)")
 def locations_add(email, name, address, lat, lng, label, is_primary, location_id):
     """Save a location (validated; inside the service area when a snapshot is loaded)."""
+    engine = current_app.extensions["urban"].engine
+    if engine is not None:
+        try:
+            lat, lng = checked_point(engine, lat, lng)
+        except GeoError as exc:
+            raise click.ClickException(str(exc)) from None
     with store() as conn:
         account = accounts.get_account(conn, email)
         row = add_location(
@@ -145,7 +153,6 @@ def locations_add(email, name, address, lat, lng, label, is_primary, location_id
             label=label,
             is_primary=is_primary,
             location_id=location_id,
-            engine=current_app.extensions["urban"].engine,
             max_locations=current_app.config["MAX_LOCATIONS"],
         )
     click.echo(row["id"])

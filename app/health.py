@@ -15,21 +15,18 @@ import sqlite3
 
 from flask import Blueprint, current_app
 
+from app.sources.serving import current_engine
 from app.store.db import get_db
 from app.web.errors import ServiceUnavailable
 
 bp = Blueprint("health", __name__)
 
 
-def _engine():
-    return current_app.extensions["urban"].engine
-
-
 @bp.get("/healthz")
 def healthz():
     """Engine loaded (snapshot id and asOf) and account store reachable, else 503."""
     problems = []
-    engine = _engine()
+    engine = current_engine()
     if engine is None:
         problems.append("no data snapshot is loaded")
     try:

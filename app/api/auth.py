@@ -7,6 +7,7 @@ An admitted call is counted with one atomic statement; :func:`settle` refunds it
 
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
 from functools import cache
@@ -21,6 +22,8 @@ from app.web.errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, 
 from app.store.plans import PLANS, Plan
 from app.web.ratelimit import RateInfo, hit_auth_failure, retry_after
 from app.store.saved_locations import valid_id
+
+log = logging.getLogger(__name__)
 
 
 def bearer_token() -> str | None:
@@ -137,12 +140,18 @@ def require_api_access() -> None:
     ctx_g.rate = RateInfo.daily(plan.daily_quota, count, reset_at)
 
 
-def settle(response) -> None:
-    """Refund an admitted call that ended in a 5xx (and report the refunded count)."""
+def settle(response):
+    """``after_request`` of the data endpoints: refund an admitted call that ended in a 5xx (and report the
+    refunded count). A refund that fails is logged; it never turns the response into another error."""
     admitted = g.pop("admitted", None)
     if admitted is None or response.status_code < 500:
-        return
-    usage.refund(get_db(), *admitted)
+        return response
+    try:
+        usage.refund(get_db(), *admitted)
+    except Exception:
+        log.exception("refund failed (request %s)", g.get("request_id"))
+        return response
     rate = g.get("rate")
     if rate is not None and rate.remaining is not None:
         rate.remaining += 1
+    return response

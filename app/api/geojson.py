@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from flask import g
 
-from app.web import jsontext
-from .targeting import current_engine
+from app.web.conventions import json_text
+from app.sources.serving import current_engine
 
 
 def _point(lng: float, lat: float) -> dict:
@@ -76,4 +76,4 @@ SERIALISERS = {"locations": locations, "disruptions": disruptions, "air-quality"
 def render(resource: str, body: dict) -> str:
     """The GeoJSON response text of ``resource``'s JSON ``body`` (same JSON conventions as the JSON)."""
     collection = SERIALISERS[resource](body, g.get("target"), current_engine())
-    return jsontext.body(collection)
+    return json_text(collection)

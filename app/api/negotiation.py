@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-from flask import g, request
+from flask import current_app, g, request
 
-from app.web import jsontext
+from app.web.conventions import GEOJSON, JSON, json_text
 from app.web.errors import NotAcceptable
 
-JSON = "application/json"
-GEOJSON = "application/geo+json"
+from .geojson import SERIALISERS
+from .geojson import render as render_geojson
+
 #: request headers that select the representation: the data responses' ``Vary`` (with Authorization)
 NEGOTIATED = ("Accept",)
 VARY = ", ".join(("Authorization", *NEGOTIATED))
@@ -213,24 +214,14 @@ class Representation:
 
 def offers(resource: str) -> tuple[str, ...]:
     """Media types a data resource (``locations``, ``disruptions``, ...) is offered in, JSON first."""
-    from .geojson import SERIALISERS
-
     return (JSON, GEOJSON) if resource in SERIALISERS else (JSON,)
 
 
-def translated(resource: str) -> bool:
-    """Whether a data resource's answer has generated texts that follow ``Accept-Language``."""
-    from .endpoints import ENDPOINTS
-
-    return any(e.translated and e.path == f"/{resource}" for e in ENDPOINTS)
-
-
-def negotiate() -> None:
-    """``before_request`` of the data endpoints (after authentication, plan and quota): choose the
-    representation (``g.representation``) or raise 406 ``not_acceptable``; on the translated endpoints
-    choose the language (``g.language``)."""
-    resource = request.path.rsplit("/", 1)[-1]
-    if translated(resource):
+def negotiate(resource: str, translated: bool = False) -> None:
+    """Choose the representation of ``resource``'s answer (``g.representation``) or raise 406
+    ``not_acceptable``; when its texts are ``translated``, choose their language (``g.language``). The
+    data views call it first, so 406 comes before any 400."""
+    if translated:
         g.language = choose_language(request.environ.get("HTTP_ACCEPT_LANGUAGE"))
     offered = offers(resource)
     media = choose(request.environ.get("HTTP_ACCEPT"), offered)
@@ -239,14 +230,27 @@ def negotiate() -> None:
             f"/{resource} is available as {' or '.join(offered)}; send one of these in Accept (or */*)"
         )
     if media == GEOJSON:
-        from .geojson import render
-
-        g.representation = Representation(GEOJSON, lambda body: render(resource, body))
+        g.representation = Representation(GEOJSON, lambda body: render_geojson(resource, body))
 
 
 def render(body: dict) -> tuple[str, str]:
     """``(text, media type)`` of a data body in the negotiated representation (JSON when none was)."""
     rep = g.get("representation")
     if rep is None:
-        return jsontext.body(body), JSON
+        return json_text(body), JSON
     return rep.render(body), rep.media_type
+
+
+def data_response(body: dict):
+    """A cacheable data response in the negotiated representation: ``Cache-Control: private, max-age=N``
+    and ``Vary: Authorization, Accept``; an answer with translated texts also ``Content-Language`` and
+    ``Accept-Language`` in ``Vary``."""
+    text, media_type = render(body)
+    language = g.get("language")
+    headers = [
+        ("Cache-Control", f"private, max-age={current_app.config['CACHE_MAX_AGE']}"),
+        ("Vary", VARY if language is None else VARY_LANGUAGE),
+    ]
+    if language is not None:
+        headers.append(("Content-Language", language))
+    return current_app.response_class(text, mimetype=media_type, headers=headers)

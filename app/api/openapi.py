@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from app.web.errors import error_codes
-from .endpoints import ENDPOINTS
+from .data import ENDPOINTS
 from .geojson import SERIALISERS
 from app.store.plans import PLANS
 

@@ -9,21 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from flask import current_app, g, request
+from flask import g, request
 
-from app.web.coordinates import parse_decimal
 from app.store.db import get_db
+from app.store.saved_locations import get_location
+from app.web.coordinates import parse_decimal
 from app.web.errors import (
     AmbiguousTarget,
     InvalidCoordinatesError,
     InvalidRequest,
     LocationNotFound,
     MissingTarget,
-    OutsideServiceArea,
     ServiceUnavailable,
+    to_api_error,
 )
 from app.web.redact import echo
-from app.store.saved_locations import get_location
+from geo.errors import GeoError
+from geo.service.point import Point, checked_point
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,11 @@ class Target:
     lng: float
     id: str | None = None
     name: str | None = None
+
+    @property
+    def point(self) -> Point:
+        """The point for the ``geo`` functions (:func:`resolve_target` checked it)."""
+        return Point(self.lat, self.lng)
 
     def location_json(self) -> dict:
         """The response's ``location`` member: ``{lat, lng}`` or ``{id, name, lat, lng}`` (6 decimals).
@@ -75,7 +82,8 @@ def _single(args, name: str, error) -> str | None:
 
 
 def resolve_target(engine) -> Target:
-    """Parse and check the targeting parameters of this request for the authenticated account."""
+    """Parse and check the targeting parameters of this request for the authenticated account: 400, then
+    404, then 503 without a snapshot and 422 outside the service area (:func:`inside_service_area`)."""
     args = request.args
     location_id = _single(args, "locationId", InvalidRequest)
     raw_lat = _single(args, "lat", InvalidCoordinatesError)
@@ -88,7 +96,10 @@ def resolve_target(engine) -> Target:
         if raw_lat is None or raw_lng is None:
             missing = "lat" if raw_lat is None else "lng"
             raise MissingTarget(f"{missing} is missing: lat and lng must be given together")
-        target = Target(parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0))
+        lat, lng = inside_service_area(
+            engine, parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0)
+        )
+        target = Target(lat, lng)
     else:
         prefetched = g.get("saved_location")  # read in the admission statement (app.api.auth)
         if prefetched is not None and prefetched[0] == location_id:
@@ -97,23 +108,19 @@ def resolve_target(engine) -> Target:
             row = get_location(get_db(), g.account["id"], location_id)
         if row is None:
             raise LocationNotFound(f"no location {echo(location_id)} in your account")
-        target = Target(row["lat"], row["lng"], row["id"], row["name"])
-    require_service_area(engine, target.lat, target.lng)
+        lat, lng = inside_service_area(engine, row["lat"], row["lng"])
+        target = Target(lat, lng, row["id"], row["name"])
     g.target = target  # for a representation that places the point (GeoJSON)
     return target
 
 
-def require_service_area(engine, lat: float, lng: float) -> None:
-    """503 without a snapshot, 422 ``outside_service_area`` outside Flanders and Brussels (also used by the
-    dashboard's forms, so they answer with the API's own messages)."""
+def inside_service_area(engine, lat: float, lng: float) -> Point:
+    """The point, checked by the one service-area check (:func:`geo.service.point.checked_point`): 503
+    without a snapshot, 422 ``outside_service_area`` outside Flanders and Brussels (also used by the
+    dashboard's forms and the admin CLI, so they answer with the API's own messages)."""
     if engine is None:
         raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
-    if not bool(engine.in_service_area(lat, lng)[0]):
-        raise OutsideServiceArea(
-            f"lat={lat}, lng={lng} lies outside the service area (Flanders and Brussels)"
-        )
-
-
-def current_engine():
-    """The engine of this request, pinned on first use (a refresher may swap it between requests)."""
-    return current_app.extensions["urban"].request_engine()
+    try:
+        return checked_point(engine, lat, lng)
+    except GeoError as exc:
+        raise to_api_error(exc) from None

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 from app.store.accounts import StoreError, utc_stamp
 from app.store.db import write
+from geo.errors import GeoError
+from geo.service.point import checked_point
 
 from .figures import RUNNING, point_figures
 
@@ -236,10 +238,12 @@ def evaluate(conn, engine, now) -> int:
     for sub in subs:
         loc = {"id": sub["location_id"], "name": sub["l_name"], "lat": sub["l_lat"], "lng": sub["l_lng"]}
         if loc["id"] not in by_location:
-            if not bool(engine.in_service_area(loc["lat"], loc["lng"])[0]):
+            try:
+                point = checked_point(engine, loc["lat"], loc["lng"])
+            except GeoError:
                 by_location[loc["id"]] = None
             else:
-                by_location[loc["id"]] = point_figures(engine, loc["lat"], loc["lng"], now)
+                by_location[loc["id"]] = point_figures(engine, point.lat, point.lng, now)
         figures = by_location[loc["id"]]
         if figures is None:
             continue

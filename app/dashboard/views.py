@@ -15,7 +15,7 @@ from flask import (
 )
 
 from app.store.accounts import StoreError
-from app.api.targeting import current_engine
+from app.sources.serving import current_engine
 from app.web.clock import data_now
 from app.store.db import get_db
 from app.web.errors import ApiError, LocationNotFound, error_response, to_api_error

@@ -12,12 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping
 
-from ..api.endpoints import ENDPOINTS
 from .catalog import LAYER_SOURCE, SOURCES
 from .errors import UpstreamError
-
-#: layers each data endpoint needs (by the endpoint's view name)
-ENDPOINT_LAYERS: dict[str, tuple[str, ...]] = {e.view: e.layers for e in ENDPOINTS}
 
 
 @dataclass(frozen=True)

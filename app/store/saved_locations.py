@@ -43,16 +43,14 @@ def _text(field: str, value, *, required: bool) -> str:
     return value
 
 
-def validate_point(lat, lng, engine=None) -> tuple[float, float]:
-    """Finite numbers in range, and inside the service area when an engine is given."""
+def validate_point(lat, lng) -> tuple[float, float]:
+    """Finite numbers in range (the service area is the caller's check: it has the engine)."""
     try:
         lat, lng = float(lat), float(lng)
     except (TypeError, ValueError):
         raise StoreError("lat and lng must be numbers") from None
     if not (math.isfinite(lat) and math.isfinite(lng)) or abs(lat) > 90 or abs(lng) > 180:
         raise StoreError(f"lat={lat}, lng={lng} are not valid coordinates (lat -90..90, lng -180..180)")
-    if engine is not None and not bool(engine.in_service_area(lat, lng)[0]):
-        raise StoreError(f"lat={lat}, lng={lng} lies outside the service area (Flanders and Brussels)")
     return lat, lng
 
 
@@ -67,7 +65,6 @@ def add_location(
     label="",
     is_primary=False,
     location_id=None,
-    engine=None,
     max_locations: int = 100,
 ):
     """Validate and save a location; ``is_primary`` moves the primary mark to it. Returns the row."""
@@ -77,7 +74,7 @@ def add_location(
     name = _text("name", name, required=True)
     address = _text("address", address, required=False)
     label = _text("label", label, required=False)
-    lat, lng = validate_point(lat, lng, engine)
+    lat, lng = validate_point(lat, lng)
     with write(conn, durable=True):
         if conn.execute("SELECT 1 FROM accounts WHERE id = ?", (account_id,)).fetchone() is None:
             raise StoreError(f"no account with id {account_id}")

@@ -26,13 +26,12 @@ def wall_now() -> datetime:
     return _aware(clock()) if clock else datetime.now(UTC)
 
 
-def data_now(engine=None) -> datetime:
-    """The data clock for ``engine`` (default: the app's engine)."""
+def data_now(engine) -> datetime:
+    """The data clock for ``engine`` (the request's pinned engine)."""
     clock = current_app.config.get("DATA_CLOCK")
     if clock:
         return _aware(clock())
     if current_app.config.get("CLOCK") == "system":
         return datetime.now(UTC)
-    engine = engine if engine is not None else current_app.extensions["urban"].request_engine()
     as_of = getattr(engine, "as_of", None)
     return _aware(as_of) if as_of is not None else datetime.now(UTC)

@@ -1,5 +1,17 @@
-"""HTTP conventions applied to every response: deterministic JSON, request ids, rate-limit headers,
-strong ETags with 304s, caching and CORS headers."""
+"""HTTP conventions applied to every response: the API's JSON text, request ids, strict JSON bodies,
+rate-limit headers, strong ETags with 304s, caching and CORS headers.
+
+The JSON text is compact UTF-8, keys in insertion order, NaN refused, NumPy scalars as Python numbers:
+same object, same bytes, so ETags and the determinism tests compare byte for byte. The app's JSON provider
+(:class:`UrbanJSONProvider`), the data representations (:mod:`app.api.negotiation`, the GeoJSON
+serialisers) and the error answers all write through :func:`json_text`.
+
+Examples
+--------
+>>> import numpy as np
+>>> json_text({"b": np.float64(0.5), "a": "Antwerpen – Linkeroever"})
+'{"b":0.5,"a":"Antwerpen – Linkeroever"}\\n'
+"""
 
 from __future__ import annotations
 
@@ -8,17 +20,14 @@ import json
 import logging
 import os
 import re
-from typing import cast
 
-from flask import Flask, current_app, g, request
+from flask import current_app, g, request
 from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_etags
-from werkzeug.local import LocalProxy
 from werkzeug.sansio.utils import get_content_length
 
-from app.api import auth, negotiation
-from . import jsontext, ratelimit
+from . import ratelimit
 from .errors import ApiError, InvalidRequest, PayloadTooLarge
 
 log = logging.getLogger("app.web.conventions")
@@ -28,46 +37,52 @@ EXPOSED = (*RATE_HEADERS, "ETag", "Retry-After", "X-Request-Id")
 ALLOWED_REQUEST_HEADERS = ("Authorization", "Content-Type", "If-None-Match", "X-Request-Id")
 _EXPOSE_HEADERS = ", ".join(EXPOSED)
 _ALLOW_HEADERS = ", ".join(ALLOWED_REQUEST_HEADERS)
-_TAGGED = (negotiation.JSON, negotiation.GEOJSON)  # media types that get an ETag (one per representation)
+JSON = "application/json"
+GEOJSON = "application/geo+json"
+_TAGGED = (JSON, GEOJSON)  # media types that get an ETag (one per representation)
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{8,64}$")
 
 
+def json_default(o):
+    """NumPy scalars as Python numbers, else Flask's conversions (dates, dataclasses, ...)."""
+    if type(o).__module__ == "numpy" and hasattr(o, "item"):
+        return o.item()
+    return DefaultJSONProvider.default(o)
+
+
+def json_dumps(obj, **kwargs) -> str:
+    """Compact JSON text of ``obj`` (keyword arguments of :func:`json.dumps` override the defaults)."""
+    kwargs.setdefault("default", json_default)
+    kwargs.setdefault("ensure_ascii", False)
+    kwargs.setdefault("sort_keys", False)
+    kwargs.setdefault("separators", (",", ":"))
+    kwargs.setdefault("allow_nan", False)
+    return json.dumps(obj, **kwargs)
+
+
+def json_text(obj) -> str:
+    """The response text of ``obj``: compact JSON and a final newline."""
+    return json_dumps(obj) + "\n"
+
+
 class UrbanJSONProvider(DefaultJSONProvider):
-    """Flask's JSON provider writing :mod:`app.web.jsontext` (compact UTF-8 JSON, keys in insertion order, NaN
-    refused, NumPy scalars as Python numbers)."""
+    """Flask's JSON provider writing :func:`json_text`."""
 
     sort_keys = False
     ensure_ascii = False
     compact = True
-    default = staticmethod(jsontext.default)
+    default = staticmethod(json_default)
 
     def dumps(self, obj, **kwargs) -> str:
-        return jsontext.dumps(obj, **kwargs)
+        return json_dumps(obj, **kwargs)
 
     def body(self, obj) -> str:
         """The response text of ``obj``: compact JSON and a final newline."""
-        return jsontext.body(obj)
+        return json_text(obj)
 
     def response(self, *args, **kwargs):
         obj = self._prepare_response_obj(args, kwargs)
-        return self._app.response_class(self.body(obj), mimetype="application/json")
-
-
-def data_response(body: dict):
-    """A cacheable data response in the negotiated representation (:mod:`app.api.negotiation`):
-    ``Cache-Control: private, max-age=N`` and ``Vary: Authorization, Accept``; an answer with translated
-    texts also ``Content-Language`` and ``Accept-Language`` in ``Vary``."""
-    # the app behind the proxy, once (Flask types ``current_app`` as the app; it is a LocalProxy)
-    app: Flask = cast("LocalProxy[Flask]", current_app)._get_current_object()
-    text, media_type = negotiation.render(body)
-    language = g.get("language")
-    headers = [
-        ("Cache-Control", f"private, max-age={app.config['CACHE_MAX_AGE']}"),
-        ("Vary", negotiation.VARY if language is None else negotiation.VARY_LANGUAGE),
-    ]
-    if language is not None:
-        headers.append(("Content-Language", language))
-    return app.response_class(text, mimetype=media_type, headers=headers)
+        return self._app.response_class(json_text(obj), mimetype=JSON)
 
 
 def prepare_request() -> None:
@@ -228,10 +243,6 @@ def _strip_framework_page(response) -> None:
 def finalize(response):
     """``after_request`` for every response (errors included)."""
     ctx_g = g._get_current_object()
-    try:
-        auth.settle(response)
-    except Exception:  # a refund that fails must not turn a response into another error
-        log.exception("refund failed (request %s)", ctx_g.get("request_id"))
     req = request._get_current_object()
     if response.mimetype == "text/html" and (300 <= response.status_code < 400 or req.method == "OPTIONS"):
         _strip_framework_page(response)

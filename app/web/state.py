@@ -10,21 +10,14 @@ import threading
 class UrbanState:
     """Holder for the loaded engine and per-process bookkeeping.
 
-    ``engine`` is read once per request (``current_app.extensions["urban"].engine``); a live refresher
-    replaces it with :meth:`swap_engine`, so a request never sees half of an old and half of a new one.
+    A request reads ``engine`` once and keeps it (:func:`app.sources.serving.current_engine`); the reload
+    watcher replaces it with :meth:`swap_engine`, so a request never sees half of an old and half of a new
+    one.
     """
 
     engine: object | None = None
     migrated_pid: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def request_engine(self):
-        """The engine pinned for the current request: read once, then reused by every part of it."""
-        from flask import g
-
-        if "urban_engine" not in g:
-            g.urban_engine = self.engine
-        return g.urban_engine
 
     def swap_engine(self, engine) -> object | None:
         """Install ``engine`` and return the previous one."""

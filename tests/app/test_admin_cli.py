@@ -148,7 +148,7 @@ def test_outside_service_area_rejected_when_engine_loaded(make_app, box_engine, 
             "4.9",
         ]
     )
-    assert res.exit_code != 0 and "outside the service area" in res.output
+    assert res.exit_code != 0 and "lies outside Flanders and Brussels" in res.output
     assert snapshot(app) == before
 
 

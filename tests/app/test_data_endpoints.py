@@ -20,7 +20,7 @@ def real(make_app, engine):
     app = make_app(ENGINE=engine)
     conn = open_store(app)
     row, key = accounts.create_account(conn, "data@antwerpen.be", "pro")
-    add_stadhuis(conn, row["id"], engine=engine)
+    add_stadhuis(conn, row["id"])
     yield app, key
     conn.close()
 

@@ -28,7 +28,7 @@ def real(make_app, engine):
     app = make_app(ENGINE=engine)
     conn = open_store(app)
     row, key = accounts.create_account(conn, "geo@antwerpen.be", "pro")
-    add_stadhuis(conn, row["id"], engine=engine)
+    add_stadhuis(conn, row["id"])
     add_location(
         conn,
         row["id"],
@@ -37,7 +37,6 @@ def real(make_app, engine):
         lat=51.0549,
         lng=3.7215,
         location_id="loc_gent",
-        engine=engine,
     )
     yield app, key
     conn.close()

@@ -240,13 +240,6 @@ def test_locations_primary_is_unique_and_validation_writes_nothing(store, accoun
         remove_location(store, row["id"], a["id"])
 
 
-def test_location_outside_service_area_rejected_with_engine(store, account, box_engine):
-    row, _ = account("api")
-    with pytest.raises(StoreError, match="outside the service area"):
-        add_location(store, row["id"], name="Amsterdam", address="", lat=52.37, lng=4.9, engine=box_engine)
-    assert list_locations(store, row["id"]) == []
-
-
 def test_max_locations(store, account):
     row, _ = account("api")
     for i in range(3):
