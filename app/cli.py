@@ -16,7 +16,7 @@ from flask.cli import AppGroup
 
 from app.store import accounts, usage
 from app.web.clock import wall_now
-from app.web.coordinates import parse_decimal
+from app.api.targeting import parse_decimal
 from app.store.db import open_store
 from app.store.plans import PLANS
 from app.store.saved_locations import add_location, as_json, list_locations, remove_location

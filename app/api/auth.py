@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
-from functools import cache
 from typing import NoReturn
 
 from flask import g, request
@@ -61,12 +60,6 @@ def _report_quota(conn, account, day: str, reset_at) -> None:
     g.rate = RateInfo.daily(plan.daily_quota, used, reset_at)
 
 
-@cache
-def _plans() -> tuple[Plan, ...]:
-    """Every plan, as the one hashable tuple :func:`usage.admit_key` caches its statement on."""
-    return tuple(PLANS.values())
-
-
 def _location_id() -> str | None:
     """The request's one well-formed ``locationId``, read with the admission (see
     :func:`app.api.targeting.resolve_target`); None when there is none, several, or a malformed one."""
@@ -91,12 +84,13 @@ def require_api_access() -> None:
         _reject(MissingKey())
     conn = get_db()
     now = wall_now()
+    digest = apikeys.digest(token) if apikeys.well_formed(token) else None
+    location_id = _location_id() if digest is not None else None
     day, reset_at = usage.day_and_reset(now)
-    account, location_id = None, None
-    if apikeys.well_formed(token):
-        location_id = _location_id()
+    account = None
+    if digest is not None:
         try:
-            account = usage.admit_key(conn, apikeys.digest(token), day, _plans(), location_id)
+            account = usage.admit_key(conn, digest, day, location_id)
         except sqlite3.OperationalError:
             # the store is write-locked or failing: an unknown key is still 401, as the read alone says;
             # a known key's 503 reports its plan's quota (read without the write lock), not a per-IP budget

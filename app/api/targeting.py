@@ -1,4 +1,5 @@
-"""Resolve the target point of ``/disruptions``, ``/air-quality`` and ``/briefing`` from the query string.
+"""Resolve the target point of ``/disruptions``, ``/air-quality`` and ``/briefing`` from the query string,
+with the one coordinate parser (:func:`parse_decimal`, :func:`parse_coordinate`).
 
 ``locationId`` (one of the caller's saved locations) **or** ``lat`` + ``lng``; see docs/api.md → Targeting.
 Checks run in the documented precedence: 400 (missing_target, ambiguous_target, invalid_coordinates,
@@ -7,13 +8,14 @@ invalid_request) → 404 location_not_found → 422 outside_service_area.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 from flask import g, request
 
 from app.store.db import get_db
 from app.store.saved_locations import get_location
-from app.web.coordinates import parse_decimal
 from app.web.errors import (
     AmbiguousTarget,
     InvalidCoordinatesError,
@@ -54,6 +56,27 @@ class Target:
         if self.id is None:
             return point
         return {"id": self.id, "name": self.name, **point}
+
+
+#: ``51.2``, ``+4.4``, ``.5``, ``5.12e1``. ASCII only: ``\d`` would also accept ``５１`` or ``٥١``.
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def parse_decimal(text: str) -> float | None:
+    """The finite number written in plain ASCII decimal notation, else None: the one coordinate parser
+    (the API's parameters, the dashboard's forms and the admin CLI's options).
+
+    No whitespace is stripped; ``nan``, ``inf``, hex, ``51,2``, ``5_1`` and non-ASCII digits are refused.
+
+    Examples
+    --------
+    >>> parse_decimal("51.2"), parse_decimal("5.12e1"), parse_decimal(" 51.2"), parse_decimal("５１")
+    (51.2, 51.2, None, None)
+    """
+    if not isinstance(text, str) or not DECIMAL.fullmatch(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def parse_coordinate(name: str, raw: str, bound: float) -> float:

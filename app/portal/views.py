@@ -23,7 +23,7 @@ from app.mail import MailUnavailable
 from app.store.plans import get_plan
 from app.store.saved_locations import as_json, list_locations
 
-from . import csrf, links, sessions
+from . import csrf, links, sessions, throttle
 from .addresses import InvalidEmail, normalize_email
 
 bp = Blueprint(
@@ -34,6 +34,8 @@ bp = Blueprint(
     static_folder="static",
     static_url_path="/static",
 )
+
+throttle.PER_IP(bp)  # the sign-in form's link requests (the other pages are exempt)
 
 SESSION_ID = "sid"  # the cookie's server-side session id (app.portal.sessions)
 

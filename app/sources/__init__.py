@@ -2,8 +2,8 @@
 
 ``init_app(app)`` wires the source layer into the Flask app: the ``snapshot`` CLI group (``flask --app wsgi
 snapshot refresh [--every SECONDS]``) and, when the engine was loaded from ``DATA_DIR`` and
-``URBAN_RELOAD_INTERVAL`` > 0, the reload watcher that :mod:`app.sources.serving` consults when a request
-first asks for its engine. No hook runs on requests that do not use the engine; the freshness decision is
+``URBAN_RELOAD_INTERVAL`` > 0, the reload watcher (:class:`app.sources.serving.SnapshotWatcher`) that is
+consulted when a request first asks for its engine. No hook runs on requests that do not use the engine; the freshness decision is
 made by the data views (:func:`app.sources.serving.served_engine`), before they compute.
 
 See ``docs/sources.md``.
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from .settings import SourceSettings
 
 if TYPE_CHECKING:
-    from .reload import SnapshotWatcher
+    from .serving import SnapshotWatcher
 
 EXTENSION = "urban_sources"
 
@@ -36,7 +36,7 @@ def init_app(app) -> None:
     if EXTENSION in app.extensions:
         return
     from .cli import snapshot_group
-    from .reload import SnapshotWatcher
+    from .serving import SnapshotWatcher
 
     settings = SourceSettings.from_mapping(app.config)
     state: SourcesState = {"settings": settings, "watcher": None, "fresh_until": None}

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .db import execute_write
+from .plans import PLANS
 
 if TYPE_CHECKING:
     import sqlite3
@@ -46,8 +47,7 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-@lru_cache(maxsize=8)
-def _admit_key_sql(plans: tuple, location: bool = False) -> str:
+def _admit_key_sql(plans, location: bool = False) -> str:
     """The statement of :func:`admit_key` for these plans (their quotas become SQL literals); with
     ``location``, it also reads the saved location ``:location`` of the admitted account."""
     callable_plans = [p for p in plans if p.api_access and (p.daily_quota is None or p.daily_quota > 0)]
@@ -81,12 +81,16 @@ def _admit_key_sql(plans: tuple, location: bool = False) -> str:
 
 #: the saved-location columns a data call needs (app.api.targeting), all NOT NULL in the schema
 _LOCATION_COLUMNS = ("name", "lat", "lng")
+#: the statements of :func:`admit_key` for the plans of :data:`app.store.plans.PLANS`, without and with the
+#: saved location (the plans are constants: the statements are written once, at import)
+_ADMIT_KEY = _admit_key_sql(PLANS.values())
+_ADMIT_KEY_AT = _admit_key_sql(PLANS.values(), location=True)
 
 
-def admit_key(conn, digest: str, day: str, plans, location_id: str | None = None) -> "sqlite3.Row | None":
+def admit_key(conn, digest: str, day: str, location_id: str | None = None) -> "sqlite3.Row | None":
     """Authenticate and admit in one statement: count one call for the live key with SHA-256 ``digest``
-    when its account's plan (one of ``plans``, a sequence of :class:`app.store.plans.Plan`) has API access and
-    the day's count is below the plan's quota.
+    when its account's plan (:data:`app.store.plans.PLANS`) has API access and the day's count is below the
+    plan's quota.
 
     Returns the row ``(id, email, plan, key_id, count)``, or None when nothing was counted (unknown or
     revoked key, plan without API access or unknown, quota exhausted): the caller then finds out which
@@ -96,28 +100,19 @@ def admit_key(conn, digest: str, day: str, plans, location_id: str | None = None
 
     Examples
     --------
-    >>> from app import accounts
+    >>> from app.store import accounts
     >>> from app.store.apikeys import digest
     >>> from app.store.db import connect, migrate
-    >>> from app.store.plans import PLANS
     >>> conn = connect(":memory:"); _ = migrate(conn)
     >>> _, key = accounts.create_account(conn, "a@b.be", "developer")
-    >>> admit_key(conn, digest(key), "2026-11-16", tuple(PLANS.values()))["count"]
+    >>> admit_key(conn, digest(key), "2026-11-16")["count"]
     1
-    >>> admit_key(conn, digest(key), "2026-11-16", tuple(PLANS.values()), "loc_x")["location_lat"] is None
+    >>> admit_key(conn, digest(key), "2026-11-16", "loc_x")["location_lat"] is None
     True
     """
     if location_id is None:
-        return execute_write(
-            conn,
-            _admit_key_sql(plans if isinstance(plans, tuple) else tuple(plans)),
-            {"digest": digest, "day": day},
-        )
-    return execute_write(
-        conn,
-        _admit_key_sql(plans if isinstance(plans, tuple) else tuple(plans), True),
-        {"digest": digest, "day": day, "location": location_id},
-    )
+        return execute_write(conn, _ADMIT_KEY, {"digest": digest, "day": day})
+    return execute_write(conn, _ADMIT_KEY_AT, {"digest": digest, "day": day, "location": location_id})
 
 
 def saved_location(row, location_id: str) -> dict | None:

@@ -1,5 +1,5 @@
 """HTTP conventions applied to every response: the API's JSON text, request ids, strict JSON bodies,
-rate-limit headers, strong ETags with 304s, caching and CORS headers.
+rate-limit headers, strong ETags with 304s, caching and CORS headers, the session cookie policy.
 
 The JSON text is compact UTF-8, keys in insertion order, NaN refused, NumPy scalars as Python numbers:
 same object, same bytes, so ETags and the determinism tests compare byte for byte. The app's JSON provider
@@ -23,6 +23,8 @@ import re
 
 from flask import current_app, g, request
 from flask.json.provider import DefaultJSONProvider
+from flask.json.tag import TaggedJSONSerializer
+from flask.sessions import SecureCookieSessionInterface
 from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.http import parse_etags
 from werkzeug.sansio.utils import get_content_length
@@ -268,8 +270,50 @@ def finalize(response):
     return response
 
 
+class _SessionSerializer(TaggedJSONSerializer):
+    """Flask's tagged session JSON through the standard library (independent of the app's JSON provider)."""
+
+    def dumps(self, value):
+        return json.dumps(self.tag(value), separators=(",", ":"))
+
+    def loads(self, value):
+        return json.loads(value, object_hook=self.untag)
+
+
+class SessionInterface(SecureCookieSessionInterface):
+    """Signed-cookie sessions (the portal's and the dashboard's sign-in) whose cookie is ``Secure`` when
+    configured or when the request came over TLS. A request without the cookie (every API call) gets
+    Flask's empty session without a signing serializer being built, and leaves without a cookie."""
+
+    serializer = _SessionSerializer()
+
+    def open_session(self, app, request):
+        if app.secret_key and (
+            "HTTP_COOKIE" not in request.environ or not request.cookies.get(self.get_cookie_name(app))
+        ):
+            return self.session_class()
+        return super().open_session(app, request)
+
+    def save_session(self, app, session, response):
+        # an untouched empty session sets, deletes and varies nothing (what Flask's own method concludes)
+        if not session and not session.accessed and not session.modified:
+            return
+        super().save_session(app, session, response)
+
+    def get_cookie_secure(self, app):
+        if app.config.get("SESSION_COOKIE_SECURE"):
+            return True
+        try:
+            return request.is_secure
+        except RuntimeError:  # outside a request
+            return False
+
+
 def init_app(app) -> None:
     app.json_provider_class = UrbanJSONProvider
     app.json = UrbanJSONProvider(app)
+    app.config["SESSION_COOKIE_HTTPONLY"] = True
+    app.config["SESSION_COOKIE_SAMESITE"] = "Lax"
+    app.session_interface = SessionInterface()
     app.before_request(prepare_request)
     app.after_request(finalize)

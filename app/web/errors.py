@@ -11,12 +11,14 @@ import logging
 import sqlite3
 
 from flask import current_app, g, request
+from flask_limiter import RateLimitExceeded
 from werkzeug.exceptions import HTTPException
 from werkzeug.exceptions import MethodNotAllowed as HTTPMethodNotAllowed
 
 from geo.errors import InvalidCoordinates as GeoInvalidCoordinates
 from geo.errors import OutsideServiceArea as GeoOutsideServiceArea
 
+from .ratelimit import retry_after
 from .redact import echo, redact_path
 
 log = logging.getLogger("app.web.errors")
@@ -206,17 +208,14 @@ def to_api_error(exc: BaseException) -> ApiError:
     return InternalError()
 
 
-def _limiter_breach(exc) -> "RateLimited":
-    """429 for a Flask-Limiter breach: ``Retry-After`` and ``X-RateLimit-*`` from the breached window."""
-    from .ratelimit import exceeded, peek, retry_after
-
-    try:
-        info = exceeded(exc) if getattr(exc, "limit", None) is not None else peek()
-    except Exception:  # storage down: still a 429, with a conservative hint
-        log.exception("rate-limit storage unavailable (request %s)", g.get("request_id"))
-        return RateLimited(headers={"Retry-After": "60"})
-    g.rate = info
-    return RateLimited(headers={"Retry-After": str(retry_after(info))})
+def _limiter_breach(exc: HTTPException) -> RateLimited:
+    """429 for a Flask-Limiter breach: the declared limit's message, ``Retry-After`` from the breached
+    window that its breach hook reported (:func:`app.web.ratelimit.on_breach`)."""
+    message = exc.description if isinstance(exc, RateLimitExceeded) else None
+    info = g.get("rate")
+    if info is None:  # a 429 without a breached window: a conservative hint
+        return RateLimited(message, headers={"Retry-After": "60"})
+    return RateLimited(message, headers={"Retry-After": str(retry_after(info))})
 
 
 def error_response(err: ApiError):

@@ -1,9 +1,22 @@
-"""Per-IP abuse limits (Flask-Limiter over a storage shared by all workers) and the rate-limit headers.
+"""Per-IP abuse limits and the values of the ``X-RateLimit-*`` headers (docs/api.md → Headers).
 
-:class:`RateInfo` is what a response reports in ``X-RateLimit-*``: the account's daily quota for an
-authenticated call, otherwise the per-IP limit that applies to the request (sign-up's window, charged by
-:func:`app.portal.throttle.charge_per_ip`, a Flask-Limiter limit on a view, or the failed-authentication
-limit).
+Flask-Limiter is used through its public API only: :data:`limiter` is bound by :func:`init_app` with its
+storage (our SQLite one, :mod:`app.web.ratelimit_storage`, through the ``limits`` storage interface, or
+Redis), limits are declared on the blueprints they guard (sign-up's per-IP window:
+:data:`app.portal.throttle.PER_IP`), a breach reaches :func:`on_breach` (its documented breach hook) and the
+headers read :attr:`Limiter.current_limit` (the limit of this request).
+
+Two rules Flask-Limiter's decorators cannot express live here, on its public strategy object
+(``limiter.limiter``, the ``limits`` rate limiter over the same storage):
+
+- the failed-authentication budget (``AUTH_FAILURE_LIMIT``): only a failed authentication counts, a client
+  past it gets 429 instead of 401, and a request with a valid key is never refused by it. Flask-Limiter
+  checks a declared limit before the view runs, so it would refuse every request of that client.
+- every response reports a per-IP budget (:func:`peek`): a response under no declared limit shows the
+  client's failed-authentication budget without counting anything.
+
+:class:`RateInfo` is what a response reports: the account's daily quota for an authenticated call (set by
+:mod:`app.api.auth`), else the declared limit of this request, else the failed-authentication budget.
 """
 
 from __future__ import annotations
@@ -11,19 +24,16 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from functools import partial, wraps
 from datetime import datetime
 
-from flask import current_app, request
-from flask.globals import request_ctx
-from flask_limiter import Limiter
+from flask import current_app, g
+from flask_limiter import Limiter, RequestLimit
 from flask_limiter.util import get_remote_address
-from limits import parse
+from limits import RateLimitItem, parse
 
 from . import ratelimit_storage  # noqa: F401  (registers the urban-sqlite:// storage scheme)
 
-#: Created unbound; :func:`init_app` binds it (storage from ``RATELIMIT_STORAGE_URI``).
-limiter = Limiter(key_func=get_remote_address, headers_enabled=False, key_prefix="urban")
+AUTH_FAILURE_SCOPE = "auth-failure"
 
 
 @dataclass
@@ -58,9 +68,21 @@ class RateInfo:
         remaining = None if limit is None else max(0, limit - used)
         return cls(limit, remaining, int(reset_at.timestamp()))
 
+    @classmethod
+    def of_window(cls, item: RateLimitItem, reset: float, remaining: int) -> "RateInfo":
+        """The headers of one per-IP window. A window with no hits yet would start with the next hit, so
+        it reports ``now + window length`` as its reset (never "now").
 
-def _auth_failure_item():
-    return parse(current_app.config["AUTH_FAILURE_LIMIT"])
+        Examples
+        --------
+        >>> info = RateInfo.of_window(parse("5 per hour"), 1_000_000_000.2, 2)
+        >>> (info.limit, info.remaining, info.reset, info.window)
+        (5, 2, 1000000001, 3600)
+        """
+        length = item.get_expiry()
+        if remaining >= item.amount:
+            reset = time.time() + length
+        return cls(item.amount, remaining, math.ceil(reset), length)
 
 
 def client_address() -> str:
@@ -68,41 +90,38 @@ def client_address() -> str:
     return get_remote_address() or "unknown"
 
 
-def window(item, *identifiers: str) -> RateInfo:
-    """The headers of one per-IP window. A window with no hits yet would start with the next hit, so it
-    reports ``now + window length`` as its reset (never "now")."""
+def on_breach(request_limit: RequestLimit) -> None:
+    """Flask-Limiter's breach hook: the breached window is what the 429 reports (``Retry-After`` and the
+    ``X-RateLimit-*`` headers, :func:`app.web.errors.to_api_error`)."""
+    reset, remaining = request_limit.window
+    g.rate = RateInfo.of_window(request_limit.limit, reset, remaining)
+
+
+#: Created unbound; :func:`init_app` binds it (storage from ``RATELIMIT_STORAGE_URI``).
+limiter = Limiter(key_func=client_address, headers_enabled=False, key_prefix="urban", on_breach=on_breach)
+
+
+def budget(item: RateLimitItem, *identifiers: str) -> RateInfo:
+    """The headers of a window of ours (keyed by ``identifiers``), counting nothing."""
     reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
-    length = item.get_expiry()
-    if remaining >= item.amount:
-        reset = time.time() + length
-    return RateInfo(item.amount, remaining, math.ceil(reset), length)
+    return RateInfo.of_window(item, reset, remaining)
 
 
 def hit_auth_failure() -> tuple[bool, RateInfo]:
     """Count one failed authentication for the client IP: (still within the limit, headers to report)."""
-    item = _auth_failure_item()
-    ok = limiter.limiter.hit(item, "auth-failure", client_address())
-    return ok, window(item, "auth-failure", client_address())
-
-
-def exceeded(exc) -> RateInfo:
-    """The headers of the Flask-Limiter limit that ``exc`` (``RateLimitExceeded``) reports as breached.
-
-    Flask-Limiter no longer exposes ``current_limit`` in the error handler, so the window is looked up
-    with the same identifiers its check used (key prefix, key, scope).
-    """
-    lim = exc.limit
-    args = [limiter._key_prefix, lim.key_func(), lim.scope_for(request.endpoint, request.method)]
-    return window(lim.limit, *[a for a in args if a])
+    item, client = parse(current_app.config["AUTH_FAILURE_LIMIT"]), client_address()
+    ok = limiter.limiter.hit(item, AUTH_FAILURE_SCOPE, client)
+    return ok, budget(item, AUTH_FAILURE_SCOPE, client)
 
 
 def peek() -> RateInfo:
-    """Headers for an unauthenticated response that counted nothing: the view's own Flask-Limiter limit
-    when it has one (e.g. sign-up), else the client's failed-authentication budget."""
+    """Headers for a response that reported no quota: the declared limit of this request when it has one
+    (sign-up), else the client's failed-authentication budget (nothing is counted)."""
     current = limiter.current_limit
     if current is not None:
-        return window(current.limit, *current.request_args)
-    return window(_auth_failure_item(), "auth-failure", client_address())
+        reset, remaining = current.window
+        return RateInfo.of_window(current.limit, reset, remaining)
+    return budget(parse(current_app.config["AUTH_FAILURE_LIMIT"]), AUTH_FAILURE_SCOPE, client_address())
 
 
 def retry_after(info: RateInfo, now: float | None = None) -> int:
@@ -122,50 +141,11 @@ def retry_after(info: RateInfo, now: float | None = None) -> int:
 
 
 def init_app(app) -> None:
-    """Bind the limiter: our headers replace Flask-Limiter's, storage from ``RATELIMIT_STORAGE_URI``.
+    """Bind the limiter (storage from ``RATELIMIT_STORAGE_URI``); the headers are ours (:func:`peek`).
 
-    The limiter object is module-level so views can use ``@limiter.limit(...)``; with several apps in one
-    process (tests) the most recently created app's storage is the one in use.
+    The limiter object is module-level so blueprints can declare limits at import; with several apps in
+    one process (tests) the most recently created app's storage is the one in use.
     """
     app.config["RATELIMIT_HEADERS_ENABLED"] = False
     app.config.setdefault("RATELIMIT_STRATEGY", "fixed-window")
     limiter.init_app(app)
-    # Flask-Limiter checks every request for decorated/default limits (~10% of a data call). The keyed data
-    # endpoints and /healthz carry none (their per-IP budget is the failed-authentication limit, hit by
-    # app.api.auth), so they skip that check; sign-up and the portal keep it.
-    funcs = app.before_request_funcs.setdefault(None, [])
-    if limiter._check_request_limit in funcs:
-        funcs[funcs.index(limiter._check_request_limit)] = _check_decorated_limits
-    # Its after_request (conditional deductions, headers) and teardown (context reset) only act on the
-    # per-request limiter context; a request that never created one (the keyed data routes, /healthz)
-    # skips both instead of creating an empty context to inspect and reset.
-    after = app.after_request_funcs.setdefault(None, [])
-    for i, func in enumerate(after):
-        if isinstance(func, partial) and func.args == (limiter,) and "inject_headers" in func.func.__name__:
-            after[i] = _when_limiter_context(func)
-    teardown = app.teardown_request_funcs.setdefault(None, [])
-    for i, func in enumerate(teardown):
-        if getattr(func, "__self__", None) is limiter and "release_context" in func.__name__:
-            teardown[i] = _when_limiter_context(func)
-
-
-_UNLIMITED_BLUEPRINTS = ("api_v1.data", "health")
-
-
-def _when_limiter_context(hook):
-    """``hook`` (a Flask-Limiter after-request/teardown hook), run only when this request touched the
-    limiter's per-request context; without one it would find no limit, deduction or state to act on."""
-
-    @wraps(hook)
-    def run(arg=None):
-        if hasattr(request_ctx._get_current_object(), "_limiter_request_context"):
-            return hook(arg)
-        return arg
-
-    return run
-
-
-def _check_decorated_limits() -> None:
-    if request.blueprint in _UNLIMITED_BLUEPRINTS:
-        return None
-    return limiter._check_request_limit()

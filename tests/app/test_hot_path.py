@@ -70,7 +70,7 @@ def _separate(conn, key, day):
 
 
 def _combined(conn, key, day):
-    row = usage.admit_key(conn, apikeys.digest(key), day, PLANS.values())
+    row = usage.admit_key(conn, apikeys.digest(key), day)
     return None if row is None else (row["id"], row["email"], row["plan"], row["key_id"], row["count"])
 
 

@@ -191,7 +191,7 @@ def test_admit_key_is_exact_under_threads_and_refunds(store, account, connector)
     def worker():
         conn = connector(timeout=30)
         for _ in range(25):
-            got = usage.admit_key(conn, digest(key), "2026-11-17", tuple(PLANS.values()))
+            got = usage.admit_key(conn, digest(key), "2026-11-17")
             with lock:
                 results.append(None if got is None else (got["id"], got["key_id"], got["count"]))
 
@@ -205,7 +205,7 @@ def test_admit_key_is_exact_under_threads_and_refunds(store, account, connector)
     assert {(a, k) for a, k, _c in ok} == {(row["id"], accounts.list_keys(store, row["id"])[0]["id"])}
     usage.refund(store, row["id"], "2026-11-17")
     assert usage.used(store, row["id"], "2026-11-17") == 99
-    assert usage.admit_key(store, digest(key), "2026-11-17", tuple(PLANS.values()))["count"] == 100
+    assert usage.admit_key(store, digest(key), "2026-11-17")["count"] == 100
 
 
 def test_unlimited_plan_counts_without_limit(store, account):
