@@ -1,6 +1,7 @@
 """The city-operations dashboard: map, saved locations, alerts and PDF reports (docs/dashboard.md).
 
-``init_app(app)`` registers the ``/dashboard`` blueprint and the ``alerts`` CLI group. Sign-in is the
+``init_app(app)`` registers the ``/dashboard`` blueprint, the ``alerts`` CLI group and the alert round
+after each published snapshot refresh (:func:`app.sources.on_publish`). Sign-in is the
 portal's (e-mail link, signed session cookie); what a signed-in account may do follows its plan
 (:attr:`app.store.plans.Plan.dashboard`): Pro, Enterprise and Dashboard get the full dashboard, Developer and API
 accounts a read-only map explorer.
@@ -8,14 +9,19 @@ accounts a read-only map explorer.
 
 from __future__ import annotations
 
+from app import sources
+
+from .cli import alerts_group
+from .run import after_refresh
+from .views import bp
+
 
 def init_app(app) -> None:
-    """Register the dashboard blueprint and CLI on ``app`` (idempotent)."""
-    from .cli import alerts_group
-    from .views import bp
-
+    """Register the dashboard blueprint, its CLI and its refresh hook on ``app`` (idempotent; after
+    ``sources.init_app``)."""
     if "dashboard" in app.blueprints:
         return
     app.register_blueprint(bp)
     app.cli.add_command(alerts_group)
+    sources.on_publish(app, after_refresh)
     app.extensions.setdefault("dashboard", {"basemap": {}})

@@ -1,7 +1,7 @@
 """One alert round: evaluate every subscription against a snapshot, then deliver what is due.
 
-Called after each published snapshot refresh (``app.sources.cli.run_rounds(after_publish=...)``) and by
-``flask --app wsgi alerts run`` (cron, or by hand).
+Registered with the sources (:func:`app.sources.on_publish`) to run after each published snapshot refresh,
+and run by ``flask --app wsgi alerts run`` (cron, or by hand).
 """
 
 from __future__ import annotations
@@ -45,17 +45,3 @@ def after_refresh(app, report) -> None:
         run_alerts(app, Engine.load(report.path))
     except Exception:  # an alert failure never stops the refresher; the next round retries delivery
         log.exception("alerts after the refresh of %s failed", report.path)
-
-
-def standalone_hook():
-    """``after_publish`` for ``python -m app.sources refresh``: builds the app from the environment once
-    (``URBAN_SECRET_KEY`` or ``URBAN_ENV=development`` needed); None, with a warning, when it cannot."""
-    from app import create_app
-    from app.config import ConfigurationError
-
-    try:
-        app = create_app({"LOAD_ENGINE": False})
-    except (ConfigurationError, ValueError) as exc:
-        log.warning("alerts are not evaluated after refreshes: %s", exc)
-        return None
-    return lambda report: after_refresh(app, report)

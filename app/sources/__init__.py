@@ -1,7 +1,8 @@
 """Live upstream sources: GIPOD, De Lijn, IRCEL-CELINE and the Antwerp LEZ, behind one injected session.
 
 ``init_app(app)`` wires the source layer into the Flask app: the ``snapshot`` CLI group (``flask --app wsgi
-snapshot refresh [--every SECONDS]``) and, when the engine was loaded from ``DATA_DIR`` and
+snapshot refresh [--every SECONDS]``, which runs the hooks registered with :func:`on_publish` after each
+published refresh) and, when the engine was loaded from ``DATA_DIR`` and
 ``URBAN_RELOAD_INTERVAL`` > 0, the reload watcher (:class:`app.sources.serving.SnapshotWatcher`) that is
 consulted when a request first asks for its engine. No hook runs on requests that do not use the engine; the freshness decision is
 made by the data views (:func:`app.sources.serving.served_engine`), before they compute.
@@ -11,23 +12,14 @@ See ``docs/sources.md``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypedDict
+from geo.service.loaded import load
 
+from .cli import snapshot_group
+from .extension import EXTENSION, SourcesState, on_publish, publish_hooks
+from .serving import SnapshotWatcher
 from .settings import SourceSettings
 
-if TYPE_CHECKING:
-    from .serving import SnapshotWatcher
-
-EXTENSION = "urban_sources"
-
-
-class SourcesState(TypedDict):
-    """``app.extensions[EXTENSION]``: the settings, the reload watcher (None without reloading) and the
-    freshness deadlines cached for the engine in use: ``(engine, limits, {layers: deadline})``."""
-
-    settings: SourceSettings
-    watcher: SnapshotWatcher | None
-    fresh_until: tuple[Any, Any, dict] | None
+__all__ = ["init_app", "on_publish", "publish_hooks"]
 
 
 def init_app(app) -> None:
@@ -35,16 +27,11 @@ def init_app(app) -> None:
     nothing the second time."""
     if EXTENSION in app.extensions:
         return
-    from .cli import snapshot_group
-    from .serving import SnapshotWatcher
-
     settings = SourceSettings.from_mapping(app.config)
-    state: SourcesState = {"settings": settings, "watcher": None, "fresh_until": None}
+    state: SourcesState = {"settings": settings, "watcher": None, "fresh_until": None, "after_publish": []}
     app.extensions[EXTENSION] = state
     app.cli.add_command(snapshot_group)
     if "urban" in app.extensions and "ENGINE" not in app.config and settings.reload_interval > 0:
-        from geo.service.loaded import load
-
         state["watcher"] = SnapshotWatcher(
             app.config.get("DATA_DIR", "data/snapshot"),
             settings.reload_interval,

@@ -20,6 +20,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from .extension import publish_hooks
 from .http import Upstream, build_session
 from .refresher import refresh
 from .settings import SourceSettings
@@ -107,8 +108,6 @@ def snapshot_group():
 @with_appcontext
 def refresh_command(every, reference, rounds):
     """Fetch the live sources; publish a new snapshot at DATA_DIR atomically."""
-    from app.dashboard.run import after_refresh
-
     app = current_app._get_current_object()
     settings = SourceSettings.from_mapping(app.config)
     ok = run_rounds(
@@ -118,18 +117,16 @@ def refresh_command(every, reference, rounds):
         default_cache(settings, app.instance_path),
         every=every,
         rounds=rounds,
-        after_publish=lambda report: after_refresh(app, report),
+        after_publish=publish_hooks(app),
     )
     if not ok:
         raise SystemExit(1)
 
 
-def standalone_refresh(every, reference, rounds) -> int:
+def standalone_refresh(every, reference, rounds, after_publish: Callable | None = None) -> int:
     """``python -m app.sources refresh``: the same rounds, settings from the environment only."""
     settings = SourceSettings.from_mapping({})
     instance = os.environ.get("URBAN_INSTANCE_PATH") or "instance"
-    from app.dashboard.run import standalone_hook
-
     ok = run_rounds(
         os.environ.get("URBAN_DATA_DIR") or "data/snapshot",
         reference or settings.reference_dir,
@@ -137,6 +134,6 @@ def standalone_refresh(every, reference, rounds) -> int:
         default_cache(settings, instance),
         every=every,
         rounds=rounds,
-        after_publish=standalone_hook(),
+        after_publish=after_publish,
     )
     return 0 if ok else 1

@@ -29,7 +29,8 @@ from flask import current_app, g
 
 from app.web.clock import wall_now
 
-from . import EXTENSION, SourcesState, store
+from . import store
+from .extension import EXTENSION, SourcesState
 from .errors import UpstreamError
 from .freshness import fresh_until, stale_error, stale_layers
 
