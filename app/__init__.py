@@ -19,8 +19,7 @@ from app import api, cli, dashboard, docs_ui, front, health, portal, sources
 from app import config as settings
 from app.mail import Mail
 from app.server import logfilter
-from app.store import db
-from app.web import conventions, errors, ratelimit
+from app.web import conventions, db, errors, ratelimit
 from app.web.state import UrbanState
 
 log = logging.getLogger("app")

@@ -11,12 +11,11 @@ when the ``BENCH_ROUTES`` setting is true (never by default).
 
 from __future__ import annotations
 
-import sqlite3
-
 from flask import Blueprint, current_app
 
 from app.sources.serving import current_engine
-from app.store.db import get_db
+from app.store.base import StoreUnavailable
+from app.web.db import get_db
 from app.web.errors import ServiceUnavailable
 
 bp = Blueprint("health", __name__)
@@ -31,7 +30,7 @@ def healthz():
         problems.append("no data snapshot is loaded")
     try:
         get_db().execute("SELECT 1 FROM schema_version LIMIT 1").fetchone()
-    except sqlite3.Error as exc:
+    except StoreUnavailable as exc:
         problems.append(f"account store unavailable ({exc.__class__.__name__})")
     if problems:
         raise ServiceUnavailable("; ".join(problems))

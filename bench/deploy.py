@@ -74,7 +74,8 @@ def prepare(
     instance's SQLite store, or in the PostgreSQL store at ``database_url``)."""
     from app.store import accounts as acc
     from app.store import postgres as db_postgres
-    from app.store.db import connect, migrate
+    from app.store.sqlite import connect
+    from app.store.db import migrate
     from app.store.saved_locations import add_location
 
     instance = Path(instance)

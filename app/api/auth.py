@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import logging
 import math
-import sqlite3
 from typing import NoReturn
 
 from flask import g, request
 
 from app.store import accounts, apikeys, usage
 from app.web.clock import wall_now
-from app.store.db import get_db
+from app.store.base import StoreUnavailable
+from app.web.db import get_db
 from app.web.errors import InvalidKey, MissingKey, PlanRequired, QuotaExceeded, RateLimited
 from app.store.plans import PLANS, Plan
 from app.web.ratelimit import RateInfo, hit_auth_failure, retry_after
@@ -55,7 +55,7 @@ def _report_quota(conn, account, day: str, reset_at) -> None:
         return
     try:
         used = usage.used(conn, account["id"], day)
-    except sqlite3.Error:
+    except StoreUnavailable:
         used = 0
     g.rate = RateInfo.daily(plan.daily_quota, used, reset_at)
 
@@ -91,7 +91,7 @@ def require_api_access() -> None:
     if digest is not None:
         try:
             account = usage.admit_key(conn, digest, day, location_id)
-        except sqlite3.OperationalError:
+        except StoreUnavailable:
             # the store is write-locked or failing: an unknown key is still 401, as the read alone says;
             # a known key's 503 reports its plan's quota (read without the write lock), not a per-IP budget
             known = accounts.authenticate(conn, token)
@@ -118,7 +118,7 @@ def require_api_access() -> None:
             )
         try:
             count = usage.admit(conn, account["id"], day, plan.daily_quota)
-        except sqlite3.OperationalError:
+        except StoreUnavailable:
             _report_quota(conn, account, day, reset_at)
             raise
         if count is None:

@@ -19,7 +19,7 @@ from functools import wraps
 from flask import Blueprint, g
 
 from app.sources.serving import served_engine
-from app.store.db import get_db
+from app.web.db import get_db
 from app.store.saved_locations import as_json, list_locations
 from app.web.clock import data_now
 from geo.service.air import air_quality_for

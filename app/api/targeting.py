@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from flask import g, request
 
-from app.store.db import get_db
+from app.web.db import get_db
 from app.store.saved_locations import get_location
 from app.web.errors import (
     AmbiguousTarget,

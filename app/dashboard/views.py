@@ -17,7 +17,7 @@ from flask import (
 from app.store.accounts import StoreError
 from app.sources.serving import current_engine
 from app.web.clock import data_now
-from app.store.db import get_db
+from app.web.db import get_db
 from app.web.errors import ApiError, LocationNotFound, error_response, to_api_error
 from app.portal import csrf
 from app.web.redact import echo

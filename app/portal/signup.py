@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask import Blueprint, current_app, jsonify, request
 
 from app.web.clock import wall_now
-from app.store.db import get_db
+from app.web.db import get_db
 from app.web.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
 from app.web.conventions import json_body
 from app.mail import MailUnavailable

@@ -17,7 +17,7 @@ from flask import (
 
 from app.store import accounts, usage
 from app.web.clock import wall_now
-from app.store.db import get_db
+from app.web.db import get_db
 from app.web.errors import ApiError, to_api_error
 from app.mail import MailUnavailable
 from app.store.plans import get_plan

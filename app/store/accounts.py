@@ -2,7 +2,8 @@
 
 Examples
 --------
->>> from app.store.db import connect, migrate
+>>> from app.store.sqlite import connect
+>>> from app.store.db import migrate
 >>> conn = connect(":memory:"); _ = migrate(conn)
 >>> account, key = create_account(conn, "ops@antwerpen.be", "developer")
 >>> authenticate(conn, key)["email"]
@@ -12,10 +13,10 @@ Examples
 from __future__ import annotations
 
 import re
-import sqlite3
 from datetime import UTC, datetime
 
 from . import apikeys
+from .base import Row, Store
 from .db import write
 from .plans import PLANS
 
@@ -52,7 +53,7 @@ def _check_plan(plan: str) -> None:
         raise StoreError(f"unknown plan {plan!r}; choose one of {', '.join(PLANS)}")
 
 
-def get_account(conn: sqlite3.Connection, email: str) -> sqlite3.Row:
+def get_account(conn: Store, email: str) -> Row:
     """The account row for ``email`` (case-insensitive) or :class:`AccountNotFound`."""
     row = conn.execute("SELECT * FROM accounts WHERE email = ?", (email,)).fetchone()
     if row is None:
@@ -60,7 +61,7 @@ def get_account(conn: sqlite3.Connection, email: str) -> sqlite3.Row:
     return row
 
 
-def find_account(conn: sqlite3.Connection, email: str) -> sqlite3.Row | None:
+def find_account(conn: Store, email: str) -> Row | None:
     """The account row for ``email`` or None."""
     return conn.execute("SELECT * FROM accounts WHERE email = ?", (email,)).fetchone()
 
@@ -81,7 +82,7 @@ def create_account(conn, email: str, plan: str, *, with_key: bool = True):
     return conn.execute("SELECT * FROM accounts WHERE id = ?", (account_id,)).fetchone(), key
 
 
-def set_plan(conn, email: str, plan: str) -> sqlite3.Row:
+def set_plan(conn, email: str, plan: str) -> Row:
     """Change an account's plan; takes effect on its next request."""
     _check_plan(plan)
     with write(conn, durable=True):
@@ -107,7 +108,7 @@ def create_key(conn, account_id: int) -> tuple[int, str]:
         return _insert_key(conn, account_id)
 
 
-def list_keys(conn, account_id: int) -> list[sqlite3.Row]:
+def list_keys(conn, account_id: int) -> list[Row]:
     """Keys of the account (id, prefix, created_at, revoked_at), oldest first."""
     return conn.execute(
         "SELECT id, prefix, created_at, revoked_at FROM api_keys WHERE account_id = ? ORDER BY id",
@@ -115,7 +116,7 @@ def list_keys(conn, account_id: int) -> list[sqlite3.Row]:
     ).fetchall()
 
 
-def revoke_key(conn, account_id: int, key_id: int) -> sqlite3.Row:
+def revoke_key(conn, account_id: int, key_id: int) -> Row:
     """Revoke one of the account's keys (idempotent); effective on the next request in every worker."""
     with write(conn, durable=True):
         row = conn.execute(
@@ -128,7 +129,7 @@ def revoke_key(conn, account_id: int, key_id: int) -> sqlite3.Row:
     return conn.execute("SELECT * FROM api_keys WHERE id = ?", (key_id,)).fetchone()
 
 
-def authenticate(conn, key: str) -> sqlite3.Row | None:
+def authenticate(conn, key: str) -> Row | None:
     """The account (id, email, plan, key_id) owning the live key ``key``, or None.
 
     A malformed key (wrong prefix, length, alphabet or checksum) is rejected without a look-up.

@@ -1,34 +1,39 @@
 """The account store on PostgreSQL (``URBAN_DATABASE_URL=postgresql://…``), for several app hosts.
 
-:class:`PgConnection` gives the library functions of :mod:`app.store.accounts`, :mod:`app.store.usage`,
-:mod:`app.store.saved_locations` and :mod:`app.store.tokens` the same small interface a SQLite store connection has, so
-they run unchanged on either backend:
+:class:`PostgresStore` implements the store's interface (:class:`app.store.base.Store`), so the functions of
+:mod:`app.store.accounts`, :mod:`app.store.usage`, :mod:`app.store.saved_locations` and :mod:`app.store.tokens`
+run unchanged on either backend:
 
-- ``execute(sql, params)`` takes the SQLite dialect they are written in (``?`` and ``:name`` parameters,
-  ``IFNULL``) and returns a cursor whose rows answer ``row[0]`` and ``row["name"]``;
-- ``in_transaction``, ``close()``, and the hooks :func:`app.store.db.write` and :func:`app.store.db.migrate` call;
-- errors surface as the DB-API classes of :mod:`sqlite3` (``OperationalError`` for a server that is down or
-  unreachable, ``IntegrityError`` for a broken constraint …), chained to psycopg's, so the one error handler
-  answers 503 for an unavailable store on both backends.
+- :meth:`PostgresStore.execute` takes the SQLite dialect they are written in (``?`` and ``:name``
+  parameters, ``IFNULL``) and returns rows that answer ``row[0]`` and ``row["name"]``;
+- :meth:`PostgresStore.transaction` takes one transaction-scoped advisory lock, as SQLite's
+  ``BEGIN IMMEDIATE`` takes the one write lock, so check-then-write sequences (unique e-mail, one primary
+  location, the location cap) stay serialised;
+- a server that is down or unreachable, a lock waited for past ``lock_timeout``, a broken connection raise
+  :class:`app.store.base.StoreUnavailable`, a broken constraint
+  :class:`app.store.base.StoreIntegrityError` (psycopg's error chained), so the one error handler answers
+  503 for an unavailable store on both backends.
 
 Semantics kept: the admission of key + quota is still one ``INSERT … ON CONFLICT DO UPDATE … WHERE count <
 limit RETURNING`` statement (PostgreSQL locks the usage row, so concurrent hosts never admit more than the
-quota); :func:`app.store.db.write` transactions take one transaction-scoped advisory lock, as SQLite's
-``BEGIN IMMEDIATE`` takes the one write lock, so check-then-write sequences (unique e-mail, one primary
-location, the location cap) stay serialised; a revocation is committed before ``revoke_key`` returns and every
-host's next statement sees it. Usage counts commit with ``synchronous_commit = off`` (a crash of the server
-may lose the last few hundred milliseconds of counts, never corrupt them; as SQLite's ``synchronous=NORMAL``),
-account, key and location changes with ``synchronous_commit = on``.
+quota); a revocation is committed before ``revoke_key`` returns and every host's next statement sees it.
+Usage counts commit with ``synchronous_commit = off`` (a crash of the server may lose the last few hundred
+milliseconds of counts, never corrupt them; as SQLite's ``synchronous=NORMAL``), account, key and location
+changes with ``synchronous_commit = on``.
 
 The migrations in ``app/store/migrations`` are written for SQLite; :func:`translate_ddl` maps their few
 SQLite-only idioms (``INTEGER PRIMARY KEY`` row ids, ``COLLATE NOCASE``, ``REAL``, ``WITHOUT ROWID``) and
 refuses any other it does not know.
+
+Statements run on psycopg's libpq layer (``Connection.pgconn``, ``psycopg.pq``) with its adaptation
+``Transformer`` and ``errors.error_from_result``, below its cursors: the CPU this saves per statement is
+measured in docs/operations.md (PostgreSQL store), and
+``tests/app/test_store_postgres.py::test_the_psycopg_layer_the_store_runs_on`` pins what it relies on.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +41,9 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-#: transaction-scoped advisory lock key of :func:`app.store.db.write` and of migrations ("urban" in ASCII)
+from .base import Cursor, StoreIntegrityError, StoreUnavailable, statements
+
+#: transaction-scoped advisory lock keys of :meth:`PostgresStore.transaction` and of migrations ("urban")
 WRITE_LOCK = 0x75726261
 MIGRATE_LOCK = 0x75726262
 
@@ -109,7 +116,7 @@ def translate_ddl(sql: str) -> str:
 
 
 class Row(tuple):
-    """A result row readable by position and by column name, like :class:`sqlite3.Row`."""
+    """A result row readable by position and by column name, like SQLite's rows."""
 
     _index: dict[str, int]
 
@@ -138,21 +145,17 @@ def _row_maker(result) -> Callable[[Sequence[Any]], Row]:
     return lambda values: Row(values, index)
 
 
-def _as_sqlite_error(exc: Exception) -> sqlite3.Error:
-    """The :mod:`sqlite3` DB-API class matching a psycopg error (message kept, original chained)."""
+def _store_error(exc: Exception) -> Exception:
+    """The store's error for a psycopg one (message kept; the caller chains the original): a broken
+    constraint, or the store itself (server down or unreachable, a lock past ``lock_timeout``, a broken
+    connection, a failing server). A misuse of the interface (a programming error) stays psycopg's."""
     import psycopg
 
-    for pg_cls, sq_cls in (
-        (psycopg.IntegrityError, sqlite3.IntegrityError),
-        (psycopg.OperationalError, sqlite3.OperationalError),
-        (psycopg.ProgrammingError, sqlite3.ProgrammingError),
-        (psycopg.DataError, sqlite3.DataError),
-        (psycopg.InterfaceError, sqlite3.OperationalError),
-        (psycopg.DatabaseError, sqlite3.DatabaseError),
-    ):
-        if isinstance(exc, pg_cls):
-            return sq_cls(str(exc).strip())
-    return sqlite3.DatabaseError(str(exc).strip())
+    if isinstance(exc, psycopg.IntegrityError):
+        return StoreIntegrityError(str(exc).strip())
+    if isinstance(exc, psycopg.ProgrammingError):
+        return exc
+    return StoreUnavailable(str(exc).strip())
 
 
 @contextmanager
@@ -162,7 +165,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except psycopg.Error as exc:
-        raise _as_sqlite_error(exc) from exc
+        raise _store_error(exc) from exc
 
 
 _PLACEHOLDERS = re.compile(r"'(?:[^']|'')*'|\"[^\"]*\"|::|\?|:([A-Za-z_]\w*)|\bIFNULL\s*\(", re.IGNORECASE)
@@ -212,37 +215,11 @@ def compile_sql(sql: str) -> Statement:
 
     out = _PLACEHOLDERS.sub(swap, sql)
     if names and positional:
-        raise sqlite3.ProgrammingError("a statement mixes ? and :name parameters")
+        raise ValueError("a statement mixes ? and :name parameters")
     head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
     return Statement(
         out.encode(), tuple(names) if names else None, len(names) or positional, head in _PREPARABLE
     )
-
-
-class Cursor:
-    """The result of :meth:`PgConnection.execute` (``fetchone``, ``fetchall``, iteration, ``rowcount``)."""
-
-    __slots__ = ("rowcount", "_rows", "_pos")
-
-    def __init__(self, rows: list | None, rowcount: int):
-        self._rows = rows
-        self._pos = 0
-        self.rowcount = rowcount
-
-    def fetchone(self) -> Any:
-        rows = self._rows
-        if not rows or self._pos >= len(rows):
-            return None
-        self._pos += 1
-        return rows[self._pos - 1]
-
-    def fetchall(self) -> list:
-        rows = self._rows or []
-        out, self._pos = rows[self._pos :], len(rows)
-        return out
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.fetchall())
 
 
 class _Formats(dict):
@@ -261,14 +238,12 @@ class _Formats(dict):
 MAX_PREPARED = 256
 
 
-class PgConnection:
-    """One PostgreSQL session in autocommit mode with the store interface (see the module docstring).
+class PostgresStore:
+    """One PostgreSQL session in autocommit mode with the store's interface (see the module docstring).
 
     Statements run straight on libpq (``PQexecPrepared``: one round trip, no Python-level wait loop), each
     distinct statement prepared on the server the first time this session runs it; psycopg dumps the
-    parameters and loads the rows (its C implementation). Measured on the admission statement
-    (in-process, docs/operations.md): client CPU 80 → 30 µs (SQLite: 27 µs), server 82 → 65 µs against psycopg's
-    ``Cursor.execute``.
+    parameters and loads the rows (its C implementation).
     """
 
     def __init__(self, raw):
@@ -302,13 +277,11 @@ class PgConnection:
             try:
                 values = [params[name] for name in stmt.names]
             except (KeyError, TypeError) as exc:
-                raise sqlite3.ProgrammingError(f"missing a value for a named parameter: {exc}") from None
+                raise ValueError(f"missing a value for a named parameter: {exc}") from None
         else:
             values = list(params)
         if len(values) != stmt.count:
-            raise sqlite3.ProgrammingError(
-                f"the statement uses {stmt.count} parameters, {len(values)} were supplied"
-            )
+            raise ValueError(f"the statement uses {stmt.count} parameters, {len(values)} were supplied")
         pgconn = self._pgconn
         try:
             args = self._tx.dump_sequence(values, self._formats[stmt.count]) if values else None
@@ -325,7 +298,7 @@ class PgConnection:
                 result = pgconn.exec_(stmt.text)
             return self._cursor(sql, result, make_row)
         except self._pg_error as exc:  # inline rather than _errors(): this is every call's path
-            raise _as_sqlite_error(exc) from exc
+            raise _store_error(exc) from exc
 
     def _prepare(self, sql: str, stmt: Statement) -> tuple[bytes | None, Callable | None]:
         """Prepare ``stmt`` on the server under a name of this session (or run it unnamed once the session
@@ -359,12 +332,15 @@ class PgConnection:
     def close(self) -> None:
         self._raw.close()
 
-    # hooks called by app.store.db ---------------------------------------------------------------------------------
+    def execute_write(self, sql: str, params: Any = ()) -> Any:
+        """Run one autocommit write statement and return its first row (PostgreSQL waits for a row lock
+        itself, up to ``lock_timeout``)."""
+        return self.execute(sql, params).fetchone()
 
     @contextmanager
-    def transaction(self, *, durable: bool = False):
-        """:func:`app.store.db.write` on PostgreSQL: ``BEGIN`` + the store's write lock … ``COMMIT`` (rolled back on
-        any exception); nested, a ``SAVEPOINT``."""
+    def transaction(self, *, durable: bool = False) -> Iterator[PostgresStore]:
+        """``BEGIN`` + the store's write lock … ``COMMIT`` (rolled back on any exception); nested, a
+        ``SAVEPOINT``."""
         if self.in_transaction:
             name = f"w{id(object()):x}"
             self.execute(f"SAVEPOINT {name}")
@@ -375,7 +351,7 @@ class PgConnection:
                     try:
                         self.execute(f"ROLLBACK TO SAVEPOINT {name}")
                         self.execute(f"RELEASE SAVEPOINT {name}")
-                    except sqlite3.Error:
+                    except StoreUnavailable:
                         pass
                 raise
             self.execute(f"RELEASE SAVEPOINT {name}")
@@ -390,7 +366,7 @@ class PgConnection:
             if self.in_transaction and not self.closed:
                 try:
                     self.execute("ROLLBACK")
-                except sqlite3.Error:
+                except StoreUnavailable:
                     pass
             raise
         try:
@@ -401,15 +377,15 @@ class PgConnection:
             raise
 
     def schema_version(self) -> int:
-        if self.execute("SELECT to_regclass('schema_version')").fetchone()[0] is None:
+        table = self.execute("SELECT to_regclass('schema_version')").fetchone()
+        if table is None or table[0] is None:
             return 0
-        return self.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()[0]
+        latest = self.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+        return 0 if latest is None else int(latest[0])
 
     def migrate(self, migrations) -> list[str]:
         """Apply pending ``migrations`` ((version, name, sql) in order) in one transaction, serialised between
         hosts by an advisory lock; returns the names applied."""
-        from .db import _statements
-
         applied = []
         with self.transaction(durable=True):
             self.execute(f"SELECT pg_advisory_xact_lock({MIGRATE_LOCK})")
@@ -433,7 +409,7 @@ class PgConnection:
                     " deterministic = false)"
                 )
             for version, name, sql in pending:
-                for stmt in _statements(translate_ddl(sql)):
+                for stmt in statements(translate_ddl(sql)):
                     self.execute(stmt)
                 self.execute(
                     "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
@@ -443,21 +419,21 @@ class PgConnection:
         return applied
 
 
-def connect(url: str, timeout: float = 5.0) -> PgConnection:
+def connect(url: str, timeout: float = 5.0) -> PostgresStore:
     """Open the PostgreSQL store at ``url`` (autocommit; transactions are explicit). ``timeout`` bounds the
     connection attempt and, as ``lock_timeout``, how long a statement waits for a lock before it fails
     (503), as SQLite's busy timeout does."""
     import psycopg
 
     with _errors():
-        # statements run through PgConnection.execute (prepared there), never psycopg's cursors
+        # statements run through PostgresStore.execute (prepared there), never psycopg's cursors
         raw = psycopg.connect(
             url,
             autocommit=True,
             connect_timeout=max(1, int(round(timeout))),
             prepare_threshold=None,
         )
-    conn = PgConnection(raw)
+    conn = PostgresStore(raw)
     conn.execute(f"SET lock_timeout = {int(timeout * 1000)}")
     conn.execute("SET synchronous_commit = off")
     return conn

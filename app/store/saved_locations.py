@@ -2,7 +2,8 @@
 
 Examples
 --------
->>> from app.store.db import connect, migrate
+>>> from app.store.sqlite import connect
+>>> from app.store.db import migrate
 >>> conn = connect(":memory:"); _ = migrate(conn)
 >>> _ = conn.execute("INSERT INTO accounts (id, email, plan, created_at) VALUES (1, 'a@b.be', 'api', '')")
 >>> loc = add_location(conn, 1, name="Stadhuis", address="Grote Markt 1, 2000 Antwerpen",

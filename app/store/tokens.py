@@ -3,7 +3,7 @@
 A token is 256 random bits, URL-safe base64 (43 characters). Only its SHA-256 digest is stored, in the
 ``email_tokens`` table (migration ``050``). A token expires ``TOKEN_TTL`` seconds after it was issued
 (30 minutes) and is consumed by one ``UPDATE ... RETURNING`` statement, so of any number of concurrent
-confirmations exactly one sees the row. Functions take an open ``sqlite3`` connection and leave
+confirmations exactly one sees the row. Functions take an open store connection and leave
 transaction control to the caller; timestamps are integer UTC epoch seconds passed in by the caller.
 """
 

@@ -2,7 +2,8 @@
 
 Examples
 --------
->>> from app.store.db import connect, migrate
+>>> from app.store.sqlite import connect
+>>> from app.store.db import migrate
 >>> conn = connect(":memory:"); _ = migrate(conn)
 >>> _ = conn.execute("INSERT INTO accounts (id, email, plan, created_at) VALUES (1, 'a@b.be', 'developer', '')")
 >>> [admit(conn, 1, "2026-11-16", 2) for _ in range(3)]
@@ -15,13 +16,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
-from typing import TYPE_CHECKING
-
-from .db import execute_write
+from .base import Row
 from .plans import PLANS
-
-if TYPE_CHECKING:
-    import sqlite3
 
 _ADMIT = (
     "INSERT INTO usage (account_id, day, count) VALUES (:account, :day, 1)"
@@ -39,7 +35,7 @@ def admit(conn, account_id: int, day: str, limit: int | None) -> int | None:
     """
     if limit is not None and limit <= 0:
         return None
-    row = execute_write(conn, _ADMIT, {"account": account_id, "day": day, "limit": limit})
+    row = conn.execute_write(_ADMIT, {"account": account_id, "day": day, "limit": limit})
     return None if row is None else row[0]
 
 
@@ -87,7 +83,7 @@ _ADMIT_KEY = _admit_key_sql(PLANS.values())
 _ADMIT_KEY_AT = _admit_key_sql(PLANS.values(), location=True)
 
 
-def admit_key(conn, digest: str, day: str, location_id: str | None = None) -> "sqlite3.Row | None":
+def admit_key(conn, digest: str, day: str, location_id: str | None = None) -> Row | None:
     """Authenticate and admit in one statement: count one call for the live key with SHA-256 ``digest``
     when its account's plan (:data:`app.store.plans.PLANS`) has API access and the day's count is below the
     plan's quota.
@@ -102,7 +98,8 @@ def admit_key(conn, digest: str, day: str, location_id: str | None = None) -> "s
     --------
     >>> from app.store import accounts
     >>> from app.store.apikeys import digest
-    >>> from app.store.db import connect, migrate
+    >>> from app.store.sqlite import connect
+    >>> from app.store.db import migrate
     >>> conn = connect(":memory:"); _ = migrate(conn)
     >>> _, key = accounts.create_account(conn, "a@b.be", "developer")
     >>> admit_key(conn, digest(key), "2026-11-16")["count"]
@@ -111,8 +108,8 @@ def admit_key(conn, digest: str, day: str, location_id: str | None = None) -> "s
     True
     """
     if location_id is None:
-        return execute_write(conn, _ADMIT_KEY, {"digest": digest, "day": day})
-    return execute_write(conn, _ADMIT_KEY_AT, {"digest": digest, "day": day, "location": location_id})
+        return conn.execute_write(_ADMIT_KEY, {"digest": digest, "day": day})
+    return conn.execute_write(_ADMIT_KEY_AT, {"digest": digest, "day": day, "location": location_id})
 
 
 def saved_location(row, location_id: str) -> dict | None:

@@ -8,7 +8,6 @@ the engine's errors, a locked or full account store and any unexpected exception
 from __future__ import annotations
 
 import logging
-import sqlite3
 
 from flask import current_app, g, request
 from flask_limiter import RateLimitExceeded
@@ -18,6 +17,9 @@ from werkzeug.exceptions import MethodNotAllowed as HTTPMethodNotAllowed
 from geo.errors import InvalidCoordinates as GeoInvalidCoordinates
 from geo.errors import OutsideServiceArea as GeoOutsideServiceArea
 
+from app.store.base import StoreIntegrityError, StoreUnavailable
+
+from .db import discard_db
 from .ratelimit import retry_after
 from .redact import echo, redact_path
 
@@ -194,14 +196,10 @@ def to_api_error(exc: BaseException) -> ApiError:
         if cls is InvalidRequest:
             return InvalidRequest("the request is malformed")
         return cls()
-    if isinstance(exc, sqlite3.Error):
-        from app.store.db import discard_db
-
+    if isinstance(exc, (StoreUnavailable, StoreIntegrityError)):
         discard_db()  # the next request opens a fresh connection
-    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
-        exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError)
-    ):
-        # locked past busy_timeout, disk full, I/O error, damaged file: the store, not the request
+    if isinstance(exc, StoreUnavailable):
+        # locked past its timeout, unreachable, disk full, I/O error, damaged file: the store, not the request
         log.error("account store unavailable (request %s): %s", g.get("request_id"), exc)
         return ServiceUnavailable("the account store is busy or unavailable; retry shortly")
     log.exception("unhandled error (request %s)", g.get("request_id"))

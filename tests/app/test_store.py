@@ -7,7 +7,9 @@ import threading
 import pytest
 
 from app.store import accounts, postgres as db_postgres, usage
-from app.store.db import connect, execute_write, migrate, migrations, schema_version
+from app.store.sqlite import connect
+from app.store.db import migrate
+from app.store.base import StoreIntegrityError, StoreUnavailable, migrations
 from app.store.saved_locations import add_location, list_locations, remove_location
 from app.store.accounts import StoreError
 
@@ -28,7 +30,7 @@ def connector(app):
 
 
 def _tables(conn) -> set[str]:
-    if isinstance(conn, db_postgres.PgConnection):
+    if isinstance(conn, db_postgres.PostgresStore):
         sql = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
     else:
         sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -37,12 +39,12 @@ def _tables(conn) -> set[str]:
 
 def test_migrations_apply_once_and_record_versions(connector):
     conn = connector()
-    assert schema_version(conn) == 0
+    assert conn.schema_version() == 0
     applied = migrate(conn)
     assert applied == [name for _v, name, _sql in migrations()]
     assert migrate(conn) == []
-    assert schema_version(conn) == migrations()[-1][0]
-    if not isinstance(conn, db_postgres.PgConnection):
+    assert conn.schema_version() == migrations()[-1][0]
+    if not isinstance(conn, db_postgres.PostgresStore):
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert {"accounts", "api_keys", "locations", "usage", "email_tokens", "schema_version"} <= _tables(conn)
 
@@ -103,7 +105,7 @@ def test_switch_to_wal_waits_for_a_writer_on_the_fresh_file(tmp_path):
 def _try_migrate(path):
     try:
         return migrate(connect(path))
-    except sqlite3.OperationalError as exc:
+    except StoreUnavailable as exc:
         return repr(exc)
 
 
@@ -112,7 +114,7 @@ def test_switch_to_wal_gives_up_after_the_busy_timeout(tmp_path):
     first = connect(path)
     first.execute("BEGIN IMMEDIATE")
     first.execute("CREATE TABLE early (x)")
-    with pytest.raises(sqlite3.OperationalError, match="locked"):
+    with pytest.raises(StoreUnavailable, match="locked"):
         migrate(connect(path, timeout=0.2))
     first.execute("ROLLBACK")
 
@@ -120,7 +122,7 @@ def test_switch_to_wal_gives_up_after_the_busy_timeout(tmp_path):
 def test_plaintext_key_never_in_database_file(app, store, account):
     _row, key = account("developer")
     key_id, key2 = accounts.create_key(store, _row["id"])
-    if isinstance(store, db_postgres.PgConnection):  # no file to read: the dump of every column must do
+    if isinstance(store, db_postgres.PostgresStore):  # no file to read: the dump of every column must do
         dump = repr([tuple(r) for t in ("accounts", "api_keys") for r in store.execute(f"SELECT * FROM {t}")])
         assert key not in dump and key2 not in dump and key[14:] not in dump
     else:
@@ -248,11 +250,16 @@ def test_max_locations(store, account):
         add_location(store, row["id"], name="L3", address="", lat=51, lng=4, max_locations=3)
 
 
-def test_foreign_keys_enforced(store):
-    with pytest.raises(sqlite3.IntegrityError):
+def test_foreign_keys_enforced_with_the_stores_own_error_on_both_backends(store):
+    """A broken constraint is the store's StoreIntegrityError on SQLite and on PostgreSQL (psycopg's
+    error chained), never a backend's class dressed as another's."""
+    with pytest.raises(StoreIntegrityError) as refused:
         store.execute(
             "INSERT INTO api_keys (account_id, digest, prefix, created_at) VALUES (999, 'd', 'p', '')"
         )
+    assert not isinstance(refused.value, sqlite3.Error)
+    backend = type(refused.value.__cause__).__module__.split(".")[0]
+    assert backend == ("psycopg" if isinstance(store, db_postgres.PostgresStore) else "sqlite3")
 
 
 def test_revocation_is_seen_by_every_other_connection_at_once(store, account, connector):
@@ -350,7 +357,7 @@ def test_execute_write_waits_out_a_short_lock_and_restores_the_busy_timeout(tmp_
     release = threading.Timer(0.05, lambda: holder.execute("COMMIT"))
     release.start()
     try:
-        row = execute_write(writer, "INSERT INTO t VALUES (7) RETURNING x")
+        row = writer.execute_write("INSERT INTO t VALUES (7) RETURNING x")
     finally:
         release.join()
     assert row[0] == 7
@@ -366,8 +373,8 @@ def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_pa
     writer = connect(path, timeout=0.1)
     holder.execute("BEGIN IMMEDIATE")
     try:
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
-            execute_write(writer, "INSERT INTO t VALUES (1) RETURNING x")
+        with pytest.raises(StoreUnavailable, match="locked"):
+            writer.execute_write("INSERT INTO t VALUES (1) RETURNING x")
     finally:
         holder.execute("COMMIT")
     assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 100

@@ -95,7 +95,8 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     tmp_path, snapshot_dir, engine, config, smtp_server, receiver
 ):
     from app.store import accounts
-    from app.store.db import connect, migrate
+    from app.store.sqlite import connect
+    from app.store.db import migrate
     from app.dashboard.figures import point_figures
 
     figures = point_figures(engine, *POINT, engine.as_of)
@@ -190,7 +191,8 @@ def test_failed_deliveries_are_retried_and_then_sent_once(
 ):
     from app.store import accounts
     from app.dashboard import alerts
-    from app.store.db import connect, migrate
+    from app.store.sqlite import connect
+    from app.store.db import migrate
     from app.store.saved_locations import add_location
 
     before = variant(snapshot_dir, tmp_path / "a", no2=20.0)

@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 from app.store import accounts
 from app import create_app
 from app.dashboard import alerts
-from app.store.db import connect, migrate
+from app.store.sqlite import connect
+from app.store.db import migrate
 from app.store.saved_locations import add_location
 from tests.sources.fakeupstream import FakeUpstream
 

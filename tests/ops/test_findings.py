@@ -306,13 +306,13 @@ def test_malformed_location_ids_never_reach_sql(app, account, store, endpoint):
     conn = app.extensions["urban_db"].conn  # this thread's store connection, kept between requests
     for location_id in LONG_IDS:
         statements = []
-        conn.set_trace_callback(statements.append)
+        conn.trace(statements.append)
         try:
             resp = client.get(
                 f"/api/v1/{endpoint}", query_string={"locationId": location_id}, headers=bearer(key)
             )
         finally:
-            conn.set_trace_callback(None)
+            conn.trace(None)
         assert resp.status_code == 404 and resp.get_json()["error"] == "location_not_found"
         assert not any("locations" in s for s in statements), statements
         assert all(len(s) < 1000 for s in statements)

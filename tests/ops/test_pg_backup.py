@@ -9,7 +9,8 @@ import uuid
 
 from app.store import accounts, usage
 from app.store.apikeys import digest
-from app.store.db import migrate, migrations, schema_version
+from app.store.db import migrate
+from app.store.base import migrations
 from app.store.postgres import connect
 from app.store.plans import PLANS
 from bench.services import postgres_bin
@@ -44,7 +45,7 @@ def test_pg_dump_and_pg_restore_round_trip(postgres_server, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     back = connect(restored)
-    assert schema_version(back) == migrations()[-1][0] and migrate(back) == []
+    assert back.schema_version() == migrations()[-1][0] and migrate(back) == []
     assert accounts.authenticate(back, live_key)["email"] == "live@gent.be"
     assert accounts.authenticate(back, gone_key) is None
     assert usage.used(back, live["id"], "2026-11-16") == 7

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from app.store import accounts, tokens
-from app.store.db import connect, migrate
+from app.store.sqlite import connect
+from app.store.db import migrate
 from app.mail import build_message
 from app.portal.addresses import InvalidEmail, normalize_email
 from app.server.logfilter import redact
