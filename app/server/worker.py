@@ -1,22 +1,21 @@
-"""gunicorn workers whose own error answers use the API's one JSON error shape (``worker_class``).
+"""gunicorn workers whose own error answers are the app's answers (``worker_class``).
 
 gunicorn rejects some requests before Flask sees them — a request line over ``limit_request_line`` (414),
 too many or too large header fields (431), a malformed request line, header or chunked body (400) — and
-answers them with an HTML page. :meth:`JsonErrorsMixin.handle_error` writes instead
-``{"error": code, "message": text}`` with ``Cache-Control: no-store``, ``X-Content-Type-Options: nosniff``,
-an ``X-Request-Id``, the CORS headers and the ``X-RateLimit-*`` headers of the client's failed-authentication
-budget (read from the shared rate-limit store; a static full budget if the store cannot be read).
-Messages are fixed texts: no request value is repeated.
+answers them with an HTML page. :meth:`JsonErrorsMixin.handle_error` answers instead with what the app
+answers for the same error: :func:`app.web.errors.error_response` (the one JSON error shape,
+``Cache-Control: no-store``) finished by :func:`app.web.conventions.finalize` (``X-Request-Id``,
+``nosniff``, the client's ``X-RateLimit-*`` budget and the API's CORS headers: no route is known yet, so
+the answer is an API answer). Messages are fixed texts: no request value is repeated.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import time
 import uuid
 from datetime import datetime
+from http import HTTPStatus
 
+from flask import g
 from gunicorn import util
 from gunicorn.http import errors as http_errors
 from gunicorn.http import wsgi as gunicorn_wsgi
@@ -24,15 +23,16 @@ from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.workers.gthread import ThreadWorker as _ThreadWorker
 from gunicorn.workers.sync import SyncWorker as _SyncWorker
 
+from app.web.conventions import finalize
+from app.web.errors import (
+    ApiError,
+    HeadersTooLarge,
+    InternalError,
+    InvalidRequest,
+    UriTooLong,
+    error_response,
+)
 from app.web.redact import echo, redact_text
-
-_REASONS = {
-    400: "Bad Request",
-    414: "URI Too Long",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-}
-_EXPOSED = "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, ETag, Retry-After, X-Request-Id"
 
 #: exceptions raised while reading a request: the client's fault (gunicorn's own list)
 _CLIENT_ERRORS = tuple(
@@ -60,43 +60,42 @@ _CLIENT_ERRORS = tuple(
     )
     if hasattr(http_errors, name)
 )
+_MESSAGES = {
+    "InvalidRequestLine": "malformed request line",
+    "InvalidRequestMethod": "invalid method",
+    "InvalidHTTPVersion": "unsupported HTTP version",
+    "ObsoleteFolding": "obsolete header line folding",
+    "UnsupportedTransferCoding": "unsupported Transfer-Encoding",
+    "ExpectationFailed": "unsupported Expect",
+    "InvalidChunkSize": "malformed chunked body",
+    "ChunkMissingTerminator": "malformed chunked body",
+    "InvalidChunkExtension": "malformed chunked body",
+    "NoMoreData": "incomplete request",
+}
 
 
-def classify(exc: BaseException) -> tuple[int, str, str]:
-    """(status, error code, message) for an exception raised while gunicorn handled a request.
+def error_for(exc: BaseException) -> ApiError:
+    """The API error of an exception raised while gunicorn handled a request.
 
     Examples
     --------
-    >>> classify(http_errors.LimitRequestLine(5000, 4094))
+    >>> e = error_for(http_errors.LimitRequestLine(5000, 4094))
+    >>> (e.status, e.code, e.message)
     (414, 'uri_too_long', 'the request line is over the limit of 4094 bytes')
-    >>> classify(http_errors.InvalidRequestLine("GARBAGE"))[:2]
-    (400, 'invalid_request')
-    >>> classify(RuntimeError("boom"))[:2]
-    (500, 'internal_error')
+    >>> error_for(http_errors.InvalidRequestLine("GARBAGE")).code, error_for(RuntimeError("boom")).status
+    ('invalid_request', 500)
     """
     if isinstance(exc, http_errors.LimitRequestLine):
-        return 414, "uri_too_long", f"the request line is over the limit of {exc.max_size or 4094} bytes"
+        return UriTooLong(f"the request line is over the limit of {exc.max_size or 4094} bytes")
     if isinstance(exc, http_errors.LimitRequestHeaders):
-        return 431, "headers_too_large", "too many header fields, or a header field over the size limit"
+        return HeadersTooLarge("too many header fields, or a header field over the size limit")
     if not isinstance(exc, _CLIENT_ERRORS):
-        return 500, "internal_error", "unexpected error; it has been logged"
+        return InternalError()
     if isinstance(exc, (http_errors.InvalidHeader, http_errors.InvalidHeaderName)):
         name = getattr(exc, "hdr", "")
         named = f" {echo(name)}" if isinstance(name, str) and name else ""
-        return 400, "invalid_request", f"malformed header field{named}"
-    messages = {
-        "InvalidRequestLine": "malformed request line",
-        "InvalidRequestMethod": "invalid method",
-        "InvalidHTTPVersion": "unsupported HTTP version",
-        "ObsoleteFolding": "obsolete header line folding",
-        "UnsupportedTransferCoding": "unsupported Transfer-Encoding",
-        "ExpectationFailed": "unsupported Expect",
-        "InvalidChunkSize": "malformed chunked body",
-        "ChunkMissingTerminator": "malformed chunked body",
-        "InvalidChunkExtension": "malformed chunked body",
-        "NoMoreData": "incomplete request",
-    }
-    return 400, "invalid_request", messages.get(type(exc).__name__, "the request is malformed")
+        return InvalidRequest(f"malformed header field{named}")
+    return InvalidRequest(_MESSAGES.get(type(exc).__name__, "the request is malformed"))
 
 
 def _client_ip(req, addr, hops: int) -> str:
@@ -112,57 +111,34 @@ def _client_ip(req, addr, hops: int) -> str:
     return peer
 
 
-def _flask_app(wsgi):
-    return wsgi if hasattr(wsgi, "test_request_context") and hasattr(wsgi, "extensions") else None
+def answer(app, err: ApiError, ip: str):
+    """The app's response to ``err`` for a client at ``ip``, as every response of the app is finished."""
+    with app.test_request_context("/api/", environ_base={"REMOTE_ADDR": ip}):
+        g.request_id = uuid.uuid4().hex
+        return finalize(error_response(err))
 
 
-def rate_headers(app, ip: str) -> dict[str, str]:
-    """The ``X-RateLimit-*`` headers of ``ip``'s failed-authentication budget, as the app reports them for
-    unauthenticated responses. Without the app or its store: the full budget of the default limit."""
-    if app is not None:
-        try:
-            from app.web.ratelimit import peek
-
-            with app.test_request_context("/", environ_base={"REMOTE_ADDR": ip}):
-                return peek().headers()
-        except Exception:
-            pass
-    from limits import parse
-
-    spec = app.config.get("AUTH_FAILURE_LIMIT", "30 per minute") if app is not None else "30 per minute"
-    item = parse(spec)
-    reset = math.ceil(time.time() + item.get_expiry())
-    return {
-        "X-RateLimit-Limit": str(item.amount),
-        "X-RateLimit-Remaining": str(item.amount),
-        "X-RateLimit-Reset": str(reset),
-    }
-
-
-def error_bytes(status: int, code: str, message: str, headers: dict[str, str]) -> bytes:
-    """A complete HTTP/1.1 response (``Connection: close``) carrying the JSON error."""
-    body = {"error": code, "message": message}
-    if status >= 500:
-        body["requestId"] = headers["X-Request-Id"]
-    payload = (json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+def http_bytes(response) -> bytes:
+    """A complete HTTP/1.1 response closing the connection."""
     lines = [
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}",
+        f"HTTP/1.1 {response.status_code} {HTTPStatus(response.status_code).phrase}",
         "Server: urban",
         "Connection: close",
-        "Content-Type: application/json",
-        f"Content-Length: {len(payload)}",
+        *(f"{name}: {value}" for name, value in response.headers.items()),
     ]
-    lines += [f"{name}: {value}" for name, value in headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + response.get_data()
 
 
 class JsonErrorsMixin:
-    """Replaces gunicorn's HTML error page by the API's JSON error (see the module docstring)."""
+    """Replaces gunicorn's HTML error page by the app's JSON error (see the module docstring)."""
 
     def handle_error(self, req, client, addr, exc):
+        app = getattr(self, "wsgi", None)
+        if not hasattr(app, "test_request_context"):  # not our Flask app: gunicorn's own answer
+            return super().handle_error(req, client, addr, exc)  # type: ignore[misc]
         started = datetime.now()
-        status, code, message = classify(exc)
-        if status >= 500:
+        err = error_for(exc)
+        if err.status >= 500:
             self.log.exception("Error handling request %s", redact_text(getattr(req, "uri", "") or ""))
         else:
             self.log.warning(
@@ -170,25 +146,20 @@ class JsonErrorsMixin:
                 (addr or ("",))[0] if isinstance(addr, tuple) else addr,
                 redact_text(str(exc)),
             )
-        app = _flask_app(getattr(self, "wsgi", None))
-        config = app.config if app is not None else {}
-        ip = _client_ip(req, addr, int(config.get("TRUSTED_PROXIES", 0) or 0))
-        headers = {
-            "Cache-Control": "no-store",
-            "X-Content-Type-Options": "nosniff",
-            "X-Request-Id": uuid.uuid4().hex,
-            "Access-Control-Allow-Origin": config.get("CORS_ALLOW_ORIGIN", "*"),
-            "Access-Control-Expose-Headers": _EXPOSED,
-            **rate_headers(app, ip),
-        }
-        data = error_bytes(status, code, message, headers)
+        ip = _client_ip(req, addr, int(app.config.get("TRUSTED_PROXIES", 0) or 0))
+        try:
+            response = answer(app, err, ip)
+        except Exception:  # the app cannot answer: gunicorn's own answer, never nothing
+            self.log.exception("the app's answer to a rejected request failed")
+            return super().handle_error(req, client, addr, exc)  # type: ignore[misc]
+        data = http_bytes(response)
         if req is not None:
             try:
                 environ = default_environ(req, client, self.cfg)
                 environ["REMOTE_ADDR"] = ip
                 resp = Response(req, client, self.cfg)
-                resp.status = f"{status} {_REASONS.get(status, 'Error')}"
-                resp.headers = list(headers.items())
+                resp.status = f"{response.status_code} {HTTPStatus(response.status_code).phrase}"
+                resp.headers = list(response.headers.items())
                 resp.sent = len(data)
                 self.log.access(resp, req, environ, datetime.now() - started)
             except Exception:
