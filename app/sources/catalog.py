@@ -1,4 +1,5 @@
-"""What each upstream source is: label, default URL, licence, the layers it feeds, cache expiries.
+"""What each upstream source is: label, default URL, licence, cache expiries; the layers it feeds are those
+the snapshot's layer declaration names it for (:data:`geo.data.layers.DECLARED`).
 
 This table is the single place ``docs/sources.md``, the freshness check and the error messages read from.
 """
@@ -6,6 +7,8 @@ This table is the single place ``docs/sources.md``, the freshness check and the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from geo.data.layers import LAYER_SOURCE
 
 
 @dataclass(frozen=True)
@@ -17,8 +20,12 @@ class Source:
     default_url: str
     url_setting: str
     licence: str
-    layers: tuple[str, ...]
     expiry: dict[str, int] = field(default_factory=dict)  # cache expiry (s) per kind of request
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The snapshot layers this source feeds."""
+        return tuple(layer for layer, source in LAYER_SOURCE.items() if source == self.name)
 
 
 SOURCES: dict[str, Source] = {
@@ -30,7 +37,6 @@ SOURCES: dict[str, Source] = {
             default_url="https://geo.api.vlaanderen.be/GIPOD/ogc/features/v1",
             url_setting="URBAN_GIPOD_URL",
             licence="Modellicentie Gratis Hergebruik v1.0 — Bron: GIPOD, Digitaal Vlaanderen",
-            layers=("works",),
             expiry={"works": 900},
         ),
         Source(
@@ -39,7 +45,6 @@ SOURCES: dict[str, Source] = {
             default_url="https://api.delijn.be/DLKernOpenData/api/v1",
             url_setting="URBAN_DELIJN_URL",
             licence="De Lijn open data (free key from data.delijn.be; licence terms of the De Lijn data portal)",
-            layers=("stops", "detours"),
             expiry={"stops": 86400, "lines": 86400, "detours": 60},
         ),
         Source(
@@ -48,7 +53,6 @@ SOURCES: dict[str, Source] = {
             default_url="https://geo.irceline.be/sos/api/v1",
             url_setting="URBAN_IRCEL_URL",
             licence="CC BY 4.0 — IRCEL-CELINE",
-            layers=("stations", "no2"),
             expiry={"stations": 86400, "timeseries": 3600, "no2": 60},
         ),
         Source(
@@ -59,7 +63,6 @@ SOURCES: dict[str, Source] = {
             ),
             url_setting="URBAN_LEZ_URL",
             licence="Modellicentie Gratis Hergebruik v1.0 — Bron: Stad Antwerpen",
-            layers=("lez",),
             expiry={"lez": 604800},
         ),
         Source(
@@ -69,12 +72,7 @@ SOURCES: dict[str, Source] = {
             url_setting="URBAN_BOUNDARY_URL",
             licence="licence of the configured official source (FPS Finance AAPD open-data licence or "
             "NGI open data; see docs/sources.md)",
-            layers=("service_area",),
             expiry={"boundary": 30 * 86400},
         ),
     )
 }
-
-# layer -> source name (river always comes from the reference directory; service_area too unless
-# URBAN_BOUNDARY_URL is set)
-LAYER_SOURCE: dict[str, str] = {layer: s.name for s in SOURCES.values() for layer in s.layers}

@@ -2,7 +2,8 @@
 
 Only layers of kind ``live`` are checked (reference files and the demo scenario have no upstream to fail).
 The age is the wall clock minus the layer's ``retrievedAt`` in the manifest; limits are per layer, in seconds,
-configurable with ``URBAN_FRESHNESS`` (defaults in ``settings.DEFAULT_FRESHNESS``, documented in
+configurable with ``URBAN_FRESHNESS`` (defaults in the layer declaration,
+:data:`geo.data.layers.FRESHNESS_S`, documented in
 ``docs/sources.md``).
 """
 
@@ -12,7 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping
 
-from .catalog import LAYER_SOURCE, SOURCES
+from geo.data.layers import LAYER_SOURCE
+
+from .catalog import SOURCES
 from .errors import UpstreamError
 
 

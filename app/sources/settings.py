@@ -12,17 +12,10 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from geo.data.layers import FRESHNESS_S
+
 from .catalog import SOURCES
 
-# Freshness limits in seconds per live layer (see docs/sources.md). Reference and demo layers never go stale.
-DEFAULT_FRESHNESS = {
-    "works": 6 * 3600,
-    "stops": 7 * 86400,
-    "detours": 30 * 60,
-    "stations": 7 * 86400,
-    "no2": 3 * 3600,
-    "lez": 30 * 86400,
-}
 
 # Flanders + Brussels bounding box (lon/lat) used for GIPOD bbox paging.
 DEFAULT_BBOX = (2.54, 50.67, 5.92, 51.51)
@@ -60,7 +53,7 @@ class SourceSettings:
     breaker_failures: int = 5
     breaker_cooldown: float = 60.0
     cache_expiry: dict[str, int] = field(default_factory=_default_expiry)
-    freshness: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_FRESHNESS))
+    freshness: dict[str, int] = field(default_factory=lambda: dict(FRESHNESS_S))
     reload_interval: float = 5.0
     reference_dir: str = "../shared/data"
     keep_versions: int = 3
