@@ -27,7 +27,7 @@ def init_app(app) -> None:
     nothing the second time."""
     if EXTENSION in app.extensions:
         return
-    settings = SourceSettings.from_mapping(app.config)
+    settings = SourceSettings.from_config(app.config)
     state: SourcesState = {"settings": settings, "watcher": None, "fresh_until": None, "after_publish": []}
     app.extensions[EXTENSION] = state
     app.cli.add_command(snapshot_group)

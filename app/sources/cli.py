@@ -109,7 +109,7 @@ def snapshot_group():
 def refresh_command(every, reference, rounds):
     """Fetch the live sources; publish a new snapshot at DATA_DIR atomically."""
     app = current_app._get_current_object()
-    settings = SourceSettings.from_mapping(app.config)
+    settings = SourceSettings.from_config(app.config)
     ok = run_rounds(
         app.config.get("DATA_DIR", "data/snapshot"),
         reference or settings.reference_dir,
