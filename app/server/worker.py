@@ -18,7 +18,6 @@ from http import HTTPStatus
 from flask import g
 from gunicorn import util
 from gunicorn.http import errors as http_errors
-from gunicorn.http import wsgi as gunicorn_wsgi
 from gunicorn.http.wsgi import Response, default_environ
 from gunicorn.workers.gthread import ThreadWorker as _ThreadWorker
 from gunicorn.workers.sync import SyncWorker as _SyncWorker
@@ -170,75 +169,9 @@ class JsonErrorsMixin:
             self.log.debug("Failed to send error message.")
 
 
-class _Capture:
-    """A stand-in socket that keeps what ``sendall`` is given."""
-
-    def __init__(self):
-        self.data = b""
-
-    def sendall(self, data):
-        self.data += bytes(data)
-
-
-class CoalescingResponse(Response):
-    """gunicorn's response writer, sending the status line and headers together with the first body bytes
-    in one ``sendall`` (one system call and one segment instead of two; the client reads the response in
-    one go). Bytes on the wire are unchanged. A response without body bytes (HEAD, 304, empty) sends its
-    headers at ``close``; a file sent with ``sendfile`` sends them first, as gunicorn does."""
-
-    _pending = b""
-    _direct = False
-
-    def send_headers(self):
-        if self.headers_sent:
-            return
-        if self._direct:
-            super().send_headers()
-            return
-        sock, capture = self.sock, _Capture()
-        self.sock = capture
-        try:
-            super().send_headers()
-        finally:
-            self.sock = sock
-        self._pending = capture.data
-
-    def _flush(self):
-        if self._pending:
-            data, self._pending = self._pending, b""
-            util.write(self.sock, data)
-
-    def _emit_body(self, data):
-        if self._pending and not self.chunked:
-            data, self._pending = self._pending + data, b""
-        else:
-            self._flush()
-        super()._emit_body(data)
-
-    def sendfile(self, respiter):
-        self._direct = True
-        self._flush()
-        return super().sendfile(respiter)
-
-    def close(self):
-        if not self.headers_sent:
-            self.send_headers()
-        self._flush()
-        super().close()
-
-
-class CoalescingMixin:
-    """Workers whose requests are answered through :class:`CoalescingResponse` (set after fork, in the
-    worker process only: gunicorn's ``wsgi.create`` builds the module's ``Response``)."""
-
-    def init_process(self):
-        gunicorn_wsgi.Response = CoalescingResponse
-        super().init_process()
-
-
-class SyncWorker(JsonErrorsMixin, CoalescingMixin, _SyncWorker):
+class SyncWorker(JsonErrorsMixin, _SyncWorker):
     """gunicorn's ``sync`` worker with JSON error answers (the production worker)."""
 
 
-class ThreadWorker(JsonErrorsMixin, CoalescingMixin, _ThreadWorker):
+class ThreadWorker(JsonErrorsMixin, _ThreadWorker):
     """gunicorn's ``gthread`` worker with JSON error answers (comparison runs of ``make loadtest``)."""

@@ -69,11 +69,10 @@ class SQLiteStore:
         """Run one autocommit write statement and return its first row, waiting out a busy store in short
         pauses.
 
-        SQLite's own busy handler sleeps at least 1 ms before its first retry, while admitting a call holds
-        the write lock for tens of microseconds, so two workers collide on a few percent of calls under
-        load; here a busy statement is retried after 20 µs, doubling up to 1 ms, until the connection's busy
-        timeout has passed, and then "database is locked" is :class:`StoreUnavailable` (503). Inside an
-        open transaction it is a plain :meth:`execute`.
+        SQLite's own busy handler sleeps at least 1 ms before its first retry, far longer than the write
+        lock of one admission is held (docs/operations.md); here a busy statement is retried after 20 µs,
+        doubling up to 1 ms, until the connection's busy timeout has passed, and then "database is locked"
+        is :class:`StoreUnavailable` (503). Inside an open transaction it is a plain :meth:`execute`.
 
         Examples
         --------
