@@ -88,7 +88,9 @@ class JsonAccessLogger(Logger):
     def _write(self, line: str) -> None:
         """``access_log.info(line)`` without building a LogRecord when only gunicorn's own stream handlers
         (format: the bare message, no level, no filter) would see it: the line goes straight to their
-        streams. Any other set-up (``--log-config``, syslog, propagation to root) goes through logging."""
+        streams. Any other set-up (``--log-config``, syslog, propagation to root) goes through logging.
+        gunicorn marks its own handlers ``_gunicorn``: the gain is in docs/operations.md (Access log), and
+        tests/app/test_accesslog.py::test_gunicorn_marks_its_own_access_handlers pins the mark."""
         log = self.access_log
         handlers = log.handlers
         direct = (

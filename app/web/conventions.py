@@ -83,8 +83,11 @@ class UrbanJSONProvider(DefaultJSONProvider):
         return json_text(obj)
 
     def response(self, *args, **kwargs):
-        obj = self._prepare_response_obj(args, kwargs)
-        return self._app.response_class(json_text(obj), mimetype=JSON)
+        """A JSON response of ``args`` (one value, or several as a list) or ``kwargs``, as Flask's is."""
+        if args and kwargs:
+            raise TypeError("app.json.response() takes either args or kwargs, not both")
+        obj = kwargs or (args[0] if len(args) == 1 else list(args) if args else None)
+        return current_app.response_class(json_text(obj), mimetype=JSON)
 
 
 def prepare_request() -> None:
