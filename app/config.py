@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
+from app.store.db import supports
+
 from .mail import DEFAULTS as MAIL_DEFAULTS
 
 #: name → (default, help). The environment variable of ``NAME`` is ``URBAN_NAME``.
@@ -272,7 +274,7 @@ def check(config, *, debug: bool, testing: bool) -> None:
     if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= 10:
         raise ConfigurationError(f"URBAN_TRUSTED_PROXIES must be a number of proxy hops 0..10, not {hops!r}")
     url = config.get("DATABASE_URL")
-    if url and not str(url).startswith(("postgresql://", "postgres://")):
+    if url and not supports(str(url)):
         raise ConfigurationError(
             f"URBAN_DATABASE_URL must be a postgresql:// URL (unset it for the SQLite "
             f"store), not {str(url).split('://')[0]!r}://…"

@@ -17,6 +17,7 @@ Examples
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from . import postgres, sqlite
@@ -33,19 +34,39 @@ def migrate(conn: Store) -> list[str]:
     return conn.migrate(migrations())
 
 
+#: the store backends a ``DATABASE_URL`` can name, by URL scheme (without one: the SQLite file ``DATABASE``)
+BACKENDS: dict[str, Callable[[str, float], Store]] = {
+    "postgresql": postgres.connect,
+    "postgres": postgres.connect,
+}
+
+
+def supports(url: str) -> bool:
+    """Whether ``url`` names a store backend.
+
+    Examples
+    --------
+    >>> supports("postgresql://db/urban"), supports("mysql://db/urban")
+    (True, False)
+    """
+    return url.split("://", 1)[0] in BACKENDS if "://" in url else False
+
+
+def connect(config, timeout: float | None = None) -> Store:
+    """A new, unmigrated connection to the store ``config`` names: the backend of ``DATABASE_URL``, else
+    the SQLite file ``DATABASE``."""
+    timeout = config["DB_TIMEOUT"] if timeout is None else timeout
+    url = config.get("DATABASE_URL")
+    if url:
+        return BACKENDS[url.split("://", 1)[0]](url, timeout)
+    return sqlite.connect(config["DATABASE"], timeout)
+
+
 def open_store(app) -> Store:
     """A migrated connection for ``app`` (a Flask app: its ``config`` and ``extensions["urban"]``); the
-    caller closes it.
-
-    ``DATABASE_URL`` (``postgresql://…``) selects the PostgreSQL store, else the SQLite file ``DATABASE``.
-    The migrations run once per process.
+    caller closes it. The migrations run once per process.
     """
-    config = app.config
-    conn: Store
-    if config.get("DATABASE_URL"):
-        conn = postgres.connect(config["DATABASE_URL"], config["DB_TIMEOUT"])
-    else:
-        conn = sqlite.connect(config["DATABASE"], config["DB_TIMEOUT"])
+    conn = connect(app.config)
     state = app.extensions["urban"]
     if state.migrated_pid != os.getpid():
         migrate(conn)

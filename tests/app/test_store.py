@@ -8,6 +8,7 @@ import pytest
 
 from app.store import accounts, postgres as db_postgres, usage
 from app.store.sqlite import connect
+from app.store import db
 from app.store.db import migrate
 from app.store.base import StoreIntegrityError, StoreUnavailable, migrations
 from app.store.saved_locations import add_location, list_locations, remove_location
@@ -22,11 +23,8 @@ def make_app(make_app, store_backend):
 
 @pytest.fixture
 def connector(app):
-    """``connector(timeout=5.0)``: a new, unmigrated connection to the app's store (either backend)."""
-    url = app.config.get("DATABASE_URL")
-    if url:
-        return lambda timeout=5.0: db_postgres.connect(url, timeout)
-    return lambda timeout=5.0: connect(app.config["DATABASE"], timeout)
+    """``connector(timeout=5.0)``: a new, unmigrated connection to the app's store (any backend)."""
+    return lambda timeout=5.0: db.connect(app.config, timeout)
 
 
 def _tables(conn) -> set[str]:
