@@ -133,6 +133,17 @@ def run_until_exit(env: dict, timeout: float = 60) -> subprocess.CompletedProces
     )
 
 
+def stop_process(proc: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM (gunicorn's graceful stop), then SIGKILL when it is not gone after ``timeout`` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class Gunicorn:
     """``gunicorn -c gunicorn.conf.py`` on 127.0.0.1 for an instance folder (a context manager).
 
@@ -194,13 +205,8 @@ class Gunicorn:
         return [int(p) for p in path.read_text().split()]
 
     def stop(self) -> int | None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc)
         if getattr(self, "_log", None):
             self._log.close()
         return None if self.proc is None else self.proc.returncode

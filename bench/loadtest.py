@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -32,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.deploy import ROOT, Gunicorn, free_port, get, prepare
+from bench.deploy import ROOT, Gunicorn, free_port, get, prepare, stop_process
 
 TARGETS = {"ping_share": 0.75, "share": 0.40, "p50_ms": 5.0, "p99_ms": 15.0, "single_p50_ms": 1.0}
 
@@ -198,13 +197,7 @@ class BareApp:
         return [int(p) for p in path.read_text().split()]
 
     def __exit__(self, *exc) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self._log.close()
 
 

@@ -4,9 +4,9 @@ so a lazy import cannot hide an upward edge. The twin of ``tests/test_geo_layers
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
+import import_graph  # tests/import_graph.py (pytest puts the tests' folder on the path)
 import pytest
 
 APP = Path(__file__).resolve().parents[1] / "app"
@@ -28,53 +28,17 @@ WINGS = (
 NO_FLASK = ("app.store",)
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(APP.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(APP.rglob("*.py")) if "node_modules" not in p.parts}
+    return import_graph.modules(APP)
 
 
 def imports(name: str, path: Path) -> list[tuple[str, int]]:
     """``(absolute module, line)`` of every import in the file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    known = modules()
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out += [(a.name, node.lineno) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            for a in node.names:  # ``from pkg import module`` imports the module
-                sub = f"{mod}.{a.name}"
-                out.append((sub if sub in known else mod, node.lineno))
-    return out
+    return [(m, line) for m, line, _top in import_graph.imports(name, path, modules())]
 
 
 def wing_of(name: str) -> int:
-    best = None
-    for rank, (_, prefixes) in enumerate(WINGS):
-        for prefix in prefixes:
-            if name == prefix or name.startswith(prefix + "."):
-                if best is None or len(prefix) > best[1]:
-                    best = (rank, len(prefix))
-    assert best is not None, name
-    return best[0]
-
-
-def graph() -> dict[str, set[str]]:
-    mods = modules()
-    return {
-        name: {m for m, _ in imports(name, path) if m in mods and m != name} for name, path in mods.items()
-    }
+    return import_graph.rank_of(name, WINGS)
 
 
 def test_every_module_belongs_to_a_wing_and_every_wing_has_a_readme():
@@ -108,40 +72,10 @@ def test_the_store_runs_without_the_web_framework(name):
     assert not bad, f"{name}: {bad}"
 
 
-def strongly_connected(g: dict[str, set[str]]) -> list[set[str]]:
-    """Tarjan's algorithm: the components with more than one module."""
-    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(g[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = set()
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.add(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(comp)
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return out
-
-
 def test_strongly_connected_finds_a_planted_cycle():
-    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+    assert import_graph.strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        {"a", "b", "c"}
+    ]
 
 
 def test_the_wing_check_sees_an_upward_import_inside_a_function(tmp_path):
@@ -152,5 +86,5 @@ def test_the_wing_check_sees_an_upward_import_inside_a_function(tmp_path):
 
 
 def test_no_import_cycles():
-    cycles = strongly_connected(graph())
+    cycles = import_graph.strongly_connected(import_graph.graph(APP))
     assert not cycles, f"import cycles: {[sorted(c) for c in cycles]}"

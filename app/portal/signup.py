@@ -6,17 +6,15 @@ whether or not the hidden per-address limit let a mail go out (:mod:`app.portal.
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 
-from app.web.clock import wall_now
-from app.web.db import get_db
 from app.web.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
 from app.web.conventions import json_body
 from app.mail import MailUnavailable
 from app.web.redact import echo
 from app.portal import links, throttle
 from app.portal.addresses import InvalidEmail as BadAddress, normalize_email
-from app.portal.views import link_url
+from app.portal.views import send_link
 
 bp = Blueprint("signup", __name__, url_prefix="/api/v1")
 throttle.PER_IP(bp)
@@ -48,14 +46,7 @@ def parse_signup_body():
 def signup():
     email = parse_signup_body()
     try:
-        links.send_link_within_limits(
-            get_db(),
-            current_app.extensions["mail"],
-            email,
-            now=wall_now(),
-            link_for=link_url,
-            sender=current_app.config["MAIL_SENDER"],
-        )
+        send_link(email)
     except MailUnavailable:
         raise ServiceUnavailable(
             "the mail server is unavailable, so no link was sent and nothing was "

@@ -52,6 +52,19 @@ def link_url(token):
     return request.host_url.rstrip("/") + path
 
 
+def send_link(email: str) -> None:
+    """Mail a sign-up or sign-in link to ``email`` within sign-up's hidden per-address limit (the API call
+    and the form alike); ``MailUnavailable`` when the mail server cannot take it."""
+    links.send_link_within_limits(
+        get_db(),
+        current_app.extensions["mail"],
+        email,
+        now=wall_now(),
+        link_for=link_url,
+        sender=current_app.config["MAIL_SENDER"],
+    )
+
+
 def api_base():
     base = current_app.config.get("PUBLIC_URL") or request.host_url
     return base.rstrip("/") + "/api/v1"
@@ -170,14 +183,7 @@ def request_link():
             error="Enter a valid e-mail address, like name@example.be.",
         )
     try:
-        links.send_link_within_limits(
-            get_db(),
-            current_app.extensions["mail"],
-            email,
-            now=wall_now(),
-            link_for=link_url,
-            sender=current_app.config["MAIL_SENDER"],
-        )
+        send_link(email)
     except MailUnavailable:
         return problem(
             503,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from importlib import resources
 from typing import Any, Protocol
 
@@ -96,6 +96,25 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@contextmanager
+def savepoint(conn: Store) -> Iterator[None]:
+    """A write nested in an open transaction, on either backend: ``SAVEPOINT`` … ``RELEASE``; an exception
+    rolls back to the savepoint (when the transaction still stands) and propagates."""
+    name = f"w{id(object()):x}"
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        if conn.in_transaction:  # a failure may already have ended the whole transaction (e.g. disk full)
+            try:
+                conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                conn.execute(f"RELEASE SAVEPOINT {name}")
+            except StoreUnavailable:
+                pass  # the savepoint is gone with the transaction: report the original error
+        raise
+    conn.execute(f"RELEASE SAVEPOINT {name}")
 
 
 def migrations() -> list[tuple[int, str, str]]:

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
-from .base import Cursor, StoreIntegrityError, StoreUnavailable, statements
+from .base import Cursor, StoreIntegrityError, StoreUnavailable, savepoint, statements
 
 #: transaction-scoped advisory lock keys of :meth:`PostgresStore.transaction` and of migrations ("urban")
 WRITE_LOCK = 0x75726261
@@ -342,19 +342,8 @@ class PostgresStore:
         """``BEGIN`` + the store's write lock … ``COMMIT`` (rolled back on any exception); nested, a
         ``SAVEPOINT``."""
         if self.in_transaction:
-            name = f"w{id(object()):x}"
-            self.execute(f"SAVEPOINT {name}")
-            try:
+            with savepoint(self):
                 yield self
-            except BaseException:
-                if self.in_transaction:
-                    try:
-                        self.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                        self.execute(f"RELEASE SAVEPOINT {name}")
-                    except StoreUnavailable:
-                        pass
-                raise
-            self.execute(f"RELEASE SAVEPOINT {name}")
             return
         self.execute("BEGIN")
         try:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .base import Cursor, StoreIntegrityError, StoreUnavailable, statements
+from .base import Cursor, StoreIntegrityError, StoreUnavailable, savepoint, statements
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -131,19 +131,8 @@ class SQLiteStore:
         [1]
         """
         if self.in_transaction:
-            name = f"w{id(object()):x}"
-            self.execute(f"SAVEPOINT {name}")
-            try:
+            with savepoint(self):
                 yield self
-            except BaseException:
-                if self.in_transaction:  # SQLite may already have rolled back everything (e.g. disk full)
-                    try:
-                        self.execute(f"ROLLBACK TO {name}")
-                        self.execute(f"RELEASE {name}")
-                    except StoreUnavailable:
-                        pass  # the savepoint is gone with the transaction: report the original error
-                raise
-            self.execute(f"RELEASE {name}")
             return
         if durable:
             self.execute("PRAGMA synchronous = FULL")
