@@ -11,13 +11,14 @@ from flask import Blueprint, jsonify, request
 from app.web.errors import InvalidEmail, InvalidRequest, ServiceUnavailable
 from app.web.conventions import json_body
 from app.mail import MailUnavailable
+from app.web.ratelimit import declare
 from app.web.redact import echo
 from app.portal import links, throttle
 from app.portal.addresses import InvalidEmail as BadAddress, normalize_email
 from app.portal.views import send_link
 
 bp = Blueprint("signup", __name__, url_prefix="/api/v1")
-throttle.PER_IP(bp)
+declare(throttle.PER_IP, bp)
 
 
 def parse_signup_body():

@@ -19,6 +19,7 @@ from app.store import accounts, usage
 from app.web.clock import wall_now
 from app.web.db import get_db
 from app.web.errors import ApiError, to_api_error
+from app.web.ratelimit import declare
 from app.mail import MailUnavailable
 from app.store.plans import get_plan
 from app.store.saved_locations import as_json, list_locations
@@ -35,7 +36,7 @@ bp = Blueprint(
     static_url_path="/static",
 )
 
-throttle.PER_IP(bp)  # the sign-in form's link requests (the other pages are exempt)
+declare(throttle.PER_IP, bp)  # the sign-in form's link requests (the other pages are exempt)
 
 SESSION_ID = "sid"  # the cookie's server-side session id (app.portal.sessions)
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 
-from flask import current_app, g
+from flask import current_app, g, request
 from flask_limiter import Limiter, RequestLimit
 from flask_limiter.util import get_remote_address
 from limits import RateLimitItem, parse
@@ -99,6 +99,23 @@ def on_breach(request_limit: RequestLimit) -> None:
 
 #: Created unbound; :func:`init_app` binds it (storage from ``RATELIMIT_STORAGE_URI``).
 limiter = Limiter(key_func=client_address, headers_enabled=False, key_prefix="urban", on_breach=on_breach)
+
+#: the blueprints a limit is declared on (:func:`declare`)
+_LIMITED: set[str] = set()
+
+
+def declare(limit, blueprint) -> None:
+    """Declare ``limit`` (``limiter.limit(...)`` or ``limiter.shared_limit(...)``) on ``blueprint``: the way
+    limits are declared here, so that requests of every other blueprint skip Flask-Limiter's check."""
+    limit(blueprint)
+    _LIMITED.add(blueprint.name)
+
+
+@limiter.request_filter
+def _no_declared_limit() -> bool:
+    """Flask-Limiter's request filter: a request outside the blueprints a limit is declared on has no
+    limit to evaluate (the data endpoints' per-IP budget is the failed-authentication one, kept here)."""
+    return request.blueprint not in _LIMITED
 
 
 def budget(item: RateLimitItem, *identifiers: str) -> RateInfo:

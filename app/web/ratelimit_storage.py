@@ -59,6 +59,7 @@ class SQLiteStorage(Storage):
     PURGE_EVERY = 256  # increments per process between deletions of expired counters
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        self._local.read = None
         self._local.incrs = getattr(self._local, "incrs", 0) + 1
         if self._local.incrs % self.PURGE_EVERY == 0:
             self._conn().execute("DELETE FROM counters WHERE expires_at <= ?", (time.time(),))
@@ -70,14 +71,21 @@ class SQLiteStorage(Storage):
         return int(row[0])
 
     def get(self, key: str) -> int:
+        now = time.time()
         row = (
             self._conn()
-            .execute("SELECT count FROM counters WHERE key = ? AND expires_at > ?", (key, time.time()))
+            .execute("SELECT count, expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, now))
             .fetchone()
         )
+        # a window's stats ask get() then get_expiry() of the same key: the row read answers both while
+        # the window it read lasts (an open window's end never moves; only a new window has a new one)
+        self._local.read = None if row is None else (key, float(row[1]))
         return 0 if row is None else int(row[0])
 
     def get_expiry(self, key: str) -> float:
+        read, self._local.read = getattr(self._local, "read", None), None
+        if read is not None and read[0] == key and read[1] > time.time():
+            return read[1]
         row = (
             self._conn()
             .execute("SELECT expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, time.time()))
@@ -93,8 +101,10 @@ class SQLiteStorage(Storage):
             return False
 
     def reset(self) -> int | None:
+        self._local.read = None
         cur = self._conn().execute("DELETE FROM counters")
         return cur.rowcount
 
     def clear(self, key: str) -> None:
+        self._local.read = None
         self._conn().execute("DELETE FROM counters WHERE key = ?", (key,))
