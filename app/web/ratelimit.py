@@ -2,9 +2,10 @@
 
 Flask-Limiter is used through its public API only: :data:`limiter` is bound by :func:`init_app` with its
 storage (our SQLite one, :mod:`app.web.ratelimit_storage`, through the ``limits`` storage interface, or
-Redis), limits are declared on the blueprints they guard (sign-up's per-IP window:
-:data:`app.portal.throttle.PER_IP`), a breach reaches :func:`on_breach` (its documented breach hook) and the
-headers read :attr:`Limiter.current_limit` (the limit of this request).
+Redis), limits are declared on the blueprints they guard with :func:`declare` (sign-up's per-IP window:
+:data:`app.portal.throttle.PER_IP`) and its documented request filter spares every other request the
+check, a breach reaches :func:`on_breach` (its documented breach hook) and the headers read
+:attr:`Limiter.current_limit` (the limit of this request).
 
 Two rules Flask-Limiter's decorators cannot express live here, on its public strategy object
 (``limiter.limiter``, the ``limits`` rate limiter over the same storage):
