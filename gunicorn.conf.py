@@ -1,26 +1,22 @@
 """gunicorn settings for the Urban Conditions Service (``python -m app.serve``, ``make serve``, Dockerfile).
 
-Measured choices (2 cores; ``make loadtest``, figures in docs/operations.md):
+The choices and the measurements behind them are in docs/operations.md (``make loadtest``):
 
-- ``sync`` workers, ``WEB_CONCURRENCY`` (default 2: one per core). A call is ~0.5 ms of CPU-bound Python,
-  NumPy and one SQLite statement, with no I/O wait worth overlapping (usage counts commit to the WAL
-  without fsync, and a busy store is waited out in 20 µs steps). Measured back to back with
-  ``make loadtest`` (docs/operations.md): 2 sync workers beat 3 and 4 (more processes than cores only add
-  context switches and cache misses: p99 at 8 connections 6.5 ms with 2, 9.7 ms with 3, 15 ms with 4) and
-  gthread (same CPU per call, keep-alive saves nothing measurable, worse tail). Put a buffering proxy
-  (nginx) in front: sync workers must not face slow clients directly.
-- ``preload_app``: ``wsgi:app`` (and the snapshot engine, ~tens of MB of frames and indexes) is built once in
-  the master and shared copy-on-write by the forked workers. The master opens no SQLite file: the account and
-  rate-limit stores are opened lazily per request/process, after fork (tests/ops checks the master's fds).
+- ``sync`` workers, ``WEB_CONCURRENCY`` (default 2: one per core): a call is CPU-bound Python, NumPy and one
+  store statement, with no I/O wait worth overlapping; put a buffering proxy (nginx) in front, sync workers
+  must not face slow clients directly.
+- ``preload_app``: ``wsgi:app`` (and the snapshot engine) is built once in the master and shared
+  copy-on-write by the forked workers. The master opens no store: the account and rate-limit stores are
+  opened lazily per request/process, after fork (tests/ops checks the master's fds).
 - ``SIGHUP``: gunicorn re-reads this file, starts new workers (forked from the preloaded master) and stops the
   old ones gracefully (``graceful_timeout``); requests in flight finish. A new snapshot is picked up without
   any signal by the reload watcher (docs/sources.md).
-- Access log: JSON lines from :class:`app.accesslog.JsonAccessLogger`, no request headers (no
+- Access log: JSON lines from :class:`app.server.accesslog.JsonAccessLogger`, no request headers (no
   ``Authorization``), link tokens and key-like query values redacted.
 - ``Server: urban`` (no product version); request line, header count/size limits; worker ``timeout``.
-- ``worker_class``: :mod:`app.gunicorn_worker` — requests gunicorn rejects itself (request line over
-  ``limit_request_line`` → 414, headers over the limits → 431, malformed → 400) get the API's JSON error
-  with the rate-limit, nosniff and CORS headers instead of gunicorn's HTML page.
+- ``worker_class``: :mod:`app.server.worker` — requests gunicorn rejects itself (request line over
+  ``limit_request_line`` → 414, headers over the limits → 431, malformed → 400) get the app's JSON error
+  and headers instead of gunicorn's HTML page.
 """
 
 import os
@@ -36,9 +32,9 @@ workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 _worker = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
 if _worker == "gthread" or (_worker == "sync" and threads > 1):
-    worker_class = "app.gunicorn_worker.ThreadWorker"
+    worker_class = "app.server.worker.ThreadWorker"
 elif _worker == "sync":
-    worker_class = "app.gunicorn_worker.SyncWorker"
+    worker_class = "app.server.worker.SyncWorker"
 else:
     worker_class = _worker
 preload_app = True
@@ -53,7 +49,7 @@ max_requests = 0  # no periodic recycling: workers hold no per-request state and
 accesslog = os.environ.get("GUNICORN_ACCESSLOG", "-") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
-logger_class = "app.accesslog.JsonAccessLogger"
+logger_class = "app.server.accesslog.JsonAccessLogger"
 proc_name = "urban-conditions"
 control_socket_disable = True  # no shared ~/.gunicorn/gunicorn.ctl between instances; signals suffice
 

@@ -15,28 +15,14 @@ import secrets
 
 from flask import Flask
 
-from . import config as settings
-from .state import UrbanState
+from app import api, cli, dashboard, docs_ui, front, health, portal, sources
+from app import config as settings
+from app.mail import Mail
+from app.server import logfilter
+from app.web import conventions, db, errors, ratelimit
+from app.web.state import UrbanState
 
 log = logging.getLogger("app")
-
-
-class UrbanFlask(Flask):
-    """Flask, remembering which hooks and views are coroutines: Flask asks ``inspect`` again for each of
-    the ~11 functions it runs per request, and the answer for a function never changes."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self._sync_funcs: dict = {}
-
-    def ensure_sync(self, func):
-        try:
-            return self._sync_funcs[func]
-        except KeyError:
-            sync = self._sync_funcs[func] = super().ensure_sync(func)
-            return sync
-        except TypeError:  # unhashable callable
-            return super().ensure_sync(func)
 
 
 def _instance_path(test_config: dict | None) -> str | None:
@@ -79,34 +65,29 @@ def load_engine(app: Flask):
 
 
 def create_app(test_config: dict | None = None) -> Flask:
-    """Build the app: settings, account store, limiter, engine, blueprints, one error handler.
+    """Build the app: settings, engine, what every response shares, mail, the account store, the limiter,
+    then each wing's blueprints and commands.
 
     ``test_config`` overrides every other source; besides the settings of ``docs/configuration.md`` it
     accepts ``INSTANCE_PATH``, ``ENGINE`` (an Engine or None), ``WALL_CLOCK`` and ``DATA_CLOCK``.
     """
-    app = UrbanFlask(__name__, instance_path=_instance_path(test_config), instance_relative_config=True)
+    app = Flask(__name__, instance_path=_instance_path(test_config), instance_relative_config=True)
     load_config(app, test_config)
     logging.getLogger("app").setLevel(app.config["LOG_LEVEL"])
+    logfilter.install()
     os.makedirs(app.instance_path, exist_ok=True)
     app.extensions["urban"] = UrbanState(engine=load_engine(app))
 
-    from . import api, cli, db, errors, health, http, ratelimit
-
-    http.init_app(app)
+    conventions.init_app(app)
     errors.init_app(app)
+    Mail(app)
     db.init_app(app)
     ratelimit.init_app(app)
     api.init_app(app)
     health.init_app(app)
     cli.init_app(app)
-    from . import sources
-
     sources.init_app(app)
-    from . import portal
-
     portal.init_app(app)
-    from . import dashboard, docs_ui, front
-
     front.init_app(app)
     docs_ui.init_app(app)
     dashboard.init_app(app)

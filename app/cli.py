@@ -1,6 +1,6 @@
 """Admin commands on the Flask CLI: ``flask --app wsgi accounts|keys|locations|usage ...``.
 
-Thin wrappers over :mod:`app.accounts`, :mod:`app.saved_locations` and :mod:`app.usage`. Bad arguments
+Thin wrappers over :mod:`app.store.accounts`, :mod:`app.store.saved_locations` and :mod:`app.store.usage`. Bad arguments
 print a clear message, exit non-zero and write nothing. ``accounts create`` and ``keys create`` print the
 new key alone on the last line of stdout (it is shown only this once).
 """
@@ -14,12 +14,14 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from . import accounts, usage
-from .clock import wall_now
-from .coordinates import parse_decimal
-from .db import open_store
-from .plans import PLANS
-from .saved_locations import add_location, as_json, list_locations, remove_location
+from app.store import accounts, usage
+from app.web.clock import wall_now
+from app.api.targeting import parse_decimal
+from app.store.db import open_store
+from app.store.plans import PLANS
+from app.store.saved_locations import add_location, as_json, list_locations, remove_location
+from geo.errors import GeoError
+from geo.service.point import checked_point
 
 accounts_cli = AppGroup("accounts", help="Create accounts and change their plan.")
 keys_cli = AppGroup("keys", help="Create, list and revoke API keys.")
@@ -133,6 +135,12 @@ def keys_revoke(email, key_id):
 @click.option("--id", "location_id", default=None, help="explicit id (default: random loc_…)")
 def locations_add(email, name, address, lat, lng, label, is_primary, location_id):
     """Save a location (validated; inside the service area when a snapshot is loaded)."""
+    engine = current_app.extensions["urban"].engine
+    if engine is not None:
+        try:
+            lat, lng = checked_point(engine, lat, lng)
+        except GeoError as exc:
+            raise click.ClickException(str(exc)) from None
     with store() as conn:
         account = accounts.get_account(conn, email)
         row = add_location(
@@ -145,7 +153,6 @@ def locations_add(email, name, address, lat, lng, label, is_primary, location_id
             label=label,
             is_primary=is_primary,
             location_id=location_id,
-            engine=current_app.extensions["urban"].engine,
             max_locations=current_app.config["MAX_LOCATIONS"],
         )
     click.echo(row["id"])

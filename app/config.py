@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
+from app.store.db import supports
+
 from .mail import DEFAULTS as MAIL_DEFAULTS
 
 #: name → (default, help). The environment variable of ``NAME`` is ``URBAN_NAME``.
@@ -148,8 +150,18 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-def coerce(name: str, raw: str):
-    """Convert an environment string to the type of the setting's default.
+_UNSET = object()
+
+
+def coerce(name: str, raw, default=_UNSET):
+    """The value of setting ``name`` from ``raw`` (an environment string, or a value given in the instance
+    file or the test config), in the type of its default: the one conversion of every setting, also those
+    a wing declares itself (:data:`app.sources.settings.SETTINGS`, which passes its ``default``).
+
+    Numbers, booleans (``1/0``, ``true/false``, ``yes/no``, ``on/off``), ``name=value,...`` text for a
+    dict-valued setting (only the entries named change; an unknown entry is refused), comma-separated
+    numbers for a tuple; a URL loses its trailing ``/``. A value that does not convert is a ``ValueError``
+    naming the variable.
 
     Examples
     --------
@@ -159,9 +171,18 @@ def coerce(name: str, raw: str):
     False
     >>> coerce("MAIL_PORT", "2525"), coerce("MAIL_TIMEOUT", "2")
     (2525, 2.0)
+    >>> coerce("FRESHNESS", "no2=7200", {"no2": 10800, "lez": 2592000})
+    {'no2': 7200, 'lez': 2592000}
     """
-    default = DEFAULTS.get(name)
+    if default is _UNSET:
+        default = DEFAULTS.get(name)
     kind = TYPES.get(name) or type(default)
+    if not isinstance(raw, str):
+        if isinstance(default, dict) and isinstance(raw, dict):
+            return _entries(name, raw.items(), default)
+        if isinstance(default, tuple) and isinstance(raw, (list, tuple)):
+            return _numbers(name, raw, default)
+        return raw
     if kind is int and name in TYPES and not raw.strip():
         return None  # an empty value restores the computed default
     if kind is bool:
@@ -181,7 +202,35 @@ def coerce(name: str, raw: str):
             return float(raw)
         except ValueError:
             raise ValueError(f"URBAN_{name}={raw!r} is not a number") from None
-    return raw
+    if kind is dict:
+        return _entries(name, (part.split("=", 1) for part in raw.split(",") if part.strip()), default)
+    if kind is tuple:
+        return _numbers(name, raw.split(","), default)
+    return raw.rstrip("/") if name.endswith("_URL") else raw
+
+
+def _entries(name: str, items, default: dict) -> dict:
+    merged = dict(default)
+    for item in items:
+        try:
+            key, value = item
+            key = str(key).strip()
+            if key not in default:
+                raise ValueError(f"unknown entry {key!r} (known: {', '.join(sorted(default))})")
+            merged[key] = int(float(value))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"URBAN_{name} is invalid: {exc}") from None
+    return merged
+
+
+def _numbers(name: str, parts, default: tuple) -> tuple:
+    try:
+        out = tuple(float(p) for p in parts)
+    except (TypeError, ValueError):
+        raise ValueError(f"URBAN_{name} is invalid: expected comma-separated numbers") from None
+    if len(out) != len(default):
+        raise ValueError(f"URBAN_{name} is invalid: expected {len(default)} comma-separated numbers")
+    return out
 
 
 #: environment variables read elsewhere (before the app exists), not settings
@@ -259,7 +308,7 @@ def check(config, *, debug: bool, testing: bool) -> None:
     if isinstance(hops, bool) or not isinstance(hops, int) or not 0 <= hops <= 10:
         raise ConfigurationError(f"URBAN_TRUSTED_PROXIES must be a number of proxy hops 0..10, not {hops!r}")
     url = config.get("DATABASE_URL")
-    if url and not str(url).startswith(("postgresql://", "postgres://")):
+    if url and not supports(str(url)):
         raise ConfigurationError(
             f"URBAN_DATABASE_URL must be a postgresql:// URL (unset it for the SQLite "
             f"store), not {str(url).split('://')[0]!r}://…"

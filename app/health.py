@@ -1,6 +1,6 @@
 """``GET /healthz`` (outside ``/api/v1``): is this worker able to serve?
 
-No key, no quota; like every response it carries the per-IP rate-limit headers (added by :mod:`app.http`).
+No key, no quota; like every response it carries the per-IP rate-limit headers (added by :mod:`app.web.conventions`).
 200 ``{"status": "ok", "snapshot": {...}, "database": "ok"}`` when the engine is loaded and the account store
 answers; otherwise 503 ``service_unavailable`` in the one error shape, the message naming what is down.
 Used by the Dockerfile's ``HEALTHCHECK`` and by load balancers.
@@ -11,30 +11,26 @@ when the ``BENCH_ROUTES`` setting is true (never by default).
 
 from __future__ import annotations
 
-import sqlite3
-
 from flask import Blueprint, current_app
 
-from .db import get_db
-from .errors import ServiceUnavailable
+from app.sources.serving import current_engine
+from app.store.base import StoreUnavailable
+from app.web.db import get_db
+from app.web.errors import ServiceUnavailable
 
 bp = Blueprint("health", __name__)
-
-
-def _engine():
-    return current_app.extensions["urban"].engine
 
 
 @bp.get("/healthz")
 def healthz():
     """Engine loaded (snapshot id and asOf) and account store reachable, else 503."""
     problems = []
-    engine = _engine()
+    engine = current_engine()
     if engine is None:
         problems.append("no data snapshot is loaded")
     try:
         get_db().execute("SELECT 1 FROM schema_version LIMIT 1").fetchone()
-    except sqlite3.Error as exc:
+    except StoreUnavailable as exc:
         problems.append(f"account store unavailable ({exc.__class__.__name__})")
     if problems:
         raise ServiceUnavailable("; ".join(problems))

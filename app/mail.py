@@ -393,6 +393,16 @@ class Mail:
         self_test()
         if not app.config["MAIL_OUTBOX"]:
             app.config["MAIL_OUTBOX"] = os.path.join(app.instance_path, "outbox")
+        if (
+            app.config["MAIL_BACKEND"] == "outbox"
+            and app.config.get("ENV") == "production"
+            and not app.testing
+        ):
+            log.warning(
+                "MAIL_BACKEND=outbox in production: sign-up mails are written to %s, not sent; "
+                "set URBAN_MAIL_BACKEND=smtp and URBAN_MAIL_HOST",
+                app.config["MAIL_OUTBOX"],
+            )
         app.extensions["mail"] = self
 
     def send(self, msg, config=None):

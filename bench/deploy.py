@@ -72,10 +72,11 @@ def prepare(
 ) -> Fixture:
     """A fresh instance folder with ``accounts`` accounts on ``plan``, each with saved locations (in the
     instance's SQLite store, or in the PostgreSQL store at ``database_url``)."""
-    from app import accounts as acc
-    from app import db_postgres
-    from app.db import connect, migrate
-    from app.saved_locations import add_location
+    from app.store import accounts as acc
+    from app.store import postgres as db_postgres
+    from app.store.sqlite import connect
+    from app.store.db import migrate
+    from app.store.saved_locations import add_location
 
     instance = Path(instance)
     instance.mkdir(parents=True, exist_ok=True)
@@ -130,6 +131,17 @@ def run_until_exit(env: dict, timeout: float = 60) -> subprocess.CompletedProces
         text=True,
         timeout=timeout,
     )
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 30) -> None:
+    """SIGTERM (gunicorn's graceful stop), then SIGKILL when it is not gone after ``timeout`` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 class Gunicorn:
@@ -193,13 +205,8 @@ class Gunicorn:
         return [int(p) for p in path.read_text().split()]
 
     def stop(self) -> int | None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        if self.proc is not None:
+            stop_process(self.proc)
         if getattr(self, "_log", None):
             self._log.close()
         return None if self.proc is None else self.proc.returncode

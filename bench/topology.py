@@ -50,7 +50,7 @@ def _sqlite_count(instance: Path) -> int:
 
 
 def _pg_count(url: str) -> int:
-    from app.db_postgres import connect
+    from app.store.postgres import connect
 
     conn = connect(url)
     try:

@@ -4,9 +4,9 @@ statement, also those inside functions), so a lazy import cannot hide an upward 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
+import import_graph  # tests/import_graph.py (pytest puts the tests' folder on the path)
 import pytest
 
 GEO = Path(__file__).resolve().parents[1] / "geo"
@@ -39,54 +39,17 @@ FORBIDDEN = (
 LAZY_ONLY = ("dask", "distributed", "dask_geopandas", "folium", "matplotlib")
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(GEO.parent).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
 def modules() -> dict[str, Path]:
-    return {module_name(p): p for p in sorted(GEO.rglob("*.py"))}
+    return import_graph.modules(GEO)
 
 
 def imports(name: str, path: Path) -> list[tuple[str, int, bool]]:
     """``(absolute module, line, at module level)`` of every import in the file."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    top = {id(n) for n in tree.body}
-    known = modules()
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out += [(a.name, node.lineno, id(node) in top) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            for a in node.names:  # ``from pkg import module`` imports the module
-                sub = f"{mod}.{a.name}"
-                out.append((sub if sub in known else mod, node.lineno, id(node) in top))
-    return out
+    return import_graph.imports(name, path, modules())
 
 
 def layer_of(name: str) -> int:
-    best = None
-    for rank, (_, prefixes) in enumerate(LAYERS):
-        for prefix in prefixes:
-            if name == prefix or name.startswith(prefix + "."):
-                if best is None or len(prefix) > best[1]:
-                    best = (rank, len(prefix))
-    assert best is not None, name
-    return best[0]
-
-
-def graph() -> dict[str, set[str]]:
-    mods = modules()
-    return {
-        name: {m for m, _, _ in imports(name, path) if m in mods and m != name} for name, path in mods.items()
-    }
+    return import_graph.rank_of(name, LAYERS)
 
 
 def test_every_module_belongs_to_a_layer_and_every_sub_package_has_a_readme():
@@ -122,44 +85,14 @@ def test_no_web_http_database_or_cli_module_below_the_command_lines(name):
     assert not bad, f"{name}: {bad}"
 
 
-def strongly_connected(g: dict[str, set[str]]) -> list[set[str]]:
-    """Tarjan's algorithm: the components with more than one module."""
-    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(g[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = set()
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.add(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(comp)
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return out
-
-
 def test_strongly_connected_finds_a_planted_cycle():
-    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+    assert import_graph.strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+        {"a", "b", "c"}
+    ]
 
 
 def test_no_import_cycles():
-    cycles = strongly_connected(graph())
+    cycles = import_graph.strongly_connected(import_graph.graph(GEO))
     assert not cycles, f"import cycles: {[sorted(c) for c in cycles]}"
 
 

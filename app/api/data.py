@@ -1,59 +1,153 @@
 """Data endpoints: ``/locations``, ``/disruptions``, ``/air-quality``, ``/briefing``.
 
-Each view only parses (targeting), calls ``geo`` and serialises; authentication, plan and quota run first
-in :func:`app.auth.require_api_access`. The three targeted views are made from their declarations in
-:mod:`app.api.endpoints` (the ``geo`` computations are imported on first call).
+Each targeted endpoint is declared once, here (:class:`DataEndpoint`: path, view name, the snapshot layers
+it reads, its OpenAPI summary and schema), right above its view, which calls its ``geo`` function by name.
+The declarations feed the OpenAPI paths (:mod:`app.api.openapi`) and the benchmarks
+(``bench/bench_endpoints.py``); ``tests/app/test_endpoint_registry.py`` fails when a declared endpoint is
+missing from docs/api.md, the URL map or the OpenAPI document.
+
+Order of one call: authentication, plan and quota (:func:`app.api.auth.require_api_access`, before the
+view), the representation (406), the pinned engine and its freshness decision, the target (400, 404, 422),
+then 502 when a layer the answer reads is stale, and only then the computation.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import wraps
+
 from flask import Blueprint, g
 
-from ..auth import require_api_access
-from ..clock import data_now
-from ..db import get_db
-from ..history.asof import resolve as history_as_of
-from ..http import data_response
-from ..negotiation import negotiate
-from ..saved_locations import as_json, list_locations
-from ..sources.provenance import answer_sources
-from .endpoints import ENDPOINTS, DataEndpoint
-from .targeting import current_engine, resolve_target
+from app.history.asof import resolve as history_as_of
+from app.sources.provenance import answer_sources
+from app.sources.serving import served_engine
+from app.web.db import get_db
+from app.store.saved_locations import as_json, list_locations
+from app.web.clock import data_now
+from geo.service.air import air_quality_for
+from geo.service.briefing import briefing_for
+from geo.service.disruptions import disruptions_for
+
+from .auth import require_api_access, settle
+from .negotiation import data_response, negotiate
+from .targeting import resolve_target
 
 bp = Blueprint("data", __name__)
 bp.before_request(require_api_access)
-bp.before_request(negotiate)  # after authentication, plan and quota: 406 comes before any 400
+bp.after_request(settle)  # a call that ended in a 5xx is refunded
+
+
+@dataclass(frozen=True)
+class DataEndpoint:
+    """One data endpoint (``GET``, authenticated, targeted by ``lat``/``lng`` or ``locationId``).
+
+    Examples
+    --------
+    >>> BRIEFING.view, BRIEFING.layers[:3]
+    ('briefing', ('works', 'stops', 'detours'))
+    """
+
+    path: str  # URL rule under /api/v1
+    view: str  # Flask endpoint name (``data.<view>``)
+    layers: tuple[str, ...]  # snapshot layers the answer reads (their staleness makes it 502)
+    summary: str  # OpenAPI summary and the view's docstring
+    schema: str  # OpenAPI response schema name (app/api/data_schemas.py)
+    translated: bool = False  # generated texts follow Accept-Language
+
+    @property
+    def resource(self) -> str:
+        """The last path segment, as content negotiation names the resource."""
+        return self.path.lstrip("/")
+
+
+def data_view(endpoint: DataEndpoint):
+    """Register ``answer(engine, target, now) -> body`` as the view of ``endpoint``: negotiate (406),
+    pin the engine (that of ``asOf`` when given) and decide freshness, resolve the target (400, 404, 422),
+    answer 502 when stale, then compute at the data clock, add the answer's sources and serialise."""
+
+    def register(answer):
+        @wraps(answer)
+        def view():
+            negotiate(endpoint.resource, endpoint.translated)
+            as_of = history_as_of()  # asOf: the engine and clock of that instant (pinned for the request)
+            if as_of is None:
+                engine, stale = served_engine(endpoint.layers)
+                now = data_now(engine)
+            else:  # a recorded snapshot answers as it did then: no freshness decision of today
+                engine, stale, now = as_of.engine, None, as_of.now
+            target = resolve_target(engine)
+            if stale is not None:
+                raise stale
+            body = answer(engine, target, now)
+            body["sources"] = answer_sources(engine, endpoint.layers, now)
+            response = data_response(body)
+            return response if as_of is None else as_of.stamp(response)
+
+        view.__doc__ = endpoint.summary
+        bp.add_url_rule(endpoint.path, endpoint.view, view, methods=["GET"])
+        return view
+
+    return register
 
 
 @bp.get("/locations")
 def locations():
     """The caller's saved locations: ``{"locations": [...]}``."""
+    negotiate("locations")
     rows = list_locations(get_db(), g.account["id"])
     return data_response({"locations": [as_json(r) for r in rows]})
 
 
-def data_view(endpoint: DataEndpoint):
-    """The view of a targeted data endpoint: resolve the target, compute, add the sources, serialise."""
-
-    def view():
-        compute = endpoint.function()
-        as_of = history_as_of()  # asOf: the engine and clock of that instant (pinned for the request)
-        engine = current_engine()
-        target = resolve_target(engine)
-        now = data_now(engine) if as_of is None else as_of.now
-        if endpoint.translated:
-            body = compute(engine, target.lat, target.lng, now, lang=g.language)
-        else:
-            body = compute(engine, target.lat, target.lng, now)
-        if endpoint.with_location:
-            body = {"location": target.location_json(), **body}
-        body["sources"] = answer_sources(engine, endpoint.layers, now)
-        response = data_response(body)
-        return response if as_of is None else as_of.stamp(response)
-
-    view.__name__, view.__doc__ = endpoint.view, endpoint.summary
-    return view
+DISRUPTIONS = DataEndpoint(
+    "/disruptions",
+    "disruptions",
+    ("works", "stops", "detours"),
+    "Road works and transit disruptions near a point",
+    "Disruptions",
+)
 
 
-for _endpoint in ENDPOINTS:
-    bp.add_url_rule(_endpoint.path, _endpoint.view, data_view(_endpoint), methods=["GET"])
+@data_view(DISRUPTIONS)
+def disruptions(engine, target, now) -> dict:
+    return {"location": target.location_json(), **disruptions_for(engine, target.point, now)}
+
+
+AIR_QUALITY = DataEndpoint(
+    "/air-quality",
+    "air_quality",
+    ("stations", "no2", "lez"),
+    "Latest measured NO2, thresholds, compliance and LEZ status",
+    "AirQuality",
+    translated=True,
+)
+
+
+@data_view(AIR_QUALITY)
+def air_quality(engine, target, now) -> dict:
+    return air_quality_for(engine, target.point, now, g.language)
+
+
+BRIEFING = DataEndpoint(
+    "/briefing",
+    "briefing",
+    ("works", "stops", "detours", "stations", "no2", "lez"),
+    "Operations briefing for the next 24 hours",
+    "Briefing",
+    translated=True,
+)
+
+
+@data_view(BRIEFING)
+def briefing(engine, target, now) -> dict:
+    return briefing_for(engine, target.point, now, g.language)
+
+
+ENDPOINTS: tuple[DataEndpoint, ...] = (DISRUPTIONS, AIR_QUALITY, BRIEFING)
+
+
+def by_path(path: str) -> DataEndpoint:
+    """The declaration of ``path`` (``KeyError`` when there is none)."""
+    for endpoint in ENDPOINTS:
+        if endpoint.path == path:
+            return endpoint
+    raise KeyError(path)

@@ -1,6 +1,6 @@
 """GeoJSON (RFC 7946) representation of ``/locations``, ``/disruptions`` and ``/air-quality``.
 
-Chosen with ``Accept: application/geo+json`` (:mod:`app.negotiation`). Each answer becomes a
+Chosen with ``Accept: application/geo+json`` (:mod:`app.api.negotiation`). Each answer becomes a
 FeatureCollection built from the JSON answer itself, so every value is the JSON answer's, unchanged:
 ``properties`` = ``{"kind": …, **the JSON object}``. Geometries are ``[lng, lat]`` Points (a work's extent
 polygon, MultiPoint for a detour); a feature whose place is unknown has ``"geometry": null``. See docs/api.md
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from flask import g
 
-from .. import jsontext
-from .targeting import current_engine
+from app.web.conventions import json_text
+from app.sources.serving import current_engine
 
 
 def _point(lng: float, lat: float) -> dict:
@@ -81,4 +81,4 @@ SERIALISERS = {"locations": locations, "disruptions": disruptions, "air-quality"
 def render(resource: str, body: dict) -> str:
     """The GeoJSON response text of ``resource``'s JSON ``body`` (same JSON conventions as the JSON)."""
     collection = SERIALISERS[resource](body, g.get("target"), current_engine())
-    return jsontext.body(collection)
+    return json_text(collection)

@@ -10,7 +10,7 @@ bp = Blueprint("meta", __name__)
 @bp.get("/openapi.json")
 def openapi():
     """The OpenAPI 3.1 document of this API."""
-    from ..openapi import build
+    from .openapi import build
 
     resp = current_app.json.response(build())
     resp.headers["Cache-Control"] = "no-cache"

@@ -1,4 +1,5 @@
-"""Resolve the target point of ``/disruptions``, ``/air-quality`` and ``/briefing`` from the query string.
+"""Resolve the target point of ``/disruptions``, ``/air-quality`` and ``/briefing`` from the query string,
+with the one coordinate parser (:func:`parse_decimal`, :func:`parse_coordinate`).
 
 ``locationId`` (one of the caller's saved locations) **or** ``lat`` + ``lng``; see docs/api.md → Targeting.
 Checks run in the documented precedence: 400 (missing_target, ambiguous_target, invalid_coordinates,
@@ -7,23 +8,26 @@ invalid_request) → 404 location_not_found → 422 outside_service_area.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
-from flask import current_app, g, request
+from flask import g, request
 
-from ..coordinates import parse_decimal
-from ..db import get_db
-from ..errors import (
+from app.web.db import get_db
+from app.store.saved_locations import get_location
+from app.web.errors import (
     AmbiguousTarget,
     InvalidCoordinatesError,
     InvalidRequest,
     LocationNotFound,
     MissingTarget,
-    OutsideServiceArea,
     ServiceUnavailable,
+    to_api_error,
 )
-from ..redact import echo
-from ..saved_locations import get_location
+from app.web.redact import echo
+from geo.errors import GeoError
+from geo.service.point import Point, checked_point
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,11 @@ class Target:
     lng: float
     id: str | None = None
     name: str | None = None
+
+    @property
+    def point(self) -> Point:
+        """The point for the ``geo`` functions (:func:`resolve_target` checked it)."""
+        return Point(self.lat, self.lng)
 
     def location_json(self) -> dict:
         """The response's ``location`` member: ``{lat, lng}`` or ``{id, name, lat, lng}`` (6 decimals).
@@ -47,6 +56,27 @@ class Target:
         if self.id is None:
             return point
         return {"id": self.id, "name": self.name, **point}
+
+
+#: ``51.2``, ``+4.4``, ``.5``, ``5.12e1``. ASCII only: ``\d`` would also accept ``５１`` or ``٥١``.
+DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def parse_decimal(text: str) -> float | None:
+    """The finite number written in plain ASCII decimal notation, else None: the one coordinate parser
+    (the API's parameters, the dashboard's forms and the admin CLI's options).
+
+    No whitespace is stripped; ``nan``, ``inf``, hex, ``51,2``, ``5_1`` and non-ASCII digits are refused.
+
+    Examples
+    --------
+    >>> parse_decimal("51.2"), parse_decimal("5.12e1"), parse_decimal(" 51.2"), parse_decimal("５１")
+    (51.2, 51.2, None, None)
+    """
+    if not isinstance(text, str) or not DECIMAL.fullmatch(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
 
 
 def parse_coordinate(name: str, raw: str, bound: float) -> float:
@@ -75,7 +105,8 @@ def _single(args, name: str, error) -> str | None:
 
 
 def resolve_target(engine) -> Target:
-    """Parse and check the targeting parameters of this request for the authenticated account."""
+    """Parse and check the targeting parameters of this request for the authenticated account: 400, then
+    404, then 503 without a snapshot and 422 outside the service area (:func:`inside_service_area`)."""
     args = request.args
     location_id = _single(args, "locationId", InvalidRequest)
     raw_lat = _single(args, "lat", InvalidCoordinatesError)
@@ -88,32 +119,31 @@ def resolve_target(engine) -> Target:
         if raw_lat is None or raw_lng is None:
             missing = "lat" if raw_lat is None else "lng"
             raise MissingTarget(f"{missing} is missing: lat and lng must be given together")
-        target = Target(parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0))
+        lat, lng = inside_service_area(
+            engine, parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0)
+        )
+        target = Target(lat, lng)
     else:
-        prefetched = g.get("saved_location")  # read in the admission statement (app.auth)
+        prefetched = g.get("saved_location")  # read in the admission statement (app.api.auth)
         if prefetched is not None and prefetched[0] == location_id:
             row = prefetched[1]
         else:
             row = get_location(get_db(), g.account["id"], location_id)
         if row is None:
             raise LocationNotFound(f"no location {echo(location_id)} in your account")
-        target = Target(row["lat"], row["lng"], row["id"], row["name"])
-    require_service_area(engine, target.lat, target.lng)
+        lat, lng = inside_service_area(engine, row["lat"], row["lng"])
+        target = Target(lat, lng, row["id"], row["name"])
     g.target = target  # for a representation that places the point (GeoJSON)
     return target
 
 
-def require_service_area(engine, lat: float, lng: float) -> None:
-    """503 without a snapshot, 422 ``outside_service_area`` outside Flanders and Brussels (also used by the
-    dashboard's forms, so they answer with the API's own messages)."""
+def inside_service_area(engine, lat: float, lng: float) -> Point:
+    """The point, checked by the one service-area check (:func:`geo.service.point.checked_point`): 503
+    without a snapshot, 422 ``outside_service_area`` outside Flanders and Brussels (also used by the
+    dashboard's forms and the admin CLI, so they answer with the API's own messages)."""
     if engine is None:
         raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
-    if not bool(engine.in_service_area(lat, lng)[0]):
-        raise OutsideServiceArea(
-            f"lat={lat}, lng={lng} lies outside the service area (Flanders and Brussels)"
-        )
-
-
-def current_engine():
-    """The engine of this request, pinned on first use (a refresher may swap it between requests)."""
-    return current_app.extensions["urban"].request_engine()
+    try:
+        return checked_point(engine, lat, lng)
+    except GeoError as exc:
+        raise to_api_error(exc) from None

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from flask import flash, redirect, url_for
 
-from app.plans import Plan, get_plan
+from app.store.plans import Plan, get_plan
 
 
 @dataclass(frozen=True)

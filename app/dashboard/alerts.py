@@ -4,7 +4,7 @@ Kinds (``KINDS``): NO2 at the nearest station above the EU limit (40 µg/m³) or
 a road work within 2 km that starts running (``In uitvoering``); a new De Lijn detour that hits the location.
 The figures are the API's own (:func:`app.dashboard.figures.point_figures`).
 
-Alerts belong to the plans with the dashboard (:func:`app.plans.alert_plans`): a subscription of an account
+Alerts belong to the plans with the dashboard (:func:`app.store.plans.alert_plans`): a subscription of an account
 on another plan (after a downgrade) is neither evaluated nor delivered, and its owner can always delete it.
 
 An alert reports a change since the subscription was made: what is already true when subscribing is stored
@@ -24,9 +24,11 @@ from urllib.parse import urlsplit
 
 from flask import current_app
 
-from app.accounts import StoreError, utc_stamp
-from app.db import write
-from app.plans import alert_plans
+from app.store.accounts import StoreError, utc_stamp
+from app.store.db import write
+from app.store.plans import alert_plans
+from geo.errors import GeoError
+from geo.service.point import checked_point
 
 from . import webhook
 from .figures import RUNNING, point_figures
@@ -144,7 +146,7 @@ def payload(sub, location, fact: Fact, engine, now) -> dict:
 
 
 def on_alert_plan(account_plan_column: str) -> tuple[str, tuple[str, ...]]:
-    """(SQL condition, parameters): the account's plan is one with alerts (:func:`app.plans.alert_plans`).
+    """(SQL condition, parameters): the account's plan is one with alerts (:func:`app.store.plans.alert_plans`).
 
     Examples
     --------
@@ -309,10 +311,12 @@ def evaluate(conn, engine, now) -> int:
     for sub in subs:
         loc = {"id": sub["location_id"], "name": sub["l_name"], "lat": sub["l_lat"], "lng": sub["l_lng"]}
         if loc["id"] not in by_location:
-            if not bool(engine.in_service_area(loc["lat"], loc["lng"])[0]):
+            try:
+                point = checked_point(engine, loc["lat"], loc["lng"])
+            except GeoError:
                 by_location[loc["id"]] = None
             else:
-                by_location[loc["id"]] = point_figures(engine, loc["lat"], loc["lng"], now)
+                by_location[loc["id"]] = point_figures(engine, point.lat, point.lng, now)
         figures = by_location[loc["id"]]
         if figures is None:
             continue

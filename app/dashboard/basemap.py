@@ -74,7 +74,7 @@ def default_municipalities_path(config) -> str:
         return config["MUNICIPALITIES_FILE"]
     from app.sources.settings import SourceSettings
 
-    reference = SourceSettings.from_mapping(config).reference_dir
+    reference = SourceSettings.from_config(config).reference_dir
     return os.path.join(reference, "boundaries", "be_municipalities_2019.geojson")
 
 

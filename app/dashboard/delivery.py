@@ -24,10 +24,10 @@ from collections import OrderedDict, deque
 
 from flask import render_template
 
-from app.accounts import utc_stamp
-from app.clock import wall_now
-from app.db import write
 from app.mail import build_message
+from app.store.accounts import utc_stamp
+from app.store.db import write
+from app.web.clock import wall_now
 
 from . import webhook
 from .alerts import on_alert_plan

@@ -17,7 +17,7 @@ def point_figures(engine, lat: float, lng: float, now, settings=None) -> dict:
     from geo.service.briefing import briefing
     from geo.service.disruptions import disruptions
 
-    from ..api.endpoints import by_path
+    from app.api.data import by_path
     from ..sources.provenance import answer_sources, current_settings
 
     settings = settings or current_settings()

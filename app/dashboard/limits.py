@@ -1,8 +1,8 @@
 """What the dashboard's costly answers count, and the bounds on them (docs/dashboard.md → Limits).
 
 - **A point's figures** (the map page of a point or saved location, ``map.json``) count one call of the
-  account's daily quota with the API's own statement (:func:`app.usage.admit`); past it the answer is the API's
-  429 ``quota_exceeded`` (:func:`app.auth.quota_exceeded`). A plan without API access (Dashboard) counts
+  account's daily quota with the API's own statement (:func:`app.store.usage.admit`); past it the answer is the API's
+  429 ``quota_exceeded`` (:func:`app.api.auth.quota_exceeded`). A plan without API access (Dashboard) counts
   against ``DASHBOARD_PLAN_DAILY_QUOTA`` instead.
 - **A PDF report that must be built** counts one in the account's report window (``REPORT_LIMIT``, 429
   ``rate_limited``) and takes one of the host's ``REPORT_BUILDS`` build slots (503 when all are taken); a
@@ -20,14 +20,14 @@ from pathlib import Path
 from flask import current_app, g
 from limits import parse
 
-from app import usage
-from app.auth import quota_exceeded
-from app.clock import wall_now
+from app.store import usage
+from app.api.auth import quota_exceeded
+from app.web.clock import wall_now
 from app.config import ConfigurationError
-from app.db import get_db
-from app.errors import RateLimited, ServiceUnavailable
-from app.plans import Plan
-from app.ratelimit import RateInfo, account_window, retry_after
+from app.web.db import get_db
+from app.web.errors import RateLimited, ServiceUnavailable
+from app.store.plans import Plan
+from app.web.ratelimit import RateInfo, account_window, retry_after
 
 log = logging.getLogger("app.dashboard")
 
@@ -88,7 +88,7 @@ def count_point_view(viewer) -> None:
             f"on the map count as one API call); they come back at 00:00 UTC, in "
             f"{_in_words(usage.seconds_to_reset(now))}",
         )
-    g.admitted = (viewer.account["id"], day)  # app.auth.settle refunds it on a 5xx
+    g.admitted = (viewer.account["id"], day)  # app.api.auth.settle refunds it on a 5xx
     g.rate = RateInfo.daily(quota, count, reset_at)
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.api.targeting import parse_coordinate, require_service_area
-from app.errors import LocationNotFound, MissingTarget
-from app.redact import echo
-from app.saved_locations import get_location
+from app.api.targeting import inside_service_area, parse_coordinate
+from app.web.errors import LocationNotFound, MissingTarget
+from app.web.redact import echo
+from app.store.saved_locations import get_location
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,7 @@ def parse_lat_lng(raw_lat, raw_lng) -> tuple[float, float]:
 def checked_point(engine, raw_lat, raw_lng) -> tuple[float, float]:
     """Parsed and inside the service area (422 ``outside_service_area`` otherwise)."""
     lat, lng = parse_lat_lng(raw_lat, raw_lng)
-    require_service_area(engine, lat, lng)
-    return lat, lng
+    return inside_service_area(engine, lat, lng)
 
 
 def resolve(conn, account_id: int, engine, args) -> Point:
@@ -49,7 +48,7 @@ def resolve(conn, account_id: int, engine, args) -> Point:
         row = get_location(conn, account_id, location_id)
         if row is None:
             raise LocationNotFound(f"no location {echo(location_id)} in your account")
-        require_service_area(engine, row["lat"], row["lng"])
-        return Point(row["lat"], row["lng"], row)
+        lat, lng = inside_service_area(engine, row["lat"], row["lng"])
+        return Point(lat, lng, row)
     lat, lng = checked_point(engine, args.get("lat"), args.get("lng"))
     return Point(lat, lng)

@@ -1,9 +1,12 @@
 """Alert rounds: evaluate every subscription against a snapshot, then deliver what is due.
 
-- The refresher (``app.sources.cli.run_rounds(after_publish=AlertHook(app))``) evaluates each published
-  snapshot itself (our own data and store only) and then wakes a :class:`DeliveryWorker`, which delivers in
-  its own thread: the refresher never waits for a mail server or a webhook receiver.
-- ``flask --app wsgi alerts run`` (cron, or by hand) evaluates and delivers in one go: :func:`run_alerts`.
+Registered with the sources (:func:`app.sources.on_publish`, an :class:`AlertHook`) to run after each
+published snapshot refresh, and run by ``flask --app wsgi alerts run`` (cron, or by hand):
+
+- After a refresh, the hook evaluates the published snapshot itself (our own data and store only) and then
+  wakes a :class:`DeliveryWorker`, which delivers in its own thread: the refresher never waits for a mail
+  server or a webhook receiver.
+- ``flask --app wsgi alerts run`` evaluates and delivers in one go: :func:`run_alerts`.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from app.clock import data_now, wall_now
-from app.db import open_store
+from app.store.db import open_store
+from app.web.clock import data_now, wall_now
 
 from . import alerts, delivery
 
@@ -126,30 +129,20 @@ class DeliveryWorker:
 
 
 class AlertHook:
-    """``after_publish`` of the refresher: evaluates each published snapshot, then wakes the delivery worker;
-    ``close()`` (when the refresher stops) lets the worker deliver what is due and stop."""
+    """The refresh hook registered with the sources: evaluates each published snapshot, then wakes the
+    delivery worker (started on the first publish); ``close()`` (when the refresher stops) lets the worker
+    deliver what is due and stop."""
 
-    def __init__(self, app):
-        self.app = app
-        self.worker = DeliveryWorker(app)
+    def __init__(self):
+        self.worker: DeliveryWorker | None = None
 
-    def __call__(self, report) -> None:
-        after_refresh(self.app, report)
+    def __call__(self, app, report) -> None:
+        after_refresh(app, report)
+        if self.worker is None:
+            self.worker = DeliveryWorker(app)
         self.worker.wake()
 
     def close(self) -> None:
-        self.worker.close()
-
-
-def standalone_hook():
-    """``after_publish`` for ``python -m app.sources refresh``: builds the app from the environment once
-    (``URBAN_SECRET_KEY`` or ``URBAN_ENV=development`` needed); None, with a warning, when it cannot."""
-    from app import create_app
-    from app.config import ConfigurationError
-
-    try:
-        app = create_app({"LOAD_ENGINE": False})
-    except (ConfigurationError, ValueError) as exc:
-        log.warning("alerts are not evaluated after refreshes: %s", exc)
-        return None
-    return AlertHook(app)
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None

@@ -14,14 +14,14 @@ from flask import (
     url_for,
 )
 
-from app.accounts import StoreError
-from app.api.targeting import current_engine
-from app.clock import data_now
-from app.db import get_db
-from app.errors import ApiError, LocationNotFound, error_response, to_api_error
+from app.store.accounts import StoreError
+from app.sources.serving import current_engine
+from app.web.clock import data_now
+from app.web.db import get_db
+from app.web.errors import ApiError, LocationNotFound, error_response, to_api_error
 from app.portal import csrf
-from app.redact import echo
-from app.saved_locations import (
+from app.web.redact import echo
+from app.store.saved_locations import (
     add_location,
     as_json,
     get_location,
@@ -284,7 +284,7 @@ def map_json():
 
 
 def _unauthenticated():
-    from app.errors import MissingKey
+    from app.web.errors import MissingKey
 
     return MissingKey("sign in to the dashboard first")
 
@@ -296,7 +296,7 @@ def basemap_json():
         return error_response(_unauthenticated())
     engine = current_engine()
     if engine is None:
-        from app.errors import ServiceUnavailable
+        from app.web.errors import ServiceUnavailable
 
         raise ServiceUnavailable("no data snapshot is loaded; retry shortly")
     resp = Response(basemap.for_engine(current_app, engine), mimetype="application/json")

@@ -13,7 +13,7 @@ import os
 
 from flask import Blueprint, render_template, send_from_directory
 
-from ..errors import NotFound, ServiceUnavailable
+from app.web.errors import NotFound, ServiceUnavailable
 
 DIST = os.path.join(os.path.dirname(__file__), "node_modules", "swagger-ui-dist")
 #: the files of the npm package the page loads

@@ -18,9 +18,9 @@ from datetime import UTC, datetime, timedelta
 
 from flask import current_app, g, request
 
-from ..clock import wall_now
-from ..errors import InvalidRequest, PlanRequired
-from ..redact import echo
+from app.web.clock import wall_now
+from app.web.errors import InvalidRequest, PlanRequired
+from app.web.redact import echo
 from .errors import AsOfInFuture, AsOfOutOfWindow, HistoryUnavailable, InvalidAsOf
 from .recorder import history_url
 from .store import HistoryError, HistoryStore, Publish, ms, open_store
@@ -181,7 +181,7 @@ def requested() -> str | None:
 
 
 def history_clock(instant: datetime, engine) -> datetime:
-    """The data clock at ``instant`` (:func:`app.clock.data_now` with the instant as the time)."""
+    """The data clock at ``instant`` (:func:`app.web.clock.data_now` with the instant as the time)."""
     if current_app.config.get("CLOCK") == "snapshot" and not current_app.config.get("DATA_CLOCK"):
         as_of = getattr(engine, "as_of", None)
         if as_of is not None:

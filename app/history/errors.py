@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import ApiError
+from app.web.errors import ApiError
 
 
 class InvalidAsOf(ApiError):

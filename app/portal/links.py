@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from flask import render_template
 
-from app import accounts, tokens
-from app.db import write
+from app.store import accounts, tokens
+from app.store.db import write
 from app.mail import build_message
 
 from . import throttle
@@ -100,7 +100,7 @@ def confirm(conn, token, *, now):
     """Consume ``token``: sign in, or create the Developer account and its first key.
 
     Returns a :class:`Confirmation`, or ``None`` for a forged, expired or used token. Consuming the token and
-    creating the account are one ``BEGIN IMMEDIATE`` transaction (:func:`app.db.write` nests), so of many
+    creating the account are one ``BEGIN IMMEDIATE`` transaction (:func:`app.store.db.write` nests), so of many
     concurrent confirmations exactly one gets past the token, and if the account cannot be written nothing
     is: the token stays usable and the error propagates (the user simply retries).
     """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from app.db import write
+from app.store.db import write
 
 
 def _digest(session_id: str) -> str:

@@ -1,15 +1,20 @@
 """Abuse limits on sign-up links, per client IP (visible) and per address and client (hidden).
 
-Both the API (``POST /api/v1/signup``) and the portal form draw from the same buckets:
+Both the API (``POST /api/v1/signup``) and the portal form (``POST /portal/signin``) draw from the same
+buckets:
 
-- ``SIGNUP_LIMIT_PER_IP`` (default ``20 per hour``): every request counts, valid or not — charged by
-  :func:`charge_per_ip` before anything reads the request (body, form, CSRF field). It is the only limit
-  that refuses (429) and the one the ``X-RateLimit-*`` headers show.
+- ``SIGNUP_LIMIT_PER_IP`` (default ``20 per hour``): every request counts, valid or not. :data:`PER_IP` is a
+  Flask-Limiter limit shared by both and declared on the two blueprints (:mod:`app.portal.signup`,
+  :mod:`app.portal.views`), so it is charged before the blueprint's own hooks and the view read anything of
+  the request (body, form, CSRF field). It is the only limit that refuses (429) and the one the
+  ``X-RateLimit-*`` headers show.
 - ``SIGNUP_LIMIT_PER_ADDRESS`` (default ``5 per hour``): links mailed to one address *at the request of one
   client IP*. Past it the request gets the same 202 and no mail: nothing tells a client how many links an
   address received, and a stranger who spends the budget from their address spends only their own — the
   owner, asking from another address, still gets a link. Only mails actually sent count (a 503 does not).
   The bucket key is a digest of address and client, so no address is written to the limiter storage.
+  Flask-Limiter has no limit that counts only what happened after the view decided (a mail sent) and
+  never refuses: this one is a window of ours on its rate limiter (:func:`may_mail`, :func:`mailed`).
 
 See ``docs/signup.md`` → Abuse limits.
 """
@@ -18,30 +23,28 @@ from __future__ import annotations
 
 import hashlib
 
-from flask import current_app, g, request
+from flask import current_app, request
 from limits import parse
 
-from app.errors import RateLimited
-from app.ratelimit import client_address, limiter, retry_after, window
+from app.web.ratelimit import client_address, limiter
 
 SCOPE = "signup-address"
 #: the endpoints that mail a link (the API and the portal form)
 ENDPOINTS = frozenset({"signup.signup", "portal.request_link"})
 
 
-def charge_per_ip() -> None:
-    """``before_request`` (app-wide, so before the portal's CSRF check): count a sign-up request against
-    its client's per-IP window, report that window in the headers, and refuse past it (429)."""
-    if request.endpoint not in ENDPOINTS or request.method == "OPTIONS":
-        return
-    item, client = parse(current_app.config["SIGNUP_LIMIT_PER_IP"]), client_address()
-    ok = limiter.limiter.hit(item, "signup-ip", client)
-    g.rate = info = window(item, "signup-ip", client)
-    if not ok:
-        raise RateLimited(
-            "too many sign-up requests from this address; retry later",
-            headers={"Retry-After": str(retry_after(info))},
-        )
+def _not_a_link_request() -> bool:
+    return request.endpoint not in ENDPOINTS or request.method == "OPTIONS"
+
+
+#: sign-up's per-IP window, shared by the API call and the portal form; declared on both blueprints (the
+#: portal's other pages are exempt)
+PER_IP = limiter.shared_limit(
+    lambda: current_app.config["SIGNUP_LIMIT_PER_IP"],
+    scope="signup-ip",
+    exempt_when=_not_a_link_request,
+    error_message="too many sign-up requests from this address; retry later",
+)
 
 
 def _address_bucket(address: str) -> tuple:

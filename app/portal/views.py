@@ -15,15 +15,16 @@ from flask import (
     url_for,
 )
 
-from app import accounts, usage
-from app.clock import wall_now
-from app.db import get_db
-from app.errors import ApiError, to_api_error
+from app.store import accounts, usage
+from app.web.clock import wall_now
+from app.web.db import get_db
+from app.web.errors import ApiError, to_api_error
+from app.web.ratelimit import declare
 from app.mail import MailUnavailable
-from app.plans import get_plan
-from app.saved_locations import as_json, list_locations
+from app.store.plans import get_plan
+from app.store.saved_locations import as_json, list_locations
 
-from . import csrf, links, sessions
+from . import csrf, links, sessions, throttle
 from .addresses import InvalidEmail, normalize_email
 
 bp = Blueprint(
@@ -34,6 +35,8 @@ bp = Blueprint(
     static_folder="static",
     static_url_path="/static",
 )
+
+declare(throttle.PER_IP, bp)  # the sign-in form's link requests (the other pages are exempt)
 
 SESSION_ID = "sid"  # the cookie's server-side session id (app.portal.sessions)
 
@@ -48,6 +51,19 @@ def link_url(token):
     if base:
         return base.rstrip("/") + path
     return request.host_url.rstrip("/") + path
+
+
+def send_link(email: str) -> None:
+    """Mail a sign-up or sign-in link to ``email`` within sign-up's hidden per-address limit (the API call
+    and the form alike); ``MailUnavailable`` when the mail server cannot take it."""
+    links.send_link_within_limits(
+        get_db(),
+        current_app.extensions["mail"],
+        email,
+        now=wall_now(),
+        link_for=link_url,
+        sender=current_app.config["MAIL_SENDER"],
+    )
 
 
 def api_base():
@@ -168,14 +184,7 @@ def request_link():
             error="Enter a valid e-mail address, like name@example.be.",
         )
     try:
-        links.send_link_within_limits(
-            get_db(),
-            current_app.extensions["mail"],
-            email,
-            now=wall_now(),
-            link_for=link_url,
-            sender=current_app.config["MAIL_SENDER"],
-        )
+        send_link(email)
     except MailUnavailable:
         return problem(
             503,

@@ -7,15 +7,37 @@
     python -m app.sources record DIR                         # save every upstream answer raw (+ manifest)
     python -m app.sources replay DIR --out SNAPSHOT          # build a snapshot offline from a recording
 
-Settings come from the ``URBAN_*`` environment (see ``docs/sources.md``).
+Settings come from the ``URBAN_*`` environment (see ``docs/sources.md``). ``refresh`` builds the app from
+the environment once to run what other features registered after a published refresh (the dashboard's
+alerts); without ``URBAN_SECRET_KEY`` or ``URBAN_ENV=development`` it says so and refreshes anyway. This
+entry point is the one module of ``app/sources`` that may build the app: nothing imports it.
 """
 
 from __future__ import annotations
 
+import logging
+
 import click
 
+from app import create_app
+from app.config import ConfigurationError
+
+from .extension import publish_hooks
 from .cli import EVERY, REFERENCE, ROUNDS, standalone_refresh
 from .live import run_live
+
+log = logging.getLogger("app.sources")
+
+
+def publish_hooks_from_environ():
+    """The hooks to run after a published refresh, from an app built from the environment (no engine);
+    None, with a warning, when the settings do not allow building one."""
+    try:
+        app = create_app({"LOAD_ENGINE": False})
+    except (ConfigurationError, ValueError) as exc:
+        log.warning("alerts are not evaluated after refreshes: %s", exc)
+        return None
+    return publish_hooks(app)
 
 
 @click.group(help=__doc__.split("\n")[0])
@@ -29,7 +51,7 @@ def main():
 @ROUNDS
 def refresh(every, reference, rounds):
     """Fetch the live sources; publish a new snapshot at URBAN_DATA_DIR atomically (exit 1: nothing published)."""
-    raise SystemExit(standalone_refresh(every, reference, rounds))
+    raise SystemExit(standalone_refresh(every, reference, rounds, publish_hooks_from_environ()))
 
 
 @main.command("live")

@@ -1,5 +1,5 @@
-"""What each upstream source is: label, default URL, attribution and licence, the layers it feeds, cache
-expiries.
+"""What each upstream source is: label, default URL, attribution and licence, cache expiries; the layers it
+feeds are those the snapshot's layer declaration names it for (:data:`geo.data.layers.DECLARED`).
 
 This table is the single place ``docs/sources.md``, the freshness check, the error messages and the
 ``sources`` member of the data answers (:mod:`app.sources.provenance`) read from.
@@ -8,6 +8,8 @@ This table is the single place ``docs/sources.md``, the freshness check, the err
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from geo.data.layers import LAYER_SOURCE
 
 
 @dataclass(frozen=True)
@@ -19,9 +21,13 @@ class Source:
     default_url: str
     url_setting: str
     licence: str  # the licence's name, as the answers state it
-    layers: tuple[str, ...]
     attribution: str = ""  # the credit line the licence asks for (Dutch, as the publisher words it)
     expiry: dict[str, int] = field(default_factory=dict)  # cache expiry (s) per kind of request
+
+    @property
+    def layers(self) -> tuple[str, ...]:
+        """The snapshot layers this source feeds."""
+        return tuple(layer for layer, source in LAYER_SOURCE.items() if source == self.name)
 
 
 SOURCES: dict[str, Source] = {
@@ -34,7 +40,6 @@ SOURCES: dict[str, Source] = {
             url_setting="URBAN_GIPOD_URL",
             licence="Modellicentie Gratis Hergebruik v1.0",
             attribution="Bron: GIPOD, Digitaal Vlaanderen",
-            layers=("works",),
             expiry={"works": 900},
         ),
         Source(
@@ -44,7 +49,6 @@ SOURCES: dict[str, Source] = {
             url_setting="URBAN_DELIJN_URL",
             licence="De Lijn open data: gebruiksvoorwaarden van het De Lijn dataportaal (data.delijn.be)",
             attribution="Bron: De Lijn",
-            layers=("stops", "detours"),
             expiry={"stops": 86400, "lines": 86400, "detours": 60},
         ),
         Source(
@@ -54,7 +58,6 @@ SOURCES: dict[str, Source] = {
             url_setting="URBAN_IRCEL_URL",
             licence="CC BY 4.0",
             attribution="Bron: IRCEL-CELINE",
-            layers=("stations", "no2"),
             expiry={"stations": 86400, "timeseries": 3600, "no2": 60},
         ),
         Source(
@@ -66,7 +69,6 @@ SOURCES: dict[str, Source] = {
             url_setting="URBAN_LEZ_URL",
             licence="Modellicentie Gratis Hergebruik v1.0",
             attribution="Bron: Stad Antwerpen",
-            layers=("lez",),
             expiry={"lez": 604800},
         ),
         Source(
@@ -76,12 +78,7 @@ SOURCES: dict[str, Source] = {
             url_setting="URBAN_BOUNDARY_URL",
             licence="licence of the configured official source (FPS Finance AAPD open-data licence or "
             "NGI open data; see docs/sources.md)",
-            layers=("service_area",),
             expiry={"boundary": 30 * 86400},
         ),
     )
 }
-
-# layer -> source name (river always comes from the reference directory; service_area too unless
-# URBAN_BOUNDARY_URL is set)
-LAYER_SOURCE: dict[str, str] = {layer: s.name for s in SOURCES.values() for layer in s.layers}

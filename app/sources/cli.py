@@ -20,6 +20,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
+from .extension import publish_hooks
 from .http import Upstream, build_session
 from .refresher import refresh
 from .settings import SourceSettings
@@ -111,10 +112,8 @@ def snapshot_group():
 @with_appcontext
 def refresh_command(every, reference, rounds):
     """Fetch the live sources; publish a new snapshot at DATA_DIR atomically."""
-    from app.dashboard.run import AlertHook
-
     app = current_app._get_current_object()
-    settings = SourceSettings.from_mapping(app.config)
+    settings = SourceSettings.from_config(app.config)
     ok = run_rounds(
         app.config.get("DATA_DIR", "data/snapshot"),
         reference or settings.reference_dir,
@@ -122,18 +121,16 @@ def refresh_command(every, reference, rounds):
         default_cache(settings, app.instance_path),
         every=every,
         rounds=rounds,
-        after_publish=AlertHook(app),
+        after_publish=publish_hooks(app),
     )
     if not ok:
         raise SystemExit(1)
 
 
-def standalone_refresh(every, reference, rounds) -> int:
+def standalone_refresh(every, reference, rounds, after_publish: Callable | None = None) -> int:
     """``python -m app.sources refresh``: the same rounds, settings from the environment only."""
     settings = SourceSettings.from_mapping({})
     instance = os.environ.get("URBAN_INSTANCE_PATH") or "instance"
-    from app.dashboard.run import standalone_hook
-
     ok = run_rounds(
         os.environ.get("URBAN_DATA_DIR") or "data/snapshot",
         reference or settings.reference_dir,
@@ -141,6 +138,6 @@ def standalone_refresh(every, reference, rounds) -> int:
         default_cache(settings, instance),
         every=every,
         rounds=rounds,
-        after_publish=standalone_hook(),
+        after_publish=after_publish,
     )
     return 0 if ok else 1

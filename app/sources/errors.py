@@ -1,6 +1,6 @@
 """The one exception the source layer raises: an upstream failed (502 ``upstream_error``).
 
-It is the platform's ``app.errors.UpstreamError`` with the failing source attached, so the platform's single
+It is the platform's ``app.web.errors.UpstreamError`` with the failing source attached, so the platform's single
 handler renders it in the one error shape.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from app.errors import UpstreamError as _PlatformUpstreamError
+from app.web.errors import UpstreamError as _PlatformUpstreamError
 
 
 class UpstreamError(_PlatformUpstreamError):

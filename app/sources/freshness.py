@@ -2,7 +2,8 @@
 
 Only layers of kind ``live`` are checked (reference files and the demo scenario have no upstream to fail).
 The age is the wall clock minus the layer's ``retrievedAt`` in the manifest; limits are per layer, in seconds,
-configurable with ``URBAN_FRESHNESS`` (defaults in ``settings.DEFAULT_FRESHNESS``, documented in
+configurable with ``URBAN_FRESHNESS`` (defaults in the layer declaration,
+:data:`geo.data.layers.FRESHNESS_S`, documented in
 ``docs/sources.md``).
 """
 
@@ -12,12 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Iterable, Mapping
 
-from ..api.endpoints import ENDPOINTS
-from .catalog import LAYER_SOURCE, SOURCES
-from .errors import UpstreamError
+from geo.data.layers import LAYER_SOURCE
 
-#: layers each data endpoint needs (by the endpoint's view name)
-ENDPOINT_LAYERS: dict[str, tuple[str, ...]] = {e.view: e.layers for e in ENDPOINTS}
+from .catalog import SOURCES
+from .errors import UpstreamError
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-"""Source settings: every knob with its default, read from the Flask config or ``URBAN_*`` environment.
+"""The source layer's settings: its rows of the settings table, declared once on the fields of
+:class:`SourceSettings` (the variable ``URBAN_<NAME>``, the default, the meaning), and the typed view the
+refresher, the HTTP client and the serving code read.
 
-Each value is looked up as ``config[KEY]``, then ``config[KEY without "URBAN_"]`` (the platform's convention:
-``URBAN_X`` in the environment becomes ``config["X"]``), then ``os.environ[KEY]``, then the default below. Dict-valued
-settings (``URBAN_CACHE_EXPIRY``, ``URBAN_FRESHNESS``) accept a dict in the config or ``layer=seconds,...``
-text in the environment, and override only the entries they name.
+Every value goes through the one conversion of all settings (:func:`app.config.coerce`) and follows the
+one precedence: defaults, then the ``URBAN_*`` environment, then the app's configuration (the instance
+file, the test config). All settings are documented in one table, docs/configuration.md.
 """
 
 from __future__ import annotations
@@ -12,19 +13,12 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from app.config import coerce
+from geo.data.layers import FRESHNESS_S
+
 from .catalog import SOURCES
 
-# Freshness limits in seconds per live layer (see docs/sources.md). Reference and demo layers never go stale.
-DEFAULT_FRESHNESS = {
-    "works": 6 * 3600,
-    "stops": 7 * 86400,
-    "detours": 30 * 60,
-    "stations": 7 * 86400,
-    "no2": 3 * 3600,
-    "lez": 30 * 86400,
-}
-
-# Flanders + Brussels bounding box (lon/lat) used for GIPOD bbox paging.
+#: Flanders + Brussels bounding box (lon/lat) used for GIPOD bbox paging.
 DEFAULT_BBOX = (2.54, 50.67, 5.92, 51.51)
 
 
@@ -32,137 +26,102 @@ def _default_expiry() -> dict[str, int]:
     return {f"{s.name}.{kind}": sec for s in SOURCES.values() for kind, sec in s.expiry.items()}
 
 
+def setting(name: str, default: Any, meaning: str = ""):
+    """A field that is the setting ``URBAN_<name>`` (``meaning`` empty: a row of app/config.py's table)."""
+    if isinstance(default, (dict, list)) or callable(default):
+        factory = default if callable(default) else (lambda d=default: type(d)(d))
+        return field(default_factory=factory, metadata={"setting": name, "meaning": meaning})
+    return field(default=default, metadata={"setting": name, "meaning": meaning})
+
+
 @dataclass(frozen=True)
 class SourceSettings:
-    """Resolved settings of the source layer (see the module docstring for the lookup order)."""
+    """Resolved settings of the source layer."""
 
-    gipod_url: str = SOURCES["gipod"].default_url
-    delijn_url: str = SOURCES["delijn"].default_url
-    delijn_key: str = ""
-    ircel_url: str = SOURCES["ircel"].default_url
-    lez_url: str = SOURCES["lez"].default_url
-    boundary_url: str = SOURCES["boundary"].default_url
-    delijn_entity: int = 1
-    gipod_bbox: tuple[float, float, float, float] = DEFAULT_BBOX
-    gipod_page_size: int = 1000
-    gipod_max_pages: int = 200
-    ircel_hours: int = 48
-    ircel_page_size: int = 500
-    skip_share: float = 0.2
-    skip_min: int = 10
-    http_cache: str = ""
-    redis_url: str = ""
-    connect_timeout: float = 3.05
-    read_timeout: float = 20.0
-    budget: float = 60.0
-    attempts: int = 3
-    backoff: float = 0.5
-    max_bytes: int = 64 * 1024 * 1024
-    breaker_failures: int = 5
-    breaker_cooldown: float = 60.0
-    cache_expiry: dict[str, int] = field(default_factory=_default_expiry)
-    freshness: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_FRESHNESS))
-    reload_interval: float = 5.0
-    reference_dir: str = "../shared/data"
-    keep_versions: int = 3
-    history_url: str = ""
+    gipod_url: str = setting("GIPOD_URL", SOURCES["gipod"].default_url, "GIPOD's base URL")
+    delijn_url: str = setting("DELIJN_URL", SOURCES["delijn"].default_url, "De Lijn's base URL")
+    delijn_key: str = setting("DELIJN_KEY", "", "De Lijn subscription key")
+    ircel_url: str = setting("IRCEL_URL", SOURCES["ircel"].default_url, "IRCEL-CELINE's base URL")
+    lez_url: str = setting("LEZ_URL", SOURCES["lez"].default_url, "the Antwerp LEZ's URL")
+    boundary_url: str = setting("BOUNDARY_URL", SOURCES["boundary"].default_url, "the regions' GeoJSON URL")
+    delijn_entity: int = setting("DELIJN_ENTITY", 1, "De Lijn entity whose stops are fetched")
+    gipod_bbox: tuple[float, float, float, float] = setting(
+        "GIPOD_BBOX", DEFAULT_BBOX, "GIPOD bbox (lon/lat)"
+    )
+    gipod_page_size: int = setting("GIPOD_PAGE_SIZE", 1000, "GIPOD features per page")
+    gipod_max_pages: int = setting("GIPOD_MAX_PAGES", 200, "GIPOD pages at most")
+    ircel_hours: int = setting("IRCEL_HOURS", 48, "hours of NO2 values fetched per series")
+    ircel_page_size: int = setting("IRCEL_PAGE_SIZE", 500, "IRCEL-CELINE observations per page")
+    skip_share: float = setting("SKIP_SHARE", 0.2, "share of skipped records that fails a source")
+    skip_min: int = setting("SKIP_MIN", 10, "skipped records at least, for a source to fail")
+    http_cache: str = setting("HTTP_CACHE", "", "HTTP cache file")
+    redis_url: str = setting("REDIS_URL", "")
+    connect_timeout: float = setting("HTTP_CONNECT_TIMEOUT", 3.05, "seconds to connect")
+    read_timeout: float = setting("HTTP_READ_TIMEOUT", 20.0, "seconds between bytes")
+    budget: float = setting("HTTP_BUDGET", 60.0, "seconds per fetch, retries included")
+    attempts: int = setting("HTTP_ATTEMPTS", 3, "attempts per request")
+    backoff: float = setting("HTTP_BACKOFF", 0.5, "seconds before the first retry, doubled after")
+    max_bytes: int = setting("HTTP_MAX_BYTES", 64 * 1024 * 1024, "response size cap in bytes")
+    breaker_failures: int = setting("BREAKER_FAILURES", 5, "failures that open a source's breaker")
+    breaker_cooldown: float = setting("BREAKER_COOLDOWN", 60.0, "seconds a breaker stays open")
+    cache_expiry: dict[str, int] = setting("CACHE_EXPIRY", _default_expiry, "cache expiry per source.kind")
+    freshness: dict[str, int] = setting("FRESHNESS", dict(FRESHNESS_S), "freshness limit per live layer")
+    reload_interval: float = setting("RELOAD_INTERVAL", 5.0, "seconds between snapshot checks per worker")
+    reference_dir: str = setting("REFERENCE_DIR", "../shared/data", "reference files for the refresher")
+    keep_versions: int = setting("KEEP_SNAPSHOTS", 3, "snapshot versions kept beside the pointer")
+    history_url: str = setting("HISTORY_URL", "")
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], **overrides) -> "SourceSettings":
+        """The settings a configuration names (``NAME``, as Flask's config holds them, or ``URBAN_NAME``),
+        converted; the others keep their defaults.
+
+        Examples
+        --------
+        >>> SourceSettings.from_config({"HTTP_ATTEMPTS": "2", "URBAN_FRESHNESS": "no2=60"}).attempts
+        2
+        """
+        base = cls()
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            name = f.metadata["setting"]
+            raw = config.get(name)
+            if raw is None:
+                raw = config.get("URBAN_" + name)
+            if raw is None or raw == "":
+                continue
+            values[f.name] = coerce(name, raw, getattr(base, f.name))
+        values.update(overrides)
+        return cls(**values)
 
     @classmethod
     def from_mapping(
         cls, config: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None, **overrides
     ) -> "SourceSettings":
-        """Resolve every setting from ``config`` (e.g. ``app.config``), then ``environ``, then defaults.
+        """The settings without an app: the ``URBAN_*`` environment, then ``config`` (which wins), then
+        ``overrides``.
 
         Examples
         --------
         >>> SourceSettings.from_mapping({"URBAN_HTTP_ATTEMPTS": "2"}, {}).attempts
         2
         """
-        config = config or {}
         environ = os.environ if environ is None else environ
-        base = cls()
-        values: dict[str, Any] = {}
-        for f in fields(cls):
-            key = _KEYS[f.name]
-            raw = config.get(key)
-            if raw is None:
-                raw = config.get(key[len("URBAN_") :])
-            if raw is None:
-                raw = environ.get(key)
-            if raw is None or raw == "":
-                continue
-            default = getattr(base, f.name)
-            values[f.name] = _coerce(key, raw, default)
-        values.update(overrides)
-        return cls(**values)
+        merged = {key: raw for key, raw in environ.items() if key.startswith("URBAN_")}
+        for key, raw in (config or {}).items():
+            merged.pop("URBAN_" + key.removeprefix("URBAN_"), None)
+            merged[key] = raw
+        return cls.from_config(merged, **overrides)
 
     def expiry(self, source: str, kind: str) -> int:
         """Cache expiry in seconds for one kind of request of one source."""
         return int(self.cache_expiry[f"{source}.{kind}"])
 
 
-_KEYS = {
-    "gipod_url": "URBAN_GIPOD_URL",
-    "delijn_url": "URBAN_DELIJN_URL",
-    "delijn_key": "URBAN_DELIJN_KEY",
-    "ircel_url": "URBAN_IRCEL_URL",
-    "lez_url": "URBAN_LEZ_URL",
-    "boundary_url": "URBAN_BOUNDARY_URL",
-    "delijn_entity": "URBAN_DELIJN_ENTITY",
-    "gipod_bbox": "URBAN_GIPOD_BBOX",
-    "gipod_page_size": "URBAN_GIPOD_PAGE_SIZE",
-    "gipod_max_pages": "URBAN_GIPOD_MAX_PAGES",
-    "ircel_hours": "URBAN_IRCEL_HOURS",
-    "ircel_page_size": "URBAN_IRCEL_PAGE_SIZE",
-    "skip_share": "URBAN_SKIP_SHARE",
-    "skip_min": "URBAN_SKIP_MIN",
-    "http_cache": "URBAN_HTTP_CACHE",
-    "redis_url": "URBAN_REDIS_URL",
-    "connect_timeout": "URBAN_HTTP_CONNECT_TIMEOUT",
-    "read_timeout": "URBAN_HTTP_READ_TIMEOUT",
-    "budget": "URBAN_HTTP_BUDGET",
-    "attempts": "URBAN_HTTP_ATTEMPTS",
-    "backoff": "URBAN_HTTP_BACKOFF",
-    "max_bytes": "URBAN_HTTP_MAX_BYTES",
-    "breaker_failures": "URBAN_BREAKER_FAILURES",
-    "breaker_cooldown": "URBAN_BREAKER_COOLDOWN",
-    "cache_expiry": "URBAN_CACHE_EXPIRY",
-    "freshness": "URBAN_FRESHNESS",
-    "reload_interval": "URBAN_RELOAD_INTERVAL",
-    "reference_dir": "URBAN_REFERENCE_DIR",
-    "keep_versions": "URBAN_KEEP_SNAPSHOTS",
-    "history_url": "URBAN_HISTORY_URL",
+#: the source layer's rows of the settings table: name -> (default, meaning); ``REDIS_URL`` and
+#: ``HISTORY_URL`` are the platform's rows (app/config.py), read here too
+SETTINGS: dict[str, tuple[object, str]] = {
+    f.metadata["setting"]: (getattr(SourceSettings(), f.name), f.metadata["meaning"])
+    for f in fields(SourceSettings)
+    if f.metadata["meaning"]
 }
-
-
-def _coerce(key: str, raw: Any, default: Any) -> Any:
-    """Convert a config/env value to the type of its default; a bad value names the setting."""
-    try:
-        if isinstance(default, dict):
-            items = (
-                raw.items()
-                if isinstance(raw, Mapping)
-                else (part.split("=", 1) for part in str(raw).split(",") if part.strip())
-            )
-            merged = dict(default)
-            for name, value in items:
-                name = str(name).strip()
-                if name not in default:
-                    raise ValueError(f"unknown entry {name!r} (known: {', '.join(sorted(default))})")
-                merged[name] = int(float(value))
-            return merged
-        if isinstance(default, tuple):
-            parts = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
-            out = tuple(float(p) for p in parts)
-            if len(out) != len(default):
-                raise ValueError(f"expected {len(default)} comma-separated numbers")
-            return out
-        if isinstance(default, bool):
-            return str(raw).lower() in ("1", "true", "yes", "on")
-        if isinstance(default, int):
-            return int(raw)
-        if isinstance(default, float):
-            return float(raw)
-        return str(raw).rstrip("/") if key.endswith("_URL") else str(raw)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"setting {key}={raw!r} is invalid: {exc}") from None

@@ -23,15 +23,12 @@ from ..index.extents import ExtentIndex, Extents
 from ..index.polygon_index import PolygonGrid
 from ..index.point_index import PointIndex
 from ..index.spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
+from .layers import DECLARED, EXTENT_LAYERS, POINT_LAYERS
 
 # river_side() codes
 RIVER_NONE = 0  # outside the Antwerp river zone: no river side
 RIVER_LEFT = 1  # left (west) bank: Linkeroever, Zwijndrecht, Burcht, Kruibeke, Beveren
 RIVER_RIGHT = 2  # right (east) bank: city centre, Hoboken, northern port
-
-LAYERS = ("service_area", "lez", "river", "stations", "stops", "works", "detours", "no2")
-POINT_LAYERS = ("stations", "stops", "works", "detours")  # located by one point each (point_on_surface)
-EXTENT_LAYERS = ("works",)  # a polygon or line geometry is the row's extent (geo.index.extents)
 
 
 def _scalar(lat, lng):
@@ -120,7 +117,7 @@ class Engine:
         self.manifest = dict(manifest or {})
         self.snapshot_id = str(self.manifest.get("snapshotId", ""))
         self.as_of = _parse_as_of(self.manifest.get("asOf"))
-        for name in LAYERS:
+        for name in (layer.name for layer in DECLARED):
             frame = layers.get(name)
             if frame is None:
                 frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})

@@ -1,6 +1,13 @@
-"""Layer names and column schemas of a snapshot (data/README.md), shared by the builder and the reader."""
+"""The layers of a snapshot, declared once (data/README.md): name, columns, whether each row is located by
+one point, the upstream source that feeds it and how old its live data may be before it is served.
+
+The builder (:mod:`geo.data.snapshot`), the engine (:mod:`geo.data.engine`) and the app's sources and
+freshness check (``app/sources``) all read :data:`DECLARED`.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import geopandas as gpd
 import numpy as np
@@ -8,45 +15,93 @@ import pandas as pd
 
 CRS = "EPSG:4326"
 
-#: columns per layer, besides ``geometry``, in file order
-SCHEMAS: dict[str, tuple[str, ...]] = {
-    "service_area": ("name",),
-    "lez": ("name",),
-    "river": ("part", "name"),
-    "stations": ("id", "eoi_code", "name", "station_type", "area_type", "no2"),
-    "stops": ("id", "entity", "number", "name", "municipality", "lines", "line_ids"),
-    "works": (
-        "id",
-        "description",
-        "status",
-        "type",
-        "owner",
-        "start",
-        "end",
-        "occurrences",
-        "hindrance",
-        "consequences",
-    ),
-    "detours": (
-        "id",
-        "title",
-        "description",
-        "type",
-        "entity",
-        "region",
-        "lines",
-        "line_details",
-        "unserved_stops",
-        "start",
-        "end",
-        "days",
-        "delay_min",
-    ),
-    "no2": ("station_id", "timestamp", "value", "kind"),
-}
 
+@dataclass(frozen=True)
+class Layer:
+    """One layer of a snapshot."""
+
+    name: str
+    columns: tuple[str, ...]  # besides ``geometry``, in file order
+    source: str | None = None  # the upstream source that feeds it (``app/sources/catalog.py``), if any
+    freshness_s: int | None = None  # default limit on the age of its live data, in seconds (live layers)
+    point: bool = False  # each row is located by one point (``point_on_surface``)
+    extent: bool = False  # a polygon or line geometry is the row's extent (``geo.index.extents``)
+
+
+#: every layer, in the order the engine builds them (a layer's indexes may use the layers before it)
+DECLARED: tuple[Layer, ...] = (
+    Layer("service_area", ("name",), source="boundary"),
+    Layer("lez", ("name",), source="lez", freshness_s=30 * 86400),
+    Layer("river", ("part", "name")),
+    Layer(
+        "stations",
+        ("id", "eoi_code", "name", "station_type", "area_type", "no2"),
+        source="ircel",
+        freshness_s=7 * 86400,
+        point=True,
+    ),
+    Layer(
+        "stops",
+        ("id", "entity", "number", "name", "municipality", "lines", "line_ids"),
+        source="delijn",
+        freshness_s=7 * 86400,
+        point=True,
+    ),
+    Layer(
+        "works",
+        (
+            "id",
+            "description",
+            "status",
+            "type",
+            "owner",
+            "start",
+            "end",
+            "occurrences",
+            "hindrance",
+            "consequences",
+        ),
+        source="gipod",
+        freshness_s=6 * 3600,
+        point=True,
+        extent=True,
+    ),
+    Layer(
+        "detours",
+        (
+            "id",
+            "title",
+            "description",
+            "type",
+            "entity",
+            "region",
+            "lines",
+            "line_details",
+            "unserved_stops",
+            "start",
+            "end",
+            "days",
+            "delay_min",
+        ),
+        source="delijn",
+        freshness_s=30 * 60,
+        point=True,
+    ),
+    Layer("no2", ("station_id", "timestamp", "value", "kind"), source="ircel", freshness_s=3 * 3600),
+)
+
+#: columns per layer, besides ``geometry``, in file order
+SCHEMAS: dict[str, tuple[str, ...]] = {layer.name: layer.columns for layer in DECLARED}
 #: every layer of a snapshot, sorted by name (the order of the snapshot id hash)
 LAYERS: tuple[str, ...] = tuple(sorted(SCHEMAS))
+#: the layers located by one point each
+POINT_LAYERS: tuple[str, ...] = tuple(layer.name for layer in DECLARED if layer.point)
+#: the layers whose polygon or line geometry is the row's extent
+EXTENT_LAYERS: tuple[str, ...] = tuple(layer.name for layer in DECLARED if layer.extent)
+#: upstream source of each layer fed by one
+LAYER_SOURCE: dict[str, str] = {layer.name: layer.source for layer in DECLARED if layer.source}
+#: default freshness limits, in seconds, of the live layers (``URBAN_FRESHNESS`` overrides them)
+FRESHNESS_S: dict[str, int] = {layer.name: layer.freshness_s for layer in DECLARED if layer.freshness_s}
 
 TIME_COLUMNS = {"works": ("start", "end"), "detours": ("start", "end"), "no2": ("timestamp",)}
 FLOAT_COLUMNS = {"no2": ("value",), "detours": ("delay_min",)}

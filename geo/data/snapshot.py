@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import SnapshotError
-from .layers import CRS, LAYERS, SCHEMAS
+from .layers import CRS, LAYER_SOURCE, LAYERS, SCHEMAS
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -46,17 +46,6 @@ RAW_KEYS = (
     "lez",
     "boundary",
 )
-
-#: upstream source (``app.sources.catalog`` name) of each layer fed by one, for the manifest's ``skipped``
-LAYER_SOURCE = {
-    "works": "gipod",
-    "stops": "delijn",
-    "detours": "delijn",
-    "stations": "ircel",
-    "no2": "ircel",
-    "lez": "lez",
-    "service_area": "boundary",
-}
 
 
 def fix_hint(path) -> str:

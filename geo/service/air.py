@@ -12,7 +12,7 @@ from typing import NamedTuple
 from ..rules import airrules as ar
 from ..rules.airrules import window_values  # noqa: F401  (re-exported: air.window_values)
 from .loaded import moment
-from .point import checked_point
+from .point import Point, checked_point
 from ..rules.texts import DEFAULT, catalogue
 from ..rules.timefmt import iso_utc_ms
 
@@ -199,6 +199,10 @@ def air_quality(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     >>> air_quality(engine, 51.2194, 4.4025, now)["reading"]["unit"]  # doctest: +SKIP
     'µg/m³'
     """
-    lat, lng = checked_point(engine, lat, lng)
+    return air_quality_for(engine, checked_point(engine, lat, lng), now, lang)
+
+
+def air_quality_for(engine, point: Point, now, lang: str = DEFAULT) -> dict:
+    """:func:`air_quality` at a point already checked by :func:`geo.service.point.checked_point`."""
     m = moment(engine, now)
-    return build_at(read_at(engine, lat, lng, m), m, lang)
+    return build_at(read_at(engine, point.lat, point.lng, m), m, lang)

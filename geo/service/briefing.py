@@ -16,7 +16,7 @@ from . import disruptions as dis
 from ..rules import transit as tr
 from ..rules import works as wk
 from .loaded import moment, prepare
-from .point import checked_point
+from .point import Point, checked_point
 from ..rules.risk import (  # noqa: F401  (re-exported: the briefing's rule names)
     HIGH,
     HORIZON_HOURS,
@@ -158,7 +158,12 @@ def briefing(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     >>> briefing(engine, 51.2194, 4.4025, now)["risk"] in ("low", "moderate", "high")  # doctest: +SKIP
     True
     """
-    lat, lng = checked_point(engine, lat, lng)
+    return briefing_for(engine, checked_point(engine, lat, lng), now, lang)
+
+
+def briefing_for(engine, point: Point, now, lang: str = DEFAULT) -> dict:
+    """:func:`briefing` at a point already checked by :func:`geo.service.point.checked_point`."""
+    lat, lng = point
     m = moment(engine, now)
     found = dis.find_at(engine, lat, lng, m)
     t = dis.tally(m.lookups, found, NEAR_WORK_KM)

@@ -15,7 +15,7 @@ from ..rules import transit as tr
 from ..rules import works as wk
 from .loaded import lookups, moment, prepare
 from ..index.near_one import query_radians
-from .point import checked_point
+from .point import Point, checked_point
 from ..rules.tally import Tally, tally_one
 from ..rules.selection import by_distance, matched, near_side
 
@@ -203,9 +203,13 @@ def disruptions(engine, lat, lng, now) -> dict:
     >>> sorted(body)  # doctest: +SKIP
     ['construction', 'radiusKm', 'retrievedAt', 'summary', 'transit']
     """
-    lat, lng = checked_point(engine, lat, lng)
+    return disruptions_for(engine, checked_point(engine, lat, lng), now)
+
+
+def disruptions_for(engine, point: Point, now) -> dict:
+    """:func:`disruptions` at a point already checked by :func:`geo.service.point.checked_point`."""
     m = moment(engine, now)
-    return body(m.lookups, find_at(engine, lat, lng, m))
+    return body(m.lookups, find_at(engine, point.lat, point.lng, m))
 
 
 def build(engine, found: Found) -> dict:

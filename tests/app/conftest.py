@@ -10,8 +10,9 @@ import geopandas as gpd
 import pytest
 from shapely.geometry import box
 
-from app import accounts, create_app
-from app.db import open_store
+from app.store import accounts
+from app import create_app
+from app.store.db import open_store
 from geo import Engine
 from platform_helpers import INSIDE, OUTSIDE, bearer  # noqa: F401  (fixtures' and tests' shared names)
 

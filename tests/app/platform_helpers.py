@@ -11,7 +11,7 @@ OUTSIDE = (52.3676, 4.9041)  # Amsterdam
 
 def add_stadhuis(conn, account_id: int, **extra) -> dict:
     """Antwerp's town hall as the account's primary saved location ``loc_stadhuis`` (label ``kantoor``)."""
-    from app.saved_locations import add_location
+    from app.store.saved_locations import add_location
 
     return add_location(
         conn,

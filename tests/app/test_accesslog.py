@@ -7,7 +7,7 @@ import logging
 
 from gunicorn.config import Config
 
-from app.accesslog import JsonAccessLogger
+from app.server.accesslog import JsonAccessLogger
 
 
 class _Resp:
@@ -73,3 +73,14 @@ def test_without_own_handlers_lines_propagate(tmp_path, caplog):
         for h in saved[0]:
             log.addHandler(h)
         log.propagate = saved[1]
+
+
+def test_gunicorn_marks_its_own_access_handlers(tmp_path):
+    """JsonAccessLogger writes a line straight to gunicorn's own stream handlers, which it recognises by the
+    mark gunicorn sets on them (``_gunicorn``): pinned here, so a gunicorn that stops marking them fails
+    this test instead of silently sending every line through logging."""
+    logger = _logger(tmp_path)
+    path = str(tmp_path / "access.log")
+    ours = [h for h in logger.access_log.handlers if getattr(h, "baseFilename", None) == path]
+    assert len(ours) == 1 and getattr(ours[0], "_gunicorn", False) is True
+    assert isinstance(ours[0], logging.StreamHandler) and ours[0].stream is not None

@@ -17,7 +17,7 @@ import pytest
 from shapely.geometry import Point, box
 
 from app.api.data_schemas import DATA_SCHEMAS
-from app.api.endpoints import ENDPOINTS
+from app.api.data import ENDPOINTS
 from app.sources.provenance import answer_sources
 from app.sources.settings import SourceSettings
 from geo import Engine
@@ -203,8 +203,8 @@ def test_the_api_adds_the_same_sources_to_every_data_answer_and_to_its_geojson(m
 
 @pytest.fixture
 def account():
-    from app import accounts
-    from app.db import open_store
+    from app.store import accounts
+    from app.store.db import open_store
 
     def make(app):
         conn = open_store(app)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app import accounts, usage
+from app.store import accounts, usage
 from platform_helpers import INSIDE, bearer
 from platform_helpers import assert_error
 
@@ -37,7 +37,7 @@ def test_no_bearer_token_is_missing_key(client, headers):
 
 def test_malformed_unknown_and_revoked_keys_are_invalid_key(client, store, account):
     row, key = account("developer")
-    from app.apikeys import new_key
+    from app.store.apikeys import new_key
 
     for bad in ("nonsense", key[:-1] + ("A" if key[-1] != "A" else "B"), new_key()):
         body = assert_error(client.get("/api/v1/locations", headers=bearer(bad)), 401, "invalid_key")
@@ -160,7 +160,7 @@ def test_failed_authentications_are_limited_per_ip(make_app, account):
     other = client.get("/api/v1/locations", environ_base={"REMOTE_ADDR": "10.1.2.3"})
     assert_error(other, 401, "missing_key")
     # a valid key from the limited address still works (the limit only replaces 401s)
-    from app.db import open_store
+    from app.store.db import open_store
 
     conn = open_store(app)
     _row, key = accounts.create_account(conn, "ok@gent.be", "developer")
@@ -239,7 +239,7 @@ def test_location_read_with_the_admission_is_the_current_one_of_that_account(
     """A ``locationId`` call reads the saved location in the admission statement: it answers with the
     location as stored at that moment (a rename or removal through another connection shows at once), only
     the caller's own locations, and the call counts as before (a 404 is counted, as every 4xx)."""
-    from app.saved_locations import add_location, remove_location, update_location
+    from app.store.saved_locations import add_location, remove_location, update_location
 
     client = make_app(ENGINE=box_engine).test_client()  # the same store as ``store``
     mine, key = account("developer")

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from app import accounts
-from app.db import open_store
+from app.store import accounts
+from app.store.db import open_store
 from platform_helpers import add_stadhuis, bearer
 from platform_helpers import assert_error
 from test_openapi import check_response
@@ -20,7 +20,7 @@ def real(make_app, engine):
     app = make_app(ENGINE=engine)
     conn = open_store(app)
     row, key = accounts.create_account(conn, "data@antwerpen.be", "pro")
-    add_stadhuis(conn, row["id"], engine=engine)
+    add_stadhuis(conn, row["id"])
     yield app, key
     conn.close()
 

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from app.errors import UpstreamError, error_codes
-from app.openapi import build
-from app.saved_locations import add_location
+from app.web.errors import UpstreamError, error_codes
+from app.api.openapi import build
+from app.store.saved_locations import add_location
 from platform_helpers import INSIDE, OUTSIDE, bearer
 from platform_helpers import assert_error
 
@@ -31,8 +31,8 @@ def world(make_app, box_engine, account):
 
     app.add_url_rule("/api/v1/_test/boom", "boom", boom)
     app.add_url_rule("/api/v1/_test/upstream", "upstream", upstream)
-    from app.db import open_store
-    from app import accounts
+    from app.store.db import open_store
+    from app.store import accounts
 
     conn = open_store(app)
     dev, dev_key = accounts.create_account(conn, "dev@gent.be", "developer")
@@ -98,7 +98,7 @@ def produce(world, code):
 
 
 def accounts_key(conn, plan: str) -> str:
-    from app import accounts
+    from app.store import accounts
 
     return accounts.create_account(conn, f"{plan}-asof@gent.be", plan)[1]
 

@@ -12,9 +12,9 @@ import shapely
 import shapely.geometry
 from jsonschema import Draft202012Validator
 
-from app import accounts
-from app.db import open_store
-from app.saved_locations import add_location
+from app.store import accounts
+from app.store.db import open_store
+from app.store.saved_locations import add_location
 from platform_helpers import add_stadhuis, bearer
 from platform_helpers import assert_error
 from test_openapi import check_response
@@ -30,7 +30,7 @@ def real(make_app, engine):
     app = make_app(ENGINE=engine)
     conn = open_store(app)
     row, key = accounts.create_account(conn, "geo@antwerpen.be", "pro")
-    add_stadhuis(conn, row["id"], engine=engine)
+    add_stadhuis(conn, row["id"])
     add_location(
         conn,
         row["id"],
@@ -39,7 +39,6 @@ def real(make_app, engine):
         lat=51.0549,
         lng=3.7215,
         location_id="loc_gent",
-        engine=engine,
     )
     yield app, key
     conn.close()

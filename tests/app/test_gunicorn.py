@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from app import accounts, usage
-from app.db import connect, migrate
+from app.store import accounts, usage
+from app.store.sqlite import connect
+from app.store.db import migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

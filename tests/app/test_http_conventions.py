@@ -2,7 +2,7 @@
 
 import json
 
-from app.saved_locations import add_location
+from app.store.saved_locations import add_location
 from platform_helpers import add_stadhuis, bearer
 from platform_helpers import RATE_HEADERS
 

@@ -5,7 +5,7 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app import apikeys
+from app.store import apikeys
 
 ALPHABET = string.digits + string.ascii_uppercase + string.ascii_lowercase
 

@@ -8,13 +8,13 @@ import doctest
 
 import pytest
 
-import app.negotiation as negotiation
-from app import accounts
-from app.api.endpoints import by_path
-from app.clock import data_now
+import app.api.negotiation as negotiation
+from app.store import accounts
+from app.web.clock import data_now
+from app.store.db import open_store
+from app.api.negotiation import choose_language
+from app.api.data import by_path
 from app.sources.provenance import answer_sources
-from app.db import open_store
-from app.negotiation import choose_language
 from platform_helpers import bearer
 from geo.rules.texts import LANGUAGES
 from geo.service.air import air_quality

@@ -1,4 +1,4 @@
-"""``Accept`` negotiation (app/negotiation.py): its examples, and a brute-force oracle over generated
+"""``Accept`` negotiation (app/api/negotiation.py): its examples, and a brute-force oracle over generated
 headers: each offer's q is that of the most specific matching range, the best q > 0 wins, ties go to JSON."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import doctest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import app.negotiation as negotiation
-from app.negotiation import GEOJSON, JSON, choose
+import app.api.negotiation as negotiation
+from app.api.negotiation import GEOJSON, JSON, choose
 
 RANGES = [
     "*/*",

@@ -6,8 +6,8 @@ from openapi_spec_validator import validate
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from app.errors import error_codes
-from app.saved_locations import add_location
+from app.web.errors import error_codes
+from app.store.saved_locations import add_location
 from platform_helpers import bearer
 
 

@@ -2,8 +2,8 @@
 
 import uuid
 
-from app import accounts, db_postgres
-from app.db import migrate
+from app.store import accounts, postgres as db_postgres
+from app.store.db import migrate
 
 
 def test_postgres_connection_lost_is_one_503_then_a_fresh_connection(make_app, postgres_url, postgres_server):
@@ -35,3 +35,30 @@ def test_postgres_connection_lost_is_one_503_then_a_fresh_connection(make_app, p
     assert (
         resp.status_code == 200 and resp.headers["X-RateLimit-Remaining"] == "98"
     )  # the 503 was not counted
+
+
+def test_the_psycopg_layer_the_store_runs_on(postgres_url):
+    """PostgresStore runs below psycopg's cursors (docs/operations.md, PostgreSQL store): what it relies on
+    of psycopg's libpq layer, pinned, so an upgrade that changes it fails here and not in production."""
+    import psycopg
+    from psycopg import adapt, errors, pq
+
+    with psycopg.connect(postgres_url, autocommit=True, prepare_threshold=None) as raw:
+        pgconn, tx = raw.pgconn, adapt.Transformer(raw)
+        formats = [adapt.PyFormat.TEXT] * 2
+        assert (
+            pgconn.prepare(b"pin", b"SELECT $1::text AS a, $2::bigint AS b").status
+            == pq.ExecStatus.COMMAND_OK
+        )
+        result = pgconn.exec_prepared(b"pin", tx.dump_sequence(["x", 7], formats))
+        assert result.status == pq.ExecStatus.TUPLES_OK and (result.ntuples, result.nfields) == (1, 2)
+        assert [result.fname(i).decode() for i in range(result.nfields)] == ["a", "b"]
+        tx.set_pgresult(result)
+        assert tx.load_rows(0, result.ntuples, tuple) == [("x", 7)]
+        pgconn.exec_(b"CREATE TEMP TABLE pin (x int PRIMARY KEY)")
+        done = pgconn.exec_params(b"INSERT INTO pin VALUES ($1), ($2)", tx.dump_sequence([1, 2], formats))
+        assert done.status == pq.ExecStatus.COMMAND_OK and done.command_tuples == 2
+        clash = pgconn.exec_params(b"INSERT INTO pin VALUES ($1)", tx.dump_sequence([1], formats[:1]))
+        assert clash.status == pq.ExecStatus.FATAL_ERROR
+        error = errors.error_from_result(clash, encoding=raw.info.encoding)
+        assert isinstance(error, errors.UniqueViolation) and isinstance(error, psycopg.IntegrityError)

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from werkzeug.datastructures import MultiDict
 
 from app.api.targeting import parse_coordinate, resolve_target
-from app.errors import ApiError
-from app.saved_locations import add_location
+from app.web.errors import ApiError
+from app.store.saved_locations import add_location
 from platform_helpers import INSIDE, OUTSIDE
 
 

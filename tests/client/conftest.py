@@ -99,9 +99,9 @@ class ApiServer:
 
     def exhaust_quota(self, account: Account) -> None:
         """Use up the account's daily quota today and tomorrow (UTC), through the app's own usage counter."""
-        from app import usage
-        from app.db import open_store
-        from app.plans import PLANS
+        from app.store import usage
+        from app.store.db import open_store
+        from app.store.plans import PLANS
 
         conn = open_store(self.app)
         try:

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 
-from app import accounts
+from app.store import accounts
 from app.dashboard import alerts
-from app.db import open_store, write
-from app.saved_locations import add_location
+from app.store.db import open_store, write
+from app.store.saved_locations import add_location
 
 POINT = (51.2194, 4.4025)  # Antwerp centre: station 42R801 nearest, running and planned works, detours
 STATION = "42R801"

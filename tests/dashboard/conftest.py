@@ -7,8 +7,10 @@ import time
 
 import pytest
 
-from app import accounts, create_app
-from app.db import connect, migrate
+from app.store import accounts
+from app import create_app
+from app.store.sqlite import connect
+from app.store.db import migrate
 from app.portal import sessions
 from app.portal.views import SESSION_ID
 from tests.portal.conftest import smtp_server  # noqa: F401  (the real aiosmtpd server fixture)

@@ -14,7 +14,7 @@ import pytest
 
 from app import create_app
 from app.dashboard import delivery, run
-from app.db import open_store, write
+from app.store.db import open_store, write
 
 from . import receivers
 from .alerting import Clock, Resolver, events_of, mails_to, subscriber

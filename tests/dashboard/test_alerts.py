@@ -56,8 +56,9 @@ def receiver():
 def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
     tmp_path, snapshot_dir, engine, config, smtp_server, receiver
 ):
-    from app import accounts
-    from app.db import connect, migrate
+    from app.store import accounts
+    from app.store.sqlite import connect
+    from app.store.db import migrate
     from app.dashboard.figures import point_figures
 
     figures = point_figures(engine, *POINT, engine.as_of)
@@ -97,8 +98,8 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
 
     # the data changes: the refresher's hook loads the published snapshot from its path and evaluates it,
     # its delivery worker sends (closing the hook waits for that round)
-    hook = AlertHook(app)
-    hook(SimpleNamespace(path=after_dir))
+    hook = AlertHook()
+    hook(app, SimpleNamespace(path=after_dir))
     hook.close()
     subjects = sorted(str(m["Subject"]) for _rcpt, m in smtp_server.messages)
     assert len(subjects) == 3, subjects
@@ -156,10 +157,11 @@ def test_each_event_is_mailed_and_posted_once_across_reruns_and_restarts(
 def test_failed_deliveries_are_retried_and_then_sent_once(
     tmp_path, snapshot_dir, engine, config, smtp_server
 ):
-    from app import accounts
+    from app.store import accounts
     from app.dashboard import alerts
-    from app.db import connect, migrate
-    from app.saved_locations import add_location
+    from app.store.sqlite import connect
+    from app.store.db import migrate
+    from app.store.saved_locations import add_location
 
     before = variant(snapshot_dir, tmp_path / "a", no2=20.0)
     after = variant(snapshot_dir, tmp_path / "b", no2=45.0)
@@ -222,7 +224,7 @@ def test_webhooks_to_private_addresses_are_refused_unless_allowed(config):
 
 
 def test_explorer_plans_cannot_subscribe_or_download(user, store):
-    from app.saved_locations import add_location
+    from app.store.saved_locations import add_location
 
     account, _key, client = user("api")
     loc = add_location(store, account["id"], name="X", address="", lat=51.2194, lng=4.4025)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import requests
 
-from app import accounts
+from app.store import accounts
 from tests.portal.helpers import link_in
 from tests.portal.test_portal_browser import browser, check_accessible, click_and_wait, shoot  # noqa: F401
 

@@ -13,7 +13,7 @@ import json
 import pytest
 import requests
 
-from app.saved_locations import add_location
+from app.store.saved_locations import add_location
 
 from tests.dashboard.test_dashboard_browser import wait_ready
 from tests.portal.test_portal_browser import SHOTS, browser, check_accessible, shoot  # noqa: F401
@@ -115,7 +115,7 @@ def test_map_opens_geojson_answers(browser, live_server, app, user, store, engin
     base = live_server.url
     account, key, client = user("pro")
     for name, lat, lng in (("Stadhuis", 51.2213, 4.3997), ("Korenmarkt", 51.0549, 3.7215)):
-        add_location(store, account["id"], name=name, address="", lat=lat, lng=lng, engine=engine)
+        add_location(store, account["id"], name=name, address="", lat=lat, lng=lng)
     sign_in_browser(browser, app, client, base)
     browser.get(f"{base}/dashboard/map")
     check_accessible(browser)

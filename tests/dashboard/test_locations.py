@@ -97,7 +97,7 @@ def test_add_rename_primary_delete_are_the_api_records(app, user):
             "5.5797",
             422,
             "outside_service_area",
-            "lat=50.6326, lng=5.5797 lies outside the service area (Flanders and Brussels)",
+            "lat=50.6326, lng=5.5797 lies outside Flanders and Brussels",
         ),
     ],
 )

@@ -17,12 +17,13 @@ import unicodedata
 import pandas as pd
 import pytest
 
-from app import accounts, create_app
+from app.store import accounts
+from app import create_app
 from app.dashboard import alerts
 from app.dashboard.figures import RUNNING, point_figures
 from app.dashboard.run import run_alerts
-from app.db import connect, migrate
-from app.saved_locations import add_location
+from app.store.db import connect, migrate
+from app.store.saved_locations import add_location
 from tests.portal.helpers import Inbox, free_port
 
 from .alerting import POINT, variant

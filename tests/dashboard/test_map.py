@@ -56,8 +56,9 @@ def test_saved_location_and_injected_clock_give_the_api_numbers(config, engine, 
 
     config["DATA_CLOCK"] = lambda: datetime(2026, 11, 16, 17, 30, tzinfo=timezone.utc)
     app = create_app(config)
-    from app import accounts
-    from app.db import connect, migrate
+    from app.store import accounts
+    from app.store.sqlite import connect
+    from app.store.db import migrate
 
     conn = connect(app.config["DATABASE"])
     migrate(conn)
@@ -153,8 +154,10 @@ def test_page_security_headers_and_no_third_party_assets(user):
 
 
 def test_optional_tile_url_reaches_the_map_and_the_csp(config, engine):
-    from app import accounts, create_app
-    from app.db import connect, migrate
+    from app.store import accounts
+    from app import create_app
+    from app.store.sqlite import connect
+    from app.store.db import migrate
 
     from .conftest import signed_in
 

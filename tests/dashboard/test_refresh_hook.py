@@ -9,10 +9,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from app import accounts, create_app
+from app.store import accounts
+from app import create_app
 from app.dashboard import alerts
-from app.db import connect, migrate
-from app.saved_locations import add_location
+from app.store.sqlite import connect
+from app.store.db import migrate
+from app.store.saved_locations import add_location
 from tests.sources.fakeupstream import FakeUpstream
 
 from . import receivers

@@ -98,7 +98,7 @@ def test_report_pdf_holds_the_api_figures_and_renders_to_png(app, user, tmp_path
 
 @pytest.mark.parametrize("plan", ["developer", "api"])
 def test_no_report_without_a_dashboard_plan(user, store, plan):
-    from app.saved_locations import add_location
+    from app.store.saved_locations import add_location
 
     account, _key, client = user(plan)
     loc = add_location(store, account["id"], name="X", address="", lat=51.2213, lng=4.3997)
@@ -181,7 +181,7 @@ def test_weasyprint_fetches_no_url_and_reads_no_file(app, recorder, tmp_path):
 
 
 def test_a_report_whose_data_holds_urls_fetches_nothing(user, store, recorder, tmp_path):
-    from app.saved_locations import add_location
+    from app.store.saved_locations import add_location
 
     account, _key, client = user("pro")
     port, hits, png = recorder

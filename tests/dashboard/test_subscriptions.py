@@ -12,11 +12,12 @@ import re
 import pytest
 import requests
 
-from app import accounts, create_app
+from app.store import accounts
+from app import create_app
 from app.dashboard import alerts
 from app.dashboard.run import run_alerts
-from app.db import connect, migrate
-from app.saved_locations import add_location
+from app.store.db import connect, migrate
+from app.store.saved_locations import add_location
 from tests.portal.helpers import LiveServer
 
 from .conftest import CSRF, signed_in

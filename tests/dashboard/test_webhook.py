@@ -10,9 +10,10 @@ import socket
 
 import pytest
 
-from app import accounts, create_app
+from app.store import accounts
+from app import create_app
 from app.dashboard import delivery, run, webhook
-from app.db import open_store
+from app.store.db import open_store
 from tests.certs import self_signed
 
 from . import receivers

@@ -175,7 +175,7 @@ STATIONS = [
 def served(eng, path: str, body: dict, now) -> dict:
     """``body`` as the API serves it: with the ``sources`` member the app adds (``app.sources.provenance``,
     default settings), for the checks against the API's response schemas."""
-    from app.api.endpoints import by_path
+    from app.api.data import by_path
     from app.sources.provenance import answer_sources
     from app.sources.settings import SourceSettings
 

@@ -79,7 +79,7 @@ def points(engine, n_random: int = 60) -> list[tuple[float, float]]:
 def responses(engine):
     """Yield ``(endpoint, lat, lng, now, status, body_bytes)`` in a fixed order."""
     from app import create_app
-    from app.api.endpoints import by_path
+    from app.api.data import by_path
     from app.api.targeting import Target
     from app.sources.provenance import answer_sources
     from geo.service.air import air_quality

@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 import pytest
 
 import geo
-from app import accounts, create_app
-from app.db import open_store as open_accounts
+from app.store import accounts
+from app import create_app
+from app.store.db import open_store as open_accounts
 from app.history.asof import iso
 
 #: the session fixtures record a simulated year: minutes on a shared 2-core machine, not the default 5

@@ -12,8 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import geo
-from app import accounts, create_app
-from app.db import open_store as open_accounts
+from app.store import accounts
+from app import create_app
+from app.store.db import open_store as open_accounts
 from app.history.asof import iso
 from app.history.store import open_store
 from app.history.simulate import SimulatedHistory, seed_demo

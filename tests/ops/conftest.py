@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app import accounts, create_app
-from app.db import open_store
+from app.store import accounts
+from app import create_app
+from app.store.db import open_store
 
 
 @pytest.fixture

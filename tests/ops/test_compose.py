@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from app.config import NOT_SETTINGS, SETTINGS
-from app.sources.settings import _KEYS as SOURCE_KEYS
+from app.sources.settings import SETTINGS as SOURCE_SETTINGS
 from bench.deploy import ROOT
 
 COMPOSE = ROOT / "compose.yaml"
@@ -77,7 +77,7 @@ def test_apps_share_postgres_and_redis_and_trust_exactly_nginx(compose):
 
 
 def test_every_urban_variable_is_a_known_setting(compose):
-    known = {f"URBAN_{n}" for n in SETTINGS} | set(SOURCE_KEYS.values()) | NOT_SETTINGS
+    known = {f"URBAN_{n}" for n in SETTINGS} | {f"URBAN_{n}" for n in SOURCE_SETTINGS} | NOT_SETTINGS
     for name, service in compose["services"].items():
         for key in service.get("environment", {}) or {}:
             if key.startswith("URBAN_"):

@@ -380,9 +380,9 @@ def test_bad_snapshot_refuses_to_start(snapshot_dir, tmp_path, damage):
 @pytest.mark.parametrize(
     "worker, threads, expected",
     [
-        (None, None, "app.gunicorn_worker.SyncWorker"),
-        ("sync", "2", "app.gunicorn_worker.ThreadWorker"),  # gunicorn would switch to its own (HTML) gthread
-        ("gthread", "4", "app.gunicorn_worker.ThreadWorker"),
+        (None, None, "app.server.worker.SyncWorker"),
+        ("sync", "2", "app.server.worker.ThreadWorker"),  # gunicorn would switch to its own (HTML) gthread
+        ("gthread", "4", "app.server.worker.ThreadWorker"),
     ],
 )
 def test_every_worker_choice_keeps_json_errors(monkeypatch, worker, threads, expected):

@@ -10,8 +10,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app import accounts, usage
-from app.db import connect, get_db, write
+from app.store.base import StoreIntegrityError, StoreUnavailable
+from app.store import accounts, usage
+from app.store.sqlite import connect
+from app.web.db import get_db
+from app.store.db import write
 
 from .conftest import bearer
 
@@ -33,7 +36,7 @@ def assert_503(resp):
 def test_locked_store_gives_503_then_recovers(make_app, tmp_path):
     app = make_app(DB_TIMEOUT=0.2)
     client = app.test_client()
-    from app.db import open_store
+    from app.store.db import open_store
 
     conn = open_store(app)
     row, key = accounts.create_account(conn, "lock@stad.gent.be", "developer")
@@ -58,7 +61,7 @@ def test_full_disk_gives_503_nothing_half_written_then_recovers(make_app):
     """``PRAGMA max_page_count`` on the app's own connection makes its file unable to grow (SQLITE_FULL)."""
     app = make_app()
     client = app.test_client()
-    from app.db import open_store
+    from app.store.db import open_store
 
     conn = open_store(app)
     keys = [accounts.create_account(conn, f"full{i}@stad.gent.be", "api") for i in range(400)]
@@ -91,7 +94,7 @@ def test_full_disk_gives_503_nothing_half_written_then_recovers(make_app):
 def test_nested_write_is_one_transaction(tmp_path):
     conn = connect(str(tmp_path / "n.sqlite"))
     conn.execute("CREATE TABLE t (x INTEGER PRIMARY KEY)")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(StoreIntegrityError):
         with write(conn):
             conn.execute("INSERT INTO t VALUES (1)")
             with write(conn, durable=True):
@@ -107,9 +110,9 @@ def test_nested_write_is_one_transaction(tmp_path):
 
 def test_link_confirmation_is_all_or_nothing(make_app):
     """A link whose account cannot be written stays usable (consume + create are one transaction)."""
-    from app import tokens
+    from app.store import tokens
     from app.portal import links
-    from app.db import open_store
+    from app.store.db import open_store
 
     app = make_app()
     conn = open_store(app)
@@ -117,12 +120,12 @@ def test_link_confirmation_is_all_or_nothing(make_app):
     token = tokens.issue(conn, "nieuw@stad.gent.be", int(now.timestamp()))
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
     conn.execute(f"PRAGMA max_page_count = {pages}")  # the file cannot grow any more
-    with pytest.raises(sqlite3.OperationalError, match="full"):
+    with pytest.raises(StoreUnavailable, match="full"):
         for i in range(10_000):  # fill the account pages with addresses as long as the new one
             accounts.create_account(conn, f"f{i:04d}@stad.gent.be", "developer")
     assert not conn.in_transaction
     with app.test_request_context():
-        with pytest.raises(sqlite3.OperationalError, match="full"):
+        with pytest.raises(StoreUnavailable, match="full"):
             links.confirm(conn, token, now=now)
     assert not conn.in_transaction
     assert accounts.find_account(conn, "nieuw@stad.gent.be") is None

@@ -15,9 +15,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app import accounts, create_app
-from app.db import open_store
-from app.saved_locations import add_location
+from app.store import accounts
+from app import create_app
+from app.store.db import open_store
+from app.store.saved_locations import add_location
 
 from .conftest import bearer
 
@@ -307,13 +308,13 @@ def test_malformed_location_ids_never_reach_sql(app, account, store, endpoint):
     conn = app.extensions["urban_db"].conn  # this thread's store connection, kept between requests
     for location_id in LONG_IDS:
         statements = []
-        conn.set_trace_callback(statements.append)
+        conn.trace(statements.append)
         try:
             resp = client.get(
                 f"/api/v1/{endpoint}", query_string={"locationId": location_id}, headers=bearer(key)
             )
         finally:
-            conn.set_trace_callback(None)
+            conn.trace(None)
         assert resp.status_code == 404 and resp.get_json()["error"] == "location_not_found"
         assert not any("locations" in s for s in statements), statements
         assert all(len(s) < 1000 for s in statements)
@@ -354,7 +355,7 @@ def encodings(secret: str) -> list[str]:
     "logger",
     [
         "app",
-        "app.errors",
+        "app.web.errors",
         "werkzeug",
         "gunicorn.error",
         "gunicorn.access",

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 import psycopg
 import pytest
 
-from app import accounts
-from app.db_postgres import connect as pg_connect
+from app.store import accounts
+from app.store.postgres import connect as pg_connect
 from app.sources import store as snapshots
 from bench.deploy import ROOT, Gunicorn, get, prepare
 from bench.services import Nginx

@@ -7,11 +7,12 @@ from __future__ import annotations
 import subprocess
 import uuid
 
-from app import accounts, usage
-from app.apikeys import digest
-from app.db import migrate, migrations, schema_version
-from app.db_postgres import connect
-from app.plans import PLANS
+from app.store import accounts, usage
+from app.store.apikeys import digest
+from app.store.db import migrate
+from app.store.base import migrations
+from app.store.postgres import connect
+from app.store.plans import PLANS
 from bench.services import postgres_bin
 
 
@@ -23,7 +24,7 @@ def test_pg_dump_and_pg_restore_round_trip(postgres_server, tmp_path):
     gone, gone_key = accounts.create_account(conn, "gone@gent.be", "api")
     accounts.revoke_key(conn, gone["id"], accounts.list_keys(conn, gone["id"])[0]["id"])
     for _ in range(7):
-        usage.admit_key(conn, digest(live_key), "2026-11-16", tuple(PLANS.values()))
+        usage.admit_key(conn, digest(live_key), "2026-11-16")
     dump = tmp_path / "urban.dump"
     done = subprocess.run(
         [postgres_bin("pg_dump"), "--format=custom", "--no-owner", f"--file={dump}", url],
@@ -44,11 +45,11 @@ def test_pg_dump_and_pg_restore_round_trip(postgres_server, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     back = connect(restored)
-    assert schema_version(back) == migrations()[-1][0] and migrate(back) == []
+    assert back.schema_version() == migrations()[-1][0] and migrate(back) == []
     assert accounts.authenticate(back, live_key)["email"] == "live@gent.be"
     assert accounts.authenticate(back, gone_key) is None
     assert usage.used(back, live["id"], "2026-11-16") == 7
-    assert usage.admit_key(back, digest(live_key), "2026-11-16", tuple(PLANS.values()))["count"] == 8
+    assert usage.admit_key(back, digest(live_key), "2026-11-16")["count"] == 8
     new, _key = accounts.create_account(back, "NEW@gent.be", "developer")  # identity sequences restored
     assert new["id"] > max(live["id"], gone["id"])
     assert accounts.find_account(back, "new@GENT.be")["id"] == new["id"]  # the nocase collation came along

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis import checks as st_checks
 
-from app.saved_locations import add_location
+from app.store.saved_locations import add_location
 
 ALL_CHECKS = [
     st_checks.not_a_server_error,
@@ -39,8 +39,8 @@ def served(make_app, tmp_path):
         SIGNUP_LIMIT_PER_IP="100000 per minute",
         SIGNUP_LIMIT_PER_ADDRESS="100000 per minute",
     )
-    from app import accounts
-    from app.db import open_store
+    from app.store import accounts
+    from app.store.db import open_store
 
     conn = open_store(app)
     row, key = accounts.create_account(conn, "schema@stad.brussel.be", "enterprise")

@@ -10,7 +10,7 @@ import logging
 import pytest
 import requests
 
-from app.accesslog import entry
+from app.server.accesslog import entry
 from tests.portal.helpers import LiveServer
 
 #: shaped as our tokens (URL-safe base64: "-" and "_" cut it into runs shorter than 16 characters)
@@ -90,7 +90,7 @@ def test_secret_urls_stay_out_of_the_access_log(url):
 
 
 @pytest.mark.parametrize(
-    "logger", ["app", "app.errors", "werkzeug", "gunicorn.error", "gunicorn.access", "someone.else"]
+    "logger", ["app", "app.web.errors", "werkzeug", "gunicorn.error", "gunicorn.access", "someone.else"]
 )
 def test_secret_urls_stay_out_of_every_log_record(app, caplog, logger):
     caplog.set_level(logging.DEBUG)

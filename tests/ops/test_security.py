@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.errors import error_codes
-from app.openapi import build
-from app.saved_locations import add_location
+from app.web.errors import error_codes
+from app.api.openapi import build
+from app.store.saved_locations import add_location
 
 from .conftest import bearer
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.db import connect, migrate
+from app.store.sqlite import connect
+
+from app.store.db import migrate
 
 from .helpers import Inbox, LiveServer, build_app, free_port
 

@@ -10,8 +10,8 @@ import re
 import pytest
 import requests
 
-from app import accounts
-from app.db import open_store
+from app.store import accounts
+from app.store.db import open_store
 
 from .helpers import LiveServer, build_app
 from .test_portal_browser import browser, click_and_wait, shoot  # noqa: F401  (fixture and helpers)

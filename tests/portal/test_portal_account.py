@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from app import accounts
-from app.db import open_store
-from app.saved_locations import add_location
+from app.store import accounts
+from app.store.db import open_store
+from app.store.saved_locations import add_location
 
 from .helpers import KEY, csrf_from, link_in, open_link, press_button, request_link
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from app import accounts, tokens
+from app.store import accounts, tokens
 
 from .helpers import KEY, csrf_from, link_in, open_link, press_button, request_link, sign_up
 

@@ -8,7 +8,7 @@ import threading
 
 import requests
 
-from app import accounts, tokens
+from app.store import accounts, tokens
 
 from .helpers import KEY, csrf_from, link_in
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app import accounts
+from app.store import accounts
 
 from .helpers import html_of, link_in, request_link, sign_up, text_of
 

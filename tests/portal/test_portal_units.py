@@ -7,11 +7,12 @@ import string
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from app import accounts, tokens
-from app.db import connect, migrate
+from app.store import accounts, tokens
+from app.store.sqlite import connect
+from app.store.db import migrate
 from app.mail import build_message
 from app.portal.addresses import InvalidEmail, normalize_email
-from app.portal.redact import redact
+from app.server.logfilter import redact
 
 ATOM = st.text(alphabet=string.ascii_letters + string.digits + "!#$%&'*+/=?^_`{|}~-", min_size=1, max_size=10)
 LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)

@@ -14,8 +14,9 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from app import accounts, create_app
-from app.db import open_store
+from app.store import accounts
+from app import create_app
+from app.store.db import open_store
 from app.sources import init_app, store
 from app.sources.http import Upstream, build_session
 from app.sources.refresher import refresh
@@ -235,7 +236,7 @@ def test_snapshot_swap_under_a_concurrent_request_loop_loses_and_mixes_no_reques
 
 
 def test_a_stale_502_is_not_counted_against_the_quota(tmp_path, live):
-    from app.usage import used
+    from app.store.usage import used
 
     clock = Clock(live.retrieved + timedelta(hours=4))
     app, auth = make(tmp_path, live.data_dir, clock)

@@ -1,0 +1,1 @@
+"""The account store and the functions on it (see README.md in this folder)."""

@@ -1,0 +1,1 @@
+"""What every response shares (see README.md in this folder)."""

@@ -1,0 +1,110 @@
+"""A ``limits`` storage backed by one SQLite file, shared by every gunicorn worker on the machine.
+
+Flask-Limiter's default memory storage is per process; this one keeps fixed-window counters in a table and
+updates them with a single atomic UPSERT, so a per-IP limit holds across workers. URI:
+``urban-sqlite:///absolute/path/ratelimit.sqlite``. Connections are per process and thread (re-opened after
+fork).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from urllib.parse import urlparse
+
+from limits.storage import Storage
+
+_INCR = (
+    "INSERT INTO counters (key, count, expires_at) VALUES (:key, :amount, :now + :expiry)"
+    " ON CONFLICT (key) DO UPDATE SET"
+    "  count = CASE WHEN expires_at <= :now THEN :amount ELSE count + :amount END,"
+    "  expires_at = CASE WHEN expires_at <= :now THEN :now + :expiry ELSE expires_at END"
+    " RETURNING count"
+)
+
+
+class SQLiteStorage(Storage):
+    """Fixed-window counters in SQLite (``urban-sqlite://`` URIs)."""
+
+    STORAGE_SCHEME = ["urban-sqlite"]
+
+    def __init__(self, uri: str, wrap_exceptions: bool = False, **options):
+        super().__init__(uri, wrap_exceptions=wrap_exceptions, **options)
+        path = urlparse(uri).path
+        if not path:
+            raise ValueError(f"storage URI {uri!r} has no file path (urban-sqlite:///path/file.sqlite)")
+        self.path = path
+        self.timeout = float(options.get("timeout", 5.0))
+        self._local = threading.local()
+
+    @property
+    def base_exceptions(self):
+        return sqlite3.Error
+
+    def _conn(self) -> sqlite3.Connection:
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS counters ("
+                " key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID"
+            )
+            local.conn, local.pid = conn, os.getpid()
+        return local.conn
+
+    PURGE_EVERY = 256  # increments per process between deletions of expired counters
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        self._local.read = None
+        self._local.incrs = getattr(self._local, "incrs", 0) + 1
+        if self._local.incrs % self.PURGE_EVERY == 0:
+            self._conn().execute("DELETE FROM counters WHERE expires_at <= ?", (time.time(),))
+        row = (
+            self._conn()
+            .execute(_INCR, {"key": key, "amount": amount, "now": time.time(), "expiry": expiry})
+            .fetchone()
+        )
+        return int(row[0])
+
+    def get(self, key: str) -> int:
+        now = time.time()
+        row = (
+            self._conn()
+            .execute("SELECT count, expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, now))
+            .fetchone()
+        )
+        # a window's stats ask get() then get_expiry() of the same key: the row read answers both while
+        # the window it read lasts (an open window's end never moves; only a new window has a new one)
+        self._local.read = None if row is None else (key, float(row[1]))
+        return 0 if row is None else int(row[0])
+
+    def get_expiry(self, key: str) -> float:
+        read, self._local.read = getattr(self._local, "read", None), None
+        if read is not None and read[0] == key and read[1] > time.time():
+            return read[1]
+        row = (
+            self._conn()
+            .execute("SELECT expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, time.time()))
+            .fetchone()
+        )
+        return time.time() if row is None else float(row[0])
+
+    def check(self) -> bool:
+        try:
+            self._conn().execute("SELECT 1").fetchone()
+            return True
+        except sqlite3.Error:
+            return False
+
+    def reset(self) -> int | None:
+        self._local.read = None
+        cur = self._conn().execute("DELETE FROM counters")
+        return cur.rowcount
+
+    def clear(self, key: str) -> None:
+        self._local.read = None
+        self._conn().execute("DELETE FROM counters WHERE key = ?", (key,))
