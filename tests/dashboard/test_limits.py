@@ -241,7 +241,8 @@ def test_a_point_view_counts_one_call_and_past_the_quota_is_the_apis_429(app, en
 
 def test_enterprise_is_counted_unlimited_and_the_dashboard_plan_has_its_own_quota(config, clock, engine):
     from app.store import accounts
-    from app.store.db import connect, migrate
+    from app.store.db import migrate
+    from app.store.sqlite import connect
 
     from .conftest import signed_in
 
@@ -346,7 +347,8 @@ def test_a_report_is_built_once_per_location_snapshot_and_language(app, engine, 
 
 def test_with_no_cache_room_every_report_is_built(config, clock, user, engine):
     from app.store import accounts
-    from app.store.db import connect, migrate
+    from app.store.db import migrate
+    from app.store.sqlite import connect
 
     from .conftest import signed_in
 
@@ -412,7 +414,8 @@ def test_the_build_slots_are_shared_by_every_worker_process(app, user, store):
 
 def test_a_failing_limit_storage_is_503_not_an_unlimited_build(config, clock, engine):
     from app.store import accounts
-    from app.store.db import connect, migrate
+    from app.store.db import migrate
+    from app.store.sqlite import connect
 
     from .conftest import signed_in
 

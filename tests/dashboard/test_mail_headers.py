@@ -22,7 +22,8 @@ from app import create_app
 from app.dashboard import alerts
 from app.dashboard.figures import RUNNING, point_figures
 from app.dashboard.run import run_alerts
-from app.store.db import connect, migrate
+from app.store.db import migrate
+from app.store.sqlite import connect
 from app.store.saved_locations import add_location
 from tests.portal.helpers import Inbox, free_port
 
@@ -174,7 +175,6 @@ def hostile_round(snapshot_dir, engine, tmp_path_factory):
         # stored as is: a name or address saved before today's checks reaches the mail path unchanged
         conn.execute("UPDATE locations SET name = ? WHERE id = ?", (name, loc["id"]))
         conn.execute("UPDATE accounts SET email = ? WHERE id = ?", (address, account["id"]))
-        conn.commit()
         alerts.subscribe(conn, account["id"], dict(loc, name=name), kinds, "", before, before.as_of)
         address_of[loc["id"]], field_of[loc["id"]] = address, field
 

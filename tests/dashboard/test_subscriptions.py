@@ -16,7 +16,8 @@ from app.store import accounts
 from app import create_app
 from app.dashboard import alerts
 from app.dashboard.run import run_alerts
-from app.store.db import connect, migrate
+from app.store.db import migrate
+from app.store.sqlite import connect
 from app.store.saved_locations import add_location
 from tests.portal.helpers import LiveServer
 
