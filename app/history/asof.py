@@ -74,9 +74,13 @@ def parse_instant(raw: str) -> datetime:
     offset = "+00:00" if offset in ("Z", "z") else offset
     try:
         moment = datetime.fromisoformat(f"{year}-{month}-{day}T{hour}:{minute}:{second}.{frac}{offset}")
+        return moment.astimezone(UTC)
     except ValueError as exc:
         raise InvalidAsOf(f"asOf={echo(raw)} is not a valid RFC 3339 instant ({exc})") from None
-    return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T03:00:00+04:00: before year 1 in UTC
+        raise InvalidAsOf(
+            f"asOf={echo(raw)} is an RFC 3339 instant outside the years 0001-9999 in UTC"
+        ) from None
 
 
 @dataclass(frozen=True)

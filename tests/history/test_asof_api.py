@@ -183,7 +183,21 @@ BAD = [
     ("2026-11-01T10:00:00+25:00", "invalid_as_of"),
     ("1e9", "invalid_as_of"),
     ("2026-11-01T10:00:00Z\x00", "invalid_as_of"),
+    ("0001-01-01T03:00:03+04:00", "invalid_as_of"),  # before year 1 in UTC
+    ("9999-12-31T23:00:00-05:00", "invalid_as_of"),  # after year 9999 in UTC
 ]
+
+
+@pytest.mark.parametrize("raw", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"])
+def test_the_first_and_last_representable_instants_are_a_documented_4xx(enterprise, raw):
+    app, key, _wall = enterprise
+    resp = app.test_client().get(
+        "/api/v1/disruptions",
+        query_string={"lat": "51.2194", "lng": "4.4025", "asOf": raw},
+        headers=bearer(key),
+    )
+    assert resp.status_code == 422, resp.data
+    assert resp.get_json()["error"] in ("as_of_out_of_window", "as_of_in_future")
 
 
 @pytest.mark.parametrize("raw,code", BAD)
