@@ -295,7 +295,8 @@ def check(config, *, debug: bool, testing: bool, serving: bool = True) -> None:
     if production and not config.get("SECRET_KEY"):
         raise ConfigurationError(
             'SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c "import secrets; '
-            'print(secrets.token_urlsafe(32))"`) or URBAN_ENV=development for a local run'
+            'print(secrets.token_urlsafe(32))"`) or URBAN_ENV=development for a local run '
+            "(the admin commands need neither: python -m app.admin accounts|keys|locations|usage …)"
         )
     public_url = config.get("PUBLIC_URL")
     if public_url:

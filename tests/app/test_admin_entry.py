@@ -47,6 +47,7 @@ def test_the_upgrade_command_runs_without_development_mode_and_the_server_still_
     # the server's app (gunicorn wsgi:app, flask --app wsgi …) in the same shell: the production guard
     server = run(env, sys.executable, "-m", "flask", "--app", "wsgi", "accounts", "list")
     assert server.returncode != 0 and "SECRET_KEY is not set" in server.stderr
+    assert "python -m app.admin" in server.stderr  # where the admin commands run without it
 
 
 def test_no_setting_lets_a_server_skip_the_production_checks(tmp_path, monkeypatch):
