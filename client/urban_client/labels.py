@@ -48,6 +48,8 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "en": {
         "unknown": "unknown",
         "open_ended": "open-ended",
+        "field": "{name}: {value}",
+        "threshold.state": "{name} {value} {unit}: {state}",
         "locations.title": "Saved locations",
         "locations.none": "No saved locations. Use --lat and --lng with the other commands.",
         "col.id": "ID",
@@ -106,6 +108,8 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "fr": {
         "unknown": "inconnu",
         "open_ended": "sans date de fin",
+        "field": "{name}\u00a0: {value}",
+        "threshold.state": "{name} {value} {unit}\u00a0: {state}",
         "locations.title": "Lieux enregistrés",
         "locations.none": "Aucun lieu enregistré. Utilisez --lat et --lng avec les autres commandes.",
         "col.id": "ID",
@@ -164,6 +168,8 @@ CATALOGUE: dict[str, dict[str, str]] = {
     "nl": {
         "unknown": "onbekend",
         "open_ended": "geen einddatum",
+        "field": "{name}: {value}",
+        "threshold.state": "{name} {value} {unit}: {state}",
         "locations.title": "Opgeslagen locaties",
         "locations.none": "Geen opgeslagen locaties. Gebruik --lat en --lng bij de andere opdrachten.",
         "col.id": "ID",

@@ -125,7 +125,7 @@ def render_locations(data, console: Console) -> None:
         for key in keys:
             value = loc.get(key)
             if value not in (None, ""):
-                console.print(Text(f"    {labels(f'col.{key}')}: {value}"))
+                console.print(Text("    " + labels("field", name=labels(f"col.{key}"), value=value)))
 
 
 def render_disruptions(data, console: Console) -> None:
@@ -252,7 +252,8 @@ def render_air_quality(data, console: Console) -> None:
             state = {True: labels("exceeded"), False: labels("not_exceeded")}.get(
                 t.get("exceeded"), labels("unknown")
             )
-            parts.append(f"{labels(f'threshold.{key}')} {t.get('value')} {t.get('unit', 'µg/m³')}: {state}")
+            name, unit = labels(f"threshold.{key}"), t.get("unit", "µg/m³")
+            parts.append(labels("threshold.state", name=name, value=t.get("value"), unit=unit, state=state))
     if parts:
         basis = thresholds.get("basis")
         basis_text = f" ({labels.get(f'basis.{basis}', str(basis))})" if basis else ""
@@ -281,8 +282,11 @@ def render_briefing(data, console: Console) -> None:
     facts = data.get("keyFacts") or []
     for fact in facts:
         console.print(Text("  • " + str(fact.get("text") if isinstance(fact, dict) else fact)))
-    names = [labels("best_window"), labels("worst_window"), labels("rush_peak")]
-    width = max(map(len, names)) + 2
+    names = [
+        labels("field", name=labels(k), value="").rstrip()
+        for k in ("best_window", "worst_window", "rush_peak")
+    ]
+    width = max(map(len, names)) + 1
     rush = data.get("nextRushPeak")
     rush_text = format_window(rush)
     if isinstance(rush, dict):
@@ -292,7 +296,7 @@ def render_briefing(data, console: Console) -> None:
             rush_text = f"{labels.get('rush.' + str(rush['kind']), str(rush['kind']))} {rush_text}"
     values = [format_window(data.get("bestWindow")), format_window(data.get("worstWindow")), rush_text]
     for name, value in zip(names, values):
-        console.print(Text(f"{name}:".ljust(width) + value))
+        console.print(Text(name.ljust(width) + value))
 
 
 def render_quota(rate_limit: RateLimit, console: Console, now: datetime | None = None) -> None:
