@@ -17,7 +17,9 @@ export URBAN_DATA_DIR
 
 .PHONY: FORCE install browser docs-ui services pdf assets snapshot replay serve serve-live lint test bench bench-batch loadtest clean golden
 
-# The dev venv holds the server (this folder) and the client distribution (client/), both editable.
+# The dev venv holds the server (this folder) and the client distribution (client/), both editable. setup.cfg's
+# namespace-package discovery keeps setuptools quiet; the one notice left ("Editable installation", information
+# only) is filtered by its exact text, so real warnings and errors still show.
 $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.toml client/pyproject.toml \
 		$(if $(VENV_PYTHON_OK),,FORCE)
 	@test -n "$(PYTHON)" && $(PYTHON) -c '$(PYTHON_CHECK)' || { echo "no Python 3.11+ with the CVE-2024-6923 fix" \
@@ -28,7 +30,8 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt setup.cfg pyproject.to
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements-dev.txt
-	$(PY) -m pip install -q --no-deps -e . -e ./client
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install -q --no-deps -e . -e ./client
+	@echo "installed into $(VENV): activate it (. $(VENV)/bin/activate) to put urban and urban-score on PATH"
 	touch $@
 
 install: $(VENV)/.installed

@@ -20,6 +20,7 @@ The choices and the measurements behind them are in docs/operations.md (``make l
 """
 
 import os
+import sys
 
 import gunicorn.http.wsgi
 
@@ -55,6 +56,18 @@ control_socket_disable = True  # no shared ~/.gunicorn/gunicorn.ctl between inst
 
 # No server product or version in responses (gunicorn sends "Server: gunicorn" otherwise).
 gunicorn.http.wsgi.SERVER = "urban"
+
+
+def when_ready(server):
+    """``python -m app.serve`` (``make serve``): say where to open the browser once the workers start."""
+    url = os.environ.get("URBAN_SERVE_URL")
+    if url:
+        print(
+            f"\nUrban Conditions Service is running: open {url} in your browser "
+            f"(dashboard {url}dashboard/, API docs {url}api/v1/docs). Ctrl-C stops it.\n",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def on_starting(server):

@@ -76,14 +76,16 @@ def live(port, host, workers, every, reference):
 @click.argument("directory", type=click.Path(file_okay=False))
 def record_command(directory):
     """Fetch every configured source once and save each answer raw in DIRECTORY (+ manifest.json)."""
-    from .recording import RecordingError, record_live
+    from .recording import RecordingError, record_live, summary_line
 
     try:
-        failed = record_live(directory)
+        manifest, failed = record_live(directory)
     except RecordingError as exc:
         raise click.ClickException(str(exc)) from None
     for name, message in failed.items():
         click.echo(f"  {name:<8} FAILED  {message}", err=True)
+    if not failed:
+        click.echo(summary_line(directory, manifest))
     raise SystemExit(1 if failed else 0)
 
 

@@ -122,9 +122,9 @@ def record(
     return recorder.write(), failed
 
 
-def record_live(directory, environ=None) -> dict:
+def record_live(directory, environ=None) -> tuple[dict, dict]:
     """``python -m app.sources record DIR``: settings from the ``URBAN_*`` environment, a fresh HTTP cache
-    (every answer comes from the network); returns the failed sources."""
+    (every answer comes from the network); returns ``(manifest, failed)`` like :func:`record`."""
     import tempfile
 
     from .http import Upstream, build_session
@@ -133,10 +133,27 @@ def record_live(directory, environ=None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         session = build_session(Path(tmp) / "http_cache.sqlite", settings)
         try:
-            _, failed = record(directory, Upstream(session, settings), settings)
+            manifest, failed = record(directory, Upstream(session, settings), settings)
         finally:
             session.close()
-    return failed
+    return manifest, failed
+
+
+def summary_line(directory, manifest: dict) -> str:
+    """The one line ``record`` prints on success: what was recorded, where, and how to serve it.
+
+    Examples
+    --------
+    >>> m = {"recordedAt": "2026-11-16T07:00:00Z", "responses": [{"source": "gipod"}, {"source": "ircel"}]}
+    >>> summary_line("rec", m)
+    'recorded 2 answers (gipod 1, ircel 1) at 2026-11-16T07:00:00Z into rec; serve them with: make serve RECORDING=rec'
+    """
+    counts = collections.Counter(str(r.get("source")) for r in manifest.get("responses", []))
+    per_source = ", ".join(f"{name} {n}" for name, n in sorted(counts.items()))
+    return (
+        f"recorded {sum(counts.values())} answers ({per_source}) at {manifest.get('recordedAt')} into "
+        f"{directory}; serve them with: make serve RECORDING={directory}"
+    )
 
 
 def _template(endpoint: str) -> re.Pattern:

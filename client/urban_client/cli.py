@@ -17,6 +17,7 @@ from rich.console import Console
 from urban_client import __version__
 from urban_client.api import GEOJSON, JSON, LANGUAGES, ApiClient, ApiError, NetworkError, target_params
 from urban_client.config import ConfigError, Settings, parse_timeout, read_file, resolve, write_file
+from urban_client.labels import Labels, choose_language, chosen_language, use
 
 
 class ExitCode(IntEnum):
@@ -122,7 +123,8 @@ def _fail(error: Exception, settings: Settings) -> "NoReturn":  # noqa: F821
         hint = HINTS.get(error.code)
         if error.code == "quota_exceeded" and error.retry_after is not None:
             hours, minutes = divmod(max(error.retry_after, 0) // 60, 60)
-            hint = f"The daily quota resets at 00:00 UTC (in {hours} h {minutes:02d} min)."
+            reset = Labels("en").quota_reset()
+            hint = f"The daily quota resets at {reset} (00:00 UTC, in {hours} h {minutes:02d} min)."
         if hint:
             _stderr(hint)
         raise SystemExit(exit_code_for(error))
@@ -149,6 +151,19 @@ def _client(settings: Settings, lang: str | None = None) -> ApiClient:
     return ApiClient(settings.base_url, settings.api_key, settings.timeout, language=lang)
 
 
+def _languages(ctx: click.Context, settings: Settings, lang: str | None) -> tuple[str | None, str]:
+    """``(explicit, screen)``: the language the user chose (the command's ``--lang``, the global one,
+    ``URBAN_LANG``, the config file), sent with ``--json``/``--geojson`` and by ``urban mcp``; and the
+    language of a readable summary (that choice, else the locale's, else English), sent with it so the
+    API's texts and the labels agree."""
+    option = lang or ctx.find_root().params.get("lang")
+    try:
+        stored = read_file(settings.config_path)
+        return chosen_language(option, stored), choose_language(option, stored)
+    except (ConfigError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def _run(
     ctx: click.Context,
     endpoint: str,
@@ -165,6 +180,8 @@ def _run(
         raise click.UsageError("give --json or --geojson, not both")
     as_json = as_json or geojson
     settings = _settings(ctx)
+    explicit, screen = _languages(ctx, settings, lang)
+    lang = explicit if as_json else screen
     try:
         response = _client(settings, lang).get(endpoint, params, accept=GEOJSON if geojson else JSON)
     except ApiError as error:
@@ -177,8 +194,9 @@ def _run(
         _write_body(response.body)
         return
     console = Console(highlight=False)
-    RENDERERS[endpoint](response.data, console)
-    render_quota(response.rate_limit, console)
+    with use(screen):
+        RENDERERS[endpoint](response.data, console)
+        render_quota(response.rate_limit, console)
 
 
 json_option = click.option(
@@ -201,8 +219,8 @@ lang_option = click.option(
     "--lang",
     type=click.Choice(LANGUAGES),
     metavar="|".join(LANGUAGES),
-    help="Language of the texts the API generates (headline, key facts, labels), sent "
-    "as Accept-Language; data values stay Dutch. Default: the API's (nl).",
+    help="Language of every label and of the texts the API generates (sent as Accept-Language); data "
+    "values stay Dutch. Default: URBAN_LANG, the config file's lang, the locale, else en.",
 )
 
 
@@ -240,6 +258,13 @@ def target_options(fn):
     metavar="SECONDS",
     help="Seconds to wait for connecting and for each read (default: URBAN_TIMEOUT, config, or 10).",
 )
+@click.option(
+    "--lang",
+    type=click.Choice(LANGUAGES),
+    metavar="|".join(LANGUAGES),
+    help="Language of every command (nl, fr or en; default: URBAN_LANG, the config file's lang, the "
+    "locale, else en).",
+)
 @click.version_option(
     __version__,
     "--version",
@@ -247,7 +272,7 @@ def target_options(fn):
     message="%(prog)s %(version)s",
     help="Show the version and exit.",
 )
-def cli(base_url, timeout):
+def cli(base_url, timeout, lang):
     """Road works, transit disruptions, air quality and briefings for any point in Flanders and Brussels.
 
     The key is read from URBAN_API_KEY or from the file written by `urban configure`.
@@ -264,20 +289,22 @@ def cli(base_url, timeout):
 @cli.command()
 @json_option
 @geojson_option
+@lang_option
 @click.pass_context
-def locations(ctx, as_json, geojson):
+def locations(ctx, as_json, geojson, lang):
     """List your saved monitored locations (their ids work with --location-id)."""
-    _run(ctx, "locations", as_json, geojson=geojson)
+    _run(ctx, "locations", as_json, geojson=geojson, lang=lang)
 
 
 @cli.command()
 @target_options
 @json_option
 @geojson_option
+@lang_option
 @click.pass_context
-def disruptions(ctx, location_id, as_of, lat, lng, as_json, geojson):
+def disruptions(ctx, location_id, as_of, lat, lng, as_json, geojson, lang):
     """Road works within 2 km and transit detours affecting a point, nearest first."""
-    _run(ctx, "disruptions", as_json, target_params(location_id, lat, lng, as_of), geojson)
+    _run(ctx, "disruptions", as_json, target_params(location_id, lat, lng, as_of), geojson, lang)
 
 
 @cli.command("air-quality")
@@ -307,10 +334,17 @@ def briefing(ctx, location_id, as_of, lat, lng, as_json, lang):
     "--timeout", "new_timeout", type=float, metavar="SECONDS", help="Store this timeout in the config file."
 )
 @click.option(
+    "--lang",
+    "new_lang",
+    type=click.Choice(LANGUAGES),
+    metavar="|".join(LANGUAGES),
+    help="Store this language (of every command) in the config file.",
+)
+@click.option(
     "--show", is_flag=True, help="Show the config file path and effective settings (never the key) and exit."
 )
 @click.pass_context
-def configure(ctx, new_base_url, new_timeout, show):
+def configure(ctx, new_base_url, new_timeout, new_lang, show):
     """Store your API key (read hidden from the terminal, or from stdin) in a config file with mode 0600.
 
     The file is $URBAN_CONFIG, else $XDG_CONFIG_HOME/urban/config.ini, else ~/.config/urban/config.ini.
@@ -330,6 +364,7 @@ def configure(ctx, new_base_url, new_timeout, show):
         click.echo(f"Base URL:    {settings.base_url}")
         click.echo(f"Timeout:     {settings.timeout:g} s")
         click.echo(f"API key:     {source}")
+        click.echo(f"Language:    {_languages(ctx, settings, None)[1]}")
         return
     if sys.stdin.isatty():
         key = click.prompt(
@@ -349,6 +384,8 @@ def configure(ctx, new_base_url, new_timeout, show):
         values["api_key"] = key
     if new_base_url:
         values["base_url"] = new_base_url.rstrip("/")
+    if new_lang:
+        values["lang"] = new_lang
     if new_timeout is not None:
         try:
             values["timeout"] = f"{parse_timeout(new_timeout):g}"
@@ -384,7 +421,8 @@ def mcp(ctx, use_http, port, lang):
     """Run the MCP server: four read-only tools for agent clients, using the same key and base URL."""
     from urban_client.mcp_server import serve_http, serve_stdio
 
-    client = _client(_settings(ctx), lang)
+    settings = _settings(ctx)
+    client = _client(settings, _languages(ctx, settings, lang)[0])
     if use_http:
         click.echo(f"MCP server on http://127.0.0.1:{port}/mcp (Ctrl-C stops it)", err=True)
         try:

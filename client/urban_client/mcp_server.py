@@ -181,7 +181,12 @@ def build_server(client: ApiClient) -> Server:
         "urban-conditions",
         version=__version__,
         title="Urban Conditions Service",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS
+        + (
+            f" Generated texts (headline, key facts, labels) are in {client.language}."
+            if client.language
+            else ""
+        ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

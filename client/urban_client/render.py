@@ -2,21 +2,21 @@
 
 Each ``render_*`` function takes the parsed body and a :class:`rich.console.Console`. Data text is always
 passed as :class:`rich.text.Text`, never as markup, so a description containing ``[brackets]`` prints as is.
-Times are shown in Europe/Brussels, the service area's local time.
+Every label comes from :mod:`urban_client.labels` in the language in use (``labels.use``); times are shown in
+Europe/Brussels, the service area's local time, with the zone's name.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from zoneinfo import ZoneInfo
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from urban_client.api import RateLimit
+from urban_client.labels import LOCAL_TZ, _parse, current  # noqa: F401 (LOCAL_TZ: part of this API)
 
-LOCAL_TZ = ZoneInfo("Europe/Brussels")
 RUNNING = "In uitvoering"
 TREND_ARROWS = {"rising": "↑", "falling": "↓", "stable": "→"}
 RISK_STYLES = {"low": "bold green", "moderate": "bold yellow", "high": "bold red"}
@@ -30,33 +30,18 @@ def local_time(value) -> datetime | None:
     >>> local_time("2026-07-01T06:00:00.000Z").strftime("%H:%M")
     '08:00'
     """
-    if not isinstance(value, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment.astimezone(LOCAL_TZ) if moment.tzinfo else moment
+    moment = _parse(value) if isinstance(value, str) and len(value.strip()) != 10 else None
+    return moment if isinstance(moment, datetime) else None
 
 
 def format_moment(value) -> str:
-    """``Mon 16 Nov 10:00`` in local time, or ``?``."""
-    moment = local_time(value)
-    return moment.strftime("%a %d %b %H:%M") if moment else "?"
+    """``Mon 16 Nov 10:00 CET`` in local time, or ``?``."""
+    return current().moment(value)
 
 
 def format_window(window) -> str:
-    """``Mon 16 Nov 10:00–12:00`` for a ``{"start", "end"}`` object (end's date added when it differs)."""
-    if not isinstance(window, dict):
-        return "—"
-    start, end = local_time(window.get("start")), local_time(window.get("end"))
-    if not start:
-        return "—"
-    text = start.strftime("%a %d %b %H:%M")
-    if end:
-        same_day = end.date() == start.date()
-        text += "–" + end.strftime("%H:%M" if same_day else "%a %d %b %H:%M")
-    return text
+    """``Mon 16 Nov 10:00–12:00 CET`` for a ``{"start", "end"}`` object (end's date added when it differs)."""
+    return current().window(window)
 
 
 def format_distance(km) -> str:
@@ -67,9 +52,7 @@ def format_distance(km) -> str:
     >>> format_distance(0.123), format_distance(1.5), format_distance(None)
     ('123 m', '1.50 km', '?')
     """
-    if not isinstance(km, (int, float)):
-        return "?"
-    return f"{km * 1000:.0f} m" if km < 1 else f"{km:.2f} km"
+    return current().distance(km)
 
 
 def _distance_key(item):
@@ -101,75 +84,111 @@ def _target_title(location) -> Text:
     return Text(coords)
 
 
+def _fits(console: Console, table: Table, items) -> bool:
+    """Whether ``table`` prints at the console's width with every id whole on one line and no cell cut
+    short (Rich's ``…``)."""
+    with console.capture() as capture:
+        console.print(table)
+    rendered = capture.get()
+    lines = rendered.splitlines()
+    ids_whole = all(any(str(loc.get("id")) in line for line in lines) for loc in items)
+    return ids_whole and ("…" not in rendered or any("…" in str(v) for loc in items for v in loc.values()))
+
+
 def render_locations(data, console: Console) -> None:
-    """Table of saved locations, primary location marked with ``*``."""
+    """Table of saved locations, primary location marked with ``*``. The id (the value a user copies) is
+    never cut: when the table cannot show every id and cell whole at the terminal's width, each location is
+    printed as a block that starts with its id on a line of its own."""
+    labels = current()
     items = data.get("locations", []) if isinstance(data, dict) else data
     if not items:
-        console.print("No saved locations. Use --lat and --lng with the other commands.")
+        console.print(labels("locations.none"))
         return
-    table = Table(title="Saved locations", title_justify="left")
-    for column in ("", "ID", "Name", "Address", "Label", "Lat", "Lng"):
-        table.add_column(column)
+    keys = ("name", "address", "label", "lat", "lng")
+    table = Table(title=labels("locations.title"), title_justify="left")
+    table.add_column("")
+    table.add_column(labels("col.id"), no_wrap=True, overflow="ignore")
+    for key in keys:
+        table.add_column(labels(f"col.{key}"))
     for loc in items:
-        table.add_row(
-            "*" if loc.get("isPrimary") else "",
-            _text(loc.get("id")),
-            _text(loc.get("name")),
-            _text(loc.get("address")),
-            _text(loc.get("label")),
-            _text(loc.get("lat")),
-            _text(loc.get("lng")),
+        values = [_text(loc.get(k)) for k in keys]  # coordinates keep their point: a value for --lat
+        table.add_row("*" if loc.get("isPrimary") else "", _text(loc.get("id")), *values)
+    if _fits(console, table, items):
+        console.print(table)
+        return
+    console.print(Text(labels("locations.title"), style="italic"))
+    for loc in items:
+        console.print(
+            Text(("* " if loc.get("isPrimary") else "  ") + str(loc.get("id")), style="bold"),
+            soft_wrap=True,
         )
-    console.print(table)
+        for key in keys:
+            value = loc.get(key)
+            if value not in (None, ""):
+                console.print(Text("    " + labels("field", name=labels(f"col.{key}"), value=value)))
 
 
 def render_disruptions(data, console: Console) -> None:
     """Summary counts, then works and transit detours as tables, nearest first."""
-    header = Text("Disruptions near ", style="bold")
+    labels = current()
+    header = Text(labels("disruptions.near"), style="bold")
     header.append_text(_target_title(data.get("location")))
-    header.append(f" — works within {data.get('radiusKm', '?')} km")
+    header.append(labels("disruptions.radius", radius=labels.number(data.get("radiusKm", "?"))))
     console.print(header)
     s = data.get("summary") or {}
     console.print(
-        f"{s.get('activeWorks', 0)} works running · {s.get('plannedWorks', 0)} planned · "
-        f"{s.get('upcomingWorks14d', 0)} starting within 14 days · {s.get('transitDisruptions', 0)} transit "
-        f"disruptions ({s.get('highSeverityTransit', 0)} high severity)"
+        labels(
+            "disruptions.summary",
+            active=s.get("activeWorks", 0),
+            planned=s.get("plannedWorks", 0),
+            upcoming=s.get("upcomingWorks14d", 0),
+            transit=s.get("transitDisruptions", 0),
+            high=s.get("highSeverityTransit", 0),
+        )
     )
     works = sort_works(data.get("construction") or [])
     if works:
-        table = Table(title="Road works", title_justify="left")
-        for column in ("Distance", "Status", "Description", "From", "Until", "ID"):
-            table.add_column(column, justify="right" if column == "Distance" else "left")
+        table = Table(title=labels("works.title"), title_justify="left")
+        for column in ("distance", "status", "description", "from", "until", "id"):
+            table.add_column(
+                labels(f"col.{column}"),
+                justify="right" if column == "distance" else "left",
+                no_wrap=column == "id",
+            )
         for w in works:
             status = Text(str(w.get("status", "")), style="bold yellow" if w.get("status") == RUNNING else "")
             table.add_row(
                 format_distance(w.get("distanceKm")),
                 status,
                 _text(w.get("description")),
-                _text(w.get("startDate") or "—"),
-                _text(w.get("endDate") or "open-ended"),
+                _text(labels.date(w.get("startDate"), "—")),
+                _text(labels.date(w.get("endDate"), labels("open_ended"))),
                 _text(w.get("id")),
             )
         console.print(table)
     else:
-        console.print("No road works nearby.")
+        console.print(labels("works.none"))
     transit = sort_transit(data.get("transit") or [])
     if transit:
-        table = Table(title="Transit disruptions", title_justify="left")
+        table = Table(title=labels("transit.title"), title_justify="left")
         has_distance = any(isinstance(t.get("distanceKm"), (int, float)) for t in transit)
-        columns = ["Distance"] if has_distance else []
-        columns += ["Severity", "Lines", "Delay", "Title", "Until", "ID"]
+        columns = ["distance"] if has_distance else []
+        columns += ["severity", "lines", "delay", "title", "until", "id"]
         for column in columns:
-            table.add_column(column, justify="right" if column in ("Distance", "Delay") else "left")
+            table.add_column(
+                labels(f"col.{column}"),
+                justify="right" if column in ("distance", "delay") else "left",
+                no_wrap=column == "id",
+            )
         for t in transit:
             sev = str(t.get("severity", ""))
             delay = t.get("estimatedDelayMin")
             row = [
-                Text(sev, style="bold red" if sev == "high" else ""),
+                Text(labels.get(f"severity.{sev}", sev), style="bold red" if sev == "high" else ""),
                 _text(", ".join(map(str, t.get("lines") or []))),
                 _text(f"{delay} min" if delay is not None else "?"),
                 _text(t.get("title")),
-                _text(t.get("endDate") or "open-ended"),
+                _text(labels.date(t.get("endDate"), labels("open_ended"))),
                 _text(t.get("id")),
             ]
             if has_distance:
@@ -177,62 +196,75 @@ def render_disruptions(data, console: Console) -> None:
             table.add_row(*row)
         console.print(table)
     else:
-        console.print("No transit disruptions.")
+        console.print(labels("transit.none"))
     if data.get("retrievedAt"):
-        console.print(f"Data retrieved {format_moment(data['retrievedAt'])} (Brussels time)", style="dim")
+        console.print(labels("retrieved", time=format_moment(data["retrievedAt"])), style="dim")
 
 
 def _reading_line(reading) -> Text:
+    labels = current()
     pollutant = reading.get("pollutant", "NO2")
     value, unit = reading.get("value"), reading.get("unit", "µg/m³")
     line = Text(f"{pollutant} ", style="bold")
     if value is None:
-        line.append("unknown", style="bold")
-        line.append(" — no measured value in the last two hours")
+        line.append(labels("unknown"), style="bold")
+        line.append(labels("no2.none"))
         return line
-    line.append(f"{value} {unit}", style="bold")
+    line.append(f"{labels.number(value)} {unit}", style="bold")
     trend = reading.get("trend")
     arrow = TREND_ARROWS.get(trend, "?")
     pct = reading.get("trendPercent")
     line.append(f"  {arrow} ")
-    line.append(f"{pct:+g}%" if isinstance(pct, (int, float)) else str(trend or "unknown"))
+    line.append(labels.percent(pct) if isinstance(pct, (int, float)) else labels("unknown"))
     if reading.get("measuredAt"):
-        line.append(f"  measured {format_moment(reading['measuredAt'])}")
+        line.append("  " + labels("measured", time=format_moment(reading["measuredAt"])))
     return line
 
 
 def render_air_quality(data, console: Console) -> None:
     """Latest NO2 value with unit and trend arrow, threshold verdict, station and LEZ status."""
+    labels = current()
     reading = data.get("reading") or {}
     console.print(_reading_line(reading))
     station = reading.get("station") or {}
     if station:
         console.print(
             Text(
-                f"Station {station.get('name', '?')} ({station.get('id', '?')}), "
-                f"{format_distance(station.get('distanceKm'))} away"
+                labels(
+                    "station",
+                    name=station.get("name", "?"),
+                    id=station.get("id", "?"),
+                    distance=format_distance(station.get("distanceKm")),
+                )
             )
         )
     compliance = data.get("compliance") or {}
-    verdict = Text("Verdict: ", style="bold")
+    verdict = Text(labels("verdict"), style="bold")
     status = compliance.get("status")
     style = {"above_eu": "bold red", "above_who": "yellow", "below_who": "green"}.get(status, "")
-    verdict.append(str(compliance.get("label") or status or "unknown"), style=style)
+    verdict.append(str(compliance.get("label") or labels("unknown")), style=style)
     console.print(verdict)
     thresholds = data.get("thresholds") or {}
     parts = []
-    for key, name in (("who", "WHO"), ("eu", "EU")):
+    for key in ("who", "eu"):
         t = thresholds.get(key)
         if isinstance(t, dict):
-            state = {True: "exceeded", False: "not exceeded"}.get(t.get("exceeded"), "unknown")
-            parts.append(f"{name} {t.get('value')} {t.get('unit', 'µg/m³')}: {state}")
+            state = {True: labels("exceeded"), False: labels("not_exceeded")}.get(
+                t.get("exceeded"), labels("unknown")
+            )
+            name, unit = labels(f"threshold.{key}"), t.get("unit", "µg/m³")
+            parts.append(labels("threshold.state", name=name, value=t.get("value"), unit=unit, state=state))
     if parts:
         basis = thresholds.get("basis")
-        console.print(Text(" · ".join(parts) + (f" ({basis} figures)" if basis else "")))
+        basis_text = f" ({labels.get(f'basis.{basis}', str(basis))})" if basis else ""
+        console.print(Text(" · ".join(parts) + basis_text))
     lez = data.get("lez") or {}
     inside = lez.get("inside")
-    line = Text("Low-emission zone: ", style="bold")
-    line.append({True: "yes", False: "no"}.get(inside, "unknown"), style="bold" if inside else "")
+    line = Text(labels("lez.title"), style="bold")
+    line.append(
+        {True: labels("yes"), False: labels("no")}.get(inside, labels("unknown")),
+        style="bold" if inside else "",
+    )
     if inside and lez.get("name"):
         line.append(f" ({lez['name']})")
     console.print(line)
@@ -240,34 +272,42 @@ def render_air_quality(data, console: Console) -> None:
 
 def render_briefing(data, console: Console) -> None:
     """Risk, headline, key facts and the windows of the next 24 hours in local time."""
+    labels = current()
     risk = str(data.get("risk", "unknown"))
-    line = Text("Risk: ", style="bold")
-    line.append(risk.upper(), style=RISK_STYLES.get(risk, "bold"))
+    line = Text(labels("risk"), style="bold")
+    line.append(labels.get(f"risk.{risk}", risk.upper()), style=RISK_STYLES.get(risk, "bold"))
     console.print(line)
     if data.get("headline"):
         console.print(Text(str(data["headline"])))
     facts = data.get("keyFacts") or []
     for fact in facts:
         console.print(Text("  • " + str(fact.get("text") if isinstance(fact, dict) else fact)))
-    console.print(Text(f"Best window:    {format_window(data.get('bestWindow'))}"))
-    console.print(Text(f"Worst window:   {format_window(data.get('worstWindow'))}"))
+    names = [
+        labels("field", name=labels(k), value="").rstrip()
+        for k in ("best_window", "worst_window", "rush_peak")
+    ]
+    width = max(map(len, names)) + 1
     rush = data.get("nextRushPeak")
     rush_text = format_window(rush)
     if isinstance(rush, dict):
         if rush.get("peak"):
-            rush_text += f" (peak {format_moment(rush['peak'])[-5:]})"
+            rush_text += f" ({labels('peak', time=labels.moment(rush['peak'], with_day=False))})"
         if rush.get("kind"):
-            rush_text = f"{rush['kind']} {rush_text}"
-    console.print(Text(f"Next rush peak: {rush_text}"))
-    console.print("Times in Brussels local time.", style="dim")
+            rush_text = f"{labels.get('rush.' + str(rush['kind']), str(rush['kind']))} {rush_text}"
+    values = [format_window(data.get("bestWindow")), format_window(data.get("worstWindow")), rush_text]
+    for name, value in zip(names, values):
+        console.print(Text(name.ljust(width) + value))
 
 
-def render_quota(rate_limit: RateLimit, console: Console) -> None:
-    """One dim line with the calls left today, when the API reported them."""
+def render_quota(rate_limit: RateLimit, console: Console, now: datetime | None = None) -> None:
+    """One dim line with the calls left today, when the API reported them (the reset in Brussels time)."""
     if rate_limit.remaining is None:
         return
+    labels = current()
     of = f"/{rate_limit.limit}" if rate_limit.limit is not None else ""
-    console.print(f"{rate_limit.remaining}{of} calls left today (resets 00:00 UTC)", style="dim")
+    console.print(
+        labels("quota", left=f"{rate_limit.remaining}{of}", time=labels.quota_reset(now)), style="dim"
+    )
 
 
 RENDERERS = {

@@ -435,6 +435,33 @@ def _summary_text(s) -> str:
     )
 
 
+def missing_snapshot(data, source: str = "DEFAULT", environ=None) -> str | None:
+    """What to pass when ``data`` is not a snapshot directory at all (``None`` when it may be one): the
+    usual case outside the repository, where the default ``data/snapshot`` does not exist.
+
+    Examples
+    --------
+    >>> print(missing_snapshot("/nonexistent", "COMMANDLINE"))  # doctest: +ELLIPSIS
+    no snapshot at /nonexistent (given with --data): ...
+    """
+    env = os.environ if environ is None else environ
+    path = Path(data)
+    if (path / "manifest.json").is_file() or (path.is_dir() and any(path.iterdir())):
+        return None  # a snapshot, or something the snapshot reader explains precisely
+    if source == "COMMANDLINE":
+        origin = "given with --data"
+    elif env.get("URBAN_DATA_DIR"):
+        origin = "from the environment variable URBAN_DATA_DIR"
+    else:
+        origin = f"the default, relative to the current directory {Path.cwd()}"
+    state = "is empty" if path.is_dir() else "does not exist" if not path.exists() else "is not a directory"
+    return (
+        f"no snapshot at {data} ({origin}): it {state}. Pass the snapshot directory with --data DIR "
+        "(or set URBAN_DATA_DIR), e.g. --data ~/urban-conditions/data/snapshot; in the repository "
+        "`make snapshot` builds data/snapshot."
+    )
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("input_path", metavar="INPUT", type=click.Path())
 @click.option(
@@ -494,9 +521,15 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
 
     One output row per input row, in input order: the input columns followed by the score columns
     (status, LEZ, river side, nearest NO2 station, NO2 value and trend, works, transit, risk).
+    A CSV may be separated by commas, semicolons or tabs (found from the header row); with semicolons,
+    coordinates may use a decimal comma (51,2194), as Excel writes them in Belgium.
     """
     from ..errors import SnapshotError
     from .workers import keep_heap_if_pinned, map_large_blocks
+
+    problem = missing_snapshot(data, click.get_current_context().get_parameter_source("data").name)
+    if problem:
+        raise click.ClickException(problem)
 
     keep_heap_if_pinned()  # e.g. run from a notebook that started a Dask LocalCluster
     if not dask:

@@ -109,8 +109,31 @@ class Reader:
         """Release the file and any reader threads (idempotent)."""
 
 
+DELIMITERS = (",", ";", "\t")
+
+
+def sniff_delimiter(header_line: str) -> str:
+    """The delimiter of a CSV from its header row: the one of ``, ; TAB`` that splits it into the most
+    fields (a comma on a tie). A semicolon file is what Excel writes where the decimal separator is a comma.
+
+    Examples
+    --------
+    >>> sniff_delimiter("id;lat;lng"), sniff_delimiter("id,lat,lng"), sniff_delimiter("lat")
+    (';', ',', ',')
+    """
+    counts = {d: len(next(csv.reader([header_line], delimiter=d), [])) for d in DELIMITERS}
+    return max(DELIMITERS, key=lambda d: (counts[d], -DELIMITERS.index(d)))
+
+
+def decimal_comma(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Coordinates written with a decimal comma (``51,2194``) as ``51.2194``; anything else unchanged."""
+    return pc.replace_substring(values, ",", ".")
+
+
 class CsvReader(Reader):
-    """CSV with a header row; every column is read as text (carried through exactly as written)."""
+    """CSV with a header row; every column is read as text (carried through exactly as written). The
+    delimiter (comma, semicolon or tab) is found from the header row; in a semicolon file a coordinate may
+    use a decimal comma."""
 
     unit = "bytes"
 
@@ -119,10 +142,12 @@ class CsvReader(Reader):
 
         self.path, self.lat, self.lng = Path(path), lat, lng
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            try:
-                header = next(csv.reader(fh))
-            except StopIteration:
-                raise InputError(f"{path}: empty file, expected a header row") from None
+            first = fh.readline()
+            if not first:
+                raise InputError(f"{path}: empty file, expected a header row")
+            self.delimiter = sniff_delimiter(first)
+            fh.seek(0)
+            header = next(csv.reader(fh, delimiter=self.delimiter))
         if len(set(header)) != len(header):
             dup = next(h for h in header if header.count(h) > 1)
             raise InputError(f"{path}: header row: column {dup!r} appears twice")
@@ -146,7 +171,9 @@ class CsvReader(Reader):
         return pcsv.open_csv(
             fh,
             read_options=pcsv.ReadOptions(block_size=max(1 << 16, chunk_rows * 48), use_threads=threads),
-            parse_options=pcsv.ParseOptions(invalid_row_handler=invalid, newlines_in_values=False),
+            parse_options=pcsv.ParseOptions(
+                delimiter=self.delimiter, invalid_row_handler=invalid, newlines_in_values=False
+            ),
             convert_options=pcsv.ConvertOptions(
                 column_types={h: pa.string() for h in header},
                 strings_can_be_null=False,
@@ -168,7 +195,10 @@ class CsvReader(Reader):
                 raise InputError(self._describe(exc, row)) from None
             table = pa.Table.from_batches([batch])
             approx = max(approx, min(self.total, self._fh.tell()))
-            yield Chunk(row, table, to_float(table[self.lat]), to_float(table[self.lng]), approx)
+            lat, lng = table[self.lat], table[self.lng]
+            if self.delimiter == ";":
+                lat, lng = decimal_comma(lat), decimal_comma(lng)
+            yield Chunk(row, table, to_float(lat), to_float(lng), approx)
             row += batch.num_rows
 
     def close(self) -> None:
@@ -186,9 +216,15 @@ class CsvReader(Reader):
                 if bad.number is not None
                 else f"a row after data row {row - 1}"
             )
+            hint = ""
+            if self.delimiter == "," and bad.actual_columns > bad.expected_columns:
+                hint = (
+                    " (a decimal comma in a comma-separated file? Separate the fields with semicolons, "
+                    "as Excel does in Belgium: 51,2194 is then read as 51.2194)"
+                )
             return (
                 f"{self.path}: {where} has {bad.actual_columns} fields, the header has "
-                f"{bad.expected_columns}: {bad.text[:80]!r}"
+                f"{bad.expected_columns}: {bad.text[:80]!r}{hint}"
             )
         return f"{self.path}: unreadable CSV after data row {row - 1}: {exc}"
 

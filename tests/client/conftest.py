@@ -114,9 +114,12 @@ class ApiServer:
         finally:
             conn.close()
 
-    def get(self, path: str, key: str | None, **params) -> requests.Response:
-        """The REST call the client should reproduce (same key, same parameters)."""
+    def get(self, path: str, key: str | None, _lang: str | None = None, **params) -> requests.Response:
+        """The REST call the client should reproduce (same key, same parameters; ``_lang`` as
+        Accept-Language)."""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        if _lang:
+            headers["Accept-Language"] = _lang
         return requests.get(f"{self.base_url}/{path}", params=params, headers=headers, timeout=30)
 
 
@@ -192,6 +195,7 @@ def client_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("URBAN_", "NO_COLOR", "FORCE_COLOR"))}
     env["URBAN_CONFIG"] = str(tmp_path / "config" / "urban.ini")
     env["COLUMNS"] = "200"
+    env["LC_ALL"] = "C.UTF-8"  # the locale chooses the default language: English here, whatever the machine's
     return env
 
 

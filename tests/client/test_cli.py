@@ -15,6 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 import requests
 
+from urban_client.labels import Labels
+
 from .conftest import free_port, urban_command
 
 pytestmark = pytest.mark.slow  # starts a real server and many processes
@@ -23,6 +25,7 @@ ANTWERP = ("51.2194", "4.4025")  # Meir, inside the Antwerp low-emission zone
 GENT = ("51.0549", "3.7215")  # Korenmarkt, outside it
 ANSI = re.compile(rb"\x1b\[")
 DATA_COMMANDS = ("disruptions", "air-quality", "briefing")
+QUOTA_RESET = Labels("en").quota_reset()  # 00:00 UTC in Brussels time: 01:00 CET or 02:00 CEST
 
 
 def env_for(api_server, key):
@@ -114,8 +117,8 @@ def test_disruptions_summary_tables_sorted_by_distance(api_server, account, run_
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
     s = body["summary"]
-    assert f"{s['activeWorks']} works running · {s['plannedWorks']} planned" in out
-    assert f"{s['transitDisruptions']} transit disruptions ({s['highSeverityTransit']} high severity)" in out
+    assert f"Works running: {s['activeWorks']} · planned: {s['plannedWorks']}" in out
+    assert f"Transit detours: {s['transitDisruptions']} (high severity: {s['highSeverityTransit']})" in out
     assert body["construction"], "the demo scenario has works near the Meir"
     # every work appears, nearest first: the order of the ids in the output is the order by distanceKm
     by_distance = [w["id"] for w in sorted(body["construction"], key=lambda w: w["distanceKm"])]
@@ -132,7 +135,7 @@ def test_disruptions_summary_tables_sorted_by_distance(api_server, account, run_
 
 def test_air_quality_summary_value_unit_trend_verdict_lez(api_server, account, run_urban):
     for lat, lng in (ANTWERP, GENT):
-        body = api_server.get("air-quality", account.key, lat=lat, lng=lng).json()
+        body = api_server.get("air-quality", account.key, lat=lat, lng=lng, _lang="en").json()
         proc = run_urban("air-quality", "--lat", lat, "--lng", lng, env=env_for(api_server, account.key))
         assert proc.returncode == 0, proc.stderr
         out = proc.stdout.decode()
@@ -151,7 +154,7 @@ def test_air_quality_summary_value_unit_trend_verdict_lez(api_server, account, r
 
 
 def test_briefing_summary_risk_headline_windows_in_brussels_time(api_server, account, run_urban):
-    body = api_server.get("briefing", account.key, locationId="loc_groenplaats").json()
+    body = api_server.get("briefing", account.key, locationId="loc_groenplaats", _lang="en").json()
     proc = run_urban("briefing", "--location-id", "loc_groenplaats", env=env_for(api_server, account.key))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
@@ -165,13 +168,13 @@ def test_briefing_summary_risk_headline_windows_in_brussels_time(api_server, acc
     ):
         start = datetime.fromisoformat(body[name]["start"]).astimezone(brussels)
         line = next(line for line in out.splitlines() if line.startswith(label))
-        assert start.strftime("%d %b %H:%M") in line
+        assert re.search(rf"{start.day} {start:%b %H:%M}–\d\d:\d\d {start.tzname()}", line), line
 
 
 def test_quota_remaining_is_shown_on_the_last_line(api_server, fresh_account, run_urban):
     proc = run_urban("locations", env=env_for(api_server, fresh_account.key))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.decode().rstrip().splitlines()[-1] == "99/100 calls left today (resets 00:00 UTC)"
+    assert proc.stdout.decode().rstrip().splitlines()[-1] == f"99/100 calls left today (resets {QUOTA_RESET})"
 
 
 def test_colour_only_on_a_terminal(api_server, account, client_env):
@@ -220,7 +223,7 @@ def test_the_last_call_of_the_quota_shows_zero_left(api_server, fresh_account, r
         assert api_server.get("locations", fresh_account.key).status_code == 200
     last = run_urban("locations", env=env_for(api_server, fresh_account.key))
     assert last.returncode == 0
-    assert last.stdout.decode().rstrip().splitlines()[-1] == "0/100 calls left today (resets 00:00 UTC)"
+    assert last.stdout.decode().rstrip().splitlines()[-1] == f"0/100 calls left today (resets {QUOTA_RESET})"
     proc = run_urban("locations", env=env_for(api_server, fresh_account.key))
     assert proc.returncode == 4 and proc.stdout == b""
 

@@ -125,6 +125,7 @@ def _env(venv, api_server, account, tmp_path):
             "URBAN_API_KEY": account.key,
             "URBAN_CONFIG": str(tmp_path / "none.ini"),
             "PATH": f"{venv / 'bin'}:{env['PATH']}",
+            "LC_ALL": "C.UTF-8",  # the locale chooses the summaries' language: English here
         }
     )
     return env

@@ -31,7 +31,7 @@ STALE = "2020-01-01T00:00:00.000Z"  # far older than any freshness limit
 CASES = {
     "no_key": (3, "missing_key", 401, "URBAN_API_KEY"),
     "bad_key": (3, "invalid_key", 401, "unknown or revoked"),
-    "quota_exhausted": (4, "quota_exceeded", 429, "resets at 00:00 UTC (in "),
+    "quota_exhausted": (4, "quota_exceeded", 429, "(00:00 UTC, in "),
     "outside_service_area": (6, "outside_service_area", 422, "Flanders and Brussels"),
     "upstream_stale": (7, "upstream_error", 502, "retry shortly"),
     "server_down": (8, None, None, "The base URL comes from the environment variable URBAN_BASE_URL."),

@@ -307,3 +307,25 @@ def test_lang_is_sent_as_accept_language(api_server, account, client_env, lang):
         assert result.content[0].text.encode("utf-8") == rest.content
         dutch = api_server.get(path, account.key, lat="51.2194", lng="4.4025")
         assert rest.content != dutch.content
+
+
+@pytest.mark.parametrize(
+    "env, options, lang",
+    [
+        ({"URBAN_LANG": "fr"}, (), "fr"),  # the chosen language, from the environment
+        ({"LC_ALL": "fr_BE.UTF-8"}, (), None),  # the locale is not a choice: the API's default (nl)
+    ],
+)
+def test_a_chosen_language_applies_to_every_tool_call(api_server, account, client_env, env, options, lang):
+    async def scenario(session):
+        init = await session.call_tool("get_briefing", dict(ANTWERP))
+        return init
+
+    result = session_run(
+        client_env,
+        {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key, **env},
+        scenario,
+        *options,
+    )
+    rest = api_server.get("briefing", account.key, _lang=lang, lat="51.2194", lng="4.4025")
+    assert not result.is_error and result.content[0].text.encode("utf-8") == rest.content

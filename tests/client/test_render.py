@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from rich.console import Console
 
 from urban_client.api import RateLimit
@@ -34,10 +36,10 @@ def test_local_time_is_brussels_summer_and_winter():
 def test_window_spanning_midnight_shows_both_dates():
     assert (
         format_window({"start": "2026-11-16T22:00:00Z", "end": "2026-11-17T01:00:00Z"})
-        == "Mon 16 Nov 23:00–Tue 17 Nov 02:00"
+        == "Mon 16 Nov 23:00–Tue 17 Nov 02:00 CET"
     )
     window = {"start": "2026-11-16T09:00:00Z", "end": "2026-11-16T11:00:00Z"}
-    assert format_window(window) == "Mon 16 Nov 10:00–12:00"
+    assert format_window(window) == "Mon 16 Nov 10:00–12:00 CET"
     assert format_window(None) == "—"
 
 
@@ -117,13 +119,14 @@ def test_disruptions_summary_and_markup_is_not_interpreted():
     out = plain(render_disruptions, data)
     assert "Disruptions near Stadhuis (51.2213, 4.3997) — works within 2 km" in out
     assert (
-        "1 works running · 1 planned · 0 starting within 14 days · 1 transit disruptions (1 high severity)"
+        "Works running: 1 · planned: 1 · starting within 14 days: 0 · Transit detours: 1 (high severity: 1)"
     ) in out
     assert out.index("near") < out.index("far")
     assert "120 m" in out and "1.50 km" in out and "open-ended" in out
+    assert "Sat 1 Mar 2025" in out and "Fri 31 Dec 2027" in out and "2025-03-01" not in out
     assert "Gepland [bold]werk[/bold]" in out
     assert "7, 12" in out and "15 min" in out
-    assert "Data retrieved Mon 16 Nov 08:00 (Brussels time)" in out
+    assert "Data retrieved Mon 16 Nov 08:00 CET" in out
 
 
 def test_air_quality_known_and_unknown():
@@ -146,7 +149,7 @@ def test_air_quality_known_and_unknown():
         "lez": {"inside": True, "name": "Lage-emissiezone Antwerpen"},
     }
     out = plain(render_air_quality, known)
-    assert "NO2 23.4 µg/m³  ↓ -12.5%  measured Mon 16 Nov 08:00" in out
+    assert "NO2 23.4 µg/m³  ↓ -12.5%  measured Mon 16 Nov 08:00 CET" in out
     assert "Station Borgerhout (42R801), 1.23 km away" in out
     assert "Verdict: Boven de WHO-richtlijn" in out
     assert "WHO 10 µg/m³: exceeded · EU 40 µg/m³: not exceeded (annual figures)" in out
@@ -179,13 +182,16 @@ def test_briefing_windows_in_local_time():
     }
     out = plain(render_briefing, data)
     assert "Risk: HIGH" in out and "Zware hinder" in out and "• 3 werken" in out
-    assert "Best window:    Mon 16 Nov 10:00–12:00" in out
-    assert "Worst window:   Mon 16 Nov 16:00–18:00" in out
-    assert "Next rush peak: avondspits Mon 16 Nov 16:00–18:30 (peak 17:00)" in out
+    assert "Best window:    Mon 16 Nov 10:00–12:00 CET" in out
+    assert "Worst window:   Mon 16 Nov 16:00–18:00 CET" in out
+    assert "Next rush peak: evening rush Mon 16 Nov 16:00–18:30 CET (peak 17:00 CET)" in out
 
 
 def test_quota_line_only_when_reported():
     console = Console(record=True, width=100, force_terminal=False)
-    render_quota(RateLimit(limit=100, remaining=7), console)
+    render_quota(RateLimit(limit=100, remaining=7), console, now=datetime(2026, 11, 16, 23, 59, tzinfo=UTC))
     render_quota(RateLimit(), console)
-    assert console.export_text() == "7/100 calls left today (resets 00:00 UTC)\n"
+    render_quota(RateLimit(limit=100, remaining=6), console, now=datetime(2026, 7, 1, 0, 0, tzinfo=UTC))
+    assert console.export_text() == (
+        "7/100 calls left today (resets 01:00 CET)\n6/100 calls left today (resets 02:00 CEST)\n"
+    )

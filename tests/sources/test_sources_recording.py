@@ -180,6 +180,15 @@ def _record_and_replay(fake, reference_dir, tmp_path):
         timeout=300,
     )
     assert out.returncode == 0, out.stderr
+    manifest = json.loads((tmp_path / "rec" / "manifest.json").read_text(encoding="utf-8"))
+    assert out.stdout.splitlines() == [
+        f"recorded {len(manifest['responses'])} answers ("
+        + ", ".join(
+            f"{s} {sum(r['source'] == s for r in manifest['responses'])}"
+            for s in sorted({r["source"] for r in manifest["responses"]})
+        )
+        + f") at {manifest['recordedAt']} into {tmp_path / 'rec'}; serve them with: make serve RECORDING={tmp_path / 'rec'}"
+    ]
     again = subprocess.run(
         [sys.executable, "-m", "app.sources", "record", str(tmp_path / "rec")],
         cwd=REPO,
