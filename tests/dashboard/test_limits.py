@@ -61,6 +61,7 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
     return [
         ("dashboard.static", CHEAP, "get", "/dashboard/static/dashboard.css", None),
         ("dashboard.index", CHEAP, "get", "/dashboard/", None),
+        ("dashboard.language", CHEAP, "get", "/dashboard/language/fr?next=/dashboard/map", None),
         (
             "dashboard.add",
             CHEAP,
