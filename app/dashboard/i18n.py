@@ -281,15 +281,15 @@ LABELS: dict[str, tuple[str, str, str]] = {
     "sev.low": ("licht", "faible", "low"),
     "sev.medium": ("matig", "moyenne", "medium"),
     "sev.high": ("groot", "forte", "high"),
-    "score": (
-        "drukte {score} op een schaal van 0 (rustig) tot 1 (spits met zware hinder)",
-        "affluence {score} sur une échelle de 0 (calme) à 1 (pointe avec forte gêne)",
-        "busyness {score} on a scale of 0 (quiet) to 1 (rush hour with heavy disruption)",
-    ),
+    "score": ("drukte {score} op 1", "affluence {score} sur 1", "busyness {score} of 1"),
     "daytime_note": (
-        "Overdag = tussen 06:00 en 20:00; de API geeft ook nachtvensters (bestWindow).",
-        "En journée = entre 06:00 et 20:00 ; l'API donne aussi les créneaux de nuit (bestWindow).",
-        "Daytime = between 06:00 and 20:00; the API also gives night windows (bestWindow).",
+        "Drukte: 0 = rustig, 1 = spits met zware hinder (verkeersprofiel van het uur plus werken en omleidingen "
+        "in de buurt). Overdag = tussen 06:00 en 20:00; de API geeft ook nachtvensters (bestWindow).",
+        "Affluence : 0 = calme, 1 = heure de pointe avec forte gêne (profil de trafic de l'heure plus chantiers "
+        "et déviations proches). En journée = entre 06:00 et 20:00 ; l'API donne aussi les créneaux de nuit "
+        "(bestWindow).",
+        "Busyness: 0 = quiet, 1 = rush hour with heavy disruption (the hour's traffic profile plus nearby works "
+        "and detours). Daytime = between 06:00 and 20:00; the API also gives night windows (bestWindow).",
     ),
     # air quality
     "air": ("Luchtkwaliteit (NO2)", "Qualité de l'air (NO2)", "Air quality (NO2)"),

@@ -178,8 +178,14 @@
         var f0 = facts(q), key = keyOf(q);
         var m = L.marker(at, { icon: icon(q), keyboard: true, title: f0.kind + ": " + f0.title, alt: f0.kind + ": " + f0.title, riseOnHover: true });
         m.feature = f; m.featureKey = key;
+        function open() { returnFocus = m.getElement(); select(key, m, false); }
+        m.on("add", function () {
+          var e = m.getElement();
+          e.setAttribute("data-feature", key);
+          e.addEventListener("keydown", function (ev) { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); ev.stopPropagation(); open(); } });
+        });
         m.bindPopup(function () { return describe(q); }, { autoPan: true });
-        m.on("click", function (e) { L.DomEvent.stopPropagation(e); returnFocus = m.getElement(); select(key, m, false); });
+        m.on("click", function (e) { L.DomEvent.stopPropagation(e); open(); });
         (markers[key] = markers[key] || []).push(m);
         m.addTo(layer);
       });
