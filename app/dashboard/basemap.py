@@ -97,7 +97,7 @@ def build(engine, municipalities_path) -> dict:
 
 def _river_props(row) -> dict:
     """The river part; the centerline also says where the river's name is written (its middle)."""
-    props = {"part": str(row.part)}
+    props: dict = {"part": str(row.part)}
     if props["part"] == "centerline":
         mid = row.geometry.interpolate(0.5, normalized=True)
         props["labelAt"] = [round(mid.x, 5), round(mid.y, 5)]

@@ -29,7 +29,11 @@ def point_figures(engine, lat: float, lng: float, now, settings=None, lang: str 
         ("briefing", "/briefing", briefing),
     ):
         endpoint = by_path(path)
-        body = compute(engine, lat, lng, now, lang) if endpoint.translated else compute(engine, lat, lng, now)
+        body = (
+            compute(engine, lat, lng, now, lang)  # type: ignore[call-arg]  # the translated ones take a language
+            if endpoint.translated
+            else compute(engine, lat, lng, now)
+        )
         body["sources"] = answer_sources(engine, endpoint.layers, now, settings)
         out[key] = body
     return out

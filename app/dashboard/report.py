@@ -73,7 +73,9 @@ def _municipalities(engine, frame, xy) -> tuple[list, list]:
         lng, lat = props["labelAt"]
         if frame.contains(shapely.Point(lng, lat)):
             labels.append((*xy(lat, lng), props["name"]))
-        elif geom.contains(frame.centroid):  # the point's own municipality, named even when its label lies outside
+        elif geom.contains(
+            frame.centroid
+        ):  # the point's own municipality, named even when its label lies outside
             labels.append((SIZE / 2, 28.0, props["name"]))
     return paths, labels
 
