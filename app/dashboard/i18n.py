@@ -263,7 +263,11 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "Download the PDF report",
     ),
     # briefing
-    "briefing": ("Briefing", "Briefing", "Briefing"),
+    "briefing.heading": (
+        "Briefing: de komende 24 uur",
+        "Briefing : les prochaines 24 heures",
+        "Briefing: the next 24 hours",
+    ),
     "risk.low": ("laag", "faible", "low"),
     "risk.moderate": ("matig", "modéré", "moderate"),
     "risk.high": ("hoog", "élevé", "high"),
