@@ -13,7 +13,7 @@ from app.store.saved_locations import add_location
 
 from tests.dashboard.test_dashboard_browser import wait_ready
 from tests.dashboard.test_geojson_browser import sign_in_browser
-from tests.portal.test_portal_browser import browser, check_accessible, shoot  # noqa: F401
+from tests.portal.test_portal_browser import browser, check_accessible  # noqa: F401
 
 #: every kind of thing the map page draws, as the legend names it (legend.html's data-legend)
 LEGEND = {
@@ -41,6 +41,20 @@ def located(app, user, store, live_server, browser):  # noqa: F811
     loc = add_location(store, account["id"], name="Centrum", address="", lat=CENTRUM[0], lng=CENTRUM[1])
     sign_in_browser(browser, app, client, live_server.url)
     return browser, f"{live_server.url}/dashboard/map?location={loc['id']}", loc
+
+
+def shoot_map(driver, name):
+    """Screenshots at desktop and phone widths with the map at the top of the view (docs/img copies them)."""
+    from tests.portal.test_portal_browser import SHOTS
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for suffix, (width, height) in (("", (1280, 900)), ("-phone", (390, 844))):
+        driver.set_window_size(width, height)
+        driver.execute_script(
+            "document.querySelector('h1').scrollIntoView(); window.scrollBy(0, document.getElementById('map').getBoundingClientRect().top - 120);"
+        )
+        driver.save_screenshot(str(SHOTS / f"{name}{suffix}.png"))
+    driver.set_window_size(1280, 900)
 
 
 def _js(driver, script, *args):
@@ -93,7 +107,7 @@ def test_click_a_work_shows_its_details_and_keeps_the_location(located):
     # nothing navigated: the same page, the same saved location
     assert driver.current_url == url
     assert driver.find_element(By.TAG_NAME, "h1").text == loc["name"]
-    shoot(driver, "dashboard-06-details")
+    shoot_map(driver, "dashboard-06-details")
 
     # a row: click it → its dot is highlighted and its popup opens (and the details follow)
     other = next(r for r in rows if r.get_attribute("data-feature") != key)
@@ -179,7 +193,7 @@ def test_the_legend_is_complete_with_a_scale_and_names(located):
     banner = driver.find_element(By.CSS_SELECTOR, "[data-testid=demo-banner]").text
     assert "Demo data" in banner and "CET" in banner
     assert driver.find_element(By.CSS_SELECTOR, "[data-testid=best-window]").text.count("CET") == 1
-    shoot(driver, "dashboard-02-map")
+    shoot_map(driver, "dashboard-02-map")
 
 
 @pytest.mark.slow
@@ -240,7 +254,7 @@ def test_the_language_switch_is_remembered(located):
     # the details of a work speak French too
     driver.find_elements(By.CSS_SELECTOR, "#map .mk.work")[0].click()
     assert "Chantier" in details_text(driver) and "Statut" in details_text(driver)
-    shoot(driver, "dashboard-07-french")
+    shoot_map(driver, "dashboard-07-french")
     # remembered on the other pages
     click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "nav a[href='/dashboard/']"))
     assert driver.find_element(By.TAG_NAME, "h1").text == "Lieux enregistrés"
