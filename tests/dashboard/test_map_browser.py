@@ -48,8 +48,16 @@ def shoot_map(driver, name):
     from tests.portal.test_portal_browser import SHOTS
 
     SHOTS.mkdir(parents=True, exist_ok=True)
+    selected = driver.execute_script(
+        "var d = document.getElementById('details'); return d && d.dataset.feature;"
+    )
     for suffix, (width, height) in (("", (1280, 900)), ("-phone", (390, 844))):
         driver.set_window_size(width, height)
+        if suffix:  # as a phone opens the page: the map fitted at its own size
+            driver.refresh()
+            wait_ready(driver)
+            if selected:
+                driver.find_element("css selector", f"#map .mk[data-feature='{selected}']").click()
         driver.execute_script(
             "document.querySelector('h1').scrollIntoView(); window.scrollBy(0, document.getElementById('map').getBoundingClientRect().top - 120);"
         )
@@ -107,7 +115,8 @@ def test_click_a_work_shows_its_details_and_keeps_the_location(located):
     # nothing navigated: the same page, the same saved location
     assert driver.current_url == url
     assert driver.find_element(By.TAG_NAME, "h1").text == loc["name"]
-    shoot_map(driver, "dashboard-06-details")
+    shoot_map(driver, "dashboard-06-details")  # reloads the page at phone size and opens the same work again
+    rows = driver.find_elements(By.CSS_SELECTOR, "[data-testid=work]")
 
     # a row: click it → its dot is highlighted and its popup opens (and the details follow)
     other = next(r for r in rows if r.get_attribute("data-feature") != key)

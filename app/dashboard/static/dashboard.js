@@ -103,19 +103,21 @@
   var markers = {}, details = document.getElementById("details"), detailsBody = document.getElementById("details-body");
   var closeButton = document.getElementById("details-close"), selected = null, returnFocus = null;
   var dateFormat = window.Intl ? new Intl.DateTimeFormat(lang === "en" ? "en-GB" : lang, { day: "numeric", month: "short", year: "numeric", timeZone: "UTC" }) : null;
+  var numberFormat = window.Intl ? new Intl.NumberFormat(lang === "en" ? "en-GB" : lang + "-BE", { maximumFractionDigits: 3 }) : null;
+  function num(x) { return numberFormat ? numberFormat.format(x) : String(x); }
   function day(iso) { return iso && dateFormat ? dateFormat.format(new Date(iso + "T00:00:00Z")) : (iso || ""); }
   function keyOf(q) { return q.kind === "stop" ? "detour:" + q.detour : q.kind + ":" + q.id; }
   function rowsOf(key) { return document.querySelectorAll('[data-feature="' + key.replace(/"/g, "") + '"]'); }
   function facts(q) {
     if (q.kind === "work") {
-      var out = [[t("col.status"), q.status], [t("col.km"), String(q.distanceKm)], [t("col.from"), day(q.startDate)], [t("col.to"), q.endDate ? day(q.endDate) : t("open_end")]];
+      var out = [[t("col.status"), q.status], [t("col.km"), num(q.distanceKm)], [t("col.from"), day(q.startDate)], [t("col.to"), q.endDate ? day(q.endDate) : t("open_end")]];
       if (q.severe) { out.push([t("severe"), (q.consequences || []).join(", ")]); }
       return { title: q.description + " (" + q.id + ")", kind: t("kind.work"), rows: out };
     }
     if (q.kind === "stop") {
       return { title: q.name + " (" + q.id + ")", kind: t("kind.stop"), rows: [[t("col.detour"), q.detour], [t("col.severity"), q.severity ? t("sev." + q.severity) : ""]] };
     }
-    return { title: q.name + " (" + q.id + ")", kind: t("kind.station"), rows: [["NO2", q.value === null || q.value === undefined ? "–" : q.value + " µg/m³"]] };
+    return { title: q.name + " (" + q.id + ")", kind: t("kind.station"), rows: [["NO2", q.value === null || q.value === undefined ? "–" : num(q.value) + " µg/m³"]] };
   }
   function describe(q) {  // text only: upstream values never become HTML
     var f = facts(q), box = document.createElement("div"), h = document.createElement("h3"), p = document.createElement("p"), dl = document.createElement("dl");
