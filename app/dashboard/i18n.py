@@ -246,6 +246,45 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "Objets du fichier ouvert, dans son ordre ; les valeurs sont celles du fichier.",
         "Features of the opened file, in its order; the values are the file's own.",
     ),
+    "gj.opened": (
+        "{name} geopend: {n} objecten, {drawn} getekend op de kaart.",
+        "{name} ouvert : {n} objets, {drawn} dessinés sur la carte.",
+        "Opened {name}: {n} features, {drawn} drawn on the map.",
+    ),
+    "gj.failed": (
+        "{name} kon niet geopend worden: {why}. Er wordt niets getekend.",
+        "{name} n'a pas pu être ouvert : {why}. Rien n'est dessiné.",
+        "{name} could not be opened: {why}. Nothing is drawn.",
+    ),
+    "gj.unreadable": (
+        "{name} kon niet gelezen worden. Er wordt niets getekend.",
+        "{name} n'a pas pu être lu. Rien n'est dessiné.",
+        "{name} could not be read. Nothing is drawn.",
+    ),
+    "gj.too_big": ("het is groter dan 20 MB", "il dépasse 20 Mo", "it is larger than 20 MB"),
+    "gj.not_json": ("het is geen JSON ({error})", "ce n'est pas du JSON ({error})", "it is not JSON ({error})"),
+    "gj.not_fc": (
+        "het is geen GeoJSON FeatureCollection (een object met \"type\": \"FeatureCollection\" en een "
+        "\"features\"-lijst)",
+        "ce n'est pas une FeatureCollection GeoJSON (un objet avec \"type\": \"FeatureCollection\" et un "
+        "tableau \"features\")",
+        "it is not a GeoJSON FeatureCollection (an object with \"type\": \"FeatureCollection\" and a "
+        "\"features\" array)",
+    ),
+    "gj.not_feature": (
+        "object {i} is geen GeoJSON Feature",
+        "l'objet {i} n'est pas une Feature GeoJSON",
+        "feature {i} is not a GeoJSON Feature",
+    ),
+    "gj.bad_geometry": (
+        "object {i} heeft geen geldige geometrie (een object met een type, of null)",
+        "l'objet {i} n'a pas de géométrie valide (un objet avec un type, ou null)",
+        "feature {i} has no valid geometry (an object with a type, or null)",
+    ),
+    "gj.show": ("Tonen", "Afficher", "Show"),
+    "gj.show_on_map": ("{what} tonen op de kaart", "Afficher {what} sur la carte", "Show {what} on the map"),
+    "gj.no_position": ("geen positie", "pas de position", "no position"),
+    "gj.radius": ("straal {km}", "rayon {km}", "radius {km}"),
     "col.kind": ("Soort", "Type", "Kind"),
     "col.id": ("Id", "Id", "Id"),
     "col.status": ("Status", "Statut", "Status"),

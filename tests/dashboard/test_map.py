@@ -184,3 +184,12 @@ def test_optional_tile_url_reaches_the_map_and_the_csp(config, engine):
         'data-tiles="https://{s}.tiles.example.be/{z}/{x}/{y}.png"' in page
         and 'data-attribution="© Stad"' in page
     )
+    # the tiles' credit is in the legend too; without tiles the legend has no such line
+    assert 'data-legend="tiles">background map: © Stad<' in page
+    plain = create_app(config)
+    conn = connect(plain.config["DATABASE"])
+    migrate(conn)
+    account, _ = accounts.create_account(conn, "notiles@stad.be", "pro")
+    assert 'data-legend="tiles"' not in signed_in(plain, account["id"]).get("/dashboard/map").get_data(
+        as_text=True
+    )

@@ -107,6 +107,37 @@ def test_report_pdf_holds_the_api_figures_and_renders_to_png(app, user, tmp_path
         assert any(abs(r - 0xFC) < 8 and abs(g - 0xEE) < 14 and abs(b - 0xD0) < 20 for r, g, b in colours)
 
 
+def test_the_report_speaks_the_users_language(user, store, tmp_path):
+    from app.store.saved_locations import add_location
+
+    account, _key, client = user("pro")
+    loc = add_location(store, account["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
+    texts = {}
+    for lang in ("fr", "en", "fr"):  # fr twice: the second one comes from the cache, per language
+        resp = client.get(f"/dashboard/locations/{loc['id']}/report.pdf", headers={"Accept-Language": lang})
+        assert resp.status_code == 200
+        pdf = tmp_path / f"{lang}.pdf"
+        pdf.write_bytes(resp.data)
+        out = subprocess.run(
+            [poppler("pdftotext"), str(pdf), "-"], check=True, capture_output=True, text=True
+        )
+        texts.setdefault(lang, " ".join(out.stdout.split()))
+    fr = texts["fr"]
+    for french in (
+        "Chantiers dans un rayon de 2 km",
+        "point choisi",
+        "Créneau le plus calme en journée",
+        "lun. 16 nov. 08:00 CET",
+        "Données de démonstration",
+        "page 1 sur",
+    ):
+        assert french in fr, french
+    for english in ("Road works", "selected point", "Quietest", "Demo data", "Latest value observed"):
+        assert english not in fr, english
+    assert "In uitvoering" in fr  # upstream statuses stay as published
+    assert "Road works within 2 km" in texts["en"]
+
+
 @pytest.mark.parametrize("plan", ["developer", "api"])
 def test_no_report_without_a_dashboard_plan(user, store, plan):
     from app.store.saved_locations import add_location
