@@ -187,6 +187,12 @@ def test_the_switch_remembers_the_choice_and_goes_back_only_to_the_dashboard(use
     for evil in ("https://evil.example/", "//evil.example/dashboard/", "/portal/", "/dashboard/\\evil"):
         resp = client.get("/dashboard/language/fr", query_string={"next": evil})
         assert resp.headers["Location"] == "/dashboard/", evil
+    # the switcher of a page that answers a POST (a refused form) goes back to a page a GET can open
+    refused = client.post(
+        "/dashboard/locations", data={"csrf_token": CSRF, "name": "X", "lat": "x", "lng": "4"}
+    )
+    assert "/dashboard/language/fr?next=/dashboard/" in refused.get_data(as_text=True)
+    assert "next=/dashboard/locations" not in refused.get_data(as_text=True)
     resp = client.get("/dashboard/language/de?next=/dashboard/")
     assert resp.status_code == 302 and "Set-Cookie" not in resp.headers
 
