@@ -262,14 +262,18 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "{name} could not be read. Nothing is drawn.",
     ),
     "gj.too_big": ("het is groter dan 20 MB", "il dépasse 20 Mo", "it is larger than 20 MB"),
-    "gj.not_json": ("het is geen JSON ({error})", "ce n'est pas du JSON ({error})", "it is not JSON ({error})"),
+    "gj.not_json": (
+        "het is geen JSON ({error})",
+        "ce n'est pas du JSON ({error})",
+        "it is not JSON ({error})",
+    ),
     "gj.not_fc": (
-        "het is geen GeoJSON FeatureCollection (een object met \"type\": \"FeatureCollection\" en een "
-        "\"features\"-lijst)",
-        "ce n'est pas une FeatureCollection GeoJSON (un objet avec \"type\": \"FeatureCollection\" et un "
-        "tableau \"features\")",
-        "it is not a GeoJSON FeatureCollection (an object with \"type\": \"FeatureCollection\" and a "
-        "\"features\" array)",
+        'het is geen GeoJSON FeatureCollection (een object met "type": "FeatureCollection" en een '
+        '"features"-lijst)',
+        'ce n\'est pas une FeatureCollection GeoJSON (un objet avec "type": "FeatureCollection" et un '
+        'tableau "features")',
+        'it is not a GeoJSON FeatureCollection (an object with "type": "FeatureCollection" and a '
+        '"features" array)',
     ),
     "gj.not_feature": (
         "object {i} is geen GeoJSON Feature",
