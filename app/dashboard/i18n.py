@@ -554,6 +554,24 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "An unsubscribe request carries List-Unsubscribe=One-Click. Open the link from the mail.",
     ),
     "problem.detail": ("Technisch detail (API)", "Détail technique (API)", "Technical detail (API)"),
+    "limit.quota": (
+        "De {quota} oproepen van uw abonnement {plan} voor vandaag zijn gebruikt (de cijfers van een punt op de "
+        "kaart tellen als één API-oproep); ze komen terug om {reset}, over {wait}.",
+        "Les {quota} appels de votre formule {plan} pour aujourd'hui sont utilisés (les chiffres d'un point sur "
+        "la carte comptent pour un appel API) ; ils reviennent à {reset}, dans {wait}.",
+        "the {quota} calls of your {plan} plan for today are used (the figures of a point on the map count as "
+        "one API call); they come back at {reset}, in {wait}.",
+    ),
+    "limit.reports": (
+        "Er werden {limit} rapporten gemaakt voor uw account in dit venster (REPORT_LIMIT {setting}); het "
+        "volgende kan gemaakt worden over {wait}. Rapporten die al gemaakt zijn voor de huidige gegevens komen "
+        "meteen.",
+        "{limit} rapports ont été produits pour votre compte dans cette fenêtre (REPORT_LIMIT {setting}) ; le "
+        "suivant peut être produit dans {wait}. Les rapports déjà produits pour les données actuelles arrivent "
+        "tout de suite.",
+        "{limit} reports were built for your account in this window (REPORT_LIMIT {setting}); the next can be "
+        "built in {wait}. Reports already built for the current data come at once.",
+    ),
     "error.missing_target": (
         "Kies een bewaarde locatie of geef beide coördinaten.",
         "Choisissez un lieu enregistré ou donnez les deux coordonnées.",

@@ -114,12 +114,15 @@ def _error(exc):
         else "problem.not_possible"
     )
     said = f"error.{err.code}"
+    msgid, fields = g.pop("problem", None) or (said if said in i18n.LABELS else None, {})
+    if "reset" in fields:  # an instant: for people, local time with its zone
+        fields = {**fields, "reset": i18n.local_time(fields["reset"], g.dashboard_lang, day=False)}
     html, status = page(
         "dashboard/problem.html",
         err.status,
         heading=heading,
-        text=t(said) if said in i18n.LABELS else err.message,
-        detail=err.message if said in i18n.LABELS else None,
+        text=t(msgid, **fields) if msgid else err.message,
+        detail=err.message if msgid else None,
         code=err.code,
     )
     return html, status, err.headers  # Retry-After
