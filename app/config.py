@@ -100,7 +100,8 @@ SETTINGS: dict[str, tuple[object, str]] = {
     "MAP_TILE_URL": (
         "",
         "optional raster tile URL template under the dashboard map, e.g. "
-        "https://tiles.example.be/{z}/{x}/{y}.png (default: none, only our own vector layers)",
+        "https://tiles.example.be/{z}/{x}/{y}.png (default: none, only our own vector layers; "
+        "production recommendation in docs/dashboard.md)",
     ),
     "MAP_TILE_ATTRIBUTION": ("", "attribution text shown with MAP_TILE_URL tiles"),
     "MUNICIPALITIES_FILE": (

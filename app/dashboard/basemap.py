@@ -12,6 +12,7 @@ import logging
 import os
 
 import shapely
+from shapely.ops import polylabel
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +53,36 @@ def municipalities(path) -> list:
             {
                 "type": "Feature",
                 "geometry": _geojson(geom),
-                "properties": {"layer": "municipality", "name": props.get("name_nl") or ""},
+                "properties": {
+                    "layer": "municipality",
+                    "name": official_name(props),
+                    "population": int(props.get("population") or 0),
+                    "labelAt": _label_at(geom),
+                },
             }
         )
     return out
+
+
+def official_name(props: dict) -> str:
+    """A municipality's official name(s): Dutch in Flanders, ``nl / fr`` in bilingual Brussels.
+
+    Examples
+    --------
+    >>> official_name({"name_nl": "Elsene", "name_fr": "Ixelles", "reg_nis": "04000"})
+    'Elsene / Ixelles'
+    >>> official_name({"name_nl": "Antwerpen", "name_fr": "Anvers", "reg_nis": "02000"})
+    'Antwerpen'
+    """
+    nl, fr = props.get("name_nl") or "", props.get("name_fr") or ""
+    return f"{nl} / {fr}" if props.get("reg_nis") == "04000" and fr and fr != nl else nl
+
+
+def _label_at(geom) -> list:
+    """[lng, lat] inside the municipality where its name is written (its largest part's pole)."""
+    part = max(getattr(geom, "geoms", [geom]), key=lambda p: p.area)
+    at = polylabel(part, tolerance=0.001) if part.geom_type == "Polygon" else part.representative_point()
+    return [round(at.x, 5), round(at.y, 5)]
 
 
 def build(engine, municipalities_path) -> dict:
@@ -64,8 +91,17 @@ def build(engine, municipalities_path) -> dict:
     feats += municipalities(municipalities_path)
     feats += _frame_features(engine.lez, "lez")
     if "part" in engine.river.columns:
-        feats += _frame_features(engine.river, "river", extra=lambda row: {"part": str(row.part)})
+        feats += _frame_features(engine.river, "river", extra=_river_props)
     return {"type": "FeatureCollection", "features": feats}
+
+
+def _river_props(row) -> dict:
+    """The river part; the centerline also says where the river's name is written (its middle)."""
+    props: dict = {"part": str(row.part)}
+    if props["part"] == "centerline":
+        mid = row.geometry.interpolate(0.5, normalized=True)
+        props["labelAt"] = [round(mid.x, 5), round(mid.y, 5)]
+    return props
 
 
 def default_municipalities_path(config) -> str:

@@ -11,8 +11,9 @@ import numpy as np
 RUNNING = "In uitvoering"
 
 
-def point_figures(engine, lat: float, lng: float, now, settings=None) -> dict:
-    """``{"disruptions": …, "airQuality": …, "briefing": …}`` as the API computes them (with ``sources``)."""
+def point_figures(engine, lat: float, lng: float, now, settings=None, lang: str = "nl") -> dict:
+    """``{"disruptions": …, "airQuality": …, "briefing": …}`` as the API computes them (with ``sources``),
+    their generated texts in ``lang`` (as the API's for that ``Accept-Language``)."""
     from geo.service.air import air_quality
     from geo.service.briefing import briefing
     from geo.service.disruptions import disruptions
@@ -27,10 +28,30 @@ def point_figures(engine, lat: float, lng: float, now, settings=None) -> dict:
         ("airQuality", "/air-quality", air_quality),
         ("briefing", "/briefing", briefing),
     ):
-        body = compute(engine, lat, lng, now)
-        body["sources"] = answer_sources(engine, by_path(path).layers, now, settings)
+        endpoint = by_path(path)
+        body = (
+            compute(engine, lat, lng, now, lang)  # type: ignore[call-arg]  # the translated ones take a language
+            if endpoint.translated
+            else compute(engine, lat, lng, now)
+        )
+        body["sources"] = answer_sources(engine, endpoint.layers, now, settings)
         out[key] = body
     return out
+
+
+def daytime_window(engine, lat: float, lng: float, now):
+    """The quietest daytime 2-hour window the pages propose (``{start, end, score}`` or None; docs/dashboard.md)."""
+    from geo.service.briefing import daytime_window as compute
+
+    return compute(engine, lat, lng, now)
+
+
+def demo_clock(figures: dict, data_clock, wall_clock):
+    """``{"when": data clock, "days": whole days it lies behind the wall clock}`` when a source of the figures
+    is demo data (the banner of the pages), else None."""
+    if not any(s.get("kind") == "demo" for s in all_sources(figures)):
+        return None
+    return {"when": data_clock, "days": max(0, (wall_clock - data_clock).days)}
 
 
 def all_sources(figures: dict) -> list:
@@ -104,6 +125,10 @@ def map_features(engine, lat: float, lng: float, figures: dict) -> dict:
                     "status": w["status"],
                     "description": w["description"],
                     "distanceKm": w["distanceKm"],
+                    "severe": bool((w.get("hindrance") or {}).get("severe")),
+                    "consequences": list((w.get("hindrance") or {}).get("consequences") or []),
+                    "startDate": w.get("startDate"),
+                    "endDate": w.get("endDate"),
                 },
             )
         )
@@ -123,13 +148,20 @@ def map_features(engine, lat: float, lng: float, figures: dict) -> dict:
                 },
             )
         )
+    severity = {t["id"]: t["severity"] for t in figures["disruptions"]["transit"]}
     for detour_id, stops in detour_stops(engine, figures["disruptions"]["transit"]).items():
         for s in stops:
             feats.append(
                 _feature(
                     s["lng"],
                     s["lat"],
-                    {"kind": "stop", "id": s["id"], "name": s["name"], "detour": detour_id},
+                    {
+                        "kind": "stop",
+                        "id": s["id"],
+                        "name": s["name"],
+                        "detour": detour_id,
+                        "severity": severity.get(detour_id),
+                    },
                 )
             )
     return {"type": "FeatureCollection", "features": feats}

@@ -81,12 +81,16 @@ def count_point_view(viewer) -> None:
     quota = daily_quota(viewer.plan)
     count = usage.admit(get_db(), viewer.account["id"], day, quota)
     if count is None:
+        wait = _in_words(usage.seconds_to_reset(now))
+        g.problem = (
+            "limit.quota",
+            {"quota": quota, "plan": viewer.plan.label, "reset": reset_at, "wait": wait},
+        )
         raise quota_exceeded(
             quota,
             now,
             f"the {quota} calls of your {viewer.plan.label} plan for today are used (the figures of a point "
-            f"on the map count as one API call); they come back at 00:00 UTC, in "
-            f"{_in_words(usage.seconds_to_reset(now))}",
+            f"on the map count as one API call); they come back at 00:00 UTC, in {wait}",
         )
     g.admitted = (viewer.account["id"], day)  # app.api.auth.settle refunds it on a 5xx
     g.rate = RateInfo.daily(quota, count, reset_at)
@@ -110,6 +114,10 @@ def admit_report_build(account_id: int, *, hit: bool) -> None:
     g.rate = info
     if info.remaining is not None and info.remaining < (0 if hit else 1):
         wait = retry_after(info, wall_now().timestamp())
+        g.problem = (
+            "limit.reports",
+            {"limit": info.limit, "setting": current_app.config["REPORT_LIMIT"], "wait": _in_words(wait)},
+        )
         raise RateLimited(
             f"{info.limit} reports were built for your account in this window (REPORT_LIMIT "
             f"{current_app.config['REPORT_LIMIT']}); the next can be built in {_in_words(wait)}. "

@@ -9,6 +9,7 @@ account and per host (:mod:`app.dashboard.limits`).
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -19,8 +20,8 @@ from flask import current_app, g, render_template
 
 from geo.rules.texts import DEFAULT as TEXT_LANGUAGE
 
-from . import limits
-from .figures import all_sources, detour_stops, point_figures, station_point
+from . import basemap, i18n, limits
+from .figures import all_sources, daytime_window, demo_clock, detour_stops, point_figures, station_point
 
 SIZE = 520  # px, square map
 RADIUS_KM = 2.5  # half the width of the map
@@ -57,8 +58,42 @@ def _paths(geom, xy) -> list[str]:
     return out
 
 
+def _municipalities(engine, frame, xy) -> tuple[list, list]:
+    """Border paths and ``(x, y, name)`` labels of the base map's municipalities in ``frame``."""
+    paths, labels = [], []
+    body = json.loads(basemap.for_engine(current_app, engine))
+    for feat in body["features"]:
+        props = feat["properties"]
+        if props.get("layer") != "municipality":
+            continue
+        geom = shapely.geometry.shape(feat["geometry"])
+        if not geom.intersects(frame):
+            continue
+        paths += _paths(geom.boundary.intersection(frame), xy)
+        lng, lat = props["labelAt"]
+        if frame.contains(shapely.Point(lng, lat)):
+            labels.append((*xy(lat, lng), props["name"]))
+        elif geom.contains(
+            frame.centroid
+        ):  # the point's own municipality, named even when its label lies outside
+            labels.append((SIZE / 2, 28.0, props["name"]))
+    return paths, labels
+
+
+def scale_bar(scale: float) -> dict:
+    """A 1 km bar (pixels per km ``scale``) for the map's bottom-left corner.
+
+    Examples
+    --------
+    >>> scale_bar(104.0)
+    {'x': 16, 'y': 500, 'px': 104.0, 'km': 1}
+    """
+    return {"x": 16, "y": SIZE - 20, "px": round(scale, 1), "km": 1}
+
+
 def static_map(engine, location: dict, figures: dict) -> dict:
-    """What the SVG template draws: LEZ and river paths clipped to the frame, works, station, detour stops."""
+    """What the SVG template draws: LEZ, river, borders and municipality names clipped to the frame, works,
+    station, detour stops, the 2 km circle and a scale bar."""
     lat0, lng0 = location["lat"], location["lng"]
     xy, scale = _projector(lat0, lng0)
     dlat, dlng = RADIUS_KM / 111.32, RADIUS_KM / (111.32 * math.cos(math.radians(lat0)))
@@ -83,7 +118,13 @@ def static_map(engine, location: dict, figures: dict) -> dict:
     )
     station = (figures["airQuality"].get("reading") or {}).get("station") or {}
     where = station_point(engine, station["id"]) if station.get("id") else None
-    stops = [s for lst in detour_stops(engine, figures["disruptions"]["transit"]).values() for s in lst]
+    severity = {t["id"]: t["severity"] for t in figures["disruptions"]["transit"]}
+    stops = [
+        (s, severity.get(detour))
+        for detour, lst in detour_stops(engine, figures["disruptions"]["transit"]).items()
+        for s in lst
+    ]
+    municipality_paths, names = _municipalities(engine, frame, xy)
     return {
         "size": SIZE,
         "radius_px": round(2 * scale, 1),
@@ -96,19 +137,25 @@ def static_map(engine, location: dict, figures: dict) -> dict:
             for w in figures["disruptions"]["construction"]
         ],
         "station": xy(*where) if where else None,
-        "stops": [xy(s["lat"], s["lng"]) for s in stops],
+        "stops": [(*xy(s["lat"], s["lng"]), sev) for s, sev in stops],
+        "municipalities": municipality_paths,
+        "names": names,
+        "scale": scale_bar(scale),
     }
 
 
-def render_html(engine, location: dict, now) -> str:
-    figures = point_figures(engine, location["lat"], location["lng"], now)
+def render_html(engine, location: dict, now, lang: str = TEXT_LANGUAGE) -> str:
+    figures = point_figures(engine, location["lat"], location["lng"], now, lang=lang)
     return render_template(
         "dashboard/report.html",
         location=location,
         figures=figures,
         sources=all_sources(figures),
         svg=static_map(engine, location, figures),
+        daytime=daytime_window(engine, location["lat"], location["lng"], now),
+        demo=demo_clock(figures, now, now),  # the data clock only: the PDF stays the same bytes for it
         now=now,
+        **i18n.template_context(lang),
     )
 
 
@@ -132,9 +179,9 @@ def html_to_pdf(html: str) -> bytes:
     return HTML(string=html, url_fetcher=_fetch_nothing()).write_pdf()
 
 
-def render_pdf(engine, location: dict, now) -> bytes:
-    """The report as PDF bytes."""
-    return html_to_pdf(render_html(engine, location, now))
+def render_pdf(engine, location: dict, now, lang: str = TEXT_LANGUAGE) -> bytes:
+    """The report as PDF bytes, in ``lang``."""
+    return html_to_pdf(render_html(engine, location, now, lang))
 
 
 class ReportCache:
@@ -188,14 +235,14 @@ class ReportCache:
             self.size += len(pdf)
 
 
-def cache_key(engine, account_id: int, location: dict):
+def cache_key(engine, account_id: int, location: dict, lang: str = TEXT_LANGUAGE):
     """What a report depends on besides the data clock: the snapshot, the language of its generated texts,
     the account and every field of the location (a renamed location is a new report). None for an engine
     without a snapshot id (built in memory): such a report is never kept."""
     snapshot = getattr(engine, "snapshot_id", "")
     if not snapshot:
         return None
-    return (snapshot, TEXT_LANGUAGE, account_id, tuple(sorted((k, repr(v)) for k, v in location.items())))
+    return (snapshot, lang, account_id, tuple(sorted((k, repr(v)) for k, v in location.items())))
 
 
 def _cache() -> ReportCache:
@@ -208,10 +255,10 @@ def _cache() -> ReportCache:
     return reports["reports"]
 
 
-def report_pdf(engine, account_id: int, location: dict, now) -> bytes:
+def report_pdf(engine, account_id: int, location: dict, now, lang: str = TEXT_LANGUAGE) -> bytes:
     """The location's report: from the cache, or built when the account's report window and one of the
     host's build slots allow it (429 / 503 otherwise, see :mod:`app.dashboard.limits`)."""
-    key = cache_key(engine, account_id, location)
+    key = cache_key(engine, account_id, location, lang)
     pdf = _cache().get(key, now) if key is not None else None
     if pdf is not None:
         g.rate = limits.report_window(account_id, hit=False)  # the window as it is: a kept report uses none
@@ -219,7 +266,7 @@ def report_pdf(engine, account_id: int, location: dict, now) -> bytes:
     limits.admit_report_build(account_id, hit=False)
     with limits.build_slot():
         limits.admit_report_build(account_id, hit=True)
-        pdf = render_pdf(engine, location, now)
+        pdf = render_pdf(engine, location, now, lang)
     if key is not None:
         _cache().put(key, now, pdf)
     return pdf

@@ -7,6 +7,7 @@ from flask import (
     Response,
     current_app,
     flash,
+    g,
     jsonify,
     redirect,
     render_template,
@@ -16,7 +17,7 @@ from flask import (
 
 from app.store.accounts import StoreError
 from app.sources.serving import current_engine
-from app.web.clock import data_now
+from app.web.clock import data_now, wall_now
 from app.web.db import get_db
 from app.web.errors import ApiError, LocationNotFound, error_response, to_api_error
 from app.portal import csrf
@@ -30,9 +31,9 @@ from app.store.saved_locations import (
     update_location,
 )
 
-from . import alerts, basemap, points
+from . import alerts, basemap, i18n, points
 from .access import current_viewer, sign_in_first
-from .figures import all_sources, is_finite, map_features, point_figures
+from .figures import all_sources, daytime_window, demo_clock, is_finite, map_features, point_figures
 from .limits import count_point_view
 
 bp = Blueprint(
@@ -71,13 +72,31 @@ _TOKEN_POSTS = frozenset({"dashboard.unsubscribe"})
 
 
 @bp.before_request
+def _language():
+    """The language of this answer (docs/dashboard.md → Language): the remembered choice, else the browser's."""
+    g.dashboard_lang = i18n.choose(
+        request.cookies.get(i18n.COOKIE), request.environ.get("HTTP_ACCEPT_LANGUAGE")
+    )
+
+
+def t(msgid: str, **fields) -> str:
+    """A label in the answer's language."""
+    return i18n.Labels(g.get("dashboard_lang") or i18n.DEFAULT)(msgid, **fields)
+
+
+@bp.context_processor
+def _labels():
+    return i18n.template_context(g.get("dashboard_lang") or i18n.DEFAULT)
+
+
+@bp.before_request
 def _check_csrf():
     if request.method == "POST" and request.endpoint not in _TOKEN_POSTS and not csrf.valid_request():
         return page(
             "dashboard/problem.html",
             400,
-            heading="Form expired",
-            text="This form is no longer valid (or cookies are blocked). Reload the page and try again.",
+            heading=t("problem.expired"),
+            text=t("problem.expired_text"),
         )
     return None
 
@@ -87,15 +106,24 @@ def _error(exc):
     err = to_api_error(exc)
     if request.path.endswith(".json"):
         return error_response(err)
-    heading = (
-        "Temporarily unavailable"
+    heading = t(
+        "problem.unavailable"
         if err.status >= 500
-        else "Limit reached"
+        else "problem.limit"
         if err.status == 429
-        else "Not possible"
+        else "problem.not_possible"
     )
+    said = f"error.{err.code}"
+    msgid, fields = g.pop("problem", None) or (said if said in i18n.LABELS else None, {})
+    if "reset" in fields:  # an instant: for people, local time with its zone
+        fields = {**fields, "reset": i18n.local_time(fields["reset"], g.dashboard_lang, day=False)}
     html, status = page(
-        "dashboard/problem.html", err.status, heading=heading, text=err.message, code=err.code
+        "dashboard/problem.html",
+        err.status,
+        heading=heading,
+        text=t(msgid, **fields) if msgid else err.message,
+        detail=err.message if msgid else None,
+        code=err.code,
     )
     return html, status, err.headers  # Retry-After
 
@@ -117,10 +145,9 @@ def _viewer_or_redirect(full: bool = False):
         return None, page(
             "dashboard/problem.html",
             403,
-            heading="Pro plan needed",
+            heading=t("problem.plan"),
             code="plan_required",
-            text=f"Your plan ({viewer.plan.label}) has the read-only map explorer. Saving "
-            "locations, alerts and PDF reports are part of the Pro and Enterprise plans.",
+            text=t("problem.plan_text", plan=viewer.plan.label),
         )
     return viewer, None
 
@@ -135,6 +162,29 @@ def _own_location(conn, viewer, location_id):
 def _locations_page(viewer, status=200, **context):
     rows = list_locations(get_db(), viewer.account["id"])
     return page("dashboard/locations.html", status, locations=[as_json(r) for r in rows], **context)
+
+
+# -- language ----------------------------------------------------------------------------------------------
+
+
+@bp.get("/language/<lang>")
+def language(lang):
+    """Remember the chosen language (a cookie, one year) and go back to the dashboard page ``next``."""
+    target = request.args.get("next", "")
+    if not target.startswith("/dashboard/") or target.startswith("//") or "\\" in target:
+        target = url_for("dashboard.index")
+    resp = redirect(target)
+    if lang in i18n.LANGUAGES:
+        resp.set_cookie(
+            i18n.COOKIE,
+            lang,
+            max_age=365 * 86400,
+            path="/dashboard",
+            samesite="Lax",
+            httponly=True,
+            secure=request.is_secure,
+        )
+    return resp
 
 
 # -- saved locations ---------------------------------------------------------------------------------------
@@ -175,10 +225,13 @@ def add():
             viewer,
             err.status if err else 400,
             form=form,
-            error=err.message if err else str(exc),
+            error=(t(f"error.{err.code}") if f"error.{err.code}" in i18n.LABELS else err.message)
+            if err
+            else str(exc),
+            error_detail=err.message if err else None,
             error_code=err.code if err else None,
         )
-    flash(f"Saved “{row['name']}” (id {row['id']}).", "ok")
+    flash(t("flash.saved", name=row["name"], id=row["id"]), "ok")
     return redirect(url_for("dashboard.map_page", location=row["id"]))
 
 
@@ -201,7 +254,7 @@ def update(location_id):
     except StoreError as exc:
         _own_location(get_db(), viewer, location_id)
         return _locations_page(viewer, 400, error=str(exc))
-    flash(f"Updated “{row['name']}”.", "ok")
+    flash(t("flash.updated", name=row["name"]), "ok")
     return redirect(url_for("dashboard.index"))
 
 
@@ -216,7 +269,7 @@ def delete(location_id):
     except StoreError:
         _own_location(get_db(), viewer, location_id)
         raise
-    flash("The location is deleted (with its alerts).", "ok")
+    flash(t("flash.deleted"), "ok")
     return redirect(url_for("dashboard.index"))
 
 
@@ -235,7 +288,8 @@ def map_page():
     engine = current_engine()
     point = points.resolve(conn, viewer.account["id"], engine, request.args)
     count_point_view(viewer)
-    figures = point_figures(engine, point.lat, point.lng, data_now(engine))
+    now = data_now(engine)
+    figures = point_figures(engine, point.lat, point.lng, now, lang=g.dashboard_lang)
     subs = (
         alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
         if point.location is not None
@@ -251,6 +305,8 @@ def map_page():
         as_of=getattr(engine, "as_of", None),
         location=as_json(point.location) if point.location else None,
         drawn=_drawn(engine, point, figures),
+        daytime=daytime_window(engine, point.lat, point.lng, now),
+        demo=demo_clock(figures, now, wall_now()),
     )
 
 
@@ -273,7 +329,7 @@ def map_json():
     engine = current_engine()
     point = points.resolve(get_db(), viewer.account["id"], engine, request.args)
     count_point_view(viewer)
-    figures = point_figures(engine, point.lat, point.lng, data_now(engine))
+    figures = point_figures(engine, point.lat, point.lng, data_now(engine), lang=g.dashboard_lang)
     return jsonify(
         {
             "point": {"lat": point.lat, "lng": point.lng},
@@ -330,12 +386,12 @@ def subscribe(location_id):
             data_now(engine),
         )
     except StoreError as exc:
-        flash(f"Alerts not changed: {exc}.", "warn")
+        flash(t("flash.alerts_not_changed", reason=exc), "warn")
         return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
     issued = [s for s in subs if s["webhook_url"] and secrets_before.get(s["id"]) != s["webhook_secret"]]
     if issued:
-        return _secrets_page(row, issued, "Alerts saved.")
-    flash("Alerts saved. You get an e-mail when something changes after a data refresh.", "ok")
+        return _secrets_page(row, issued, t("flash.alerts_saved_short"))
+    flash(t("flash.alerts_saved"), "ok")
     return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
 
 
@@ -353,7 +409,11 @@ def _on_own_alert(sub_id, action, *, full: bool):
     try:
         return viewer, action(get_db(), viewer.account["id"], sub_id), None
     except StoreError as exc:
-        return None, None, page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
+        return (
+            None,
+            None,
+            page("dashboard/problem.html", 404, heading=t("problem.not_possible"), text=str(exc)),
+        )
 
 
 @bp.post("/alerts/<int:sub_id>/delete")
@@ -362,7 +422,7 @@ def delete_alert(sub_id):
     _viewer, row, stop = _on_own_alert(sub_id, alerts.delete, full=False)
     if stop:
         return stop
-    flash("Alert removed.", "ok")
+    flash(t("flash.alert_removed"), "ok")
     return redirect(url_for("dashboard.map_page", location=row["location_id"]) + "#alerts")
 
 
@@ -373,7 +433,7 @@ def rotate_secret(sub_id):
     if stop:
         return stop
     location = _own_location(get_db(), viewer, row["location_id"])
-    return _secrets_page(location, [row], "New webhook secret")
+    return _secrets_page(location, [row], t("secret.new"))
 
 
 @bp.get("/unsubscribe/<token>")
@@ -392,8 +452,8 @@ def unsubscribe(token):
         return page(
             "dashboard/problem.html",
             400,
-            heading="Not possible",
-            text="An unsubscribe request carries List-Unsubscribe=One-Click. Open the link from the mail.",
+            heading=t("problem.not_possible"),
+            text=t("problem.unsub_body"),
         )
     if not alerts.well_formed_token(token):
         return page("dashboard/unsubscribe.html", 404, sub=None, token=token, done=False)
@@ -413,7 +473,7 @@ def report(location_id):
 
     row = _own_location(get_db(), viewer, location_id)
     engine = current_engine()
-    pdf = report_pdf(engine, viewer.account["id"], as_json(row), data_now(engine))
+    pdf = report_pdf(engine, viewer.account["id"], as_json(row), data_now(engine), g.dashboard_lang)
     resp = Response(pdf, mimetype="application/pdf")
     resp.headers["Content-Disposition"] = f'attachment; filename="report-{row["id"]}.pdf"'
     return resp

@@ -72,9 +72,45 @@ def windows(starts, scores, now_ms: int) -> tuple:
     >>> windows(np.arange(4) * 3_600_000, np.array([0.5, 0.1, 0.2, 0.9]), 0)
     ((1, 0.15), (2, 0.55))
     """
+    means = window_means(starts, scores, now_ms)
+    b, w = int(np.argmin(means)), int(np.argmax(means))
+    return (b, float(means[b])), (w, float(means[w]))
+
+
+def window_means(starts, scores, now_ms: int) -> np.ndarray:
+    """Score of each 2-hour window ending by ``now + 24 h`` (mean of its slots, 3 decimals), by start index."""
     n = int(np.count_nonzero(starts + WINDOW_HOURS * MS_PER_HOUR <= now_ms + HORIZON_HOURS * MS_PER_HOUR))
     n = min(n, scores.size - WINDOW_HOURS + 1)
     means = np.convolve(scores, np.ones(WINDOW_HOURS) / WINDOW_HOURS, mode="valid")[:n]
-    means = np.round(means, 3) + 0.0
-    b, w = int(np.argmin(means)), int(np.argmax(means))
-    return (b, float(means[b])), (w, float(means[w]))
+    return np.round(means, 3) + 0.0
+
+
+#: local hours of the day for people's windows: a window lies in [06:00, 20:00) local time (Belgian labour
+#: law calls 20:00-06:00 night work); the API's ``bestWindow`` is unrestricted (docs/dashboard.md)
+DAYTIME_HOURS = (6, 20)
+
+
+def daytime_best(starts, scores, now_ms: int, hours: tuple[int, int] = DAYTIME_HOURS):
+    """The best 2-hour window whose both slots start within local ``hours`` (start index, score), or None
+    when the next 24 h hold none; the same scores, horizon and ties as :func:`windows`.
+
+    Examples
+    --------
+    >>> from .timefmt import to_ms
+    >>> from datetime import datetime, timezone
+    >>> t0 = to_ms(datetime(2026, 11, 16, 0, tzinfo=timezone.utc))  # 01:00 in Brussels
+    >>> starts = t0 + np.arange(24) * MS_PER_HOUR
+    >>> scores = np.where(np.arange(24) < 4, 0.0, 0.5); scores[10] = 0.2
+    >>> windows(starts, scores, t0)[0], daytime_best(starts, scores, t0)
+    ((0, 0.0), (9, 0.35))
+    """
+    means = window_means(starts, scores, now_ms)
+    n = means.size
+    local_hours = local_hour_kind(starts)[0]
+    first, end = hours
+    inside = (local_hours >= first) & (local_hours < end)
+    both = inside[:n] & inside[WINDOW_HOURS - 1 : WINDOW_HOURS - 1 + n]
+    if not both.any():
+        return None
+    i = int(np.flatnonzero(both)[np.argmin(means[both])])
+    return i, float(means[i])

@@ -265,3 +265,15 @@ def _fact_texts(
 def _no2_text(value: float, station: str, station_id: str, lang: str) -> str:
     t = catalogue(lang)
     return t("fact.no2", value=t.decimal(value, 1), station=station, id=station_id)
+
+
+def daytime_window(engine, lat, lng, now, hours: tuple[int, int] = win.DAYTIME_HOURS):
+    """The quietest 2-hour window of the next 24 h within local ``hours`` (:func:`geo.rules.windows.daytime_best`)
+    as :func:`window_json` gives it, or None: the window the dashboard proposes to people (the API's
+    ``bestWindow`` may lie at night)."""
+    lat, lng = checked_point(engine, lat, lng)
+    m = moment(engine, now)
+    found = dis.find_at(engine, lat, lng, m)
+    starts, scores = slot_scores(engine, found, m.now_ms)
+    pick = win.daytime_best(starts, scores, m.now_ms, hours)
+    return None if pick is None else window_json(starts, pick)

@@ -59,6 +59,9 @@ def signed_in(app, account_id):
     session_id = sessions.start(conn, account_id, now=int(time.time()), hours=1)
     conn.close()
     client = app.test_client()
+    client.environ_base["HTTP_ACCEPT_LANGUAGE"] = (
+        "en"  # the pages' labels in English (tests of nl/fr set their own)
+    )
     with client.session_transaction() as s:
         s[SESSION_ID], s["csrf"] = session_id, CSRF
     return client

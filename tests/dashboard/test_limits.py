@@ -61,6 +61,7 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
     return [
         ("dashboard.static", CHEAP, "get", "/dashboard/static/dashboard.css", None),
         ("dashboard.index", CHEAP, "get", "/dashboard/", None),
+        ("dashboard.language", CHEAP, "get", "/dashboard/language/fr?next=/dashboard/map", None),
         (
             "dashboard.add",
             CHEAP,
@@ -218,7 +219,14 @@ def test_a_point_view_counts_one_call_and_past_the_quota_is_the_apis_429(app, en
         assert [resp.headers[n] for n in RATE] == ["100", "0", str(MIDNIGHT)]
         text = resp.get_data(as_text=True)
         assert "Limit reached" in text and "the 100 calls of your Developer plan for today are used" in text
-        assert "come back at 00:00 UTC, in 2 min" in text and "(quota_exceeded)" in text
+        assert "come back at 01:00 CET, in 2 min" in text and "(quota_exceeded)" in text  # for people
+        assert "come back at 00:00 UTC, in 2 min" in text  # the API's own message, as the technical detail
+    # in the user's language, with the time for people
+    text = client_a.get(
+        f"/dashboard/map?lat={SPOT[0]}&lng={SPOT[1]}", headers={"Accept-Language": "fr"}
+    ).get_data(as_text=True)
+    assert "Limite atteinte" in text and "Les 100 appels de votre formule Developer" in text
+    assert "ils reviennent à 01:00 CET, dans 2 min" in text
     resp = client_a.get(f"/dashboard/map.json?location={ctx['loc']}")
     assert resp.status_code == 429 and resp.json["error"] == "quota_exceeded"
     assert resp.headers["Retry-After"] == "120" and resp.headers["X-RateLimit-Reset"] == str(MIDNIGHT)

@@ -16,10 +16,13 @@ API = {
 }
 
 
-def api_bodies(app, key, query):
+def api_bodies(app, key, query, lang="en"):
+    """The API's bodies in ``lang`` (the signed-in test clients' Accept-Language is en)."""
     out = {}
     for name, path in API.items():
-        resp = app.test_client().get(f"{path}?{query}", headers={"Authorization": f"Bearer {key}"})
+        resp = app.test_client().get(
+            f"{path}?{query}", headers={"Authorization": f"Bearer {key}", "Accept-Language": lang}
+        )
         assert resp.status_code == 200, resp.json
         out[name] = resp.json
     out["disruptions"].pop("location")
@@ -34,7 +37,7 @@ def test_map_json_figures_equal_the_api_for_any_point(app, user, lat, lng):
     # the page prints them
     page = client.get(f"/dashboard/map?lat={lat}&lng={lng}").get_data(as_text=True)
     d, aq, b = body["figures"]["disruptions"], body["figures"]["airQuality"], body["figures"]["briefing"]
-    assert f'data-testid="risk">{b["risk"]}<' in page
+    assert f'data-testid="risk" data-risk="{b["risk"]}">{b["risk"]}<' in page  # en: the label is the value
     assert page.count('data-testid="work"') == len(d["construction"])
     assert page.count('data-testid="detour"') == len(d["transit"])
     assert f"{d['summary']['activeWorks']} running, {d['summary']['plannedWorks']} planned" in page
@@ -45,10 +48,11 @@ def test_map_json_figures_equal_the_api_for_any_point(app, user, lat, lng):
     assert list(sources) == ["gipod", "delijn", "ircel", "lez"] and page.count('data-testid="source"') == 4
     for s in sources.values():
         row = page.split(f'data-source="{s["source"]}"', 1)[1].split("</tr>", 1)[0]
+        assert s["attribution"] in row and s["licence"] in row and f'datetime="{s["retrievedAt"]}"' in row
+        stale = "true" if s["stale"] else "false"
         assert (
-            s["attribution"] in row and s["licence"] in row and s["retrievedAt"][:16].replace("T", " ") in row
+            f'data-testid="source-stale" data-stale="{stale}">{"stale" if s["stale"] else "current"}<' in row
         )
-        assert f'data-testid="source-stale">{"stale" if s["stale"] else "current"}<' in row
 
 
 def test_saved_location_and_injected_clock_give_the_api_numbers(config, engine, user):
@@ -119,7 +123,9 @@ def test_basemap_has_our_layers_and_the_lez_answer_matches(user, engine):
         f["properties"]["name"] for f in resp.json["features"] if f["properties"]["layer"] == "municipality"
     }
     assert (
-        {"Antwerpen", "Gent", "Brussel", "Leuven"} <= names and "Liège" not in names and "Luik" not in names
+        {"Antwerpen", "Gent", "Brussel / Bruxelles", "Elsene / Ixelles", "Leuven"} <= names
+        and "Liège" not in names
+        and "Luik" not in names
     )
     inside = client.get("/dashboard/map.json?lat=51.2194&lng=4.4025").json["figures"]["airQuality"]["lez"]
     outside = client.get("/dashboard/map.json?lat=51.0543&lng=3.7174").json["figures"]["airQuality"]["lez"]
@@ -177,4 +183,13 @@ def test_optional_tile_url_reaches_the_map_and_the_csp(config, engine):
     assert (
         'data-tiles="https://{s}.tiles.example.be/{z}/{x}/{y}.png"' in page
         and 'data-attribution="© Stad"' in page
+    )
+    # the tiles' credit is in the legend too; without tiles the legend has no such line
+    assert 'data-legend="tiles">background map: © Stad<' in page
+    plain = create_app(config)
+    conn = connect(plain.config["DATABASE"])
+    migrate(conn)
+    account, _ = accounts.create_account(conn, "notiles@stad.be", "pro")
+    assert 'data-legend="tiles"' not in signed_in(plain, account["id"]).get("/dashboard/map").get_data(
+        as_text=True
     )

@@ -3,11 +3,14 @@ are in it, and page 1 renders to a PNG (kept under artifacts/reports/)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from app.dashboard.i18n import local_span, local_time
 
 from .conftest import CSRF
 
@@ -61,12 +64,20 @@ def test_report_pdf_holds_the_api_figures_and_renders_to_png(app, user, tmp_path
         assert work["id"] in flat and str(work["distanceKm"]) in flat
     for detour in api["disruptions"]["transit"]:
         assert detour["id"] in flat
-    assert api["briefing"]["bestWindow"]["start"][11:16] in flat
+    # windows for people: local time with the zone's name, the quietest daytime window, a scale that says what
+    worst = api["briefing"]["worstWindow"]
+    assert f"Busiest window: {local_span(worst['start'], worst['end'], 'en')} (busyness " in flat
+    best = flat.split("Quietest daytime window: ", 1)[1].split(" (busyness ", 1)[0]
+    assert re.fullmatch(r"\w{3} \d{1,2} \w{3} (0[6-9]|1[0-7]):00–(0[8-9]|1\d|20):00 CET", best), best
+    assert "Busyness: 0 = quiet, 1 = rush hour" in flat and "score" not in flat
     # every source's credit line, licence, kind, times and freshness, as the API states them
     for s in api["briefing"]["sources"]:
-        observed, retrieved = (s[k][:16].replace("T", " ") for k in ("observedAt", "retrievedAt"))
+        observed, retrieved = (local_time(s[k], "en") for k in ("observedAt", "retrievedAt"))
         assert f"{s['attribution']} — {s['licence']} ({s['kind']} data)." in flat
-        assert f"Latest value observed {observed} UTC · retrieved {retrieved} UTC · not refreshed" in flat
+        assert f"Latest value observed {observed} · retrieved {retrieved} · not refreshed" in flat
+    # the demo's clock is said, the map has its legend and scale
+    assert "Demo data: the data clock stands at Mon 16 Nov 08:00 CET." in flat
+    assert "selected point" in flat and "2 km circle" in flat and "River Scheldt" in flat and "1 km" in flat
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     subprocess.run(
@@ -94,6 +105,37 @@ def test_report_pdf_holds_the_api_figures_and_renders_to_png(app, user, tmp_path
         # the static map is drawn: the LEZ fill colour (#fbe3b0 at 60 %) is on the page
         colours = {c for _n, c in img.convert("RGB").getcolors(1 << 20)}
         assert any(abs(r - 0xFC) < 8 and abs(g - 0xEE) < 14 and abs(b - 0xD0) < 20 for r, g, b in colours)
+
+
+def test_the_report_speaks_the_users_language(user, store, tmp_path):
+    from app.store.saved_locations import add_location
+
+    account, _key, client = user("pro")
+    loc = add_location(store, account["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
+    texts = {}
+    for lang in ("fr", "en", "fr"):  # fr twice: the second one comes from the cache, per language
+        resp = client.get(f"/dashboard/locations/{loc['id']}/report.pdf", headers={"Accept-Language": lang})
+        assert resp.status_code == 200
+        pdf = tmp_path / f"{lang}.pdf"
+        pdf.write_bytes(resp.data)
+        out = subprocess.run(
+            [poppler("pdftotext"), str(pdf), "-"], check=True, capture_output=True, text=True
+        )
+        texts.setdefault(lang, " ".join(out.stdout.split()))
+    fr = texts["fr"]
+    for french in (
+        "Chantiers dans un rayon de 2 km",
+        "point choisi",
+        "Créneau le plus calme en journée",
+        "lun. 16 nov. 08:00 CET",
+        "Données de démonstration",
+        "page 1 sur",
+    ):
+        assert french in fr, french
+    for english in ("Road works", "selected point", "Quietest", "Demo data", "Latest value observed"):
+        assert english not in fr, english
+    assert "In uitvoering" in fr  # upstream statuses stay as published
+    assert "Road works within 2 km" in texts["en"]
 
 
 @pytest.mark.parametrize("plan", ["developer", "api"])

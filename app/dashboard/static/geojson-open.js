@@ -10,6 +10,12 @@
   var status = document.getElementById("geojson-status"), table = document.getElementById("geojson-table");
   var tbody = table.querySelector("tbody");
   var MAX_BYTES = 20 * 1024 * 1024;
+  var labelsEl = document.getElementById("map-labels"), T = labelsEl ? JSON.parse(labelsEl.textContent) : {};
+  function t(id, fields) {  // the page's labels (#map-labels, in its language)
+    var s = T[id] || id;
+    Object.keys(fields || {}).forEach(function (k) { s = s.split("{" + k + "}").join(fields[k]); });
+    return s;
+  }
   var STYLE = {  // kind → circle marker style (the map legend's colours)
     location: { radius: 8, color: "#1a1a1a", weight: 3, fillColor: "#ffffff", fillOpacity: 1 },
     construction: { radius: 6, color: "#c0392b", weight: 2, fillOpacity: 0.8 },
@@ -34,7 +40,7 @@
       id: q.id !== undefined ? String(q.id) : (loc && loc.id ? String(loc.id) : ""),
       name: String(q.description || q.title || q.name || (loc && (loc.name || (isNum(loc.lat) && isNum(loc.lng) && loc.lat + ", " + loc.lng))) || ""),
       status: String(q.status || q.severity || (reading && reading.status) || ""),
-      km: isNum(q.distanceKm) ? String(q.distanceKm) : (isNum(q.radiusKm) ? "radius " + q.radiusKm : ""),
+      km: isNum(q.distanceKm) ? String(q.distanceKm) : (isNum(q.radiusKm) ? t("gj.radius", { km: q.radiusKm }) : ""),
       no2: reading && isNum(reading.value) ? String(reading.value) : (isNum(q.value) ? String(q.value) : "")
     };
   }
@@ -47,12 +53,12 @@
   /* RFC 7946 shape checks L.geoJSON does not make itself; throws a readable Error. */
   function check(doc) {
     if (!doc || typeof doc !== "object" || doc.type !== "FeatureCollection" || !Array.isArray(doc.features)) {
-      throw new Error("it is not a GeoJSON FeatureCollection (an object with \"type\": \"FeatureCollection\" and a \"features\" array)");
+      throw new Error(t("gj.not_fc"));
     }
     doc.features.forEach(function (f, i) {
-      if (!f || f.type !== "Feature") { throw new Error("feature " + (i + 1) + " is not a GeoJSON Feature"); }
+      if (!f || f.type !== "Feature") { throw new Error(t("gj.not_feature", { i: i + 1 })); }
       if (f.geometry !== null && (typeof f.geometry !== "object" || typeof f.geometry.type !== "string")) {
-        throw new Error("feature " + (i + 1) + " has no valid geometry (an object with a type, or null)");
+        throw new Error(t("gj.bad_geometry", { i: i + 1 }));
       }
     });
   }
@@ -66,19 +72,19 @@
   function row(x, layer) {
     var tr = document.createElement("tr");
     tr.setAttribute("data-testid", "geojson-feature");
-    [["Kind", x.kind], ["Id", x.id], ["Name", x.name], ["Status", x.status], ["km", x.km], ["NO2 µg/m³", x.no2]]
+    [[t("col.kind"), x.kind], [t("col.id"), x.id], [t("field.name"), x.name], [t("col.status"), x.status], ["km", x.km], ["NO2 µg/m³", x.no2]]
       .forEach(function (c) { var td = document.createElement("td"); td.setAttribute("data-label", c[0]); td.textContent = c[1]; tr.appendChild(td); });
     var td = document.createElement("td");
-    td.setAttribute("data-label", "Map");
+    td.setAttribute("data-label", t("col.map"));
     if (layer) {  // keyboard route to the map: the button pans there and opens the popup
-      var b = document.createElement("button"); b.type = "button"; b.className = "secondary"; b.textContent = "Show";
-      b.setAttribute("aria-label", "Show " + (x.kind + " " + x.id).trim() + " on the map");
+      var b = document.createElement("button"); b.type = "button"; b.className = "secondary"; b.textContent = t("gj.show");
+      b.setAttribute("aria-label", t("gj.show_on_map", { what: (x.kind + " " + x.id).trim() }));
       b.addEventListener("click", function () {
         if (layer.getBounds) { map.fitBounds(layer.getBounds().pad(0.2), { maxZoom: 16 }); } else { map.setView(layer.getLatLng(), Math.max(map.getZoom(), 15)); }
         layer.openPopup(); el.scrollIntoView({ block: "nearest" });
       });
       td.appendChild(b);
-    } else { td.textContent = "no position"; }
+    } else { td.textContent = t("gj.no_position"); }
     tr.appendChild(td);
     tbody.appendChild(tr);
   }
@@ -102,17 +108,18 @@
     }
     table.hidden = false;
     el.dataset.geojsonFeatures = String(drawn);
-    say("Opened " + name + ": " + doc.features.length + " features, " + drawn + " drawn on the map.", false);
+    say(t("gj.opened", { name: name, n: doc.features.length, drawn: drawn }), false);
   }
   function open(file) {
     clear();
-    if (file.size > MAX_BYTES) { say(file.name + " could not be opened: it is larger than 20 MB. Nothing is drawn.", true); return; }
+    function failed(why) { say(t("gj.failed", { name: file.name, why: why }), true); }
+    if (file.size > MAX_BYTES) { failed(t("gj.too_big")); return; }
     var reader = new FileReader();
-    reader.onerror = function () { say(file.name + " could not be read. Nothing is drawn.", true); };
+    reader.onerror = function () { say(t("gj.unreadable", { name: file.name }), true); };
     reader.onload = function () {
       var doc;
-      try { doc = JSON.parse(reader.result); } catch (e) { say(file.name + " could not be opened: it is not JSON (" + e.message + "). Nothing is drawn.", true); return; }
-      try { check(doc); draw(doc, file.name); } catch (e) { clear(); say(file.name + " could not be opened: " + String(e.message).replace(/\.$/, "") + ". Nothing is drawn.", true); }
+      try { doc = JSON.parse(reader.result); } catch (e) { failed(t("gj.not_json", { error: e.message })); return; }
+      try { check(doc); draw(doc, file.name); } catch (e) { clear(); failed(String(e.message).replace(/\.$/, "")); }
     };
     reader.readAsText(file);
   }

@@ -1,0 +1,778 @@
+"""The dashboard's language and its labels: one catalogue of our own texts in nl, fr and en, and times for people.
+
+The language of a dashboard answer (:func:`choose`): the user's explicit choice (the switcher sets the cookie
+:data:`COOKIE`), else the browser's ``Accept-Language`` negotiated exactly as the API does
+(:func:`app.api.negotiation.choose_language`: ``nl`` when nothing fits). The texts ``geo`` generates (headline,
+key facts, NO2 labels) come in the same language from ``geo``'s own catalogues; upstream data values (work
+descriptions, statuses, stop names) are never translated.
+
+:data:`LABELS` holds every label of the pages, the PDF and the map script: message id → ``(nl, fr, en)``
+(the order of :data:`geo.rules.texts.LANGUAGES`), ``str.format`` fields identical in the three (a test checks).
+
+Times for people are local Europe/Brussels time with the zone's name (:func:`local_time`:
+``Mon 16 Nov 08:00 CET``); pages put the ISO instant beside it for machines (``<time datetime>``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from geo.rules.texts import DEFAULT, LANGUAGES
+from geo.rules.timefmt import BRUSSELS
+
+COOKIE = "urban_lang"
+NAMES = {"nl": "Nederlands", "fr": "Français", "en": "English"}
+
+_DAYS = {
+    "nl": ("ma", "di", "wo", "do", "vr", "za", "zo"),
+    "fr": ("lun.", "mar.", "mer.", "jeu.", "ven.", "sam.", "dim."),
+    "en": ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"),
+}
+_MONTHS = {
+    "nl": ("jan", "feb", "mrt", "apr", "mei", "jun", "jul", "aug", "sep", "okt", "nov", "dec"),
+    "fr": (
+        "janv.",
+        "févr.",
+        "mars",
+        "avr.",
+        "mai",
+        "juin",
+        "juil.",
+        "août",
+        "sept.",
+        "oct.",
+        "nov.",
+        "déc.",
+    ),
+    "en": ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"),
+}
+
+#: message id → (nl, fr, en)
+LABELS: dict[str, tuple[str, str, str]] = {
+    # frame
+    "brand": (
+        "Urban Conditions · Dashboard",
+        "Urban Conditions · Tableau de bord",
+        "Urban Conditions · Dashboard",
+    ),
+    "dashboard": ("Dashboard", "Tableau de bord", "Dashboard"),
+    "nav.locations": ("Locaties", "Lieux", "Locations"),
+    "nav.map": ("Kaart", "Carte", "Map"),
+    "nav.api": ("API-gedeelte", "Espace API", "API section"),
+    "nav.language": ("Taal", "Langue", "Language"),
+    "skip": ("Naar de inhoud", "Aller au contenu", "Skip to content"),
+    "sign_in": ("Aanmelden", "Se connecter", "Sign in"),
+    "sign_out": ("Afmelden", "Se déconnecter", "Sign out"),
+    "footer": (
+        "Wegenwerken (GIPOD), omleidingen van De Lijn, gemeten NO2 (IRCEL-CELINE) en de Antwerpse LEZ voor "
+        "Vlaanderen en Brussel. De cijfers zijn die van de API.",
+        "Chantiers (GIPOD), déviations De Lijn, NO2 mesuré (IRCEL-CELINE) et la LEZ d'Anvers pour la Flandre "
+        "et Bruxelles. Les chiffres sont ceux de l'API.",
+        "Road works (GIPOD), De Lijn detours, measured NO2 (IRCEL-CELINE) and the Antwerp LEZ for Flanders "
+        "and Brussels. The figures are the API's own.",
+    ),
+    "demo": (
+        "Demogegevens: de klok van de gegevens staat op {when}{ago}. Alle cijfers gelden voor dat moment, "
+        "niet voor nu.",
+        "Données de démonstration : l'horloge des données est arrêtée au {when}{ago}. Tous les chiffres "
+        "valent pour cet instant, pas pour maintenant.",
+        "Demo data: the data clock stands at {when}{ago}. Every figure is for that moment, not for now.",
+    ),
+    "demo.ago": (" ({days} dagen geleden)", " (il y a {days} jours)", " ({days} days ago)"),
+    # saved locations
+    "loc.title": ("Bewaarde locaties", "Lieux enregistrés", "Saved locations"),
+    "loc.signed_in": (
+        "Aangemeld als {email} · abonnement",
+        "Connecté en tant que {email} · formule",
+        "Signed in as {email} · plan",
+    ),
+    "loc.explorer": (
+        "Uw abonnement heeft de kaartverkenner (alleen lezen): open de kaart en klik op een punt om de cijfers "
+        "te zien. Locaties bewaren, meldingen en PDF-rapporten horen bij Pro en Enterprise.",
+        "Votre formule donne l'explorateur de carte (lecture seule) : ouvrez la carte et cliquez sur un point "
+        "pour en voir les chiffres. Enregistrer des lieux, les alertes et les rapports PDF font partie des "
+        "formules Pro et Enterprise.",
+        "Your plan has the read-only map explorer: open the map and click any point to see its figures. Saving "
+        "locations, alerts and PDF reports come with the Pro and Enterprise plans.",
+    ),
+    "loc.add": ("Locatie toevoegen", "Ajouter un lieu", "Add a location"),
+    "loc.add_hint": (
+        "Klik op de kaart om het punt te kiezen, of typ de coördinaten (WGS84-graden).",
+        "Cliquez sur la carte pour choisir le point, ou tapez ses coordonnées (degrés WGS84).",
+        "Click the map to pick the point, or type its coordinates (WGS84 degrees).",
+    ),
+    "loc.map_pick": (
+        "Kaart: klik om het punt van de nieuwe locatie te kiezen",
+        "Carte : cliquez pour choisir le point du nouveau lieu",
+        "Map: click to pick the point of the new location",
+    ),
+    "field.name": ("Naam", "Nom", "Name"),
+    "field.address": ("Adres", "Adresse", "Address"),
+    "field.label": ("Label", "Étiquette", "Label"),
+    "field.optional": ("(optioneel)", "(facultatif)", "(optional)"),
+    "field.lat": ("Breedtegraad", "Latitude", "Latitude"),
+    "field.lng": ("Lengtegraad", "Longitude", "Longitude"),
+    "field.primary": ("Hoofdlocatie", "Lieu principal", "Primary location"),
+    "loc.save": ("Locatie bewaren", "Enregistrer le lieu", "Save location"),
+    "loc.yours": ("Uw locaties", "Vos lieux", "Your locations"),
+    "loc.same_records": (
+        "Dezelfde records als GET /api/v1/locations; gebruik de id als locationId.",
+        "Les mêmes enregistrements que GET /api/v1/locations ; utilisez l'id comme locationId.",
+        "The same records as GET /api/v1/locations; use the id as locationId.",
+    ),
+    "loc.primary": ("hoofdlocatie", "principal", "primary"),
+    "loc.map_link": ("Kaart en cijfers", "Carte et chiffres", "Map and figures"),
+    "loc.report": ("PDF-rapport", "Rapport PDF", "PDF report"),
+    "loc.edit": ("Wijzigen of verwijderen", "Modifier ou supprimer", "Edit or delete"),
+    "loc.save_changes": ("Wijzigingen bewaren", "Enregistrer les modifications", "Save changes"),
+    "loc.delete": ("Verwijderen", "Supprimer", "Delete"),
+    "loc.delete_named": ("{name} verwijderen", "Supprimer {name}", "Delete {name}"),
+    "loc.none": ("Nog geen bewaarde locaties.", "Pas encore de lieu enregistré.", "No saved locations yet."),
+    "flash.saved": (
+        "“{name}” bewaard (id {id}).",
+        "« {name} » enregistré (id {id}).",
+        "Saved “{name}” (id {id}).",
+    ),
+    "flash.updated": ("“{name}” bijgewerkt.", "« {name} » mis à jour.", "Updated “{name}”."),
+    "flash.deleted": (
+        "De locatie is verwijderd (met haar meldingen).",
+        "Le lieu est supprimé (avec ses alertes).",
+        "The location is deleted (with its alerts).",
+    ),
+    "picked": (
+        "Gekozen: {lat}, {lng}. Vul een naam in en bewaar.",
+        "Choisi : {lat}, {lng}. Donnez un nom et enregistrez.",
+        "Picked {lat}, {lng}. Fill in a name and save.",
+    ),
+    # the map page
+    "map.title": ("Kaart", "Carte", "Map"),
+    "map.point_title": ("Punt {lat}, {lng}", "Point {lat}, {lng}", "Point {lat}, {lng}"),
+    "map.choose": ("Kies een punt", "Choisir un point", "Choose a point"),
+    "map.saved": ("Bewaarde locatie", "Lieu enregistré", "Saved location"),
+    "map.coords_below": ("— coördinaten hieronder —", "— coordonnées ci-dessous —", "— coordinates below —"),
+    "map.show": ("Tonen", "Afficher", "Show"),
+    "map.hint": (
+        "Klik op de kaart om een ander punt in Vlaanderen of Brussel te kiezen; klik op een werf, halte of "
+        "meetstation (of op een rij van de tabellen) voor de details.",
+        "Cliquez sur la carte pour choisir un autre point en Flandre ou à Bruxelles ; cliquez sur un chantier, "
+        "un arrêt ou une station de mesure (ou sur une ligne des tableaux) pour les détails.",
+        "Click the map to choose another point in Flanders or Brussels; click a work, stop or measuring "
+        "station (or a row of the tables) for its details.",
+    ),
+    "map.aria": (
+        "Kaart van het punt, de werken, haltes van omleidingen, het meetstation, de LEZ en het gebied",
+        "Carte du point, des chantiers, des arrêts déviés, de la station de mesure, de la LEZ et de la zone",
+        "Map of the point, its works, detour stops, measuring station, LEZ and service area",
+    ),
+    "map.show_here": (
+        "Cijfers van dit punt tonen",
+        "Afficher les chiffres de ce point",
+        "Show the figures of this point",
+    ),
+    "map.close": ("Sluiten", "Fermer", "Close"),
+    "map.details": ("Details", "Détails", "Details"),
+    "map.details_hint": (
+        "Kies een werf, halte of station op de kaart of in een tabel.",
+        "Choisissez un chantier, un arrêt ou une station sur la carte ou dans un tableau.",
+        "Choose a work, stop or station on the map or in a table.",
+    ),
+    "map.on_map": ("Op de kaart", "Sur la carte", "On the map"),
+    "map.loading_failed": (
+        "De kaart kon niet laden: {error}",
+        "La carte n'a pas pu se charger : {error}",
+        "The map could not load: {error}",
+    ),
+    "legend": ("Legende", "Légende", "Legend"),
+    "legend.point": ("gekozen punt", "point choisi", "selected point"),
+    "legend.circle": ("cirkel van 2 km", "cercle de 2 km", "2 km circle"),
+    "legend.running": ("werf in uitvoering", "chantier en cours", "work running"),
+    "legend.planned": ("werf gepland of vergund", "chantier prévu ou autorisé", "work planned or permitted"),
+    "legend.severe": (
+        "werf met ernstige hinder (dikke rand)",
+        "chantier à forte gêne (bord épais)",
+        "work with severe hindrance (thick ring)",
+    ),
+    "severe": ("ernstige hinder", "forte gêne", "severe hindrance"),
+    "legend.stop_high": (
+        "halte buiten dienst, grote hinder",
+        "arrêt non desservi, forte gêne",
+        "unserved stop, high severity detour",
+    ),
+    "legend.stop_medium": (
+        "halte buiten dienst, matige hinder",
+        "arrêt non desservi, gêne moyenne",
+        "unserved stop, medium severity detour",
+    ),
+    "legend.stop_low": (
+        "halte buiten dienst, lichte hinder",
+        "arrêt non desservi, gêne faible",
+        "unserved stop, low severity detour",
+    ),
+    "legend.station": ("NO2-meetstation", "station de mesure NO2", "NO2 measuring station"),
+    "legend.lez": ("lage-emissiezone (LEZ)", "zone de basses émissions (LEZ)", "low-emission zone (LEZ)"),
+    "legend.river": ("Schelde (rivier)", "Escaut (fleuve)", "River Scheldt"),
+    "legend.boundary": (
+        "grens Vlaanderen en Brussel",
+        "limite Flandre et Bruxelles",
+        "Flanders and Brussels border",
+    ),
+    "legend.municipality": (
+        "gemeentegrens, met naam",
+        "limite communale, avec nom",
+        "municipality border, with name",
+    ),
+    "legend.tiles": (
+        "achtergrondkaart: {attribution}",
+        "fond de carte : {attribution}",
+        "background map: {attribution}",
+    ),
+    "scale": ("schaal", "échelle", "scale"),
+    "kind.work": ("Werf", "Chantier", "Road work"),
+    "kind.stop": ("Halte buiten dienst", "Arrêt non desservi", "Unserved stop"),
+    "kind.station": ("Meetstation", "Station de mesure", "Measuring station"),
+    "kind.point": ("Gekozen punt", "Point choisi", "Selected point"),
+    "geojson.heading": ("GeoJSON-antwoord", "Réponse GeoJSON", "GeoJSON answer"),
+    "geojson.open": ("Een GeoJSON-antwoord openen", "Ouvrir une réponse GeoJSON", "Open a GeoJSON answer"),
+    "geojson.hint": (
+        "(een bestand bewaard uit de API met Accept: application/geo+json of urban … --geojson; het blijft in "
+        "uw browser)",
+        "(un fichier enregistré depuis l'API avec Accept: application/geo+json ou urban … --geojson ; il reste "
+        "dans votre navigateur)",
+        "(a file saved from the API with Accept: application/geo+json or urban … --geojson; it stays in your "
+        "browser)",
+    ),
+    "geojson.caption": (
+        "Objecten van het geopende bestand, in zijn volgorde; de waarden zijn die van het bestand.",
+        "Objets du fichier ouvert, dans son ordre ; les valeurs sont celles du fichier.",
+        "Features of the opened file, in its order; the values are the file's own.",
+    ),
+    "gj.opened": (
+        "{name} geopend: {n} objecten, {drawn} getekend op de kaart.",
+        "{name} ouvert : {n} objets, {drawn} dessinés sur la carte.",
+        "Opened {name}: {n} features, {drawn} drawn on the map.",
+    ),
+    "gj.failed": (
+        "{name} kon niet geopend worden: {why}. Er wordt niets getekend.",
+        "{name} n'a pas pu être ouvert : {why}. Rien n'est dessiné.",
+        "{name} could not be opened: {why}. Nothing is drawn.",
+    ),
+    "gj.unreadable": (
+        "{name} kon niet gelezen worden. Er wordt niets getekend.",
+        "{name} n'a pas pu être lu. Rien n'est dessiné.",
+        "{name} could not be read. Nothing is drawn.",
+    ),
+    "gj.too_big": ("het is groter dan 20 MB", "il dépasse 20 Mo", "it is larger than 20 MB"),
+    "gj.not_json": (
+        "het is geen JSON ({error})",
+        "ce n'est pas du JSON ({error})",
+        "it is not JSON ({error})",
+    ),
+    "gj.not_fc": (
+        'het is geen GeoJSON FeatureCollection (een object met "type": "FeatureCollection" en een '
+        '"features"-lijst)',
+        'ce n\'est pas une FeatureCollection GeoJSON (un objet avec "type": "FeatureCollection" et un '
+        'tableau "features")',
+        'it is not a GeoJSON FeatureCollection (an object with "type": "FeatureCollection" and a '
+        '"features" array)',
+    ),
+    "gj.not_feature": (
+        "object {i} is geen GeoJSON Feature",
+        "l'objet {i} n'est pas une Feature GeoJSON",
+        "feature {i} is not a GeoJSON Feature",
+    ),
+    "gj.bad_geometry": (
+        "object {i} heeft geen geldige geometrie (een object met een type, of null)",
+        "l'objet {i} n'a pas de géométrie valide (un objet avec un type, ou null)",
+        "feature {i} has no valid geometry (an object with a type, or null)",
+    ),
+    "gj.show": ("Tonen", "Afficher", "Show"),
+    "gj.show_on_map": ("{what} tonen op de kaart", "Afficher {what} sur la carte", "Show {what} on the map"),
+    "gj.no_position": ("geen positie", "pas de position", "no position"),
+    "gj.radius": ("straal {km}", "rayon {km}", "radius {km}"),
+    "col.kind": ("Soort", "Type", "Kind"),
+    "col.id": ("Id", "Id", "Id"),
+    "col.status": ("Status", "Statut", "Status"),
+    "col.km": ("km", "km", "km"),
+    "col.map": ("Kaart", "Carte", "Map"),
+    "as_of": ("Gegevens van {when}.", "Données du {when}.", "Data as of {when}."),
+    "save_point": (
+        "Dit punt als locatie bewaren",
+        "Enregistrer ce point comme lieu",
+        "Save this point as a location",
+    ),
+    "download_report": (
+        "Het PDF-rapport downloaden",
+        "Télécharger le rapport PDF",
+        "Download the PDF report",
+    ),
+    # briefing
+    "briefing.heading": (
+        "Briefing: de komende 24 uur",
+        "Briefing : les prochaines 24 heures",
+        "Briefing: the next 24 hours",
+    ),
+    "risk.low": ("laag", "faible", "low"),
+    "risk.moderate": ("matig", "modéré", "moderate"),
+    "risk.high": ("hoog", "élevé", "high"),
+    "risk": ("Risico", "Risque", "Risk"),
+    "best_window": (
+        "Rustigste venster overdag",
+        "Créneau le plus calme en journée",
+        "Quietest daytime window",
+    ),
+    "worst_window": ("Drukste venster", "Créneau le plus chargé", "Busiest window"),
+    "rush_peak": ("Volgende spitspiek", "Prochain pic de pointe", "Next rush peak"),
+    "rush.ochtendspits": ("ochtendspits", "pointe du matin", "morning rush"),
+    "rush.avondspits": ("avondspits", "pointe du soir", "evening rush"),
+    "rush.zaterdagspits": ("zaterdagspits", "pointe du samedi", "Saturday rush"),
+    "sev.low": ("licht", "faible", "low"),
+    "sev.medium": ("matig", "moyenne", "medium"),
+    "sev.high": ("groot", "forte", "high"),
+    "score": ("drukte {score} op 1", "affluence {score} sur 1", "busyness {score} of 1"),
+    "daytime_note": (
+        "Drukte: 0 = rustig, 1 = spits met zware hinder (verkeersprofiel van het uur plus werken en omleidingen "
+        "in de buurt). Overdag = tussen 06:00 en 20:00; de API geeft ook nachtvensters (bestWindow).",
+        "Affluence : 0 = calme, 1 = heure de pointe avec forte gêne (profil de trafic de l'heure plus chantiers "
+        "et déviations proches). En journée = entre 06:00 et 20:00 ; l'API donne aussi les créneaux de nuit "
+        "(bestWindow).",
+        "Busyness: 0 = quiet, 1 = rush hour with heavy disruption (the hour's traffic profile plus nearby works "
+        "and detours). Daytime = between 06:00 and 20:00; the API also gives night windows (bestWindow).",
+    ),
+    # air quality
+    "air": ("Luchtkwaliteit (NO2)", "Qualité de l'air (NO2)", "Air quality (NO2)"),
+    "air.measured": (
+        "Gemeten {when} in {station}, op {km} km. Trend: {trend}{percent}.",
+        "Mesuré {when} à {station}, à {km} km. Tendance : {trend}{percent}.",
+        "Measured {when} at {station}, {km} km away. Trend: {trend}{percent}.",
+    ),
+    "trend.rising": ("stijgend", "en hausse", "rising"),
+    "trend.falling": ("dalend", "en baisse", "falling"),
+    "trend.stable": ("stabiel", "stable", "stable"),
+    "trend.unknown": ("onbekend", "inconnue", "unknown"),
+    "air.none": (
+        "Geen gemeten waarde in de laatste twee uur (onbekend, niet nul).",
+        "Aucune valeur mesurée ces deux dernières heures (inconnue, pas zéro).",
+        "No measured value in the last two hours (unknown, not zero).",
+    ),
+    "col.figure": ("Norm", "Seuil", "Figure"),
+    "col.exceeded": ("Overschreden", "Dépassé", "Exceeded"),
+    "yes": ("ja", "oui", "yes"),
+    "no": ("nee", "non", "no"),
+    "lez.inside": ("Binnen de {name} (LEZ).", "Dans la {name} (LEZ).", "Inside the {name} (LEZ)."),
+    "lez.outside": (
+        "Buiten de lage-emissiezone.",
+        "Hors de la zone de basses émissions.",
+        "Outside the low-emission zone.",
+    ),
+    # works and detours
+    "works.heading": (
+        "Wegenwerken binnen {km} km",
+        "Chantiers dans un rayon de {km} km",
+        "Road works within {km} km",
+    ),
+    "works.summary": (
+        "{running} in uitvoering, {planned} gepland, {soon} starten binnen 14 dagen.",
+        "{running} en cours, {planned} prévus, {soon} commencent dans les 14 jours.",
+        "{running} running, {planned} planned, {soon} starting within 14 days.",
+    ),
+    "col.work": ("Werf", "Chantier", "Work"),
+    "col.from": ("Van", "Du", "From"),
+    "col.to": ("Tot", "Au", "To"),
+    "detours.heading": ("Omleidingen van De Lijn", "Déviations De Lijn", "De Lijn detours"),
+    "detours.summary": (
+        "{n} omleidingen, {high} met grote hinder.",
+        "{n} déviations, {high} avec forte gêne.",
+        "{n} detours, {high} with high severity.",
+    ),
+    "col.detour": ("Omleiding", "Déviation", "Detour"),
+    "col.lines": ("Lijnen", "Lignes", "Lines"),
+    "col.severity": ("Hinder", "Gêne", "Severity"),
+    "col.delay": ("Vertraging", "Retard", "Delay"),
+    "col.until": ("Tot", "Jusqu'au", "Until"),
+    "open_end": ("open", "indéterminé", "open"),
+    "minutes": ("{n} min", "{n} min", "{n} min"),
+    "mode.tram": ("tram", "tram", "tram"),
+    "mode.bus": ("bus", "bus", "bus"),
+    # sources
+    "sources": ("Bronnen", "Sources", "Sources"),
+    "sources.caption": (
+        "Van wie elk cijfer komt, onder welke licentie, en hoe vers (lokale tijd).",
+        "D'où vient chaque chiffre, sous quelle licence, et sa fraîcheur (heure locale).",
+        "Whose data each figure is, under which licence, and how fresh (local time).",
+    ),
+    "col.source": ("Bron", "Source", "Source"),
+    "col.licence": ("Licentie", "Licence", "Licence"),
+    "col.observed": ("Laatst waargenomen waarde", "Dernière valeur observée", "Latest value observed"),
+    "col.retrieved": ("Opgehaald", "Récupéré", "Retrieved"),
+    "col.next": ("Volgende update", "Prochaine mise à jour", "Next update"),
+    "col.fresh": ("Versheid", "Fraîcheur", "Freshness"),
+    "kind.data": ("{kind}-gegevens", "données {kind}", "{kind} data"),
+    "data.live": ("live", "en direct", "live"),
+    "data.demo": ("demo", "de démonstration", "demo"),
+    "data.recorded": ("opgenomen", "enregistrées", "recorded"),
+    "data.reference": ("referentie", "de référence", "reference"),
+    "data.unknown": ("onbekend", "inconnues", "unknown"),
+    "no_value": ("geen waarde", "aucune valeur", "no value"),
+    "not_refreshed": ("niet ververst", "pas rafraîchi", "not refreshed"),
+    "stale": ("verouderd", "périmé", "stale"),
+    "current": ("actueel", "à jour", "current"),
+    # alerts
+    "alerts": ("Meldingen", "Alertes", "Alerts"),
+    "alerts.paused": (
+        "Uw abonnement ({plan}) heeft geen meldingen, dus deze sturen niets. U kunt ze verwijderen; ze starten "
+        "opnieuw met Pro of Enterprise.",
+        "Votre formule ({plan}) n'a pas d'alertes : celles-ci n'envoient rien. Vous pouvez les supprimer ; "
+        "elles reprennent avec Pro ou Enterprise.",
+        "Your plan ({plan}) has no alerts, so these send nothing. You can remove them; they start again on "
+        "the Pro or Enterprise plan.",
+    ),
+    "alerts.webhook": ("webhook", "webhook", "webhook"),
+    "alerts.new_secret": ("Nieuw geheim", "Nouveau secret", "New secret"),
+    "alerts.new_secret_for": (
+        "Nieuw webhookgeheim: {kind}",
+        "Nouveau secret de webhook : {kind}",
+        "New webhook secret: {kind}",
+    ),
+    "alerts.remove": ("Verwijderen", "Supprimer", "Remove"),
+    "alerts.remove_for": (
+        "Melding verwijderen: {kind}",
+        "Supprimer l'alerte : {kind}",
+        "Remove alert: {kind}",
+    ),
+    "alerts.legend": (
+        "Mail mij op {email} wanneer, na een verversing van de gegevens:",
+        "M'envoyer un e-mail à {email} quand, après un rafraîchissement des données :",
+        "E-mail me to {email} when, after a data refresh:",
+    ),
+    "alerts.webhook_field": (
+        "Ook POST naar deze webhook",
+        "Aussi un POST vers ce webhook",
+        "Also POST to this webhook",
+    ),
+    "alerts.webhook_hint": (
+        "(optioneel, ondertekend met HMAC-SHA256)",
+        "(facultatif, signé avec HMAC-SHA256)",
+        "(optional, signed with HMAC-SHA256)",
+    ),
+    "alerts.save": ("Meldingen bewaren", "Enregistrer les alertes", "Save alerts"),
+    "alert.no2_eu": (
+        "NO2 boven de EU-grenswaarde (40 µg/m³)",
+        "NO2 au-dessus de la valeur limite UE (40 µg/m³)",
+        "NO2 above the EU limit value (40 µg/m³)",
+    ),
+    "alert.no2_who": (
+        "NO2 boven de WHO-richtlijn (10 µg/m³)",
+        "NO2 au-dessus de la ligne directrice OMS (10 µg/m³)",
+        "NO2 above the WHO guideline (10 µg/m³)",
+    ),
+    "alert.work_running": (
+        "Een wegenwerk binnen 2 km gaat van start",
+        "Un chantier dans un rayon de 2 km démarre",
+        "A road work within 2 km starts running",
+    ),
+    "alert.detour_new": (
+        "Een nieuwe omleiding van De Lijn raakt deze locatie",
+        "Une nouvelle déviation De Lijn touche ce lieu",
+        "A new De Lijn detour hits this location",
+    ),
+    "flash.alerts_saved": (
+        "Meldingen bewaard. U krijgt een e-mail wanneer er iets verandert na een verversing van de gegevens.",
+        "Alertes enregistrées. Vous recevez un e-mail quand quelque chose change après un rafraîchissement.",
+        "Alerts saved. You get an e-mail when something changes after a data refresh.",
+    ),
+    "flash.alerts_saved_short": ("Meldingen bewaard.", "Alertes enregistrées.", "Alerts saved."),
+    "flash.alerts_not_changed": (
+        "Meldingen niet gewijzigd: {reason}.",
+        "Alertes non modifiées : {reason}.",
+        "Alerts not changed: {reason}.",
+    ),
+    "flash.alert_removed": ("Melding verwijderd.", "Alerte supprimée.", "Alert removed."),
+    "secret.title": ("Webhookgeheim", "Secret de webhook", "Webhook secret"),
+    "secret.new": ("Nieuw webhookgeheim", "Nouveau secret de webhook", "New webhook secret"),
+    "secret.copy": (
+        "Kopieer het geheim nu: het wordt maar één keer getoond. Elke webhook-POST wordt ermee ondertekend "
+        "(X-Urban-Signature); het vorige geheim van deze meldingen ondertekent niets meer. Een nieuw geheim "
+        "later: “Nieuw geheim” op de kaartpagina.",
+        "Copiez le secret maintenant : il n'est affiché qu'une fois. Chaque POST du webhook est signé avec lui "
+        "(X-Urban-Signature) ; l'ancien secret de ces alertes ne signe plus rien. Pour un nouveau secret plus "
+        "tard : « Nouveau secret » sur la page de la carte.",
+        "Copy the secret now: it is shown only this once. Each webhook POST is signed with it "
+        "(X-Urban-Signature); the previous secret of these alerts no longer signs anything. To get a new one "
+        "later, press “New secret” on the map page.",
+    ),
+    "back_to": ("Terug naar {name}", "Retour à {name}", "Back to {name}"),
+    "back": ("Terug naar het dashboard", "Retour au tableau de bord", "Back to the dashboard"),
+    # unsubscribe
+    "unsub.title": ("Uitschrijven", "Se désabonner", "Unsubscribe"),
+    "unsub.done": (
+        "U bent uitgeschreven: deze melding stuurt niets meer.",
+        "Vous êtes désabonné : cette alerte n'envoie plus rien.",
+        "You are unsubscribed: this alert sends nothing more.",
+    ),
+    "unsub.gone": (
+        "Deze melding bestaat niet meer: er wordt niets meer gestuurd.",
+        "Cette alerte n'existe plus : plus rien n'est envoyé.",
+        "This alert is already gone: nothing more is sent.",
+    ),
+    "unsub.ask": (
+        "De melding “{kind}” voor {name} stoppen?",
+        "Arrêter l'alerte « {kind} » pour {name} ?",
+        "Stop the alert “{kind}” for {name}?",
+    ),
+    "unsub.invalid": (
+        "Deze uitschrijflink is niet (meer) geldig: de melding bestaat al niet meer.",
+        "Ce lien de désabonnement n'est pas (ou plus) valable : l'alerte n'existe déjà plus.",
+        "This unsubscribe link is not (or no longer) valid: the alert is already gone.",
+    ),
+    # problems
+    "problem.expired": ("Formulier verlopen", "Formulaire expiré", "Form expired"),
+    "problem.expired_text": (
+        "Dit formulier is niet meer geldig (of cookies zijn geblokkeerd). Laad de pagina opnieuw en probeer "
+        "het nog eens.",
+        "Ce formulaire n'est plus valable (ou les cookies sont bloqués). Rechargez la page et réessayez.",
+        "This form is no longer valid (or cookies are blocked). Reload the page and try again.",
+    ),
+    "problem.unavailable": (
+        "Tijdelijk niet beschikbaar",
+        "Temporairement indisponible",
+        "Temporarily unavailable",
+    ),
+    "problem.limit": ("Limiet bereikt", "Limite atteinte", "Limit reached"),
+    "problem.not_possible": ("Niet mogelijk", "Impossible", "Not possible"),
+    "problem.plan": ("Pro-abonnement nodig", "Formule Pro requise", "Pro plan needed"),
+    "problem.plan_text": (
+        "Uw abonnement ({plan}) heeft de kaartverkenner (alleen lezen). Locaties bewaren, meldingen en "
+        "PDF-rapporten horen bij Pro en Enterprise.",
+        "Votre formule ({plan}) donne l'explorateur de carte (lecture seule). Enregistrer des lieux, les "
+        "alertes et les rapports PDF font partie des formules Pro et Enterprise.",
+        "Your plan ({plan}) has the read-only map explorer. Saving locations, alerts and PDF reports are part "
+        "of the Pro and Enterprise plans.",
+    ),
+    "problem.unsub_body": (
+        "Een uitschrijfverzoek bevat List-Unsubscribe=One-Click. Open de link uit de e-mail.",
+        "Une demande de désabonnement contient List-Unsubscribe=One-Click. Ouvrez le lien de l'e-mail.",
+        "An unsubscribe request carries List-Unsubscribe=One-Click. Open the link from the mail.",
+    ),
+    "problem.detail": ("Technisch detail (API)", "Détail technique (API)", "Technical detail (API)"),
+    "limit.quota": (
+        "De {quota} oproepen van uw abonnement {plan} voor vandaag zijn gebruikt (de cijfers van een punt op de "
+        "kaart tellen als één API-oproep); ze komen terug om {reset}, over {wait}.",
+        "Les {quota} appels de votre formule {plan} pour aujourd'hui sont utilisés (les chiffres d'un point sur "
+        "la carte comptent pour un appel API) ; ils reviennent à {reset}, dans {wait}.",
+        "the {quota} calls of your {plan} plan for today are used (the figures of a point on the map count as "
+        "one API call); they come back at {reset}, in {wait}.",
+    ),
+    "limit.reports": (
+        "Er werden {limit} rapporten gemaakt voor uw account in dit venster (REPORT_LIMIT {setting}); het "
+        "volgende kan gemaakt worden over {wait}. Rapporten die al gemaakt zijn voor de huidige gegevens komen "
+        "meteen.",
+        "{limit} rapports ont été produits pour votre compte dans cette fenêtre (REPORT_LIMIT {setting}) ; le "
+        "suivant peut être produit dans {wait}. Les rapports déjà produits pour les données actuelles arrivent "
+        "tout de suite.",
+        "{limit} reports were built for your account in this window (REPORT_LIMIT {setting}); the next can be "
+        "built in {wait}. Reports already built for the current data come at once.",
+    ),
+    "error.missing_target": (
+        "Kies een bewaarde locatie of geef beide coördinaten.",
+        "Choisissez un lieu enregistré ou donnez les deux coordonnées.",
+        "Choose a saved location or give both coordinates.",
+    ),
+    "error.invalid_coordinates": (
+        "De coördinaten zijn geen geldige getallen in graden (bv. 51.2194 en 4.4025, met een punt).",
+        "Les coordonnées ne sont pas des nombres valides en degrés (p. ex. 51.2194 et 4.4025, avec un point).",
+        "The coordinates are not valid numbers in degrees (e.g. 51.2194 and 4.4025, with a decimal point).",
+    ),
+    "error.outside_service_area": (
+        "Dit punt ligt buiten Vlaanderen en Brussel.",
+        "Ce point se trouve hors de la Flandre et de Bruxelles.",
+        "This point lies outside Flanders and Brussels.",
+    ),
+    "error.location_not_found": (
+        "Deze locatie bestaat niet in uw account.",
+        "Ce lieu n'existe pas dans votre compte.",
+        "This location does not exist in your account.",
+    ),
+    # report
+    "report.title": ("Rapport · {name}", "Rapport · {name}", "Report · {name}"),
+    "report.page": ("pagina {page} van {pages}", "page {page} sur {pages}", "page {page} of {pages}"),
+    "report.no2": ("NO2 {value} {unit}", "NO2 {value} {unit}", "NO2 {value} {unit}"),
+    "report.no2_at": (
+        "in {station}, {km} km; gemeten {when}; trend {trend}{percent}.",
+        "à {station}, {km} km ; mesuré {when} ; tendance {trend}{percent}.",
+        "at {station}, {km} km; measured {when}; trend {trend}{percent}.",
+    ),
+    "report.no_no2": (
+        "Geen gemeten NO2-waarde in de laatste twee uur (onbekend).",
+        "Aucune valeur de NO2 mesurée ces deux dernières heures (inconnue).",
+        "No measured NO2 value in the last two hours (unknown).",
+    ),
+    "report.threshold": (
+        "{name} {value} µg/m³: {state}",
+        "{name} {value} µg/m³ : {state}",
+        "{name} {value} µg/m³: {state}",
+    ),
+    "report.exceeded": ("overschreden", "dépassé", "exceeded"),
+    "report.not_exceeded": ("niet overschreden", "non dépassé", "not exceeded"),
+    "report.works": (
+        "Wegenwerken binnen {km} km: {running} in uitvoering, {planned} gepland",
+        "Chantiers dans un rayon de {km} km : {running} en cours, {planned} prévus",
+        "Road works within {km} km: {running} running, {planned} planned",
+    ),
+    "report.detours": (
+        "Omleidingen van De Lijn: {n} ({high} met grote hinder)",
+        "Déviations De Lijn : {n} ({high} avec forte gêne)",
+        "De Lijn detours: {n} ({high} high)",
+    ),
+    "report.source": (
+        "{licence} ({kind}). {observed} · opgehaald {retrieved} · {next} · {fresh}",
+        "{licence} ({kind}). {observed} · récupéré {retrieved} · {next} · {fresh}",
+        "{licence} ({kind}). {observed} · retrieved {retrieved} · {next} · {fresh}",
+    ),
+    "report.observed": (
+        "Laatste waarde waargenomen {when}",
+        "Dernière valeur observée {when}",
+        "Latest value observed {when}",
+    ),
+    "report.no_observed": ("Geen waarde waargenomen", "Aucune valeur observée", "No value observed"),
+    "report.next": ("volgende update {when}", "prochaine mise à jour {when}", "next update {when}"),
+    "report.map_caption": (
+        "Kaart: 5 × 5 km rond het punt, noorden boven.",
+        "Carte : 5 × 5 km autour du point, nord en haut.",
+        "Map: 5 × 5 km around the point, north up.",
+    ),
+    "report.service": ("Urban Conditions Service", "Urban Conditions Service", "Urban Conditions Service"),
+}
+
+
+def choose(cookie: str | None, accept_language: str | None) -> str:
+    """The language of a dashboard answer: the remembered choice, else ``Accept-Language`` as the API reads it.
+
+    Examples
+    --------
+    >>> choose("fr", "en-GB,en"), choose(None, "en-GB,en;q=0.9,nl;q=0.5"), choose("de", None)
+    ('fr', 'en', 'nl')
+    """
+    from app.api.negotiation import choose_language
+
+    return cookie if cookie in LANGUAGES else choose_language(accept_language)
+
+
+class Labels:
+    """The labels of one language: ``t(msgid, **fields)``.
+
+    Examples
+    --------
+    >>> Labels("fr")("works.heading", km=2)
+    'Chantiers dans un rayon de 2 km'
+    """
+
+    __slots__ = ("lang", "_index")
+
+    def __init__(self, lang: str):
+        if lang not in LANGUAGES:
+            raise ValueError(f"unsupported language {lang!r}")
+        self.lang, self._index = lang, LANGUAGES.index(lang)
+
+    def __call__(self, msgid: str, **fields) -> str:
+        text = LABELS[msgid][self._index]
+        return text.format(**fields) if fields else text
+
+    def get(self, msgid: str, default: str) -> str:
+        """The label of ``msgid``, or ``default`` (a value with no label of ours, shown as it is)."""
+        return self(msgid) if msgid in LABELS else default
+
+    def script(self, *msgids: str) -> dict:
+        """The labels the map script needs, as a JSON-ready dict."""
+        return {m: LABELS[m][self._index] for m in msgids}
+
+
+def _instant(value) -> datetime | None:
+    if value is None or value == "":
+        return None
+    moment = (
+        value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    )
+    if moment.tzinfo is None:
+        raise ValueError(f"a naive time cannot be shown to people: {value!r}")
+    return moment.astimezone(BRUSSELS)
+
+
+def local_time(value, lang: str = DEFAULT, *, day: bool = True) -> str:
+    """An instant (aware datetime or ISO string) for people: Brussels local time with the zone's name.
+
+    Examples
+    --------
+    >>> local_time("2026-11-16T07:00:00.000Z", "en"), local_time("2026-07-01T12:30:00Z", "nl")
+    ('Mon 16 Nov 08:00 CET', 'wo 1 jul 14:30 CEST')
+    >>> local_time("2026-11-16T10:00:00+01:00", "fr"), local_time("2026-11-16T10:00:00+01:00", "en", day=False)
+    ('lun. 16 nov. 10:00 CET', '10:00 CET')
+    """
+    moment = _instant(value)
+    if moment is None:
+        return ""
+    clock = f"{moment:%H:%M} {moment.tzname()}"
+    if not day:
+        return clock
+    return f"{_DAYS[lang][moment.weekday()]} {moment.day} {_MONTHS[lang][moment.month - 1]} {clock}"
+
+
+def local_span(start, end, lang: str = DEFAULT) -> str:
+    """A window for people: ``Mon 16 Nov 10:00–12:00 CET`` (the end's day and zone only when they differ).
+
+    Examples
+    --------
+    >>> local_span("2026-11-16T10:00:00+01:00", "2026-11-16T12:00:00+01:00", "en")
+    'Mon 16 Nov 10:00–12:00 CET'
+    >>> local_span("2026-10-25T02:00:00+02:00", "2026-10-25T03:00:00+01:00", "en")
+    'Sun 25 Oct 02:00 CEST – 03:00 CET'
+    >>> local_span("2026-11-16T23:00:00+01:00", "2026-11-17T01:00:00+01:00", "nl")
+    'ma 16 nov 23:00 – di 17 nov 01:00 CET'
+    """
+    a, b = _instant(start), _instant(end)
+    if a is None or b is None:
+        return local_time(start or end, lang)
+    if a.tzname() != b.tzname():
+        return f"{local_time(a, lang)} – {local_time(b, lang, day=a.date() != b.date())}"
+    if a.date() != b.date():
+        return f"{local_time(a, lang)[: -len(a.tzname() or '') - 1]} – {local_time(b, lang)}"
+    return f"{local_time(a, lang)[: -len(a.tzname() or '') - 6]}{a:%H:%M}–{b:%H:%M} {b.tzname()}"
+
+
+def local_date(value, lang: str = DEFAULT) -> str:
+    """A calendar date as published (``YYYY-MM-DD``, no time) for people: ``16 Nov 2026``.
+
+    Examples
+    --------
+    >>> local_date("2026-11-16", "fr"), local_date("", "en")
+    ('16 nov. 2026', '')
+    """
+    if not value:
+        return ""
+    day = datetime.fromisoformat(str(value)[:10])
+    return f"{day.day} {_MONTHS[lang][day.month - 1]} {day.year}"
+
+
+def decimal(x, lang: str = DEFAULT, digits: int = 2) -> str:
+    """A number with the language's decimal separator (``0,19`` in nl and fr).
+
+    Examples
+    --------
+    >>> decimal(0.19, "nl"), decimal(0.625, "en", 3)
+    ('0,19', '0.625')
+    """
+    from geo.rules.texts import catalogue
+
+    return catalogue(lang).decimal(float(x), digits)
+
+
+def template_context(lang: str) -> dict:
+    """What the templates (pages and PDF) use to speak ``lang``: ``t``, ``when``, ``span``, ``on_date``, ``dec``."""
+    return {
+        "lang": lang,
+        "t": Labels(lang),
+        "languages": [(code, NAMES[code]) for code in LANGUAGES],
+        "when": lambda value, day=True: local_time(value, lang, day=day),
+        "span": lambda start, end: local_span(start, end, lang),
+        "on_date": lambda value: local_date(value, lang),
+        "dec": lambda x, digits=2: decimal(x, lang, digits),
+    }
