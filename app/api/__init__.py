@@ -7,9 +7,10 @@ from flask import Blueprint
 
 def init_app(app) -> None:
     """Register every API blueprint under ``/api/v1``."""
-    from . import data, meta
+    from . import changes, data, meta
 
     api = Blueprint("api_v1", __name__, url_prefix="/api/v1")
     api.register_blueprint(data.bp)
     api.register_blueprint(meta.bp)
+    api.register_blueprint(changes.bp)
     app.register_blueprint(api)

@@ -24,3 +24,15 @@ class HistoryUnavailable(ApiError):
         "the history store cannot be read; retry shortly",
     )
     default_headers = {"Retry-After": "5"}
+
+
+class InvalidCursor(ApiError):
+    status, code, default_message = 400, "invalid_cursor", "since must be a cursor returned by this feed"
+
+
+class ForeignCursor(ApiError):
+    status, code, default_message = 400, "foreign_cursor", "this cursor belongs to another change feed"
+
+
+class CursorExpired(ApiError):
+    status, code, default_message = 410, "cursor_expired", "this cursor points to events no longer kept"
