@@ -78,6 +78,7 @@ def _answer(scope: str, location_ids: list[str]):
         "hasMore": more,
     }
     response = data_response(body)
+    response.headers["Cache-Control"] = "private, no-cache"  # revalidate each poll (a 304 is free)
     if not found or _not_modified(response):
         _give_back()
     return response

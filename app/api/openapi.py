@@ -31,6 +31,7 @@ _STATUS_TEXT = {
     404: "Not found",
     405: "Method not allowed",
     406: "No representation in a media type the Accept header allows",
+    410: "Gone: the cursor points to events no longer kept",
     413: "Request body too large",
     414: "Request line too long (gunicorn's limit)",
     422: "Outside the service area",
@@ -144,6 +145,7 @@ def build() -> dict:
     """The OpenAPI 3.1 document (a fresh dict each call)."""
     from .data_schemas import DATA_SCHEMAS
 
+    from . import changes_schemas
     from .geojson_schemas import components as geojson_components
 
     target_errors = (400, 401, 403, 404, 406, 422, 429, 500, 502, 503)  # plus _ANY
@@ -203,6 +205,7 @@ def build() -> dict:
         **copy.deepcopy(DATA_SCHEMAS),
     }
     schemas.update(geojson_components(schemas))
+    schemas.update(changes_schemas.schemas())
     headers = {
         "X-RateLimit-Limit": {
             "description": "Calls allowed in the current window: the account's daily quota on authenticated "
@@ -316,6 +319,7 @@ def build() -> dict:
             "schema": {"type": "number", "minimum": -180, "maximum": 180},
         },
     }
+    parameters.update(changes_schemas.parameters())
     paths = {
         "/locations": {
             "get": {
@@ -341,6 +345,7 @@ def build() -> dict:
             )
             for e in ENDPOINTS
         },
+        **changes_schemas.paths(_ok, _errors, _COMMON),
         "/signup": {
             "post": {
                 "summary": "Request a sign-up link by e-mail (no key needed)",

@@ -367,8 +367,14 @@ def encode_cursor(scope: str, position: int, feed: str) -> str:
     >>> decode_cursor(c, "loc_3fK9xQ2mPa7Z", "a1b2c3d4e5f6", pruned_below=0, newest=50)
     42
     """
-    raw = f"1.{scope}.{position}.{feed}".encode()
-    return "cur_" + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    raw = f"1.{scope}.{position}.{feed}"
+    text = f"{raw}.{_check(raw)}".encode()
+    return "cur_" + base64.urlsafe_b64encode(text).decode().rstrip("=")
+
+
+def _check(raw: str) -> str:
+    """A check of a cursor's content: a truncated or edited cursor is malformed, not another one."""
+    return hashlib.sha256(raw.encode()).hexdigest()[:8]
 
 
 def decode_cursor(text: str, scope: str, feed: str, *, pruned_below: int, newest: int) -> int:
@@ -393,9 +399,15 @@ def decode_cursor(text: str, scope: str, feed: str, *, pruned_below: int, newest
         except (binascii.Error, UnicodeDecodeError, ValueError):
             raw = ""
         parts = raw.split(".")
-    if not parts or len(parts) != 4 or parts[0] != "1" or not parts[2].isdigit():
+    if (
+        not parts
+        or len(parts) != 5
+        or parts[0] != "1"
+        or not parts[2].isdigit()
+        or parts[4] != _check(".".join(parts[:4]))
+    ):
         raise CursorError("malformed", "since must be a cursor returned by this feed (nextCursor)")
-    _v, owner, position_text, made_by = parts
+    _v, owner, position_text, made_by, _c = parts
     if owner != scope:
         raise CursorError(
             "foreign",

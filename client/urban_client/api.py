@@ -13,7 +13,7 @@ import socket
 import ssl
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import requests
 import urllib3
@@ -323,6 +323,35 @@ def _error_from_response(resp: requests.Response, base: str) -> ApiError:
 
 #: languages of the API's generated texts (docs/api.md → Languages); the API's default first
 LANGUAGES = ("nl", "fr", "en")
+
+
+def changes_path(location_id: str | None) -> str:
+    """The change feed of one saved location, or of them all.
+
+    Examples
+    --------
+    >>> changes_path("loc_1"), changes_path(None)
+    ('locations/loc_1/changes', 'changes')
+    """
+    if location_id is None:
+        return "changes"
+    return f"locations/{quote(str(location_id), safe='')}/changes"
+
+
+def changes_params(since: str | None = None, limit: Any = None) -> dict[str, str] | None:
+    """Query parameters of a change-feed poll (only what the caller gave).
+
+    Examples
+    --------
+    >>> changes_params("cur_x", 50), changes_params()
+    ({'since': 'cur_x', 'limit': '50'}, None)
+    """
+    params = {}
+    if since:
+        params["since"] = str(since)
+    if limit is not None:
+        params["limit"] = str(limit)
+    return params or None
 
 
 class ApiClient:

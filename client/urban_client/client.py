@@ -16,10 +16,11 @@ Client('http://127.0.0.1:8000/api/v1', api_key=set)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from urban_client.api import GEOJSON, JSON, ApiClient, RateLimit, target_params
+from urban_client.api import GEOJSON, JSON, ApiClient, RateLimit, changes_path, changes_params, target_params
 from urban_client.config import resolve
 
 Body = dict[str, Any]
@@ -58,6 +59,7 @@ class Client:
             language=lang,
         )
         self.rate_limit: RateLimit = RateLimit()
+        self.last_cursor: str | None = None  # after iter_changes: where the next poll starts
 
     def __repr__(self):  # never shows the key
         return f"Client({self._api.base_url!r}, api_key={'set' if self._api._api_key else None})"
@@ -108,3 +110,31 @@ class Client:
         """``GET /briefing``: risk, headline, key facts and the windows of the next 24 hours (JSON only;
         ``as_of``: the answer at that past instant, Enterprise)."""
         return self._get("briefing", target_params(location_id, lat, lng, as_of), False)
+
+    def changes(
+        self, *, location_id: str | None = None, since: str | None = None, limit: int | None = None
+    ) -> Body:
+        """``GET /locations/{id}/changes`` (or ``GET /changes``: every saved location): one page of change
+        events after the cursor ``since``, ``{"events": [...], "nextCursor": ..., "hasMore": ...}``."""
+        return self._get(changes_path(location_id), changes_params(since, limit), False)
+
+    def iter_changes(
+        self, *, location_id: str | None = None, since: str | None = None, limit: int | None = None
+    ) -> Iterator[Body]:
+        """Every change event after ``since``, page after page, until the feed has no more; then
+        ``last_cursor`` holds the cursor to poll from next time (an empty poll costs no quota).
+
+        Examples
+        --------
+        >>> for event in client.iter_changes(location_id="loc_3fK9xQ2mPa7Z"):  # doctest: +SKIP
+        ...     print(event["type"], event["subject"])
+        >>> client.last_cursor  # doctest: +SKIP
+        'cur_…'
+        """
+        cursor = since
+        while True:
+            page = self.changes(location_id=location_id, since=cursor, limit=limit)
+            cursor = self.last_cursor = page["nextCursor"]
+            yield from page["events"]
+            if not page["hasMore"]:
+                return

@@ -1,4 +1,4 @@
-"""MCP server (``urban mcp``): the four data endpoints as read-only tools for agent clients.
+"""MCP server (``urban mcp``): the data endpoints and the change feed as read-only tools for agent clients.
 
 Transports: stdio (default) or, with ``urban mcp --http``, streamable HTTP on 127.0.0.1.
 
@@ -22,7 +22,7 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
 from urban_client import __version__, schemas
-from urban_client.api import ApiClient, ApiError, NetworkError, target_params
+from urban_client.api import ApiClient, ApiError, NetworkError, changes_params, changes_path, target_params
 
 TARGET_HELP = (
     "Give either locationId (a saved location from list_locations) or both lat and lng "
@@ -110,6 +110,20 @@ TOOLS = (
         schemas.BRIEFING_OUTPUT,
         True,
     ),
+    ToolSpec(
+        "get_changes",
+        "changes",
+        "What changed at saved locations since a cursor",
+        "Change events at one saved location (locationId) or at all of them, oldest first: road works "
+        "appearing within 2 km, starting, rescheduled, ended or cancelled; De Lijn detours starting or "
+        "stopping to hit the location; NO2 at the nearest station going above or back below the EU 40 / "
+        "WHO 10 figures; the nearest station changing; a source going stale or recovering. Pass the "
+        "returned nextCursor as since next time to get only what is new (a poll with nothing new costs no "
+        "quota). " + ERRORS_HELP,
+        schemas.CHANGES_INPUT,
+        schemas.CHANGES_OUTPUT,
+        False,
+    ),
 )
 
 ANNOTATIONS = types.ToolAnnotations(
@@ -118,7 +132,7 @@ ANNOTATIONS = types.ToolAnnotations(
 
 
 def tool_definitions() -> list[types.Tool]:
-    """The four tools as MCP ``Tool`` objects."""
+    """The tools as MCP ``Tool`` objects."""
     return [
         types.Tool(
             name=spec.name,
@@ -152,12 +166,16 @@ def call(client: ApiClient, name: str, arguments: dict[str, Any] | None) -> type
         where = "/".join(map(str, exc.absolute_path)) or "arguments"
         return error_result("invalid_arguments", f"{where}: {exc.message}")
     params = None
+    endpoint = spec.endpoint
+    if spec.name == "get_changes":
+        endpoint = changes_path(arguments.get("locationId"))
+        params = changes_params(arguments.get("since"), arguments.get("limit"))
     if spec.targeted:
         params = target_params(
             arguments.get("locationId"), arguments.get("lat"), arguments.get("lng"), arguments.get("asOf")
         )
     try:
-        response = client.get(spec.endpoint, params)
+        response = client.get(endpoint, params)
     except ApiError as exc:
         return error_result(exc.code, exc.message, exc.status)
     except NetworkError as exc:

@@ -191,3 +191,50 @@ BRIEFING_OUTPUT = {
         "nextRushPeak": WINDOW,
     },
 }
+
+CHANGES_INPUT = {
+    "type": "object",
+    "properties": {
+        "locationId": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Id of one of the caller's saved locations; omit it for the changes at all of them.",
+        },
+        "since": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The nextCursor of the previous call; omit it to start from the oldest kept event.",
+        },
+        "limit": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 500,
+            "description": "At most this many events.",
+        },
+    },
+    "additionalProperties": False,
+}
+
+CHANGES_OUTPUT = {
+    "type": "object",
+    "required": ["events", "nextCursor", "hasMore"],
+    "properties": {
+        "events": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "type", "locationId", "subject", "recordedAt"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "type": {"type": "string"},
+                    "locationId": {"type": "string"},
+                    "subject": {"type": "string"},
+                    "recordedAt": {"type": "string"},
+                    "validAt": {"type": ["string", "null"]},
+                },
+            },
+        },
+        "nextCursor": {"type": "string"},
+        "hasMore": {"type": "boolean"},
+    },
+}

@@ -94,7 +94,23 @@ def produce(world, code):
             f"/api/v1/briefing?lat={INSIDE[0]}&lng={INSIDE[1]}&asOf={AS_OF[code](app)}",
             headers=bearer(accounts_key(conn, "enterprise")),
         )
+    if code in CURSORS:
+        from app.history.changes import encode_cursor
+
+        _history_at(app, None)
+        scope, feed = CURSORS[code]
+        return c.get(
+            f"/api/v1/changes?since={encode_cursor(scope(dev), 7, feed) if scope else 'bogus'}", headers=h
+        )
     raise AssertionError(f"no way to produce {code}")
+
+
+#: the change-feed cursor codes: (scope of the cursor, feed id it was made by); None: not a cursor at all
+CURSORS = {
+    "invalid_cursor": (None, None),
+    "foreign_cursor": (lambda dev: "loc_other", "any"),
+    "cursor_expired": (lambda dev: f"acct:{dev['id']}", "another-store"),
+}
 
 
 def accounts_key(conn, plan: str) -> str:
