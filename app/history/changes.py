@@ -296,15 +296,22 @@ def _derive_one(history, publish: Publish, previous, side, crossings, locs) -> l
                         _times(c.after),
                     )
                 )
-        start = head(history)
-        rows = [(start + k + 1, e.location_id, e.id, publish.seq, e.text()) for k, e in enumerate(events)]
-        history._many(
-            "INSERT INTO change_event (position, location_id, event_id, publish_seq, body) VALUES (?, ?, ?, ?, ?)",
-            rows,
-        )
+        stored = append(history, events)
         history.execute(
             "INSERT INTO change_publish (seq, levels) VALUES (?, ?)", (publish.seq, _levels_text(side.levels))
         )
+    return stored
+
+
+def append(history: HistoryStore, events: Sequence[ChangeEvent]) -> list[tuple[int, ChangeEvent]]:
+    """Store ``events`` at the next feed positions, in order (inside the caller's transaction); returns
+    ``(position, event)``. Only the derivation writes events; tests use it to seed a feed."""
+    start = head(history)
+    rows = [(start + k + 1, e.location_id, e.id, e.publish, e.text()) for k, e in enumerate(events)]
+    history._many(
+        "INSERT INTO change_event (position, location_id, event_id, publish_seq, body) VALUES (?, ?, ?, ?, ?)",
+        rows,
+    )
     return [(start + k + 1, e) for k, e in enumerate(events)]
 
 
