@@ -105,6 +105,33 @@ def _give_back() -> None:
         rate.remaining += 1
 
 
+def derive_after_publish(app, report) -> int:
+    """The publish hook (:func:`app.sources.on_publish`): derive the change events of what was recorded
+    for every saved location; how many are new (0 when it failed: logged, never stops the refresher)."""
+    from app.history.recorder import history_url
+    from app.history.store import open_store
+    from app.store.db import open_store as open_accounts
+
+    try:
+        history = open_store(
+            history_url(app.config.get("DATA_DIR", "data/snapshot"), app.config.get("HISTORY_URL"))
+        )
+        try:
+            with app.app_context():
+                conn = open_accounts(app)
+                try:
+                    return len(feed.derive_saved(history, conn))
+                finally:
+                    conn.close()
+        finally:
+            history.close()
+    except Exception:
+        app.logger.exception(
+            "change feed: deriving after the refresh of %s failed", getattr(report, "path", "?")
+        )
+        return 0
+
+
 @bp.get("/locations/<location_id>/changes")
 def location_changes(location_id: str):
     """Change events of one saved location after a cursor"""

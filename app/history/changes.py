@@ -44,12 +44,12 @@ DDL = (
         lng DOUBLE PRECISION NOT NULL,
         since_seq BIGINT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS change_event (
-        position BIGINT PRIMARY KEY,
+        feed_pos BIGINT PRIMARY KEY,
         location_id TEXT NOT NULL,
         event_id TEXT NOT NULL UNIQUE,
         publish_seq BIGINT NOT NULL,
         body TEXT NOT NULL)""",
-    "CREATE INDEX IF NOT EXISTS change_event_location ON change_event (location_id, position)",
+    "CREATE INDEX IF NOT EXISTS change_event_location ON change_event (location_id, feed_pos)",
 )
 
 #: the API answer an event's subject is about (its links)
@@ -171,7 +171,7 @@ def meta(history: HistoryStore) -> dict[str, str]:
 
 def head(history: HistoryStore) -> int:
     """The newest feed position (0 when no event was ever stored)."""
-    row = history.execute("SELECT MAX(position) FROM change_event").fetchone()
+    row = history.execute("SELECT MAX(feed_pos) FROM change_event").fetchone()
     return int(row[0] or 0)
 
 
@@ -309,7 +309,7 @@ def append(history: HistoryStore, events: Sequence[ChangeEvent]) -> list[tuple[i
     start = head(history)
     rows = [(start + k + 1, e.location_id, e.id, e.publish, e.text()) for k, e in enumerate(events)]
     history._many(
-        "INSERT INTO change_event (position, location_id, event_id, publish_seq, body) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO change_event (feed_pos, location_id, event_id, publish_seq, body) VALUES (?, ?, ?, ?, ?)",
         rows,
     )
     return [(start + k + 1, e) for k, e in enumerate(events)]
@@ -322,6 +322,13 @@ def _times(value: dict | None) -> dict | None:
     return {k: iso_ms(v) if k in ("hour", "since") and isinstance(v, int) else v for k, v in value.items()}
 
 
+def derive_saved(history: HistoryStore, accounts_conn, **options) -> list[tuple[int, ChangeEvent]]:
+    """:func:`derive` for every saved location of the account store ``accounts_conn`` (all plans: the
+    dashboard lists the events too)."""
+    rows = accounts_conn.execute("SELECT id, lat, lng FROM locations ORDER BY id").fetchall()
+    return derive(history, [Location(str(r[0]), float(r[1]), float(r[2])) for r in rows], **options)
+
+
 # --- reading -------------------------------------------------------------------------------------------
 def events_after(
     history: HistoryStore, location_ids: Sequence[str], after: int, limit: int
@@ -331,8 +338,8 @@ def events_after(
         return []
     marks = ", ".join("?" * len(location_ids))
     rows = history.execute(
-        f"SELECT position, publish_seq, body FROM change_event WHERE location_id IN ({marks}) "
-        "AND position > ? ORDER BY position LIMIT ?",
+        f"SELECT feed_pos, publish_seq, body FROM change_event WHERE location_id IN ({marks}) "
+        "AND feed_pos > ? ORDER BY feed_pos LIMIT ?",
         (*location_ids, after, limit),
     ).fetchall()
     return [(int(pos), ChangeEvent.from_text(body, int(seq))) for pos, seq, body in rows]
@@ -344,7 +351,7 @@ def prune(history: HistoryStore, before_seq: int) -> int:
     ensure_tables(history)
     with history.transaction():
         row = history.execute(
-            "SELECT MAX(position) FROM change_event WHERE publish_seq < ?", (before_seq,)
+            "SELECT MAX(feed_pos) FROM change_event WHERE publish_seq < ?", (before_seq,)
         ).fetchone()
         if row[0] is None:
             return 0

@@ -41,7 +41,7 @@ def _copy(url: str, tmp_path, name: str) -> str:
 def _dump(url: str) -> str:
     store = open_store(url)
     try:
-        rows = store.execute("SELECT position, body FROM change_event ORDER BY position").fetchall()
+        rows = store.execute("SELECT feed_pos, body FROM change_event ORDER BY feed_pos").fetchall()
     finally:
         store.close()
     return "\n".join(f"{p}\t{b}" for p, b in rows)
