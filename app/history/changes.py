@@ -166,7 +166,16 @@ def ensure_tables(history: HistoryStore) -> None:
 
 
 def meta(history: HistoryStore) -> dict[str, str]:
-    return {n: v for n, v in history.execute("SELECT name, value FROM change_meta")}
+    """The feed's id (``feed``), the first position still kept (``pruned_below``) and the newest
+    position (``head``, as text), in one read."""
+    out = {
+        n: v
+        for n, v in history.execute(
+            "SELECT name, value FROM change_meta UNION ALL "
+            "SELECT 'head', CAST(COALESCE(MAX(feed_pos), 0) AS TEXT) FROM change_event"
+        )
+    }
+    return out
 
 
 def head(history: HistoryStore) -> int:

@@ -173,7 +173,7 @@ def _works_changes(before: Side, after: Side, lat, lng, side_b, side_a, out: lis
                 valid = status[2]
             else:
                 valid = None
-            out.append(Change(point, kind, f"work:{wid}", _work_json(b), _work_json(a), valid))
+            out.append((point, kind, f"work:{wid}", _work_json(b), _work_json(a), valid))
 
 
 # --- detours ------------------------------------------------------------------------------------------
@@ -215,29 +215,23 @@ def _detours_changes(before: Side, after: Side, lat, lng, side_b, side_a, stops_
     hb = _detour_hits(before, lat, lng, side_b, candidates)
     ha = _detour_hits(after, lat, lng, side_a, candidates)
     none = np.zeros(lat.size, dtype=bool)
-    rows = []
+    by_id = {str(it[0]): it for it in prepare(before.engine).detours.items}
+    by_id.update({str(it[0]): it for it in prepare(after.engine).detours.items})
     for did in sorted(hb.keys() | ha.keys()):
         was, now = hb.get(did, none), ha.get(did, none)
-        for point in np.flatnonzero(was != now).tolist():
-            rows.append((point, did, bool(now[point])))
-    items_a = prepare(after.engine).detours
-    by_id = {str(it[0]): it for it in items_a.items}
-    by_id_b = {str(it[0]): it for it in prepare(before.engine).detours.items}
-    for point, did, started in rows:
-        item = by_id.get(did) or by_id_b.get(did)
-        period = ia.get(did) or ib.get(did)
-        value = {
-            "title": item[1],
-            "lines": list(item[2]),
-            "severity": item[3],
-            "endDate": item[5],
-        }
-        if started:
-            out.append(Change(point, ch.DETOUR_STARTED, f"detour:{did}", None, value, period[3]))
-        else:
-            end = period[4] if period[4] != NO_END_MS else None
-            valid = end if end is not None and end <= after.now_ms else None
-            out.append(Change(point, ch.DETOUR_STOPPED, f"detour:{did}", value, None, valid))
+        moved = np.flatnonzero(was != now)
+        if not moved.size:
+            continue
+        item, period = by_id[did], ia.get(did) or ib.get(did)
+        value = {"title": item[1], "lines": list(item[2]), "severity": item[3], "endDate": item[5]}
+        end = period[4] if period[4] != NO_END_MS else None
+        stopped_at = end if end is not None and end <= after.now_ms else None
+        subject = f"detour:{did}"
+        for point, started in zip(moved.tolist(), now[moved].tolist()):
+            if started:
+                out.append((point, ch.DETOUR_STARTED, subject, None, value, period[3]))
+            else:
+                out.append((point, ch.DETOUR_STOPPED, subject, value, None, stopped_at))
 
 
 # --- stations and NO2 ---------------------------------------------------------------------------------
@@ -269,16 +263,20 @@ def _no2_changes(before: Side, after: Side, lat, lng, crossings: dict, out: list
     for point in moved.tolist():
         if sb[point] and sa[point]:
             out.append(
-                Change(
-                    point, ch.STATION_CHANGED, "station", {"station": sb[point]}, {"station": sa[point]}, None
-                )
+                (point, ch.STATION_CHANGED, "station", {"station": sb[point]}, {"station": sa[point]}, None)
             )
+    # the points that kept their station, grouped by it (station ids as codes: one sort, not one scan each)
+    kept = np.flatnonzero(sb == sa)
+    names, codes = np.unique(sa[kept].astype(str), return_inverse=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(names.size + 1))
+    group = {str(n): kept[order[bounds[k] : bounds[k + 1]]].tolist() for k, n in enumerate(names) if n}
     for fig, (_rule, up, down) in ch.FIGURES.items():
         # same station: each crossing the station's series confirmed in this publish
         for (sid, f), found in sorted(crossings.items()):
             if f != fig:
                 continue
-            points = np.flatnonzero((sa == sid) & (sb == sid)).tolist()
+            points = group.get(sid, [])
             for x in found:
                 kind = up if x.state == ch.ABOVE else down
                 other = ch.BELOW if x.state == ch.ABOVE else ch.ABOVE
@@ -286,7 +284,7 @@ def _no2_changes(before: Side, after: Side, lat, lng, crossings: dict, out: list
                 a = _no2_json(sid, ch.Level(x.state), fig, x.value, x.hour)
                 a["since"] = x.since
                 for point in points:
-                    out.append(Change(point, kind, f"no2:{fig}", b, a, x.hour))
+                    out.append((point, kind, f"no2:{fig}", b, a, x.hour))
         # another station: its level against the former one's
         for point in moved.tolist():
             lb = before.levels.get((sb[point], fig), ch.Level())
@@ -295,7 +293,7 @@ def _no2_changes(before: Side, after: Side, lat, lng, crossings: dict, out: list
                 continue
             kind = up if la.state == ch.ABOVE else down
             out.append(
-                Change(
+                (
                     point,
                     kind,
                     f"no2:{fig}",
@@ -318,7 +316,7 @@ def _source_changes(before: Side, after: Side, points: np.ndarray, out: list) ->
             continue
         kind = ch.SOURCE_STALE if now else ch.SOURCE_RECOVERED
         for point in points.tolist():
-            out.append(Change(point, kind, f"source:{source}", {"stale": was}, {"stale": now}, None))
+            out.append((point, kind, f"source:{source}", {"stale": was}, {"stale": now}, None))
 
 
 def publish_changes(before: Side, after: Side, lat, lng, crossings: dict) -> list[Change]:
@@ -337,7 +335,7 @@ def publish_changes(before: Side, after: Side, lat, lng, crossings: dict) -> lis
     _, in_a = service_mask(after.engine, lat, lng)
     ok = np.flatnonzero(in_b & in_a)
     plat, plng = lat[ok], lng[ok]
-    out: list[Change] = []
+    out: list[tuple] = []  # (point, type, subject, before, after, valid_ms): made into Change once, sorted
     if ok.size:
         side_b = before.engine.river_side(plat, plng)
         side_a = after.engine.river_side(plat, plng)
@@ -346,6 +344,7 @@ def publish_changes(before: Side, after: Side, lat, lng, crossings: dict) -> lis
         _detours_changes(before, after, plat, plng, side_b, side_a, stops_same, out)
         _no2_changes(before, after, plat, plng, crossings, out)
         _source_changes(before, after, np.arange(ok.size), out)
-    changes = [Change(int(ok[c.point]), c.type, c.subject, c.before, c.after, c.valid_ms) for c in out]
-    changes.sort(key=lambda c: (c.point, ch.TYPE_RANK[c.type], c.subject, c.valid_ms or 0))
-    return changes
+    rank = ch.TYPE_RANK
+    out.sort(key=lambda r: (r[0], rank[r[1]], r[2], r[5] or 0))
+    ids = ok.tolist()
+    return [Change(ids[p], kind, subject, b, a, valid) for p, kind, subject, b, a, valid in out]
