@@ -18,13 +18,14 @@ def commands():
     return sorted(cli.commands.items())
 
 
-def test_there_are_the_seven_commands():
+def test_there_are_the_eight_commands():
     assert [name for name, _ in commands()] == [
         "air-quality",
         "briefing",
         "changes",
         "configure",
         "disruptions",
+        "history",
         "locations",
         "mcp",
     ]
