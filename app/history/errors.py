@@ -47,7 +47,11 @@ class WindowOutOfRange(ApiError):
 
 
 class InvalidCursor(ApiError):
-    status, code, default_message = 400, "invalid_cursor", "the cursor is not one this service returned for this query or feed"
+    status, code, default_message = (
+        400,
+        "invalid_cursor",
+        "the cursor is not one this service returned for this query or feed",
+    )
 
 
 class ForeignCursor(ApiError):

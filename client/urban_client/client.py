@@ -149,6 +149,7 @@ class Client:
             yield from page["events"]
             if not page["hasMore"]:
                 return
+
     # --- history (Enterprise) ------------------------------------------------------------------------
     def history(
         self,
