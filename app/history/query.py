@@ -278,15 +278,6 @@ def _in_window(v: Version, span: Served) -> bool:
     return v.rec_from <= span.last and (v.rec_to is None or v.rec_to > span.first)
 
 
-def _frame(versions: list[Version], columns: tuple[str, ...]):
-    """A GeoDataFrame of versions (one row each, in order) with ``columns`` and their geometry."""
-    import geopandas as gpd
-
-    data = {c: [v.values.get(c) for v in versions] for c in columns}
-    geometry = [v.values.get("geometry") for v in versions]
-    return gpd.GeoDataFrame(data, geometry=geometry, crs="EPSG:4326")
-
-
 def _changes(versions: list[Version], as_of: dict, start_ms: int, end_ms: int, fields) -> list[Change]:
     """The changes of one item (its versions, oldest first) recorded during the window."""
     out = []
@@ -318,6 +309,33 @@ def _sightings(versions: list[Version], as_of: dict[int, int]) -> tuple[int, int
     return first, as_of[max(v.rec_to for v in versions) - 1], False
 
 
+# --- layers that change rarely (stations, stops, river) ---------------------------------------------
+def _layer_changes(store: HistoryStore, span: Served, layers: tuple[str, ...]) -> list[int]:
+    """The publishes among those served at which one of ``layers`` changed (the first one included)."""
+    found = {span.first}
+    for layer in layers:
+        for a, b in store.execute(
+            "SELECT DISTINCT rec_from, rec_to FROM history_row WHERE layer = ? AND rec_from <= ? AND rec_to > ?",
+            (layer, span.last, span.first),
+        ):
+            found.update(s for s in (int(a), int(b)) if span.first < s <= span.last)
+    return sorted(found)
+
+
+def _layer_state(store: HistoryStore, layers: tuple[str, ...], seq: int) -> int:
+    """The last publish up to ``seq`` at which one of ``layers`` changed: publishes with the same state
+    carry the same rows of them (what the per-store caches key on)."""
+    state = 0
+    for layer in layers:
+        opened, closed = store.execute(
+            "SELECT (SELECT MAX(rec_from) FROM history_row WHERE layer = ? AND rec_from <= ? AND rec_to > ?), "
+            "(SELECT MAX(rec_to) FROM history_row WHERE layer = ? AND rec_to <= ?)",
+            (layer, seq, seq, layer, seq),
+        ).fetchone()
+        state = max(state, int(opened or 0), int(closed or 0))
+    return state
+
+
 # --- NO2 -------------------------------------------------------------------------------------------
 _station_engines: OrderedDict = OrderedDict()
 _station_lock = threading.Lock()
@@ -327,11 +345,7 @@ def _stations_engine(store: HistoryStore, seq: int):
     """The engine of publish ``seq``'s stations layer alone (kept per store and layer content)."""
     from geo.data.engine import Engine
 
-    hashes = store.execute(
-        "SELECT hash FROM history_row WHERE layer = 'stations' AND rec_from <= ? AND rec_to > ? ORDER BY key",
-        (seq, seq),
-    ).fetchall()
-    key = (store.identity, rowcodec.digest("".join(h for (h,) in hashes).encode()))
+    key = (store.identity, "stations", _layer_state(store, ("stations",), seq))
     with _station_lock:
         if key in _station_engines:
             _station_engines.move_to_end(key)
@@ -362,17 +376,6 @@ def _nearest_station(engine, lat: float, lng: float) -> tuple[str | None, str | 
     return str(stations["id"].iat[row]), None if name is None else str(name), float(km)
 
 
-def _station_changes(store: HistoryStore, span: Served) -> list[int]:
-    """The publishes among those served at which the stations layer changed (the first one included)."""
-    found = {span.first}
-    for a, b in store.execute(
-        "SELECT rec_from, rec_to FROM history_row WHERE layer = 'stations' AND rec_from <= ? AND rec_to > ?",
-        (span.last, span.first),
-    ):
-        found.update(s for s in (int(a), int(b)) if span.first < s <= span.last)
-    return sorted(found)
-
-
 def no2_series(
     store: HistoryStore, lat: float, lng: float, start_ms: int, end_ms: int, upto: int | None = None
 ) -> list[No2Value]:
@@ -391,7 +394,7 @@ def no2_series(
     if span is None or not hours:
         return [No2Value(t, None, None, None, None) for t in hours]
     # segments of the window with one stations layer: [from_ms, to_ms) -> nearest station
-    changes = _station_changes(store, span)
+    changes = _layer_changes(store, span, ("stations",))
     bounds = [span.as_of[s] for s in changes[1:]] + [end_ms]
     out: list[No2Value] = []
     begin = first_hour
@@ -489,30 +492,15 @@ def works_near(
 
 
 # --- detours ---------------------------------------------------------------------------------------
-def _context_changes(store: HistoryStore, span: Served, layers: tuple[str, ...]) -> list[int]:
-    found = {span.first}
-    marks = ",".join("?" * len(layers))
-    for a, b in store.execute(
-        f"SELECT rec_from, rec_to FROM history_row WHERE layer IN ({marks}) AND rec_from <= ? "  # noqa: S608
-        "AND rec_to > ?",
-        (*layers, span.last, span.first),
-    ):
-        found.update(s for s in (int(a), int(b)) if span.first < s <= span.last)
-    return sorted(found)
-
-
 _contexts: OrderedDict = OrderedDict()
 
 
-def _context_layers(store: HistoryStore, seq: int) -> dict:
-    """The stops and river layers of publish ``seq`` (what matching a detour to a point reads), kept per
-    store and content."""
-    hashes = store.execute(
-        "SELECT hash FROM history_row WHERE layer IN ('stops', 'river') AND rec_from <= ? AND rec_to > ? "
-        "ORDER BY layer, key",
-        (seq, seq),
-    ).fetchall()
-    key = (store.identity, rowcodec.digest("".join(h for (h,) in hashes).encode()))
+def _context_engine(store: HistoryStore, seq: int):
+    """The engine of publish ``seq``'s stops and river layers alone (what matching a detour to a point
+    reads), kept per store and content."""
+    from geo.data.engine import Engine
+
+    key = (store.identity, "stops+river", _layer_state(store, ("stops", "river"), seq))
     with _station_lock:
         if key in _contexts:
             _contexts.move_to_end(key)
@@ -526,11 +514,25 @@ def _context_layers(store: HistoryStore, seq: int) -> dict:
         order = rowcodec.unpack_order(store._blob(meta[layer]["order"])) if meta[layer]["order"] else None
         ordered = [found[k] for k in rowcodec.order_keys(found, order)]
         layers[layer] = rowcodec.decode_layer(store._blob(meta[layer]["schema"]), ordered)
+    engine = Engine.from_layers(layers, {})
     with _station_lock:
-        _contexts[key] = layers
+        _contexts[key] = engine
         while len(_contexts) > 4:
             _contexts.popitem(last=False)
-    return layers
+    return engine
+
+
+def _stop_keys_near(engine, lat: float, lng: float) -> tuple[bool, set]:
+    """(a stop lies within the stop distance, the line keys serving those stops: ``geo.rules.transit``)."""
+    from geo.rules import transit as tr
+
+    stops, _km = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+    frame = engine.stops
+    keys: set = set()
+    for i in stops.tolist():
+        row = frame.iloc[i]
+        keys.update(tr.stop_keys(row.get("line_ids", ""), row.get("lines", ""), row.get("entity", "")))
+    return bool(stops.size), keys
 
 
 def _listed_somewhen(start_ms: int, end_ms: int, days: int) -> int | None:
@@ -575,11 +577,13 @@ def detours_hitting(
     """Each detour the live answer listed at the point at some instant of the window, by (first instant
     listed, id): in force then (start, end and days: :func:`geo.rules.transit.active_at`), in the Antwerp
     region, not on the far river bank, and sharing a line with a stop within 400 m of the point, or any when
-    no stop lies that near (``geo``'s rules over the stops, river and detours of each publish served then)."""
-    from geo.data.engine import Engine
-    from geo.rules import prepared as pr
+    no stop lies that near (``geo``'s rules — :mod:`geo.rules.transit`, :mod:`geo.rules.selection`, read as
+    :mod:`geo.rules.prepared` reads a detours layer — over the stops, river and detours of each publish served
+    then)."""
+    from geo.data.engine import RIVER_NONE, geometry_coords
     from geo.rules import transit as tr
     from geo.rules.selection import matched, near_side
+    from geo.rules.timefmt import NO_END_MS
 
     span = served(store, start_ms, end_ms, upto)
     if span is None:
@@ -590,38 +594,52 @@ def detours_hitting(
     if not versions:
         return []
     hits: dict[str, list] = {}
-    changes = _context_changes(store, span, ("stops", "river"))
+    changes = _layer_changes(store, span, ("stops", "river"))
     bounds = changes[1:] + [span.last + 1]
-    columns = tuple(c for c in versions[0].values if c != "geometry")
+    # per version, the prepared detour fields (geo.rules.prepared's reading of a detours layer)
+    region = tr.antwerp_region(
+        [v.values.get("region") for v in versions], [v.values.get("entity") for v in versions]
+    )
+    keys = [
+        set(tr.detour_keys(tr.line_details(v.values.get("line_details")), v.values.get("lines")))
+        for v in versions
+    ]
+    starts = [v.values.get("start") for v in versions]
+    starts = np.array([np.iinfo(np.int64).min if t is None else t for t in starts], dtype=np.int64)
+    ends = np.array(
+        [NO_END_MS if v.values.get("end") is None else v.values["end"] for v in versions], dtype=np.int64
+    )
+    days = np.array([tr.day_mask(v.values.get("days")) for v in versions], dtype=np.int64)
+    d_lat, d_lng = geometry_coords(np.array([v.values.get("geometry") for v in versions], dtype=object))
     for seg_first, seg_next in zip(changes, bounds):
-        seg = [v for v in versions if v.rec_from < seg_next and (v.rec_to is None or v.rec_to > seg_first)]
+        seg = [
+            i
+            for i, v in enumerate(versions)
+            if region[i] and v.rec_from < seg_next and (v.rec_to is None or v.rec_to > seg_first)
+        ]
         if not seg:
             continue
-        frame = _frame(seg, columns)
-        engine = Engine.from_layers({**_context_layers(store, seg_first), "detours": frame}, {})
-        d = pr.build(engine).detours
-        rows = np.flatnonzero(
-            tr.antwerp_region(frame.get("region", [""] * len(frame)), frame.get("entity", [""] * len(frame)))
-        )
+        engine = _context_engine(store, seg_first)
         side = int(engine.river_side(lat, lng)[0])
-        stops, _km = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
-        served_ = (
-            (d.line_bits & np.bitwise_or.reduce(d.stop_bits[stops], axis=0)).any(axis=1)
-            if stops.size
-            else np.zeros(len(rows), dtype=bool)
-        )
-        listed = matched(near_side(side, d.side), bool(stops.size), served_)
+        d_side = np.full(len(seg), RIVER_NONE, dtype=np.int8)
+        ok = np.isfinite(d_lat[seg]) & np.isfinite(d_lng[seg])
+        if ok.any():
+            d_side[ok] = engine.river_side(d_lat[seg][ok], d_lng[seg][ok])
+        stops_near, stop_keys = _stop_keys_near(engine, lat, lng)
+        served_ = np.array([bool(keys[i] & stop_keys) for i in seg], dtype=bool)
+        listed = matched(near_side(side, d_side), stops_near, served_)
         for j in np.flatnonzero(listed).tolist():
-            v = seg[rows[j]]
+            i = seg[j]
+            v = versions[i]
             a = max(v.rec_from, seg_first)
             b = min(v.rec_to if v.rec_to is not None else span.last + 1, seg_next)
-            begin = max(span.as_of[a], start_ms, int(d.start_ms[j]))
+            begin = max(span.as_of[a], start_ms, int(starts[i]))
             after = span.as_of.get(b) if b <= span.newest else None
-            until = min(end_ms if after is None else min(after, end_ms), int(d.end_ms[j]))
-            first = _listed_somewhen(begin, until, int(d.days[j]))
+            until = min(end_ms if after is None else min(after, end_ms), int(ends[i]))
+            first = _listed_somewhen(begin, until, int(days[i]))
             if first is None:
                 continue
-            hits.setdefault(v.key, []).append((first, _listed_last(first, until, int(d.days[j])), v))
+            hits.setdefault(v.key, []).append((first, _listed_last(first, until, int(days[i])), v))
     if not hits:
         return []
     log = _versions_of_keys(store, "detours", hits, span.newest)
