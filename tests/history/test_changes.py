@@ -64,7 +64,7 @@ def derived(year_sqlite, places, tmp_path_factory):
     """A copy of the simulated year's store with every publish derived for ``places``."""
     url = _copy(year_sqlite, tmp_path_factory.mktemp("feed"), "a.sqlite")
     store = open_store(url)
-    new = feed.derive(store, places)
+    new = feed.derive(store, places, start=1)
     store.close()
     return url, new
 
@@ -76,7 +76,7 @@ def test_replaying_the_simulated_year_gives_the_same_events_byte_for_byte(
     url, new = derived
     again = _copy(year_sqlite, tmp_path, "b.sqlite")
     store = open_store(again)
-    second = feed.derive(store, places)
+    second = feed.derive(store, places, start=1)
     assert feed.derive(store, places) == []  # nothing left to derive: idempotent
     store.close()
     assert _dump(url) == _dump(again)
@@ -250,7 +250,7 @@ def test_postgresql_store_derives_the_same_events(derived, year_dirs, places, po
     _record(url, year_dirs[:4])
     store = open_store(url)
     try:
-        got = feed.derive(store, places)
+        got = feed.derive(store, places, start=1)
         page = feed.events_after(store, [p[0] for p in places], 0, 10_000)
     finally:
         store.close()
@@ -260,12 +260,13 @@ def test_postgresql_store_derives_the_same_events(derived, year_dirs, places, po
 
 
 def test_each_published_refresh_derives_the_feed_of_every_saved_location(year_dirs, places, tmp_path):
-    """The publish hook: after a refresh, the events of what was recorded are derived for the saved
-    locations of every account; a hook failure is logged, never raised."""
+    """The publish hook: the first refresh after the feed is deployed is everyone's baseline (no event);
+    each later one derives the events of what was recorded for the saved locations of every account;
+    a failure is logged, never raised."""
     from app.api.changes import derive_after_publish
 
     url = str(tmp_path / "history.sqlite")
-    _record(url, year_dirs[:3])
+    _record(url, year_dirs[:2])
     app = create_app(
         {
             "TESTING": True,
@@ -279,10 +280,12 @@ def test_each_published_refresh_derives_the_feed_of_every_saved_location(year_di
     for loc_id, lat, lng in places:
         add_location(conn, row["id"], name=loc_id, address="", lat=lat, lng=lng, location_id=loc_id)
     conn.close()
-    assert derive_after_publish(app, None) > 0
+    assert derive_after_publish(app, None) == 0  # the baseline: publish 2
+    _record(url, year_dirs[2:4])
+    assert derive_after_publish(app, None) > 0  # publishes 3 and 4
     assert derive_after_publish(app, None) == 0  # nothing new recorded
     store = open_store(url)
-    assert feed.last_derived(store) == 3
+    assert feed.last_derived(store) == 4
     store.close()
     app.config["HISTORY_URL"] = str(tmp_path / "not-a-dir" / "\0bad")
     assert derive_after_publish(app, None) == 0
