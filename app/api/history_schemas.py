@@ -233,7 +233,7 @@ def operations(errors, ok, not_modified) -> dict:
         paths[resource.path] = {
             "get": {
                 "summary": resource.summary,
-                "description": "Enterprise (other plans 403 plan_required). See docs/api.md → History.",
+                "description": "Enterprise (other plans 403 plan_required).",
                 "operationId": "history" + resource.schema.removeprefix("History"),
                 "security": [{"bearerAuth": []}],
                 "parameters": params,

@@ -45,6 +45,16 @@ TAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("/air-quality",),
     ),
     ("Briefing", "The operations briefing for the next 24 hours at a point.", ("/briefing",)),
+    (
+        "Changes",
+        "What changed at the caller's saved locations since a cursor: works, detours, NO2, stations, sources.",
+        ("/locations/{id}/changes", "/changes"),
+    ),
+    (
+        "History",
+        "Enterprise: what the service recorded at a point over a past window (NO2, works, detours).",
+        ("/history/air-quality", "/history/works", "/history/detours"),
+    ),
     ("Sign-up", "A free Developer account and its first key, by e-mail link.", ("/signup",)),
     ("Documents", "This OpenAPI document.", ("/openapi.json",)),
 )
