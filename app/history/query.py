@@ -300,13 +300,14 @@ def _changes(versions: list[Version], as_of: dict, start_ms: int, end_ms: int, f
     return out
 
 
-def _sightings(versions: list[Version], as_of: dict[int, int]) -> tuple[int, int, bool]:
+def _sightings(versions: list[Version], as_of: dict[int, int], newest_ms: int) -> tuple[int, int, bool]:
     """(first seen, last seen, still listed) of one item's versions: the asOf of the first publish that
-    carried it and of the last one (the newest when it is still carried)."""
+    carried it and of the last one (``newest_ms``, the newest's, when it is still carried)."""
     first = as_of[versions[0].rec_from]
-    if any(v.rec_to is None for v in versions):
-        return first, as_of["newest"], True
-    return first, as_of[max(v.rec_to for v in versions) - 1], False
+    ends = [v.rec_to for v in versions if v.rec_to is not None]
+    if len(ends) < len(versions):
+        return first, newest_ms, True
+    return first, as_of[max(ends) - 1], False
 
 
 # --- layers that change rarely (stations, stops, river) ---------------------------------------------
@@ -468,13 +469,13 @@ def works_near(
         by_key.setdefault(v.key, []).append(v)
     seqs = {v.rec_from for v in versions} | {v.rec_to for v in versions if v.rec_to is not None}
     seqs |= {v.rec_to - 1 for v in versions if v.rec_to is not None}
-    as_of: dict = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
-    as_of["newest"] = _as_of_of(store, [span.newest])[span.newest]
+    as_of: dict[int, int] = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
+    newest_ms = _as_of_of(store, [span.newest])[span.newest]
     out = []
     for key, km_ in best.items():
         log = by_key[key]
         current = [v for v in log if _in_window(v, span)][-1]
-        first, last, listed = _sightings(log, as_of)
+        first, last, listed = _sightings(log, as_of, newest_ms)
         out.append(
             WorkHistory(
                 str(current.values.get("id", key)),
@@ -604,8 +605,8 @@ def detours_hitting(
         set(tr.detour_keys(tr.line_details(v.values.get("line_details")), v.values.get("lines")))
         for v in versions
     ]
-    starts = [v.values.get("start") for v in versions]
-    starts = np.array([np.iinfo(np.int64).min if t is None else t for t in starts], dtype=np.int64)
+    begins = [v.values.get("start") for v in versions]
+    starts = np.array([np.iinfo(np.int64).min if t is None else t for t in begins], dtype=np.int64)
     ends = np.array(
         [NO_END_MS if v.values.get("end") is None else v.values["end"] for v in versions], dtype=np.int64
     )
@@ -627,8 +628,8 @@ def detours_hitting(
             d_side[ok] = engine.river_side(d_lat[seg][ok], d_lng[seg][ok])
         stops_near, stop_keys = _stop_keys_near(engine, lat, lng)
         served_ = np.array([bool(keys[i] & stop_keys) for i in seg], dtype=bool)
-        listed = matched(near_side(side, d_side), stops_near, served_)
-        for j in np.flatnonzero(listed).tolist():
+        shown = matched(near_side(side, d_side), stops_near, served_)
+        for j in np.flatnonzero(shown).tolist():
             i = seg[j]
             v = versions[i]
             a = max(v.rec_from, seg_first)
@@ -644,12 +645,12 @@ def detours_hitting(
         return []
     log = _versions_of_keys(store, "detours", hits, span.newest)
     seqs = {v.rec_from for v in log} | {v.rec_to - 1 for v in log if v.rec_to is not None}
-    as_of: dict = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
-    as_of["newest"] = _as_of_of(store, [span.newest])[span.newest]
+    as_of: dict[int, int] = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
+    newest_ms = _as_of_of(store, [span.newest])[span.newest]
     out = []
     for key, found in hits.items():
         mine = [v for v in log if v.key == key]
-        first, last, listed = _sightings(mine, as_of)
+        first, last, listed = _sightings(mine, as_of, newest_ms)
         found.sort(key=lambda h: (h[0], h[2].rec_from))
         current = max(found, key=lambda h: h[2].rec_from)[2]
         out.append(
