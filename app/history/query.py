@@ -225,7 +225,9 @@ def _schema_of(store: HistoryStore, seqs, layer: str) -> dict[int, tuple[list[st
 _PER_MS = {"s": 1000, "ms": 1, "us": 1 / 1000, "ns": 1 / 1_000_000}
 
 
-def _decode(schema: tuple[list[str], dict[str, str]], data: bytes) -> dict:
+def _decode(schema: tuple[list[str], dict[str, str]], data: bytes, shapes: dict) -> dict:
+    """A row's values by column; ``shapes`` (WKB hex -> geometry) makes versions with the same geometry
+    share one object (measured once)."""
     import shapely
 
     names, kinds = schema
@@ -235,7 +237,9 @@ def _decode(schema: tuple[list[str], dict[str, str]], data: bytes) -> dict:
         if v is None:
             continue
         if kind == "wkb":
-            values[name] = shapely.from_wkb(bytes.fromhex(v))
+            if v not in shapes:
+                shapes[v] = shapely.from_wkb(bytes.fromhex(v))
+            values[name] = shapes[v]
         else:
             values[name] = int(v * _PER_MS[kind])
     return values
@@ -250,6 +254,7 @@ def _versions(store: HistoryStore, layer: str, where: str, params, upto: int) ->
         (layer, upto, *params),
     ).fetchall()
     schemas = _schema_of(store, [int(r[1]) for r in found], layer)
+    shapes: dict = {}
     out = []
     for key, rec_from, rec_to, data in found:
         rec_to = int(rec_to)
@@ -258,7 +263,7 @@ def _versions(store: HistoryStore, layer: str, where: str, params, upto: int) ->
                 str(key),
                 int(rec_from),
                 None if rec_to == OPEN or rec_to > upto else rec_to,
-                _decode(schemas[int(rec_from)], data),
+                _decode(schemas[int(rec_from)], data, shapes),
             )
         )
     return out
@@ -444,26 +449,41 @@ def works_near(
     if span is None:
         return []
     dlat, dlng = _degrees(lat, radius_km)
-    candidates = [
-        str(k)
-        for (k,) in store.execute(
-            "SELECT DISTINCT key FROM history_row WHERE layer = 'works' AND hash IN (SELECT hash FROM "
-            "history_extent WHERE max_lat >= ? AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?) "
-            "AND rec_to > ? AND rec_from <= ?",
-            (lat - dlat, lat + dlat, lng - dlng, lng + dlng, span.first, span.last),
+    near = [
+        h
+        for (h,) in store.execute(
+            "SELECT hash FROM history_extent WHERE max_lat >= ? AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?",
+            (lat - dlat, lat + dlat, lng - dlng, lng + dlng),
         )
     ]
+    # the contents near the point, then their versions by the partial hash index (SQLite, without
+    # statistics, would rather scan every version of the layer: told which index to use)
+    hint = "" if store.postgres else " INDEXED BY history_row_hash_works"
+    candidates: set[str] = set()
+    for i in range(0, len(near), _CHUNK):
+        part = near[i : i + _CHUNK]
+        candidates.update(
+            str(k)
+            for (k,) in store.execute(
+                f"SELECT key FROM history_row{hint} WHERE layer = 'works' AND hash IN "  # noqa: S608
+                f"({','.join('?' * len(part))}) AND rec_to > ? AND rec_from <= ?",
+                (*part, span.first, span.last),
+            )
+        )
     if not candidates:
         return []
     versions = _versions_of_keys(store, "works", candidates, span.newest)
     in_window = [v for v in versions if _in_window(v, span)]
-    geoms = np.array([v.values.get("geometry") for v in in_window], dtype=object)
-    ids = np.array([str(v.values.get("id", v.key)) for v in in_window], dtype=object)
-    idx, km = extent_index(geoms, ids).within(lat, lng, radius_km)
+    # each distinct (key, geometry) measured once: a change of status or dates keeps the extent
+    distinct: dict[tuple[str, int], object] = {}
+    for v in in_window:
+        distinct.setdefault((v.key, id(v.values.get("geometry"))), v.values.get("geometry"))
+    keys = [k for k, _g in distinct]
+    geoms = np.array(list(distinct.values()), dtype=object)
+    idx, km = extent_index(geoms, np.array(keys, dtype=object)).within(lat, lng, radius_km)
     best: dict[str, float] = {}
     for i, k in zip(idx.tolist(), km.tolist()):
-        key = in_window[i].key
-        best[key] = min(best.get(key, math.inf), k)
+        best[keys[i]] = min(best.get(keys[i], math.inf), k)
     by_key: dict[str, list[Version]] = {}
     for v in versions:
         by_key.setdefault(v.key, []).append(v)
