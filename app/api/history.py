@@ -195,7 +195,8 @@ def _checked(window: Window) -> Window:
     end = now if window.end_ms < 0 or window.end_ms > now else window.end_ms
     if window.start_ms >= now:
         raise WindowOutOfRange(f"from={iso_utc_ms(window.start_ms)} is not before now ({iso_utc_ms(now)})")
-    if window.start_ms < now - days * DAY_MS:
+    kept_from = (end if window.upto is not None else now) - days * DAY_MS  # a cursor keeps its first page's
+    if window.start_ms < kept_from:
         raise WindowOutOfRange(
             f"from={iso_utc_ms(window.start_ms)} lies more than {days} days back (the history kept)"
         )

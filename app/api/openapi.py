@@ -45,6 +45,12 @@ TAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("/air-quality",),
     ),
     ("Briefing", "The operations briefing for the next 24 hours at a point.", ("/briefing",)),
+    (
+        "History",
+        "Enterprise: the hourly NO2, the works with their change logs and the detours at a point over a past "
+        "window, from the snapshots the service recorded.",
+        ("/history/air-quality", "/history/works", "/history/detours"),
+    ),
     ("Sign-up", "A free Developer account and its first key, by e-mail link.", ("/signup",)),
     ("Documents", "This OpenAPI document.", ("/openapi.json",)),
 )

@@ -126,6 +126,51 @@ OPERATIONS: dict[str, dict[str, Call]] = {
             headers=(("Accept-Language", "fr-BE, fr;q=0.9"),),
         ),
     },
+    "historyAirQuality": {
+        "point": Call(
+            "Hourly NO2 at a point over six hours (Enterprise)",
+            f"/history/air-quality?{POINT}&from=2026-11-16T00:00:00Z&to=2026-11-16T06:00:00Z",
+            key="enterprise",
+        ),
+        "csv": Call(
+            "The same as CSV",
+            f"/history/air-quality?{POINT}&from=2026-11-16T00:00:00Z&to=2026-11-16T06:00:00Z",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
+    "historyWorks": {
+        "point": Call(
+            "The first page of two works near a point, with their change logs (Enterprise)",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+        ),
+        "geojson": Call(
+            "One work as GeoJSON",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=1",
+            key="enterprise",
+            headers=GEOJSON,
+        ),
+        "csv": Call(
+            "Two works as CSV (a row per change)",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
+    "historyDetours": {
+        "point": Call(
+            "The detours that hit a point (Enterprise)",
+            f"/history/detours?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+        ),
+        "csv": Call(
+            "The same as CSV",
+            f"/history/detours?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
     "signup": {
         "signup": Call("A new address", "/signup", "POST", key=None, json={"email": "you@example.be"}),
     },
@@ -227,6 +272,25 @@ ERRORS: dict[str, Call] = {
         json={"email": "you@example.be"},
         settings=_mail_down(),
     ),
+    "invalid_window": Call(
+        "A history window without a time", f"/history/works?{POINT}&from=2026-11-10", key="enterprise"
+    ),
+    "invalid_cursor": Call(
+        "A cursor this API did not give",
+        f"/history/works?{POINT}&from=2026-11-10T00:00:00Z&cursor=page2",
+        key="enterprise",
+    ),
+    "window_too_long": Call(
+        "More than 366 days in one call (on a service keeping 800 days)",
+        f"/history/air-quality?{POINT}&from=2025-11-01T00:00:00Z&to=2026-11-16T00:00:00Z",
+        key="enterprise",
+        settings=(("HISTORY_DAYS", 800),),
+    ),
+    "window_out_of_range": Call(
+        "A window starting more than 365 days back",
+        f"/history/works?{POINT}&from=2025-01-01T00:00:00Z",
+        key="enterprise",
+    ),
     "history_unavailable": Call(
         "The history store cannot be read",
         AS_OF + "2026-11-16T07:30:00Z",
@@ -322,7 +386,10 @@ class Demo:
                     data=call.data,
                     content_type="text/plain" if call.data is not None else None,
                 )
-        body = json.loads(response.get_data())
+        if response.mimetype == "text/csv":
+            body = response.get_data(as_text=True)
+        else:
+            body = json.loads(response.get_data())
         if call.members:
             body = {name: body[name] for name in call.members}
         if isinstance(body, dict) and "requestId" in body:

@@ -239,7 +239,7 @@ def test_read_indexes_are_filled_for_a_store_recorded_before_them(store_url, yea
     opened = open_store(store_url)
     for _instant, path in year_dirs[:3]:
         opened.record_dir(path)
-    lat, lng = points[1]
+    lat, lng = points[0]
     start, end = opened.publishes()[0].as_of_ms - DAY, opened.publishes()[-1].as_of_ms + DAY
 
     def answers(s):
