@@ -40,6 +40,7 @@ from . import rows as rowcodec
 from .store import OPEN, HistoryStore, _unpack
 
 HOUR_MS = 3_600_000
+_MAX_MS = 2**62  # after every instant
 WORK_FIELDS = ("status", "start", "end", "description")  # the changes a work's log lists
 _CHUNK = 500  # keys per IN (...) list
 
@@ -389,14 +390,19 @@ def no2_series(
     ``start_ms <= t < end_ms``, oldest first.
 
     The station is the one nearest to the point (``geo``'s rule, :func:`geo.service.air.nearest_no2_station`)
-    among the NO2 stations of the publish served at ``t`` (the first publish served during the window for
-    an hour before it); the value is that station's measured value for the hour in its latest recorded
+    among the NO2 stations of the publish served at ``t`` (the first recorded publish for an hour before it); the value is that station's measured value for the hour in its latest recorded
     version (recorded up to ``upto``), None when the station did not measure it or it was never recorded: an
     unknown value is never 0 and never another station's.
     """
     first_hour = -(-start_ms // HOUR_MS) * HOUR_MS
     hours = range(first_hour, end_ms, HOUR_MS)
+    # a window before the first publish: its values may still have been recorded by it (a publish carries
+    # the last 48 hours), and its stations say which was nearest
     span = served(store, start_ms, end_ms, upto)
+    if span is None:
+        later = served(store, start_ms, _MAX_MS, upto)
+        if later is not None:
+            span = Served(later.first, later.first, later.newest, {later.first: later.as_of[later.first]})
     if span is None or not hours:
         return [No2Value(t, None, None, None, None) for t in hours]
     # segments of the window with one stations layer: [from_ms, to_ms) -> nearest station
