@@ -33,6 +33,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,11 +47,10 @@ _CHUNK = 500  # keys per IN (...) list
 
 
 # --- results ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class No2Value:
+class No2Value(NamedTuple):
     """One hour of the NO2 series: ``t`` the row's ``timestamp`` (the end of the measured hour, as IRCEL
     publishes it), ``value`` in µg/m³ (None: not measured or not recorded), the station nearest to the point
-    at that hour (None: no NO2 station) and its distance."""
+    at that hour (None: no NO2 station) and its distance. (A named tuple: a year is 8,760 of them.)"""
 
     t: int
     value: float | None
