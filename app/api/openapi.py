@@ -52,7 +52,8 @@ TAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     (
         "History",
-        "Enterprise: what the service recorded at a point over a past window (NO2, works, detours).",
+        "Enterprise: the hourly NO2, the works with their change logs and the detours at a point over a past "
+        "window, from the snapshots the service recorded.",
         ("/history/air-quality", "/history/works", "/history/detours"),
     ),
     ("Sign-up", "A free Developer account and its first key, by e-mail link.", ("/signup",)),

@@ -80,15 +80,6 @@ class Call:
         return out
 
 
-def _history(summary: str, path: str, geojson: bool = False) -> dict[str, Call]:
-    """The examples of a history resource: JSON, GeoJSON when offered, CSV (an Enterprise key)."""
-    out = {"window": Call(summary, path, key="enterprise")}
-    if geojson:
-        out["geojson"] = Call("The same as GeoJSON", path, key="enterprise", headers=GEOJSON)
-    out["csv"] = Call("The same as CSV", path, key="enterprise", headers=(("Accept", "text/csv"),))
-    return out
-
-
 #: demo accounts by name: (plan, saved locations as (id, name, address, lat, lng, label, primary))
 ACCOUNTS = {
     "pro": (
@@ -148,19 +139,51 @@ OPERATIONS: dict[str, dict[str, Call]] = {
     "listChanges": {
         "events": Call("The first events of all the caller's saved locations", "/changes?limit=3"),
     },
-    "historyAirQuality": _history(
-        "Hourly NO2 at a point over four hours (Enterprise)",
-        f"/history/air-quality?{POINT}&from=2026-11-15T20:00:00Z&to=2026-11-16T00:00:00Z",
-    ),
-    "historyWorks": _history(
-        "The first two works near a point over a day, with their change logs (Enterprise)",
-        f"/history/works?{POINT}&from=2026-11-15T00:00:00Z&limit=2",
-        geojson=True,
-    ),
-    "historyDetours": _history(
-        "The first two detours that hit a point over a day (Enterprise)",
-        f"/history/detours?{POINT}&from=2026-11-15T00:00:00Z&limit=2",
-    ),
+    "historyAirQuality": {
+        "point": Call(
+            "Hourly NO2 at a point over six hours (Enterprise)",
+            f"/history/air-quality?{POINT}&from=2026-11-16T00:00:00Z&to=2026-11-16T06:00:00Z",
+            key="enterprise",
+        ),
+        "csv": Call(
+            "The same as CSV",
+            f"/history/air-quality?{POINT}&from=2026-11-16T00:00:00Z&to=2026-11-16T06:00:00Z",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
+    "historyWorks": {
+        "point": Call(
+            "The first page of two works near a point, with their change logs (Enterprise)",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+        ),
+        "geojson": Call(
+            "One work as GeoJSON",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=1",
+            key="enterprise",
+            headers=GEOJSON,
+        ),
+        "csv": Call(
+            "Two works as CSV (a row per change)",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
+    "historyDetours": {
+        "point": Call(
+            "The detours that hit a point (Enterprise)",
+            f"/history/detours?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+        ),
+        "csv": Call(
+            "The same as CSV",
+            f"/history/detours?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
     "signup": {
         "signup": Call("A new address", "/signup", "POST", key=None, json={"email": "you@example.be"}),
     },
@@ -262,7 +285,6 @@ ERRORS: dict[str, Call] = {
         json={"email": "you@example.be"},
         settings=_mail_down(),
     ),
-    "invalid_cursor": Call("since is not a cursor of this feed", "/changes?since=yesterday"),
     "foreign_cursor": Call(
         "The cursor of another location's feed", "/locations/loc_meir/changes?since={cursor:loc_stadhuis}"
     ),
@@ -270,17 +292,24 @@ ERRORS: dict[str, Call] = {
         "A cursor of events no longer kept (here: of another history store)",
         "/locations/loc_meir/changes?since={stale:loc_meir}",
     ),
-    "invalid_window": Call("A history call without from", f"/history/works?{POINT}", key="enterprise"),
-    "window_out_of_range": Call(
-        "A window that starts after now",
-        f"/history/works?{POINT}&from=2026-11-20T00:00:00Z",
+    "invalid_window": Call(
+        "A history window without a time", f"/history/works?{POINT}&from=2026-11-10", key="enterprise"
+    ),
+    "invalid_cursor": Call(
+        "A cursor this API did not give",
+        f"/history/works?{POINT}&from=2026-11-10T00:00:00Z&cursor=page2",
         key="enterprise",
     ),
     "window_too_long": Call(
-        "A window over 366 days (on a service keeping 800 days)",
-        f"/history/works?{POINT}&from=2025-06-01T00:00:00Z",
+        "More than 366 days in one call (on a service keeping 800 days)",
+        f"/history/air-quality?{POINT}&from=2025-11-01T00:00:00Z&to=2026-11-16T00:00:00Z",
         key="enterprise",
         settings=(("HISTORY_DAYS", 800),),
+    ),
+    "window_out_of_range": Call(
+        "A window starting more than 365 days back",
+        f"/history/works?{POINT}&from=2025-01-01T00:00:00Z",
+        key="enterprise",
     ),
     "history_unavailable": Call(
         "The history store cannot be read",
@@ -439,8 +468,10 @@ class Demo:
                     data=call.data,
                     content_type="text/plain" if call.data is not None else None,
                 )
-        text = response.get_data(as_text=True)
-        body = text if response.mimetype == "text/csv" else json.loads(text)
+        if response.mimetype == "text/csv":
+            body = response.get_data(as_text=True)
+        else:
+            body = json.loads(response.get_data())
         if call.members:
             body = {name: body[name] for name in call.members}
         if isinstance(body, dict) and "requestId" in body:
