@@ -571,6 +571,8 @@ def _listed_somewhen(start_ms: int, end_ms: int, days: int) -> int | None:
 
     if start_ms >= end_ms:
         return None
+    if days & tr.ALL_DAYS == tr.ALL_DAYS:  # every day: in force from the start
+        return start_ms
     first_hour = -(-start_ms // HOUR_MS) * HOUR_MS
     stop = min(end_ms, first_hour + 8 * 24 * HOUR_MS)
     instants = np.array([start_ms, *range(first_hour, stop, HOUR_MS)], dtype=np.int64)
@@ -583,8 +585,11 @@ def _listed_somewhen(start_ms: int, end_ms: int, days: int) -> int | None:
 
 def _listed_last(start_ms: int, end_ms: int, days: int) -> int:
     """The end of the last stretch of ``[start_ms, end_ms)`` on one of ``days`` (exclusive)."""
+    from geo.rules import transit as tr
     from geo.rules.calendar import local_hour_kind
 
+    if days & tr.ALL_DAYS == tr.ALL_DAYS:  # every day: in force to the end
+        return end_ms
     last_hour = ((end_ms - 1) // HOUR_MS) * HOUR_MS
     begin = max(start_ms, last_hour - 8 * 24 * HOUR_MS)
     instants = np.array([*range(last_hour, begin - 1, -HOUR_MS)], dtype=np.int64)

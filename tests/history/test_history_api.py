@@ -101,7 +101,8 @@ def all_pages(app, key, path, headers=None, **params) -> list:
         )
         if cursor is None:
             return pages
-        pages.append(get(app, key, path, headers, **params, cursor=cursor))
+        params = {**params, "cursor": cursor}
+        pages.append(get(app, key, path, headers, **params))
 
 
 def _link_cursor(link: str | None) -> str | None:
