@@ -16,6 +16,7 @@ import secrets
 from flask import Flask
 
 from app import api, cli, dashboard, docs_ui, front, health, portal, sources
+from app.api.changes import derive_after_publish
 from app import config as settings
 from app.mail import Mail
 from app.server import logfilter
@@ -94,6 +95,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     health.init_app(app)
     cli.init_app(app)
     sources.init_app(app)
+    sources.on_publish(app, derive_after_publish)  # the change feed, before the alerts
     portal.init_app(app)
     front.init_app(app)
     docs_ui.init_app(app)

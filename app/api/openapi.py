@@ -39,6 +39,17 @@ TAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "The caller's saved locations: their ids are the `locationId` of the data calls.",
         ("/locations",),
     ),
+    (
+        "Changes",
+        "What changed at the caller's saved locations since a cursor: works, detours, NO2, stations, sources.",
+        ("/locations/{id}/changes", "/changes"),
+    ),
+    (
+        "History",
+        "Enterprise: the hourly NO2, the works with their change logs and the detours at a point over a past "
+        "window, from the snapshots the service recorded.",
+        ("/history/air-quality", "/history/works", "/history/detours"),
+    ),
     ("Sign-up", "A free Developer account and its first key, by e-mail link.", ("/signup",)),
     ("Documents", "This OpenAPI document.", ("/openapi.json",)),
 )
@@ -57,6 +68,7 @@ _STATUS_TEXT = {
     404: "Not found",
     405: "Method not allowed",
     406: "No representation in a media type the Accept header allows",
+    410: "Gone: the cursor points to events no longer kept",
     413: "Request body too large",
     414: "Request line too long (gunicorn's limit)",
     422: "Outside the service area",
@@ -172,7 +184,9 @@ def _data_get(summary: str, schema: str, statuses, geojson: bool = False, transl
 def build() -> dict:
     """The OpenAPI 3.1 document (a fresh dict each call)."""
     from .data_schemas import DATA_SCHEMAS
+    from . import history_schemas
 
+    from . import changes_schemas
     from .geojson_schemas import components as geojson_components
 
     target_errors = (400, 401, 403, 404, 406, 422, 429, 500, 502, 503)  # plus _ANY
@@ -232,6 +246,8 @@ def build() -> dict:
         **copy.deepcopy(DATA_SCHEMAS),
     }
     schemas.update(geojson_components(schemas))
+    schemas.update(changes_schemas.schemas())
+    schemas.update(copy.deepcopy(history_schemas.SCHEMAS))
     headers = {
         "X-RateLimit-Limit": {
             "description": "Calls allowed in the current window: the account's daily quota on authenticated "
@@ -290,6 +306,7 @@ def build() -> dict:
             "description": "Only on an `asOf` answer: that snapshot's `asOf` (from then on it was served).",
             "schema": {"type": "string", "format": "date-time"},
         },
+        "Link": history_schemas.LINK_HEADER,
         "Content-Language": {
             "description": "Language of the texts this service generates in the answer: "
             "`nl` (default), `fr` or `en`. Data values from the upstreams "
@@ -347,6 +364,8 @@ def build() -> dict:
             "example": 4.4025,
         },
     }
+    parameters.update(changes_schemas.parameters())
+    parameters.update(copy.deepcopy(history_schemas.PARAMETERS))
     paths = {
         "/locations": {
             "get": {
@@ -372,6 +391,8 @@ def build() -> dict:
             )
             for e in ENDPOINTS
         },
+        **changes_schemas.paths(_ok, _errors, _COMMON),
+        **history_schemas.operations(_errors, _ok, _not_modified),
         "/signup": {
             "post": {
                 "summary": "Request a sign-up link by e-mail (no key needed)",

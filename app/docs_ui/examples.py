@@ -126,6 +126,64 @@ OPERATIONS: dict[str, dict[str, Call]] = {
             headers=(("Accept-Language", "fr-BE, fr;q=0.9"),),
         ),
     },
+    "listLocationChanges": {
+        "events": Call(
+            "The first events of a saved location (the next page: since=nextCursor)",
+            "/locations/loc_meir/changes?limit=2",
+        ),
+        "nothingNew": Call(
+            "A poll with nothing new: no event, not counted against the quota",
+            "/locations/loc_meir/changes?since={head:loc_meir}",
+        ),
+    },
+    "listChanges": {
+        "events": Call("The first events of all the caller's saved locations", "/changes?limit=3"),
+    },
+    "historyAirQuality": {
+        "point": Call(
+            "Hourly NO2 at a point over six hours (Enterprise)",
+            f"/history/air-quality?{POINT}&from=2026-11-16T00:00:00Z&to=2026-11-16T06:00:00Z",
+            key="enterprise",
+        ),
+        "csv": Call(
+            "The same as CSV",
+            f"/history/air-quality?{POINT}&from=2026-11-16T00:00:00Z&to=2026-11-16T06:00:00Z",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
+    "historyWorks": {
+        "point": Call(
+            "The first page of two works near a point, with their change logs (Enterprise)",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+        ),
+        "geojson": Call(
+            "One work as GeoJSON",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=1",
+            key="enterprise",
+            headers=GEOJSON,
+        ),
+        "csv": Call(
+            "Two works as CSV (a row per change)",
+            f"/history/works?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
+    "historyDetours": {
+        "point": Call(
+            "The detours that hit a point (Enterprise)",
+            f"/history/detours?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+        ),
+        "csv": Call(
+            "The same as CSV",
+            f"/history/detours?{POINT}&from=2026-11-16T00:00:00Z&limit=2",
+            key="enterprise",
+            headers=(("Accept", "text/csv"),),
+        ),
+    },
     "signup": {
         "signup": Call("A new address", "/signup", "POST", key=None, json={"email": "you@example.be"}),
     },
@@ -227,6 +285,32 @@ ERRORS: dict[str, Call] = {
         json={"email": "you@example.be"},
         settings=_mail_down(),
     ),
+    "foreign_cursor": Call(
+        "The cursor of another location's feed", "/locations/loc_meir/changes?since={cursor:loc_stadhuis}"
+    ),
+    "cursor_expired": Call(
+        "A cursor of events no longer kept (here: of another history store)",
+        "/locations/loc_meir/changes?since={stale:loc_meir}",
+    ),
+    "invalid_window": Call(
+        "A history window without a time", f"/history/works?{POINT}&from=2026-11-10", key="enterprise"
+    ),
+    "invalid_cursor": Call(
+        "A cursor this API did not give",
+        f"/history/works?{POINT}&from=2026-11-10T00:00:00Z&cursor=page2",
+        key="enterprise",
+    ),
+    "window_too_long": Call(
+        "More than 366 days in one call (on a service keeping 800 days)",
+        f"/history/air-quality?{POINT}&from=2025-11-01T00:00:00Z&to=2026-11-16T00:00:00Z",
+        key="enterprise",
+        settings=(("HISTORY_DAYS", 800),),
+    ),
+    "window_out_of_range": Call(
+        "A window starting more than 365 days back",
+        f"/history/works?{POINT}&from=2025-01-01T00:00:00Z",
+        key="enterprise",
+    ),
     "history_unavailable": Call(
         "The history store cannot be read",
         AS_OF + "2026-11-16T07:30:00Z",
@@ -234,6 +318,39 @@ ERRORS: dict[str, Call] = {
         settings=(("HISTORY_URL", "postgresql://127.0.0.1:9/history?connect_timeout=2"),),
     ),
 }
+
+
+#: the change feed's id in the examples' history store (a live store's is random)
+FEED_ID = "examples"
+
+
+def reference_dir() -> str:
+    """The published reference files: ``URBAN_REFERENCE_DIR``, else ``shared/data`` beside the project."""
+    return os.environ.get("URBAN_REFERENCE_DIR") or str(
+        Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    )
+
+
+def _with_cursors(path: str, client, headers: dict) -> str:
+    """``path`` with its cursor placeholders filled: ``{head:<location>}`` the location feed's newest
+    cursor (asked of the app), ``{cursor:<location>}`` a cursor of that location's feed,
+    ``{stale:<location>}`` one made by another store."""
+    import re
+
+    from app.history.changes import encode_cursor
+
+    def fill(match):
+        kind, location = match.group(1), match.group(2)
+        if kind == "head":
+            url = f"/api/v1/locations/{location}/changes?limit=500"
+            while True:
+                page = client.get(url, headers=headers).get_json()
+                if not page["hasMore"]:
+                    return page["nextCursor"]
+                url = f"/api/v1/locations/{location}/changes?limit=500&since={page['nextCursor']}"
+        return encode_cursor(location, 0, FEED_ID if kind == "cursor" else "another-store")
+
+    return re.sub(r"\{(head|cursor|stale):(\w+)\}", fill, path)
 
 
 class Demo:
@@ -274,6 +391,8 @@ class Demo:
         }
         app = create_app(config)
         store = open_history(history)
+        if not settings:
+            self._day_before(store, folder)
         store.record_dir(self.snapshot_dir)
         store.close()
         keys = {}
@@ -297,11 +416,37 @@ class Demo:
                 for _ in range(quota):
                     usage.admit(conn, row["id"], usage.day_of(wall), quota)
         conn.close()
+        if not settings:
+            self._changes(history)
         return app, keys
+
+    def _day_before(self, store, folder: Path) -> None:
+        """Record the simulated refresh one day before the demo snapshot (docs/history.md: the demo's
+        simulated history), so that history and change-feed examples have a past."""
+        from app.history.simulate import SimulatedHistory
+
+        sim = SimulatedHistory(reference_dir(), end=self.engine.as_of, days=1, cadence_min=24 * 60)
+        sim.write_at(sim.instants()[0], folder / "day-before")
+        store.record_dir(folder / "day-before")
+
+    def _changes(self, history: str) -> None:
+        """Derive the change feed of the demo accounts' locations over the two recorded publishes (a fixed
+        feed id, so that the cursors shown are the same at every recording)."""
+        from app.history import changes as feed
+        from app.history.store import open_store as open_history
+
+        places = [(p[0], p[3], p[4]) for _plan, ps in ACCOUNTS.values() for p in ps]
+        store = open_history(history)
+        try:
+            feed.ensure_tables(store, feed_id=FEED_ID)
+            feed.derive(store, places, start=1)
+        finally:
+            store.close()
 
     def answer(self, call: Call) -> dict:
         """The example of ``call``: its request, the answer's status, media type and body."""
         app, keys = self.app(call.settings)
+        path = call.path
         if call.fault is not None:
             from app.server.worker import answer, error_for
             from app.web.errors import ApiError
@@ -313,23 +458,30 @@ class Demo:
             if call.key is not None:
                 headers["Authorization"] = f"Bearer {keys[call.key]}"
             client = app.test_client()
+            path = _with_cursors(call.path, client, headers)
             for _ in range(call.times):
                 response = client.open(
-                    "/api/v1" + call.path,
+                    "/api/v1" + path,
                     method=call.method,
                     headers=headers,
                     json=call.json,
                     data=call.data,
                     content_type="text/plain" if call.data is not None else None,
                 )
-        body = json.loads(response.get_data())
+        if response.mimetype == "text/csv":
+            body = response.get_data(as_text=True)
+        else:
+            body = json.loads(response.get_data())
         if call.members:
             body = {name: body[name] for name in call.members}
         if isinstance(body, dict) and "requestId" in body:
             body["requestId"] = REQUEST_ID
+        request = call.request()
+        if path != call.path:
+            request["query"] = dict(parse_qsl(urlsplit(path).query, keep_blank_values=True))
         return {
             "summary": call.summary,
-            "request": call.request(),
+            "request": request,
             "status": response.status_code,
             "mediaType": response.mimetype,
             "value": body,

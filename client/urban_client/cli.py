@@ -7,15 +7,27 @@ API's body byte-for-byte with ``--json``) and turns every failure into a message
 
 from __future__ import annotations
 
+import json
 import math
 import sys
+import time
 from enum import IntEnum
 
 import click
 from rich.console import Console
 
 from urban_client import __version__
-from urban_client.api import GEOJSON, JSON, LANGUAGES, ApiClient, ApiError, NetworkError, target_params
+from urban_client.api import (
+    GEOJSON,
+    JSON,
+    LANGUAGES,
+    ApiClient,
+    ApiError,
+    NetworkError,
+    changes_params,
+    changes_path,
+    target_params,
+)
 from urban_client.config import ConfigError, Settings, parse_timeout, read_file, resolve, write_file
 from urban_client.labels import Labels, choose_language, chosen_language, use
 
@@ -329,6 +341,74 @@ def briefing(ctx, location_id, as_of, lat, lng, as_json, lang):
 
 
 @cli.command()
+@click.option(
+    "--location-id",
+    metavar="ID",
+    help="One of your saved location ids (see `urban locations`); default: all your locations.",
+)
+@click.option("--since", metavar="CURSOR", help="Start after this cursor (printed by the previous run).")
+@click.option(
+    "--follow",
+    is_flag=True,
+    help="Keep polling for new events (every --interval seconds) until Ctrl-C; a poll with nothing new "
+    "costs no quota.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(5, 3600),
+    default=60,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds between polls with --follow.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print each event as one line of JSON (JSON Lines, the API's event objects) and nothing else.",
+)
+@click.pass_context
+def changes(ctx, location_id, since, follow, interval, as_json):
+    """What changed at your saved locations: works, detours, NO2, stations and sources, oldest first.
+
+    The cursor to continue from is printed on stderr at the end (``Next cursor: cur_…``).
+    """
+    from urban_client.render import render_event, render_quota
+
+    settings = _settings(ctx)
+    client = _client(settings)
+    console = Console(highlight=False)
+    cursor = since
+    response = None
+    try:
+        while True:
+            try:
+                response = client.get(changes_path(location_id), changes_params(cursor))
+            except (ApiError, NetworkError) as error:
+                if cursor and cursor != since:
+                    _stderr(f"Next cursor: {cursor}")
+                _fail(error, settings)
+            page = response.data
+            for event in page["events"]:
+                if as_json:
+                    click.echo(json.dumps(event, ensure_ascii=False, separators=(",", ":")))
+                else:
+                    render_event(event, console)
+            sys.stdout.flush()
+            cursor = page["nextCursor"]
+            if page["hasMore"]:
+                continue
+            if not follow:
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    if response is not None and not as_json:
+        render_quota(response.rate_limit, console)
+    _stderr(f"Next cursor: {cursor}")
+
+
+@cli.command()
 @click.option("--base-url", "new_base_url", metavar="URL", help="Store this API root in the config file.")
 @click.option(
     "--timeout", "new_timeout", type=float, metavar="SECONDS", help="Store this timeout in the config file."
@@ -418,7 +498,8 @@ def configure(ctx, new_base_url, new_timeout, new_lang, show):
 @lang_option
 @click.pass_context
 def mcp(ctx, use_http, port, lang):
-    """Run the MCP server: four read-only tools for agent clients, using the same key and base URL."""
+    """Run the MCP server: read-only tools for agent clients (the data endpoints, the change feed and,
+    Enterprise, the history), using the same key and base URL."""
     from urban_client.mcp_server import serve_http, serve_stdio
 
     settings = _settings(ctx)
@@ -431,6 +512,11 @@ def mcp(ctx, use_http, port, lang):
             raise click.UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     else:
         serve_stdio(client)
+
+
+from urban_client.history_cli import history  # noqa: E402  (it builds on the helpers above)
+
+cli.add_command(history)
 
 
 def main(argv=None) -> int:

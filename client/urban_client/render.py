@@ -310,6 +310,34 @@ def render_quota(rate_limit: RateLimit, console: Console, now: datetime | None =
     )
 
 
+def _value_text(value) -> str:
+    if not value:
+        return "—"
+    if "status" in value:
+        dates = f"{value.get('startDate') or '?'} – {value.get('endDate') or '…'}"
+        return f"{value['status']}, {dates}: {value.get('description', '')}"
+    if "title" in value:
+        return f"{value['title']} (line(s) {', '.join(value.get('lines') or [])})"
+    if "state" in value:
+        reading = f" {value['value']} µg/m³" if value.get("value") is not None else ""
+        return f"{value['state']} {value['figure']:g} µg/m³ at {value.get('station')}{reading}"
+    if "station" in value:
+        return f"station {value['station']}"
+    if "stale" in value:
+        return "stale" if value["stale"] else "fresh"
+    return ", ".join(f"{k}={v}" for k, v in value.items())
+
+
+def render_event(event: dict, console: Console) -> None:
+    """One line per change event: when it was recorded, its type and subject, then what it is now."""
+    shown = event.get("after") or event.get("before")
+    console.print(
+        f"{event['recordedAt']}  [bold]{event['type']}[/bold]  {event['subject']}  {event['locationId']}",
+        markup=True,
+    )
+    console.print(f"    {_value_text(shown)}", markup=False)
+
+
 RENDERERS = {
     "locations": render_locations,
     "disruptions": render_disruptions,

@@ -21,7 +21,12 @@ TOOLS = {
     "get_disruptions": "disruptions",
     "get_air_quality": "air-quality",
     "get_briefing": "briefing",
+    "get_changes": "changes",
+    "get_no2_history": "history/air-quality",
+    "get_works_history": "history/works",
+    "get_detours_history": "history/detours",
 }
+HISTORY_INPUT = {"locationId", "lat", "lng", "from", "to", "limit", "cursor"}
 
 
 def session_run(client_env, env, scenario, *options):
@@ -63,7 +68,11 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, acc
         assert tool.output_schema["type"] == "object" and tool.output_schema["required"]
         assert tool.input_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
-        expected = set() if tool.name == "list_locations" else {"locationId", "lat", "lng", "asOf"}
+        expected = {
+            "list_locations": set(),
+            "get_changes": {"locationId", "since", "limit"},
+        }.get(tool.name, {"locationId", "lat", "lng", "asOf"})
+        expected = HISTORY_INPUT if "history" in tool.name else expected
         assert set(tool.input_schema["properties"]) == expected
 
 
@@ -230,6 +239,7 @@ def test_tool_output_schemas_agree_with_the_openapi_document(api_server):
         "Disruptions": schemas.DISRUPTIONS_OUTPUT,
         "AirQuality": schemas.AIR_QUALITY_OUTPUT,
         "Briefing": schemas.BRIEFING_OUTPUT,
+        "ChangePage": schemas.CHANGES_OUTPUT,
     }
     problems = []
     for component, mine in pairs.items():
