@@ -354,7 +354,9 @@ class HistoryStore:
             ):
                 found[hashed] = _unpack(data)
         if len(found) < len(set(hashes)):
-            raise HistoryError(f"{len(set(hashes)) - len(found)} row blobs are missing from the history store")
+            raise HistoryError(
+                f"{len(set(hashes)) - len(found)} row blobs are missing from the history store"
+            )
         return found
 
     def snapshot_at(self, instant: datetime) -> tuple[dict, dict]:

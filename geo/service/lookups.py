@@ -76,7 +76,11 @@ class Lookups:
         works_from = next((lk for lk in reuse if lk.prepared.works is w), None)
         detours_from = next((lk for lk in reuse if lk.prepared.detours is d), None)
         stops_from = next((lk for lk in reuse if lk.stops is engine.stops), None)
-        parts = ((works_from, self.WORKS_PART), (detours_from, self.DETOURS_PART), (stops_from, self.STOPS_PART))
+        parts = (
+            (works_from, self.WORKS_PART),
+            (detours_from, self.DETOURS_PART),
+            (stops_from, self.STOPS_PART),
+        )
         for donor, names in parts:
             for name in names if donor is not None else ():
                 if hasattr(donor, name):  # the tables a lookups without a usable NearTable lacks
