@@ -137,7 +137,7 @@ def build(engine, reuse=()) -> Prepared:
     >>> build(engine).works.ids.size <= len(engine.works)  # doctest: +SKIP
     True
     """
-    parts = {}
+    parts: dict = {}
     for part, (make, layers) in PARTS.items():
         shared = (
             getattr(prepared, part)

@@ -40,16 +40,24 @@ class LoadedSnapshot:
     True
     """
 
-    __slots__ = ("engine", "prepared", "lookups", "times", "_derived", "__weakref__")
+    __slots__ = ("_engine", "prepared", "lookups", "times", "_derived", "__weakref__")
 
     def __init__(self, engine: Engine, reuse=()):
         """``reuse``: loaded snapshots of engines ``engine`` shares layers with (:func:`rebuild`): the
         prepared parts and lookup tables made from those very layers are shared, not made again."""
-        self.engine = engine
+        self._engine = weakref.ref(engine)  # weak: this object is the value of a weak map keyed by the engine
         self.prepared: Prepared = build(engine, [(s.engine, s.prepared) for s in reuse])
         self.lookups = Lookups(engine, self.prepared, [s.lookups for s in reuse])
         self.times = Times(self.lookups)
         self._derived: dict = {}
+
+    @property
+    def engine(self) -> Engine:
+        """The engine (alive while this object is reachable through :func:`loaded`)."""
+        engine = self._engine()
+        if engine is None:
+            raise ReferenceError("the engine of this loaded snapshot was dropped")
+        return engine
 
     def derived(self, key: str, factory):
         """``factory(engine)``, made once per loaded snapshot under ``key`` (thread-safe): where the layers above

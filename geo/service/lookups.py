@@ -62,8 +62,8 @@ class Lookups:
     """
 
     #: the attributes made from each part of the prepared data (shared with lookups of the same part)
-    WORKS_PART = ("row_cluster", "row_listed", "status_class", "works_table", "works_rank", "works_listed")
-    WORKS_PART += ("work_items",)
+    WORKS_PART: tuple[str, ...] = ("row_cluster", "row_listed", "status_class", "works_table", "works_rank")
+    WORKS_PART += ("works_listed", "work_items")
     DETOURS_PART = ("stop_detours", "severity", "_selections", "stop_entry_detours", "detour_items")
     #: made from the stops layer alone (shared with lookups of the same stops frame)
     STOPS_PART = ("stops", "stops_table", "_stop_entry_rows")

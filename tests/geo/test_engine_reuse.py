@@ -97,3 +97,18 @@ def test_a_layer_equal_to_but_not_the_frame_of_a_previous_engine_is_built_again(
     copied = rebuild({n: getattr(engine, n).copy() for n in NAMES}, engine.manifest, [engine])
     assert copied._stops is not engine._stops
     assert loaded(copied).prepared.works is not loaded(engine).prepared.works
+
+
+def test_an_engine_dropped_is_freed_with_its_loaded_snapshot(engine):
+    """The weak map of loaded snapshots must not keep an engine alive (asOf drops rebuilt engines)."""
+    import gc
+    import weakref
+
+    shared = rebuild(
+        {**{n: getattr(engine, n) for n in NAMES}, **_changed(engine)}, engine.manifest, [engine]
+    )
+    gone = weakref.ref(shared)
+    snapshot = weakref.ref(loaded(shared))
+    del shared
+    gc.collect()
+    assert gone() is None and snapshot() is None
