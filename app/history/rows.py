@@ -105,9 +105,11 @@ def encode_file(layer: str, data: bytes) -> EncodedLayer:
     return encode_table(layer, pq.read_table(io.BytesIO(data)))
 
 
-def decode_table(schema_bytes: bytes, rows: list[list]) -> pa.Table:
-    """The Arrow table of rows (the values of their JSON arrays, in order) under a publish's schema."""
+def decode_table(schema_bytes: bytes, rows: list) -> pa.Table:
+    """The Arrow table of rows (in order: their JSON texts, or the values of their JSON arrays as
+    :meth:`RowCache.rows` gives them) under a publish's schema."""
     schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
+    rows = [json.loads(r) if isinstance(r, (bytes, bytearray, str)) else r for r in rows]
     arrays = []
     for i, field in enumerate(schema):
         values = [r[i] for r in rows]
@@ -121,9 +123,9 @@ def decode_table(schema_bytes: bytes, rows: list[list]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def decode_layer(schema_bytes: bytes, rows: list[list]):
+def decode_layer(schema_bytes: bytes, rows: list):
     """The GeoDataFrame of a layer (what ``geo.data.snapshot.read_layer`` gives for the original file) from
-    its rows' values (:meth:`RowCache.rows`), in order."""
+    its rows, in order (as :func:`decode_table`)."""
     from geo.data.snapshot import layer_from_table, read_layer
 
     table = decode_table(schema_bytes, rows)

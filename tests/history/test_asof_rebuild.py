@@ -66,3 +66,35 @@ def test_rows_are_decoded_once_per_process(history, monkeypatch):
     ROWS.clear()
     history.snapshot(publish.seq)
     assert sum(fetched) > 0
+
+
+def test_a_layer_decodes_the_same_from_row_json_and_from_decoded_rows():
+    """The GeoDataFrame is the one the GeoParquet file gives, from JSON texts or cached values alike."""
+    import io
+    import json
+
+    import geopandas as gpd
+    import pandas as pd
+    from shapely.geometry import Point, box
+
+    from app.history import rows as rowcodec
+    from geo.data.snapshot import read_layer
+
+    frame = gpd.GeoDataFrame(
+        {
+            "id": ["b", "a"],
+            "start": pd.to_datetime(["2026-01-02T08:00:00Z", None], utc=True),
+            "n": [3, None],
+        },
+        geometry=[box(4.0, 51.0, 4.1, 51.1), Point(4.4, 51.2)],
+        crs="EPSG:4326",
+    )
+    buf = io.BytesIO()
+    frame.to_parquet(buf)
+    enc = rowcodec.encode_file("works", buf.getvalue())
+    texts = [enc.rows[k][1] for k in rowcodec.order_keys(enc.rows, enc.order)]
+    want = read_layer(buf.getvalue())
+    for rows in (texts, [json.loads(t) for t in texts]):
+        got = rowcodec.decode_layer(enc.schema, rows)
+        assert_frame_equal(got, want)
+        assert got.crs == want.crs
