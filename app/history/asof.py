@@ -173,19 +173,37 @@ def publish_index(history: HistoryStore) -> PublishIndex:
         return _indexes.setdefault(history.identity, PublishIndex())
 
 
-def engine_of(history: HistoryStore, publish: Publish):
-    """The engine of a recorded publish (rebuilt once, then kept among the last few used)."""
+def held_layers(engines):
+    """``held(layer, sha256)`` for :meth:`HistoryStore.snapshot`: the frame of the first of ``engines`` whose
+    snapshot carried that very layer file (same sha256 in its manifest), else None."""
+
+    def held(layer: str, sha256: str):
+        for engine in engines:
+            entry = ((getattr(engine, "manifest", None) or {}).get("layers") or {}).get(layer) or {}
+            if entry.get("sha256") == sha256:
+                return getattr(engine, layer)
+        return None
+
+    return held
+
+
+def engine_of(history: HistoryStore, publish: Publish, live=None):
+    """The engine of a recorded publish (rebuilt once, then kept among the last few used).
+
+    A rebuild shares every layer whose file is unchanged with an engine in memory (``live``, the engine
+    being served, or one kept here), with its indexes and prepared data: only the other layers are read
+    from the store and built (docs/history.md → Costs).
+    """
     key = (history.identity, publish.seq, publish.snapshot_id)
     with _engines_lock:
         if key in _engines:
             _engines.move_to_end(key)
             return _engines[key]
-        from geo.data.engine import Engine
-        from geo.service.loaded import loaded
+        from geo.service.loaded import rebuild
 
-        layers, manifest = history.snapshot(publish.seq)
-        engine = Engine.from_layers(layers, manifest)
-        loaded(engine)
+        donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
+        layers, manifest = history.snapshot(publish.seq, held_layers(donors))
+        engine = rebuild(layers, manifest, donors)
         _engines[key] = engine
         while len(_engines) > ENGINES_KEPT:
             _engines.popitem(last=False)
@@ -238,14 +256,15 @@ def resolve() -> AsOf | None:
             first, _last = history.first_last()
             since = f"it starts at {iso(first.as_of)}" if first else "nothing is recorded yet"
             raise AsOfOutOfWindow(f"no snapshot was being served at asOf={iso(instant)}: {since}")
+        live = getattr(current_app.extensions.get("urban"), "engine", None)
         try:
-            engine = engine_of(history, publish)
+            engine = engine_of(history, publish, live)
         except HistoryError:  # pruned since this process listed it: list the publishes again
             index.forget()
             publish = index.at(history, ms(instant))
             if publish is None:
                 raise AsOfOutOfWindow(f"asOf={iso(instant)} lies before the kept history") from None
-            engine = engine_of(history, publish)
+            engine = engine_of(history, publish, live)
     except AsOfOutOfWindow:
         raise
     except Exception as exc:  # the store or a rebuild failed: this instant's answer cannot be given now

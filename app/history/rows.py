@@ -16,6 +16,9 @@ import hashlib
 import io
 import json
 import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
@@ -145,10 +148,11 @@ def encode_file(layer: str, data: bytes) -> EncodedLayer:
     return encode_table(layer, pq.read_table(io.BytesIO(data)))
 
 
-def decode_table(schema_bytes: bytes, contents: list[bytes]) -> pa.Table:
-    """The Arrow table of rows (JSON arrays, in order) under a publish's schema."""
+def decode_table(schema_bytes: bytes, rows: list) -> pa.Table:
+    """The Arrow table of rows (in order: their JSON texts, or the values of their JSON arrays as
+    :meth:`RowCache.rows` gives them) under a publish's schema."""
     schema = pa.ipc.read_schema(pa.py_buffer(schema_bytes))
-    rows = [json.loads(c) for c in contents]
+    rows = [json.loads(r) if isinstance(r, (bytes, bytearray, str)) else r for r in rows]
     arrays = []
     for i, field in enumerate(schema):
         values = [r[i] for r in rows]
@@ -162,12 +166,17 @@ def decode_table(schema_bytes: bytes, contents: list[bytes]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def decode_layer(schema_bytes: bytes, contents: list[bytes]):
-    """The GeoDataFrame of a layer (what ``geo.data.snapshot.read_layer`` gives for the original file)."""
-    from geo.data.snapshot import read_layer
+def decode_layer(schema_bytes: bytes, rows: list):
+    """The GeoDataFrame of a layer (what ``geo.data.snapshot.read_layer`` gives for the original file) from
+    its rows, in order (as :func:`decode_table`)."""
+    from geo.data.snapshot import layer_from_table, read_layer
 
+    table = decode_table(schema_bytes, rows)
+    frame = layer_from_table(table)
+    if frame is not None:
+        return frame
     buf = io.BytesIO()
-    pq.write_table(decode_table(schema_bytes, contents), buf, compression="none")
+    pq.write_table(table, buf, compression="none")
     return read_layer(buf.getvalue())
 
 
@@ -182,3 +191,54 @@ def pack_order(order: list[str]) -> bytes:
 
 def unpack_order(data: bytes) -> list[str]:
     return json.loads(data)
+
+
+class RowCache:
+    """Decoded rows (their JSON arrays' values) by content hash, shared by the rebuilds of one process: a
+    row a publish shares with one rebuilt before is neither fetched nor decoded again. Holds at most
+    ``limit`` bytes of row JSON (the least recently used rows go first). Thread-safe.
+
+    Examples
+    --------
+    >>> cache = RowCache(1 << 20)
+    >>> cache.rows(["h1", "h2"], lambda missing: {h: b'[1,"a"]' for h in missing})
+    [[1, 'a'], [1, 'a']]
+    >>> cache.rows(["h1"], lambda missing: {})
+    [[1, 'a']]
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.size = 0
+        self._rows: OrderedDict[str, tuple[list, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        """Forget every row (benches: a fresh process)."""
+        with self._lock:
+            self._rows.clear()
+            self.size = 0
+
+    def rows(self, hashes: list[str], fetch: Callable[[list[str]], dict[str, bytes]]) -> list[list]:
+        """The values of the rows ``hashes`` (in that order); ``fetch(missing)`` gives the JSON of the
+        rows not held, by hash."""
+        with self._lock:
+            found = {h: self._rows[h][0] for h in set(hashes) if h in self._rows}
+        missing = [h for h in dict.fromkeys(hashes) if h not in found]
+        if missing:
+            fetched = fetch(missing)
+            with self._lock:
+                for h in missing:
+                    data = fetched[h]
+                    values = found[h] = json.loads(data)
+                    if len(data) <= self.limit:
+                        self._rows[h] = (values, len(data))
+                        self.size += len(data)
+                while self.size > self.limit:
+                    _h, (_values, n) = self._rows.popitem(last=False)
+                    self.size -= n
+        with self._lock:
+            for h in found:
+                if h in self._rows:
+                    self._rows.move_to_end(h)
+        return [found[h] for h in hashes]

@@ -78,6 +78,10 @@ DDL = (
 )
 
 
+#: rows decoded by this process, by content hash (shared by every store: a hash names its content)
+ROWS = rowcodec.RowCache(64 << 20)
+
+
 class HistoryError(RuntimeError):
     """The store cannot do what was asked (message says why)."""
 
@@ -374,17 +378,52 @@ class HistoryStore:
             )
         }
 
-    def snapshot(self, seq: int) -> tuple[dict, dict]:
-        """``(layers, manifest)`` of publish ``seq``: the GeoDataFrames and manifest its snapshot held."""
+    def snapshot(self, seq: int, held: Callable[[str, str], object] | None = None) -> tuple[dict, dict]:
+        """``(layers, manifest)`` of publish ``seq``: the GeoDataFrames and manifest its snapshot held.
+
+        ``held(layer, sha256)``: a frame of that layer's very file already in memory (e.g. an engine's), or
+        None; such a layer is taken as it is, not read from the store.
+        """
         stored = self.manifest(seq)
         meta = stored.pop("history")
         layers = {}
         for layer, info in meta.items():
-            rows = self.layer_rows(seq, layer)
+            found = None if held is None else held(layer, stored["layers"][layer]["sha256"])
+            if found is not None:
+                layers[layer] = found
+                continue
+            hashes = self.layer_hashes(seq, layer)
             order = rowcodec.unpack_order(self._blob(info["order"])) if info["order"] else None
-            keys = rowcodec.order_keys(rows, order)
-            layers[layer] = rowcodec.decode_layer(self._blob(info["schema"]), [rows[k] for k in keys])
+            keys = rowcodec.order_keys(hashes, order)
+            rows = ROWS.rows([hashes[k] for k in keys], self._blobs)
+            layers[layer] = rowcodec.decode_layer(self._blob(info["schema"]), rows)
         return layers, stored
+
+    def layer_hashes(self, seq: int, layer: str) -> dict[str, str]:
+        """``key -> row hash`` of ``layer`` as publish ``seq`` carried it."""
+        return dict(
+            self.execute(
+                "SELECT key, hash FROM history_row WHERE layer = ? AND rec_to > ? AND rec_from <= ?",
+                (layer, seq, seq),
+            )
+        )
+
+    def _blobs(self, hashes: list[str]) -> dict[str, bytes]:
+        """The blobs ``hashes`` (each must exist), by hash."""
+        found = {}
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            for hashed, data in self.execute(
+                f"SELECT hash, data FROM history_blob WHERE hash IN ({marks})",  # noqa: S608 - marks only
+                chunk,
+            ):
+                found[hashed] = _unpack(data)
+        if len(found) < len(set(hashes)):
+            raise HistoryError(
+                f"{len(set(hashes)) - len(found)} row blobs are missing from the history store"
+            )
+        return found
 
     def snapshot_at(self, instant: datetime) -> tuple[dict, dict]:
         """``(layers, manifest)`` of the snapshot served at ``instant`` (``geo.load(store, as_of=instant)``)."""

@@ -118,17 +118,25 @@ class Engine:
     array([ True, False])
     """
 
-    def __init__(self, layers: dict, manifest: dict):
+    def __init__(self, layers: dict, manifest: dict, reuse=()):
         self.manifest = dict(manifest or {})
         self.snapshot_id = str(self.manifest.get("snapshotId", ""))
         self.as_of = _parse_as_of(self.manifest.get("asOf"))
+        donors: dict[str, Engine] = {}  # layer -> an engine whose very frame of that layer is given
+        self._memo: dict[str, dict] = {}  # layer -> what was derived from its frame alone (per_layer)
         for name in (layer.name for layer in DECLARED):
             frame = layers.get(name)
+            donor = next((e for e in reuse if frame is not None and getattr(e, name, None) is frame), None)
+            if donor is not None:
+                donors[name] = donor
+                setattr(self, name, frame)
+                self._memo[name] = donor._memo.setdefault(name, {})
+                continue
             if frame is None:
                 frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})
             setattr(self, name, _as_4326(frame).reset_index(drop=True))
-        self._check_points()
-        self._build_indexes()
+        self._check_points(skip=donors)
+        self._build_indexes(donors)
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
@@ -148,8 +156,12 @@ class Engine:
         return cls.from_layers(layers, manifest)
 
     @classmethod
-    def from_layers(cls, layers: dict, manifest: dict) -> "Engine":
+    def from_layers(cls, layers: dict, manifest: dict, reuse=()) -> "Engine":
         """Build from in-memory GeoDataFrames (tests, notebooks); a missing layer is empty.
+
+        ``reuse``: engines built before (e.g. of a neighbouring snapshot). A layer given as the very frame
+        of one of them (``layers["stops"] is other.stops``) is shared with it, checks and spatial indexes
+        included, instead of being built again; the answers are the same.
 
         Examples
         --------
@@ -159,14 +171,38 @@ class Engine:
         >>> Engine.from_layers({"service_area": area}, {}).in_service_area(51.5, 4.5)
         array([ True])
         """
-        return cls(layers, manifest)
+        return cls(layers, manifest, reuse)
 
-    def _check_points(self):
+    def layer_points(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`point_coords` of layer ``name``, computed once per layer frame (read-only arrays).
+
+        Examples
+        --------
+        >>> lat, lng = engine.layer_points("stations")  # doctest: +SKIP
+        """
+        return self.per_layer(name, "points", _read_only_points)
+
+    def per_layer(self, name: str, what: str, factory):
+        """``factory(frame)`` of layer ``name``, made once per layer frame under ``what``: an engine sharing
+        the frame (``reuse``) shares it too. ``factory`` must read that frame alone (treat it as read-only).
+
+        Examples
+        --------
+        >>> keys = engine.per_layer("stops", "my.keys", lambda stops: stops["id"].tolist())  # doctest: +SKIP
+        """
+        memo = self._memo.setdefault(name, {})
+        if what not in memo:
+            memo[what] = factory(getattr(self, name))
+        return memo[what]
+
+    def _check_points(self, skip=()):
         """Every located point of the point layers is a WGS84 (lat, lng): a projected pair (e.g. Lambert-72
         metres) raises ``InvalidCoordinates`` naming the layer, here at load and never in a request."""
         for name in POINT_LAYERS:
+            if name in skip:  # shared with an engine that checked it
+                continue
             frame = getattr(self, name)
-            lat, lng = point_coords(frame)
+            lat, lng = self.layer_points(name)
             located = np.isfinite(lat) & np.isfinite(lng)
             if name in EXTENT_LAYERS and len(frame):  # every vertex of an extent too
                 xy = shapely.get_coordinates(np.asarray(frame.geometry.values, dtype=object))
@@ -180,32 +216,52 @@ class Engine:
             except InvalidCoordinates as exc:
                 raise InvalidCoordinates(f"layer {name}: {exc}") from None
 
-    def _build_indexes(self):
-        self._area = PolygonGrid(_union(self.service_area))
-        self._lez = PolygonGrid(_union(self.lez))
-        part = self.river["part"] if "part" in self.river.columns else []
-        self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
-        self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
-        self._works = self._extent_index(self.works)
-        self._stops = self._point_index(self.stops)
-        lat, lng = point_coords(self.stations)
-        self._stations = {}
-        for col in self.stations.columns:
-            if col != "geometry" and pd.api.types.is_bool_dtype(self.stations[col].dtype):
-                flag = self.stations[col].fillna(False).to_numpy(dtype=bool)
-                self._stations[col] = PointIndex(np.where(flag, lat, np.nan), lng)
+    #: the indexes built from each layer (one layer each): shared with an engine that has the same frame
+    INDEXES = {
+        "service_area": ("_area",),
+        "lez": ("_lez",),
+        "river": ("_left", "_right"),
+        "works": ("_works",),
+        "stops": ("_stops",),
+        "stations": ("_stations",),
+    }
+
+    def _build_indexes(self, donors=None):
+        donors = donors or {}
+        for name, attrs in self.INDEXES.items():
+            if name in donors:
+                for attr in attrs:
+                    setattr(self, attr, getattr(donors[name], attr))
+        if "service_area" not in donors:
+            self._area = PolygonGrid(_union(self.service_area))
+        if "lez" not in donors:
+            self._lez = PolygonGrid(_union(self.lez))
+        if "river" not in donors:
+            part = self.river["part"] if "part" in self.river.columns else []
+            self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
+            self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
+        if "works" not in donors:
+            self._works = self._extent_index(self.works, *self.layer_points("works"))
+        if "stops" not in donors:
+            self._stops = self._point_index(self.stops, *self.layer_points("stops"))
+        if "stations" not in donors:
+            lat, lng = self.layer_points("stations")
+            self._stations = {}
+            for col in self.stations.columns:
+                if col != "geometry" and pd.api.types.is_bool_dtype(self.stations[col].dtype):
+                    flag = self.stations[col].fillna(False).to_numpy(dtype=bool)
+                    self._stations[col] = PointIndex(np.where(flag, lat, np.nan), lng)
 
     @staticmethod
-    def _point_index(frame):
-        lat, lng = point_coords(frame)
+    def _point_index(frame, lat, lng):
         ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
         return PointIndex(lat, lng, ids)
 
     @staticmethod
-    def _extent_index(frame):
+    def _extent_index(frame, lat, lng):
         ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
         geoms = np.asarray(frame.geometry.values, dtype=object) if len(frame) else np.empty(0, dtype=object)
-        return extent_index(geoms, ids)
+        return extent_index(geoms, ids, lat, lng)
 
     @property
     def work_extents(self) -> Extents:
@@ -391,7 +447,7 @@ class Engine:
         )
 
 
-def extent_index(geoms: np.ndarray, ids=None) -> ExtentIndex:
+def extent_index(geoms: np.ndarray, ids=None, lat=None, lng=None) -> ExtentIndex:
     """The index :meth:`Engine.works_near` measures with, over an object array of geometries (their extents,
     located by their representative points): for callers holding extents outside a snapshot (the history's
     versions of works). ``extent_index(geoms, ids).within(lat, lng, radius_km)`` is ``works_near``'s answer.
@@ -403,8 +459,15 @@ def extent_index(geoms: np.ndarray, ids=None) -> ExtentIndex:
     >>> idx.tolist(), km.round(3).tolist()
     ([1, 0], [0.0, 1.112])
     """
-    lat, lng = geometry_coords(geoms)
+    if lat is None or lng is None:  # the extents' representative points, unless the caller holds them
+        lat, lng = geometry_coords(geoms)
     return ExtentIndex(Extents(lat, lng, geoms if len(geoms) else None), ids)
+
+
+def _read_only_points(frame):
+    lat, lng = point_coords(frame)
+    lat.flags.writeable = lng.flags.writeable = False
+    return lat, lng
 
 
 def _radius(radius_km) -> float:

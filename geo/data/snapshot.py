@@ -230,7 +230,15 @@ def read_layer(data: bytes):
     import geopandas as gpd
     import pyarrow.parquet as pq
 
-    table = pq.read_table(io.BytesIO(data))
+    frame = layer_from_table(pq.read_table(io.BytesIO(data)))
+    return gpd.read_parquet(io.BytesIO(data)) if frame is None else frame
+
+
+def layer_from_table(table):
+    """:func:`read_layer` of the Arrow table read from a GeoParquet file (its schema metadata included),
+    without the file; None for a file the fast path does not cover."""
+    import geopandas as gpd
+
     meta = json.loads((table.schema.metadata or {}).get(b"geo", b"{}"))
     col = meta.get("primary_column")
     info = (meta.get("columns") or {}).get(col) or {}
@@ -241,7 +249,7 @@ def read_layer(data: bytes):
         or "covering" in info
         or isinstance(info.get("crs"), str)
     ):
-        return gpd.read_parquet(io.BytesIO(data))
+        return None
     names = list(table.slice(0, 0).to_pandas().columns)
     frame = table.drop([col]).to_pandas()
     crs = info.get("crs", "OGC:CRS84")  # a missing CRS means OGC:CRS84 (GeoParquet); null means none

@@ -29,6 +29,11 @@ def _col(frame, name, default=None):
     return np.full(len(frame), default, dtype=object)
 
 
+def _times(frame, name):
+    """A time column as it is (converted at once by ``column_ms``), else all missing."""
+    return frame[name].reset_index(drop=True) if name in frame.columns else _col(frame, name)
+
+
 def _coords(frame):
     """(lat, lng) of a point layer; NaN for missing or empty geometries."""
     if len(frame) == 0:
@@ -120,16 +125,28 @@ class Prepared:
     retrieved_at: str  # oldest retrievedAt of the works / detours / stops layers
 
 
-def build(engine) -> Prepared:
+def build(engine, reuse=()) -> Prepared:
     """The prepared rule data of ``engine`` (a new object on every call: keep the one of the snapshot's
     :class:`geo.service.loaded.LoadedSnapshot`).
+
+    ``reuse``: ``(engine, prepared)`` pairs built before; a part whose layers (:data:`PARTS`) are the very
+    frames of such an engine is taken from its ``prepared`` instead of being computed again.
 
     Examples
     --------
     >>> build(engine).works.ids.size <= len(engine.works)  # doctest: +SKIP
     True
     """
-    return Prepared(_works(engine), _detours(engine), _air(engine), _retrieved_at(engine))
+    parts: dict = {}
+    for part, (make, layers) in PARTS.items():
+        shared = (
+            getattr(prepared, part)
+            for other, prepared in reuse
+            if all(getattr(other, layer) is getattr(engine, layer) for layer in layers)
+        )
+        found = next(shared, None)
+        parts[part] = make(engine) if found is None else found
+    return Prepared(**parts, retrieved_at=_retrieved_at(engine))
 
 
 def _works(engine) -> Works:
@@ -139,10 +156,10 @@ def _works(engine) -> Works:
         [s.strip() if isinstance(s, str) else "" for s in _col(frame, "status", "")], dtype=object
     )
     cls = wk.status_class(status)
-    lat, lng = _coords(frame)
+    lat, lng = engine.layer_points("works")
     listed = np.flatnonzero((cls != wk.NOT_LISTED) & np.isfinite(lat))
-    start_ms, has_start = column_ms(_col(frame, "start"))
-    end_ms, has_end = column_ms(_col(frame, "end"))
+    start_ms, has_start = column_ms(_times(frame, "start"))
+    end_ms, has_end = column_ms(_times(frame, "end"))
     start_ms = np.where(has_start, start_ms, NO_END_MS)  # unknown start sorts last, never "upcoming"
     ids = np.array([str(x) for x in _col(frame, "id", "")], dtype=object)
     desc = _col(frame, "description", "")
@@ -229,14 +246,10 @@ def _detours(engine) -> Detours:
             dense[r, cols] = True
         return np.packbits(dense, axis=1)
 
-    stops = engine.stops
-    stop_keys = [
-        tr.stop_keys(i, x, e)
-        for i, x, e in zip(_col(stops, "line_ids", ""), _col(stops, "lines", ""), _col(stops, "entity", ""))
-    ]
+    stop_keys = engine.per_layer("stops", "transit.stop_keys", _stop_keys)
 
-    start_ms, has_start = column_ms(_col(sub, "start"))
-    end_ms, has_end = column_ms(_col(sub, "end"))
+    start_ms, has_start = column_ms(_times(sub, "start"))
+    end_ms, has_end = column_ms(_times(sub, "end"))
     start_ms = np.where(has_start, start_ms, np.iinfo(np.int64).min)
     end_ms = np.where(has_end, end_ms, NO_END_MS)
     end_date = np.full(len(sub), None, dtype=object)
@@ -279,6 +292,13 @@ def _detours(engine) -> Detours:
     )
 
 
+def _stop_keys(stops) -> list:
+    return [
+        tr.stop_keys(i, x, e)
+        for i, x, e in zip(_col(stops, "line_ids", ""), _col(stops, "lines", ""), _col(stops, "entity", ""))
+    ]
+
+
 _DETAIL_MEMBERS = ("entity", "number", "mode", "network", "region", "regionName")
 
 
@@ -299,7 +319,7 @@ def _air(engine) -> Air:
     rows = engine.no2
     kind = np.array([str(k).strip().lower() for k in _col(rows, "kind", "")], dtype=object)
     srow = np.array([row_of.get(str(s), -1) for s in _col(rows, "station_id", "")], dtype=np.int64)
-    t_ms, has_t = column_ms(_col(rows, "timestamp"))
+    t_ms, has_t = column_ms(_times(rows, "timestamp"))
     values = np.asarray(rows["value"], dtype=np.float64) if "value" in rows.columns else np.zeros(len(rows))
     keep = (kind == "measured") & (srow >= 0) & has_t
     srow, t_ms, values = srow[keep], t_ms[keep], values[keep]
@@ -311,7 +331,7 @@ def _air(engine) -> Air:
     values = np.where(np.isfinite(values), np.round(values, 1), np.nan)
     offsets = np.searchsorted(srow, np.arange(len(stations) + 1), side="left")
     names = _col(engine.lez, "name", "")
-    s_lat, s_lng = _coords(stations)
+    s_lat, s_lng = engine.layer_points("stations")
     flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
     no2_rows = np.flatnonzero(flag & np.isfinite(s_lat))
     lat_r, lng_r = np.radians(s_lat[no2_rows]), np.radians(s_lng[no2_rows])
@@ -329,6 +349,14 @@ def _air(engine) -> Air:
         ),
         lez_name=str(names[0]) if len(names) and isinstance(names[0], str) else "Lage-emissiezone Antwerpen",
     )
+
+
+#: each part of :class:`Prepared`: how it is made and the engine layers it reads (its river sides: ``river``)
+PARTS = {
+    "works": (_works, ("works", "river")),
+    "detours": (_detours, ("detours", "stops", "river")),
+    "air": (_air, ("stations", "no2", "lez")),
+}
 
 
 def _retrieved_at(engine) -> str:

@@ -40,14 +40,24 @@ class LoadedSnapshot:
     True
     """
 
-    __slots__ = ("engine", "prepared", "lookups", "times", "_derived", "__weakref__")
+    __slots__ = ("_engine", "prepared", "lookups", "times", "_derived", "__weakref__")
 
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        self.prepared: Prepared = build(engine)
-        self.lookups = Lookups(engine, self.prepared)
+    def __init__(self, engine: Engine, reuse=()):
+        """``reuse``: loaded snapshots of engines ``engine`` shares layers with (:func:`rebuild`): the
+        prepared parts and lookup tables made from those very layers are shared, not made again."""
+        self._engine = weakref.ref(engine)  # weak: this object is the value of a weak map keyed by the engine
+        self.prepared: Prepared = build(engine, [(s.engine, s.prepared) for s in reuse])
+        self.lookups = Lookups(engine, self.prepared, [s.lookups for s in reuse])
         self.times = Times(self.lookups)
         self._derived: dict = {}
+
+    @property
+    def engine(self) -> Engine:
+        """The engine (alive while this object is reachable through :func:`loaded`)."""
+        engine = self._engine()
+        if engine is None:
+            raise ReferenceError("the engine of this loaded snapshot was dropped")
+        return engine
 
     def derived(self, key: str, factory):
         """``factory(engine)``, made once per loaded snapshot under ``key`` (thread-safe): where the layers above
@@ -107,6 +117,25 @@ def lookups(engine) -> Lookups:
 def moment(engine, now) -> Moment:
     """:meth:`LoadedSnapshot.moment` of ``engine``'s loaded snapshot."""
     return loaded(engine).moment(now)
+
+
+def rebuild(layers: dict, manifest: dict, previous=()) -> Engine:
+    """``Engine.from_layers(layers, manifest, reuse=previous)`` plus its :class:`LoadedSnapshot`, built now.
+
+    A layer given as the very frame of one of the ``previous`` engines (e.g. ``layers["stops"] =
+    live.stops`` when the stops did not change) is shared with it: its checks, spatial indexes, the rules'
+    prepared parts and the lookup tables made from it (and only from layers shared too) are not built
+    again. Only the replaced layers cost a build; the answers are those of ``Engine.from_layers``.
+
+    Examples
+    --------
+    >>> then = rebuild({**{n: getattr(live, n) for n in same}, **changed}, manifest, [live])  # doctest: +SKIP
+    """
+    engine = Engine.from_layers(layers, manifest, reuse=previous)
+    donors = [found for found in (_LOADED.get(e) for e in previous) if found is not None]
+    with _LOCK:
+        _LOADED[engine] = LoadedSnapshot(engine, donors)
+    return engine
 
 
 def load(path, *, as_of=None) -> Engine:

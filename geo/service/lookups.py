@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..rules import works as wk
-from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, point_coords
+from ..data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT
 from ..index.near_one import ExtentNear, NearTable
 from ..rules.selection import near_side
 from ..rules.transit import STOP_RADIUS_KM
@@ -57,26 +57,49 @@ class Lookups:
     works_listed : dict side -> per works_table table, bool per entry: cluster not on the far river side
     stops_table : NearTable over the stops with a point at the stop distance, or None
     stop_entry_detours : list of int per stops_table entry: the stop's ``stop_detours`` mask
+    stops : geopandas.GeoDataFrame, the engine's stops layer the stop tables were made from
     work_items, detour_items : per cluster / detour, the JSON item of ``/disruptions`` (copy before use)
     """
 
-    def __init__(self, engine, prepared):
+    #: the attributes made from each part of the prepared data (shared with lookups of the same part)
+    WORKS_PART: tuple[str, ...] = ("row_cluster", "row_listed", "status_class", "works_table", "works_rank")
+    WORKS_PART += ("works_listed", "work_items")
+    DETOURS_PART = ("stop_detours", "severity", "_selections", "stop_entry_detours", "detour_items")
+    #: made from the stops layer alone (shared with lookups of the same stops frame)
+    STOPS_PART = ("stops", "stops_table", "_stop_entry_rows")
+
+    def __init__(self, engine, prepared, reuse=()):
+        """``reuse``: lookups built before; the tables of a prepared part (works, detours) that is the very
+        object of one of them are shared with it instead of being built again."""
         p = self.prepared = prepared
         w, d = p.works, p.detours
+        works_from = next((lk for lk in reuse if lk.prepared.works is w), None)
+        detours_from = next((lk for lk in reuse if lk.prepared.detours is d), None)
+        stops_from = next((lk for lk in reuse if lk.stops is engine.stops), None)
+        parts = (
+            (works_from, self.WORKS_PART),
+            (detours_from, self.DETOURS_PART),
+            (stops_from, self.STOPS_PART),
+        )
+        for donor, names in parts:
+            for name in names if donor is not None else ():
+                if hasattr(donor, name):  # the tables a lookups without a usable NearTable lacks
+                    setattr(self, name, getattr(donor, name))
+        if stops_from is None:
+            self._stops_near_table(engine)
+        if works_from is None:
+            self._works_tables(engine, w)
+        if detours_from is None:
+            self._detours_tables(engine, d)
+
+    def _works_tables(self, engine, w):
         self.row_cluster = w.row_cluster
         rep = w.row_cluster >= 0
         row_side = np.full(w.row_cluster.size, RIVER_NONE, dtype=np.int8)
         row_side[rep] = w.side[w.row_cluster[rep]]
         self.row_listed = {s: rep & near_side(s, row_side) for s in SIDES}
         self.status_class = w.status_class.tolist()
-        n_det = d.ids.size
-        if n_det and d.stop_bits.shape[0]:
-            self.stop_detours = stop_detour_masks(d.stop_bits, d.line_bits)
-        else:
-            self.stop_detours = [0] * d.stop_bits.shape[0]
-        self.severity = d.severity.tolist()
-        self._selections: dict = {}
-        self._near_tables(engine, w)
+        self._works_near_table(engine, w)
         # JSON items of /disruptions in their key order; distanceKm is set per request
         self.work_items = [
             {
@@ -93,6 +116,17 @@ class Lookups:
             }
             for i, desc, status, la, ln, start, end, n, h in w.items
         ]
+
+    def _detours_tables(self, engine, d):
+        n_det = d.ids.size
+        if n_det and d.stop_bits.shape[0]:
+            self.stop_detours = stop_detour_masks(d.stop_bits, d.line_bits)
+        else:
+            self.stop_detours = [0] * d.stop_bits.shape[0]
+        self.severity = d.severity.tolist()
+        self._selections: dict = {}
+        if self.stops_table is not None:
+            self.stop_entry_detours = [self.stop_detours[s] for s in self._stop_entry_rows]
         self.detour_items = [
             {
                 "id": i,
@@ -106,9 +140,9 @@ class Lookups:
             for i, title, lines, sev, delay, end, details in d.items
         ]
 
-    def _near_tables(self, engine, w):
-        """The works-cluster and stop :class:`geo.index.near_one.NearTable` s (None when unusable: the engine's
-        own queries serve then)."""
+    def _works_near_table(self, engine, w):
+        """The works-cluster :class:`geo.index.near_one.ExtentNear` (None when unusable: the engine's own
+        queries serve then)."""
         rep = np.flatnonzero(self.row_cluster >= 0)
         clusters = self.row_cluster[rep]
         ids = engine.works["id"].astype(str).to_numpy() if "id" in engine.works.columns else None
@@ -121,12 +155,15 @@ class Lookups:
         if self.works_table is not None:
             self.works_rank = rank
             self.works_listed = {s: [near_side(s, w.side[rows]) for _, rows, _ in near.tables] for s in SIDES}
-        lat, lng = point_coords(engine.stops)
+
+    def _stops_near_table(self, engine):
+        """The stops' :class:`geo.index.near_one.NearTable` (None when unusable) and each entry's stop row."""
+        self.stops = engine.stops
+        lat, lng = engine.layer_points("stops")
         rows = np.flatnonzero(np.isfinite(lat) & np.isfinite(lng))
         table = NearTable(lat[rows], lng[rows], STOP_RADIUS_KM)
         self.stops_table = table if table.usable else None
-        if self.stops_table is not None:
-            self.stop_entry_detours = [self.stop_detours[s] for s in rows[table.point].tolist()]
+        self._stop_entry_rows = rows[table.point].tolist() if table.usable else []
 
     def selection(self, mask: int) -> np.ndarray:
         """int64 array of the detours in bit mask ``mask``, ascending (cached per mask).
