@@ -30,7 +30,9 @@ from app.store.saved_locations import (
     update_location,
 )
 
-from . import alerts, basemap, points
+from app.api.auth import settle
+
+from . import alerts, basemap, points, time_travel
 from .access import current_viewer, sign_in_first
 from .figures import all_sources, is_finite, map_features, point_figures
 from .limits import count_point_view
@@ -64,6 +66,9 @@ def _headers(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Content-Security-Policy"] = _csp()
     return response
+
+
+bp.after_request(settle)  # a point's figures counted as a call are refunded when the page ends in a 5xx
 
 
 #: POSTs authorised by a token in their URL, not by a session: no CSRF secret to check (RFC 8058 one-click)
@@ -231,11 +236,24 @@ def map_page():
     conn = get_db()
     saved = [as_json(r) for r in list_locations(conn, viewer.account["id"])]
     if not request.args.get("location") and not request.args.get("lat") and not request.args.get("lng"):
-        return page("dashboard/map.html", point=None, figures=None, saved=saved, subs=[])
+        return page("dashboard/map.html", point=None, figures=None, saved=saved, subs=[], travel=None)
     engine = current_engine()
     point = points.resolve(conn, viewer.account["id"], engine, request.args)
-    count_point_view(viewer)
-    figures = point_figures(engine, point.lat, point.lng, data_now(engine))
+    travel, engine, now = _as_of(viewer, engine)
+    if travel.error:
+        return page(
+            "dashboard/map.html",
+            travel.status,
+            point=point,
+            figures=None,
+            saved=saved,
+            subs=[],
+            travel=travel,
+            location=as_json(point.location) if point.location else None,
+        )
+    if travel.active:  # the point as the API's asOf resolves it: against the snapshot served then
+        point = points.resolve(conn, viewer.account["id"], engine, request.args)
+    figures = point_figures(engine, point.lat, point.lng, now)
     subs = (
         alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
         if point.location is not None
@@ -251,7 +269,24 @@ def map_page():
         as_of=getattr(engine, "as_of", None),
         location=as_json(point.location) if point.location else None,
         drawn=_drawn(engine, point, figures),
+        travel=travel,
     )
+
+
+def _as_of(viewer, engine):
+    """``(control, engine, clock)`` of the map page: counted as one call (as the API counts one), and with an
+    instant (Enterprise: ``at`` or ``asOf``) the engine and clock of the API's ``asOf`` answer, or the control
+    carrying the friendly refusal. An instant that cannot be read is refused before anything is counted."""
+    travel = time_travel.control(viewer)
+    try:
+        raw = time_travel.requested(request.args)
+    except ApiError as exc:
+        return time_travel.refused(travel, exc), engine, None
+    count_point_view(viewer)
+    if raw is None:
+        return travel, engine, data_now(engine)
+    travel = time_travel.answer(travel, raw, viewer.account["plan"])
+    return (travel, travel.answer.engine, travel.answer.now) if travel.active else (travel, engine, None)
 
 
 def _drawn(engine, point, figures) -> dict:
