@@ -1,4 +1,4 @@
-"""MCP server (``urban mcp``): the four data endpoints as read-only tools for agent clients.
+"""MCP server (``urban mcp``): the data endpoints and the history resources as read-only tools for agents.
 
 Transports: stdio (default) or, with ``urban mcp --http``, streamable HTTP on 127.0.0.1.
 
@@ -22,7 +22,7 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
 from urban_client import __version__, schemas
-from urban_client.api import ApiClient, ApiError, NetworkError, target_params
+from urban_client.api import ApiClient, ApiError, NetworkError, history_params, target_params
 
 TARGET_HELP = (
     "Give either locationId (a saved location from list_locations) or both lat and lng "
@@ -56,6 +56,7 @@ class ToolSpec:
     input_schema: dict
     output_schema: dict
     targeted: bool
+    history: bool = False  # a history resource: target, window and paging (schemas.HISTORY_INPUT)
 
 
 TOOLS = (
@@ -110,6 +111,46 @@ TOOLS = (
         schemas.BRIEFING_OUTPUT,
         True,
     ),
+    ToolSpec(
+        "get_no2_history",
+        "history/air-quality",
+        "Hourly NO2 history at a point",
+        "Enterprise plan. The hourly measured NO2 (µg/m³) at a point over a past window (from, to; up to 366 "
+        "days, within the last 365): one value per hour from the station nearest to the point at that hour "
+        "(stationId may change); value null = not measured (unknown, never zero). Paged: pass next as cursor. "
+        + TARGET_HELP
+        + " "
+        + ERRORS_HELP,
+        schemas.HISTORY_INPUT,
+        schemas.NO2_HISTORY_OUTPUT,
+        True,
+        True,
+    ),
+    ToolSpec(
+        "get_works_history",
+        "history/works",
+        "Road works near a point over a past window, with change logs",
+        "Enterprise plan. Each road work within 2 km of the point during a past window (from, to): its "
+        "current status, dates and distance, when it was first and last seen, and every recorded change of "
+        "status, start, end and description with the time it was recorded (slips show as start changes). "
+        "Paged: pass next as cursor. " + TARGET_HELP + " " + ERRORS_HELP,
+        schemas.HISTORY_INPUT,
+        schemas.WORKS_HISTORY_OUTPUT,
+        True,
+        True,
+    ),
+    ToolSpec(
+        "get_detours_history",
+        "history/detours",
+        "De Lijn detours that hit a point over a past window",
+        "Enterprise plan. The De Lijn detours that affected the point at some time of a past window (from, "
+        "to): lines, period, days, and the first and last instant it hit the point (listedFrom, listedUntil). "
+        "Paged: pass next as cursor. " + TARGET_HELP + " " + ERRORS_HELP,
+        schemas.HISTORY_INPUT,
+        schemas.DETOURS_HISTORY_OUTPUT,
+        True,
+        True,
+    ),
 )
 
 ANNOTATIONS = types.ToolAnnotations(
@@ -118,7 +159,7 @@ ANNOTATIONS = types.ToolAnnotations(
 
 
 def tool_definitions() -> list[types.Tool]:
-    """The four tools as MCP ``Tool`` objects."""
+    """The tools as MCP ``Tool`` objects."""
     return [
         types.Tool(
             name=spec.name,
@@ -152,7 +193,17 @@ def call(client: ApiClient, name: str, arguments: dict[str, Any] | None) -> type
         where = "/".join(map(str, exc.absolute_path)) or "arguments"
         return error_result("invalid_arguments", f"{where}: {exc.message}")
     params = None
-    if spec.targeted:
+    if spec.history:
+        params = history_params(
+            arguments["from"],
+            arguments.get("to"),
+            arguments.get("locationId"),
+            arguments.get("lat"),
+            arguments.get("lng"),
+            arguments.get("limit"),
+            arguments.get("cursor"),
+        )
+    elif spec.targeted:
         params = target_params(
             arguments.get("locationId"), arguments.get("lat"), arguments.get("lng"), arguments.get("asOf")
         )

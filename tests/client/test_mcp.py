@@ -21,7 +21,11 @@ TOOLS = {
     "get_disruptions": "disruptions",
     "get_air_quality": "air-quality",
     "get_briefing": "briefing",
+    "get_no2_history": "history/air-quality",
+    "get_works_history": "history/works",
+    "get_detours_history": "history/detours",
 }
+HISTORY_INPUT = {"locationId", "lat", "lng", "from", "to", "limit", "cursor"}
 
 
 def session_run(client_env, env, scenario, *options):
@@ -64,6 +68,7 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, acc
         assert tool.input_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
         expected = set() if tool.name == "list_locations" else {"locationId", "lat", "lng", "asOf"}
+        expected = HISTORY_INPUT if "history" in tool.name else expected
         assert set(tool.input_schema["properties"]) == expected
 
 
