@@ -16,7 +16,7 @@ from flask import (
 
 from app.store.accounts import StoreError
 from app.sources.serving import current_engine
-from app.web.clock import data_now
+from app.web.clock import data_now, wall_now
 from app.web.db import get_db
 from app.web.errors import ApiError, LocationNotFound, error_response, to_api_error
 from app.portal import csrf
@@ -452,3 +452,75 @@ def report(location_id):
     resp = Response(pdf, mimetype="application/pdf")
     resp.headers["Content-Disposition"] = f'attachment; filename="report-{row["id"]}.pdf"'
     return resp
+
+
+# -- evidence dossier --------------------------------------------------------------------------------------
+
+
+def _dossier_viewer(location_id):
+    """(viewer, location row, None) for a Pro or Enterprise account's own location, else (…, the answer)."""
+    from .dossier import PLANS
+
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return None, None, stop
+    if viewer.account["plan"] not in PLANS:
+        return (
+            None,
+            None,
+            page(
+                "dashboard/problem.html",
+                403,
+                heading="Pro plan needed",
+                code="plan_required",
+                text=f"Evidence dossiers are part of the Pro and Enterprise plans; yours is {viewer.plan.label}.",
+            ),
+        )
+    return viewer, as_json(_own_location(get_db(), viewer, location_id)), None
+
+
+def _dossier_form(viewer, location, status=200, error=None, form=None):
+    from .dossier import default_period, history_days
+
+    return page(
+        "dashboard/dossier_form.html",
+        status,
+        location=location,
+        reach=history_days(viewer.account["plan"]),
+        form=form or default_period(wall_now()),
+        error=error.message if error else None,
+        error_code=error.code if error else None,
+    )
+
+
+@bp.get("/locations/<location_id>/dossier")
+def dossier_page(location_id):
+    viewer, location, stop = _dossier_viewer(location_id)
+    return stop or _dossier_form(viewer, location)
+
+
+def _dossier_download(location_id, kind):
+    from .dossier import dossier, folder_name, parse_period
+
+    viewer, location, stop = _dossier_viewer(location_id)
+    if stop:
+        return stop
+    try:
+        period = parse_period(request.args, viewer.account["plan"], wall_now())
+    except ApiError as exc:
+        form = {k: request.args.get(k, "") for k in ("from", "to", "radius")}
+        return _dossier_form(viewer, location, exc.status, exc, form)
+    data = dossier(viewer.account["id"], location, period, kind)
+    resp = Response(data, mimetype="application/pdf" if kind == "pdf" else "application/zip")
+    resp.headers["Content-Disposition"] = f'attachment; filename="{folder_name(location, period)}.{kind}"'
+    return resp
+
+
+@bp.get("/locations/<location_id>/dossier.pdf")
+def dossier_pdf(location_id):
+    return _dossier_download(location_id, "pdf")
+
+
+@bp.get("/locations/<location_id>/dossier.zip")
+def dossier_zip(location_id):
+    return _dossier_download(location_id, "zip")
