@@ -48,7 +48,7 @@ from geo.rules.airrules import EU_NO2, WHO_NO2
 from geo.rules.timefmt import iso_utc_ms
 
 from . import limits
-from .report import ReportCache, html_to_pdf
+from .report import ReportCache, built_cache, html_to_pdf
 
 PLANS = ("pro", "enterprise")
 PRO_DAYS = 30  # how far back a Pro dossier reaches (Enterprise: HISTORY_DAYS, the plan's 365-day history)
@@ -447,13 +447,7 @@ def build(history, location: dict, period: Period) -> tuple[bytes, bytes]:
 
 
 def _cache() -> ReportCache:
-    kept = current_app.extensions["dashboard"]
-    if "dossiers" not in kept:
-        config = current_app.config
-        kept["dossiers"] = ReportCache(
-            int(config["REPORT_CACHE_BYTES"]), float(config["REPORT_CACHE_SECONDS"])
-        )
-    return kept["dossiers"]
+    return built_cache("dossiers")
 
 
 def dossier(account_id: int, location: dict, period: Period, kind: str) -> bytes:
