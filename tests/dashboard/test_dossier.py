@@ -21,6 +21,7 @@ from app.history.store import open_store
 from app.store.saved_locations import add_location
 from geo.data.engine import Engine
 from tests.dashboard.test_as_of_control import POINT, config, demo_history  # noqa: F401
+from tests.dashboard.test_report import ARTIFACTS, poppler
 
 BRUSSELS = ZoneInfo("Europe/Brussels")
 PERIOD = "from=2026-10-25&to=2026-11-16&radius=2"
@@ -53,10 +54,30 @@ def rows(data: bytes) -> list[dict]:
     return list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
 
 
-def pdf_text(data: bytes, tmp_path) -> str:
-    path = tmp_path / "dossier.pdf"
+def pdf_text(data: bytes) -> str:
+    """The PDF's text (poppler), the PDF and its first page as PNG kept under artifacts/reports/."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / "dossier.pdf"
     path.write_bytes(data)
-    return subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True, check=True).stdout
+    subprocess.run(
+        [
+            poppler("pdftoppm"),
+            "-png",
+            "-r",
+            "80",
+            "-f",
+            "1",
+            "-l",
+            "1",
+            "-singlefile",
+            str(path),
+            str(ARTIFACTS / "dossier-page1"),
+        ],
+        check=True,
+    )
+    return subprocess.run(
+        [poppler("pdftotext"), str(path), "-"], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def ms(text: str) -> int:
@@ -176,7 +197,7 @@ def test_the_pdf_says_what_the_bundle_holds_and_costs_no_second_build(enterprise
     assert resp.status_code == 200 and resp.data.startswith(b"%PDF-")
     assert resp.headers["X-RateLimit-Remaining"] == remaining  # built with the bundle: from the cache
     files = unzip(bundle.data, tmp_path)
-    text = pdf_text(resp.data, tmp_path)
+    text = pdf_text(resp.data)
     flat = " ".join(text.split())
     assert hashlib.sha256(files["MANIFEST.json"]).hexdigest() in "".join(text.split())
     assert "Evidence dossier: Winkel Meir" in flat and "2026-10-25 to 2026-11-16" in flat
