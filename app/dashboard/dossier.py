@@ -74,9 +74,6 @@ class Period:
     end_ms: int
     radius_km: float
 
-    def args(self) -> dict:
-        return {"from": self.first.isoformat(), "to": self.last.isoformat(), "radius": f"{self.radius_km:g}"}
-
 
 def _midnight_ms(day: date) -> int:
     return int(datetime(day.year, day.month, day.day, tzinfo=LOCAL).timestamp() * 1000)
@@ -94,6 +91,11 @@ def _day(name: str, raw: str | None) -> date:
         raise InvalidWindow(f"{name}={echo(raw or '')} is not a day like 2026-11-01") from None
 
 
+def local_day(now: datetime) -> date:
+    """Today in Brussels."""
+    return now.astimezone(LOCAL).date()
+
+
 def history_days(plan: str) -> int:
     """How many days back a dossier of ``plan`` may reach."""
     return int(current_app.config.get("HISTORY_DAYS", 365)) if plan == "enterprise" else PRO_DAYS
@@ -101,7 +103,7 @@ def history_days(plan: str) -> int:
 
 def default_period(now: datetime) -> dict:
     """The form's defaults: the last 30 whole days up to yesterday, the API's 2 km."""
-    today = now.astimezone(LOCAL).date()
+    today = local_day(now)
     return {
         "from": (today - timedelta(days=DEFAULT_DAYS)).isoformat(),
         "to": (today - timedelta(days=1)).isoformat(),
@@ -115,7 +117,7 @@ def parse_period(args, plan: str, now: datetime) -> Period:
     first, last = _day("from", args.get("from")), _day("to", args.get("to"))
     if last < first:
         raise InvalidWindow(f"to={last} is before from={first}")
-    today = now.astimezone(LOCAL).date()
+    today = local_day(now)
     if last > today:
         raise WindowOutOfRange(f"to={last} is after today ({today}): a dossier covers days that have begun")
     days = history_days(plan)

@@ -1,6 +1,9 @@
-"""Dashboard pages: saved locations, the map of a point, alert subscriptions, unsubscribe, PDF report."""
+"""Dashboard pages: saved locations, the map of a point (also as of a past moment), alert subscriptions,
+unsubscribe, PDF report, evidence dossier."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from flask import (
     Blueprint,
@@ -480,13 +483,16 @@ def _dossier_viewer(location_id):
 
 
 def _dossier_form(viewer, location, status=200, error=None, form=None):
-    from .dossier import default_period, history_days
+    from .dossier import default_period, history_days, local_day
 
+    reach, today = history_days(viewer.account["plan"]), local_day(wall_now())
     return page(
         "dashboard/dossier_form.html",
         status,
         location=location,
-        reach=history_days(viewer.account["plan"]),
+        reach=reach,
+        today=today.isoformat(),
+        least=(today - timedelta(days=reach)).isoformat(),
         form=form or default_period(wall_now()),
         error=error.message if error else None,
         error_code=error.code if error else None,
