@@ -256,9 +256,10 @@ def sources_of(history, seqs) -> tuple[list[dict], list[dict]]:
     return out, snapshots
 
 
-def collect(history, location: dict, period: Period) -> dict:
-    """Everything a dossier shows, as JSON-ready members (the history API's serialisation)."""
-    upto = query.newest_seq(history)
+def collect(history, location: dict, period: Period, upto: int | None = None) -> dict:
+    """Everything a dossier shows, as JSON-ready members (the history API's serialisation), knowing the
+    publishes recorded up to ``upto`` (default: the newest)."""
+    upto = query.newest_seq(history) if upto is None else upto
     span = query.served(history, period.start_ms, period.end_ms, upto)
     lat, lng = location["lat"], location["lng"]
     works = query.works_near(history, lat, lng, period.start_ms, period.end_ms, period.radius_km, upto=upto)
@@ -431,9 +432,8 @@ def folder_name(location: dict, period: Period) -> str:
     return f"dossier-{location['id']}-{period.first.isoformat()}-{period.last.isoformat()}"
 
 
-def build(history, location: dict, period: Period) -> tuple[bytes, bytes]:
-    """``(pdf, zip)`` of one dossier."""
-    content = collect(history, location, period)
+def build(content: dict, location: dict, period: Period) -> tuple[bytes, bytes]:
+    """``(pdf, zip)`` of one dossier's content (:func:`collect`)."""
     files = bundle_files(content)
     manifest_sha = hashlib.sha256(files["MANIFEST.json"]).hexdigest()
     html = render_template(
@@ -459,15 +459,17 @@ def dossier(account_id: int, location: dict, period: Period, kind: str) -> bytes
     now = wall_now()
     with reading("dossier") as history:
         upto = query.newest_seq(history)
-        key = (account_id, tuple(sorted((k, repr(v)) for k, v in location.items())), period, upto)
-        kept = _cache().get((key, kind), now)
-        if kept is not None:
-            g.rate = limits.report_window(account_id, hit=False, scope=scope)
-            return kept
-        limits.admit_report_build(account_id, hit=False, scope=scope)
-        with limits.build_slot():
-            limits.admit_report_build(account_id, hit=True, scope=scope)
-            pdf, bundle = build(history, location, period)
+    key = (account_id, tuple(sorted((k, repr(v)) for k, v in location.items())), period, upto)
+    kept = _cache().get((key, kind), now)
+    if kept is not None:
+        g.rate = limits.report_window(account_id, hit=False, scope=scope)
+        return kept
+    limits.admit_report_build(account_id, hit=False, scope=scope)
+    with limits.build_slot():
+        limits.admit_report_build(account_id, hit=True, scope=scope)
+        with reading("dossier") as history:  # a store error is 503 history_unavailable; rendering's are not
+            content = collect(history, location, period, upto)
+        pdf, bundle = build(content, location, period)
     _cache().put((key, "pdf"), now, pdf)
     _cache().put((key, "zip"), now, bundle)
     return pdf if kind == "pdf" else bundle

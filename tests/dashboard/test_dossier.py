@@ -214,7 +214,7 @@ def test_the_pdf_says_what_the_bundle_holds_and_costs_no_second_build(enterprise
 
 
 def test_the_same_dossier_gives_the_same_bundle(app, enterprise):
-    from app.dashboard.dossier import build, parse_period
+    from app.dashboard.dossier import build, collect, parse_period
     from app.history.asof import store as history_store
 
     _account, _client, loc = enterprise
@@ -222,8 +222,8 @@ def test_the_same_dossier_gives_the_same_bundle(app, enterprise):
         period = parse_period(
             {"from": "2026-11-01", "to": "2026-11-10"}, "enterprise", app.config["WALL_CLOCK"]()
         )
-        first = build(history_store(), dict(loc), period)[1]
-        again = build(history_store(), dict(loc), period)[1]
+        first = build(collect(history_store(), dict(loc), period), dict(loc), period)[1]
+        again = build(collect(history_store(), dict(loc), period), dict(loc), period)[1]
     assert first == again
 
 
