@@ -33,6 +33,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,16 +41,16 @@ from . import rows as rowcodec
 from .store import OPEN, HistoryStore, _unpack
 
 HOUR_MS = 3_600_000
+_MAX_MS = 2**62  # after every instant
 WORK_FIELDS = ("status", "start", "end", "description")  # the changes a work's log lists
 _CHUNK = 500  # keys per IN (...) list
 
 
 # --- results ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class No2Value:
+class No2Value(NamedTuple):
     """One hour of the NO2 series: ``t`` the row's ``timestamp`` (the end of the measured hour, as IRCEL
     publishes it), ``value`` in µg/m³ (None: not measured or not recorded), the station nearest to the point
-    at that hour (None: no NO2 station) and its distance."""
+    at that hour (None: no NO2 station) and its distance. (A named tuple: a year is 8,760 of them.)"""
 
     t: int
     value: float | None
@@ -225,7 +226,9 @@ def _schema_of(store: HistoryStore, seqs, layer: str) -> dict[int, tuple[list[st
 _PER_MS = {"s": 1000, "ms": 1, "us": 1 / 1000, "ns": 1 / 1_000_000}
 
 
-def _decode(schema: tuple[list[str], dict[str, str]], data: bytes) -> dict:
+def _decode(schema: tuple[list[str], dict[str, str]], data: bytes, shapes: dict) -> dict:
+    """A row's values by column; ``shapes`` (WKB hex -> geometry) makes versions with the same geometry
+    share one object (measured once)."""
     import shapely
 
     names, kinds = schema
@@ -235,7 +238,9 @@ def _decode(schema: tuple[list[str], dict[str, str]], data: bytes) -> dict:
         if v is None:
             continue
         if kind == "wkb":
-            values[name] = shapely.from_wkb(bytes.fromhex(v))
+            if v not in shapes:
+                shapes[v] = shapely.from_wkb(bytes.fromhex(v))
+            values[name] = shapes[v]
         else:
             values[name] = int(v * _PER_MS[kind])
     return values
@@ -250,6 +255,7 @@ def _versions(store: HistoryStore, layer: str, where: str, params, upto: int) ->
         (layer, upto, *params),
     ).fetchall()
     schemas = _schema_of(store, [int(r[1]) for r in found], layer)
+    shapes: dict = {}
     out = []
     for key, rec_from, rec_to, data in found:
         rec_to = int(rec_to)
@@ -258,7 +264,7 @@ def _versions(store: HistoryStore, layer: str, where: str, params, upto: int) ->
                 str(key),
                 int(rec_from),
                 None if rec_to == OPEN or rec_to > upto else rec_to,
-                _decode(schemas[int(rec_from)], data),
+                _decode(schemas[int(rec_from)], data, shapes),
             )
         )
     return out
@@ -276,15 +282,6 @@ def _versions_of_keys(store: HistoryStore, layer: str, keys, upto: int) -> list[
 
 def _in_window(v: Version, span: Served) -> bool:
     return v.rec_from <= span.last and (v.rec_to is None or v.rec_to > span.first)
-
-
-def _frame(versions: list[Version], columns: tuple[str, ...]):
-    """A GeoDataFrame of versions (one row each, in order) with ``columns`` and their geometry."""
-    import geopandas as gpd
-
-    data = {c: [v.values.get(c) for v in versions] for c in columns}
-    geometry = [v.values.get("geometry") for v in versions]
-    return gpd.GeoDataFrame(data, geometry=geometry, crs="EPSG:4326")
 
 
 def _changes(versions: list[Version], as_of: dict, start_ms: int, end_ms: int, fields) -> list[Change]:
@@ -309,13 +306,41 @@ def _changes(versions: list[Version], as_of: dict, start_ms: int, end_ms: int, f
     return out
 
 
-def _sightings(versions: list[Version], as_of: dict[int, int]) -> tuple[int, int, bool]:
+def _sightings(versions: list[Version], as_of: dict[int, int], newest_ms: int) -> tuple[int, int, bool]:
     """(first seen, last seen, still listed) of one item's versions: the asOf of the first publish that
-    carried it and of the last one (the newest when it is still carried)."""
+    carried it and of the last one (``newest_ms``, the newest's, when it is still carried)."""
     first = as_of[versions[0].rec_from]
-    if any(v.rec_to is None for v in versions):
-        return first, as_of["newest"], True
-    return first, as_of[max(v.rec_to for v in versions) - 1], False
+    ends = [v.rec_to for v in versions if v.rec_to is not None]
+    if len(ends) < len(versions):
+        return first, newest_ms, True
+    return first, as_of[max(ends) - 1], False
+
+
+# --- layers that change rarely (stations, stops, river) ---------------------------------------------
+def _layer_changes(store: HistoryStore, span: Served, layers: tuple[str, ...]) -> list[int]:
+    """The publishes among those served at which one of ``layers`` changed (the first one included)."""
+    found = {span.first}
+    for layer in layers:
+        for a, b in store.execute(
+            "SELECT DISTINCT rec_from, rec_to FROM history_row WHERE layer = ? AND rec_from <= ? AND rec_to > ?",
+            (layer, span.last, span.first),
+        ):
+            found.update(s for s in (int(a), int(b)) if span.first < s <= span.last)
+    return sorted(found)
+
+
+def _layer_state(store: HistoryStore, layers: tuple[str, ...], seq: int) -> int:
+    """The last publish up to ``seq`` at which one of ``layers`` changed: publishes with the same state
+    carry the same rows of them (what the per-store caches key on)."""
+    state = 0
+    for layer in layers:
+        opened, closed = store.execute(
+            "SELECT (SELECT MAX(rec_from) FROM history_row WHERE layer = ? AND rec_from <= ? AND rec_to > ?), "
+            "(SELECT MAX(rec_to) FROM history_row WHERE layer = ? AND rec_to <= ?)",
+            (layer, seq, seq, layer, seq),
+        ).fetchone()
+        state = max(state, int(opened or 0), int(closed or 0))
+    return state
 
 
 # --- NO2 -------------------------------------------------------------------------------------------
@@ -327,11 +352,7 @@ def _stations_engine(store: HistoryStore, seq: int):
     """The engine of publish ``seq``'s stations layer alone (kept per store and layer content)."""
     from geo.data.engine import Engine
 
-    hashes = store.execute(
-        "SELECT hash FROM history_row WHERE layer = 'stations' AND rec_from <= ? AND rec_to > ? ORDER BY key",
-        (seq, seq),
-    ).fetchall()
-    key = (store.identity, rowcodec.digest("".join(h for (h,) in hashes).encode()))
+    key = (store.identity, "stations", _layer_state(store, ("stations",), seq))
     with _station_lock:
         if key in _station_engines:
             _station_engines.move_to_end(key)
@@ -362,17 +383,6 @@ def _nearest_station(engine, lat: float, lng: float) -> tuple[str | None, str | 
     return str(stations["id"].iat[row]), None if name is None else str(name), float(km)
 
 
-def _station_changes(store: HistoryStore, span: Served) -> list[int]:
-    """The publishes among those served at which the stations layer changed (the first one included)."""
-    found = {span.first}
-    for a, b in store.execute(
-        "SELECT rec_from, rec_to FROM history_row WHERE layer = 'stations' AND rec_from <= ? AND rec_to > ?",
-        (span.last, span.first),
-    ):
-        found.update(s for s in (int(a), int(b)) if span.first < s <= span.last)
-    return sorted(found)
-
-
 def no2_series(
     store: HistoryStore, lat: float, lng: float, start_ms: int, end_ms: int, upto: int | None = None
 ) -> list[No2Value]:
@@ -380,18 +390,23 @@ def no2_series(
     ``start_ms <= t < end_ms``, oldest first.
 
     The station is the one nearest to the point (``geo``'s rule, :func:`geo.service.air.nearest_no2_station`)
-    among the NO2 stations of the publish served at ``t`` (the first publish served during the window for
-    an hour before it); the value is that station's measured value for the hour in its latest recorded
+    among the NO2 stations of the publish served at ``t`` (the first recorded publish for an hour before it); the value is that station's measured value for the hour in its latest recorded
     version (recorded up to ``upto``), None when the station did not measure it or it was never recorded: an
     unknown value is never 0 and never another station's.
     """
     first_hour = -(-start_ms // HOUR_MS) * HOUR_MS
     hours = range(first_hour, end_ms, HOUR_MS)
+    # a window before the first publish: its values may still have been recorded by it (a publish carries
+    # the last 48 hours), and its stations say which was nearest
     span = served(store, start_ms, end_ms, upto)
+    if span is None:
+        later = served(store, start_ms, _MAX_MS, upto)
+        if later is not None:
+            span = Served(later.first, later.first, later.newest, {later.first: later.as_of[later.first]})
     if span is None or not hours:
         return [No2Value(t, None, None, None, None) for t in hours]
     # segments of the window with one stations layer: [from_ms, to_ms) -> nearest station
-    changes = _station_changes(store, span)
+    changes = _layer_changes(store, span, ("stations",))
     bounds = [span.as_of[s] for s in changes[1:]] + [end_ms]
     out: list[No2Value] = []
     begin = first_hour
@@ -440,38 +455,53 @@ def works_near(
     if span is None:
         return []
     dlat, dlng = _degrees(lat, radius_km)
-    candidates = [
-        str(k)
-        for (k,) in store.execute(
-            "SELECT DISTINCT key FROM history_row WHERE layer = 'works' AND hash IN (SELECT hash FROM "
-            "history_extent WHERE max_lat >= ? AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?) "
-            "AND rec_to > ? AND rec_from <= ?",
-            (lat - dlat, lat + dlat, lng - dlng, lng + dlng, span.first, span.last),
+    near = [
+        h
+        for (h,) in store.execute(
+            "SELECT hash FROM history_extent WHERE max_lat >= ? AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?",
+            (lat - dlat, lat + dlat, lng - dlng, lng + dlng),
         )
     ]
+    # the contents near the point, then their versions by the partial hash index (SQLite, without
+    # statistics, would rather scan every version of the layer: told which index to use)
+    hint = "" if store.postgres else " INDEXED BY history_row_hash_works"
+    candidates: set[str] = set()
+    for i in range(0, len(near), _CHUNK):
+        part = near[i : i + _CHUNK]
+        candidates.update(
+            str(k)
+            for (k,) in store.execute(
+                f"SELECT key FROM history_row{hint} WHERE layer = 'works' AND hash IN "  # noqa: S608
+                f"({','.join('?' * len(part))}) AND rec_to > ? AND rec_from <= ?",
+                (*part, span.first, span.last),
+            )
+        )
     if not candidates:
         return []
     versions = _versions_of_keys(store, "works", candidates, span.newest)
     in_window = [v for v in versions if _in_window(v, span)]
-    geoms = np.array([v.values.get("geometry") for v in in_window], dtype=object)
-    ids = np.array([str(v.values.get("id", v.key)) for v in in_window], dtype=object)
-    idx, km = extent_index(geoms, ids).within(lat, lng, radius_km)
+    # each distinct (key, geometry) measured once: a change of status or dates keeps the extent
+    distinct: dict[tuple[str, int], object] = {}
+    for v in in_window:
+        distinct.setdefault((v.key, id(v.values.get("geometry"))), v.values.get("geometry"))
+    keys = [k for k, _g in distinct]
+    geoms = np.array(list(distinct.values()), dtype=object)
+    idx, km = extent_index(geoms, np.array(keys, dtype=object)).within(lat, lng, radius_km)
     best: dict[str, float] = {}
     for i, k in zip(idx.tolist(), km.tolist()):
-        key = in_window[i].key
-        best[key] = min(best.get(key, math.inf), k)
+        best[keys[i]] = min(best.get(keys[i], math.inf), k)
     by_key: dict[str, list[Version]] = {}
     for v in versions:
         by_key.setdefault(v.key, []).append(v)
     seqs = {v.rec_from for v in versions} | {v.rec_to for v in versions if v.rec_to is not None}
     seqs |= {v.rec_to - 1 for v in versions if v.rec_to is not None}
-    as_of: dict = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
-    as_of["newest"] = _as_of_of(store, [span.newest])[span.newest]
+    as_of: dict[int, int] = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
+    newest_ms = _as_of_of(store, [span.newest])[span.newest]
     out = []
     for key, km_ in best.items():
         log = by_key[key]
         current = [v for v in log if _in_window(v, span)][-1]
-        first, last, listed = _sightings(log, as_of)
+        first, last, listed = _sightings(log, as_of, newest_ms)
         out.append(
             WorkHistory(
                 str(current.values.get("id", key)),
@@ -489,30 +519,15 @@ def works_near(
 
 
 # --- detours ---------------------------------------------------------------------------------------
-def _context_changes(store: HistoryStore, span: Served, layers: tuple[str, ...]) -> list[int]:
-    found = {span.first}
-    marks = ",".join("?" * len(layers))
-    for a, b in store.execute(
-        f"SELECT rec_from, rec_to FROM history_row WHERE layer IN ({marks}) AND rec_from <= ? "  # noqa: S608
-        "AND rec_to > ?",
-        (*layers, span.last, span.first),
-    ):
-        found.update(s for s in (int(a), int(b)) if span.first < s <= span.last)
-    return sorted(found)
-
-
 _contexts: OrderedDict = OrderedDict()
 
 
-def _context_layers(store: HistoryStore, seq: int) -> dict:
-    """The stops and river layers of publish ``seq`` (what matching a detour to a point reads), kept per
-    store and content."""
-    hashes = store.execute(
-        "SELECT hash FROM history_row WHERE layer IN ('stops', 'river') AND rec_from <= ? AND rec_to > ? "
-        "ORDER BY layer, key",
-        (seq, seq),
-    ).fetchall()
-    key = (store.identity, rowcodec.digest("".join(h for (h,) in hashes).encode()))
+def _context_engine(store: HistoryStore, seq: int):
+    """The engine of publish ``seq``'s stops and river layers alone (what matching a detour to a point
+    reads), kept per store and content."""
+    from geo.data.engine import Engine
+
+    key = (store.identity, "stops+river", _layer_state(store, ("stops", "river"), seq))
     with _station_lock:
         if key in _contexts:
             _contexts.move_to_end(key)
@@ -526,11 +541,25 @@ def _context_layers(store: HistoryStore, seq: int) -> dict:
         order = rowcodec.unpack_order(store._blob(meta[layer]["order"])) if meta[layer]["order"] else None
         ordered = [found[k] for k in rowcodec.order_keys(found, order)]
         layers[layer] = rowcodec.decode_layer(store._blob(meta[layer]["schema"]), ordered)
+    engine = Engine.from_layers(layers, {})
     with _station_lock:
-        _contexts[key] = layers
+        _contexts[key] = engine
         while len(_contexts) > 4:
             _contexts.popitem(last=False)
-    return layers
+    return engine
+
+
+def _stop_keys_near(engine, lat: float, lng: float) -> tuple[bool, set]:
+    """(a stop lies within the stop distance, the line keys serving those stops: ``geo.rules.transit``)."""
+    from geo.rules import transit as tr
+
+    stops, _km = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
+    frame = engine.stops
+    keys: set = set()
+    for i in stops.tolist():
+        row = frame.iloc[i]
+        keys.update(tr.stop_keys(row.get("line_ids", ""), row.get("lines", ""), row.get("entity", "")))
+    return bool(stops.size), keys
 
 
 def _listed_somewhen(start_ms: int, end_ms: int, days: int) -> int | None:
@@ -542,6 +571,8 @@ def _listed_somewhen(start_ms: int, end_ms: int, days: int) -> int | None:
 
     if start_ms >= end_ms:
         return None
+    if days & tr.ALL_DAYS == tr.ALL_DAYS:  # every day: in force from the start
+        return start_ms
     first_hour = -(-start_ms // HOUR_MS) * HOUR_MS
     stop = min(end_ms, first_hour + 8 * 24 * HOUR_MS)
     instants = np.array([start_ms, *range(first_hour, stop, HOUR_MS)], dtype=np.int64)
@@ -554,8 +585,11 @@ def _listed_somewhen(start_ms: int, end_ms: int, days: int) -> int | None:
 
 def _listed_last(start_ms: int, end_ms: int, days: int) -> int:
     """The end of the last stretch of ``[start_ms, end_ms)`` on one of ``days`` (exclusive)."""
+    from geo.rules import transit as tr
     from geo.rules.calendar import local_hour_kind
 
+    if days & tr.ALL_DAYS == tr.ALL_DAYS:  # every day: in force to the end
+        return end_ms
     last_hour = ((end_ms - 1) // HOUR_MS) * HOUR_MS
     begin = max(start_ms, last_hour - 8 * 24 * HOUR_MS)
     instants = np.array([*range(last_hour, begin - 1, -HOUR_MS)], dtype=np.int64)
@@ -575,11 +609,13 @@ def detours_hitting(
     """Each detour the live answer listed at the point at some instant of the window, by (first instant
     listed, id): in force then (start, end and days: :func:`geo.rules.transit.active_at`), in the Antwerp
     region, not on the far river bank, and sharing a line with a stop within 400 m of the point, or any when
-    no stop lies that near (``geo``'s rules over the stops, river and detours of each publish served then)."""
-    from geo.data.engine import Engine
-    from geo.rules import prepared as pr
+    no stop lies that near (``geo``'s rules — :mod:`geo.rules.transit`, :mod:`geo.rules.selection`, read as
+    :mod:`geo.rules.prepared` reads a detours layer — over the stops, river and detours of each publish served
+    then)."""
+    from geo.data.engine import RIVER_NONE, geometry_coords
     from geo.rules import transit as tr
     from geo.rules.selection import matched, near_side
+    from geo.rules.timefmt import NO_END_MS
 
     span = served(store, start_ms, end_ms, upto)
     if span is None:
@@ -590,48 +626,62 @@ def detours_hitting(
     if not versions:
         return []
     hits: dict[str, list] = {}
-    changes = _context_changes(store, span, ("stops", "river"))
+    changes = _layer_changes(store, span, ("stops", "river"))
     bounds = changes[1:] + [span.last + 1]
-    columns = tuple(c for c in versions[0].values if c != "geometry")
+    # per version, the prepared detour fields (geo.rules.prepared's reading of a detours layer)
+    region = tr.antwerp_region(
+        [v.values.get("region") for v in versions], [v.values.get("entity") for v in versions]
+    )
+    keys = [
+        set(tr.detour_keys(tr.line_details(v.values.get("line_details")), v.values.get("lines")))
+        for v in versions
+    ]
+    begins = [v.values.get("start") for v in versions]
+    starts = np.array([np.iinfo(np.int64).min if t is None else t for t in begins], dtype=np.int64)
+    ends = np.array(
+        [NO_END_MS if v.values.get("end") is None else v.values["end"] for v in versions], dtype=np.int64
+    )
+    days = np.array([tr.day_mask(v.values.get("days")) for v in versions], dtype=np.int64)
+    d_lat, d_lng = geometry_coords(np.array([v.values.get("geometry") for v in versions], dtype=object))
     for seg_first, seg_next in zip(changes, bounds):
-        seg = [v for v in versions if v.rec_from < seg_next and (v.rec_to is None or v.rec_to > seg_first)]
+        seg = [
+            i
+            for i, v in enumerate(versions)
+            if region[i] and v.rec_from < seg_next and (v.rec_to is None or v.rec_to > seg_first)
+        ]
         if not seg:
             continue
-        frame = _frame(seg, columns)
-        engine = Engine.from_layers({**_context_layers(store, seg_first), "detours": frame}, {})
-        d = pr.build(engine).detours
-        rows = np.flatnonzero(
-            tr.antwerp_region(frame.get("region", [""] * len(frame)), frame.get("entity", [""] * len(frame)))
-        )
+        engine = _context_engine(store, seg_first)
         side = int(engine.river_side(lat, lng)[0])
-        stops, _km = engine.stops_near(lat, lng, tr.STOP_RADIUS_KM)
-        served_ = (
-            (d.line_bits & np.bitwise_or.reduce(d.stop_bits[stops], axis=0)).any(axis=1)
-            if stops.size
-            else np.zeros(len(rows), dtype=bool)
-        )
-        listed = matched(near_side(side, d.side), bool(stops.size), served_)
-        for j in np.flatnonzero(listed).tolist():
-            v = seg[rows[j]]
+        d_side = np.full(len(seg), RIVER_NONE, dtype=np.int8)
+        ok = np.isfinite(d_lat[seg]) & np.isfinite(d_lng[seg])
+        if ok.any():
+            d_side[ok] = engine.river_side(d_lat[seg][ok], d_lng[seg][ok])
+        stops_near, stop_keys = _stop_keys_near(engine, lat, lng)
+        served_ = np.array([bool(keys[i] & stop_keys) for i in seg], dtype=bool)
+        shown = matched(near_side(side, d_side), stops_near, served_)
+        for j in np.flatnonzero(shown).tolist():
+            i = seg[j]
+            v = versions[i]
             a = max(v.rec_from, seg_first)
             b = min(v.rec_to if v.rec_to is not None else span.last + 1, seg_next)
-            begin = max(span.as_of[a], start_ms, int(d.start_ms[j]))
+            begin = max(span.as_of[a], start_ms, int(starts[i]))
             after = span.as_of.get(b) if b <= span.newest else None
-            until = min(end_ms if after is None else min(after, end_ms), int(d.end_ms[j]))
-            first = _listed_somewhen(begin, until, int(d.days[j]))
+            until = min(end_ms if after is None else min(after, end_ms), int(ends[i]))
+            first = _listed_somewhen(begin, until, int(days[i]))
             if first is None:
                 continue
-            hits.setdefault(v.key, []).append((first, _listed_last(first, until, int(d.days[j])), v))
+            hits.setdefault(v.key, []).append((first, _listed_last(first, until, int(days[i])), v))
     if not hits:
         return []
     log = _versions_of_keys(store, "detours", hits, span.newest)
     seqs = {v.rec_from for v in log} | {v.rec_to - 1 for v in log if v.rec_to is not None}
-    as_of: dict = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
-    as_of["newest"] = _as_of_of(store, [span.newest])[span.newest]
+    as_of: dict[int, int] = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
+    newest_ms = _as_of_of(store, [span.newest])[span.newest]
     out = []
     for key, found in hits.items():
         mine = [v for v in log if v.key == key]
-        first, last, listed = _sightings(mine, as_of)
+        first, last, listed = _sightings(mine, as_of, newest_ms)
         found.sort(key=lambda h: (h[0], h[2].rec_from))
         current = max(found, key=lambda h: h[2].rec_from)[2]
         out.append(

@@ -18,15 +18,28 @@ def commands():
     return sorted(cli.commands.items())
 
 
-def test_there_are_the_six_commands():
+def test_there_are_the_seven_commands():
     assert [name for name, _ in commands()] == [
         "air-quality",
         "briefing",
         "configure",
         "disruptions",
+        "history",
         "locations",
         "mcp",
     ]
+
+
+def test_the_history_subcommands_have_help_and_are_documented():
+    from urban_client.history_cli import history
+
+    assert sorted(history.commands) == ["air-quality", "detours", "works"]
+    for name, command in history.commands.items():
+        assert command.help and f"`urban history {name}`" in DOC
+        for param in command.params:
+            assert param.help, f"history {name} {param.opts} has no help text"
+            for opt in param.opts:
+                assert f"`{opt}" in DOC or f"{opt} " in DOC or f"{opt}`" in DOC, f"history {name} {opt}"
 
 
 @pytest.mark.parametrize("name, command", commands())
