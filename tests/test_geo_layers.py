@@ -107,3 +107,16 @@ def test_no_test_edits_sys_path():
         if needle + "insert" in line or needle + "append" in line
     ]
     assert not edits, edits
+
+
+def test_only_the_command_line_reaches_the_app_and_only_inside_a_function():
+    """``urban-score --as-of`` opens the app's history store (the notebooks' ``geo.load(store, as_of=…)``
+    path); no other module of ``geo`` imports ``app``, and the command line only lazily."""
+    found = modules()
+    edges = [
+        (name, m, line, at_top)
+        for name, path in found.items()
+        for m, line, at_top in imports(name, path)
+        if m.split(".")[0] == "app"
+    ]
+    assert edges and all(name == "geo.batch.cli" and not at_top for name, _m, _line, at_top in edges), edges

@@ -305,6 +305,11 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "Télécharger le rapport PDF",
         "Download the PDF report",
     ),
+    "dossier_link": (
+        "Bewijsdossier",
+        "Dossier de preuves",
+        "Evidence dossier",
+    ),
     # briefing
     "briefing.heading": (
         "Briefing: de komende 24 uur",

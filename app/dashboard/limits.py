@@ -33,6 +33,8 @@ log = logging.getLogger("app.dashboard")
 
 #: the scope of the per-account report windows in the shared limit storage
 REPORT_SCOPE = "dashboard-report"
+#: the evidence dossiers' own windows (the same REPORT_LIMIT; a dossier's PDF and bundle are one build)
+DOSSIER_SCOPE = "dashboard-dossier"
 #: seconds a client is asked to wait when every build slot is taken (a report takes well under that)
 BUSY_RETRY_SECONDS = 5
 
@@ -96,32 +98,33 @@ def count_point_view(viewer) -> None:
     g.rate = RateInfo.daily(quota, count, reset_at)
 
 
-def report_window(account_id: int, *, hit: bool) -> RateInfo:
+def report_window(account_id: int, *, hit: bool, scope: str = REPORT_SCOPE) -> RateInfo:
     """The account's report window (``REPORT_LIMIT``) by the wall clock; ``hit`` counts one build. 503 when
     the limit storage fails (a report is never built unlimited)."""
     item = parse(str(current_app.config["REPORT_LIMIT"]))
     try:
-        return account_window(item, REPORT_SCOPE, account_id, wall_now().timestamp(), hit=hit)
+        return account_window(item, scope, account_id, wall_now().timestamp(), hit=hit)
     except Exception:  # SQLite, Redis: whatever the storage raises
         log.exception("rate-limit storage unavailable (request %s)", g.get("request_id"))
         raise ServiceUnavailable("the report limits cannot be read right now; retry shortly") from None
 
 
-def admit_report_build(account_id: int, *, hit: bool) -> None:
-    """Look at (``hit`` False) or count (True) one report build in the account's window: ``g.rate`` reports
-    the window; 429 ``rate_limited`` with ``Retry-After`` when it is used up."""
-    info = report_window(account_id, hit=hit)
+def admit_report_build(account_id: int, *, hit: bool, scope: str = REPORT_SCOPE) -> None:
+    """Look at (``hit`` False) or count (True) one report build in the account's window (``scope``: reports
+    or dossiers): ``g.rate`` reports the window; 429 ``rate_limited`` with ``Retry-After`` when it is used up."""
+    info = report_window(account_id, hit=hit, scope=scope)
     g.rate = info
     if info.remaining is not None and info.remaining < (0 if hit else 1):
         wait = retry_after(info, wall_now().timestamp())
+        noun = "dossier" if scope == DOSSIER_SCOPE else "report"
         g.problem = (
             "limit.reports",
             {"limit": info.limit, "setting": current_app.config["REPORT_LIMIT"], "wait": _in_words(wait)},
         )
         raise RateLimited(
-            f"{info.limit} reports were built for your account in this window (REPORT_LIMIT "
+            f"{info.limit} {noun}s were built for your account in this window (REPORT_LIMIT "
             f"{current_app.config['REPORT_LIMIT']}); the next can be built in {_in_words(wait)}. "
-            "Reports already built for the current data come at once",
+            f"{noun.capitalize()}s already built for the current data come at once",
             headers={"Retry-After": str(wait)},
         )
 

@@ -245,21 +245,20 @@ def cache_key(engine, account_id: int, location: dict, lang: str = TEXT_LANGUAGE
     return (snapshot, lang, account_id, tuple(sorted((k, repr(v)) for k, v in location.items())))
 
 
-def _cache() -> ReportCache:
+def built_cache(name: str = "reports") -> ReportCache:
+    """This process's cache of built documents ``name`` (reports, dossiers), bounded by the report settings."""
     reports = current_app.extensions["dashboard"]
-    if "reports" not in reports:
+    if name not in reports:
         config = current_app.config
-        reports["reports"] = ReportCache(
-            int(config["REPORT_CACHE_BYTES"]), float(config["REPORT_CACHE_SECONDS"])
-        )
-    return reports["reports"]
+        reports[name] = ReportCache(int(config["REPORT_CACHE_BYTES"]), float(config["REPORT_CACHE_SECONDS"]))
+    return reports[name]
 
 
 def report_pdf(engine, account_id: int, location: dict, now, lang: str = TEXT_LANGUAGE) -> bytes:
     """The location's report: from the cache, or built when the account's report window and one of the
     host's build slots allow it (429 / 503 otherwise, see :mod:`app.dashboard.limits`)."""
     key = cache_key(engine, account_id, location, lang)
-    pdf = _cache().get(key, now) if key is not None else None
+    pdf = built_cache().get(key, now) if key is not None else None
     if pdf is not None:
         g.rate = limits.report_window(account_id, hit=False)  # the window as it is: a kept report uses none
         return pdf
@@ -268,5 +267,5 @@ def report_pdf(engine, account_id: int, location: dict, now, lang: str = TEXT_LA
         limits.admit_report_build(account_id, hit=True)
         pdf = render_pdf(engine, location, now, lang)
     if key is not None:
-        _cache().put(key, now, pdf)
+        built_cache().put(key, now, pdf)
     return pdf

@@ -1,6 +1,9 @@
-"""Dashboard pages: saved locations, the map of a point, alert subscriptions, unsubscribe, PDF report."""
+"""Dashboard pages: saved locations, the map of a point (also as of a past moment), alert subscriptions,
+unsubscribe, PDF report, evidence dossier."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from flask import (
     Blueprint,
@@ -31,7 +34,9 @@ from app.store.saved_locations import (
     update_location,
 )
 
-from . import alerts, basemap, i18n, points
+from app.api.auth import settle
+
+from . import alerts, basemap, i18n, points, time_travel
 from .access import current_viewer, sign_in_first
 from .figures import all_sources, daytime_window, demo_clock, is_finite, map_features, point_figures
 from .limits import count_point_view
@@ -65,6 +70,9 @@ def _headers(response):
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Content-Security-Policy"] = _csp()
     return response
+
+
+bp.after_request(settle)  # a point's figures counted as a call are refunded when the page ends in a 5xx
 
 
 #: POSTs authorised by a token in their URL, not by a session: no CSRF secret to check (RFC 8058 one-click)
@@ -284,11 +292,23 @@ def map_page():
     conn = get_db()
     saved = [as_json(r) for r in list_locations(conn, viewer.account["id"])]
     if not request.args.get("location") and not request.args.get("lat") and not request.args.get("lng"):
-        return page("dashboard/map.html", point=None, figures=None, saved=saved, subs=[])
+        return page("dashboard/map.html", point=None, figures=None, saved=saved, subs=[], travel=None)
     engine = current_engine()
     point = points.resolve(conn, viewer.account["id"], engine, request.args)
-    count_point_view(viewer)
-    now = data_now(engine)
+    travel, engine, now = _as_of(viewer, engine)
+    if travel.error:
+        return page(
+            "dashboard/map.html",
+            travel.status,
+            point=point,
+            figures=None,
+            saved=saved,
+            subs=[],
+            travel=travel,
+            location=as_json(point.location) if point.location else None,
+        )
+    if travel.active:  # the point as the API's asOf resolves it: against the snapshot served then
+        point = points.resolve(conn, viewer.account["id"], engine, request.args)
     figures = point_figures(engine, point.lat, point.lng, now, lang=g.dashboard_lang)
     subs = (
         alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
@@ -307,7 +327,24 @@ def map_page():
         drawn=_drawn(engine, point, figures),
         daytime=daytime_window(engine, point.lat, point.lng, now),
         demo=demo_clock(figures, now, wall_now()),
+        travel=travel,
     )
+
+
+def _as_of(viewer, engine):
+    """``(control, engine, clock)`` of the map page: counted as one call (as the API counts one), and with an
+    instant (Enterprise: ``at`` or ``asOf``) the engine and clock of the API's ``asOf`` answer, or the control
+    carrying the friendly refusal. An instant that cannot be read is refused before anything is counted."""
+    travel = time_travel.control(viewer)
+    try:
+        raw = time_travel.requested(request.args)
+    except ApiError as exc:
+        return time_travel.refused(travel, exc), engine, None
+    count_point_view(viewer)
+    if raw is None:
+        return travel, engine, data_now(engine)
+    travel = time_travel.answer(travel, raw, viewer.account["plan"])
+    return (travel, travel.answer.engine, travel.answer.now) if travel.active else (travel, engine, None)
 
 
 def _drawn(engine, point, figures) -> dict:
@@ -477,3 +514,78 @@ def report(location_id):
     resp = Response(pdf, mimetype="application/pdf")
     resp.headers["Content-Disposition"] = f'attachment; filename="report-{row["id"]}.pdf"'
     return resp
+
+
+# -- evidence dossier --------------------------------------------------------------------------------------
+
+
+def _dossier_viewer(location_id):
+    """(viewer, location row, None) for a Pro or Enterprise account's own location, else (…, the answer)."""
+    from .dossier import PLANS
+
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return None, None, stop
+    if viewer.account["plan"] not in PLANS:
+        return (
+            None,
+            None,
+            page(
+                "dashboard/problem.html",
+                403,
+                heading="Pro plan needed",
+                code="plan_required",
+                text=f"Evidence dossiers are part of the Pro and Enterprise plans; yours is {viewer.plan.label}.",
+            ),
+        )
+    return viewer, as_json(_own_location(get_db(), viewer, location_id)), None
+
+
+def _dossier_form(viewer, location, status=200, error=None, form=None):
+    from .dossier import default_period, history_days, local_day
+
+    reach, today = history_days(viewer.account["plan"]), local_day(wall_now())
+    return page(
+        "dashboard/dossier_form.html",
+        status,
+        location=location,
+        reach=reach,
+        today=today.isoformat(),
+        least=(today - timedelta(days=reach)).isoformat(),
+        form=form or default_period(wall_now()),
+        error=error.message if error else None,
+        error_code=error.code if error else None,
+    )
+
+
+@bp.get("/locations/<location_id>/dossier")
+def dossier_page(location_id):
+    viewer, location, stop = _dossier_viewer(location_id)
+    return stop or _dossier_form(viewer, location)
+
+
+def _dossier_download(location_id, kind):
+    from .dossier import dossier, folder_name, parse_period
+
+    viewer, location, stop = _dossier_viewer(location_id)
+    if stop:
+        return stop
+    try:
+        period = parse_period(request.args, viewer.account["plan"], wall_now())
+    except ApiError as exc:
+        form = {k: request.args.get(k, "") for k in ("from", "to", "radius")}
+        return _dossier_form(viewer, location, exc.status, exc, form)
+    data = dossier(viewer.account["id"], location, period, kind)
+    resp = Response(data, mimetype="application/pdf" if kind == "pdf" else "application/zip")
+    resp.headers["Content-Disposition"] = f'attachment; filename="{folder_name(location, period)}.{kind}"'
+    return resp
+
+
+@bp.get("/locations/<location_id>/dossier.pdf")
+def dossier_pdf(location_id):
+    return _dossier_download(location_id, "pdf")
+
+
+@bp.get("/locations/<location_id>/dossier.zip")
+def dossier_zip(location_id):
+    return _dossier_download(location_id, "zip")

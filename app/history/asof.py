@@ -237,7 +237,13 @@ def resolve() -> AsOf | None:
     raw = requested()
     if raw is None:
         return None
-    if g.account["plan"] not in PLANS:
+    return pin(raw, g.account["plan"])
+
+
+def pin(raw: str, plan: str) -> AsOf:
+    """The :class:`AsOf` of the instant ``raw`` for an account of ``plan``, its engine pinned for the request:
+    the API's ``asOf`` and the dashboard's "as of" control, with the errors of :func:`resolve`."""
+    if plan not in PLANS:
         raise PlanRequired(
             "asOf (the answer at a past instant) is part of the Enterprise plan's 365-day history"
         )

@@ -483,6 +483,24 @@ def open_store(url: str) -> HistoryStore:
     return HistoryStore(connect_sqlite(path), False, f"sqlite:{path}")
 
 
+def open_for_reading(url: str) -> HistoryStore:
+    """:func:`open_store` for a reader (``urban-score --as-of``, the dossier): a SQLite file that does not
+    exist is a :class:`HistoryError`, not a new empty store; a server that cannot be reached too (its
+    message never shows the URL's password)."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        path = url[len("sqlite:///") - 1 :] if url.startswith("sqlite:///") else url
+        if not Path(path).is_file():
+            raise HistoryError(f"no history store at {path} (the file does not exist)")
+    try:
+        return open_store(url)
+    except HistoryError:
+        raise
+    except Exception as exc:  # sqlite3 / psycopg errors: say which store, never its password
+        label = "the PostgreSQL history store" if "://" in url else f"the history store {url}"
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise HistoryError(f"cannot open {label}: {first}") from None
+
+
 def default_url(data_dir) -> str:
     """The SQLite file beside the snapshot pointer: ``<DATA_DIR>.history.sqlite``."""
     data_dir = Path(data_dir)

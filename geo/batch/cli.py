@@ -17,6 +17,8 @@ import pyarrow as pa
 from .io import InputError, file_format, open_reader, open_writer
 from .slots import IN_ROWS_FACTOR
 
+HISTORY_KEY = "history:"  # what the runner keys an --as-of engine by (no snapshot directory to load)
+
 
 def _parse_now(value, engine):
     if value is None:
@@ -32,11 +34,68 @@ def _parse_now(value, engine):
     return ts if ts.tzinfo else ts.replace(tzinfo=timezone.utc)
 
 
+def _parse_instant(value) -> datetime:
+    """``--as-of``: an ISO 8601 / RFC 3339 date-time with its offset (a local time without one is ambiguous)."""
+    try:
+        ts = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        ts = None
+    if ts is None or ts.tzinfo is None:
+        what = "has no offset" if ts is not None else "is not an ISO 8601 instant"
+        raise click.BadParameter(
+            f"{value!r} {what}: give date, time and offset, e.g. 2026-11-16T07:00:00Z or "
+            "2026-11-16T08:00:00+01:00",
+            param_hint="--as-of",
+        )
+    return ts.astimezone(timezone.utc)
+
+
+def history_engine(as_of, history, wall=None):
+    """The engine of the snapshot that was being served at ``as_of`` (aware datetime), rebuilt from the history
+    store at URL ``history`` by ``geo.load(store, as_of=…)`` (the notebooks' path; the store is the app's,
+    imported only here). ``InputError`` when the store is missing, unreachable or empty, or the instant lies
+    after ``wall`` (default: now) or before the first recorded publish.
+
+    Examples
+    --------
+    >>> history_engine(datetime(2026, 11, 1, tzinfo=timezone.utc), "data/snapshot.history.sqlite")  # doctest: +SKIP
+    <geo.data.engine.Engine ...>
+    """
+    from app.history.store import HistoryError, open_for_reading
+
+    from ..service.loaded import load
+
+    wall = wall or datetime.now(timezone.utc)
+    when = as_of.isoformat().replace("+00:00", "Z")
+    if as_of > wall:
+        raise InputError(f"--as-of {when} lies after the current time: the history has no future")
+    try:
+        store = open_for_reading(history)
+    except HistoryError as exc:
+        raise InputError(f"--as-of needs the history store: {exc} (--history or URBAN_HISTORY_URL)") from None
+    try:
+        first, last = store.first_last()
+        if first is None:
+            raise InputError(f"--as-of: nothing is recorded in the history store {store.label} yet")
+        if as_of < first.as_of:
+            raise InputError(
+                f"--as-of {when} lies before the recorded history: {store.label} holds the snapshots "
+                f"served from {first.as_of.isoformat().replace('+00:00', 'Z')} on"
+            )
+        return load(store, as_of=as_of)
+    except HistoryError as exc:
+        raise InputError(f"--as-of {when}: {exc}") from None
+    finally:
+        store.close()
+
+
 class _Runner:
     """Scores chunks in order: in this process, in a local process pool, or on a Dask client."""
 
     def __init__(self, data, engine, now, workers, dask, slot_rows=0):
-        self.data, self.engine, self.now_iso = str(Path(data).resolve()), engine, now.isoformat()
+        # a rebuilt snapshot (--as-of) has no directory: its forked workers find it under its own key
+        key = data if str(data).startswith(HISTORY_KEY) else str(Path(data).resolve())
+        self.data, self.engine, self.now_iso = key, engine, now.isoformat()
         self.window = 1
         self._pool = self._client = self._cluster = self._slots = None
         if dask:
@@ -209,12 +268,17 @@ def run(
     progress=True,
     engine=None,
     pairs=False,
+    as_of=None,
+    history=None,
 ):
     """Score ``input_path`` into ``output``; returns the summary dict (used by the CLI and tests).
 
     ``engine`` (optional) is an already loaded engine of the snapshot at ``data`` (workers load their own).
     ``pairs``: write the long table of (input row, work / detour id, distance) pairs instead
     (:mod:`geo.batch.pair_rows`). Reading, scoring and writing overlap (:mod:`geo.batch.pipe`).
+    ``as_of`` (aware datetime or RFC 3339 text): score against the snapshot served then, rebuilt from the
+    history store at URL ``history`` (default: that of ``data``), with the clock at that instant unless
+    ``now`` is given (:func:`history_engine`).
 
     Examples
     --------
@@ -224,6 +288,8 @@ def run(
     from ..data.engine import Engine
     from .pipe import ReadAhead, WriteBehind
 
+    if as_of is not None:
+        engine, data, now, as_of = _as_of(as_of, history, data, now, workers, dask)
     if Path(input_path).is_dir():
         return _run_dataset(
             input_path,
@@ -238,6 +304,7 @@ def run(
             progress=progress,
             engine=engine,
             pairs=pairs,
+            as_of=as_of,
         )
     file_format(output)
     if Path(input_path).resolve() == Path(output).resolve():
@@ -323,11 +390,31 @@ def run(
         engine,
         now,
         runner.where,
+        as_of,
     )
 
 
+def _as_of(as_of, history, data, now, workers, dask):
+    """``(engine, runner key, clock, instant)`` of an ``--as-of`` run (:func:`history_engine`)."""
+    from app.history.recorder import history_url
+
+    from .workers import start_method
+
+    instant = _parse_instant(as_of) if isinstance(as_of, str) else as_of.astimezone(timezone.utc)
+    if dask or (workers > 1 and start_method() != "fork"):
+        raise InputError(
+            "--as-of scores in this process or in local worker processes forked from it (Linux): "
+            "the snapshot is rebuilt from the history store, there is no directory for "
+            + ("a Dask cluster" if dask else "spawned workers")
+            + " to load"
+        )
+    engine = history_engine(instant, history or history_url(data))
+    clock = _parse_now(now, engine) if isinstance(now, str) else (now or instant)
+    return engine, f"{HISTORY_KEY}{engine.snapshot_id}", clock, instant
+
+
 def _run_dataset(
-    input_path, output, *, lat, lng, data, now, chunk_size, workers, dask, progress, engine, pairs
+    input_path, output, *, lat, lng, data, now, chunk_size, workers, dask, progress, engine, pairs, as_of=None
 ):
     """A directory of Parquet files into a directory of parts, one task per file (geo.batch.dataset)."""
     from ..data.engine import Engine
@@ -378,10 +465,11 @@ def _run_dataset(
         engine,
         now,
         f"{runner.where}, {len(files)} part(s)",
+        as_of,
     )
 
 
-def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, where) -> dict:
+def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, where, as_of=None) -> dict:
     summary = {
         "rows": rows,
         "seconds": round(elapsed, 3),
@@ -391,6 +479,9 @@ def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, wh
         "now": now.isoformat(),
         "ran_on": where,
     }
+    if as_of is not None:  # the instant asked, and the asOf of the snapshot that was served then
+        summary["as_of"] = as_of.isoformat()
+        summary["snapshot_as_of"] = engine.as_of.isoformat() if engine.as_of else None
     if pairs:
         summary["pairs"] = {"work": kinds.get("work", 0), "detour": kinds.get("detour", 0)}
         return summary
@@ -424,6 +515,8 @@ def _summary_text(s) -> str:
         f"{s['ran_on']}) -> {s['output']}\n"
     )
     tail = f"  snapshot {s['snapshot'][:12]}   clock {s['now']}"
+    if "as_of" in s:
+        tail += f"\n  as of {s['as_of']}: the snapshot served then (its asOf {s['snapshot_as_of']})"
     if "pairs" in s:
         p = s["pairs"]
         return head + f"  pairs: works {p['work']:,}   detours {p['detour']:,}\n" + tail
@@ -487,6 +580,20 @@ def missing_snapshot(data, source: str = "DEFAULT", environ=None) -> str | None:
     help="Clock as ISO 8601 (default: the snapshot's asOf, as the API's demo clock). Without an offset, UTC.",
 )
 @click.option(
+    "--as-of",
+    "as_of",
+    default=None,
+    metavar="INSTANT",
+    help="Score against the snapshot that was being served at INSTANT (ISO 8601 with offset, e.g. "
+    "2026-11-01T08:00:00+01:00), rebuilt from the history store; the clock is INSTANT unless --now is given.",
+)
+@click.option(
+    "--history",
+    default=None,
+    metavar="URL",
+    help="History store for --as-of (default: $URBAN_HISTORY_URL, else DATA.history.sqlite beside --data).",
+)
+@click.option(
     "--chunk-size",
     default=250_000,
     show_default=True,
@@ -516,7 +623,7 @@ def missing_snapshot(data, source: str = "DEFAULT", environ=None) -> str | None:
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal)."
 )
-def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pairs, progress):
+def main(input_path, output, lat, lng, data, now, as_of, history, chunk_size, workers, dask, pairs, progress):
     """Score every coordinate of INPUT (CSV, Parquet, GeoParquet or GeoJSON) into OUTPUT.
 
     One output row per input row, in input order: the input columns followed by the score columns
@@ -534,6 +641,8 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
     keep_heap_if_pinned()  # e.g. run from a notebook that started a Dask LocalCluster
     if not dask:
         map_large_blocks()  # this process reads and writes (and scores, without workers)
+    if history and as_of is None:
+        raise click.UsageError("--history is read only with --as-of")
     if progress is None:
         progress = sys.stderr.isatty()
     try:
@@ -549,6 +658,8 @@ def main(input_path, output, lat, lng, data, now, chunk_size, workers, dask, pai
             dask=dask,
             progress=progress,
             pairs=pairs,
+            as_of=as_of,
+            history=history,
         )
     except (InputError, SnapshotError) as exc:
         raise click.ClickException(str(exc)) from None

@@ -52,6 +52,7 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
     account: ``ctx`` holds its saved location ``loc``, a ``spare`` one to delete, and ``subs()`` → its
     alert subscriptions (read when the call is made)."""
     loc, spare, here = ctx["loc"], ctx["spare"], f"lat={SPOT[0]}&lng={SPOT[1]}"
+    period = "from=2026-11-01&to=2026-11-15"
     form = {"csrf_token": CSRF}
 
     def sub(i, column):
@@ -101,6 +102,10 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             {"List-Unsubscribe": "One-Click"},  # RFC 8058: no session, no CSRF field
         ),
         ("dashboard.report", REPORT, "get", f"/dashboard/locations/{loc}/report.pdf", None),
+        ("dashboard.dossier_page", CHEAP, "get", f"/dashboard/locations/{loc}/dossier", None),
+        # the dossier's PDF and bundle are one build (its own window); the second comes from the cache
+        ("dashboard.dossier_pdf", REPORT, "get", f"/dashboard/locations/{loc}/dossier.pdf?{period}", None),
+        ("dashboard.dossier_zip", REPORT, "get", f"/dashboard/locations/{loc}/dossier.zip?{period}", None),
         ("dashboard.delete", CHEAP, "post", f"/dashboard/locations/{spare}/delete", form),
     ]
 
