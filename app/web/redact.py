@@ -45,8 +45,9 @@ def _any_encoding(text: str) -> str:
 #: a character of a key's body in any of those encodings (any percent-escape counts: over-redaction is fine)
 _BODY_CHAR = r"(?:[A-Za-z0-9]|%(?:25)*[0-9A-Fa-f]{2}|\\+x[0-9A-Fa-f]{2}|\\+u00[0-9A-Fa-f]{2})"
 _KEY = re.compile(_any_encoding("uc_live_") + _BODY_CHAR + "*", re.IGNORECASE)
-#: paths whose next segment is a secret: a sign-in link's token, an alert's unsubscribe token
-SECRET_PATHS = (("portal", "link"), ("dashboard", "unsubscribe"))
+#: paths whose next segment is a secret: a sign-in link's token, an alert's unsubscribe token, a calendar
+#: feed's token
+SECRET_PATHS = (("portal", "link"), ("dashboard", "unsubscribe"), ("calendar",))
 
 
 def _secret_path(slash: str, word) -> re.Pattern:
