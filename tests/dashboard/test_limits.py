@@ -99,6 +99,20 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             lambda: f"/dashboard/unsubscribe/{sub(0, 'unsubscribe_token')}",
             {"List-Unsubscribe": "One-Click"},  # RFC 8058: no session, no CSRF field
         ),
+        # the change feed's pages (issue 27): one indexed read of the feed, no figures
+        (
+            "dashboard.save_change_alert",
+            CHEAP,
+            "post",
+            f"/dashboard/locations/{loc}/change-alert",
+            {**form, "type": ["work.started"], "email": "on"},
+        ),
+        ("dashboard.delete_change_alert", CHEAP, "post", "/dashboard/change-alerts/999999/delete", form),
+        ("dashboard.create_calendar", CHEAP, "post", f"/dashboard/locations/{loc}/calendar", form),
+        ("dashboard.revoke_calendar", CHEAP, "post", f"/dashboard/locations/{loc}/calendar/revoke", form),
+        ("dashboard.deliveries", CHEAP, "get", "/dashboard/deliveries", None),
+        ("dashboard.retry_delivery", CHEAP, "post", "/dashboard/deliveries/retry", form),
+        ("dashboard.dismiss_delivery", CHEAP, "post", "/dashboard/deliveries/dismiss", form),
         ("dashboard.report", REPORT, "get", f"/dashboard/locations/{loc}/report.pdf", None),
         ("dashboard.delete", CHEAP, "post", f"/dashboard/locations/{spare}/delete", form),
     ]
