@@ -1,8 +1,8 @@
 """The change feed (issue 27): deriving one publish's events for many saved locations, and an empty poll.
 
-Two publishes of the simulated history a week apart (``URBAN_BENCH_CHANGES_DAYS``, default 7: works
-started, ended, slipped; detours came and went; a week of NO2) are loaded as engines, as the deriver has
-them after recording. Then, in the same run:
+Two consecutive publishes of the simulated history, ``URBAN_BENCH_CHANGES_HOURS`` apart (default 1: the
+hourly publish of the works and NO2 refresh; 168 gives a week of changes at once, a stress case) are loaded
+as engines, as the deriver has them after recording. Then, in the same run:
 
 - **derive**: :func:`geo.batch.changes.station_levels` + :func:`geo.batch.changes.publish_changes` for
   ``URBAN_BENCH_CHANGES_LOCATIONS`` (default 100,000) random service-area points; target <= 2 s at 100,000;
@@ -29,15 +29,14 @@ from pathlib import Path
 from bench import Row, service_points
 
 
-def _engines(reference: str, days: float):
+def _engines(reference: str, hours: float):
     from geo.data.engine import Engine
     from geo.service.loaded import loaded
     from app.history.simulate import SimulatedHistory
 
-    sim = SimulatedHistory(reference, days=days, cadence_min=int(days * 24 * 60))
-    instants = sim.instants()
+    sim = SimulatedHistory(reference, days=2 * hours / 24, cadence_min=int(hours * 60))
     out = []
-    for instant in instants[-2:]:
+    for instant in sim.instants()[-3:-1]:  # two simulated refreshes (the last instant is the demo itself)
         layers, metas = sim.layers_at(instant)
         manifest = {"asOf": instant.isoformat(), "snapshotId": f"bench-{instant.isoformat()}", "layers": {}}
         engine = Engine.from_layers(layers, manifest)
@@ -130,8 +129,8 @@ def run(engine=None) -> list[Row]:
     reference = os.environ.get("URBAN_REFERENCE_DIR", "../shared/data")
     n = int(os.environ.get("URBAN_BENCH_CHANGES_LOCATIONS", "100000"))
     n_base = int(os.environ.get("URBAN_BENCH_CHANGES_BASELINE", "300"))
-    days = float(os.environ.get("URBAN_BENCH_CHANGES_DAYS", "7"))
-    before, after = _engines(reference, days)
+    hours = float(os.environ.get("URBAN_BENCH_CHANGES_HOURS", "1"))
+    before, after = _engines(reference, hours)
     lat, lng = service_points(after[1], n, seed=27)
     _derive(before, after, lat[:200], lng[:200])  # per-engine caches, as the deriver has them
     seconds, changes = _derive(before, after, lat, lng)
@@ -143,7 +142,7 @@ def run(engine=None) -> list[Row]:
             single_us=seconds * 1e6,
             batch_per_s=n / seconds,
             baseline_per_s=1 / per_location,
-            note=f"{len(changes):,} events; publishes {days:g} days apart; baseline point_figures per location "
+            note=f"{len(changes):,} events; publishes {hours:g} h apart; baseline point_figures per location "
             f"({min(n_base, n)} timed, scaled: {baseline:.1f} s)",
             target="<= 2 s for 100,000 locations",
             measured=f"{seconds:.2f} s",

@@ -53,7 +53,7 @@ def _answer(scope: str, location_ids: list[str]):
             feed.ensure_tables(history)
             _ready.add(history.identity)
         info = feed.meta(history)
-        newest = feed.head(history)
+        newest = int(info["head"])
         after = 0
         if since:
             try:

@@ -144,6 +144,7 @@ def _data_get(summary: str, schema: str, statuses, geojson: bool = False, transl
 def build() -> dict:
     """The OpenAPI 3.1 document (a fresh dict each call)."""
     from .data_schemas import DATA_SCHEMAS
+    from . import history_schemas
 
     from . import changes_schemas
     from .geojson_schemas import components as geojson_components
@@ -206,6 +207,7 @@ def build() -> dict:
     }
     schemas.update(geojson_components(schemas))
     schemas.update(changes_schemas.schemas())
+    schemas.update(copy.deepcopy(history_schemas.SCHEMAS))
     headers = {
         "X-RateLimit-Limit": {
             "description": "Calls allowed in the current window: the account's daily quota on authenticated "
@@ -265,6 +267,7 @@ def build() -> dict:
             "description": "Only on an `asOf` answer: that snapshot's `asOf` (from then on it was served).",
             "schema": {"type": "string", "format": "date-time"},
         },
+        "Link": history_schemas.LINK_HEADER,
         "Content-Language": {
             "description": "Language of the texts this service generates in the answer: "
             "`nl` (default), `fr` or `en`. Data values from the upstreams "
@@ -320,6 +323,7 @@ def build() -> dict:
         },
     }
     parameters.update(changes_schemas.parameters())
+    parameters.update(copy.deepcopy(history_schemas.PARAMETERS))
     paths = {
         "/locations": {
             "get": {
@@ -346,6 +350,7 @@ def build() -> dict:
             for e in ENDPOINTS
         },
         **changes_schemas.paths(_ok, _errors, _COMMON),
+        **history_schemas.operations(_errors, _ok, _not_modified),
         "/signup": {
             "post": {
                 "summary": "Request a sign-up link by e-mail (no key needed)",

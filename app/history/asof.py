@@ -13,13 +13,15 @@ import bisect
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from flask import current_app, g, request
 
 from app.web.clock import wall_now
-from app.web.errors import InvalidRequest, PlanRequired
+from app.web.errors import ApiError, InvalidRequest, PlanRequired
 from app.web.redact import echo
 from .errors import AsOfInFuture, AsOfOutOfWindow, HistoryUnavailable, InvalidAsOf
 from .recorder import history_url
@@ -122,6 +124,20 @@ def _discard_store() -> None:
         except Exception:  # noqa: S110 - a broken connection is being thrown away
             pass
     _stores.by_url = {}
+
+
+@contextmanager
+def reading(what: str) -> Iterator[HistoryStore]:
+    """This thread's history store for one read (the history resources); an error of the store becomes
+    503 ``history_unavailable`` (logged, the connection dropped), never a 500."""
+    try:
+        yield store()
+    except ApiError:
+        raise
+    except Exception as exc:
+        _discard_store()
+        current_app.logger.error("%s: history store error: %s", what, exc)
+        raise HistoryUnavailable() from None
 
 
 class PublishIndex:

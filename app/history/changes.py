@@ -24,7 +24,9 @@ import binascii
 import hashlib
 import json
 import secrets
+import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -166,7 +168,16 @@ def ensure_tables(history: HistoryStore) -> None:
 
 
 def meta(history: HistoryStore) -> dict[str, str]:
-    return {n: v for n, v in history.execute("SELECT name, value FROM change_meta")}
+    """The feed's id (``feed``), the first position still kept (``pruned_below``) and the newest
+    position (``head``, as text), in one read."""
+    out = {
+        n: v
+        for n, v in history.execute(
+            "SELECT name, value FROM change_meta UNION ALL "
+            "SELECT 'head', CAST(COALESCE(MAX(feed_pos), 0) AS TEXT) FROM change_event"
+        )
+    }
+    return out
 
 
 def head(history: HistoryStore) -> int:
@@ -195,13 +206,27 @@ def last_derived(history: HistoryStore) -> int:
 
 
 # --- derivation ----------------------------------------------------------------------------------------
+_engines: OrderedDict = OrderedDict()  # (store, seq, snapshot) -> engine: the last two, for the next derive
+_engines_lock = threading.Lock()
+
+
 def _engine(history: HistoryStore, publish: Publish):
+    """The engine of a recorded publish, rebuilt from the store (the last two kept: the next derivation
+    starts from the engine this one ended with)."""
     from geo.data.engine import Engine
     from geo.service.loaded import loaded
 
+    key = (history.identity, publish.seq, publish.snapshot_id)
+    with _engines_lock:
+        if key in _engines:
+            return _engines[key]
     layers, manifest = history.snapshot(publish.seq)
     engine = Engine.from_layers(layers, manifest)
     loaded(engine)
+    with _engines_lock:
+        _engines[key] = engine
+        while len(_engines) > 2:
+            _engines.popitem(last=False)
     return engine
 
 
@@ -218,14 +243,18 @@ def derive(
     locations: Iterable,
     *,
     until: int | None = None,
+    start: int | None = None,
     limits: dict | None = None,
 ) -> list[tuple[int, ChangeEvent]]:
     """Derive and store the events of every recorded publish after the last derived one (up to publish
     ``until``), for ``locations`` (:class:`Location` or ``(id, lat, lng)``); returns the new
     ``(position, event)`` in feed order.
 
-    ``limits``: freshness limits per layer in seconds (default :data:`geo.data.layers.FRESHNESS_S`).
-    Each publish is one transaction; an interrupted run resumes at the next call.
+    ``start``: where a store with nothing derived yet begins: None (default), at the newest recorded
+    publish (the feed starts now, that publish is everyone's baseline); a publish number (1: replay the
+    whole recorded history). ``limits``: freshness limits per layer in seconds (default
+    :data:`geo.data.layers.FRESHNESS_S`). Each publish is one transaction; an interrupted run resumes at
+    the next call.
 
     Examples
     --------
@@ -241,6 +270,8 @@ def derive(
     ensure_tables(history)
     done = last_derived(history)
     todo = [p for p in history.publishes(after=done) if until is None or p.seq <= until]
+    if not done:
+        todo = todo[-1:] if start is None else [p for p in todo if p.seq >= start]
     if not todo:
         return []
     previous = None

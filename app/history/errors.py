@@ -1,4 +1,4 @@
-"""The errors of ``asOf`` and the history resources (codes documented in docs/api.md and docs/history.md)."""
+"""The errors of ``asOf`` and of the history resources (codes documented in docs/api.md and docs/history.md)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,32 @@ class HistoryUnavailable(ApiError):
     default_headers = {"Retry-After": "5"}
 
 
+class InvalidWindow(ApiError):
+    status, code, default_message = (
+        400,
+        "invalid_window",
+        "from and to must be RFC 3339 instants with from before to",
+    )
+
+
+class WindowTooLong(ApiError):
+    status, code, default_message = 422, "window_too_long", "the window is longer than one call may ask"
+
+
+class WindowOutOfRange(ApiError):
+    status, code, default_message = (
+        422,
+        "window_out_of_range",
+        "the window lies outside the kept history (the last 365 days, up to now)",
+    )
+
+
 class InvalidCursor(ApiError):
-    status, code, default_message = 400, "invalid_cursor", "since must be a cursor returned by this feed"
+    status, code, default_message = (
+        400,
+        "invalid_cursor",
+        "the cursor is not one this service returned for this query or feed",
+    )
 
 
 class ForeignCursor(ApiError):

@@ -15,8 +15,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -28,6 +31,11 @@ VALID_TIME: dict[str, tuple[str, str | int]] = {
     "detours": ("start", "end"),
     "no2": ("timestamp", 3_600_000),
 }
+#: layers indexed as series at record time (``history_series``): per row its series (column), the hour or
+#: instant (the valid-time start) and its value (column), NULL unless the row's ``(column, value)`` test holds
+SERIES: dict[str, tuple[str, str, tuple[str, str]]] = {"no2": ("station_id", "value", ("kind", "measured"))}
+#: layers whose rows' geometry bounding boxes are indexed at record time (``history_extent``)
+EXTENT_INDEXED: tuple[str, ...] = ("works",)
 SEP = "\x1f"  # between key parts: sorts below every printable character, so key order = column order
 DUP = "\x1e"  # before the ordinal of a repeated key (``k``, ``k\x1e2``, ``k\x1e3``)
 
@@ -47,6 +55,10 @@ class EncodedLayer:
     schema: bytes
     rows: dict[str, tuple[str, bytes, int | None, int | None]]
     order: list[str] | None
+    #: :data:`SERIES` layers: ``key -> (series, t, value or None)``
+    series: dict[str, tuple[str, int | None, float | None]] = dataclass_field(default_factory=dict)
+    #: :data:`EXTENT_INDEXED` layers: ``hash -> (min_lat, min_lng, max_lat, max_lng)`` (NaN: no geometry)
+    boxes: dict[str, tuple[float, float, float, float]] = dataclass_field(default_factory=dict)
 
 
 def _python_column(column: pa.ChunkedArray) -> list:
@@ -94,7 +106,38 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
         keys.append(key)
     order = None if keys == sorted(keys) else keys
     schema = table.schema.serialize().to_pybytes()
-    return EncodedLayer(schema, rows, order)
+    out = EncodedLayer(schema, rows, order)
+    if layer in SERIES:
+        out.series = _series(layer, names, columns, keys)
+    if layer in EXTENT_INDEXED and "geometry" in names:
+        out.boxes = _boxes(table.column("geometry"), [rows[k][0] for k in keys])
+    return out
+
+
+def _series(layer: str, names: list[str], columns: list[list], keys: list[str]) -> dict:
+    """``key -> (series, t, value)`` of a :data:`SERIES` layer (value None unless the row's test holds)."""
+    series_col, value_col, (test_col, test_value) = SERIES[layer]
+    start_col = VALID_TIME[layer][0]
+    if not {series_col, value_col, test_col, start_col} <= set(names):
+        return {}
+    series, values, tests, starts = (
+        columns[names.index(c)] for c in (series_col, value_col, test_col, start_col)
+    )
+    out = {}
+    for key, s, v, test, t in zip(keys, series, values, tests, starts):
+        ok = isinstance(test, str) and test.strip().lower() == test_value
+        ok = ok and isinstance(v, (int, float)) and math.isfinite(v)
+        out[key] = (str(s), t, float(v) if ok else None)
+    return out
+
+
+def _boxes(geometry: pa.ChunkedArray, hashes: list[str]) -> dict:
+    """``hash -> (min_lat, min_lng, max_lat, max_lng)`` of each row's WKB geometry."""
+    import shapely
+
+    geoms = shapely.from_wkb(np.array(geometry.to_pylist(), dtype=object))
+    bounds = shapely.bounds(geoms)  # (min x, min y, max x, max y); NaN for a missing geometry
+    return {h: (float(b[1]), float(b[0]), float(b[3]), float(b[2])) for h, b in zip(hashes, bounds)}
 
 
 def encode_file(layer: str, data: bytes) -> EncodedLayer:

@@ -9,6 +9,9 @@ Tables (the same on SQLite and PostgreSQL; ``HISTORY_URL`` chooses, see :func:`o
   ``valid_to`` (epoch ms, NULL: unbounded), recorded time ``rec_from`` (the publish that first carried it) to
   ``rec_to`` (the publish that changed or dropped it; :data:`OPEN` while it is current).
 - ``history_blob``: row contents, schemas and orders by sha256 (zlib), stored once.
+- ``history_series`` and ``history_extent``: read indexes of the history resources, written in the same
+  transaction as the row versions they index (:data:`app.history.rows.SERIES`: per version of a series row
+  its series, hour and value; :data:`app.history.rows.EXTENT_INDEXED`: per row content its bounding box).
 
 A publish is recorded in one transaction under a lock (SQLite ``BEGIN IMMEDIATE``, PostgreSQL ``LOCK TABLE``):
 a crash leaves it either whole or absent, and two recorders of the same publish record it once. Only rows
@@ -51,6 +54,26 @@ DDL = (
     "CREATE INDEX IF NOT EXISTS history_row_current ON history_row (layer, rec_to, rec_from)",
     "CREATE INDEX IF NOT EXISTS history_row_valid ON history_row (layer, valid_from)",
     "CREATE TABLE IF NOT EXISTS history_blob (hash TEXT PRIMARY KEY, data {blob} NOT NULL)",
+    # read indexes of the history resources (app.history.query), written with the row versions
+    """CREATE TABLE IF NOT EXISTS history_series (
+        layer TEXT NOT NULL,
+        key TEXT NOT NULL,
+        rec_from BIGINT NOT NULL,
+        series TEXT NOT NULL,
+        t BIGINT,
+        value DOUBLE PRECISION,
+        PRIMARY KEY (layer, key, rec_from))""",
+    "CREATE INDEX IF NOT EXISTS history_series_at ON history_series (layer, series, t)",
+    """CREATE TABLE IF NOT EXISTS history_extent (
+        hash TEXT PRIMARY KEY,
+        min_lat DOUBLE PRECISION,
+        min_lng DOUBLE PRECISION,
+        max_lat DOUBLE PRECISION,
+        max_lng DOUBLE PRECISION)""",
+    *(
+        f"CREATE INDEX IF NOT EXISTS history_row_hash_{layer} ON history_row (hash) WHERE layer = '{layer}'"
+        for layer in rowcodec.EXTENT_INDEXED
+    ),
 )
 
 
@@ -130,6 +153,7 @@ class HistoryStore:
         with self.transaction():
             for statement in DDL:
                 self.execute(statement.format(blob=blob))
+            self._reindex()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -240,6 +264,7 @@ class HistoryStore:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [(layer, key, h, vf, vt, seq, OPEN) for key, (h, _d, vf, vt) in fresh],
         )
+        self._index(layer, seq, enc, [key for key, _row in fresh])
         schema_hash = rowcodec.digest(enc.schema)
         self._put_blob(schema_hash, enc.schema)
         order_hash = None
@@ -248,6 +273,46 @@ class HistoryStore:
             order_hash = rowcodec.digest(packed)
             self._put_blob(order_hash, packed)
         return {"schema": schema_hash, "order": order_hash}
+
+    def _index(self, layer: str, seq: int, enc: rowcodec.EncodedLayer, keys: list[str]) -> None:
+        """The read-index rows of the versions of ``keys`` that publish ``seq`` writes."""
+        if enc.series:
+            self._many(
+                "INSERT INTO history_series (layer, key, rec_from, series, t, value) VALUES (?, ?, ?, ?, ?, ?)",
+                [(layer, k, seq, *enc.series[k]) for k in keys if k in enc.series],
+            )
+        if enc.boxes:
+            boxes = {enc.rows[k][0]: enc.boxes[enc.rows[k][0]] for k in keys}
+            self._many(
+                "INSERT INTO history_extent (hash, min_lat, min_lng, max_lat, max_lng) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (hash) DO NOTHING",
+                [(h, *(None if v != v else v for v in box)) for h, box in boxes.items()],
+            )
+
+    def _reindex(self) -> None:
+        """Fill the read indexes of a store recorded before they existed (inside :meth:`_create`'s
+        transaction; a no-op once they are filled)."""
+        for layer in (*rowcodec.SERIES, *rowcodec.EXTENT_INDEXED):
+            table = "history_series" if layer in rowcodec.SERIES else "history_extent"
+            indexed = self.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone()  # noqa: S608 - constant
+            recorded = self.execute("SELECT 1 FROM history_row WHERE layer = ? LIMIT 1", (layer,)).fetchone()
+            if indexed is not None or recorded is None:
+                continue
+            for publish in self.publishes():
+                meta = self.manifest(publish.seq)["history"].get(layer)
+                fresh = self.execute(
+                    "SELECT r.key, b.data FROM history_row r JOIN history_blob b ON b.hash = r.hash "
+                    "WHERE r.layer = ? AND r.rec_from = ?",
+                    (layer, publish.seq),
+                ).fetchall()
+                if meta is None or not fresh:
+                    continue
+                table_ = rowcodec.decode_table(self._blob(meta["schema"]), [_unpack(d) for _k, d in fresh])
+                enc = rowcodec.encode_table(layer, table_)
+                # keys as recorded (a repeated key's ordinal follows the publish's order, not this subset's)
+                enc.rows = dict(zip([k for k, _d in fresh], enc.rows.values()))
+                enc.series = dict(zip([k for k, _d in fresh], enc.series.values()))
+                self._index(layer, publish.seq, enc, [k for k, _d in fresh])
 
     # --- reading -------------------------------------------------------------------------------------
     def publishes(self, after: int = 0) -> list[Publish]:
@@ -340,6 +405,15 @@ class HistoryStore:
                 return {"publishes": 0, "rows": 0, "blobs": 0}
             pubs = self.execute("DELETE FROM history_publish WHERE seq < ?", (keep.seq,)).rowcount
             rows = self.execute("DELETE FROM history_row WHERE rec_to <= ?", (keep.seq,)).rowcount
+            self.execute(
+                "DELETE FROM history_series WHERE NOT EXISTS (SELECT 1 FROM history_row r WHERE "
+                "r.layer = history_series.layer AND r.key = history_series.key "
+                "AND r.rec_from = history_series.rec_from)"
+            )
+            self.execute(
+                "DELETE FROM history_extent WHERE NOT EXISTS "
+                "(SELECT 1 FROM history_row r WHERE r.hash = history_extent.hash)"
+            )
             used = {h for (h,) in self.execute("SELECT DISTINCT hash FROM history_row")}
             for (data,) in self.execute("SELECT manifest FROM history_publish").fetchall():
                 for info in json.loads(_unpack(data))["history"].values():

@@ -24,6 +24,9 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000/api/v1"
 DEFAULT_TIMEOUT = 10.0
 JSON = "application/json"
 GEOJSON = "application/geo+json"
+CSV = "text/csv"
+#: the history resources (Enterprise): ``history/<name>``
+HISTORY_RESOURCES = ("air-quality", "works", "detours")
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,14 @@ class RateLimit:
 
 @dataclass(frozen=True)
 class ApiResponse:
-    """A successful answer: ``body`` is the exact bytes sent by the server, ``data`` the parsed JSON."""
+    """A successful answer: ``body`` is the exact bytes sent by the server, ``data`` the parsed JSON (the
+    text of a CSV answer); ``next_cursor`` the cursor of a ``Link: <…>; rel="next"`` header (paged answers)."""
 
     status: int
     body: bytes
     data: Any
     rate_limit: RateLimit = field(default_factory=RateLimit)
+    next_cursor: str | None = None
 
 
 class ClientError(Exception):
@@ -216,6 +221,57 @@ def target_params(
     if as_of is not None:
         params["asOf"] = as_of if isinstance(as_of, str) else as_of.isoformat()
     return params
+
+
+def _instant(value: Any) -> str:
+    return value if isinstance(value, str) else value.isoformat()
+
+
+def history_params(
+    start: Any,
+    end: Any = None,
+    location_id: str | None = None,
+    lat: Any = None,
+    lng: Any = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> dict[str, str]:
+    """Query parameters of a history resource: the target (:func:`target_params`), the window ``from``
+    (``start``) and ``to`` (``end``; RFC 3339 texts or aware datetimes), ``limit`` and ``cursor``, passing
+    only what the caller gave.
+
+    Examples
+    --------
+    >>> history_params("2026-11-01T00:00:00Z", lat=51.2194, lng=4.4025, limit=24)
+    {'lat': '51.2194', 'lng': '4.4025', 'from': '2026-11-01T00:00:00Z', 'limit': '24'}
+    """
+    params = target_params(location_id, lat, lng)
+    params["from"] = _instant(start)
+    if end is not None:
+        params["to"] = _instant(end)
+    if limit is not None:
+        params["limit"] = str(limit)
+    if cursor is not None:
+        params["cursor"] = cursor
+    return params
+
+
+def next_cursor(link: str | None) -> str | None:
+    """The ``cursor`` of a ``Link`` header's ``rel="next"`` target (None: no next page).
+
+    Examples
+    --------
+    >>> next_cursor('</api/v1/history/works?lat=51.2&cursor=eyJv>; rel="next"')
+    'eyJv'
+    """
+    from urllib.parse import parse_qs, urlsplit
+
+    for part in (link or "").split(","):
+        target, _, rel = part.partition(";")
+        if rel.strip().replace(" ", "") == 'rel="next"':
+            found = parse_qs(urlsplit(target.strip().strip("<>")).query).get("cursor")
+            return found[0] if found else None
+    return None
 
 
 def display_url(url: str) -> str:
@@ -397,7 +453,8 @@ class ApiClient:
 
     def get(self, path: str, params: dict[str, str] | None = None, accept: str = JSON) -> ApiResponse:
         """GET ``path`` (relative to the base URL) asking for media type ``accept`` (:data:`JSON` or
-        :data:`GEOJSON`); return the response or raise ApiError / NetworkError."""
+        :data:`GEOJSON`, or :data:`CSV`: ``data`` is then the text); return the response or raise ApiError /
+        NetworkError."""
         check_base_url(self.base_url)
         base = display_url(self.base_url)
         headers = {"Accept": accept, "User-Agent": f"urban-client/{__version__}"}
@@ -426,6 +483,11 @@ class ApiClient:
                 rate_limit=rate_limit,
                 from_api=False,
             )
+        cursor = next_cursor(resp.headers.get("Link"))
+        if accept == CSV and resp.headers.get("Content-Type", "").startswith(CSV):
+            return ApiResponse(
+                resp.status_code, resp.content, resp.content.decode("utf-8"), rate_limit, cursor
+            )
         try:
             data = json.loads(resp.content)
         except ValueError:
@@ -439,7 +501,7 @@ class ApiClient:
                 rate_limit=rate_limit,
                 from_api=False,
             ) from None
-        return ApiResponse(resp.status_code, resp.content, data, rate_limit)
+        return ApiResponse(resp.status_code, resp.content, data, rate_limit, cursor)
 
     def locations(self) -> ApiResponse:
         """``GET /locations``: the caller's saved locations."""

@@ -461,7 +461,8 @@ def configure(ctx, new_base_url, new_timeout, show):
 @lang_option
 @click.pass_context
 def mcp(ctx, use_http, port, lang):
-    """Run the MCP server: read-only tools for agent clients, using the same key and base URL."""
+    """Run the MCP server: read-only tools for agent clients (the data endpoints, the change feed and,
+    Enterprise, the history), using the same key and base URL."""
     from urban_client.mcp_server import serve_http, serve_stdio
 
     client = _client(_settings(ctx), lang)
@@ -473,6 +474,11 @@ def mcp(ctx, use_http, port, lang):
             raise click.UsageError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     else:
         serve_stdio(client)
+
+
+from urban_client.history_cli import history  # noqa: E402  (it builds on the helpers above)
+
+cli.add_command(history)
 
 
 def main(argv=None) -> int:

@@ -20,7 +20,18 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from urban_client.api import GEOJSON, JSON, ApiClient, RateLimit, changes_path, changes_params, target_params
+from urban_client.api import (
+    CSV,
+    GEOJSON,
+    HISTORY_RESOURCES,
+    JSON,
+    ApiClient,
+    RateLimit,
+    changes_params,
+    changes_path,
+    history_params,
+    target_params,
+)
 from urban_client.config import resolve
 
 Body = dict[str, Any]
@@ -138,3 +149,56 @@ class Client:
             yield from page["events"]
             if not page["hasMore"]:
                 return
+
+    # --- history (Enterprise) ------------------------------------------------------------------------
+    def history(
+        self,
+        resource: str,
+        *,
+        start: str | datetime,
+        end: str | datetime | None = None,
+        location_id: str | None = None,
+        lat: float | None = None,
+        lng: float | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        geojson: bool = False,
+        csv: bool = False,
+    ) -> Any:
+        """``GET /history/<resource>`` (``air-quality``, ``works`` or ``detours``) over the window ``start``
+        to ``end`` (default now): one page, the JSON body (``next``: the cursor of the next page), a
+        FeatureCollection with ``geojson=True`` (works), or the CSV text with ``csv=True``."""
+        if resource not in HISTORY_RESOURCES:
+            raise ValueError(f"resource must be one of {', '.join(HISTORY_RESOURCES)}, not {resource!r}")
+        if geojson and csv:
+            raise ValueError("ask for geojson or csv, not both")
+        params = history_params(start, end, location_id, lat, lng, limit, cursor)
+        response = self._api.get(
+            f"history/{resource}", params, accept=CSV if csv else GEOJSON if geojson else JSON
+        )
+        self.rate_limit = response.rate_limit
+        return response.data
+
+    def history_items(self, resource: str, **kwargs) -> Iterator[dict]:
+        """Every item of a history answer (``values``, ``works`` or ``detours``), following ``next`` page
+        by page; ``kwargs`` as :meth:`history` (JSON only)."""
+        member = {"air-quality": "values", "works": "works", "detours": "detours"}[resource]
+        cursor = kwargs.pop("cursor", None)
+        while True:
+            page = self.history(resource, **kwargs, cursor=cursor)
+            yield from page[member]
+            cursor = page["next"]
+            if cursor is None:
+                return
+
+    def no2_history(self, **kwargs) -> Body:
+        """``GET /history/air-quality``: the hourly measured NO2 at a point over a window (:meth:`history`)."""
+        return self.history("air-quality", **kwargs)
+
+    def works_history(self, **kwargs) -> Body:
+        """``GET /history/works``: works within 2 km with their change logs (:meth:`history`)."""
+        return self.history("works", **kwargs)
+
+    def detours_history(self, **kwargs) -> Body:
+        """``GET /history/detours``: the detours that hit a point over a window (:meth:`history`)."""
+        return self.history("detours", **kwargs)

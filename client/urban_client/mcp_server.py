@@ -1,4 +1,5 @@
-"""MCP server (``urban mcp``): the data endpoints and the change feed as read-only tools for agent clients.
+"""MCP server (``urban mcp``): the data endpoints, the change feed and the history resources as read-only tools
+for agents.
 
 Transports: stdio (default) or, with ``urban mcp --http``, streamable HTTP on 127.0.0.1.
 
@@ -22,7 +23,15 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
 from urban_client import __version__, schemas
-from urban_client.api import ApiClient, ApiError, NetworkError, changes_params, changes_path, target_params
+from urban_client.api import (
+    ApiClient,
+    ApiError,
+    NetworkError,
+    changes_params,
+    changes_path,
+    history_params,
+    target_params,
+)
 
 TARGET_HELP = (
     "Give either locationId (a saved location from list_locations) or both lat and lng "
@@ -56,6 +65,7 @@ class ToolSpec:
     input_schema: dict
     output_schema: dict
     targeted: bool
+    history: bool = False  # a history resource: target, window and paging (schemas.HISTORY_INPUT)
 
 
 TOOLS = (
@@ -124,6 +134,46 @@ TOOLS = (
         schemas.CHANGES_OUTPUT,
         False,
     ),
+    ToolSpec(
+        "get_no2_history",
+        "history/air-quality",
+        "Hourly NO2 history at a point",
+        "Enterprise plan. The hourly measured NO2 (µg/m³) at a point over a past window (from, to; up to 366 "
+        "days, within the last 365): one value per hour from the station nearest to the point at that hour "
+        "(stationId may change); value null = not measured (unknown, never zero). Paged: pass next as cursor. "
+        + TARGET_HELP
+        + " "
+        + ERRORS_HELP,
+        schemas.HISTORY_INPUT,
+        schemas.NO2_HISTORY_OUTPUT,
+        True,
+        True,
+    ),
+    ToolSpec(
+        "get_works_history",
+        "history/works",
+        "Road works near a point over a past window, with change logs",
+        "Enterprise plan. Each road work within 2 km of the point during a past window (from, to): its "
+        "current status, dates and distance, when it was first and last seen, and every recorded change of "
+        "status, start, end and description with the time it was recorded (slips show as start changes). "
+        "Paged: pass next as cursor. " + TARGET_HELP + " " + ERRORS_HELP,
+        schemas.HISTORY_INPUT,
+        schemas.WORKS_HISTORY_OUTPUT,
+        True,
+        True,
+    ),
+    ToolSpec(
+        "get_detours_history",
+        "history/detours",
+        "De Lijn detours that hit a point over a past window",
+        "Enterprise plan. The De Lijn detours that affected the point at some time of a past window (from, "
+        "to): lines, period, days, and the first and last instant it hit the point (listedFrom, listedUntil). "
+        "Paged: pass next as cursor. " + TARGET_HELP + " " + ERRORS_HELP,
+        schemas.HISTORY_INPUT,
+        schemas.DETOURS_HISTORY_OUTPUT,
+        True,
+        True,
+    ),
 )
 
 ANNOTATIONS = types.ToolAnnotations(
@@ -170,7 +220,17 @@ def call(client: ApiClient, name: str, arguments: dict[str, Any] | None) -> type
     if spec.name == "get_changes":
         endpoint = changes_path(arguments.get("locationId"))
         params = changes_params(arguments.get("since"), arguments.get("limit"))
-    if spec.targeted:
+    elif spec.history:
+        params = history_params(
+            arguments["from"],
+            arguments.get("to"),
+            arguments.get("locationId"),
+            arguments.get("lat"),
+            arguments.get("lng"),
+            arguments.get("limit"),
+            arguments.get("cursor"),
+        )
+    elif spec.targeted:
         params = target_params(
             arguments.get("locationId"), arguments.get("lat"), arguments.get("lng"), arguments.get("asOf")
         )

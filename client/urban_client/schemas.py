@@ -192,6 +192,105 @@ BRIEFING_OUTPUT = {
     },
 }
 
+#: the history tools' input: a target, the window (``from`` required, ``to`` default now) and paging
+HISTORY_INPUT = {
+    "type": "object",
+    "required": ["from"],
+    "properties": {
+        **{k: v for k, v in TARGET_INPUT["properties"].items() if k != "asOf"},
+        "from": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Start of the window, RFC 3339 with an offset (e.g. 2026-11-01T00:00:00Z), within "
+            "the last 365 days.",
+        },
+        "to": {
+            "type": "string",
+            "minLength": 1,
+            "description": "End of the window (exclusive), RFC 3339; default now; at most 366 days after from.",
+        },
+        "limit": {"type": "integer", "minimum": 1, "description": "Items per page (the API's default)."},
+        "cursor": {
+            "type": "string",
+            "minLength": 1,
+            "description": "The next of the previous result, for the following page (same target and window).",
+        },
+    },
+    "additionalProperties": False,
+}
+
+_HISTORY_HEAD = {
+    "location": {"type": "object", "required": ["lat", "lng"]},
+    "window": {"type": "object", "required": ["from", "to"]},
+    "next": NULLABLE_STRING,
+}
+
+NO2_HISTORY_OUTPUT = {
+    "type": "object",
+    "required": ["location", "window", "values", "next"],
+    "properties": {
+        **_HISTORY_HEAD,
+        "values": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["timestamp", "value", "stationId"],
+                "properties": {
+                    "timestamp": {"type": "string"},
+                    "value": NULLABLE_NUMBER,
+                    "stationId": NULLABLE_STRING,
+                    "stationName": NULLABLE_STRING,
+                    "stationDistanceKm": NULLABLE_NUMBER,
+                },
+            },
+        },
+    },
+}
+
+WORKS_HISTORY_OUTPUT = {
+    "type": "object",
+    "required": ["location", "window", "works", "next"],
+    "properties": {
+        **_HISTORY_HEAD,
+        "works": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "status", "distanceKm", "firstSeen", "lastSeen", "changes"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "status": NULLABLE_STRING,
+                    "distanceKm": NUMBER,
+                    "firstSeen": {"type": "string"},
+                    "lastSeen": {"type": "string"},
+                    "changes": {"type": "array"},
+                },
+            },
+        },
+    },
+}
+
+DETOURS_HISTORY_OUTPUT = {
+    "type": "object",
+    "required": ["location", "window", "detours", "next"],
+    "properties": {
+        **_HISTORY_HEAD,
+        "detours": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "lines", "listedFrom", "listedUntil"],
+                "properties": {
+                    "id": {"type": "string"},
+                    "lines": {"type": "array", "items": {"type": "string"}},
+                    "listedFrom": {"type": "string"},
+                    "listedUntil": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+
 CHANGES_INPUT = {
     "type": "object",
     "properties": {

@@ -87,6 +87,11 @@ def point_coords(frame):
     [[51.2, 51.05], [4.4, 3.7]]
     """
     geom = np.asarray(frame.geometry.values, dtype=object) if len(frame) else np.empty(0, dtype=object)
+    return geometry_coords(geom)
+
+
+def geometry_coords(geom: np.ndarray):
+    """:func:`point_coords` of an object array of Shapely geometries (None: missing)."""
     ok = ~(shapely.is_missing(geom) | shapely.is_empty(geom)) if geom.size else np.empty(0, dtype=bool)
     lat, lng = np.full(geom.size, np.nan), np.full(geom.size, np.nan)
     if ok.any():
@@ -198,10 +203,9 @@ class Engine:
 
     @staticmethod
     def _extent_index(frame):
-        lat, lng = point_coords(frame)
         ids = frame["id"].astype(str).to_numpy() if "id" in frame.columns else None
-        geoms = np.asarray(frame.geometry.values, dtype=object) if len(frame) else None
-        return ExtentIndex(Extents(lat, lng, geoms), ids)
+        geoms = np.asarray(frame.geometry.values, dtype=object) if len(frame) else np.empty(0, dtype=object)
+        return extent_index(geoms, ids)
 
     @property
     def work_extents(self) -> Extents:
@@ -385,6 +389,22 @@ class Engine:
             f"<Engine snapshot={self.snapshot_id[:12] or '?'} works={len(self.works)} "
             f"stops={len(self.stops)} stations={len(self.stations)}>"
         )
+
+
+def extent_index(geoms: np.ndarray, ids=None) -> ExtentIndex:
+    """The index :meth:`Engine.works_near` measures with, over an object array of geometries (their extents,
+    located by their representative points): for callers holding extents outside a snapshot (the history's
+    versions of works). ``extent_index(geoms, ids).within(lat, lng, radius_km)`` is ``works_near``'s answer.
+
+    Examples
+    --------
+    >>> from shapely.geometry import Point
+    >>> idx, km = extent_index(np.array([Point(4.0, 51.01), Point(4.0, 51.0)], dtype=object)).within(51.0, 4.0, 2.0)
+    >>> idx.tolist(), km.round(3).tolist()
+    ([1, 0], [0.0, 1.112])
+    """
+    lat, lng = geometry_coords(geoms)
+    return ExtentIndex(Extents(lat, lng, geoms if len(geoms) else None), ids)
 
 
 def _radius(radius_km) -> float:

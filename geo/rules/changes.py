@@ -171,6 +171,7 @@ def advance(rule: Hysteresis, level: Level, hours, values) -> tuple[Level, list[
     ([('above', 4), ('below', 7)], 'below')
     """
     state, run, run_from, last = level.state, level.run, level.run_from, level.last_hour
+    figure, lower = rule.figure, rule.lower
     out = []
     for hour, value in zip(hours, values):
         hour = int(hour)
@@ -184,9 +185,9 @@ def advance(rule: Hysteresis, level: Level, hours, values) -> tuple[Level, list[
             run, run_from = 0, -1  # a gap before this value
         last = hour
         if state == UNKNOWN:
-            state, run, run_from = (ABOVE if value > rule.figure else BELOW), 0, -1
+            state, run, run_from = (ABOVE if value > figure else BELOW), 0, -1
             continue
-        towards = value <= rule.lower if state == ABOVE else value > rule.figure
+        towards = value <= lower if state == ABOVE else value > figure
         if not towards:
             run, run_from = 0, -1
             continue

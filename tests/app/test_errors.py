@@ -94,6 +94,13 @@ def produce(world, code):
             f"/api/v1/briefing?lat={INSIDE[0]}&lng={INSIDE[1]}&asOf={AS_OF[code](app)}",
             headers=bearer(accounts_key(conn, "enterprise")),
         )
+    if code in WINDOWS:
+        query, days = WINDOWS[code]
+        app.config["HISTORY_DAYS"] = days
+        return c.get(
+            f"/api/v1/history/works?lat={INSIDE[0]}&lng={INSIDE[1]}{query}",
+            headers=bearer(accounts_key(conn, "enterprise")),
+        )
     if code in CURSORS:
         from app.history.changes import encode_cursor
 
@@ -104,6 +111,13 @@ def produce(world, code):
         )
     raise AssertionError(f"no way to produce {code}")
 
+
+#: the history resources' window codes: (the window's query, the days of history kept); now is 2026-11-16
+WINDOWS = {
+    "invalid_window": ("", 365),
+    "window_out_of_range": ("&from=2030-01-01T00:00:00Z", 365),
+    "window_too_long": ("&from=2025-06-01T00:00:00Z", 800),
+}
 
 #: the change-feed cursor codes: (scope of the cursor, feed id it was made by); None: not a cursor at all
 CURSORS = {

@@ -18,12 +18,14 @@ def commands():
     return sorted(cli.commands.items())
 
 
-def test_there_are_the_six_commands():
+def test_there_are_the_eight_commands():
     assert [name for name, _ in commands()] == [
         "air-quality",
         "briefing",
+        "changes",
         "configure",
         "disruptions",
+        "history",
         "locations",
         "mcp",
     ]
@@ -57,7 +59,7 @@ def test_every_exit_code_is_documented():
 
 
 @pytest.mark.parametrize(
-    "name", [None, "locations", "disruptions", "air-quality", "briefing", "configure", "mcp"]
+    "name", [None, "locations", "disruptions", "air-quality", "briefing", "changes", "configure", "mcp"]
 )
 def test_help_runs_from_the_installed_command(name):
     args = ["--help"] if name is None else [name, "--help"]

@@ -22,7 +22,11 @@ TOOLS = {
     "get_air_quality": "air-quality",
     "get_briefing": "briefing",
     "get_changes": "changes",
+    "get_no2_history": "history/air-quality",
+    "get_works_history": "history/works",
+    "get_detours_history": "history/detours",
 }
+HISTORY_INPUT = {"locationId", "lat", "lng", "from", "to", "limit", "cursor"}
 
 
 def session_run(client_env, env, scenario, *options):
@@ -68,6 +72,7 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, acc
             "list_locations": set(),
             "get_changes": {"locationId", "since", "limit"},
         }.get(tool.name, {"locationId", "lat", "lng", "asOf"})
+        expected = HISTORY_INPUT if "history" in tool.name else expected
         assert set(tool.input_schema["properties"]) == expected
 
 
