@@ -230,32 +230,59 @@ def _send(app, mail, config, base_url: str, rows) -> str | None:
 # -- a round -----------------------------------------------------------------------------------------------
 
 
+def batches(rows, size: int = BATCH):
+    """``rows`` (in turn) cut into batches sent at once, each holding at most ``size`` rows and at most one
+    webhook row per account (so a failing receiver is met once per batch, and its account's other webhook
+    rows wait for the first retry delay, as the alert sender's turns have it).
+
+    Examples
+    --------
+    >>> rows = [{"channel": "webhook", "account_id": a} for a in (1, 1, 2)]
+    >>> [[r["account_id"] for r in b] for b in batches(rows)]
+    [[1, 2], [1]]
+    """
+    pending = list(rows)
+    while pending:
+        batch, seen, rest = [], set(), []
+        for r in pending:
+            webhook = r["channel"] == "webhook"
+            if len(batch) < size and not (webhook and r["account_id"] in seen):
+                batch.append(r)
+                if webhook:
+                    seen.add(r["account_id"])
+            else:
+                rest.append(r)
+        yield batch
+        pending = rest
+
+
 def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
     """One delivery round over the rows due at ``now`` (epoch s). Returns counts: sent ``mail`` (a digest
     counts one) and ``webhook``, ``failed`` rows, ``deferred`` rows (quiet hours, an account's failed webhook)."""
     now = int(now)
     counts = {"mail": 0, "webhook": 0, "failed": 0, "deferred": 0}
-    rows = in_turn(due(conn, now))
+    sendable, held, digests = [], defaultdict(list), defaultdict(list)
+    for r in in_turn(due(conn, now)):
+        if r["channel"] == "mail" and r["digest"]:
+            digests[r["subscription_id"]].append(_key(r))
+        elif r["channel"] == "mail" and (until := quiet_until(r, now)) is not None:
+            held[until].append(_key(r))
+        else:
+            sendable.append(r)
+    for until, keys in held.items():
+        _postpone(conn, keys, until)
+        counts["deferred"] += len(keys)
     failed_webhooks: set = set()
-    digests: dict[int, list] = defaultdict(list)
     with ThreadPoolExecutor(SENDERS, thread_name_prefix="change-delivery") as pool:
-        for k in range(0, len(rows), BATCH):
-            batch, held, defer = [], defaultdict(list), []
-            for r in rows[k : k + BATCH]:
-                if r["channel"] == "webhook" and r["account_id"] in failed_webhooks:
-                    defer.append(_key(r))
-                elif r["channel"] == "mail" and r["digest"]:
-                    digests[r["subscription_id"]].append(_key(r))
-                elif r["channel"] == "mail" and (until := quiet_until(r, now)) is not None:
-                    held[until].append(_key(r))
-                else:
-                    batch.append(_key(r))
+        for batch in batches(sendable):
+            defer = [
+                _key(r) for r in batch if r["channel"] == "webhook" and r["account_id"] in failed_webhooks
+            ]
             if defer:
                 _postpone(conn, defer, now + RETRY_DELAYS[0])
-            for until, keys in held.items():
-                _postpone(conn, keys, until)
-            counts["deferred"] += len(defer) + sum(len(v) for v in held.values())
-            claimed = claim(conn, batch, now)
+                counts["deferred"] += len(defer)
+            skip = set(defer)
+            claimed = claim(conn, [_key(r) for r in batch if _key(r) not in skip], now)
             errors = list(pool.map(lambda r: _send(app, mail, config, base_url, [r]), claimed))
             settle(conn, list(zip(claimed, errors)), now)
             for row, error in zip(claimed, errors):

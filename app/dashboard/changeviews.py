@@ -171,9 +171,10 @@ def _delivery_action(action, done: str):
     form = request.form
     sub = form.get("subscription_id", "")
     key = (int(sub) if sub.isdigit() else -1, form.get("event_id", ""), form.get("channel", ""))
-    if not action(get_db(), viewer.account["id"], key):
-        return page("dashboard/problem.html", 404, heading="Not possible", text="No such failed delivery.")
-    flash(done, "ok")
+    if action(get_db(), viewer.account["id"], key):
+        flash(done, "ok")
+    else:  # sent, dismissed or retried meanwhile, or not this account's: nothing changes
+        flash("Nothing to do: that failed delivery is no longer listed.", "warn")
     return redirect(url_for("dashboard.deliveries"))
 
 

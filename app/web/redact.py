@@ -97,12 +97,14 @@ def redact_text(text: str) -> str:
     'GET /api/v1/locations?k=[redacted]'
     >>> redact_text("GET /x?key=Uc%5FLIVE%255fAbC HTTP/1.1")
     'GET /x?key=[redacted] HTTP/1.1'
+    >>> redact_text("GET /calendar/cal_Ab3_k9-Z.ics HTTP/1.1")
+    'GET /calendar/[redacted] HTTP/1.1'
     """
     text = text or ""
     if "%" in text or "\\" in text:
         return _KEY.sub(REDACTED, _PARAM.sub(r"\1" + REDACTED, _LINK.sub(r"\1" + REDACTED, text)))
     lowered = text.lower()  # without escapes, each pattern needs a plain word of it in the text
-    if "/link/" in lowered or "unsubscribe" in lowered:
+    if "/link/" in lowered or "unsubscribe" in lowered or "calendar" in lowered:
         text = _LINK_PLAIN.sub(r"\1" + REDACTED, text)
     if "=" in text:
         text = _PARAM_PLAIN.sub(r"\1" + REDACTED, text)

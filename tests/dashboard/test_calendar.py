@@ -73,8 +73,8 @@ def test_the_feed_follows_the_recorded_changes(config, tmp_path, dirs, smtp_serv
     assert anon.get(path, headers={"If-None-Match": resp.headers["ETag"]}).status_code == 304
     assert all(len(line.encode()) <= 75 for line in resp.get_data(as_text=True).split("\r\n"))
     events = events_by_uid(resp.get_data(as_text=True))
-    name = str(icalendar.Calendar.from_ical(resp.get_data())["X-WR-CALNAME"])
-    assert name == "Urban Conditions · " + loc["name"]  # escaped and read back as written
+    raw = icalendar.Calendar.from_ical(resp.get_data())["NAME"]  # RFC 7986's calendar name, a TEXT value
+    assert icalendar.vText.from_ical(str(raw)) == "Urban Conditions · " + loc["name"]  # escaped, read back
 
     with app.app_context():
         from app.dashboard.figures import point_figures

@@ -107,7 +107,13 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             f"/dashboard/locations/{loc}/change-alert",
             {**form, "type": ["work.started"], "email": "on"},
         ),
-        ("dashboard.delete_change_alert", CHEAP, "post", "/dashboard/change-alerts/999999/delete", form),
+        (
+            "dashboard.delete_change_alert",
+            CHEAP,
+            "post",
+            lambda: f"/dashboard/change-alerts/{ctx['change_alert']()}/delete",
+            form,
+        ),
         ("dashboard.create_calendar", CHEAP, "post", f"/dashboard/locations/{loc}/calendar", form),
         ("dashboard.revoke_calendar", CHEAP, "post", f"/dashboard/locations/{loc}/calendar/revoke", form),
         ("dashboard.deliveries", CHEAP, "get", "/dashboard/deliveries", None),
@@ -132,7 +138,16 @@ def account_with_locations(user, store, plan):
         "SELECT id, unsubscribe_token FROM alert_subscriptions WHERE account_id = ? ORDER BY id",
         (account["id"],),
     ).fetchall()
-    return account, key, client, {"loc": loc["id"], "spare": spare["id"], "subs": subs}
+    change_alert = lambda: (
+        store.execute("SELECT id FROM change_subscriptions WHERE account_id = ?", (account["id"],)).fetchone()
+        or {"id": 999999}
+    )["id"]
+    return (
+        account,
+        key,
+        client,
+        {"loc": loc["id"], "spare": spare["id"], "subs": subs, "change_alert": change_alert},
+    )
 
 
 def use_quota(store, account_id, count):
