@@ -243,7 +243,9 @@ def batches(rows, size: int = BATCH):
     """
     pending = list(rows)
     while pending:
-        batch, seen, rest = [], set(), []
+        batch: list = []
+        seen: set = set()
+        rest: list = []
         for r in pending:
             webhook = r["channel"] == "webhook"
             if len(batch) < size and not (webhook and r["account_id"] in seen):

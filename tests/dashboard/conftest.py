@@ -25,6 +25,7 @@ def config(tmp_path, smtp_server, engine):
         "TESTING": True,
         "ENGINE": engine,
         "INSTANCE_PATH": str(tmp_path / "instance"),
+        "HISTORY_URL": str(tmp_path / "history.sqlite"),  # the change feed the location pages list
         "SECRET_KEY": "dashboard-test-secret-key-only",
         "MAIL_BACKEND": "smtp",
         "MAIL_HOST": "127.0.0.1",

@@ -40,7 +40,7 @@ def clock():
 
 @pytest.fixture
 def feed_config(config, tmp_path, clock):
-    return {**config, "HISTORY_URL": str(tmp_path / "history.sqlite"), "WALL_CLOCK": clock}
+    return {**config, "WALL_CLOCK": clock}
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ def test_a_pro_user_sees_the_events_and_copies_and_revokes_the_calendar_url(  # 
     from selenium.webdriver.common.by import By
 
     dirs = variant_dirs(snapshot_dir, engine, tmp_path / "variants")
-    app = create_app({**config, "HISTORY_URL": str(tmp_path / "history.sqlite")})
+    app = create_app(config)
     with LiveServer(app) as server:
         base = server.url
         browser.get(f"{base}/portal/")
@@ -48,7 +48,9 @@ def test_a_pro_user_sees_the_events_and_copies_and_revokes_the_calendar_url(  # 
         browser.get(f"{base}/dashboard/map?location={loc['id']}")
         check_accessible(browser)
         rows = browser.find_elements(By.CSS_SELECTOR, "[data-testid=change]")
-        assert [r.get_attribute("data-event-id") for r in rows] == [e.id for e in reversed(events)]  # newest first
+        assert [r.get_attribute("data-event-id") for r in rows] == [
+            e.id for e in reversed(events)
+        ]  # newest first
         assert all(e.id in browser.find_element(By.ID, "changes").text for e in events)
         assert any(f"work {dirs['work']}" in r.text for r in rows)
         browser.execute_script("document.getElementById('changes').scrollIntoView()")
