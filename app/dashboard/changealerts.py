@@ -59,8 +59,6 @@ TYPE_LABELS = {
 }
 #: events read from the feed per query when enqueueing
 PAGE = 5000
-#: location ids per ``IN (…)`` of a feed read
-CHUNK = 500
 
 
 def schema() -> dict:
@@ -243,6 +241,18 @@ def unsubscribe(conn, token: str) -> bool:
 # -- from the feed to delivery rows ------------------------------------------------------------------------
 
 
+def _events_since(history, after: int, limit: int) -> list:
+    """``(position, location id, event text, publish)`` of every stored event after feed position ``after``,
+    oldest first: one range read of the feed's primary key (a publish's events are contiguous), cheaper for
+    thousands of subscribed locations than an ``IN`` list per location."""
+    rows = history.execute(
+        "SELECT feed_pos, location_id, body, publish_seq FROM change_event WHERE feed_pos > ? ORDER BY feed_pos"
+        " LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    return [(int(p), str(loc), body, int(seq)) for p, loc, body, seq in rows]
+
+
 def enqueue(conn, history, base_url: str, now: int, *, hold_mail=None) -> int:
     """Turn the feed's events after each subscription's position into delivery rows; how many are new.
 
@@ -266,38 +276,36 @@ def enqueue(conn, history, base_url: str, now: int, *, hold_mail=None) -> int:
     for s in pending:
         by_location.setdefault(s["location_id"], []).append(s)
     types = {s["id"]: frozenset(json.loads(s["types"])) for s in pending}
-    start = min(s["after_pos"] for s in pending)
-    ids = sorted(by_location)
-    new = 0
-    for k in range(0, len(ids), CHUNK):
-        chunk = ids[k : k + CHUNK]
-        after = start
-        while True:
-            found = feed.events_after(history, chunk, after, PAGE)
-            rows = []
-            for position, event in found:
-                for s in by_location[event.location_id]:
-                    if position <= s["after_pos"] or s["plan"] not in plans:
-                        continue
-                    if event.type not in types[s["id"]]:
-                        continue
-                    body = json.dumps(cloudevent(event, base_url), ensure_ascii=False, separators=(",", ":"))
-                    channels = (["mail"] if s["email"] else []) + (["webhook"] if s["webhook_url"] else [])
-                    for channel in channels:
-                        hold = hold_mail(s, now) if channel == "mail" and hold_mail else None
-                        rows.append((s["id"], event.id, channel, position, body, utc_stamp(), hold))
-            if rows:
-                with write(conn):
-                    for row in rows:
-                        new += conn.execute(
-                            "INSERT INTO change_deliveries (subscription_id, event_id, channel, feed_pos,"
-                            " payload, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                            " ON CONFLICT DO NOTHING",
-                            row,
-                        ).rowcount
-            if len(found) < PAGE:
-                break
-            after = found[-1][0]
+    after = min(s["after_pos"] for s in pending)
+    new, stamp = 0, utc_stamp()
+    while True:
+        found = _events_since(history, after, PAGE)
+        rows = []
+        for position, location_id, text, seq in found:
+            subscribed = by_location.get(location_id)
+            if not subscribed:
+                continue
+            event = feed.ChangeEvent.from_text(text, seq)
+            for s in subscribed:
+                if position <= s["after_pos"] or s["plan"] not in plans or event.type not in types[s["id"]]:
+                    continue
+                body = json.dumps(cloudevent(event, base_url), ensure_ascii=False, separators=(",", ":"))
+                channels = (["mail"] if s["email"] else []) + (["webhook"] if s["webhook_url"] else [])
+                for channel in channels:
+                    hold = hold_mail(s, now) if channel == "mail" and hold_mail else None
+                    rows.append((s["id"], event.id, channel, position, body, stamp, hold))
+        if rows:
+            with write(conn):
+                for row in rows:
+                    new += conn.execute(
+                        "INSERT INTO change_deliveries (subscription_id, event_id, channel, feed_pos,"
+                        " payload, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                        " ON CONFLICT DO NOTHING",
+                        row,
+                    ).rowcount
+        if len(found) < PAGE:
+            break
+        after = found[-1][0]
     with write(conn):
         for s in pending:
             conn.execute(

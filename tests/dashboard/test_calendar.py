@@ -102,7 +102,9 @@ def test_the_feed_follows_the_recorded_changes(config, tmp_path, dirs, smtp_serv
 
     # the next publish: the work rescheduled, another cancelled, the detour gone
     publish(app, dirs["later"])
-    app.config["ENGINE"] = Engine.load(dirs["later"])
+    app = serving(config, dirs["later"])  # the refreshed snapshot served, on the same stores
+    anon = app.test_client()
+    client = signed_in(app, account["id"])
     later = events_by_uid(anon.get(path).get_data(as_text=True))
     moved = later[f"work-{dirs['work']}.{loc['id']}@urban.test"]
     assert moved["SEQUENCE"] == 2 and moved.decoded("LAST-MODIFIED") > after_recorded
