@@ -74,7 +74,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     """
     app = Flask(__name__, instance_path=_instance_path(test_config), instance_relative_config=True)
     load_config(app, test_config)
-    logging.getLogger("app").setLevel(app.config["LOG_LEVEL"])
+    # app.logger is the "app" logger; reading it now lets Flask give it its stderr handler (unless logging is
+    # configured already), so the app's records reach the console from start, e.g. the outbox's paths
+    app.logger.setLevel(app.config["LOG_LEVEL"])
     logfilter.install()
     os.makedirs(app.instance_path, exist_ok=True)
     app.extensions["urban"] = UrbanState(engine=load_engine(app))

@@ -393,6 +393,11 @@ class Mail:
         self_test()
         if not app.config["MAIL_OUTBOX"]:
             app.config["MAIL_OUTBOX"] = os.path.join(app.instance_path, "outbox")
+        if app.config["MAIL_BACKEND"] == "outbox":
+            log.info(
+                "MAIL_BACKEND=outbox: mail is not sent; each message is written to %s (its path is logged)",
+                app.config["MAIL_OUTBOX"],
+            )
         if (
             app.config["MAIL_BACKEND"] == "outbox"
             and app.config.get("ENV") == "production"

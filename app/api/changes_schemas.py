@@ -119,7 +119,7 @@ def paths(ok, errors, common: dict) -> dict:
     }
     description = (
         "Change events in feed order and the cursor to poll from next. Any API plan. A poll that returns "
-        "no event, or a 304, does not count against the daily quota. See docs/changes.md."
+        "no event, or a 304, does not count against the daily quota."
     )
 
     def operation(summary: str, operation_id: str, with_path: bool) -> dict:

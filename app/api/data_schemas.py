@@ -409,14 +409,13 @@ BRIEFING = _obj(
     {
         "risk": _d(
             {"type": "string", "enum": ["low", "moderate", "high"]},
-            "From the risk score: low < 2 points <= moderate < 5 points <= high (docs/rules.md). "
+            "From the risk score: low < 2 points <= moderate < 5 points <= high. "
             "Detours count only when matched through a stop within 400 m of the point.",
         ),
         "headline": _d(
             {"type": "string"},
             "Dutch one-line summary from a fixed template (no AI text). Without a stop within "
-            "400 m the no-stop fallback detours follow a semicolon as regional context "
-            "(docs/rules.md).",
+            "400 m the no-stop fallback detours follow a semicolon as regional context.",
         ),
         "keyFacts": _d(
             {

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlencode
 
 from flask import Blueprint, current_app, g, request
@@ -176,7 +177,7 @@ def _window(resource: HistoryResource) -> Window:
         raise InvalidWindow("from is missing: give the window's start, e.g. from=2026-11-01T00:00:00Z")
     start = _instant("from", raw_from)
     end = _instant("to", raw_to) if raw_to is not None else None
-    if end is not None and end <= start:
+    if raw_to is not None and end is not None and end <= start:
         raise InvalidWindow(f"to={echo(raw_to)} is not after from={echo(raw_from)}")
     limit = _limit(resource)
     key = _query_key(resource)
@@ -194,7 +195,8 @@ def _checked(window: Window) -> Window:
     end = now if window.end_ms < 0 or window.end_ms > now else window.end_ms
     if window.start_ms >= now:
         raise WindowOutOfRange(f"from={iso_utc_ms(window.start_ms)} is not before now ({iso_utc_ms(now)})")
-    if window.start_ms < now - days * DAY_MS:
+    kept_from = (end if window.upto is not None else now) - days * DAY_MS  # a cursor keeps its first page's
+    if window.start_ms < kept_from:
         raise WindowOutOfRange(
             f"from={iso_utc_ms(window.start_ms)} lies more than {days} days back (the history kept)"
         )
@@ -367,7 +369,7 @@ def render_geojson(body: dict, geometries: list) -> str:
 
     loc = body["location"]
     head = {k: v for k, v in body.items() if k != "works"}
-    features = [
+    features: list[dict[str, Any]] = [
         {
             "type": "Feature",
             "geometry": {"type": "Point", "coordinates": [loc["lng"], loc["lat"]]},

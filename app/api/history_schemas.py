@@ -233,7 +233,11 @@ def operations(errors, ok, not_modified) -> dict:
         paths[resource.path] = {
             "get": {
                 "summary": resource.summary,
-                "description": "Enterprise (other plans 403 plan_required). See docs/api.md → History.",
+                "description": "Enterprise (other plans 403 plan_required): what the service recorded at the "
+                "point over a past window of at most 366 days, within the last 365. Paged: `next` (and "
+                "`Link: rel=next`) is the cursor of the next page; the pages concatenate to the whole "
+                "answer. CSV with `Accept: text/csv`: one header row per page; a text a spreadsheet "
+                "would run as a formula gets a leading `'`.",
                 "operationId": "history" + resource.schema.removeprefix("History"),
                 "security": [{"bearerAuth": []}],
                 "parameters": params,

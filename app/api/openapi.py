@@ -2,12 +2,15 @@
 
 Built from the same sources the app uses: error codes from :mod:`app.web.errors`, plans from :mod:`app.store.plans`,
 data response schemas from :mod:`app.api.data_schemas`. Tests validate it with openapi-spec-validator and
-validate real responses against it.
+validate real responses against it. Examples are real answers of the demo, recorded by
+:mod:`app.docs_ui.examples` into ``openapi_examples.json`` and attached by :func:`attach_examples`.
 """
 
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 from app.web.errors import error_codes
 from app.history import errors as _history_errors  # noqa: F401  (their codes join error_codes())
@@ -23,6 +26,39 @@ _RATE = {
 }
 
 _COMMON = {**_RATE, "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"}}
+
+#: the recorded examples (``python -m app.docs_ui.examples --write``; kept equal to the demo's answers by
+#: tests/app/test_openapi_examples.py)
+EXAMPLES_FILE = Path(__file__).with_name("openapi_examples.json")
+
+#: one tag per resource, in the order the interactive docs list them: (name, description, paths)
+TAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    (
+        "Locations",
+        "The caller's saved locations: their ids are the `locationId` of the data calls.",
+        ("/locations",),
+    ),
+    ("Disruptions", "Road works (GIPOD) and De Lijn detours near a point.", ("/disruptions",)),
+    (
+        "Air quality",
+        "Latest measured NO2, its thresholds, and the Antwerp low-emission zone.",
+        ("/air-quality",),
+    ),
+    ("Briefing", "The operations briefing for the next 24 hours at a point.", ("/briefing",)),
+    (
+        "Changes",
+        "What changed at the caller's saved locations since a cursor: works, detours, NO2, stations, sources.",
+        ("/locations/{id}/changes", "/changes"),
+    ),
+    (
+        "History",
+        "Enterprise: the hourly NO2, the works with their change logs and the detours at a point over a past "
+        "window, from the snapshots the service recorded.",
+        ("/history/air-quality", "/history/works", "/history/detours"),
+    ),
+    ("Sign-up", "A free Developer account and its first key, by e-mail link.", ("/signup",)),
+    ("Documents", "This OpenAPI document.", ("/openapi.json",)),
+)
 
 _STATUS_TEXT = {
     400: "Bad request",
@@ -52,9 +88,12 @@ def _errors(*statuses: int) -> dict:
 
 
 def _error(status: int) -> dict:
+    """An error status: its codes (each with its example), and only the headers of this status: the shared
+    ones (``X-Request-Id``, ``X-RateLimit-*``) are described once, on the success responses and in the intro."""
     codes = sorted(c for c, s in _all_codes().items() if s == status)
-    headers = dict(_COMMON)
+    headers = {}
     if status == 429:
+        headers.update(_RATE)
         headers["Retry-After"] = {"$ref": "#/components/headers/Retry-After"}
     if status == 401:
         headers["WWW-Authenticate"] = {"$ref": "#/components/headers/WWW-Authenticate"}
@@ -62,7 +101,7 @@ def _error(status: int) -> dict:
         headers["Allow"] = {"$ref": "#/components/headers/Allow"}
     return {
         "description": f"{_STATUS_TEXT.get(status, 'Error')}: " + ", ".join(f"`{c}`" for c in codes),
-        "headers": headers,
+        **({"headers": headers} if headers else {}),
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
     }
 
@@ -246,13 +285,12 @@ def build() -> dict:
         "Allow": {"description": "The methods of this path.", "schema": {"type": "string"}},
         "Vary": {
             "description": "`Authorization, Accept`: the answer depends on the key and on the media "
-            "type negotiated from `Accept` (docs/api.md → Representations).",
+            "type negotiated from `Accept`.",
             "schema": {"type": "string"},
         },
         "VaryLanguage": {
             "description": "`Authorization, Accept, Accept-Language`: the answer also depends on "
-            "the language negotiated from `Accept-Language` (docs/api.md → "
-            "Languages).",
+            "the language negotiated from `Accept-Language`.",
             "schema": {"type": "string"},
         },
         "As-Of-Instant": {
@@ -284,15 +322,16 @@ def build() -> dict:
             "q-values are honoured (`fr-BE, fr;q=0.9, en;q=0.8`); a region subtag selects "
             "its language (`fr-BE` → `fr`); "
             "absent, empty or nothing supported → `nl`, never an error. Data values stay "
-            "Dutch. See docs/api.md → Languages.",
+            "Dutch.",
             "schema": {"type": "string"},
         },  # no example: Swagger UI would prefill it into every try-out
         "locationId": {
             "name": "locationId",
             "in": "query",
             "required": False,
-            "description": "One of the caller's location ids. Not together with lat/lng "
-            "(400 ambiguous_target); another account's id is 404 location_not_found.",
+            "description": "One of the caller's location ids (`GET /locations`), e.g. `loc_stadhuis`. Not "
+            "together with lat/lng (400 ambiguous_target); another account's id is 404 location_not_found.",
+            # no example: Swagger UI would prefill it next to lat/lng (400 ambiguous_target)
             "schema": {"type": "string", "maxLength": 64},
         },
         "asOf": {
@@ -304,7 +343,7 @@ def build() -> dict:
             "the snapshot served then and the clock of then; byte-identical to that live answer, "
             "`Cache-Control: …, immutable`, `As-Of-*` headers. Other plans 403 plan_required; "
             "malformed 400 invalid_as_of; later than now 422 as_of_in_future; older than the kept "
-            "history (365 days) or the first recorded snapshot 422 as_of_out_of_window. See docs/history.md.",
+            "history (365 days) or the first recorded snapshot 422 as_of_out_of_window.",
             "schema": {"type": "string", "format": "date-time"},
         },
         "lat": {
@@ -313,6 +352,7 @@ def build() -> dict:
             "required": False,
             "description": "Latitude in degrees (WGS84), decimal notation; with lng.",
             "schema": {"type": "number", "minimum": -90, "maximum": 90},
+            "example": 51.2194,  # the demo's point (Antwerp, Meir): "Try it out" answers at once
         },
         "lng": {
             "name": "lng",
@@ -320,6 +360,7 @@ def build() -> dict:
             "required": False,
             "description": "Longitude in degrees (WGS84), decimal notation; with lat.",
             "schema": {"type": "number", "minimum": -180, "maximum": 180},
+            "example": 4.4025,
         },
     }
     parameters.update(changes_schemas.parameters())
@@ -391,18 +432,14 @@ def build() -> dict:
             }
         },
     }
-    return {
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "Urban Conditions Service API",
             "version": "v1",
-            "description": "Road works, transit disruptions, air quality and briefings for any point in "
-            "Flanders and Brussels. Daily quotas per account, reset at 00:00 UTC: "
-            f"{quotas}. Error precedence: 401 → 403 → 429 → 406 → 400 → 404 → 422 → 502. "
-            "`/locations`, `/disruptions` and `/air-quality` also answer GeoJSON (RFC 7946) "
-            "with `Accept: application/geo+json`; errors are always JSON. Interactive "
-            "documentation: /api/v1/docs. See docs/api.md.",
+            "description": _intro(quotas),
         },
+        "tags": [{"name": name, "description": text} for name, text, _paths in TAGS],
         "servers": [{"url": "/api/v1"}],
         "security": [{"bearerAuth": []}],
         "paths": paths,
@@ -415,3 +452,96 @@ def build() -> dict:
             },
         },
     }
+    _tag(document)
+    attach_examples(document, load_examples())
+    return document
+
+
+def _intro(quotas: str) -> str:
+    """The document's description: what the service is, how to get a key, what every answer shares."""
+    return (
+        "Road works, De Lijn detours, measured air quality (NO2) and a 24-hour operations briefing for any "
+        "point in Flanders and Brussels. Every example below is a real answer of the demo.\n\n"
+        "**Get a key**: [sign up for a free Developer key](/portal/) (an e-mail link, no card), then press "
+        "**Authorize**, paste the key (`uc_live_…`) and **Try it out**. Daily quotas per account, reset at "
+        f"00:00 UTC: {quotas}.\n\n"
+        "**Every answer** carries `X-Request-Id` (quote it when reporting a problem) and `X-RateLimit-Limit`, "
+        "`-Remaining` and `-Reset` (the daily quota, or the per-IP limit without a key); each success response "
+        'below describes them. Errors are JSON `{"error", "message"}` (`requestId` on 5xx), checked in '
+        "this order: 401 → 403 → 429 → 406 → 400 → 404 → 422 → 502. `/locations`, `/disruptions` and "
+        "`/air-quality` also answer GeoJSON (RFC 7946) with `Accept: application/geo+json`.\n\n"
+        "[The service's front page](/) · [the OpenAPI document](/api/v1/openapi.json)"
+    )
+
+
+def _tag(document: dict) -> None:
+    """Each operation under the tag of its resource (:data:`TAGS`)."""
+    tag_of = {path: name for name, _text, paths in TAGS for path in paths}
+    for path, item in document["paths"].items():
+        for operation in item.values():
+            if path in tag_of:
+                operation["tags"] = [tag_of[path]]
+
+
+def load_examples() -> dict:
+    """The recorded examples (empty when the file is missing: the document then has none)."""
+    if not EXAMPLES_FILE.is_file():
+        return {"operations": {}, "errors": {}}
+    return json.loads(EXAMPLES_FILE.read_text(encoding="utf-8"))
+
+
+def _request_line(request: dict) -> str:
+    """The request of an example, as Markdown: `GET /api/v1/x?a=1` and its headers."""
+    query = "&".join(f"{k}={v}" for k, v in request.get("query", {}).items())
+    text = f"`{request['method']} {request['path']}{'?' + query if query else ''}`"
+    headers = request.get("headers", {})
+    if headers:
+        text += " with " + ", ".join(f"`{k}: {v}`" for k, v in headers.items())
+    return text
+
+
+def attach_examples(document: dict, examples: dict) -> None:
+    """Put the recorded examples into ``document``: each operation's under the response (status, media type)
+    that answered it and, for a request with a body, under the request body; each error code's once in
+    ``components/examples``, referenced from the error response of its status in every operation."""
+    operations = {
+        op["operationId"]: op
+        for item in document["paths"].values()
+        for op in item.values()
+        if "operationId" in op
+    }
+    for op_id, named in examples["operations"].items():
+        operation = operations.get(op_id)
+        if operation is None:
+            continue
+        for name, example in named.items():
+            shown = {"summary": example["summary"], "description": _request_line(example["request"])}
+            response = operation["responses"].get(str(example["status"]), {})
+            media = response.get("content", {}).get(example["mediaType"])
+            if media is not None:
+                media.setdefault("examples", {})[name] = {**shown, "value": example["value"]}
+            body = example["request"].get("body")
+            if body is not None and "requestBody" in operation:
+                request_media = operation["requestBody"]["content"]["application/json"]
+                request_media.setdefault("examples", {})[name] = {
+                    "summary": example["summary"],
+                    "value": body,
+                }
+    components = document["components"].setdefault("examples", {})
+    for code, example in sorted(examples["errors"].items()):
+        components[f"error-{code}"] = {
+            "summary": f"{code}: {example['summary']}",
+            "description": _request_line(example["request"]),
+            "value": example["value"],
+        }
+    for item in document["paths"].values():
+        for operation in item.values():
+            for status, response in operation["responses"].items():
+                if not status.startswith(("4", "5")):
+                    continue
+                media = response.get("content", {}).get("application/json")
+                codes = [
+                    c for c, s in sorted(_all_codes().items()) if str(s) == status and c in examples["errors"]
+                ]
+                if media is not None and codes:
+                    media["examples"] = {c: {"$ref": f"#/components/examples/error-{c}"} for c in codes}

@@ -150,16 +150,16 @@ def event_id(location_id: str, publish: Publish, kind: str, subject: str, valid_
 
 
 # --- storage -------------------------------------------------------------------------------------------
-def ensure_tables(history: HistoryStore) -> None:
+def ensure_tables(history: HistoryStore, feed_id: str | None = None) -> None:
     """Create the feed's tables (idempotent) and its feed id (what makes a cursor of another store
-    expired)."""
+    expired): random, unless ``feed_id`` pins it (the recorded documentation examples)."""
     blob = "BYTEA" if history.postgres else "BLOB"
     with history.transaction():
         for statement in DDL:
             history.execute(statement.format(blob=blob))
         history.execute(
             "INSERT INTO change_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-            ("feed", secrets.token_hex(6)),
+            ("feed", feed_id or secrets.token_hex(6)),
         )
         history.execute(
             "INSERT INTO change_meta (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",

@@ -33,6 +33,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,16 +41,16 @@ from . import rows as rowcodec
 from .store import OPEN, HistoryStore, _unpack
 
 HOUR_MS = 3_600_000
+_MAX_MS = 2**62  # after every instant
 WORK_FIELDS = ("status", "start", "end", "description")  # the changes a work's log lists
 _CHUNK = 500  # keys per IN (...) list
 
 
 # --- results ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class No2Value:
+class No2Value(NamedTuple):
     """One hour of the NO2 series: ``t`` the row's ``timestamp`` (the end of the measured hour, as IRCEL
     publishes it), ``value`` in µg/m³ (None: not measured or not recorded), the station nearest to the point
-    at that hour (None: no NO2 station) and its distance."""
+    at that hour (None: no NO2 station) and its distance. (A named tuple: a year is 8,760 of them.)"""
 
     t: int
     value: float | None
@@ -225,7 +226,9 @@ def _schema_of(store: HistoryStore, seqs, layer: str) -> dict[int, tuple[list[st
 _PER_MS = {"s": 1000, "ms": 1, "us": 1 / 1000, "ns": 1 / 1_000_000}
 
 
-def _decode(schema: tuple[list[str], dict[str, str]], data: bytes) -> dict:
+def _decode(schema: tuple[list[str], dict[str, str]], data: bytes, shapes: dict) -> dict:
+    """A row's values by column; ``shapes`` (WKB hex -> geometry) makes versions with the same geometry
+    share one object (measured once)."""
     import shapely
 
     names, kinds = schema
@@ -235,7 +238,9 @@ def _decode(schema: tuple[list[str], dict[str, str]], data: bytes) -> dict:
         if v is None:
             continue
         if kind == "wkb":
-            values[name] = shapely.from_wkb(bytes.fromhex(v))
+            if v not in shapes:
+                shapes[v] = shapely.from_wkb(bytes.fromhex(v))
+            values[name] = shapes[v]
         else:
             values[name] = int(v * _PER_MS[kind])
     return values
@@ -250,6 +255,7 @@ def _versions(store: HistoryStore, layer: str, where: str, params, upto: int) ->
         (layer, upto, *params),
     ).fetchall()
     schemas = _schema_of(store, [int(r[1]) for r in found], layer)
+    shapes: dict = {}
     out = []
     for key, rec_from, rec_to, data in found:
         rec_to = int(rec_to)
@@ -258,7 +264,7 @@ def _versions(store: HistoryStore, layer: str, where: str, params, upto: int) ->
                 str(key),
                 int(rec_from),
                 None if rec_to == OPEN or rec_to > upto else rec_to,
-                _decode(schemas[int(rec_from)], data),
+                _decode(schemas[int(rec_from)], data, shapes),
             )
         )
     return out
@@ -300,13 +306,14 @@ def _changes(versions: list[Version], as_of: dict, start_ms: int, end_ms: int, f
     return out
 
 
-def _sightings(versions: list[Version], as_of: dict[int, int]) -> tuple[int, int, bool]:
+def _sightings(versions: list[Version], as_of: dict[int, int], newest_ms: int) -> tuple[int, int, bool]:
     """(first seen, last seen, still listed) of one item's versions: the asOf of the first publish that
-    carried it and of the last one (the newest when it is still carried)."""
+    carried it and of the last one (``newest_ms``, the newest's, when it is still carried)."""
     first = as_of[versions[0].rec_from]
-    if any(v.rec_to is None for v in versions):
-        return first, as_of["newest"], True
-    return first, as_of[max(v.rec_to for v in versions) - 1], False
+    ends = [v.rec_to for v in versions if v.rec_to is not None]
+    if len(ends) < len(versions):
+        return first, newest_ms, True
+    return first, as_of[max(ends) - 1], False
 
 
 # --- layers that change rarely (stations, stops, river) ---------------------------------------------
@@ -383,14 +390,19 @@ def no2_series(
     ``start_ms <= t < end_ms``, oldest first.
 
     The station is the one nearest to the point (``geo``'s rule, :func:`geo.service.air.nearest_no2_station`)
-    among the NO2 stations of the publish served at ``t`` (the first publish served during the window for
-    an hour before it); the value is that station's measured value for the hour in its latest recorded
+    among the NO2 stations of the publish served at ``t`` (the first recorded publish for an hour before it); the value is that station's measured value for the hour in its latest recorded
     version (recorded up to ``upto``), None when the station did not measure it or it was never recorded: an
     unknown value is never 0 and never another station's.
     """
     first_hour = -(-start_ms // HOUR_MS) * HOUR_MS
     hours = range(first_hour, end_ms, HOUR_MS)
+    # a window before the first publish: its values may still have been recorded by it (a publish carries
+    # the last 48 hours), and its stations say which was nearest
     span = served(store, start_ms, end_ms, upto)
+    if span is None:
+        later = served(store, start_ms, _MAX_MS, upto)
+        if later is not None:
+            span = Served(later.first, later.first, later.newest, {later.first: later.as_of[later.first]})
     if span is None or not hours:
         return [No2Value(t, None, None, None, None) for t in hours]
     # segments of the window with one stations layer: [from_ms, to_ms) -> nearest station
@@ -443,38 +455,53 @@ def works_near(
     if span is None:
         return []
     dlat, dlng = _degrees(lat, radius_km)
-    candidates = [
-        str(k)
-        for (k,) in store.execute(
-            "SELECT DISTINCT key FROM history_row WHERE layer = 'works' AND hash IN (SELECT hash FROM "
-            "history_extent WHERE max_lat >= ? AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?) "
-            "AND rec_to > ? AND rec_from <= ?",
-            (lat - dlat, lat + dlat, lng - dlng, lng + dlng, span.first, span.last),
+    near = [
+        h
+        for (h,) in store.execute(
+            "SELECT hash FROM history_extent WHERE max_lat >= ? AND min_lat <= ? AND max_lng >= ? AND min_lng <= ?",
+            (lat - dlat, lat + dlat, lng - dlng, lng + dlng),
         )
     ]
+    # the contents near the point, then their versions by the partial hash index (SQLite, without
+    # statistics, would rather scan every version of the layer: told which index to use)
+    hint = "" if store.postgres else " INDEXED BY history_row_hash_works"
+    candidates: set[str] = set()
+    for i in range(0, len(near), _CHUNK):
+        part = near[i : i + _CHUNK]
+        candidates.update(
+            str(k)
+            for (k,) in store.execute(
+                f"SELECT key FROM history_row{hint} WHERE layer = 'works' AND hash IN "  # noqa: S608
+                f"({','.join('?' * len(part))}) AND rec_to > ? AND rec_from <= ?",
+                (*part, span.first, span.last),
+            )
+        )
     if not candidates:
         return []
     versions = _versions_of_keys(store, "works", candidates, span.newest)
     in_window = [v for v in versions if _in_window(v, span)]
-    geoms = np.array([v.values.get("geometry") for v in in_window], dtype=object)
-    ids = np.array([str(v.values.get("id", v.key)) for v in in_window], dtype=object)
-    idx, km = extent_index(geoms, ids).within(lat, lng, radius_km)
+    # each distinct (key, geometry) measured once: a change of status or dates keeps the extent
+    distinct: dict[tuple[str, int], object] = {}
+    for v in in_window:
+        distinct.setdefault((v.key, id(v.values.get("geometry"))), v.values.get("geometry"))
+    keys = [k for k, _g in distinct]
+    geoms = np.array(list(distinct.values()), dtype=object)
+    idx, km = extent_index(geoms, np.array(keys, dtype=object)).within(lat, lng, radius_km)
     best: dict[str, float] = {}
     for i, k in zip(idx.tolist(), km.tolist()):
-        key = in_window[i].key
-        best[key] = min(best.get(key, math.inf), k)
+        best[keys[i]] = min(best.get(keys[i], math.inf), k)
     by_key: dict[str, list[Version]] = {}
     for v in versions:
         by_key.setdefault(v.key, []).append(v)
     seqs = {v.rec_from for v in versions} | {v.rec_to for v in versions if v.rec_to is not None}
     seqs |= {v.rec_to - 1 for v in versions if v.rec_to is not None}
-    as_of: dict = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
-    as_of["newest"] = _as_of_of(store, [span.newest])[span.newest]
+    as_of: dict[int, int] = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
+    newest_ms = _as_of_of(store, [span.newest])[span.newest]
     out = []
     for key, km_ in best.items():
         log = by_key[key]
         current = [v for v in log if _in_window(v, span)][-1]
-        first, last, listed = _sightings(log, as_of)
+        first, last, listed = _sightings(log, as_of, newest_ms)
         out.append(
             WorkHistory(
                 str(current.values.get("id", key)),
@@ -604,8 +631,8 @@ def detours_hitting(
         set(tr.detour_keys(tr.line_details(v.values.get("line_details")), v.values.get("lines")))
         for v in versions
     ]
-    starts = [v.values.get("start") for v in versions]
-    starts = np.array([np.iinfo(np.int64).min if t is None else t for t in starts], dtype=np.int64)
+    begins = [v.values.get("start") for v in versions]
+    starts = np.array([np.iinfo(np.int64).min if t is None else t for t in begins], dtype=np.int64)
     ends = np.array(
         [NO_END_MS if v.values.get("end") is None else v.values["end"] for v in versions], dtype=np.int64
     )
@@ -627,8 +654,8 @@ def detours_hitting(
             d_side[ok] = engine.river_side(d_lat[seg][ok], d_lng[seg][ok])
         stops_near, stop_keys = _stop_keys_near(engine, lat, lng)
         served_ = np.array([bool(keys[i] & stop_keys) for i in seg], dtype=bool)
-        listed = matched(near_side(side, d_side), stops_near, served_)
-        for j in np.flatnonzero(listed).tolist():
+        shown = matched(near_side(side, d_side), stops_near, served_)
+        for j in np.flatnonzero(shown).tolist():
             i = seg[j]
             v = versions[i]
             a = max(v.rec_from, seg_first)
@@ -644,12 +671,12 @@ def detours_hitting(
         return []
     log = _versions_of_keys(store, "detours", hits, span.newest)
     seqs = {v.rec_from for v in log} | {v.rec_to - 1 for v in log if v.rec_to is not None}
-    as_of: dict = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
-    as_of["newest"] = _as_of_of(store, [span.newest])[span.newest]
+    as_of: dict[int, int] = {**_as_of_of(store, seqs - span.as_of.keys()), **span.as_of}
+    newest_ms = _as_of_of(store, [span.newest])[span.newest]
     out = []
     for key, found in hits.items():
         mine = [v for v in log if v.key == key]
-        first, last, listed = _sightings(mine, as_of)
+        first, last, listed = _sightings(mine, as_of, newest_ms)
         found.sort(key=lambda h: (h[0], h[2].rec_from))
         current = max(found, key=lambda h: h[2].rec_from)[2]
         out.append(

@@ -63,7 +63,8 @@ DDL = (
         t BIGINT,
         value DOUBLE PRECISION,
         PRIMARY KEY (layer, key, rec_from))""",
-    "CREATE INDEX IF NOT EXISTS history_series_at ON history_series (layer, series, t)",
+    # covering: a series over a window is one ordered index range, no table lookups
+    "CREATE INDEX IF NOT EXISTS history_series_read ON history_series (layer, series, t, rec_from, value)",
     """CREATE TABLE IF NOT EXISTS history_extent (
         hash TEXT PRIMARY KEY,
         min_lat DOUBLE PRECISION,

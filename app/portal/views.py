@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import time
+from dataclasses import asdict
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
 from flask import (
     Blueprint,
     abort,
@@ -38,6 +44,7 @@ bp = Blueprint(
 
 declare(throttle.PER_IP, bp)  # the sign-in form's link requests (the other pages are exempt)
 
+BRUSSELS = ZoneInfo("Europe/Brussels")  # the time people read on the pages
 SESSION_ID = "sid"  # the cookie's server-side session id (app.portal.sessions)
 
 
@@ -53,10 +60,10 @@ def link_url(token):
     return request.host_url.rstrip("/") + path
 
 
-def send_link(email: str) -> None:
-    """Mail a sign-up or sign-in link to ``email`` within sign-up's hidden per-address limit (the API call
-    and the form alike); ``MailUnavailable`` when the mail server cannot take it."""
-    links.send_link_within_limits(
+def send_link(email: str) -> bool:
+    """Mail a sign-up or sign-in link to ``email`` within sign-up's per-address limit (the API call and the
+    form alike); whether a mail went out. ``MailUnavailable`` when the mail server cannot take it."""
+    return links.send_link_within_limits(
         get_db(),
         current_app.extensions["mail"],
         email,
@@ -184,19 +191,38 @@ def request_link():
             error="Enter a valid e-mail address, like name@example.be.",
         )
     try:
-        send_link(email)
+        mailed = send_link(email)
     except MailUnavailable:
         return problem(
             503,
             "Mail could not be sent",
             "Our mail server is not reachable right now. Nothing was saved: try again in a few minutes.",
         )
+    budget = throttle.budget(email)
+    session["link_budget"] = {**asdict(budget), "held": not mailed}  # for the next page only
     return redirect(url_for("portal.sent"))
+
+
+def _window_words(seconds: int) -> tuple[str, str]:
+    """("an hour", "the last hour") for a window of ``seconds``."""
+    named = {60: ("a minute", "minute"), 3600: ("an hour", "hour"), 86400: ("a day", "day")}
+    if seconds in named:
+        per, unit = named[seconds]
+        return per, f"the last {unit}"
+    return f"per {seconds // 60} minutes", f"the last {seconds // 60} minutes"
 
 
 @bp.get("/sent")
 def sent():
-    return page("portal/sent.html")
+    """ "Check your mail", and what this client's per-address budget means for the next link: the same
+    page for an address with or without an account (it depends only on this client's own requests)."""
+    budget = session.pop("link_budget", None)
+    if budget is not None:
+        resets = datetime.fromtimestamp(budget["resets_at"], BRUSSELS)
+        budget["retry_at"] = f"{resets:%H:%M} {resets.tzname()}"
+        budget["retry_minutes"] = max(1, math.ceil((budget["resets_at"] - time.time()) / 60))
+        budget["per"], budget["last"] = _window_words(budget["window"])
+    return page("portal/sent.html", budget=budget)
 
 
 @bp.get("/link/<token>")

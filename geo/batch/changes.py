@@ -20,6 +20,7 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class Side:
     """One publish as the derivation reads it: its engine, its clock (epoch ms), its NO2 levels after
     reading its series (:func:`station_levels`) and its stale sources (:func:`geo.rules.changes.stale_sources`)."""
 
-    engine: object
+    engine: Any  # geo.data.engine.Engine
     now_ms: int
     levels: dict
     stale: dict
@@ -249,7 +250,7 @@ def _detours_changes(before: Side, after: Side, lat, lng, side_b, side_a, stops_
         moved = np.flatnonzero(was != now)
         if not moved.size:
             continue
-        item, period = by_id[did], ia.get(did) or ib.get(did)
+        item, period = by_id[did], ia[did] if did in ia else ib[did]
         value = {"title": item[1], "lines": list(item[2]), "severity": item[3], "endDate": item[5]}
         end = period[4] if period[4] != NO_END_MS else None
         stopped_at = end if end is not None and end <= after.now_ms else None

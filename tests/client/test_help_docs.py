@@ -31,6 +31,18 @@ def test_there_are_the_eight_commands():
     ]
 
 
+def test_the_history_subcommands_have_help_and_are_documented():
+    from urban_client.history_cli import history
+
+    assert sorted(history.commands) == ["air-quality", "detours", "works"]
+    for name, command in history.commands.items():
+        assert command.help and f"`urban history {name}`" in DOC
+        for param in command.params:
+            assert param.help, f"history {name} {param.opts} has no help text"
+            for opt in param.opts:
+                assert f"`{opt}" in DOC or f"{opt} " in DOC or f"{opt}`" in DOC, f"history {name} {opt}"
+
+
 @pytest.mark.parametrize("name, command", commands())
 def test_command_has_help_and_is_documented(name, command):
     assert command.help and len(command.help.strip()) > 20

@@ -360,3 +360,17 @@ def test_the_answers_conform_to_the_openapi_document(served):
         assert names == {"locationId", "lat", "lng", "historyFrom", "historyTo", "historyCursor", "limit"}
     codes = set(doc["components"]["schemas"]["Error"]["properties"]["error"]["enum"])
     assert {"invalid_window", "window_too_long", "window_out_of_range", "invalid_cursor"} <= codes
+
+
+def test_each_resource_is_documented_served_and_described(served):
+    from pathlib import Path
+
+    app, _key, _window = served
+    text = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text(encoding="utf-8")
+    rules = {r.rule: r.endpoint for r in app.url_map.iter_rules()}
+    doc = app.test_client().get("/api/v1/openapi.json").get_json()
+    for resource in api.RESOURCES:
+        assert f"## GET {resource.path}\n" in text
+        assert rules.get(f"/api/v1{resource.path}") == f"api_v1.history.{resource.view}"
+        assert doc["paths"][resource.path]["get"]["summary"] == resource.summary
+        assert app.view_functions[f"api_v1.history.{resource.view}"].__doc__ == resource.summary

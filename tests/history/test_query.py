@@ -169,7 +169,7 @@ def test_no2_series_is_the_nearest_stations_measured_value_per_hour(store, point
             assert [v.t for v in got] == hours
             for v in got:
                 at = [p for p in pubs if p.as_of_ms <= v.t]
-                seq = at[-1].seq if at else served_seqs(pubs, start, end)[0]
+                seq = at[-1].seq if at else pubs[0].seq  # before the first: its stations
                 engine = engine_of(store, seq)
                 row, km = engine.nearest_station(lat, lng, "no2")
                 sid = str(engine.stations["id"].iat[int(row[0])])
@@ -180,10 +180,21 @@ def test_no2_series_is_the_nearest_stations_measured_value_per_hour(store, point
     assert nulls and values  # unknown hours are None (never 0), measured ones carry their value
 
 
-def test_no2_series_says_none_before_anything_was_recorded(store):
+def test_no2_series_before_the_first_publish(store):
+    """Hours long before anything was recorded are unknown; the hours the first publish carried (its last
+    48) are known, with its nearest station, though no publish was served then."""
     first = publishes(store)[0].as_of_ms
+    engine = engine_of(store, publishes(store)[0].seq)
+    row, _km = engine.nearest_station(51.2194, 4.4025, "no2")
+    nearest = str(engine.stations["id"].iat[int(row[0])])
     got = q.no2_series(store, 51.2194, 4.4025, first - 400 * DAY, first - 399 * DAY)
-    assert len(got) == 24 and all(v.value is None and v.station_id is None for v in got)
+    assert len(got) == 24 and all(v.value is None and v.station_id == nearest for v in got)
+    got = q.no2_series(store, 51.2194, 4.4025, first - DAY, first - 12 * HOUR)
+    assert len(got) == 12 and all(v.station_id == nearest for v in got)
+    assert any(v.value is not None for v in got)
+    assert q.no2_series(store, 51.2194, 4.4025, first - DAY, first, upto=0) == [
+        q.No2Value(t, None, None, None, None) for t in range(first - DAY, first, HOUR)
+    ]
 
 
 def test_detours_hitting_a_point_are_those_the_live_answer_listed(store, points):
@@ -239,7 +250,7 @@ def test_read_indexes_are_filled_for_a_store_recorded_before_them(store_url, yea
     opened = open_store(store_url)
     for _instant, path in year_dirs[:3]:
         opened.record_dir(path)
-    lat, lng = points[1]
+    lat, lng = points[0]
     start, end = opened.publishes()[0].as_of_ms - DAY, opened.publishes()[-1].as_of_ms + DAY
 
     def answers(s):

@@ -10,6 +10,7 @@ import re
 import pytest
 import requests
 
+from app.api.openapi import build
 from app.store import accounts
 from app.store.db import open_store
 
@@ -37,17 +38,33 @@ def wait_for(driver, css, timeout=30):
     return WebDriverWait(driver, timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
 
 
+def block_of(operation_id):
+    """The CSS selector of an operation's block: Swagger UI's id, ``operations-<tag>-<operationId>``."""
+    for item in build()["paths"].values():
+        for operation in item.values():
+            if operation["operationId"] == operation_id:
+                return f"#operations-{operation['tags'][0].replace(' ', '_')}-{operation_id}"
+    raise KeyError(operation_id)
+
+
 def try_call(driver, operation, params, media_type=None):
     """Expand ``operation``, fill ``params``, pick the response media type, Execute; return the live
     response's (status, body text, headers text)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
-    block = f"#operations-default-{operation}"
+    block = block_of(operation)
     driver.find_element(By.CSS_SELECTOR, f"{block} .opblock-summary-control").click()
     button = wait_for(driver, f"{block} .try-out__btn")
     if button.text.strip() == "Try it out":  # the mode stays on when the operation is opened again
         button.click()
+    # An operation opened again still shows its last answer until the new one replaces it (Execute does
+    # not clear it): "Clear" it first, so the wait below can only end on this call's answer.
+    for clear in driver.find_elements(By.CSS_SELECTOR, f"{block} .btn-clear"):
+        clear.click()
+    WebDriverWait(driver, 30).until(
+        lambda d: not d.find_elements(By.CSS_SELECTOR, f"{block} .live-responses-table")
+    )
     for name, value in params.items():
         field = wait_for(driver, f"{block} tr[data-param-name='{name}'] input")
         field.clear()
