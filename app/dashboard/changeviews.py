@@ -11,6 +11,7 @@ from flask import Blueprint, Response, current_app, flash, redirect, request, ur
 from app.store.accounts import StoreError
 from app.store.plans import alert_plans
 from app.web.db import get_db
+from app.web.errors import ApiError, NotFound, PlanRequired, error_response
 
 from . import calendar, changealerts, changedelivery
 from .run import base_url
@@ -191,8 +192,17 @@ def dismiss_delivery():
 # -- public resources --------------------------------------------------------------------------------------
 
 
-def _plain(status: int, text: str) -> Response:
-    resp = Response(text + "\n", status=status, mimetype="text/plain")
+def _revoked() -> ApiError:
+    """410 for a revoked calendar URL (calendar programs stop polling a gone feed). Not an API error code:
+    no ``/api/v1`` answer gives it, so it is not a class of its own in ``error_codes()``."""
+    err = ApiError("this calendar URL was revoked; make a new one on the dashboard")
+    err.status, err.code = 410, "calendar_revoked"
+    return err
+
+
+def _refused(exc: ApiError) -> Response:
+    """The one error shape (a calendar program ignores the body; a person reading it gets the reason)."""
+    resp = error_response(exc)
     resp.headers["Cache-Control"] = "no-store"
     return resp
 
@@ -209,11 +219,11 @@ def calendar_feed(token):
     conn = get_db()
     row = calendar.by_token(conn, token)
     if row is None:
-        return _plain(404, "No such calendar.")
+        return _refused(NotFound("no such calendar"))
     if row["revoked_at"] is not None:
-        return _plain(410, "This calendar URL was revoked; make a new one on the dashboard.")
+        return _refused(_revoked())
     if row["plan"] not in alert_plans():
-        return _plain(403, "Calendar feeds are part of the Pro and Enterprise plans.")
+        return _refused(PlanRequired("calendar feeds are part of the Pro, Enterprise and Dashboard plans"))
     engine = current_engine()
     answer = disruptions(engine, row["lat"], row["lng"], data_now(engine))
     try:
