@@ -39,6 +39,9 @@ def load_config(app: Flask, test_config: dict | None) -> None:
     if test_config:
         app.config.update(test_config)
     cfg = app.config
+    # only the code that builds the app says it runs commands only (app.admin): never a setting, so no
+    # environment can lift the production checks of a server
+    cfg["COMMANDS_ONLY"] = bool((test_config or {}).get("COMMANDS_ONLY"))
     if not cfg.get("DATABASE"):
         cfg["DATABASE"] = os.path.join(app.instance_path, "urban.sqlite")
     if not cfg.get("RATELIMIT_STORAGE_URI") and cfg.get("REDIS_URL"):
@@ -47,11 +50,12 @@ def load_config(app: Flask, test_config: dict | None) -> None:
         cfg["RATELIMIT_STORAGE_URI"] = "urban-sqlite:///" + os.path.join(
             app.instance_path, "ratelimit.sqlite"
         )
-    settings.check(cfg, debug=app.debug, testing=app.testing)
+    settings.check(cfg, debug=app.debug, testing=app.testing, serving=not cfg["COMMANDS_ONLY"])
     if not cfg.get("SECRET_KEY"):
-        # development or testing only (check() refused production): an ephemeral key for this process
+        # development, testing or admin commands (check() refused a production server): a key for this process
         cfg["SECRET_KEY"] = secrets.token_urlsafe(32)
-        log.warning("no SECRET_KEY set: using an ephemeral one (development only)")
+        if not cfg["COMMANDS_ONLY"]:
+            log.warning("no SECRET_KEY set: using an ephemeral one (development only)")
 
 
 def load_engine(app: Flask):
@@ -70,7 +74,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     then each wing's blueprints and commands.
 
     ``test_config`` overrides every other source; besides the settings of ``docs/configuration.md`` it
-    accepts ``INSTANCE_PATH``, ``ENGINE`` (an Engine or None), ``WALL_CLOCK`` and ``DATA_CLOCK``.
+    accepts ``INSTANCE_PATH``, ``ENGINE`` (an Engine or None), ``WALL_CLOCK``, ``DATA_CLOCK`` and
+    ``COMMANDS_ONLY`` (:mod:`app.admin`: an app that runs admin commands and serves nothing).
     """
     app = Flask(__name__, instance_path=_instance_path(test_config), instance_relative_config=True)
     load_config(app, test_config)
@@ -96,7 +101,14 @@ def create_app(test_config: dict | None = None) -> Flask:
     docs_ui.init_app(app)
     dashboard.init_app(app)
     trust_proxies(app)
+    if app.config["COMMANDS_ONLY"]:
+        app.wsgi_app = _serves_nothing  # type: ignore[method-assign]
     return app
+
+
+def _serves_nothing(environ, start_response):
+    """The WSGI callable of an app built for admin commands only (no SECRET_KEY/PUBLIC_URL checked)."""
+    raise RuntimeError("this app was built to run admin commands (app.admin); it never serves requests")
 
 
 def trust_proxies(app: Flask) -> None:

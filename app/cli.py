@@ -1,4 +1,5 @@
-"""Admin commands on the Flask CLI: ``flask --app wsgi accounts|keys|locations|usage ...``.
+"""Admin commands: ``python -m app.admin accounts|keys|locations|usage ...`` (:mod:`app.admin`), also on the
+Flask CLI as ``flask --app wsgi accounts|keys|locations|usage ...`` (with the server's settings).
 
 Thin wrappers over :mod:`app.store.accounts`, :mod:`app.store.saved_locations` and :mod:`app.store.usage`. Bad arguments
 print a clear message, exit non-zero and write nothing. ``accounts create`` and ``keys create`` print the
@@ -206,6 +207,9 @@ def usage_show(email, days):
         click.echo(f"{day}\t{count}")
 
 
+GROUPS = (accounts_cli, keys_cli, locations_cli, usage_cli)
+
+
 def init_app(app) -> None:
-    for group in (accounts_cli, keys_cli, locations_cli, usage_cli):
+    for group in GROUPS:
         app.cli.add_command(group)

@@ -283,18 +283,20 @@ def check_public_url(value) -> None:
         )
 
 
-def check(config, *, debug: bool, testing: bool) -> None:
-    """Refuse unsafe or inconsistent settings."""
+def check(config, *, debug: bool, testing: bool, serving: bool = True) -> None:
+    """Refuse unsafe or inconsistent settings. ``serving=False``: an app that only runs admin commands
+    (:mod:`app.admin`; it never serves a request) needs no ``SECRET_KEY`` or ``PUBLIC_URL``."""
     env = str(config.get("ENV", "production")).lower()
     if env not in {"production", "development"}:
         raise ConfigurationError(f"URBAN_ENV must be 'production' or 'development', not {env!r}")
     if env == "production" and debug and not testing:
         raise ConfigurationError("debug mode is never allowed with URBAN_ENV=production (unset FLASK_DEBUG)")
-    production = env == "production" and not testing
+    production = env == "production" and not testing and serving
     if production and not config.get("SECRET_KEY"):
         raise ConfigurationError(
             'SECRET_KEY is not set: set URBAN_SECRET_KEY (e.g. `python -c "import secrets; '
-            'print(secrets.token_urlsafe(32))"`) or URBAN_ENV=development for a local run'
+            'print(secrets.token_urlsafe(32))"`) or URBAN_ENV=development for a local run '
+            "(the admin commands need neither: python -m app.admin accounts|keys|locations|usage …)"
         )
     public_url = config.get("PUBLIC_URL")
     if public_url:

@@ -393,7 +393,7 @@ class Mail:
         self_test()
         if not app.config["MAIL_OUTBOX"]:
             app.config["MAIL_OUTBOX"] = os.path.join(app.instance_path, "outbox")
-        if app.config["MAIL_BACKEND"] == "outbox":
+        if app.config["MAIL_BACKEND"] == "outbox" and not app.config.get("COMMANDS_ONLY"):
             log.info(
                 "MAIL_BACKEND=outbox: mail is not sent; each message is written to %s (its path is logged)",
                 app.config["MAIL_OUTBOX"],
@@ -402,6 +402,7 @@ class Mail:
             app.config["MAIL_BACKEND"] == "outbox"
             and app.config.get("ENV") == "production"
             and not app.testing
+            and not app.config.get("COMMANDS_ONLY")  # admin commands send no mail
         ):
             log.warning(
                 "MAIL_BACKEND=outbox in production: sign-up mails are written to %s, not sent; "

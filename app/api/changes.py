@@ -120,7 +120,7 @@ def derive_after_publish(app, report) -> int:
             with app.app_context():
                 conn = open_accounts(app)
                 try:
-                    return len(feed.derive_saved(history, conn))
+                    return len(feed.derive_saved(history, conn, limits=_freshness(app)))
                 finally:
                     conn.close()
         finally:
@@ -130,6 +130,12 @@ def derive_after_publish(app, report) -> int:
             "change feed: deriving after the refresh of %s failed", getattr(report, "path", "?")
         )
         return 0
+
+
+def _freshness(app) -> dict | None:
+    """The app's freshness limits per layer (``URBAN_FRESHNESS``), what its 502s use; None: the defaults."""
+    settings = (app.extensions.get("urban_sources") or {}).get("settings")
+    return None if settings is None else dict(settings.freshness)
 
 
 @bp.get("/locations/<location_id>/changes")

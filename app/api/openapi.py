@@ -31,20 +31,14 @@ _COMMON = {**_RATE, "X-Request-Id": {"$ref": "#/components/headers/X-Request-Id"
 #: tests/app/test_openapi_examples.py)
 EXAMPLES_FILE = Path(__file__).with_name("openapi_examples.json")
 
-#: one tag per resource, in the order the interactive docs list them: (name, description, paths)
+#: one tag per resource, in the order the interactive docs list them: (name, description, paths); each data
+#: endpoint's follows from its declaration (:func:`tags`)
 TAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "Locations",
         "The caller's saved locations: their ids are the `locationId` of the data calls.",
         ("/locations",),
     ),
-    ("Disruptions", "Road works (GIPOD) and De Lijn detours near a point.", ("/disruptions",)),
-    (
-        "Air quality",
-        "Latest measured NO2, its thresholds, and the Antwerp low-emission zone.",
-        ("/air-quality",),
-    ),
-    ("Briefing", "The operations briefing for the next 24 hours at a point.", ("/briefing",)),
     (
         "Changes",
         "What changed at the caller's saved locations since a cursor: works, detours, NO2, stations, sources.",
@@ -59,6 +53,13 @@ TAGS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("Sign-up", "A free Developer account and its first key, by e-mail link.", ("/signup",)),
     ("Documents", "This OpenAPI document.", ("/openapi.json",)),
 )
+
+
+def tags() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """:data:`TAGS` with one tag per data endpoint after the first (named after its resource: `Air quality`)."""
+    data = tuple((e.resource.replace("-", " ").capitalize(), e.summary + ".", (e.path,)) for e in ENDPOINTS)
+    return TAGS[:1] + data + TAGS[1:]
+
 
 _STATUS_TEXT = {
     400: "Bad request",
@@ -439,7 +440,7 @@ def build() -> dict:
             "version": "v1",
             "description": _intro(quotas),
         },
-        "tags": [{"name": name, "description": text} for name, text, _paths in TAGS],
+        "tags": [{"name": name, "description": text} for name, text, _paths in tags()],
         "servers": [{"url": "/api/v1"}],
         "security": [{"bearerAuth": []}],
         "paths": paths,
@@ -475,8 +476,8 @@ def _intro(quotas: str) -> str:
 
 
 def _tag(document: dict) -> None:
-    """Each operation under the tag of its resource (:data:`TAGS`)."""
-    tag_of = {path: name for name, _text, paths in TAGS for path in paths}
+    """Each operation under the tag of its resource (:func:`tags`)."""
+    tag_of = {path: name for name, _text, paths in tags() for path in paths}
     for path, item in document["paths"].items():
         for operation in item.values():
             if path in tag_of:

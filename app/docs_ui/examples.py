@@ -500,8 +500,9 @@ def record(engine, snapshot_dir, workdir) -> dict:
 
 
 def dumps(examples: dict) -> str:
-    """The file's text (sorted keys, two-space indent, UTF-8, final newline)."""
-    return json.dumps(examples, ensure_ascii=False, indent=2, sort_keys=True) + "\n"
+    """The file's text: declared order (the interactive docs show each response's first example), the answers'
+    members in their order, two-space indent, UTF-8, final newline."""
+    return json.dumps(examples, ensure_ascii=False, indent=2) + "\n"
 
 
 def main(argv=None) -> int:

@@ -11,15 +11,17 @@ import app.docs_ui as docs_ui
 from platform_helpers import assert_error
 
 
-def test_front_page_says_what_the_service_is_and_links_portal_docs_and_openapi(client):
+def test_front_page_says_what_the_service_is_and_links_portal_dashboard_docs_and_openapi(client):
     resp = client.get("/")
     assert resp.status_code == 200 and resp.mimetype == "text/html"
     html = resp.get_data(as_text=True)
     assert "<h1>Urban Conditions Service</h1>" in html and "Flanders and Brussels" in html
     links = set(re.findall(r'href="([^"]+)"', html))
-    assert {"/portal/", "/api/v1/docs", "/api/v1/openapi.json"} <= links
-    for link in links:
-        assert client.get(link).status_code == 200, link
+    assert {"/portal/", "/dashboard/", "/api/v1/docs", "/api/v1/openapi.json"} <= links
+    for link in links:  # the dashboard sends a visitor who is not signed in to the portal's sign-in
+        assert client.get(link, follow_redirects=True).status_code == 200, link
+    for tool in ("urban mcp", "urban-score", "notebook"):
+        assert tool in html
     assert "default-src 'none'" in resp.headers["Content-Security-Policy"]
     assert resp.headers["X-Content-Type-Options"] == "nosniff"
 

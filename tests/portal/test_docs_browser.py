@@ -10,7 +10,7 @@ import re
 import pytest
 import requests
 
-from app.api.openapi import build
+from app.api.openapi import build, load_examples
 from app.store import accounts
 from app.store.db import open_store
 
@@ -45,6 +45,24 @@ def block_of(operation_id):
             if operation["operationId"] == operation_id:
                 return f"#operations-{operation['tags'][0].replace(' ', '_')}-{operation_id}"
     raise KeyError(operation_id)
+
+
+def shown_answer_example(driver, operation):
+    """The text of an operation's documented responses once its first recorded example shows."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    block = block_of(operation)
+    first = next(iter(load_examples()["operations"][operation].values()))["value"]
+    expected = json.dumps(first, ensure_ascii=False, indent=2).splitlines()[1].strip()  # its first member
+    driver.find_element(By.CSS_SELECTOR, f"{block} .opblock-summary-control").click()
+    text = WebDriverWait(driver, 30).until(
+        lambda d: (
+            (t := d.find_element(By.CSS_SELECTOR, f"{block} .responses-wrapper").text) and expected in t and t
+        )
+    )
+    driver.find_element(By.CSS_SELECTOR, f"{block} .opblock-summary-control").click()
+    return text
 
 
 def try_call(driver, operation, params, media_type=None):
@@ -100,6 +118,11 @@ def test_front_door_leads_to_docs_where_a_call_answers_as_curl_does(browser, ser
     assert browser.current_url == f"{base}/api/v1/docs"
 
     wait_for(browser, ".swagger-ui .info .title")
+    intro = {a.text: a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, ".info a")}
+    assert intro["sign up for a free Developer key"] == f"{base}/portal/"
+    for operation in ("briefing", "airQuality"):  # the demo's real answers, not a schema's placeholders
+        shown = shown_answer_example(browser, operation)
+        assert '"string"' not in shown and "2026-11-16" in shown, shown[:400]
     browser.find_element(By.CSS_SELECTOR, ".auth-wrapper .authorize").click()
     wait_for(browser, ".modal-ux input").send_keys(key)
     browser.find_element(By.CSS_SELECTOR, ".modal-ux .auth-btn-wrapper .authorize").click()
