@@ -15,6 +15,7 @@ from .cli import alerts_group
 from .limits import check_settings
 from .run import AlertHook
 from .views import bp
+from .changeviews import public
 
 
 def init_app(app) -> None:
@@ -24,6 +25,7 @@ def init_app(app) -> None:
         return
     check_settings(app.config)
     app.register_blueprint(bp)
+    app.register_blueprint(public)
     app.cli.add_command(alerts_group)
     sources.on_publish(app, AlertHook())
     app.extensions.setdefault("dashboard", {"basemap": {}})

@@ -53,11 +53,19 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
-def post_webhook(url: str, secret: str, body: bytes, config, *, now: float | None = None) -> None:
+def post_webhook(
+    url: str,
+    secret: str,
+    body: bytes,
+    config,
+    *,
+    now: float | None = None,
+    content_type: str = "application/json",
+) -> None:
     """POST one signed event; :class:`~app.dashboard.webhook.WebhookError` (an ``OSError``) unless 2xx."""
     ts = int(now if now is not None else time.time())
     headers = {
-        "Content-Type": "application/json",
+        "Content-Type": content_type,
         "User-Agent": "UrbanConditions-Alerts/1",
         "X-Urban-Timestamp": str(ts),
         "X-Urban-Signature": sign(secret, ts, body),

@@ -58,6 +58,7 @@ LABELS: dict[str, tuple[str, str, str]] = {
     "dashboard": ("Dashboard", "Tableau de bord", "Dashboard"),
     "nav.locations": ("Locaties", "Lieux", "Locations"),
     "nav.map": ("Kaart", "Carte", "Map"),
+    "nav.deliveries": ("Leveringen", "Envois", "Deliveries"),
     "nav.api": ("API-gedeelte", "Espace API", "API section"),
     "nav.language": ("Taal", "Langue", "Language"),
     "skip": ("Naar de inhoud", "Aller au contenu", "Skip to content"),
@@ -523,6 +524,11 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "De melding “{kind}” voor {name} stoppen?",
         "Arrêter l'alerte « {kind} » pour {name} ?",
         "Stop the alert “{kind}” for {name}?",
+    ),
+    "unsub.ask_changes": (
+        "De e-mails over wijzigingen voor {name} stoppen?",
+        "Arrêter les e-mails de changements pour {name} ?",
+        "Stop the change alert e-mails for {name}?",
     ),
     "unsub.invalid": (
         "Deze uitschrijflink is niet (meer) geldig: de melding bestaat al niet meer.",

@@ -1,4 +1,5 @@
-"""Alert rounds: evaluate every subscription against a snapshot, then deliver what is due.
+"""Alert rounds: evaluate every subscription against a snapshot, turn the change feed's new events into
+change-alert deliveries, then deliver what is due.
 
 Registered with the sources (:func:`app.sources.on_publish`, an :class:`AlertHook`) to run after each
 published snapshot refresh, and run by ``flask --app wsgi alerts run`` (cron, or by hand):
@@ -17,7 +18,7 @@ import threading
 from app.store.db import open_store
 from app.web.clock import data_now, wall_now
 
-from . import alerts, delivery
+from . import alerts, changealerts, changedelivery, delivery
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +41,49 @@ def evaluate(app, engine) -> int:
             conn.close()
 
 
-def deliver_due(app) -> tuple[dict, float | None]:
-    """One delivery round; (counts, seconds until the next retry is due or None)."""
+def enqueue_changes(app) -> int:
+    """Turn the change feed's new events into change-alert deliveries (after the feed was derived); how many
+    are new. The history store is opened only when there is a change alert."""
+    from app.history.recorder import history_url
+    from app.history.store import open_store as open_history
+
     with app.app_context():
         conn = open_store(app)
         try:
-            counts = delivery.deliver(conn, app.extensions["mail"], app.config, base_url(app.config))
-            return counts, delivery.next_due(conn, wall_now().timestamp())
+            if conn.execute("SELECT 1 FROM change_subscriptions LIMIT 1").fetchone() is None:
+                return 0
+            history = open_history(
+                history_url(app.config.get("DATA_DIR", "data/snapshot"), app.config.get("HISTORY_URL"))
+            )
+            try:
+                return changealerts.enqueue(
+                    conn,
+                    history,
+                    base_url(app.config),
+                    int(wall_now().timestamp()),
+                    hold_mail=changedelivery.digest_time,
+                )
+            finally:
+                history.close()
+        finally:
+            conn.close()
+
+
+def deliver_due(app) -> tuple[dict, float | None]:
+    """One delivery round (alerts, then change alerts); (counts, seconds until the next retry is due or
+    None)."""
+    with app.app_context():
+        conn = open_store(app)
+        try:
+            mail, config, url = app.extensions["mail"], app.config, base_url(app.config)
+            counts = delivery.deliver(conn, mail, config, url)
+            now = wall_now().timestamp()
+            more = changedelivery.deliver(app, conn, mail, config, url, now=now)
+            counts = {k: counts[k] + more[k] for k in counts}
+            waits = [
+                w for w in (delivery.next_due(conn, now), changedelivery.next_due(conn, now)) if w is not None
+            ]
+            return counts, min(waits) if waits else None
         finally:
             conn.close()
 
@@ -64,7 +101,7 @@ def _log(counts: dict) -> None:
 
 def run_alerts(app, engine) -> dict:
     """Evaluate and deliver with ``engine``; returns ``{"new", "mail", "webhook", "failed", "deferred"}``."""
-    new = evaluate(app, engine)
+    new = evaluate(app, engine) + enqueue_changes(app)
     counts, _next = deliver_due(app)
     counts = {"new": new, **counts}
     _log(counts)
@@ -138,6 +175,10 @@ class AlertHook:
 
     def __call__(self, app, report) -> None:
         after_refresh(app, report)
+        try:
+            enqueue_changes(app)
+        except Exception:  # never stops the refresher; the next publish enqueues what is left
+            log.exception("change alerts after the refresh of %s failed", getattr(report, "path", "?"))
         if self.worker is None:
             self.worker = DeliveryWorker(app)
         self.worker.wake()

@@ -36,7 +36,7 @@ from app.store.saved_locations import (
 
 from app.api.auth import settle
 
-from . import alerts, basemap, i18n, points, time_travel
+from . import alerts, basemap, changealerts, i18n, points, time_travel
 from .access import current_viewer, sign_in_first
 from .figures import all_sources, daytime_window, demo_clock, is_finite, map_features, point_figures
 from .limits import count_point_view
@@ -476,7 +476,7 @@ def rotate_secret(sub_id):
 @bp.get("/unsubscribe/<token>")
 def unsubscribe_page(token):
     """Confirmation only: a mail scanner opening the link changes nothing."""
-    sub = alerts.by_token(get_db(), token)
+    sub = alerts.by_token(get_db(), token) or changealerts.by_token(get_db(), token)
     return page("dashboard/unsubscribe.html", 200 if sub else 404, sub=sub, token=token, done=False)
 
 
@@ -494,7 +494,7 @@ def unsubscribe(token):
         )
     if not alerts.well_formed_token(token):
         return page("dashboard/unsubscribe.html", 404, sub=None, token=token, done=False)
-    removed = alerts.unsubscribe(get_db(), token)
+    removed = alerts.unsubscribe(get_db(), token) or changealerts.unsubscribe(get_db(), token)
     return page("dashboard/unsubscribe.html", 200, sub=None, token=token, done=True, removed=removed)
 
 

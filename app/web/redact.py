@@ -45,8 +45,9 @@ def _any_encoding(text: str) -> str:
 #: a character of a key's body in any of those encodings (any percent-escape counts: over-redaction is fine)
 _BODY_CHAR = r"(?:[A-Za-z0-9]|%(?:25)*[0-9A-Fa-f]{2}|\\+x[0-9A-Fa-f]{2}|\\+u00[0-9A-Fa-f]{2})"
 _KEY = re.compile(_any_encoding("uc_live_") + _BODY_CHAR + "*", re.IGNORECASE)
-#: paths whose next segment is a secret: a sign-in link's token, an alert's unsubscribe token
-SECRET_PATHS = (("portal", "link"), ("dashboard", "unsubscribe"))
+#: paths whose next segment is a secret: a sign-in link's token, an alert's unsubscribe token, a calendar
+#: feed's token
+SECRET_PATHS = (("portal", "link"), ("dashboard", "unsubscribe"), ("calendar",))
 
 
 def _secret_path(slash: str, word) -> re.Pattern:
@@ -96,12 +97,14 @@ def redact_text(text: str) -> str:
     'GET /api/v1/locations?k=[redacted]'
     >>> redact_text("GET /x?key=Uc%5FLIVE%255fAbC HTTP/1.1")
     'GET /x?key=[redacted] HTTP/1.1'
+    >>> redact_text("GET /calendar/cal_Ab3_k9-Z.ics HTTP/1.1")
+    'GET /calendar/[redacted] HTTP/1.1'
     """
     text = text or ""
     if "%" in text or "\\" in text:
         return _KEY.sub(REDACTED, _PARAM.sub(r"\1" + REDACTED, _LINK.sub(r"\1" + REDACTED, text)))
     lowered = text.lower()  # without escapes, each pattern needs a plain word of it in the text
-    if "/link/" in lowered or "unsubscribe" in lowered:
+    if "/link/" in lowered or "unsubscribe" in lowered or "calendar" in lowered:
         text = _LINK_PLAIN.sub(r"\1" + REDACTED, text)
     if "=" in text:
         text = _PARAM_PLAIN.sub(r"\1" + REDACTED, text)

@@ -25,7 +25,7 @@ def config(tmp_path, smtp_server, engine):
         "TESTING": True,
         "ENGINE": engine,
         "INSTANCE_PATH": str(tmp_path / "instance"),
-        "HISTORY_URL": str(tmp_path / "history.sqlite"),  # the dossier's store (empty unless a test records)
+        "HISTORY_URL": str(tmp_path / "history.sqlite"),  # the dossier's store and the change feed
         "SECRET_KEY": "dashboard-test-secret-key-only",
         "MAIL_BACKEND": "smtp",
         "MAIL_HOST": "127.0.0.1",

@@ -101,6 +101,26 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             lambda: f"/dashboard/unsubscribe/{sub(0, 'unsubscribe_token')}",
             {"List-Unsubscribe": "One-Click"},  # RFC 8058: no session, no CSRF field
         ),
+        # the change feed's pages (issue 27): one indexed read of the feed, no figures
+        (
+            "dashboard.save_change_alert",
+            CHEAP,
+            "post",
+            f"/dashboard/locations/{loc}/change-alert",
+            {**form, "type": ["work.started"], "email": "on"},
+        ),
+        (
+            "dashboard.delete_change_alert",
+            CHEAP,
+            "post",
+            lambda: f"/dashboard/change-alerts/{ctx['change_alert']()}/delete",
+            form,
+        ),
+        ("dashboard.create_calendar", CHEAP, "post", f"/dashboard/locations/{loc}/calendar", form),
+        ("dashboard.revoke_calendar", CHEAP, "post", f"/dashboard/locations/{loc}/calendar/revoke", form),
+        ("dashboard.deliveries", CHEAP, "get", "/dashboard/deliveries", None),
+        ("dashboard.retry_delivery", CHEAP, "post", "/dashboard/deliveries/retry", form),
+        ("dashboard.dismiss_delivery", CHEAP, "post", "/dashboard/deliveries/dismiss", form),
         ("dashboard.report", REPORT, "get", f"/dashboard/locations/{loc}/report.pdf", None),
         ("dashboard.dossier_page", CHEAP, "get", f"/dashboard/locations/{loc}/dossier", None),
         # the dossier's PDF and bundle are one build (its own window); the second comes from the cache
@@ -124,7 +144,16 @@ def account_with_locations(user, store, plan):
         "SELECT id, unsubscribe_token FROM alert_subscriptions WHERE account_id = ? ORDER BY id",
         (account["id"],),
     ).fetchall()
-    return account, key, client, {"loc": loc["id"], "spare": spare["id"], "subs": subs}
+    change_alert = lambda: (
+        store.execute("SELECT id FROM change_subscriptions WHERE account_id = ?", (account["id"],)).fetchone()
+        or {"id": 999999}
+    )["id"]
+    return (
+        account,
+        key,
+        client,
+        {"loc": loc["id"], "spare": spare["id"], "subs": subs, "change_alert": change_alert},
+    )
 
 
 def use_quota(store, account_id, count):

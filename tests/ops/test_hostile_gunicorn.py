@@ -71,6 +71,21 @@ ROUTES = [
     "/dashboard/alerts/1/secret",
     "/dashboard/unsubscribe/x",
     "/dashboard/static/x",
+    "/dashboard/locations/x/change-alert",
+    "/dashboard/change-alerts/1/delete",
+    "/dashboard/locations/x/calendar",
+    "/dashboard/locations/x/calendar/revoke",
+    "/dashboard/deliveries",
+    "/dashboard/deliveries/retry",
+    "/dashboard/deliveries/dismiss",
+    "/api/v1/changes",
+    "/api/v1/locations/x/changes",
+    "/api/v1/history/air-quality",
+    "/api/v1/history/works",
+    "/api/v1/history/detours",
+    "/calendar/x.ics",
+    "/calendar/cal_" + "A" * 32 + ".ics",
+    "/schemas/change-webhook/v1.json",
     "/portal/link/x",
     "/portal/static/x",
 ]
@@ -108,6 +123,8 @@ NON_JSON = (
     "application/javascript",
     "application/pdf",
     "image/",
+    "application/schema+json",
+    "text/calendar",
 )
 RATE = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 

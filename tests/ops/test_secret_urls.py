@@ -38,7 +38,7 @@ def token_forms(token: str) -> list[str]:
     ]
 
 
-#: every place a request puts a token: the two secret paths, their slashes repeated, encoded or in other
+#: every place a request puts a token: the three secret paths (and a calendar feed's ``.ics``), their slashes repeated, encoded or in other
 #: case, a path after the token, and the token in the query (named, or as a path value)
 SECRET_URLS = [
     "/dashboard/unsubscribe/{}",
@@ -54,6 +54,11 @@ SECRET_URLS = [
     "/x?token={}",
     "/x?next=/dashboard/unsubscribe/{}&y=1",
     "/x?next=%2Fportal%2Flink%2F{}",
+    "/calendar/{}.ics",
+    "//calendar//{}.ics",
+    "/Calendar/{}.ICS",
+    "%2Fcalendar%2F{}.ics",
+    "/x?next=/calendar/{}.ics",
 ]
 
 
@@ -107,7 +112,7 @@ def test_unsubscribe_and_link_requests_to_a_real_server_leave_no_token_in_its_lo
     caplog.set_level(logging.DEBUG)
     with LiveServer(app) as server:
         for form in token_forms(TOKEN)[:6]:
-            for path in ("/dashboard/unsubscribe/", "/portal/link/", "//dashboard//unsubscribe/"):
+            for path in ("/dashboard/unsubscribe/", "/portal/link/", "//dashboard//unsubscribe/", "/calendar/"):
                 requests.get(server.url + path + form, timeout=10, allow_redirects=False)
                 requests.post(server.url + path + form, data={"List-Unsubscribe": "One-Click"}, timeout=10)
     assert "/dashboard/unsubscribe/[redacted]" in caplog.text  # the request lines were logged

@@ -1,0 +1,315 @@
+"""Change alerts: e-mail and signed webhooks that follow the change feed of a saved location (docs/changes.md).
+
+One subscription per saved location (``change_subscriptions``): the event types it sends
+(:data:`geo.rules.changes.EVENT_TYPES`), e-mail on or off, an optional webhook (checked like every webhook URL,
+:func:`app.dashboard.alerts.check_webhook_url`, with its own secret), quiet hours and the daily digest (both
+for e-mail, :mod:`app.dashboard.changedelivery`). A subscription starts at the feed's head when it is made: an
+alert reports what changes after subscribing.
+
+:func:`enqueue` turns the feed's new events into delivery rows, one per (subscription, event id, channel):
+the primary key makes each event exist once per channel, so a second round, a second sender or a restart
+never sends it again. The webhook body is a CloudEvents 1.0 structured-mode JSON envelope
+(:func:`cloudevent`) around the API's ``ChangeEvent``; its JSON Schema ships as
+``schemas/change-webhook-v1.json`` and is served at :data:`SCHEMA_PATH`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+
+from app.store.accounts import StoreError, utc_stamp
+from app.store.db import write
+from geo.rules.changes import EVENT_TYPES
+
+from .alerts import check_webhook_url, new_secret, on_alert_plan, well_formed_token
+
+SCHEMA_FILE = Path(__file__).parent / "schemas" / "change-webhook-v1.json"
+SCHEMA_PATH = "/schemas/change-webhook/v1.json"
+TYPE_PREFIX = "be.urban-conditions.change."
+#: what the subscription form offers by default: the changes that matter to people on the ground
+DEFAULT_TYPES = (
+    "work.appeared",
+    "work.started",
+    "work.rescheduled",
+    "work.cancelled",
+    "detour.started",
+    "detour.stopped",
+    "no2.above_eu",
+    "no2.below_eu",
+)
+TYPE_LABELS = {
+    "work.appeared": "A road work appears within 2 km",
+    "work.started": "A road work starts running",
+    "work.rescheduled": "A road work's dates change",
+    "work.description_changed": "A road work's description changes",
+    "work.ended": "A road work ends",
+    "work.cancelled": "A road work is cancelled",
+    "work.removed": "A road work is no longer listed",
+    "detour.started": "A De Lijn detour starts hitting the location",
+    "detour.stopped": "A De Lijn detour stops hitting it",
+    "station.changed": "The nearest NO2 station changes",
+    "no2.above_eu": "NO2 goes above the EU limit value (40 µg/m³)",
+    "no2.below_eu": "NO2 goes back below the EU limit value",
+    "no2.above_who": "NO2 goes above the WHO guideline (10 µg/m³)",
+    "no2.below_who": "NO2 goes back below the WHO guideline",
+    "source.stale": "A data source goes stale",
+    "source.recovered": "A data source recovers",
+}
+#: events read from the feed per query when enqueueing
+PAGE = 5000
+
+
+def schema() -> dict:
+    """The published JSON Schema of the webhook body (version 1)."""
+    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+
+
+def cloudevent(event, base_url: str) -> dict:
+    """The webhook body of a change event: a CloudEvents 1.0 envelope (structured mode) whose ``data`` is
+    the API's ``ChangeEvent``; ``id`` is the event's stable id, ``time`` its recorded time.
+
+    Examples
+    --------
+    >>> from app.history.changes import ChangeEvent
+    >>> e = ChangeEvent("ev_" + "0" * 24, "work.started", "loc_x", "work:1", "2026-11-16T07:00:00Z", None,
+    ...                 "s", 1, {}, {})
+    >>> cloudevent(e, "https://urban.example")["type"]
+    'be.urban-conditions.change.work.started'
+    """
+    base = base_url.rstrip("/")
+    return {
+        "specversion": "1.0",
+        "id": event.id,
+        "source": f"{base}/api/v1/locations/{event.location_id}",
+        "type": TYPE_PREFIX + event.type,
+        "subject": event.subject,
+        "time": event.recorded_at,
+        "datacontenttype": "application/json",
+        "dataschema": base + SCHEMA_PATH,
+        "data": event.body,
+    }
+
+
+def title(data: dict) -> str:
+    """One line about a change event (the API's ``ChangeEvent``) for a person: the mail's subject and list."""
+    kind, subject = data["type"], data["subject"]
+    value = data.get("after") or data.get("before") or {}
+    label = TYPE_LABELS.get(kind, kind)
+    if subject.startswith("work:"):
+        what = f"work {subject[5:]}"
+        detail = value.get("description") or ""
+        dates = f" ({value.get('startDate') or '?'} – {value.get('endDate') or 'open'})" if value else ""
+        return f"{label}: {what}{dates}{': ' + detail if detail else ''}"
+    if subject.startswith("detour:"):
+        lines = ", ".join(value.get("lines") or [])
+        return f"{label}: detour {subject[7:]}{' (lines ' + lines + ')' if lines else ''}: {value.get('title', '')}"
+    if subject.startswith("no2:") and data.get("after"):
+        after = data["after"]
+        reading = f", {after['value']} µg/m³" if after.get("value") is not None else ""
+        return f"{label} at station {after.get('station')}{reading}"
+    return label
+
+
+# -- subscriptions -----------------------------------------------------------------------------------------
+
+
+def _hour(value, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or not 0 <= int(text) <= 23:
+        raise StoreError(f"{name} must be an hour from 0 to 23")
+    return int(text)
+
+
+def save(
+    conn,
+    account_id: int,
+    location,
+    *,
+    types,
+    email: bool,
+    webhook_url,
+    quiet_start=None,
+    quiet_end=None,
+    digest: bool = False,
+    head: int,
+):
+    """Create or replace the change alert of a saved location; ``head``: the feed's newest position (a new
+    subscription starts there). A new or changed webhook URL gets a new secret. Returns the row."""
+    types = [t for t in dict.fromkeys(types)]
+    unknown = [t for t in types if t not in EVENT_TYPES]
+    if unknown:
+        raise StoreError(f"unknown event type {unknown[0]!r}; choose from {', '.join(EVENT_TYPES)}")
+    if not types:
+        raise StoreError("choose at least one kind of change")
+    url = check_webhook_url(webhook_url) or None
+    if not email and not url:
+        raise StoreError("choose e-mail, a webhook or both")
+    start, end = _hour(quiet_start, "quiet hours' start"), _hour(quiet_end, "quiet hours' end")
+    if (start is None) != (end is None) or (start is not None and start == end):
+        raise StoreError("quiet hours need a start and a different end hour (or neither)")
+    ordered = json.dumps([t for t in EVENT_TYPES if t in types])
+    with write(conn, durable=True):
+        row = conn.execute(
+            "SELECT * FROM change_subscriptions WHERE location_id = ? AND account_id = ?",
+            (location["id"], account_id),
+        ).fetchone()
+        if row is None:
+            return conn.execute(
+                "INSERT INTO change_subscriptions (account_id, location_id, types, email, webhook_url,"
+                " webhook_secret, unsubscribe_token, quiet_start, quiet_end, digest, after_pos, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+                (
+                    account_id,
+                    location["id"],
+                    ordered,
+                    int(email),
+                    url,
+                    new_secret() if url else None,
+                    secrets.token_urlsafe(24),
+                    start,
+                    end,
+                    int(digest),
+                    int(head),
+                    utc_stamp(),
+                ),
+            ).fetchone()
+        secret = row["webhook_secret"] if url == row["webhook_url"] else (new_secret() if url else None)
+        return conn.execute(
+            "UPDATE change_subscriptions SET types = ?, email = ?, webhook_url = ?, webhook_secret = ?,"
+            " quiet_start = ?, quiet_end = ?, digest = ? WHERE id = ? RETURNING *",
+            (ordered, int(email), url, secret, start, end, int(digest), row["id"]),
+        ).fetchone()
+
+
+def for_location(conn, account_id: int, location_id: str):
+    """The change alert of one of the account's locations, or None."""
+    return conn.execute(
+        "SELECT * FROM change_subscriptions WHERE account_id = ? AND location_id = ?",
+        (account_id, location_id),
+    ).fetchone()
+
+
+def remove(conn, account_id: int, sub_id: int):
+    """Delete one of the account's change alerts (its pending deliveries go with it); the deleted row."""
+    with write(conn, durable=True):
+        row = conn.execute(
+            "DELETE FROM change_subscriptions WHERE id = ? AND account_id = ? RETURNING *",
+            (sub_id, account_id),
+        ).fetchone()
+    if row is None:
+        raise StoreError(f"no change alert {sub_id} in this account")
+    return row
+
+
+def by_token(conn, token: str):
+    """The change alert whose unsubscribe token is ``token`` (with ``location_name``), or None."""
+    if not well_formed_token(token):
+        return None
+    return conn.execute(
+        "SELECT s.*, l.name AS location_name FROM change_subscriptions s JOIN locations l ON l.id = s.location_id"
+        " WHERE s.unsubscribe_token = ?",
+        (token,),
+    ).fetchone()
+
+
+def unsubscribe(conn, token: str) -> bool:
+    """Stop the e-mails of a change alert (its webhook, if any, goes on); False when there were none."""
+    if not well_formed_token(token):
+        return False
+    with write(conn, durable=True):
+        row = conn.execute(
+            "SELECT id, webhook_url FROM change_subscriptions WHERE unsubscribe_token = ? AND email = 1",
+            (token,),
+        ).fetchone()
+        if row is None:
+            return False
+        if row["webhook_url"]:
+            conn.execute("UPDATE change_subscriptions SET email = 0 WHERE id = ?", (row["id"],))
+            conn.execute(
+                "DELETE FROM change_deliveries WHERE subscription_id = ? AND channel = 'mail' AND sent_at IS NULL",
+                (row["id"],),
+            )
+        else:
+            conn.execute("DELETE FROM change_subscriptions WHERE id = ?", (row["id"],))
+    return True
+
+
+# -- from the feed to delivery rows ------------------------------------------------------------------------
+
+
+def _events_since(history, after: int, limit: int) -> list:
+    """``(position, location id, event text, publish)`` of every stored event after feed position ``after``,
+    oldest first: one range read of the feed's primary key (a publish's events are contiguous), cheaper for
+    thousands of subscribed locations than an ``IN`` list per location."""
+    rows = history.execute(
+        "SELECT feed_pos, location_id, body, publish_seq FROM change_event WHERE feed_pos > ? ORDER BY feed_pos"
+        " LIMIT ?",
+        (after, limit),
+    ).fetchall()
+    return [(int(p), str(loc), body, int(seq)) for p, loc, body, seq in rows]
+
+
+def enqueue(conn, history, base_url: str, now: int, *, hold_mail=None) -> int:
+    """Turn the feed's events after each subscription's position into delivery rows; how many are new.
+
+    ``hold_mail(sub, now)``: when a mail row of that subscription is first due (the digest's time), or None.
+    Subscriptions of accounts whose plan has no alerts move past the events without sending them.
+    """
+    from app.history import changes as feed
+
+    subs = conn.execute(
+        "SELECT s.*, a.plan AS plan FROM change_subscriptions s JOIN accounts a"
+        " ON a.id = s.account_id ORDER BY s.id"
+    ).fetchall()
+    if not subs:
+        return 0
+    newest = feed.head(history)
+    pending = [s for s in subs if s["after_pos"] < newest]
+    if not pending:
+        return 0
+    _cond, plans = on_alert_plan("plan")
+    by_location: dict[str, list] = {}
+    for s in pending:
+        by_location.setdefault(s["location_id"], []).append(s)
+    types = {s["id"]: frozenset(json.loads(s["types"])) for s in pending}
+    after = min(s["after_pos"] for s in pending)
+    new, stamp = 0, utc_stamp()
+    while True:
+        found = _events_since(history, after, PAGE)
+        rows = []
+        for position, location_id, text, seq in found:
+            subscribed = by_location.get(location_id)
+            if not subscribed:
+                continue
+            event = feed.ChangeEvent.from_text(text, seq)
+            for s in subscribed:
+                if position <= s["after_pos"] or s["plan"] not in plans or event.type not in types[s["id"]]:
+                    continue
+                body = json.dumps(cloudevent(event, base_url), ensure_ascii=False, separators=(",", ":"))
+                channels = (["mail"] if s["email"] else []) + (["webhook"] if s["webhook_url"] else [])
+                for channel in channels:
+                    hold = hold_mail(s, now) if channel == "mail" and hold_mail else None
+                    rows.append((s["id"], event.id, channel, position, body, stamp, hold))
+        if rows:
+            with write(conn):
+                for row in rows:
+                    new += conn.execute(
+                        "INSERT INTO change_deliveries (subscription_id, event_id, channel, feed_pos,"
+                        " payload, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                        " ON CONFLICT DO NOTHING",
+                        row,
+                    ).rowcount
+        if len(found) < PAGE:
+            break
+        after = found[-1][0]
+    with write(conn):
+        for s in pending:
+            conn.execute(
+                "UPDATE change_subscriptions SET after_pos = ? WHERE id = ? AND after_pos < ?",
+                (newest, s["id"], newest),
+            )
+    return new

@@ -1,0 +1,372 @@
+"""Deliver change alerts (:mod:`app.dashboard.changealerts`): each event once per channel, with retries.
+
+The rules of :mod:`app.dashboard.delivery` hold here too (issue 31, docs/security.md): a sender claims a row
+for ``LEASE_SECONDS`` (two senders never send it at once; a dead sender's claim expires), each row is sent and
+settled on its own (a failure fails that row alone), failed rows are due again after ``RETRY_DELAYS`` and
+given up after ``MAX_ATTEMPTS`` (the dead letter, shown on the dashboard with retry and dismiss), accounts take
+turns and an account whose webhook failed in a round waits for the first retry delay. Webhooks go through
+:mod:`app.dashboard.webhook` (public addresses only, resolved once, one deadline, a few bytes read) and mail
+through :mod:`app.mail`'s checked path.
+
+Added here: rows are sent ``SENDERS`` at a time (each POST keeps its own deadline), in batches, so 10,000
+subscribed locations do not wait for one another; **quiet hours** (Europe/Brussels) hold a mail until they
+end; the **daily digest** folds a subscription's mails into one, sent at ``DIGEST_HOUR`` local time (or when
+its quiet hours end). Quiet hours and the digest are for people: webhooks go out as the events come.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from flask import render_template
+
+from app.mail import build_message
+from app.store.accounts import utc_stamp
+from app.store.db import write
+
+from .alerts import on_alert_plan
+from .changealerts import title
+from .delivery import ERROR_CHARS, LEASE_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS, describe, in_turn, post_webhook
+
+log = logging.getLogger(__name__)
+
+TZ = ZoneInfo("Europe/Brussels")
+DIGEST_HOUR = 7
+#: rows sent at once (threads); each webhook POST keeps its own deadline
+SENDERS = 16
+BATCH = 64
+CLOUDEVENTS_JSON = "application/cloudevents+json; charset=utf-8"
+_KEY = "subscription_id = ? AND event_id = ? AND channel = ?"
+_DUE = (
+    "d.sent_at IS NULL AND d.gave_up_at IS NULL AND d.dismissed_at IS NULL AND d.attempts < ?"
+    " AND (d.claimed_at IS NULL OR d.claimed_at < ?) AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= ?)"
+)
+
+
+def _due_args(now: int) -> tuple:
+    return (MAX_ATTEMPTS, now - LEASE_SECONDS, now)
+
+
+# -- Europe/Brussels clock ---------------------------------------------------------------------------------
+
+
+def _next_local_hour(now: int, hour: int) -> int:
+    """The first instant after ``now`` (epoch s) at ``hour``:00 Europe/Brussels (epoch s)."""
+    local = datetime.fromtimestamp(now, TZ)
+    at = local.replace(hour=hour, minute=0, second=0, microsecond=0)
+    if at.timestamp() <= now:
+        at = (local + timedelta(days=1)).replace(hour=hour, minute=0, second=0, microsecond=0)
+    return int(at.timestamp())
+
+
+def quiet_until(sub, now: int) -> int | None:
+    """When the quiet hours of ``sub`` around ``now`` end (epoch s), or None when ``now`` is not in them.
+
+    Examples
+    --------
+    >>> sub = {"quiet_start": 22, "quiet_end": 7}
+    >>> quiet_until(sub, 1763326800) == _next_local_hour(1763326800, 7)  # 2025-11-16 22:00 Brussels
+    True
+    >>> quiet_until(sub, 1763294400) is None  # 13:00
+    True
+    """
+    start, end = sub["quiet_start"], sub["quiet_end"]
+    if start is None or end is None:
+        return None
+    hour = datetime.fromtimestamp(now, TZ).hour
+    inside = start <= hour < end if start < end else (hour >= start or hour < end)
+    return _next_local_hour(now, end) if inside else None
+
+
+def digest_time(sub, now: int) -> int | None:
+    """When the mail of an event recorded at ``now`` goes out for ``sub``: the next daily digest (at
+    ``DIGEST_HOUR``, or at the end of its quiet hours), or None without the digest (at once)."""
+    if not sub["digest"]:
+        return None
+    hour = sub["quiet_end"] if sub["quiet_start"] is not None else DIGEST_HOUR
+    return _next_local_hour(now, hour)
+
+
+# -- rows --------------------------------------------------------------------------------------------------
+
+
+def due(conn, now: int) -> list:
+    """The delivery rows due at ``now``, in feed order, of accounts on a plan with alerts."""
+    on_plan, plans = on_alert_plan("a.plan")
+    return conn.execute(
+        "SELECT d.subscription_id, d.event_id, d.channel, s.account_id, s.digest, s.quiet_start, s.quiet_end"
+        " FROM change_deliveries d JOIN change_subscriptions s ON s.id = d.subscription_id"
+        f" JOIN accounts a ON a.id = s.account_id WHERE {_DUE} AND {on_plan}"
+        " ORDER BY d.feed_pos, d.subscription_id, d.channel",
+        (*_due_args(now), *plans),
+    ).fetchall()
+
+
+def _key(row) -> tuple:
+    return (row["subscription_id"], row["event_id"], row["channel"])
+
+
+def claim(conn, keys, now: int) -> list:
+    """Take the rows of ``keys`` that are still due (one transaction); their full rows."""
+    taken = []
+    with write(conn):
+        for key in keys:
+            if (
+                conn.execute(
+                    f"UPDATE change_deliveries AS d SET claimed_at = ?, attempts = attempts + 1 WHERE {_KEY} AND {_DUE}",
+                    (now, *key, *_due_args(now)),
+                ).rowcount
+                == 1
+            ):
+                taken.append(key)
+    out = []
+    for key in taken:
+        out.append(
+            conn.execute(
+                "SELECT d.*, s.webhook_url, s.webhook_secret, s.unsubscribe_token, s.account_id, s.location_id,"
+                " a.email, l.name AS location_name FROM change_deliveries d"
+                " JOIN change_subscriptions s ON s.id = d.subscription_id JOIN accounts a ON a.id = s.account_id"
+                f" JOIN locations l ON l.id = s.location_id WHERE d.{_KEY.replace(' AND ', ' AND d.')}",
+                key,
+            ).fetchone()
+        )
+    return [r for r in out if r is not None]
+
+
+def settle(conn, outcomes, now: int) -> None:
+    """Record each claimed row's outcome (one transaction): sent, due again after its retry delay, or given
+    up after its last attempt. ``outcomes``: ``(row, error or None)``."""
+    with write(conn):
+        for row, error in outcomes:
+            if error is None:
+                conn.execute(
+                    "UPDATE change_deliveries SET sent_at = ?, claimed_at = NULL, next_attempt_at = NULL,"
+                    f" last_error = NULL WHERE {_KEY}",
+                    (utc_stamp(), *_key(row)),
+                )
+            elif row["attempts"] >= MAX_ATTEMPTS:
+                conn.execute(
+                    f"UPDATE change_deliveries SET claimed_at = NULL, last_error = ?, gave_up_at = ? WHERE {_KEY}",
+                    (error[:ERROR_CHARS], utc_stamp(), *_key(row)),
+                )
+            else:
+                conn.execute(
+                    "UPDATE change_deliveries SET claimed_at = NULL, last_error = ?, next_attempt_at = ?"
+                    f" WHERE {_KEY}",
+                    (error[:ERROR_CHARS], now + RETRY_DELAYS[row["attempts"] - 1], *_key(row)),
+                )
+
+
+def _postpone(conn, keys, until: int) -> None:
+    with write(conn):
+        for key in keys:
+            conn.execute(
+                f"UPDATE change_deliveries SET next_attempt_at = ? WHERE {_KEY} AND claimed_at IS NULL",
+                (until, *key),
+            )
+
+
+# -- messages ----------------------------------------------------------------------------------------------
+
+
+def _context(rows, base_url: str) -> dict:
+    import json
+
+    base = base_url.rstrip("/")
+    first = rows[0]
+    events = [json.loads(r["payload"])["data"] for r in rows]
+    return {
+        "location_name": first["location_name"],
+        "items": [{"title": title(e), "event": e} for e in events],
+        "unsubscribe": f"{base}/dashboard/unsubscribe/{first['unsubscribe_token']}",
+        "map_url": f"{base}/dashboard/map?location={first['location_id']}",
+    }
+
+
+def message(rows, base_url: str, sender: str):
+    """The mail of one event, or of a digest (several rows of one subscription), with its unsubscribe link
+    and ``List-Unsubscribe``; the location name and titles reach the subject only through
+    :func:`app.mail.build_message`'s checks."""
+    context = _context(rows, base_url)
+    if len(rows) == 1:
+        subject = f"Change at {context['location_name']}: {context['items'][0]['title']}"
+    else:
+        subject = f"Daily digest for {context['location_name']}: {len(rows)} changes"
+    return build_message(
+        sender,
+        rows[0]["email"],
+        subject,
+        render_template("mail/change.txt", **context),
+        render_template("mail/change.html", **context),
+        unsubscribe_url=context["unsubscribe"],
+    )
+
+
+def _send(app, mail, config, base_url: str, rows) -> str | None:
+    """Send one row (or one digest); the error, or None. Never raises for what the rows hold."""
+    channel = rows[0]["channel"]
+    try:
+        if channel == "webhook":
+            row = rows[0]
+            post_webhook(
+                row["webhook_url"],
+                row["webhook_secret"],
+                row["payload"].encode(),
+                config,
+                content_type=CLOUDEVENTS_JSON,
+            )
+        else:
+            with app.app_context():
+                mail.send(message(rows, base_url, config["MAIL_SENDER"]), config)
+    except Exception as exc:  # this row's failure: a header, a template, the mail server, host, deadline
+        return f"{channel}: {describe(exc)}"
+    return None
+
+
+# -- a round -----------------------------------------------------------------------------------------------
+
+
+def batches(rows, size: int = BATCH):
+    """``rows`` (in turn) cut into batches sent at once, each holding at most ``size`` rows and at most one
+    webhook row per account (so a failing receiver is met once per batch, and its account's other webhook
+    rows wait for the first retry delay, as the alert sender's turns have it).
+
+    Examples
+    --------
+    >>> rows = [{"channel": "webhook", "account_id": a} for a in (1, 1, 2)]
+    >>> [[r["account_id"] for r in b] for b in batches(rows)]
+    [[1, 2], [1]]
+    """
+    pending = list(rows)
+    while pending:
+        batch: list = []
+        seen: set = set()
+        rest: list = []
+        for r in pending:
+            webhook = r["channel"] == "webhook"
+            if len(batch) < size and not (webhook and r["account_id"] in seen):
+                batch.append(r)
+                if webhook:
+                    seen.add(r["account_id"])
+            else:
+                rest.append(r)
+        yield batch
+        pending = rest
+
+
+def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
+    """One delivery round over the rows due at ``now`` (epoch s). Returns counts: sent ``mail`` (a digest
+    counts one) and ``webhook``, ``failed`` rows, ``deferred`` rows (quiet hours, an account's failed webhook)."""
+    now = int(now)
+    counts = {"mail": 0, "webhook": 0, "failed": 0, "deferred": 0}
+    sendable, held, digests = [], defaultdict(list), defaultdict(list)
+    for r in in_turn(due(conn, now)):
+        if r["channel"] == "mail" and r["digest"]:
+            digests[r["subscription_id"]].append(_key(r))
+        elif r["channel"] == "mail" and (until := quiet_until(r, now)) is not None:
+            held[until].append(_key(r))
+        else:
+            sendable.append(r)
+    for until, keys in held.items():
+        _postpone(conn, keys, until)
+        counts["deferred"] += len(keys)
+    failed_webhooks: set = set()
+    with ThreadPoolExecutor(SENDERS, thread_name_prefix="change-delivery") as pool:
+        for batch in batches(sendable):
+            defer = [
+                _key(r) for r in batch if r["channel"] == "webhook" and r["account_id"] in failed_webhooks
+            ]
+            if defer:
+                _postpone(conn, defer, now + RETRY_DELAYS[0])
+                counts["deferred"] += len(defer)
+            skip = set(defer)
+            claimed = claim(conn, [_key(r) for r in batch if _key(r) not in skip], now)
+            errors = list(pool.map(lambda r: _send(app, mail, config, base_url, [r]), claimed))
+            settle(conn, list(zip(claimed, errors)), now)
+            for row, error in zip(claimed, errors):
+                _count(counts, row, error, failed_webhooks)
+        for keys in digests.values():
+            claimed = claim(conn, keys, now)
+            if not claimed:
+                continue
+            error = _send(app, mail, config, base_url, claimed)
+            settle(conn, [(r, error) for r in claimed], now)
+            _count(counts, claimed[0], error, failed_webhooks)
+    return counts
+
+
+def _count(counts: dict, row, error, failed_webhooks: set) -> None:
+    if error is None:
+        counts[row["channel"]] += 1
+        return
+    counts["failed"] += 1
+    log.warning("change delivery %s/%s/%s, attempt %s: %s", *_key(row), row["attempts"], error)
+    if row["channel"] == "webhook":
+        failed_webhooks.add(row["account_id"])
+
+
+def next_due(conn, now: float) -> float | None:
+    """Seconds until the next pending row is due (0: now), None when nothing waits."""
+    on_plan, plans = on_alert_plan("a.plan")
+    row = conn.execute(
+        "SELECT MIN(CASE WHEN d.claimed_at IS NOT NULL AND d.claimed_at + ? > COALESCE(d.next_attempt_at, 0)"
+        " THEN d.claimed_at + ? ELSE COALESCE(d.next_attempt_at, 0) END)"
+        " FROM change_deliveries d JOIN change_subscriptions s ON s.id = d.subscription_id"
+        " JOIN accounts a ON a.id = s.account_id"
+        f" WHERE d.sent_at IS NULL AND d.gave_up_at IS NULL AND d.dismissed_at IS NULL AND {on_plan}",
+        (LEASE_SECONDS, LEASE_SECONDS, *plans),
+    ).fetchone()
+    return None if row[0] is None else max(0.0, row[0] - now)
+
+
+# -- failed deliveries (the dashboard's view) --------------------------------------------------------------
+
+
+def failed(conn, account_id: int) -> list:
+    """The account's rows that failed and are not sent: retrying (``next_attempt_at``) or given up, newest
+    first, not dismissed."""
+    return conn.execute(
+        "SELECT d.subscription_id, d.event_id, d.channel, d.attempts, d.last_error, d.next_attempt_at,"
+        " d.gave_up_at, d.created_at, d.payload, l.name AS location_name, s.location_id"
+        " FROM change_deliveries d JOIN change_subscriptions s ON s.id = d.subscription_id"
+        " JOIN locations l ON l.id = s.location_id"
+        " WHERE s.account_id = ? AND d.sent_at IS NULL AND d.dismissed_at IS NULL AND d.last_error IS NOT NULL"
+        " ORDER BY d.feed_pos DESC, d.channel",
+        (account_id,),
+    ).fetchall()
+
+
+def _own() -> str:
+    return (
+        f"{_KEY} AND sent_at IS NULL AND subscription_id IN"
+        " (SELECT id FROM change_subscriptions WHERE account_id = ?)"
+    )
+
+
+def retry(conn, account_id: int, key) -> bool:
+    """Make one of the account's failed rows due again now, with its attempts anew; False if none."""
+    with write(conn):
+        return (
+            conn.execute(
+                "UPDATE change_deliveries SET attempts = 0, gave_up_at = NULL, next_attempt_at = NULL,"
+                f" claimed_at = NULL WHERE {_own()}",
+                (*key, account_id),
+            ).rowcount
+            == 1
+        )
+
+
+def dismiss(conn, account_id: int, key) -> bool:
+    """Drop one of the account's failed rows from the view; it is never sent. False if none."""
+    with write(conn):
+        return (
+            conn.execute(
+                f"UPDATE change_deliveries SET dismissed_at = ? WHERE {_own()}",
+                (utc_stamp(), *key, account_id),
+            ).rowcount
+            == 1
+        )

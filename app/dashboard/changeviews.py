@@ -1,0 +1,272 @@
+"""Dashboard pages of the change feed (issue 27): a location's events, its change alert, its calendar URL,
+the failed deliveries; and the two public resources, the calendar feed behind its secret URL and the
+webhook body's JSON Schema."""
+
+from __future__ import annotations
+
+import json
+
+from flask import Blueprint, Response, current_app, flash, redirect, request, url_for
+
+from app.store.accounts import StoreError
+from app.store.plans import alert_plans
+from app.web.db import get_db
+from app.web.errors import ApiError, NotFound, PlanRequired, error_response
+
+from . import calendar, changealerts, changedelivery
+from .run import base_url
+from .views import _own_location, _viewer_or_redirect, bp, page
+
+#: public resources outside ``/dashboard`` (no session): the calendar feeds and the webhook schema
+public = Blueprint("dashboard_public", __name__)
+#: events shown on a location's page
+SHOWN = 50
+
+
+def _history():
+    from app.history import changes as feed
+    from app.history.asof import store
+
+    history = store()
+    feed.ensure_tables(history)
+    return history
+
+
+def latest_events(location_id: str, limit: int = SHOWN):
+    """The location's newest change events, newest first; None when the history store cannot be read."""
+    from app.history.changes import ChangeEvent
+
+    try:
+        rows = (
+            _history()
+            .execute(
+                "SELECT publish_seq, body FROM change_event WHERE location_id = ? ORDER BY feed_pos DESC LIMIT ?",
+                (location_id, limit),
+            )
+            .fetchall()
+        )
+    except Exception as exc:  # the store cannot be read now: the page says so
+        current_app.logger.error("dashboard: change feed unreadable: %s", exc)
+        return None
+    return [ChangeEvent.from_text(body, int(seq)) for seq, body in rows]
+
+
+@bp.context_processor
+def _change_context():
+    """What the location page's change section (``dashboard/_changes.html``) reads, computed only when it
+    renders."""
+
+    def section(location_id: str) -> dict:
+        viewer = _viewer_or_redirect()[0]
+        conn = get_db()
+        account = viewer.account["id"]
+        return {
+            "events": latest_events(location_id),
+            "alert": changealerts.for_location(conn, account, location_id),
+            "calendar": calendar.active(conn, account, location_id),
+            "failed": len(changedelivery.failed(conn, account)),
+        }
+
+    return {
+        "change_section": section,
+        "change_labels": changealerts.TYPE_LABELS,
+        "change_defaults": changealerts.DEFAULT_TYPES,
+        "change_title": changealerts.title,
+        "json_loads": json.loads,
+    }
+
+
+def _back(location_id: str, anchor: str = "changes"):
+    return redirect(url_for("dashboard.map_page", location=location_id) + "#" + anchor)
+
+
+@bp.post("/locations/<location_id>/change-alert")
+def save_change_alert(location_id):
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    conn = get_db()
+    row = _own_location(conn, viewer, location_id)
+    before = changealerts.for_location(conn, viewer.account["id"], location_id)
+    form = request.form
+    try:
+        from app.history import changes as feed
+
+        sub = changealerts.save(
+            conn,
+            viewer.account["id"],
+            row,
+            types=form.getlist("type"),
+            email=form.get("email") == "on",
+            webhook_url=form.get("webhook_url", ""),
+            quiet_start=form.get("quiet_start") if form.get("quiet") == "on" else None,
+            quiet_end=form.get("quiet_end") if form.get("quiet") == "on" else None,
+            digest=form.get("digest") == "on",
+            head=before["after_pos"] if before else feed.head(_history()),
+        )
+    except StoreError as exc:
+        flash(f"Change alert not changed: {exc}.", "warn")
+        return _back(location_id)
+    if sub["webhook_secret"] and (before is None or before["webhook_secret"] != sub["webhook_secret"]):
+        return page("dashboard/change_secret.html", location=row, sub=sub, heading="Change alert saved")
+    flash("Change alert saved.", "ok")
+    return _back(location_id)
+
+
+@bp.post("/change-alerts/<int:sub_id>/delete")
+def delete_change_alert(sub_id):
+    """Any plan may delete its own change alerts."""
+    viewer, stop = _viewer_or_redirect()
+    if stop:
+        return stop
+    try:
+        row = changealerts.remove(get_db(), viewer.account["id"], sub_id)
+    except StoreError as exc:
+        return page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
+    flash("Change alert removed.", "ok")
+    return _back(row["location_id"])
+
+
+@bp.post("/locations/<location_id>/calendar")
+def create_calendar(location_id):
+    """A new secret calendar URL (the previous one stops working), shown once."""
+    viewer, stop = _viewer_or_redirect(full=True)
+    if stop:
+        return stop
+    row = _own_location(get_db(), viewer, location_id)
+    token = calendar.create(get_db(), viewer.account["id"], location_id)
+    url = f"{base_url(current_app.config)}{url_for('dashboard_public.calendar_feed', token=token)}"
+    return page("dashboard/calendar_url.html", location=row, url=url)
+
+
+@bp.post("/locations/<location_id>/calendar/revoke")
+def revoke_calendar(location_id):
+    """Revoke the calendar URL (any plan: what is shared can always be withdrawn)."""
+    viewer, stop = _viewer_or_redirect()
+    if stop:
+        return stop
+    _own_location(get_db(), viewer, location_id)
+    done = calendar.revoke(get_db(), viewer.account["id"], location_id)
+    flash(
+        "Calendar URL revoked: it answers 410 Gone from now on." if done else "No calendar URL to revoke.",
+        "ok",
+    )
+    return _back(location_id, "calendar")
+
+
+@bp.get("/deliveries")
+def deliveries():
+    """The account's failed deliveries: retrying and given up, with retry and dismiss."""
+    viewer, stop = _viewer_or_redirect()
+    if stop:
+        return stop
+    rows = changedelivery.failed(get_db(), viewer.account["id"])
+    items = [{**{k: r[k] for k in r.keys()}, "data": json.loads(r["payload"])["data"]} for r in rows]
+    return page("dashboard/deliveries.html", rows=items)
+
+
+def _delivery_action(action, done: str):
+    viewer, stop = _viewer_or_redirect()
+    if stop:
+        return stop
+    form = request.form
+    sub = form.get("subscription_id", "")
+    key = (int(sub) if sub.isdigit() else -1, form.get("event_id", ""), form.get("channel", ""))
+    if action(get_db(), viewer.account["id"], key):
+        flash(done, "ok")
+    else:  # sent, dismissed or retried meanwhile, or not this account's: nothing changes
+        flash("Nothing to do: that failed delivery is no longer listed.", "warn")
+    return redirect(url_for("dashboard.deliveries"))
+
+
+@bp.post("/deliveries/retry")
+def retry_delivery():
+    return _delivery_action(changedelivery.retry, "Retried: it goes out with the next delivery round.")
+
+
+@bp.post("/deliveries/dismiss")
+def dismiss_delivery():
+    return _delivery_action(changedelivery.dismiss, "Dismissed: it is not sent.")
+
+
+# -- public resources --------------------------------------------------------------------------------------
+
+
+def _revoked() -> ApiError:
+    """410 for a revoked calendar URL (calendar programs stop polling a gone feed). Not an API error code:
+    no ``/api/v1`` answer gives it, so it is not a class of its own in ``error_codes()``."""
+    err = ApiError("this calendar URL was revoked; make a new one on the dashboard")
+    err.status, err.code = 410, "calendar_revoked"
+    return err
+
+
+def _refused(exc: ApiError) -> Response:
+    """The one error shape (a calendar program ignores the body; a person reading it gets the reason)."""
+    resp = error_response(exc)
+    resp.headers["Cache-Control"] = "no-store"
+    return resp
+
+
+@public.get("/calendar/<token>.ics")
+def calendar_feed(token):
+    """The iCalendar feed of a saved location; the token in the URL is the credential."""
+    from app.sources.serving import current_engine
+    from app.web.clock import data_now
+    from geo.service.disruptions import disruptions
+
+    from app.history import changes as feed
+
+    conn = get_db()
+    row = calendar.by_token(conn, token)
+    if row is None:
+        return _refused(NotFound("no such calendar"))
+    if row["revoked_at"] is not None:
+        return _refused(_revoked())
+    if row["plan"] not in alert_plans():
+        return _refused(PlanRequired("calendar feeds are part of the Pro, Enterprise and Dashboard plans"))
+    engine = current_engine()
+    answer = disruptions(engine, row["lat"], row["lng"], data_now(engine))
+    try:
+        events = [e for _p, e in feed.events_after(_history(), [row["location_id"]], 0, 100_000)]
+    except Exception as exc:  # without the feed: the current items, unchanged since the snapshot
+        current_app.logger.error("calendar: change feed unreadable: %s", exc)
+        events = []
+    text = calendar.ics(
+        {"id": row["location_id"], "name": row["name"]},
+        answer,
+        _detour_times(engine, [str(t["id"]) for t in answer.get("transit") or []]),
+        events,
+        as_of=engine.as_of,
+        host=calendar.host_of(base_url(current_app.config)),
+    )
+    resp = Response(text, mimetype="text/calendar")
+    resp.headers["Cache-Control"] = "private, no-cache"
+    resp.headers["Referrer-Policy"] = "no-referrer"
+    resp.add_etag()
+    return resp.make_conditional(request)
+
+
+def _detour_times(engine, ids: list[str]) -> dict:
+    """``{detour id: (start, end)}`` of the engine's detours layer (UTC datetimes or None)."""
+    import pandas as pd
+
+    layer = engine.detours
+    chosen = layer[layer["id"].astype(str).isin(ids)]
+
+    def moment(value):
+        if value is None or pd.isna(value):
+            return None
+        stamp = pd.Timestamp(value)
+        stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+        return stamp.to_pydatetime()
+
+    return {str(i): (moment(s), moment(e)) for i, s, e in zip(chosen["id"], chosen["start"], chosen["end"])}
+
+
+@public.get(changealerts.SCHEMA_PATH)
+def webhook_schema():
+    """The JSON Schema of the change webhook's body (version 1)."""
+    resp = Response(changealerts.SCHEMA_FILE.read_bytes(), mimetype="application/schema+json")
+    resp.headers["Cache-Control"] = "public, max-age=86400"
+    resp.headers["Access-Control-Allow-Origin"] = "*"
+    return resp
