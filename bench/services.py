@@ -255,9 +255,33 @@ class Redis(_Service):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def self_signed_certificate(directory: Path, name: str = "localhost") -> tuple[Path, Path]:
-    """A fresh ECDSA P-256 key and a self-signed certificate for ``name`` and 127.0.0.1, valid for a day:
-    (certificate path, key path) in ``directory``. Clients trust it by loading the certificate itself."""
+def self_signed_certificate(
+    directory: Path,
+    name: str = "localhost",
+    *,
+    ips: tuple[str, ...] = ("127.0.0.1",),
+    ca: bool = False,
+    days: int = 1,
+) -> tuple[Path, Path]:
+    """A fresh ECDSA P-256 key and a self-signed server certificate: (certificate path, key path) in
+    ``directory``, named after ``name``. The one builder of every TLS test and benchmark.
+
+    Parameters
+    ----------
+    directory
+        Where ``<name>.pem`` and ``<name>.key`` (mode 0600) are written.
+    name
+        The subject's common name and DNS name.
+    ips
+        IP addresses added to the subject alternative names.
+    ca
+        The ``BasicConstraints`` CA flag. A client trusts the certificate by loading the certificate itself
+        either way; ``True`` only for a test that needs a CA (e.g. to sign another certificate).
+    days
+        Validity from an hour ago (clock skew) to ``days`` days from now.
+
+    The certificate always carries the ``serverAuth`` extended key usage.
+    """
     import datetime
     import ipaddress
 
@@ -269,6 +293,7 @@ def self_signed_certificate(directory: Path, name: str = "localhost") -> tuple[P
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = datetime.datetime.now(datetime.timezone.utc)
+    alt_names = [x509.DNSName(name), *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips)]
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -276,18 +301,13 @@ def self_signed_certificate(directory: Path, name: str = "localhost") -> tuple[P
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName(name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
     )
-    cert_path, key_path = Path(directory) / "fullchain.pem", Path(directory) / "privkey.pem"
+    cert_path, key_path = Path(directory) / f"{name}.pem", Path(directory) / f"{name}.key"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     key_path.write_bytes(
         key.private_bytes(
@@ -298,6 +318,15 @@ def self_signed_certificate(directory: Path, name: str = "localhost") -> tuple[P
     )
     key_path.chmod(0o600)
     return cert_path, key_path
+
+
+def tls_server_context(certificate: Path, key: Path):
+    """A server ``ssl.SSLContext`` holding ``certificate`` and ``key`` (for the tests' own TLS servers)."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certificate, key)
+    return context
 
 
 def render_nginx(

@@ -60,6 +60,21 @@ class DataEndpoint:
         return self.path.lstrip("/")
 
 
+def _unchanged(response):
+    return response
+
+
+def _pinned(layers):
+    """The request's ``(engine, stale error or None, data clock, finish(response))``: with ``asOf`` the
+    recorded snapshot and clock of that instant, stamped, with no freshness decision of today; else the
+    served engine, its freshness for ``layers`` and the data clock."""
+    as_of = history_as_of()
+    if as_of is not None:
+        return as_of.engine, None, as_of.now, as_of.stamp
+    engine, stale = served_engine(layers)
+    return engine, stale, data_now(engine), _unchanged
+
+
 def data_view(endpoint: DataEndpoint):
     """Register ``answer(engine, target, now) -> body`` as the view of ``endpoint``: negotiate (406),
     pin the engine (that of ``asOf`` when given) and decide freshness, resolve the target (400, 404, 422),
@@ -69,19 +84,13 @@ def data_view(endpoint: DataEndpoint):
         @wraps(answer)
         def view():
             negotiate(endpoint.resource, endpoint.translated)
-            as_of = history_as_of()  # asOf: the engine and clock of that instant (pinned for the request)
-            if as_of is None:
-                engine, stale = served_engine(endpoint.layers)
-                now = data_now(engine)
-            else:  # a recorded snapshot answers as it did then: no freshness decision of today
-                engine, stale, now = as_of.engine, None, as_of.now
+            engine, stale, now, finish = _pinned(endpoint.layers)
             target = resolve_target(engine)
             if stale is not None:
                 raise stale
             body = answer(engine, target, now)
             body["sources"] = answer_sources(engine, endpoint.layers, now)
-            response = data_response(body)
-            return response if as_of is None else as_of.stamp(response)
+            return finish(data_response(body))
 
         view.__doc__ = endpoint.summary
         bp.add_url_rule(endpoint.path, endpoint.view, view, methods=["GET"])

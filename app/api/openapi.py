@@ -84,6 +84,18 @@ _STATUS_TEXT = {
 _ANY = (400, 405, 413, 414, 431, 500)
 
 
+def _coordinate(name: str, what: str, other: str, bound: int, example: float) -> dict:
+    """The query parameter of one coordinate (``lat`` or ``lng``), given with the ``other``."""
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": f"{what} in degrees (WGS84), decimal notation; with {other}.",
+        "schema": {"type": "number", "minimum": -bound, "maximum": bound},
+        "example": example,
+    }
+
+
 def _errors(*statuses: int) -> dict:
     return {str(s): _error(s) for s in sorted(set(statuses) | set(_ANY))}
 
@@ -347,22 +359,9 @@ def build() -> dict:
             "history (365 days) or the first recorded snapshot 422 as_of_out_of_window.",
             "schema": {"type": "string", "format": "date-time"},
         },
-        "lat": {
-            "name": "lat",
-            "in": "query",
-            "required": False,
-            "description": "Latitude in degrees (WGS84), decimal notation; with lng.",
-            "schema": {"type": "number", "minimum": -90, "maximum": 90},
-            "example": 51.2194,  # the demo's point (Antwerp, Meir): "Try it out" answers at once
-        },
-        "lng": {
-            "name": "lng",
-            "in": "query",
-            "required": False,
-            "description": "Longitude in degrees (WGS84), decimal notation; with lat.",
-            "schema": {"type": "number", "minimum": -180, "maximum": 180},
-            "example": 4.4025,
-        },
+        # the demo's point (Antwerp, Meir): "Try it out" answers at once
+        "lat": _coordinate("lat", "Latitude", "lng", 90, example=51.2194),
+        "lng": _coordinate("lng", "Longitude", "lat", 180, example=4.4025),
     }
     parameters.update(changes_schemas.parameters())
     parameters.update(copy.deepcopy(history_schemas.PARAMETERS))

@@ -26,7 +26,7 @@ class SourcesState(TypedDict):
     after_publish: list[Callable[[Any, Any], None]]
 
 
-def on_publish(app, hook: Callable[[Any, Any], None]) -> None:
+def on_publish(app, hook: Callable[[Any, Any], object]) -> None:
     """Run ``hook(app, report)`` after each refresh that published a snapshot (the dashboard's alerts):
     a feature above the sources registers itself here, the sources import nothing of it."""
     app.extensions[EXTENSION]["after_publish"].append(hook)

@@ -28,6 +28,7 @@ import math
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from flask import current_app, g, request
 from flask_limiter import Limiter, RequestLimit
@@ -88,6 +89,11 @@ class RateInfo:
         return cls(item.amount, remaining, math.ceil(reset), length)
 
 
+@lru_cache(maxsize=8)
+def _auth_failure_item(text: str) -> RateLimitItem:
+    return parse(text)
+
+
 def client_address() -> str:
     """The client IP the per-IP limits key on (the socket peer, or the trusted proxies' client)."""
     return get_remote_address() or "unknown"
@@ -129,7 +135,7 @@ def budget(item: RateLimitItem, *identifiers: str) -> RateInfo:
 
 def hit_auth_failure() -> tuple[bool, RateInfo]:
     """Count one failed authentication for the client IP: (still within the limit, headers to report)."""
-    item, client = parse(current_app.config["AUTH_FAILURE_LIMIT"]), client_address()
+    item, client = _auth_failure_item(current_app.config["AUTH_FAILURE_LIMIT"]), client_address()
     ok = limiter.limiter.hit(item, AUTH_FAILURE_SCOPE, client)
     return ok, budget(item, AUTH_FAILURE_SCOPE, client)
 
@@ -137,11 +143,13 @@ def hit_auth_failure() -> tuple[bool, RateInfo]:
 def peek() -> RateInfo:
     """Headers for a response that reported no quota: the declared limit of this request when it has one
     (sign-up), else the client's failed-authentication budget (nothing is counted)."""
-    current = limiter.current_limit
+    current = limiter.current_limit if request.blueprint in _LIMITED else None  # the filter spared the rest
     if current is not None:
         reset, remaining = current.window
         return RateInfo.of_window(current.limit, reset, remaining)
-    return budget(parse(current_app.config["AUTH_FAILURE_LIMIT"]), AUTH_FAILURE_SCOPE, client_address())
+    return budget(
+        _auth_failure_item(current_app.config["AUTH_FAILURE_LIMIT"]), AUTH_FAILURE_SCOPE, client_address()
+    )
 
 
 #: blueprints that authenticate no key: the failed-authentication budget governs none of their answers

@@ -78,14 +78,18 @@ class SQLiteStorage(Storage):
             .fetchone()
         )
         # a window's stats ask get() then get_expiry() of the same key: the row read answers both while
-        # the window it read lasts (an open window's end never moves; only a new window has a new one)
-        self._local.read = None if row is None else (key, float(row[1]))
+        # the window it read lasts (an open window's end never moves; only a new window has a new one);
+        # no row (no window: every ping, most requests) answers "now" as the statement would
+        self._local.read = (key, None if row is None else float(row[1]))
         return 0 if row is None else int(row[0])
 
     def get_expiry(self, key: str) -> float:
         read, self._local.read = getattr(self._local, "read", None), None
-        if read is not None and read[0] == key and read[1] > time.time():
-            return read[1]
+        if read is not None and read[0] == key:
+            if read[1] is None:
+                return time.time()
+            if read[1] > time.time():
+                return read[1]
         row = (
             self._conn()
             .execute("SELECT expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, time.time()))

@@ -154,3 +154,25 @@ def test_no_plaintext_key_in_database_files_or_logs(server):
     for path in files:
         assert secret not in path.read_bytes(), path
     assert "/api/v1/locations" in server["log"].read_text()  # the log did capture the requests
+
+
+def test_the_gunicorn_behaviour_the_server_header_relies_on():
+    """``gunicorn.conf.py`` sets ``gunicorn.http.wsgi.SERVER`` (gunicorn has no setting for its ``Server``
+    header, and the header it writes cannot be replaced by the app's): each response object takes its
+    ``Server`` value from that module name when it is made. Pinned here without a server, so a gunicorn
+    that stops reading it fails this test, not only the deployment tests' ``Server: urban``."""
+    import runpy
+    from types import SimpleNamespace
+
+    import gunicorn.http.wsgi
+
+    before = gunicorn.http.wsgi.SERVER
+    try:
+        runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+        assert gunicorn.http.wsgi.SERVER == "urban"
+        req = SimpleNamespace(version=(1, 1), should_close=lambda: True)
+        response = gunicorn.http.wsgi.Response(req, None, SimpleNamespace())
+        response.status = "200 OK"
+        assert "Server: urban\r\n" in response.default_headers()
+    finally:
+        gunicorn.http.wsgi.SERVER = before

@@ -401,3 +401,22 @@ def test_alert_subscriptions_and_their_baseline_on_either_backend(store, account
     assert [s["kind"] for s in alerts.list_for_location(store, row["id"], loc["id"])] == list(alerts.KINDS)[
         1:
     ]
+
+
+def test_sqlite_limits_storage_window_stats_of_a_key_without_window_make_one_statement(tmp_path, monkeypatch):
+    """A window's stats (``get`` then ``get_expiry``, as ``limits`` asks them) of a client with no window —
+    every response reports the failed-authentication budget — read the counters once."""
+    from app.web import ratelimit_storage as limits_sqlite
+    from limits.storage import storage_from_string
+
+    storage = storage_from_string(f"urban-sqlite:///{tmp_path}/rl.sqlite")
+    now = [1000.0]
+    monkeypatch.setattr(limits_sqlite.time, "time", lambda: now[0])
+    statements = []
+    storage._conn().set_trace_callback(statements.append)
+    assert storage.get("absent") == 0
+    now[0] = 1000.5
+    assert storage.get_expiry("absent") == 1000.5  # "now", what the statement answers for no row
+    assert len(statements) == 1
+    assert storage.get_expiry("absent") == 1000.5  # a second ask without get() reads again
+    assert len(statements) == 2

@@ -348,9 +348,10 @@ def raw_server():
 @pytest.fixture(scope="session")
 def self_signed(tmp_path_factory):
     """A self-signed certificate for localhost / 127.0.0.1: (server SSLContext, path of the PEM cert)."""
-    from tests.certs import self_signed
+    from bench.services import self_signed_certificate, tls_server_context
 
-    return self_signed(tmp_path_factory.mktemp("tls"), "localhost", ips=("127.0.0.1",))
+    certificate, key = self_signed_certificate(tmp_path_factory.mktemp("tls"))
+    return tls_server_context(certificate, key), certificate
 
 
 @pytest.fixture

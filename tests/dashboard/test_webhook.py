@@ -14,7 +14,7 @@ from app.store import accounts
 from app import create_app
 from app.dashboard import delivery, run, webhook
 from app.store.db import open_store
-from tests.certs import self_signed
+from bench.services import self_signed_certificate, tls_server_context
 
 from . import receivers
 from .alerting import Clock, subscriber
@@ -367,7 +367,8 @@ def test_a_rebinding_dns_answer_never_reaches_loopback(via, config, alert_engine
 
 
 def test_tls_to_the_checked_address_verifies_the_host_name_and_sends_sni(tmp_path, monkeypatch):
-    server_context, ca = self_signed(tmp_path, "hooks.example")
+    ca, key = self_signed_certificate(tmp_path, "hooks.example", ips=())
+    server_context = tls_server_context(ca, key)
     names = []
     server_context.sni_callback = lambda sslobj, name, ctx: names.append(name)
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # our test certificate is the only trusted one

@@ -112,7 +112,12 @@ def test_unsubscribe_and_link_requests_to_a_real_server_leave_no_token_in_its_lo
     caplog.set_level(logging.DEBUG)
     with LiveServer(app) as server:
         for form in token_forms(TOKEN)[:6]:
-            for path in ("/dashboard/unsubscribe/", "/portal/link/", "//dashboard//unsubscribe/", "/calendar/"):
+            for path in (
+                "/dashboard/unsubscribe/",
+                "/portal/link/",
+                "//dashboard//unsubscribe/",
+                "/calendar/",
+            ):
                 requests.get(server.url + path + form, timeout=10, allow_redirects=False)
                 requests.post(server.url + path + form, data={"List-Unsubscribe": "One-Click"}, timeout=10)
     assert "/dashboard/unsubscribe/[redacted]" in caplog.text  # the request lines were logged

@@ -1,0 +1,151 @@
+"""CPU cost per request, counted in instructions: ``python -m bench.cpu_per_request``.
+
+Wall-clock throughput needs a quiet machine (``make loadtest``); instruction counts do not. Each case runs in
+its own Python process under ``valgrind --tool=callgrind``, builds its WSGI app, warms it, then makes ``n``
+direct WSGI calls (what a gunicorn worker calls, one prebuilt environ copied per call). Every case runs twice,
+with ``n`` and ``2n`` calls; the difference of the two totals divided by ``n`` is the cost of one request,
+free of start-up and imports. Cases, in the same run:
+
+- ``bare``: ``bench/bare_app.py`` (a bare Flask app, ``GET /`` answering ``{"status":"ok"}``): the baseline;
+- ``ping``: the service's ``/_bench/ping`` (production settings plus ``BENCH_ROUTES``): every hook of ours.
+
+Prints instructions per request and the bare app's share of each (``bare / case``: the throughput share the
+case would reach if only the WSGI call cost CPU; gunicorn, the kernel and the access log, the same or nearly
+for both apps under ``make loadtest``, make the real share higher). Needs Debian's ``valgrind``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WARM = 30
+
+
+def _app(case: str, instance: Path):
+    if case == "bare":
+        from bench.bare_app import app
+
+        return app, "/"
+    from app import create_app
+
+    app = create_app(
+        {
+            "INSTANCE_PATH": str(instance),
+            "DATA_DIR": os.environ.get("URBAN_DATA_DIR", str(ROOT / "data" / "snapshot")),
+            "ENV": "production",
+            "SECRET_KEY": "bench-cpu-per-request",
+            "BENCH_ROUTES": True,
+            "PUBLIC_URL": "http://127.0.0.1:8000",
+        }
+    )
+    return app, "/_bench/ping"
+
+
+def child(case: str, n: int) -> None:
+    """Build the app of ``case``, warm it, make ``n`` WSGI calls; exit 1 unless every answer is 200."""
+    from werkzeug.test import EnvironBuilder
+
+    app, path = _app(case, Path(tempfile.mkdtemp(prefix="cpu-per-request-")))
+    template = EnvironBuilder(path=path, headers={"Host": "127.0.0.1:8000"}).get_environ()
+    template["REMOTE_ADDR"] = "127.0.0.1"
+    statuses: list[str] = []
+
+    def start_response(status, headers, exc_info=None):
+        statuses.append(status)
+
+    def call():
+        body = app(dict(template), start_response)
+        try:
+            for _chunk in body:
+                pass
+        finally:
+            getattr(body, "close", lambda: None)()
+
+    for _ in range(WARM):
+        call()
+    # instrument from here on: start-up and warm-up run uninstrumented (several times faster)
+    subprocess.run(
+        ["callgrind_control", "--instr=on", str(os.getpid())], check=True, stdout=subprocess.DEVNULL
+    )
+    for _ in range(n):
+        call()
+    if any(not s.startswith("200") for s in statuses):
+        raise SystemExit(f"{case}: {sorted(set(statuses))}")
+
+
+def instructions(case: str, n: int, out_dir: Path) -> int:
+    """Total instructions (``Ir``) of one child process under callgrind."""
+    out = out_dir / f"callgrind.{case}.{n}"
+    env = {
+        **os.environ,
+        "PYTHONHASHSEED": "0",
+        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    }
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            "--dump-instr=no",
+            sys.executable,
+            "-m",
+            "bench.cpu_per_request",
+            "--child",
+            case,
+            str(n),
+        ],
+        check=True,
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    match = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
+    if match is None:
+        raise SystemExit(f"no instruction total in {out}")
+    return int(match.group(1))
+
+
+def per_request(case: str, n: int, out_dir: Path) -> float:
+    """Instructions of one request of ``case``: (total at 2n − total at n) / n."""
+    return (instructions(case, 2 * n, out_dir) - instructions(case, n, out_dir)) / n
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("-n", type=int, default=200, help="requests of the shorter run (the longer makes 2n)")
+    p.add_argument("--child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return 0
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is missing: apt-get install valgrind")
+    cases = ["bare", "ping"]
+    with tempfile.TemporaryDirectory(prefix="cpu-per-request-") as tmp:
+        if not os.environ.get("URBAN_DATA_DIR"):  # the demo snapshot, built once outside valgrind
+            from geo.data.publish import build_snapshot
+            from geo.data.snapshot import DEFAULT_SEED, DEMO_AS_OF
+
+            reference = os.environ.get("URBAN_REFERENCE_DIR", str(ROOT.parent / "shared" / "data"))
+            os.environ["URBAN_DATA_DIR"] = str(Path(tmp) / "snapshot")
+            build_snapshot(Path(tmp) / "snapshot", Path(reference), as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
+        counts = {case: per_request(case, args.n, Path(tmp)) for case in cases}
+    bare = counts["bare"]
+    print(f"{'case':<10}{'instructions/request':>22}{'bare / case':>13}")
+    for case, count in counts.items():
+        print(f"{case:<10}{count:>22,.0f}{bare / count:>13.1%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
