@@ -22,8 +22,10 @@ from pathlib import Path
 from app.store.accounts import StoreError, utc_stamp
 from app.store.db import write
 from geo.rules.changes import EVENT_TYPES
+from geo.rules.texts import LANGUAGES
 
 from .alerts import check_webhook_url, new_secret, on_alert_plan, well_formed_token
+from .i18n import LABELS, Labels
 
 SCHEMA_FILE = Path(__file__).parent / "schemas" / "change-webhook-v1.json"
 SCHEMA_PATH = "/schemas/change-webhook/v1.json"
@@ -39,24 +41,8 @@ DEFAULT_TYPES = (
     "no2.above_eu",
     "no2.below_eu",
 )
-TYPE_LABELS = {
-    "work.appeared": "A road work appears within 2 km",
-    "work.started": "A road work starts running",
-    "work.rescheduled": "A road work's dates change",
-    "work.description_changed": "A road work's description changes",
-    "work.ended": "A road work ends",
-    "work.cancelled": "A road work is cancelled",
-    "work.removed": "A road work is no longer listed",
-    "detour.started": "A De Lijn detour starts hitting the location",
-    "detour.stopped": "A De Lijn detour stops hitting it",
-    "station.changed": "The nearest NO2 station changes",
-    "no2.above_eu": "NO2 goes above the EU limit value (40 µg/m³)",
-    "no2.below_eu": "NO2 goes back below the EU limit value",
-    "no2.above_who": "NO2 goes above the WHO guideline (10 µg/m³)",
-    "no2.below_who": "NO2 goes back below the WHO guideline",
-    "source.stale": "A data source goes stale",
-    "source.recovered": "A data source recovers",
-}
+#: the English label of each event type (the alert e-mails'); the pages ask i18n.LABELS["ctype.<type>"]
+TYPE_LABELS = {kind: LABELS["ctype." + kind][LANGUAGES.index("en")] for kind in EVENT_TYPES}
 #: events read from the feed per query when enqueueing
 PAGE = 5000
 
@@ -92,35 +78,62 @@ def cloudevent(event, base_url: str) -> dict:
     }
 
 
-def title(data: dict) -> str:
-    """One line about a change event (the API's ``ChangeEvent``) for a person: the mail's subject and list."""
+def title(data: dict, lang: str = "en") -> str:
+    """One line about a change event (the API's ``ChangeEvent``) for a person, in ``lang`` (the mail's subject
+    and list are English, the pages follow the dashboard's language); upstream values stay as published.
+
+    Examples
+    --------
+    >>> body = {"type": "work.started", "subject": "work:7", "after": {"startDate": "2026-11-16"}}
+    >>> title(body), title(body, "fr")
+    ('A road work starts running: work 7 (2026-11-16 – open)', 'Un chantier commence : chantier 7 (2026-11-16 – ouvert)')
+    """
+    t = Labels(lang)
     kind, subject = data["type"], data["subject"]
     value = data.get("after") or data.get("before") or {}
-    label = TYPE_LABELS.get(kind, kind)
+    label = t.get("ctype." + kind, kind)
+    colon = " : " if lang == "fr" else ": "
     if subject.startswith("work:"):
-        what = f"work {subject[5:]}"
+        what = t("chg.work", id=subject[5:])
         detail = value.get("description") or ""
-        dates = f" ({value.get('startDate') or '?'} – {value.get('endDate') or 'open'})" if value else ""
-        return f"{label}: {what}{dates}{': ' + detail if detail else ''}"
+        dates = (
+            f" ({value.get('startDate') or '?'} – {value.get('endDate') or t('chg.open')})" if value else ""
+        )
+        return f"{label}{colon}{what}{dates}{colon + detail if detail else ''}"
     if subject.startswith("detour:"):
         lines = ", ".join(value.get("lines") or [])
-        return f"{label}: detour {subject[7:]}{' (lines ' + lines + ')' if lines else ''}: {value.get('title', '')}"
+        detour = t("chg.detour", id=subject[7:]) + (t("chg.lines", lines=lines) if lines else "")
+        return f"{label}{colon}{detour}{colon}{value.get('title', '')}"
     if subject.startswith("no2:") and data.get("after"):
         after = data["after"]
         reading = f", {after['value']} µg/m³" if after.get("value") is not None else ""
-        return f"{label} at station {after.get('station')}{reading}"
+        return t("chg.station", label=label, station=after.get("station"), reading=reading)
     return label
+
+
+def refusal(msgid: str, **fields) -> StoreError:
+    """A refused change alert: English text (the API's and the logs'), with the catalogue's message id and
+    fields for the page (:func:`said`)."""
+    exc = StoreError(Labels("en")(msgid, **fields))
+    exc.msgid, exc.fields = msgid, fields  # type: ignore[attr-defined]
+    return exc
+
+
+def said(exc: StoreError, lang: str) -> str:
+    """The reason of a refusal in ``lang`` (a reason without a message id, e.g. a webhook URL's, as it is)."""
+    msgid = getattr(exc, "msgid", None)
+    return Labels(lang)(msgid, **exc.fields) if msgid else str(exc)  # type: ignore[attr-defined]
 
 
 # -- subscriptions -----------------------------------------------------------------------------------------
 
 
-def _hour(value, name: str) -> int | None:
+def _hour(value, msgid: str) -> int | None:
     if value in (None, ""):
         return None
     text = str(value).strip()
     if not text.isdigit() or not 0 <= int(text) <= 23:
-        raise StoreError(f"{name} must be an hour from 0 to 23")
+        raise refusal(msgid)
     return int(text)
 
 
@@ -142,15 +155,15 @@ def save(
     types = [t for t in dict.fromkeys(types)]
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown:
-        raise StoreError(f"unknown event type {unknown[0]!r}; choose from {', '.join(EVENT_TYPES)}")
+        raise refusal("ca.err.unknown_type", kind=repr(unknown[0]))
     if not types:
-        raise StoreError("choose at least one kind of change")
+        raise refusal("ca.err.no_type")
     url = check_webhook_url(webhook_url) or None
     if not email and not url:
-        raise StoreError("choose e-mail, a webhook or both")
-    start, end = _hour(quiet_start, "quiet hours' start"), _hour(quiet_end, "quiet hours' end")
+        raise refusal("ca.err.no_channel")
+    start, end = _hour(quiet_start, "ca.err.start"), _hour(quiet_end, "ca.err.end")
     if (start is None) != (end is None) or (start is not None and start == end):
-        raise StoreError("quiet hours need a start and a different end hour (or neither)")
+        raise refusal("ca.err.quiet")
     ordered = json.dumps([t for t in EVENT_TYPES if t in types])
     with write(conn, durable=True):
         row = conn.execute(
@@ -201,7 +214,7 @@ def remove(conn, account_id: int, sub_id: int):
             (sub_id, account_id),
         ).fetchone()
     if row is None:
-        raise StoreError(f"no change alert {sub_id} in this account")
+        raise refusal("ca.err.no_alert", id=sub_id)
     return row
 
 

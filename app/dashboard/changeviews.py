@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from flask import Blueprint, Response, current_app, flash, redirect, request, url_for
+from flask import Blueprint, Response, current_app, flash, g, redirect, request, url_for
 
 from app.store.accounts import StoreError
 from app.store.plans import alert_plans
@@ -15,7 +15,7 @@ from app.web.errors import ApiError, NotFound, PlanRequired, error_response
 
 from . import calendar, changealerts, changedelivery
 from .run import base_url
-from .views import _own_location, _viewer_or_redirect, bp, page
+from .views import _own_location, _viewer_or_redirect, bp, page, t
 
 #: public resources outside ``/dashboard`` (no session): the calendar feeds and the webhook schema
 public = Blueprint("dashboard_public", __name__)
@@ -69,7 +69,7 @@ def _change_context():
 
     return {
         "change_section": section,
-        "change_labels": changealerts.TYPE_LABELS,
+        "change_labels": changealerts.TYPE_LABELS,  # the form's order; the labels: t("ctype.<type>")
         "change_defaults": changealerts.DEFAULT_TYPES,
         "change_title": changealerts.title,
         "json_loads": json.loads,
@@ -105,11 +105,11 @@ def save_change_alert(location_id):
             head=before["after_pos"] if before else feed.head(_history()),
         )
     except StoreError as exc:
-        flash(f"Change alert not changed: {exc}.", "warn")
+        flash(t("ca.not_changed", reason=changealerts.said(exc, g.dashboard_lang)), "warn")
         return _back(location_id)
     if sub["webhook_secret"] and (before is None or before["webhook_secret"] != sub["webhook_secret"]):
-        return page("dashboard/change_secret.html", location=row, sub=sub, heading="Change alert saved")
-    flash("Change alert saved.", "ok")
+        return page("dashboard/change_secret.html", location=row, sub=sub, heading=t("ca.saved_heading"))
+    flash(t("ca.saved"), "ok")
     return _back(location_id)
 
 
@@ -122,8 +122,13 @@ def delete_change_alert(sub_id):
     try:
         row = changealerts.remove(get_db(), viewer.account["id"], sub_id)
     except StoreError as exc:
-        return page("dashboard/problem.html", 404, heading="Not possible", text=str(exc))
-    flash("Change alert removed.", "ok")
+        return page(
+            "dashboard/problem.html",
+            404,
+            heading=t("problem.not_possible"),
+            text=changealerts.said(exc, g.dashboard_lang),
+        )
+    flash(t("ca.removed"), "ok")
     return _back(row["location_id"])
 
 
@@ -147,10 +152,7 @@ def revoke_calendar(location_id):
         return stop
     _own_location(get_db(), viewer, location_id)
     done = calendar.revoke(get_db(), viewer.account["id"], location_id)
-    flash(
-        "Calendar URL revoked: it answers 410 Gone from now on." if done else "No calendar URL to revoke.",
-        "ok",
-    )
+    flash(t("cal.revoked") if done else t("cal.nothing"), "ok")
     return _back(location_id, "calendar")
 
 
@@ -175,18 +177,18 @@ def _delivery_action(action, done: str):
     if action(get_db(), viewer.account["id"], key):
         flash(done, "ok")
     else:  # sent, dismissed or retried meanwhile, or not this account's: nothing changes
-        flash("Nothing to do: that failed delivery is no longer listed.", "warn")
+        flash(t("dl.gone"), "warn")
     return redirect(url_for("dashboard.deliveries"))
 
 
 @bp.post("/deliveries/retry")
 def retry_delivery():
-    return _delivery_action(changedelivery.retry, "Retried: it goes out with the next delivery round.")
+    return _delivery_action(changedelivery.retry, t("dl.retried"))
 
 
 @bp.post("/deliveries/dismiss")
 def dismiss_delivery():
-    return _delivery_action(changedelivery.dismiss, "Dismissed: it is not sent.")
+    return _delivery_action(changedelivery.dismiss, t("dl.dismissed"))
 
 
 # -- public resources --------------------------------------------------------------------------------------

@@ -652,6 +652,429 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "Map: 5 × 5 km around the point, north up.",
     ),
     "report.service": ("Urban Conditions Service", "Urban Conditions Service", "Urban Conditions Service"),
+    # change feed of a location (issue 27): _changes.html, changeviews.py, changealerts.py
+    "chg.heading": ("Wat hier veranderde", "Ce qui a changé ici", "What changed here"),
+    "chg.unreadable": (
+        "De wijzigingsfeed kan nu niet gelezen worden; probeer het straks opnieuw.",
+        "Le flux des changements ne peut pas être lu maintenant ; réessayez dans un instant.",
+        "The change feed cannot be read now; try again shortly.",
+    ),
+    "chg.none": (
+        "Geen wijziging geregistreerd sinds deze locatie bewaard werd. Wijzigingen verschijnen na elke "
+        "gegevensverversing.",
+        "Aucun changement enregistré depuis que ce lieu a été enregistré. Les changements apparaissent après "
+        "chaque mise à jour des données.",
+        "No change recorded since this location was saved. Changes appear after each data refresh.",
+    ),
+    "chg.caption": (
+        "De nieuwste {n} gebeurtenissen van de wijzigingsfeed van deze locatie, nieuwste eerst (tijden in "
+        "Brusselse tijd; waarden van de bronnen zoals gepubliceerd).",
+        "Les {n} événements les plus récents du flux des changements de ce lieu, du plus récent au plus ancien "
+        "(heures de Bruxelles ; valeurs des sources telles que publiées).",
+        "The newest {n} events of this location's change feed, newest first (Brussels time; upstream values "
+        "as published).",
+    ),
+    "chg.col.recorded": ("Geregistreerd", "Enregistré", "Recorded"),
+    "chg.col.change": ("Wijziging", "Changement", "Change"),
+    "chg.col.holds": ("Geldt vanaf", "Vaut à partir de", "Holds from"),
+    "chg.col.event": ("Gebeurtenis", "Événement", "Event"),
+    "chg.failed.one": ("{n} mislukte levering", "{n} envoi échoué", "{n} failed delivery"),
+    "chg.failed.many": ("{n} mislukte leveringen", "{n} envois échoués", "{n} failed deliveries"),
+    "chg.failed.tail": (
+        "van uw wijzigingsmeldingen.",
+        "de vos alertes de changement.",
+        "of your change alerts.",
+    ),
+    "chg.work": ("werk {id}", "chantier {id}", "work {id}"),
+    "chg.open": ("open", "ouvert", "open"),
+    "chg.detour": ("omleiding {id}", "déviation {id}", "detour {id}"),
+    "chg.lines": (" (lijnen {lines})", " (lignes {lines})", " (lines {lines})"),
+    "chg.station": (
+        "{label} aan meetstation {station}{reading}",
+        "{label} à la station {station}{reading}",
+        "{label} at station {station}{reading}",
+    ),
+    "ctype.work.appeared": (
+        "Een wegenwerk verschijnt binnen 2 km",
+        "Un chantier apparaît dans un rayon de 2 km",
+        "A road work appears within 2 km",
+    ),
+    "ctype.work.started": ("Een wegenwerk begint", "Un chantier commence", "A road work starts running"),
+    "ctype.work.rescheduled": (
+        "De data van een wegenwerk veranderen",
+        "Les dates d'un chantier changent",
+        "A road work's dates change",
+    ),
+    "ctype.work.description_changed": (
+        "De beschrijving van een wegenwerk verandert",
+        "La description d'un chantier change",
+        "A road work's description changes",
+    ),
+    "ctype.work.ended": ("Een wegenwerk eindigt", "Un chantier se termine", "A road work ends"),
+    "ctype.work.cancelled": (
+        "Een wegenwerk wordt geannuleerd",
+        "Un chantier est annulé",
+        "A road work is cancelled",
+    ),
+    "ctype.work.removed": (
+        "Een wegenwerk staat niet meer in de lijst",
+        "Un chantier n'est plus listé",
+        "A road work is no longer listed",
+    ),
+    "ctype.detour.started": (
+        "Een omleiding van De Lijn begint de locatie te raken",
+        "Une déviation De Lijn commence à toucher le lieu",
+        "A De Lijn detour starts hitting the location",
+    ),
+    "ctype.detour.stopped": (
+        "Een omleiding van De Lijn raakt de locatie niet meer",
+        "Une déviation De Lijn cesse de le toucher",
+        "A De Lijn detour stops hitting it",
+    ),
+    "ctype.station.changed": (
+        "Het dichtstbijzijnde NO2-meetstation verandert",
+        "La station NO2 la plus proche change",
+        "The nearest NO2 station changes",
+    ),
+    "ctype.no2.above_eu": (
+        "NO2 komt boven de EU-grenswaarde (40 µg/m³)",
+        "Le NO2 dépasse la valeur limite de l'UE (40 µg/m³)",
+        "NO2 goes above the EU limit value (40 µg/m³)",
+    ),
+    "ctype.no2.below_eu": (
+        "NO2 zakt weer onder de EU-grenswaarde",
+        "Le NO2 repasse sous la valeur limite de l'UE",
+        "NO2 goes back below the EU limit value",
+    ),
+    "ctype.no2.above_who": (
+        "NO2 komt boven de WHO-richtwaarde (10 µg/m³)",
+        "Le NO2 dépasse la valeur guide de l'OMS (10 µg/m³)",
+        "NO2 goes above the WHO guideline (10 µg/m³)",
+    ),
+    "ctype.no2.below_who": (
+        "NO2 zakt weer onder de WHO-richtwaarde",
+        "Le NO2 repasse sous la valeur guide de l'OMS",
+        "NO2 goes back below the WHO guideline",
+    ),
+    "ctype.source.stale": (
+        "Een gegevensbron veroudert",
+        "Une source de données devient périmée",
+        "A data source goes stale",
+    ),
+    "ctype.source.recovered": (
+        "Een gegevensbron herstelt zich",
+        "Une source de données se rétablit",
+        "A data source recovers",
+    ),
+    "cal.heading": ("Agendafeed", "Flux d'agenda", "Calendar feed"),
+    "cal.hint": (
+        "Geplande en lopende werken binnen 2 km en de omleidingen van De Lijn die deze locatie raken, als "
+        "iCalendar-feed voor Outlook, Google Calendar of Apple Agenda. De URL is geheim: wie hem heeft, kan "
+        "de feed lezen.",
+        "Les chantiers prévus et en cours dans un rayon de 2 km et les déviations De Lijn qui touchent ce lieu, "
+        "en flux iCalendar pour Outlook, Google Agenda ou Apple Calendrier. Son URL est secrète : qui la "
+        "possède peut lire le flux.",
+        "Planned and running works within 2 km and the De Lijn detours that hit this location, as an iCalendar "
+        "feed for Outlook, Google Calendar or Apple Calendar. Its URL is secret: anyone who has it can read "
+        "the feed.",
+    ),
+    "cal.active": (
+        "Er bestaat een agenda-URL (gemaakt {when}; hij werd één keer getoond).",
+        "Une URL d'agenda existe (créée {when} ; elle a été montrée une seule fois).",
+        "A calendar URL exists (made {when}; it was shown once).",
+    ),
+    "cal.revoke": ("De agenda-URL intrekken", "Révoquer l'URL d'agenda", "Revoke the calendar URL"),
+    "cal.renew": (
+        "Nieuwe agenda-URL (trekt de oude in)",
+        "Nouvelle URL d'agenda (révoque l'ancienne)",
+        "New calendar URL (revokes the old one)",
+    ),
+    "cal.make": ("Een agenda-URL maken", "Créer une URL d'agenda", "Make a calendar URL"),
+    "cal.revoked": (
+        "Agenda-URL ingetrokken: hij antwoordt voortaan 410 Gone.",
+        "URL d'agenda révoquée : elle répond désormais 410 Gone.",
+        "Calendar URL revoked: it answers 410 Gone from now on.",
+    ),
+    "cal.nothing": (
+        "Geen agenda-URL om in te trekken.",
+        "Aucune URL d'agenda à révoquer.",
+        "No calendar URL to revoke.",
+    ),
+    "cal.title": ("Agenda-URL", "URL d'agenda", "Calendar URL"),
+    "cal.url_for": ("Agenda-URL voor {name}", "URL d'agenda pour {name}", "Calendar URL for {name}"),
+    "cal.copy": (
+        "Kopieer de URL nu: hij wordt maar één keer getoond (alleen een digest ervan wordt bewaard). Voeg hem "
+        "toe aan uw agendaprogramma als geabonneerde agenda (“Via URL”). Wie hem heeft, kan de feed lezen; "
+        "trek hem in op de kaartpagina.",
+        "Copiez l'URL maintenant : elle n'est montrée qu'une fois (seule une empreinte en est gardée). "
+        "Ajoutez-la à votre agenda comme agenda abonné (« À partir d'une URL »). Qui la possède peut lire le "
+        "flux ; révoquez-la sur la page de la carte.",
+        "Copy the URL now: it is shown only this once (only a digest of it is kept). Add it to your calendar "
+        "program as a subscribed calendar (“From URL”). Anyone who has it can read the feed; revoke it on the "
+        "map page.",
+    ),
+    "ca.heading": ("Wijzigingsmelding", "Alerte de changement", "Change alert"),
+    "ca.sending": (
+        "Verstuurt {n} soorten wijzigingen",
+        "Envoie {n} types de changements",
+        "Sending {n} kinds of change",
+    ),
+    "ca.by_email": ("per e-mail", "par e-mail", "by e-mail"),
+    "ca.and": ("en", "et", "and"),
+    "ca.to": ("naar", "vers", "to"),
+    "ca.digest": ("(dagelijks overzicht)", "(résumé quotidien)", "(daily digest)"),
+    "ca.quiet": (
+        ", stil {start}:00–{end}:00 Brusselse tijd",
+        ", silence {start}:00–{end}:00 heure de Bruxelles",
+        ", quiet {start}:00–{end}:00 Brussels time",
+    ),
+    "ca.remove": (
+        "De wijzigingsmelding verwijderen",
+        "Supprimer l'alerte de changement",
+        "Remove the change alert",
+    ),
+    "ca.legend": ("Stuur mij deze wijzigingen", "M'envoyer ces changements", "Send me these changes"),
+    "ca.email_to": ("Per e-mail naar {email}", "Par e-mail à {email}", "By e-mail to {email}"),
+    "ca.digest_label": (
+        "Als één dagelijks overzicht (07:00 Brusselse tijd, of wanneer de stille uren eindigen)",
+        "En un résumé quotidien (07:00 heure de Bruxelles, ou à la fin des heures de silence)",
+        "As one daily digest (07:00 Brussels time, or when the quiet hours end)",
+    ),
+    "ca.quiet_label": (
+        "Stille uren (Brusselse tijd): geen e-mail",
+        "Heures de silence (heure de Bruxelles) : pas d'e-mail",
+        "Quiet hours (Brussels time): no e-mail",
+    ),
+    "ca.from": ("van", "de", "from"),
+    "ca.until": ("tot", "à", "to"),
+    "ca.webhook": (
+        "Stuur elke wijziging ook met POST naar deze webhook",
+        "Envoyer aussi chaque changement par POST à ce webhook",
+        "Also POST each change to this webhook",
+    ),
+    "ca.webhook_hint": (
+        "(CloudEvents-JSON, ondertekend met HMAC-SHA256;",
+        "(JSON CloudEvents, signé avec HMAC-SHA256 ;",
+        "(CloudEvents JSON, signed with HMAC-SHA256;",
+    ),
+    "ca.schema": ("schema", "schéma", "schema"),
+    "ca.save": (
+        "De wijzigingsmelding bewaren",
+        "Enregistrer l'alerte de changement",
+        "Save the change alert",
+    ),
+    "ca.saved": ("Wijzigingsmelding bewaard.", "Alerte de changement enregistrée.", "Change alert saved."),
+    "ca.saved_heading": (
+        "Wijzigingsmelding bewaard",
+        "Alerte de changement enregistrée",
+        "Change alert saved",
+    ),
+    "ca.removed": (
+        "Wijzigingsmelding verwijderd.",
+        "Alerte de changement supprimée.",
+        "Change alert removed.",
+    ),
+    "ca.not_changed": (
+        "Wijzigingsmelding niet gewijzigd: {reason}.",
+        "Alerte de changement non modifiée : {reason}.",
+        "Change alert not changed: {reason}.",
+    ),
+    "ca.err.start": (
+        "het begin van de stille uren moet een uur van 0 tot 23 zijn",
+        "le début des heures de silence doit être une heure de 0 à 23",
+        "quiet hours' start must be an hour from 0 to 23",
+    ),
+    "ca.err.end": (
+        "het einde van de stille uren moet een uur van 0 tot 23 zijn",
+        "la fin des heures de silence doit être une heure de 0 à 23",
+        "quiet hours' end must be an hour from 0 to 23",
+    ),
+    "ca.err.unknown_type": (
+        "onbekend soort wijziging {kind}",
+        "type de changement inconnu {kind}",
+        "unknown event type {kind}",
+    ),
+    "ca.err.no_type": (
+        "kies minstens één soort wijziging",
+        "choisissez au moins un type de changement",
+        "choose at least one kind of change",
+    ),
+    "ca.err.no_channel": (
+        "kies e-mail, een webhook of beide",
+        "choisissez l'e-mail, un webhook ou les deux",
+        "choose e-mail, a webhook or both",
+    ),
+    "ca.err.quiet": (
+        "stille uren vragen een beginuur en een ander einduur (of geen van beide)",
+        "les heures de silence demandent une heure de début et une autre heure de fin (ou aucune)",
+        "quiet hours need a start and a different end hour (or neither)",
+    ),
+    "ca.err.no_alert": (
+        "geen wijzigingsmelding {id} in dit account",
+        "pas d'alerte de changement {id} dans ce compte",
+        "no change alert {id} in this account",
+    ),
+    "csecret.copy": (
+        "Kopieer het geheim nu: het wordt maar één keer getoond. Elke webhook-POST naar {url} is ermee "
+        "ondertekend ({header}).",
+        "Copiez le secret maintenant : il n'est montré qu'une fois. Chaque POST du webhook vers {url} est "
+        "signé avec lui ({header}).",
+        "Copy the secret now: it is shown only this once. Each webhook POST to {url} is signed with it "
+        "({header}).",
+    ),
+    # failed deliveries
+    "dl.title": ("Mislukte leveringen", "Envois échoués", "Failed deliveries"),
+    "dl.hint": (
+        "Wijzigingsmeldingen waarvan de e-mail of webhook mislukte. Een mislukte levering wordt na 1, 5, 30 en "
+        "60 minuten opnieuw geprobeerd en na de 5e poging opgegeven. “Opnieuw” maakt ze meteen weer aan de "
+        "beurt (met vijf nieuwe pogingen); “Laten vallen” schrapt ze: ze wordt nooit verstuurd.",
+        "Les alertes de changement dont l'e-mail ou le webhook a échoué. Un envoi échoué est retenté après 1, "
+        "5, 30 et 60 minutes et abandonné après la 5e tentative. « Réessayer » le remet en file tout de suite "
+        "(avec cinq nouvelles tentatives) ; « Écarter » le supprime : il n'est jamais envoyé.",
+        "Change alerts whose e-mail or webhook failed. A failed delivery is tried again after 1, 5, 30 and 60 "
+        "minutes and given up after the 5th attempt. “Retry” makes it due again at once (with five new "
+        "attempts); “Dismiss” drops it: it is never sent.",
+    ),
+    "dl.none": ("Geen mislukte levering.", "Aucun envoi échoué.", "No failed delivery."),
+    "dl.col.location": ("Locatie", "Lieu", "Location"),
+    "dl.col.channel": ("Kanaal", "Canal", "Channel"),
+    "dl.col.attempts": ("Pogingen", "Tentatives", "Attempts"),
+    "dl.col.error": ("Laatste fout", "Dernière erreur", "Last error"),
+    "dl.col.state": ("Toestand", "État", "State"),
+    "dl.col.action": ("Actie", "Action", "Action"),
+    "dl.given_up": ("opgegeven {when}", "abandonné {when}", "given up {when}"),
+    "dl.retrying": ("wordt opnieuw geprobeerd", "en cours de nouvel essai", "retrying"),
+    "dl.retry": ("Opnieuw", "Réessayer", "Retry"),
+    "dl.dismiss": ("Laten vallen", "Écarter", "Dismiss"),
+    "dl.aria": (
+        "{label}: {channel} van {event}",
+        "{label} : {channel} de {event}",
+        "{label}: {channel} of {event}",
+    ),
+    "dl.retried": (
+        "Opnieuw geprobeerd: ze gaat mee met de volgende leveringsronde.",
+        "Réessayé : il part avec la prochaine tournée d'envoi.",
+        "Retried: it goes out with the next delivery round.",
+    ),
+    "dl.dismissed": (
+        "Laten vallen: ze wordt niet verstuurd.",
+        "Écarté : il n'est pas envoyé.",
+        "Dismissed: it is not sent.",
+    ),
+    "dl.gone": (
+        "Niets te doen: die mislukte levering staat niet meer in de lijst.",
+        "Rien à faire : cet envoi échoué n'est plus listé.",
+        "Nothing to do: that failed delivery is no longer listed.",
+    ),
+    # evidence dossier form
+    "dos.title": ("Bewijsdossier · {name}", "Dossier de preuves · {name}", "Evidence dossier · {name}"),
+    "dos.heading": ("Bewijsdossier: {name}", "Dossier de preuves : {name}", "Evidence dossier: {name}"),
+    "dos.intro": (
+        "Voor een periode van hele dagen (Brusselse tijd) en een straal: elk wegenwerk met zijn dagen in "
+        "uitvoering en zijn geregistreerde wijzigingen, de omleidingen van De Lijn die de plek raken, de "
+        "uurwaarden van NO2 en hun samenvatting, met de bronnen, licenties en ophaaltijden. Als pdf en als "
+        "bundel (zip van CSV- en GeoJSON-bestanden, met een SHA-256-manifest) die een overheid of verzekeraar "
+        "kan controleren. Uw abonnement ({plan}) reikt {days} dagen terug.",
+        "Pour une période de jours entiers (heure de Bruxelles) et un rayon : chaque chantier avec ses jours "
+        "d'exécution et ses changements enregistrés, les déviations De Lijn qui touchent le lieu, les valeurs "
+        "horaires de NO2 et leur résumé, avec les sources, licences et heures de récupération. En PDF et en "
+        "paquet (zip de fichiers CSV et GeoJSON, avec un manifeste SHA-256) qu'une autorité ou un assureur "
+        "peut vérifier. Votre formule ({plan}) remonte {days} jours en arrière.",
+        "For a period of whole days (Brussels time) and a radius: every road work with its days running and "
+        "its recorded changes, the De Lijn detours that hit the place, the hourly NO2 values and their "
+        "summary, with the sources, licences and retrieval times. As a PDF and as a bundle (zip of CSV and "
+        "GeoJSON files, with a SHA-256 manifest) that an authority or insurer can check. Your plan ({plan}) "
+        "reaches {days} days back.",
+    ),
+    "dos.from": ("Van", "Du", "From"),
+    "dos.from_hint": ("(eerste dag)", "(premier jour)", "(first day)"),
+    "dos.to": ("Tot", "Au", "To"),
+    "dos.to_hint": (
+        "(laatste dag, uiterlijk vandaag)",
+        "(dernier jour, au plus tard aujourd'hui)",
+        "(last day, at the latest today)",
+    ),
+    "dos.radius": ("Straal voor wegenwerken", "Rayon pour les chantiers", "Radius for road works"),
+    "dos.radius_hint": ("(km, 0,05–5)", "(km, 0,05–5)", "(km, 0.05–5)"),
+    "dos.pdf": ("De pdf downloaden", "Télécharger le PDF", "Download the PDF"),
+    "dos.zip": ("De bundel downloaden (zip)", "Télécharger le paquet (zip)", "Download the bundle (zip)"),
+    "dos.back": (
+        "Terug naar de kaart van {name}",
+        "Retour à la carte de {name}",
+        "Back to the map of {name}",
+    ),
+    "dos.plan_heading": ("Pro-abonnement nodig", "Formule Pro requise", "Pro plan needed"),
+    "dos.plan_text": (
+        "Bewijsdossiers horen bij de abonnementen Pro en Enterprise; het uwe is {plan}.",
+        "Les dossiers de preuves font partie des formules Pro et Enterprise ; la vôtre est {plan}.",
+        "Evidence dossiers are part of the Pro and Enterprise plans; yours is {plan}.",
+    ),
+    "dos.err.invalid_window": (
+        "De periode is geen geldige reeks dagen.",
+        "La période n'est pas une suite de jours valable.",
+        "The period is not a valid run of days.",
+    ),
+    "dos.err.window_out_of_range": (
+        "De periode valt buiten wat uw abonnement kan tonen.",
+        "La période sort de ce que votre formule peut montrer.",
+        "The period lies outside what your plan can show.",
+    ),
+    "dos.err.window_too_long": (
+        "De periode is te lang voor één dossier.",
+        "La période est trop longue pour un seul dossier.",
+        "The period is too long for one dossier.",
+    ),
+    "dos.err.invalid_request": (
+        "De straal is geen getal dat het dossier kan gebruiken.",
+        "Le rayon n'est pas un nombre que le dossier peut utiliser.",
+        "The radius is not a number the dossier can use.",
+    ),
+    # the "as of" control
+    "asof.aria": (
+        "Antwoorden op een vroeger moment",
+        "Réponses à un moment passé",
+        "Answers as of a past moment",
+    ),
+    "asof.banner": ("Stand van {when}", "État au {when}", "As of {when}"),
+    "asof.banner_rest": (
+        "de antwoorden zoals de dienst ze toen gaf, uit de gegevenssnapshot van {when}.",
+        "les réponses telles que le service les donnait alors, tirées de l'instantané de données du {when}.",
+        "the answers as the service gave them then, from the data snapshot of {when}.",
+    ),
+    "asof.now": ("Terug naar nu", "Revenir à maintenant", "Back to now"),
+    "asof.label": ("Antwoorden op", "Réponses au", "Answers as of"),
+    "asof.hint": ("(Brusselse tijd)", "(heure de Bruxelles)", "(Brussels time)"),
+    "asof.submit": ("Toon op dat moment", "Afficher à ce moment", "Show as of"),
+    "asof.err.invalid_as_of": (
+        "Dat is geen datum en tijd die de dienst kan lezen.",
+        "Ce n'est pas une date et une heure que le service peut lire.",
+        "That is not a date and time the service can read.",
+    ),
+    "asof.err.as_of_in_future": (
+        "Dat moment moet nog komen: kies een datum en tijd in het verleden.",
+        "Ce moment est encore à venir : choisissez une date et une heure passées.",
+        "That moment is still to come: pick a date and time in the past.",
+    ),
+    "asof.err.as_of_out_of_window": (
+        "De geschiedenis reikt niet zo ver terug: kies een later moment.",
+        "L'historique ne remonte pas si loin : choisissez un moment plus récent.",
+        "The history does not reach back that far: pick a later moment.",
+    ),
+    "asof.err.plan_required": (
+        "Antwoorden op een vroeger moment horen bij het Enterprise-abonnement.",
+        "Les réponses à un moment passé font partie de la formule Enterprise.",
+        "Answers at a past moment are part of the Enterprise plan.",
+    ),
+    "asof.err.history_unavailable": (
+        "De geschiedenis kan nu niet gelezen worden: probeer het zo meteen opnieuw.",
+        "L'historique ne peut pas être lu maintenant : réessayez dans un instant.",
+        "The history cannot be read right now: try again in a moment.",
+    ),
+    "asof.err.other": (
+        "Het antwoord op dat moment kan niet gegeven worden.",
+        "La réponse à ce moment ne peut pas être donnée.",
+        "The answer at that moment cannot be given.",
+    ),
 }
 
 

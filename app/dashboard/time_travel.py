@@ -21,17 +21,14 @@ from app.web.clock import wall_now
 from app.web.errors import ApiError
 from app.web.redact import echo
 
+from . import i18n
+
 LOCAL = ZoneInfo("Europe/Brussels")
 LOCAL_NAME = "Europe/Brussels"
 WALL_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?")
-#: what the page says for each refusal of the API's asOf (the API's own message is shown beside it)
-FRIENDLY = {
-    "invalid_as_of": "That is not a date and time the service can read.",
-    "as_of_in_future": "That moment is still to come: pick a date and time in the past.",
-    "as_of_out_of_window": "The history does not reach back that far: pick a later moment.",
-    "plan_required": "Answers at a past moment are part of the Enterprise plan.",
-    "history_unavailable": "The history cannot be read right now: try again in a moment.",
-}
+#: what the page says for each refusal of the API's asOf (the API's own message is shown beside it): the
+#: catalogue's ``asof.err.<code>``, ``asof.err.other`` for any other code
+FRIENDLY = ("invalid_as_of", "as_of_in_future", "as_of_out_of_window", "plan_required", "history_unavailable")
 
 
 def offered(viewer) -> bool:
@@ -39,11 +36,19 @@ def offered(viewer) -> bool:
     return viewer is not None and viewer.account["plan"] in PLANS
 
 
-def local_time(moment: datetime) -> str:
-    """``Tuesday 10 November 2026, 08:30 CET (Europe/Brussels)``: seconds only when there are some."""
+def local_time(moment: datetime, lang: str = "en") -> str:
+    """An instant for people in ``lang``: the date with its year (the history reaches a year back), Brussels
+    wall-clock time (seconds only when there are some) and the zone's name, as :mod:`app.dashboard.i18n` writes
+    them.
+
+    Examples
+    --------
+    >>> local_time(datetime(2026, 11, 10, 7, 30, tzinfo=UTC)), local_time(datetime(2026, 7, 1, 10, 0, 5, tzinfo=UTC), "fr")
+    ('10 Nov 2026 08:30 CET', '1 juil. 2026 12:00:05 CEST')
+    """
     here = moment.astimezone(LOCAL)
     clock = "%H:%M:%S" if here.second or here.microsecond else "%H:%M"
-    return f"{here:%A} {here.day} {here:%B %Y}, {here.strftime(clock)} {here.tzname()} ({LOCAL_NAME})"
+    return f"{i18n.local_date(here.date().isoformat(), lang)} {here.strftime(clock)} {here.tzname()}"
 
 
 def wall_value(moment: datetime) -> str:
@@ -116,21 +121,22 @@ def control(viewer) -> Control:
     return found
 
 
-def answer(found: Control, raw: str, plan: str) -> Control:
-    """``found`` with the answer at ``raw`` (its engine pinned for the request), or the friendly refusal:
-    the API's errors are caught and said, never raised."""
+def answer(found: Control, raw: str, plan: str, lang: str = "en") -> Control:
+    """``found`` with the answer at ``raw`` (its engine pinned for the request), or the friendly refusal
+    (in ``lang``): the API's errors are caught and said, never raised."""
     try:
         found.answer = pin(raw, plan)
     except ApiError as exc:
-        return refused(found, exc)
-    found.banner = local_time(found.answer.instant)
-    found.snapshot_time = local_time(found.answer.publish.as_of)
+        return refused(found, exc, lang)
+    found.banner = local_time(found.answer.instant, lang)
+    found.snapshot_time = local_time(found.answer.publish.as_of, lang)
     found.value = wall_value(found.answer.instant)
     return found
 
 
-def refused(found: Control, exc: ApiError) -> Control:
-    """``found`` carrying the friendly refusal of ``exc`` (and its status for the page)."""
-    found.error = FRIENDLY.get(exc.code, "The answer at that moment cannot be given.")
+def refused(found: Control, exc: ApiError, lang: str = "en") -> Control:
+    """``found`` carrying the friendly refusal of ``exc`` in ``lang`` (and its status for the page); the API's
+    message and code stay as the API gives them (a technical detail)."""
+    found.error = i18n.Labels(lang)(f"asof.err.{exc.code}" if exc.code in FRIENDLY else "asof.err.other")
     found.detail, found.code, found.status = exc.message, exc.code, exc.status
     return found

@@ -339,11 +339,11 @@ def _as_of(viewer, engine):
     try:
         raw = time_travel.requested(request.args)
     except ApiError as exc:
-        return time_travel.refused(travel, exc), engine, None
+        return time_travel.refused(travel, exc, g.dashboard_lang), engine, None
     count_point_view(viewer)
     if raw is None:
         return travel, engine, data_now(engine)
-    travel = time_travel.answer(travel, raw, viewer.account["plan"])
+    travel = time_travel.answer(travel, raw, viewer.account["plan"], g.dashboard_lang)
     return (travel, travel.answer.engine, travel.answer.now) if travel.active else (travel, engine, None)
 
 
@@ -533,9 +533,9 @@ def _dossier_viewer(location_id):
             page(
                 "dashboard/problem.html",
                 403,
-                heading="Pro plan needed",
+                heading=t("dos.plan_heading"),
                 code="plan_required",
-                text=f"Evidence dossiers are part of the Pro and Enterprise plans; yours is {viewer.plan.label}.",
+                text=t("dos.plan_text", plan=viewer.plan.label),
             ),
         )
     return viewer, as_json(_own_location(get_db(), viewer, location_id)), None
