@@ -167,3 +167,45 @@ def test_brussels_wall_times_convert_with_the_zone():
     assert iso(from_wall_time("2026-10-25T02:30")) == "2026-10-25T00:30:00.000Z"  # twice: the first (CEST)
     assert local_time(from_wall_time("2026-07-01T12:00")) == "1 Jul 2026 12:00 CEST"
     assert local_time(from_wall_time("2026-12-01T12:00:30"), "nl") == "1 dec 2026 12:00:30 CET"
+
+
+def test_the_control_speaks_the_chosen_language(user, engine, demo_history):
+    """Issue 30 item 6: French chosen, the banner, the form and a refusal say nothing of ours in English;
+    times are i18n's (French months, the zone's name); the API's own message stays as the detail."""
+    _url, publishes = demo_history
+    _account, _key, client = user("enterprise")
+    assert client.get("/dashboard/language/fr?next=/dashboard/").status_code == 302
+    instant = publishes[1].as_of + timedelta(minutes=1)
+    text = html.unescape(
+        client.get(f"/dashboard/map?lat={POINT[0]}&lng={POINT[1]}&asOf={iso(instant)}").data.decode()
+    )
+    months = (
+        "janv.",
+        "févr.",
+        "mars",
+        "avr.",
+        "mai",
+        "juin",
+        "juil.",
+        "août",
+        "sept.",
+        "oct.",
+        "nov.",
+        "déc.",
+    )
+    here = instant + timedelta(hours=1)  # CET in November
+    assert f"État au {here.day} {months[here.month - 1]} {here.year} {here:%H:%M} CET" in text
+    assert "tirées de l'instantané de données du" in text and "Revenir à maintenant" in text
+    assert "Réponses au" in text and "Afficher à ce moment" in text and "(heure de Bruxelles)" in text
+    for english in (
+        "As of ",
+        "the answers as the service gave them",
+        "Back to now",
+        "Show as of",
+        "(Brussels time)",
+    ):
+        assert english not in text, english
+    late = client.get(f"/dashboard/map?lat={POINT[0]}&lng={POINT[1]}&asOf=2026-11-20T08:00:00Z")
+    said = html.unescape(late.data.decode())
+    assert late.status_code == 422 and "Ce moment est encore à venir" in said and "(as_of_in_future)" in said
+    assert "That moment is still to come" not in said
