@@ -50,7 +50,7 @@ def test_enterprise_account_looks_at_the_map_as_of_a_past_moment(  # noqa: F811
     wait_ready(browser)
     banner = browser.find_element(By.CSS_SELECTOR, "[data-testid=as-of-banner]").text
     clock = (instant + timedelta(hours=1)).strftime("%H:%M")
-    assert f"As of {instant:%A} {instant.day} {instant:%B %Y}, {clock} CET (Europe/Brussels)" in banner
+    assert f"As of {instant.day} {instant:%b %Y} {clock} CET" in banner  # i18n's time for people
     api = {
         name: requests.get(
             f"{base}/api/v1/{name}?lat={POINT[0]}&lng={POINT[1]}&asOf={iso(instant)}",
