@@ -236,7 +236,14 @@ def test_a_cursor_reads_the_same_history_while_snapshots_are_recorded(store_url,
     wall.now += timedelta(hours=5)  # to (now) moves on, the cursor keeps the first page's window
     rest = all_pages(app, key, "/history/works", **params, limit=3, cursor=first["next"])
     assert first["works"] + [w for p in rest for w in p.get_json()["works"]] == whole["works"]
-    assert get(app, key, "/history/works", **params, limit=1000).get_json()["works"] != whole["works"]
+    # without a cursor the window is today's: from lies past the kept 365 days now, and a later from sees
+    # the snapshots recorded since
+    late = get(app, key, "/history/works", **params, limit=1000)
+    assert (late.status_code, late.get_json()["error"]) == (422, "window_out_of_range")
+    fresh = get(
+        app, key, "/history/works", **{**params, "from": iso(wall.now - timedelta(days=364))}, limit=1000
+    )
+    assert fresh.get_json()["works"] != whole["works"]
     store.close()
 
 
