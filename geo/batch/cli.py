@@ -634,15 +634,17 @@ def main(input_path, output, lat, lng, data, now, as_of, history, chunk_size, wo
     from ..errors import SnapshotError
     from .workers import keep_heap_if_pinned, map_large_blocks
 
-    problem = missing_snapshot(data, click.get_current_context().get_parameter_source("data").name)
-    if problem:
+    if history and as_of is None:
+        raise click.UsageError("--history is read only with --as-of")
+    problem = as_of is None and missing_snapshot(
+        data, click.get_current_context().get_parameter_source("data").name
+    )
+    if problem:  # with --as-of the snapshot is rebuilt from the history store
         raise click.ClickException(problem)
 
     keep_heap_if_pinned()  # e.g. run from a notebook that started a Dask LocalCluster
     if not dask:
         map_large_blocks()  # this process reads and writes (and scores, without workers)
-    if history and as_of is None:
-        raise click.UsageError("--history is read only with --as-of")
     if progress is None:
         progress = sys.stderr.isatty()
     try:
