@@ -45,6 +45,9 @@ def _limit() -> int:
 
 def _answer(scope: str, location_ids: list[str]):
     negotiate("changes")
+    unknown = sorted(set(request.args) - {"since", "limit"})
+    if unknown:  # a misspelt parameter (``sinse``) would otherwise replay the whole feed
+        raise InvalidRequest(f"unknown query parameter {unknown[0]!r}: the feed takes since and limit")
     limit = _limit()
     since = request.args.get("since")
     try:

@@ -183,7 +183,16 @@ def test_fresh_venv_urban_mcp_session(client_venv, api_server, account, tmp_path
                 return tools, result, error
 
     tools, result, error = asyncio.run(asyncio.wait_for(main(), 120))
-    assert {t.name for t in tools} == {"list_locations", "get_disruptions", "get_air_quality", "get_briefing"}
+    assert {t.name for t in tools} == {
+        "list_locations",
+        "get_disruptions",
+        "get_air_quality",
+        "get_briefing",
+        "get_changes",
+        "get_no2_history",
+        "get_works_history",
+        "get_detours_history",
+    }
     rest = api_server.get("air-quality", account.key, lat="51.2194", lng="4.4025")
     assert not result.is_error and result.content[0].text.encode() == rest.content
     assert error.is_error and json.loads(error.content[0].text)["error"] == "outside_service_area"

@@ -222,6 +222,10 @@ def test_bad_cursors_get_their_documented_errors(api, derived):
     for limit in ("0", "501", "x", "-1"):
         r = client.get(f"/api/v1/locations/{a}/changes", query_string={"limit": limit}, headers=bearer(key))
         assert (r.status_code, r.get_json()["error"]) == (400, "invalid_request")
+    for unknown in ({"sinse": cursor}, {"": "0.0"}, {"since": cursor, "lat": "51.2"}):
+        for path in (f"/api/v1/locations/{a}/changes", "/api/v1/changes"):
+            r = client.get(path, query_string=unknown, headers=bearer(key))
+            assert (r.status_code, r.get_json()["error"]) == (400, "invalid_request"), (path, unknown)
     # the events before it pruned with the history: the old cursor has expired
     first = client.get(f"/api/v1/locations/{a}/changes", query_string={"limit": 1}, headers=bearer(key))
     early = first.get_json()["nextCursor"]
