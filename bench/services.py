@@ -105,6 +105,14 @@ class Postgres(_Service):
             os.chown(self.dir, self._user.pw_uid, self._user.pw_gid)
         os.chmod(self.dir, 0o700)
 
+    @classmethod
+    def attach(cls, port: int, directory: Path) -> "Postgres":
+        """A handle on a server another process started and will stop (``stop()`` leaves it running)."""
+        server = cls.__new__(cls)
+        server.durable, server.port, server.dir, server._user = False, port, directory, None
+        server.data, server.log = directory / "data", directory / "postgres.log"
+        return server
+
     def _demote(self):
         if self._user is not None:
             os.setgid(self._user.pw_gid)
@@ -201,6 +209,8 @@ class Postgres(_Service):
         return url
 
     def stop(self) -> None:
+        if self.proc is None:  # attached: its owner stops it
+            return
         _stop(self.proc, signal.SIGINT)  # "fast" shutdown
         shutil.rmtree(self.dir, ignore_errors=True)
 

@@ -4,13 +4,22 @@
   ``URBAN_REFERENCE_DIR``); the session fails with a clear message when they are missing.
 - ``snapshot_dir``: the demo snapshot, built once per session into a temporary directory.
 - ``engine``: ``geo.load(snapshot_dir)`` (the engine with its prepared rule data, as the API loads it).
+- ``build_once``: builds a read-only artefact once per run, shared by every xdist worker (the snapshot,
+  the simulated year, its stores); ``postgres_server`` is one server per run, likewise.
 
 Also the Hypothesis profile of every test: no wall-clock deadline per example.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import shutil
+import signal
+import tempfile
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,6 +31,50 @@ REPO = Path(__file__).resolve().parents[1]
 # fails correct code on a loaded CI machine — e.g. 605 ms for a 0.3 ms example). Timing lives in bench/.
 settings.register_profile("urban", deadline=None)
 settings.load_profile("urban")
+
+# --- artefacts and servers shared by the xdist workers of one run ----------------------------------------------
+# The controller makes one directory before it starts the workers (they inherit the environment); the first
+# worker that needs an artefact builds it under a lock, the others wait and reuse it; the controller stops the
+# shared servers and removes the directory when the run ends.
+SHARED_ENV = "URBAN_TEST_SHARED_DIR"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and SHARED_ENV not in os.environ:
+        config._urban_shared_owner = True  # noqa: SLF001 - our own attribute on the config
+        os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="urban-tests-")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_urban_shared_owner", False):
+        shared = Path(os.environ.pop(SHARED_ENV))
+        _stop_shared_postgres(shared)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+@contextmanager
+def _locked(name: str):
+    with open(Path(os.environ[SHARED_ENV]) / f"{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture(scope="session")
+def build_once():
+    """``build_once(name, build) -> Path``: ``build(path)`` runs once per run for all workers, and only
+    when ``path`` is not complete yet; the artefact must be treated as read-only."""
+
+    def once(name: str, build) -> Path:
+        path = Path(os.environ[SHARED_ENV]) / name
+        with _locked(name):
+            if not (path / ".complete").exists():
+                shutil.rmtree(path, ignore_errors=True)
+                path.mkdir()
+                build(path)
+                (path / ".complete").touch()
+        return path
+
+    return once
 
 
 @pytest.fixture(scope="session")
@@ -45,13 +98,14 @@ def reference_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def snapshot_dir(reference_dir, tmp_path_factory) -> Path:
+def snapshot_dir(reference_dir, build_once) -> Path:
     from geo.data.publish import build_snapshot
     from geo.data.snapshot import DEMO_AS_OF, DEFAULT_SEED
 
-    out = tmp_path_factory.mktemp("snapshot") / "snapshot"
-    build_snapshot(out, reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
-    return out
+    def build(root: Path) -> None:
+        build_snapshot(root / "snapshot", reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
+
+    return build_once("snapshot", build) / "snapshot"
 
 
 @pytest.fixture(scope="session")
@@ -66,11 +120,46 @@ def engine(snapshot_dir):
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """Debian's PostgreSQL, initdb'd into a temp dir, on 127.0.0.1 and a free port (fsync off)."""
+    """Debian's PostgreSQL, initdb'd into a temp dir, on 127.0.0.1 and a free port (fsync off): one server
+    per run, started by the first worker that needs it and stopped by the controller at the end (tests share
+    it through their own schemas and databases)."""
     from bench.services import Postgres
 
-    with Postgres() as server:
-        yield server
+    state = Path(os.environ[SHARED_ENV]) / "postgres.json"
+    with _locked("postgres"):
+        if state.exists():
+            known = json.loads(state.read_text())
+            server = Postgres.attach(known["port"], Path(known["dir"]))
+        else:
+            server = Postgres().start()
+            state.write_text(
+                json.dumps({"port": server.port, "dir": str(server.dir), "pid": server.proc.pid})
+            )
+    yield server
+
+
+def _stop_shared_postgres(shared: Path) -> None:
+    state = shared / "postgres.json"
+    if not state.exists():
+        return
+    known = json.loads(state.read_text())
+    pid = known["pid"]
+    try:
+        os.kill(pid, signal.SIGINT)  # "fast" shutdown
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:  # our own child (a run without workers)
+                    break
+            except ChildProcessError:
+                pass  # a worker's child, reaped by init once it ends
+            os.kill(pid, 0)
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    shutil.rmtree(known["dir"], ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Fixtures of the history tests: a simulated history written once per session, a store per backend."""
+"""Fixtures of the history tests: a simulated history written once per run, a store per backend."""
 
 from __future__ import annotations
 
@@ -19,15 +19,16 @@ def year(reference_dir):
 
 
 @pytest.fixture(scope="session")
-def year_dirs(year, tmp_path_factory):
-    """``[(instant, snapshot directory)]`` of every refresh of the simulated year, written once."""
-    root = tmp_path_factory.mktemp("year")
-    out = []
-    for k, instant in enumerate(year.instants()):
-        path = root / f"{k:03d}"
-        year.write_at(instant, path)
-        out.append((instant, path))
-    return out
+def year_dirs(year, build_once):
+    """``[(instant, snapshot directory)]`` of every refresh of the simulated year, written once per run."""
+    instants = list(year.instants())
+
+    def write(root):
+        for k, instant in enumerate(instants):
+            year.write_at(instant, root / f"{k:03d}")
+
+    root = build_once("year", write)
+    return [(instant, root / f"{k:03d}") for k, instant in enumerate(instants)]
 
 
 def pg_schema_url(postgres_server) -> str:
@@ -47,15 +48,28 @@ def store_url(request, tmp_path) -> str:
     return pg_schema_url(request.getfixturevalue("postgres_server"))
 
 
+def _year_store(build_once, year_dirs, backend: str, postgres_server=None) -> str:
+    """The URL of a store of ``backend`` holding the whole simulated year, recorded once per run."""
+
+    def record(root):
+        url = str(root / "history.sqlite") if backend == "sqlite" else pg_schema_url(postgres_server)
+        store = open_store(url)
+        for _instant, path in year_dirs:
+            assert store.record_dir(path).new
+        store.close()
+        (root / "url").write_text(url)
+
+    return (build_once(f"year-{backend}", record) / "url").read_text()
+
+
+@pytest.fixture(scope="session")
+def year_sqlite(year_dirs, build_once) -> str:
+    """The SQLite store of the simulated year (read-only: copy it to write)."""
+    return _year_store(build_once, year_dirs, "sqlite")
+
+
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
-def year_store_url(request, year_dirs, tmp_path_factory) -> str:
-    """A store of each backend holding the whole simulated year (recorded once per session)."""
-    if request.param == "sqlite":
-        url = str(tmp_path_factory.mktemp("history") / "history.sqlite")
-    else:
-        url = pg_schema_url(request.getfixturevalue("postgres_server"))
-    store = open_store(url)
-    for _instant, path in year_dirs:
-        assert store.record_dir(path).new
-    store.close()
-    return url
+def year_store_url(request, year_dirs, build_once) -> str:
+    """A store of each backend holding the whole simulated year (read-only)."""
+    server = request.getfixturevalue("postgres_server") if request.param == "postgresql" else None
+    return _year_store(build_once, year_dirs, request.param, server)

@@ -48,18 +48,6 @@ def _dump(url: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def year_sqlite(year_dirs, tmp_path_factory) -> str:
-    """A SQLite store holding the simulated year (the feed reads the store; the backends are tested by
-    the store tests)."""
-    url = str(tmp_path_factory.mktemp("year-sqlite") / "history.sqlite")
-    store = open_store(url)
-    for _instant, path in year_dirs:
-        assert store.record_dir(path).new
-    store.close()
-    return url
-
-
-@pytest.fixture(scope="module")
 def derived(year_sqlite, places, tmp_path_factory):
     """A copy of the simulated year's store with every publish derived for ``places``."""
     url = _copy(year_sqlite, tmp_path_factory.mktemp("feed"), "a.sqlite")
