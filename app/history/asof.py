@@ -203,8 +203,11 @@ def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: 
         from geo.service.loaded import rebuild
 
         donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
-        layers, manifest = history.snapshot(publish.seq, held_layers(donors), in_memory=in_memory)
-        engine = rebuild(layers, manifest, donors)
+        sources: dict = {}
+        layers, manifest = history.snapshot(
+            publish.seq, held_layers(donors), in_memory=in_memory, sources=sources
+        )
+        engine = rebuild(layers, manifest, donors, sources)
         _engines[key] = engine
         while len(_engines) > ENGINES_KEPT:
             _engines.popitem(last=False)

@@ -89,10 +89,13 @@ class RowTable:
     the row of each content hash."""
 
     def __init__(self, schema: bytes):
+        from geo.data.rows import RowSource
+
         self.schema = schema
         self.position: dict[bytes, int] = {}
         self.chunks: list[pa.Table] = []
         self.geometries: list = []
+        self.source = RowSource()  # the same rows as frames: what geo derives row by row, derived once
         self.size = 0
         self._table = None
         self._geometry = None
@@ -106,7 +109,7 @@ class RowTable:
         frame = layer_from_table(chunk)
         if frame is None:
             raise ValueError("a layer the GeoParquet fast path does not cover")
-        start = sum(len(c) for c in self.chunks)
+        start = self.source.append(frame)
         self.position.update((h, start + i) for i, h in enumerate(hashes))
         self.chunks.append(chunk)
         self.geometries.append(frame.geometry.values)
@@ -114,7 +117,8 @@ class RowTable:
         self._table = self._geometry = None
 
     def frame(self, hashes: np.ndarray):
-        """The GeoDataFrame of the rows ``hashes`` (all held), in that order."""
+        """The GeoDataFrame of the rows ``hashes`` (all held), in that order, and their positions in
+        :attr:`source`."""
         from geo.data.snapshot import layer_from_table
 
         if self._table is None:
@@ -123,13 +127,15 @@ class RowTable:
             self.chunks, self.geometries = [self._table], [self._geometry]
         position = self.position
         rows = np.fromiter((position[h] for h in hashes.tolist()), dtype=np.int64, count=len(hashes))
-        return layer_from_table(self._table.take(pa.array(rows)), geometry=self._geometry.take(rows))
+        frame = layer_from_table(self._table.take(pa.array(rows)), geometry=self._geometry.take(rows))
+        return frame, rows
 
 
 def layer_frame(history, seq: int, layer: str, info: dict, records: int):
-    """The frame of ``layer`` as publish ``seq`` carried it (``info``: its schema and order hashes from
-    the publish's manifest; ``records``: its row count there), or None when the versions held disagree with
-    the manifest (the caller then reads the layer from the store)."""
+    """``(frame, (source, positions))``: the frame of ``layer`` as publish ``seq`` carried it (``info``: its
+    schema and order hashes from the publish's manifest; ``records``: its row count there) and where its rows
+    lie in a :class:`geo.data.rows.RowSource` (``Engine.from_layers(rows=…)``); None when the versions held
+    disagree with the manifest (the caller then reads the layer from the store)."""
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)
@@ -150,7 +156,8 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int):
             missing = list(dict.fromkeys(hashes.tolist()))
         if missing:
             table.add(missing, history._blobs)
-        return table.frame(hashes)
+        frame, positions = table.frame(hashes)
+        return frame, (table.source, positions)
 
 
 def clear() -> None:
