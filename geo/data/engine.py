@@ -223,8 +223,10 @@ class Engine:
             if name in skip:  # shared with an engine that checked it
                 continue
             found = self._rows.get(name)
-            if found is not None and found[0].derived(f"checked.{name}", _passes(name)).all():
-                continue  # every row of its source passes these checks
+            if found is not None:
+                if found[0].derived(f"checked.{name}", _passes(name)).all():
+                    continue  # every row of its source passes these checks
+                del self._rows[name]  # some does not: this layer is derived and checked on its own
             _check_layer(name, getattr(self, name), *self.layer_points(name))
 
     #: the indexes built from each layer (one layer each): shared with an engine that has the same frame
