@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +29,7 @@ import pyarrow as pa
 from . import rows as rowcodec
 
 #: decoded rows held per process, in bytes (Arrow buffers plus an estimate of the parsed geometries)
-TABLE_LIMIT = 192 << 20
+TABLE_LIMIT = 128 << 20
 #: per parsed geometry, besides its WKB: the Shapely object and its GEOS copy
 GEOMETRY_BYTES = 200
 #: versions of one layer above which the layer is read per publish from the store instead
@@ -97,8 +98,8 @@ class RowTable:
         self.geometries: list = []
         self.source = RowSource()  # the same rows as frames: what geo derives row by row, derived once
         self.size = 0
-        self._table = None
-        self._geometry = None
+        self._table: pa.Table | None = None
+        self._geometry: Any = None
 
     def add(self, hashes: list[bytes], fetch) -> None:
         """Decode the row contents ``hashes`` (not held yet) from ``fetch(hex hashes) -> {hex: JSON}``."""
@@ -119,11 +120,16 @@ class RowTable:
     def frame(self, hashes: np.ndarray):
         """The GeoDataFrame of the rows ``hashes`` (all held), in that order, and their positions in
         :attr:`source`."""
+        from geopandas.array import from_shapely
+
         from geo.data.snapshot import layer_from_table
 
         if self._table is None:
             self._table = pa.concat_tables(self.chunks).combine_chunks()
-            self._geometry = type(self.geometries[0])._concat_same_type(self.geometries)
+            self._geometry = from_shapely(
+                np.concatenate([np.asarray(g, dtype=object) for g in self.geometries]),
+                crs=self.geometries[0].crs,
+            )
             self.chunks, self.geometries = [self._table], [self._geometry]
         position = self.position
         rows = np.fromiter((position[h] for h in hashes.tolist()), dtype=np.int64, count=len(hashes))

@@ -514,7 +514,8 @@ def _passes(name: str):
 def _extents(frame) -> Extents:
     """The works' extents as :meth:`Engine.works_near` measures them (row-wise)."""
     geoms = np.asarray(frame.geometry.values, dtype=object)
-    return Extents(*point_coords(frame), geoms if len(geoms) else None)
+    lat, lng = point_coords(frame)
+    return Extents(lat, lng, geoms if len(geoms) else None)
 
 
 def _read_only_points(frame):
