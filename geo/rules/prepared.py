@@ -319,16 +319,22 @@ def _shown(detail: dict) -> dict:
     return out
 
 
+def _no2_rows(rows) -> tuple:
+    """Row-wise parts of the NO2 hours: measured or not, station id (text), hour (ms, known), value."""
+    measured = np.array([str(k).strip().lower() == "measured" for k in _col(rows, "kind", "")], dtype=bool)
+    sids = np.array([str(s) for s in _col(rows, "station_id", "")], dtype=object)
+    t_ms, has_t = column_ms(_times(rows, "timestamp"))
+    values = np.asarray(rows["value"], dtype=np.float64) if "value" in rows.columns else np.zeros(len(rows))
+    return measured, sids, t_ms, has_t, values
+
+
 def _air(engine) -> Air:
     stations = engine.stations
     station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
     row_of = {sid: i for i, sid in enumerate(station_ids)}
-    rows = engine.no2
-    kind = np.array([str(k).strip().lower() for k in _col(rows, "kind", "")], dtype=object)
-    srow = np.array([row_of.get(str(s), -1) for s in _col(rows, "station_id", "")], dtype=np.int64)
-    t_ms, has_t = column_ms(_times(rows, "timestamp"))
-    values = np.asarray(rows["value"], dtype=np.float64) if "value" in rows.columns else np.zeros(len(rows))
-    keep = (kind == "measured") & (srow >= 0) & has_t
+    measured, sids, t_ms, has_t, values = engine.per_row("no2", "prepared.air", _no2_rows)
+    srow = np.array([row_of.get(s, -1) for s in sids.tolist()], dtype=np.int64)
+    keep = measured & (srow >= 0) & has_t
     srow, t_ms, values = srow[keep], t_ms[keep], values[keep]
     order = np.lexsort((t_ms, srow))
     srow, t_ms, values = srow[order], t_ms[order], values[order]
