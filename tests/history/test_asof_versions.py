@@ -39,6 +39,7 @@ def _same(store, seq: int) -> dict:
     return sources
 
 
+@pytest.mark.slow
 def test_every_publish_of_the_year_is_the_same_from_memory(year_store_url, year_dirs):
     store = open_store(year_store_url)
     publishes = store.publishes()
@@ -49,21 +50,22 @@ def test_every_publish_of_the_year_is_the_same_from_memory(year_store_url, year_
     store.close()
 
 
+@pytest.mark.slow
 def test_versions_stay_complete_while_publishes_are_recorded(store_url, year_dirs):
     """A version still open when the process read the versions is closed by a later publish: the mask at
     that publish must not carry it (only versions open at the newest known publish are read again)."""
     store = open_store(store_url)
-    for _instant, path in year_dirs[:3]:
+    for _instant, path in year_dirs[:2]:
         store.record_dir(path)
-    for seq in (1, 2, 3):
+    for seq in (1, 2):
         _same(store, seq)
     held = versions._versions[(store.identity, "works")]
-    assert held.known == 3
-    for _instant, path in year_dirs[3:6]:
+    assert held.known == 2
+    for _instant, path in year_dirs[2:4]:
         store.record_dir(path)
-    for seq in (5, 4, 6, 2):
+    for seq in (3, 2, 4):
         _same(store, seq)
-    assert held.known == 6
+    assert held.known == 4
     store.close()
 
 
@@ -78,12 +80,13 @@ def test_a_rebuilt_engine_takes_the_changed_layers_from_the_versions(year_store_
     store.close()
 
 
+@pytest.mark.slow
 def test_the_decoded_rows_stay_within_their_limit(year_store_url, monkeypatch):
     """A table over the limit takes no more rows: one that needs new rows starts again with one publish's."""
     store = open_store(year_store_url)
     monkeypatch.setattr(versions, "TABLE_LIMIT", 256 << 10)
     restarted = 0
-    for publish in store.publishes():
+    for publish in store.publishes()[:6]:
         before = {key: (table, table.size) for key, table in versions._tables.items()}
         _same(store, publish.seq)
         records = store.manifest(publish.seq)["layers"]
