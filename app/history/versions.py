@@ -57,7 +57,7 @@ class LayerVersions:
         """Make the versions complete up to publish ``seq`` (reads only those open at ``known``)."""
         if seq <= self.known:
             return
-        (newest,) = history.execute("SELECT MAX(seq) FROM history_publish").fetchone()
+        _first, newest = history.first_last()  # before the versions: they are complete up to it
         found = history.versions_since(self.layer, self.known)
         kept = self.rec_to <= self.known
         keys = np.array([k.encode() for k, _h, _f, _t in found]) if found else np.empty(0, dtype="S1")
@@ -70,7 +70,7 @@ class LayerVersions:
         self.rec_to = np.concatenate(
             [self.rec_to[kept], np.array([t for _k, _h, _f, t in found], dtype=np.int64)]
         )
-        self.known = int(newest or 0)
+        self.known = newest.seq if newest is not None else 0
 
     def at(self, seq: int, order: list[str] | None) -> np.ndarray:
         """Content hashes of the layer as publish ``seq`` carried it, in its order (the recorded one, else

@@ -9,7 +9,7 @@ import pytest
 from pandas.testing import assert_frame_equal
 
 from app.history import asof, versions
-from app.history.store import open_store
+from app.history.store import Publish, open_store
 from geo.data.snapshot import layer_bytes, read_snapshot, snapshot_id
 
 pytestmark = pytest.mark.timeout(1800)
@@ -122,12 +122,8 @@ def test_a_hash_ending_in_a_zero_byte_keeps_its_32_bytes():
     class History:
         identity = "fake"
 
-        def execute(self, _sql, _params=()):
-            class Row:
-                def fetchone(self):
-                    return (1,)
-
-            return Row()
+        def first_last(self):
+            return None, Publish(1, "x", 0)
 
         def versions_since(self, _layer, _after):
             return [("b", "ab" * 31 + "00", 1, 2**62), ("a", "00" * 32, 1, 2**62)]
