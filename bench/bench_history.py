@@ -47,12 +47,16 @@ def _record_all(store, dirs) -> tuple[list[float], list[float]]:
 def _as_of(store, dirs, n) -> dict[str, list[float]]:
     """Seconds of ``n`` random instants' ``/briefing`` (as the app: the publish, its engine, the answer):
     ``cold`` (that publish's engine not kept; the worker has answered the instants before, so it shares
-    layers with the live engine and the engines it kept), ``warm`` (kept), ``fresh`` (a fresh worker's
-    first ``asOf``: only the live engine in memory), ``old`` (the whole engine rebuilt from the store, as
-    before layers were shared; fewer instants) and ``live`` (the served engine at the same clocks)."""
+    layers with the live engine and the engines it kept, and holds the versions it read: the changed layers
+    are masks over them), ``cold_cpu`` (its CPU seconds), ``cold_rows``/``cold_rows_cpu`` (the same instants,
+    the changed layers read per publish from the store instead: the rebuild before the versions were held),
+    ``warm`` (kept), ``fresh`` (a fresh worker's first ``asOf``: only the live engine in memory, no versions
+    held), ``old`` (the whole engine rebuilt from the store, as before layers were shared; fewer instants)
+    and ``live`` (the served engine at the same clocks)."""
     from datetime import timedelta
 
     import geo
+    from app.history import versions
     from app.history.asof import _engines, engine_of, publish_index
     from app.history.store import ROWS, ms
     from geo.data.engine import Engine
@@ -66,27 +70,32 @@ def _as_of(store, dirs, n) -> dict[str, list[float]]:
     instants = [first + timedelta(seconds=rng.uniform(0, span)) for _ in range(n)]
     served = geo.load(dirs[-1][1])
     briefing(served, *point, last)  # a serving worker has answered live requests
-    out: dict[str, list[float]] = {k: [] for k in ("cold", "warm", "fresh", "old", "live")}
+    kinds = ("cold", "cold_cpu", "cold_rows", "cold_rows_cpu", "warm", "fresh", "old", "live")
+    out: dict[str, list[float]] = {k: [] for k in kinds}
 
-    def answer(instant):
+    def answer(instant, in_memory=True):
         publish = publish_index(store).at(store, ms(instant))
-        briefing(engine_of(store, publish, served), *point, instant)
+        briefing(engine_of(store, publish, served, in_memory=in_memory), *point, instant)
         return publish
 
     _engines.clear()
     ROWS.clear()
+    versions.clear()
     for instant in instants:
-        publish = publish_index(store).at(store, ms(instant))
-        _engines.pop((store.identity, publish.seq, publish.snapshot_id), None)
-        t0 = time.perf_counter()
-        answer(instant)
-        out["cold"].append(time.perf_counter() - t0)
+        for in_memory, kind in ((False, "cold_rows"), (True, "cold")):
+            publish = publish_index(store).at(store, ms(instant))
+            _engines.pop((store.identity, publish.seq, publish.snapshot_id), None)
+            t0, c0 = time.perf_counter(), time.process_time()
+            answer(instant, in_memory)
+            out[kind].append(time.perf_counter() - t0)
+            out[f"{kind}_cpu"].append(time.process_time() - c0)
         t0 = time.perf_counter()
         answer(instant)
         out["warm"].append(time.perf_counter() - t0)
     for instant in instants:
         _engines.clear()
         ROWS.clear()
+        versions.clear()
         t0 = time.perf_counter()
         answer(instant)
         out["fresh"].append(time.perf_counter() - t0)
@@ -176,7 +185,12 @@ def run(engine) -> list[Row]:
                         f"history {label}: asOf /briefing cold",
                         single_us=float(np.median(cold) * 1e6),
                         note=f"p99 {_p(cold, 99):.0f} ms over {n_as_of} random instants (that publish's "
-                        f"engine not kept; layers shared with the live and kept engines); a fresh worker's "
+                        f"engine not kept; layers shared with the live and kept engines, changed layers "
+                        f"masks over the versions held), CPU p50 {_p(t['cold_cpu'], 50):.0f} ms, p99 "
+                        f"{_p(t['cold_cpu'], 99):.0f} ms; the same instants with the changed layers read "
+                        f"per publish (before) p50 {_p(t['cold_rows'], 50):.0f} ms, p99 "
+                        f"{_p(t['cold_rows'], 99):.0f} ms, CPU p50 {_p(t['cold_rows_cpu'], 50):.0f} ms, "
+                        f"p99 {_p(t['cold_rows_cpu'], 99):.0f} ms; a fresh worker's "
                         f"first asOf p50 {_p(t['fresh'], 50):.0f} ms, p99 {_p(t['fresh'], 99):.0f} ms; the "
                         f"whole rebuild (before) p50 {_p(t['old'], 50):.0f} ms over {len(t['old'])}; "
                         f"load average {load:.1f}",

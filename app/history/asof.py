@@ -187,12 +187,13 @@ def held_layers(engines):
     return held
 
 
-def engine_of(history: HistoryStore, publish: Publish, live=None):
+def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: bool = True):
     """The engine of a recorded publish (rebuilt once, then kept among the last few used).
 
     A rebuild shares every layer whose file is unchanged with an engine in memory (``live``, the engine
     being served, or one kept here), with its indexes and prepared data: only the other layers are read
-    from the store and built (docs/history.md → Costs).
+    from the store and built (docs/history.md → Costs), as masks over the versions held in memory
+    (``in_memory``, :mod:`app.history.versions`) or, without, by reading the publish's rows.
     """
     key = (history.identity, publish.seq, publish.snapshot_id)
     with _engines_lock:
@@ -202,8 +203,11 @@ def engine_of(history: HistoryStore, publish: Publish, live=None):
         from geo.service.loaded import rebuild
 
         donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
-        layers, manifest = history.snapshot(publish.seq, held_layers(donors))
-        engine = rebuild(layers, manifest, donors)
+        sources: dict = {}
+        layers, manifest = history.snapshot(
+            publish.seq, held_layers(donors), in_memory=in_memory, sources=sources
+        )
+        engine = rebuild(layers, manifest, donors, sources)
         _engines[key] = engine
         while len(_engines) > ENGINES_KEPT:
             _engines.popitem(last=False)

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from . import rows as rowcodec
+from . import versions
 
 OPEN = 2**62  # rec_to of a row version that is still current
 DAY_MS = 86_400_000
@@ -378,17 +379,32 @@ class HistoryStore:
             )
         }
 
-    def snapshot(self, seq: int, held: Callable[[str, str], object] | None = None) -> tuple[dict, dict]:
+    def snapshot(
+        self,
+        seq: int,
+        held: Callable[[str, str], object] | None = None,
+        *,
+        in_memory: bool = False,
+        sources: dict | None = None,
+    ) -> tuple[dict, dict]:
         """``(layers, manifest)`` of publish ``seq``: the GeoDataFrames and manifest its snapshot held.
 
         ``held(layer, sha256)``: a frame of that layer's very file already in memory (e.g. an engine's), or
-        None; such a layer is taken as it is, not read from the store.
+        None; such a layer is taken as it is, not read from the store. ``in_memory``: the other layers are
+        masks over the versions this process holds (:mod:`app.history.versions`), read once; ``sources``
+        (a dict) then receives, per such layer, its ``(RowSource, positions)`` for ``Engine.from_layers``.
         """
         stored = self.manifest(seq)
         meta = stored.pop("history")
         layers = {}
         for layer, info in meta.items():
             found = None if held is None else held(layer, stored["layers"][layer]["sha256"])
+            if found is None and in_memory:
+                taken = versions.layer_frame(self, seq, layer, info, stored["layers"][layer]["records"])
+                if taken is not None:
+                    found = taken[0]
+                    if sources is not None:
+                        sources[layer] = taken[1]
             if found is not None:
                 layers[layer] = found
                 continue
@@ -407,6 +423,16 @@ class HistoryStore:
                 (layer, seq, seq),
             )
         )
+
+    def versions_since(self, layer: str, after: int) -> list[tuple[str, str, int, int]]:
+        """``(key, hash, rec_from, rec_to)`` of the versions of ``layer`` still open at publish ``after``."""
+        return [
+            (str(k), str(h), int(f), int(t))
+            for k, h, f, t in self.execute(
+                "SELECT key, hash, rec_from, rec_to FROM history_row WHERE layer = ? AND rec_to > ?",
+                (layer, after),
+            )
+        ]
 
     def _blobs(self, hashes: list[str]) -> dict[str, bytes]:
         """The blobs ``hashes`` (each must exist), by hash."""

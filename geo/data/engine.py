@@ -24,6 +24,7 @@ from ..index.polygon_index import PolygonGrid
 from ..index.point_index import PointIndex
 from ..index.spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
 from .layers import DECLARED, EXTENT_LAYERS, POINT_LAYERS
+from .rows import take
 
 # river_side() codes
 RIVER_NONE = 0  # outside the Antwerp river zone: no river side
@@ -118,12 +119,14 @@ class Engine:
     array([ True, False])
     """
 
-    def __init__(self, layers: dict, manifest: dict, reuse=()):
+    def __init__(self, layers: dict, manifest: dict, reuse=(), rows=None):
         self.manifest = dict(manifest or {})
         self.snapshot_id = str(self.manifest.get("snapshotId", ""))
         self.as_of = _parse_as_of(self.manifest.get("asOf"))
         donors: dict[str, Engine] = {}  # layer -> an engine whose very frame of that layer is given
         self._memo: dict[str, dict] = {}  # layer -> what was derived from its frame alone (per_layer)
+        #: layer -> (RowSource, positions): its frame is those rows of the source (geo.data.rows)
+        self._rows: dict = {}
         for name in (layer.name for layer in DECLARED):
             frame = layers.get(name)
             donor = next((e for e in reuse if frame is not None and getattr(e, name, None) is frame), None)
@@ -134,7 +137,11 @@ class Engine:
                 continue
             if frame is None:
                 frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})
-            setattr(self, name, _as_4326(frame).reset_index(drop=True))
+            wgs84 = _as_4326(frame)
+            setattr(self, name, wgs84.reset_index(drop=True))
+            if name in (rows or {}) and wgs84 is frame:  # not reprojected: the source's rows as they are
+                source, positions = rows[name]
+                self._rows[name] = (source, np.asarray(positions, dtype=np.int64))
         self._check_points(skip=donors)
         self._build_indexes(donors)
 
@@ -156,12 +163,16 @@ class Engine:
         return cls.from_layers(layers, manifest)
 
     @classmethod
-    def from_layers(cls, layers: dict, manifest: dict, reuse=()) -> "Engine":
+    def from_layers(cls, layers: dict, manifest: dict, reuse=(), rows=None) -> "Engine":
         """Build from in-memory GeoDataFrames (tests, notebooks); a missing layer is empty.
 
         ``reuse``: engines built before (e.g. of a neighbouring snapshot). A layer given as the very frame
         of one of them (``layers["stops"] is other.stops``) is shared with it, checks and spatial indexes
         included, instead of being built again; the answers are the same.
+
+        ``rows``: ``{layer: (source, positions)}`` for a layer whose frame is the rows ``positions`` of a
+        :class:`geo.data.rows.RowSource` (a history's versions): its points, checks and extents are taken
+        from the source's, derived once per row; the answers are the same.
 
         Examples
         --------
@@ -171,7 +182,7 @@ class Engine:
         >>> Engine.from_layers({"service_area": area}, {}).in_service_area(51.5, 4.5)
         array([ True])
         """
-        return cls(layers, manifest, reuse)
+        return cls(layers, manifest, reuse, rows)
 
     def layer_points(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """:func:`point_coords` of layer ``name``, computed once per layer frame (read-only arrays).
@@ -180,7 +191,17 @@ class Engine:
         --------
         >>> lat, lng = engine.layer_points("stations")  # doctest: +SKIP
         """
-        return self.per_layer(name, "points", _read_only_points)
+        return self.per_row(name, "points", _read_only_points)
+
+    def per_row(self, name: str, what: str, factory):
+        """:meth:`per_layer` of a row-wise ``factory`` (one value per row: an array, a tuple of arrays, or an
+        object with ``take`` and ``concat``): for a layer taken from a :class:`geo.data.rows.RowSource`, the
+        source's value at the layer's rows."""
+        found = self._rows.get(name)
+        if found is None:
+            return self.per_layer(name, what, factory)
+        source, positions = found
+        return self.per_layer(name, what, lambda _frame: take(source.derived(what, factory), positions))
 
     def per_layer(self, name: str, what: str, factory):
         """``factory(frame)`` of layer ``name``, made once per layer frame under ``what``: an engine sharing
@@ -201,20 +222,12 @@ class Engine:
         for name in POINT_LAYERS:
             if name in skip:  # shared with an engine that checked it
                 continue
-            frame = getattr(self, name)
-            lat, lng = self.layer_points(name)
-            located = np.isfinite(lat) & np.isfinite(lng)
-            if name in EXTENT_LAYERS and len(frame):  # every vertex of an extent too
-                xy = shapely.get_coordinates(np.asarray(frame.geometry.values, dtype=object))
-                lat, lng, located = (
-                    np.r_[lat, xy[:, 1]],
-                    np.r_[lng, xy[:, 0]],
-                    np.r_[located, np.ones(len(xy), bool)],
-                )
-            try:
-                validate(lat[located], lng[located])
-            except InvalidCoordinates as exc:
-                raise InvalidCoordinates(f"layer {name}: {exc}") from None
+            found = self._rows.get(name)
+            if found is not None:
+                if found[0].derived(f"checked.{name}", _passes(name)).all():
+                    continue  # every row of its source passes these checks
+                del self._rows[name]  # some does not: this layer is derived and checked on its own
+            _check_layer(name, getattr(self, name), *self.layer_points(name))
 
     #: the indexes built from each layer (one layer each): shared with an engine that has the same frame
     INDEXES = {
@@ -241,7 +254,11 @@ class Engine:
             self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
             self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
         if "works" not in donors:
-            self._works = self._extent_index(self.works, *self.layer_points("works"))
+            if "works" in self._rows:  # the extents of its source's rows
+                ids = self.works["id"].astype(str).to_numpy() if "id" in self.works.columns else None
+                self._works = ExtentIndex(self.per_row("works", "extents", _extents), ids)
+            else:
+                self._works = self._extent_index(self.works, *self.layer_points("works"))
         if "stops" not in donors:
             self._stops = self._point_index(self.stops, *self.layer_points("stops"))
         if "stations" not in donors:
@@ -462,6 +479,43 @@ def extent_index(geoms: np.ndarray, ids=None, lat=None, lng=None) -> ExtentIndex
     if lat is None or lng is None:  # the extents' representative points, unless the caller holds them
         lat, lng = geometry_coords(geoms)
     return ExtentIndex(Extents(lat, lng, geoms if len(geoms) else None), ids)
+
+
+def _check_layer(name: str, frame, lat, lng) -> None:
+    """Raise ``InvalidCoordinates`` naming layer ``name`` when one of its located points or its extents'
+    vertices is not a WGS84 (lat, lng)."""
+    located = np.isfinite(lat) & np.isfinite(lng)
+    if name in EXTENT_LAYERS and len(frame):  # every vertex of an extent too
+        xy = shapely.get_coordinates(np.asarray(frame.geometry.values, dtype=object))
+        lat, lng, located = (
+            np.r_[lat, xy[:, 1]],
+            np.r_[lng, xy[:, 0]],
+            np.r_[located, np.ones(len(xy), bool)],
+        )
+    try:
+        validate(lat[located], lng[located])
+    except InvalidCoordinates as exc:
+        raise InvalidCoordinates(f"layer {name}: {exc}") from None
+
+
+def _passes(name: str):
+    """Row-wise: whether the rows of a frame of layer ``name`` pass :func:`_check_layer` (all or none)."""
+
+    def passes(frame) -> np.ndarray:
+        try:
+            _check_layer(name, frame, *point_coords(frame))
+        except InvalidCoordinates:
+            return np.zeros(len(frame), dtype=bool)  # a layer taken from these rows is checked on its own
+        return np.ones(len(frame), dtype=bool)
+
+    return passes
+
+
+def _extents(frame) -> Extents:
+    """The works' extents as :meth:`Engine.works_near` measures them (row-wise)."""
+    geoms = np.asarray(frame.geometry.values, dtype=object)
+    lat, lng = point_coords(frame)
+    return Extents(lat, lng, geoms if len(geoms) else None)
 
 
 def _read_only_points(frame):

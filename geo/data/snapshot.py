@@ -234,9 +234,13 @@ def read_layer(data: bytes):
     return gpd.read_parquet(io.BytesIO(data)) if frame is None else frame
 
 
-def layer_from_table(table):
+def layer_from_table(table, geometry=None):
     """:func:`read_layer` of the Arrow table read from a GeoParquet file (its schema metadata included),
-    without the file; None for a file the fast path does not cover."""
+    without the file; None for a file the fast path does not cover.
+
+    ``geometry``: the primary geometry column already parsed (a ``GeometryArray`` of the table's rows, in
+    order, with the file's CRS), taken instead of parsing the table's WKB again.
+    """
     import geopandas as gpd
 
     meta = json.loads((table.schema.metadata or {}).get(b"geo", b"{}"))
@@ -250,13 +254,21 @@ def layer_from_table(table):
         or isinstance(info.get("crs"), str)
     ):
         return None
-    names = list(table.slice(0, 0).to_pandas().columns)
-    frame = table.drop([col]).to_pandas()
+    if geometry is not None:
+        return _with_geometry(table, col, geometry)
     crs = info.get("crs", "OGC:CRS84")  # a missing CRS means OGC:CRS84 (GeoParquet); null means none
     if isinstance(crs, dict):
         crs = _crs(json.dumps(crs, sort_keys=True))
-    geometry = gpd.GeoSeries.from_wkb(table[col].to_numpy(zero_copy_only=False), crs=crs)
-    frame.insert(names.index(col), col, geometry.values)
+    wkb = table[col].to_numpy(zero_copy_only=False)
+    return _with_geometry(table, col, gpd.GeoSeries.from_wkb(wkb, crs=crs).values)
+
+
+def _with_geometry(table, col, geometry):
+    import geopandas as gpd
+
+    names = list(table.slice(0, 0).to_pandas().columns)
+    frame = table.drop([col]).to_pandas()
+    frame.insert(names.index(col), col, geometry)
     return gpd.GeoDataFrame(frame, geometry=col)
 
 

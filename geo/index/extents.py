@@ -158,6 +158,23 @@ class Extents:
         out.edges, out.area = self.edges[:, e], self.area[e]
         return out
 
+    @staticmethod
+    def concat(parts: list[Extents]) -> Extents:
+        """The rows of ``parts``, one after the other, as one :class:`Extents`.
+
+        Examples
+        --------
+        >>> Extents.concat([Extents(np.array([51.0]), np.array([4.0])), Extents(np.array([52.0]), np.array([5.0]))]).lat.tolist()
+        [51.0, 52.0]
+        """
+        out = Extents(np.concatenate([p.lat for p in parts]), np.concatenate([p.lng for p in parts]))
+        out.has, out.reach = np.concatenate([p.has for p in parts]), np.concatenate([p.reach for p in parts])
+        edges = np.cumsum([0] + [p.start[-1] for p in parts])
+        out.start = np.concatenate([[0]] + [p.start[1:] + e for p, e in zip(parts, edges)]).astype(np.int64)
+        out.edges = np.concatenate([p.edges for p in parts], axis=1)
+        out.area = np.concatenate([p.area for p in parts])
+        return out
+
     @property
     def any(self) -> bool:
         """True when some row has an extent."""

@@ -149,22 +149,29 @@ def build(engine, reuse=()) -> Prepared:
     return Prepared(**parts, retrieved_at=_retrieved_at(engine))
 
 
-def _works(engine) -> Works:
-    frame = engine.works
-    n = len(frame)
+def _work_rows(frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row-wise parts of the works: status (stripped), id (text) and description key."""
     status = np.array(
         [s.strip() if isinstance(s, str) else "" for s in _col(frame, "status", "")], dtype=object
     )
+    ids = np.array([str(x) for x in _col(frame, "id", "")], dtype=object)
+    keys = np.array([wk.description_key(d) for d in _col(frame, "description", "")], dtype=object)
+    return status, ids, keys
+
+
+def _works(engine) -> Works:
+    frame = engine.works
+    n = len(frame)
+    status, ids, keys = engine.per_row("works", "prepared.works", _work_rows)
     cls = wk.status_class(status)
     lat, lng = engine.layer_points("works")
     listed = np.flatnonzero((cls != wk.NOT_LISTED) & np.isfinite(lat))
     start_ms, has_start = column_ms(_times(frame, "start"))
     end_ms, has_end = column_ms(_times(frame, "end"))
     start_ms = np.where(has_start, start_ms, NO_END_MS)  # unknown start sorts last, never "upcoming"
-    ids = np.array([str(x) for x in _col(frame, "id", "")], dtype=object)
     desc = _col(frame, "description", "")
 
-    labels = wk.collapse_labels(desc[listed], lat[listed], lng[listed])
+    labels = wk.collapse_labels(desc[listed], lat[listed], lng[listed], keys=keys[listed])
     rep_local = wk.representatives(labels, cls[listed], start_ms[listed], ids[listed])
     rep = listed[rep_local]
     k = rep.size
@@ -199,14 +206,14 @@ def _works(engine) -> Works:
     items = [
         (str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n), h)
         for i, d, s, a, b, sd, ed, n, h in zip(
-            ids[rep],
-            description,
-            status[rep],
-            lat[rep],
-            lng[rep],
-            start_date,
-            end_date,
-            occurrences,
+            ids[rep].tolist(),
+            description.tolist(),
+            status[rep].tolist(),
+            lat[rep].tolist(),
+            lng[rep].tolist(),
+            start_date.tolist(),
+            end_date.tolist(),
+            occurrences.tolist(),
             hindrance,
         )
     ]
@@ -312,16 +319,22 @@ def _shown(detail: dict) -> dict:
     return out
 
 
+def _no2_rows(rows) -> tuple:
+    """Row-wise parts of the NO2 hours: measured or not, station id (text), hour (ms, known), value."""
+    measured = np.array([str(k).strip().lower() == "measured" for k in _col(rows, "kind", "")], dtype=bool)
+    sids = np.array([str(s) for s in _col(rows, "station_id", "")], dtype=object)
+    t_ms, has_t = column_ms(_times(rows, "timestamp"))
+    values = np.asarray(rows["value"], dtype=np.float64) if "value" in rows.columns else np.zeros(len(rows))
+    return measured, sids, t_ms, has_t, values
+
+
 def _air(engine) -> Air:
     stations = engine.stations
     station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
     row_of = {sid: i for i, sid in enumerate(station_ids)}
-    rows = engine.no2
-    kind = np.array([str(k).strip().lower() for k in _col(rows, "kind", "")], dtype=object)
-    srow = np.array([row_of.get(str(s), -1) for s in _col(rows, "station_id", "")], dtype=np.int64)
-    t_ms, has_t = column_ms(_times(rows, "timestamp"))
-    values = np.asarray(rows["value"], dtype=np.float64) if "value" in rows.columns else np.zeros(len(rows))
-    keep = (kind == "measured") & (srow >= 0) & has_t
+    measured, sids, t_ms, has_t, values = engine.per_row("no2", "prepared.air", _no2_rows)
+    srow = np.array([row_of.get(s, -1) for s in sids.tolist()], dtype=np.int64)
+    keep = measured & (srow >= 0) & has_t
     srow, t_ms, values = srow[keep], t_ms[keep], values[keep]
     order = np.lexsort((t_ms, srow))
     srow, t_ms, values = srow[order], t_ms[order], values[order]

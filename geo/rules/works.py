@@ -61,11 +61,12 @@ def description_key(text) -> str:
     return _SPACES.sub(" ", text if isinstance(text, str) else "").strip().casefold()
 
 
-def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM) -> np.ndarray:
+def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM, keys=None) -> np.ndarray:
     """Cluster label per work (0..k-1, numbered by first member in input order).
 
     Two works are linked when their description keys are equal and their haversine distance is at most
-    ``radius_km``; clusters are the connected components of these links (single linkage).
+    ``radius_km``; clusters are the connected components of these links (single linkage). ``keys``: the
+    descriptions' :func:`description_key`, when the caller holds them.
 
     Examples
     --------
@@ -78,9 +79,9 @@ def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM) -> n
     n = lat.size
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    _, key = np.unique(
-        np.array([description_key(d) for d in descriptions], dtype=object), return_inverse=True
-    )
+    if keys is None:
+        keys = np.array([description_key(d) for d in descriptions], dtype=object)
+    _, key = np.unique(np.asarray(keys, dtype=object), return_inverse=True)
     pairs = cKDTree(unit_vectors(lat, lng)).query_pairs(chord_for_km(radius_km), output_type="ndarray")
     i, j = pairs[:, 0], pairs[:, 1]
     keep = (key[i] == key[j]) & (haversine_km(lat[i], lng[i], lat[j], lng[j]) <= radius_km)

@@ -119,19 +119,21 @@ def moment(engine, now) -> Moment:
     return loaded(engine).moment(now)
 
 
-def rebuild(layers: dict, manifest: dict, previous=()) -> Engine:
-    """``Engine.from_layers(layers, manifest, reuse=previous)`` plus its :class:`LoadedSnapshot`, built now.
+def rebuild(layers: dict, manifest: dict, previous=(), rows=None) -> Engine:
+    """``Engine.from_layers(layers, manifest, reuse=previous, rows=rows)`` plus its :class:`LoadedSnapshot`,
+    built now.
 
     A layer given as the very frame of one of the ``previous`` engines (e.g. ``layers["stops"] =
     live.stops`` when the stops did not change) is shared with it: its checks, spatial indexes, the rules'
     prepared parts and the lookup tables made from it (and only from layers shared too) are not built
-    again. Only the replaced layers cost a build; the answers are those of ``Engine.from_layers``.
+    again. Only the replaced layers cost a build; the answers are those of ``Engine.from_layers``. A layer
+    in ``rows`` takes what is derived row by row from its :class:`geo.data.rows.RowSource`.
 
     Examples
     --------
     >>> then = rebuild({**{n: getattr(live, n) for n in same}, **changed}, manifest, [live])  # doctest: +SKIP
     """
-    engine = Engine.from_layers(layers, manifest, reuse=previous)
+    engine = Engine.from_layers(layers, manifest, reuse=previous, rows=rows)
     donors = [found for found in (_LOADED.get(e) for e in previous) if found is not None]
     with _LOCK:
         _LOADED[engine] = LoadedSnapshot(engine, donors)

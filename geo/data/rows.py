@@ -1,0 +1,82 @@
+"""Layer frames taken from a larger set of rows: what the engine derives row by row is derived once.
+
+A history holds every version of a layer; the layer as one snapshot carried it is some of those rows
+(``frame = rows.frame_of(positions)``, made by the caller). A :class:`RowSource` keeps, per derivation (the
+points of a point layer, the extents of the works, whether the coordinates pass the engine's checks), its
+value over every row it holds, computed once per appended chunk; an engine built with
+``Engine.from_layers(..., rows={layer: (source, positions)})`` takes the layer's values from it instead of
+deriving them from its own frame. Every derivation is row-wise, so the values are those of a build over the
+layer's own frame (tests/geo/test_row_source.py).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+
+def take(value, positions: np.ndarray):
+    """``value`` (an array, a tuple of arrays, or an object with ``take``) at ``positions``; arrays read-only."""
+    if isinstance(value, tuple):
+        return tuple(take(v, positions) for v in value)
+    if isinstance(value, np.ndarray):
+        out = value[positions]
+        out.flags.writeable = value.flags.writeable
+        return out
+    return value.take(positions)
+
+
+def concat(values: list):
+    """The values of consecutive chunks as one (arrays, tuples of arrays, or a type with ``concat``)."""
+    first = values[0]
+    if len(values) == 1:
+        return first
+    if isinstance(first, tuple):
+        return tuple(concat([v[i] for v in values]) for i in range(len(first)))
+    if isinstance(first, np.ndarray):
+        out = np.concatenate(values)
+        out.flags.writeable = first.flags.writeable
+        return out
+    return type(first).concat(values)
+
+
+class RowSource:
+    """Rows appended in chunks (GeoDataFrames of one layer and schema), numbered 0, 1, … in order, and the
+    row-wise derivations made over them. Thread-safe.
+
+    Examples
+    --------
+    >>> import geopandas as gpd
+    >>> from shapely.geometry import Point
+    >>> source = RowSource()
+    >>> source.append(gpd.GeoDataFrame(geometry=[Point(4, 51), Point(5, 50)]))
+    0
+    >>> source.derived("x", lambda frame: frame.geometry.x.to_numpy()).tolist()
+    [4.0, 5.0]
+    """
+
+    def __init__(self):
+        self.chunks: list = []
+        self.size = 0
+        self._memo: dict[str, tuple[list, object]] = {}
+        self._lock = threading.RLock()
+
+    def append(self, frame) -> int:
+        """Add a chunk of rows; returns the number of its first row."""
+        with self._lock:
+            start = self.size
+            self.chunks.append(frame)
+            self.size += len(frame)
+            return start
+
+    def derived(self, what: str, factory):
+        """``factory(chunk)`` over every chunk, as one value over every row (computed once per chunk)."""
+        with self._lock:
+            parts, whole = self._memo.get(what, ([], None))
+            if len(parts) == len(self.chunks) and whole is not None:
+                return whole
+            parts = parts + [factory(chunk) for chunk in self.chunks[len(parts) :]]
+            whole = concat(parts)
+            self._memo[what] = (parts, whole)
+            return whole
