@@ -125,6 +125,7 @@ def map_features(engine, lat: float, lng: float, figures: dict) -> dict:
                     "status": w["status"],
                     "description": w["description"],
                     "distanceKm": w["distanceKm"],
+                    "hindered": w.get("hindrance") is not None,
                     "severe": bool((w.get("hindrance") or {}).get("severe")),
                     "consequences": list((w.get("hindrance") or {}).get("consequences") or []),
                     "startDate": w.get("startDate"),

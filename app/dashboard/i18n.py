@@ -194,6 +194,9 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "work with severe hindrance (thick ring)",
     ),
     "severe": ("ernstige hinder", "forte gêne", "severe hindrance"),
+    "col.hindrance": ("Hinder", "Gêne", "Hindrance"),
+    "hindrance.none": ("geen gemeld", "aucune signalée", "none reported"),
+    "hindrance.validated": ("gevalideerd, zonder details", "validée, sans détail", "validated, no details"),
     "legend.stop_high": (
         "halte buiten dienst, grote hinder",
         "arrêt non desservi, forte gêne",
@@ -1199,8 +1202,29 @@ def decimal(x, lang: str = DEFAULT, digits: int = 2) -> str:
     return catalogue(lang).decimal(float(x), digits)
 
 
+def hindrance_text(hindrance, lang: str = DEFAULT) -> str:
+    """A work's validated hindrance for people: GIPOD's Dutch consequences as published (``; ``-joined), after
+    our "severe" label when GIPOD flags it; our labels when it lists none or the work has no hindrance.
+
+    Examples
+    --------
+    >>> hindrance_text({"severe": True, "consequences": ["Versmalde rijstroken"]}, "fr")
+    'forte gêne: Versmalde rijstroken'
+    >>> hindrance_text(None, "en"), hindrance_text({"severe": False, "consequences": []}, "nl")
+    ('none reported', 'gevalideerd, zonder details')
+    """
+    t = Labels(lang)
+    if not isinstance(hindrance, dict):
+        return t("hindrance.none")
+    consequences = "; ".join(str(c) for c in hindrance.get("consequences") or [])
+    if hindrance.get("severe"):
+        return f"{t('severe')}: {consequences}" if consequences else t("severe")
+    return consequences or t("hindrance.validated")
+
+
 def template_context(lang: str) -> dict:
-    """What the templates (pages and PDF) use to speak ``lang``: ``t``, ``when``, ``span``, ``on_date``, ``dec``."""
+    """What the templates (pages and PDF) use to speak ``lang``: ``t``, ``when``, ``span``, ``on_date``, ``dec``,
+    ``hindrance``."""
     return {
         "lang": lang,
         "t": Labels(lang),
@@ -1209,4 +1233,5 @@ def template_context(lang: str) -> dict:
         "span": lambda start, end: local_span(start, end, lang),
         "on_date": lambda value: local_date(value, lang),
         "dec": lambda x, digits=2: decimal(x, lang, digits),
+        "hindrance": lambda value: hindrance_text(value, lang),
     }

@@ -71,6 +71,27 @@ def sort_transit(items):
     return sorted(items, key=_distance_key)
 
 
+def hindrance_text(hindrance) -> Text:
+    """A work's validated hindrance for its table cell: GIPOD's Dutch consequences as published (``; ``-joined),
+    after our "severe" label when GIPOD flags it; "—" when the work has none.
+
+    Examples
+    --------
+    >>> hindrance_text({"severe": True, "consequences": ["Geen doorgang voor fietsers"]}).plain
+    'SEVERE: Geen doorgang voor fietsers'
+    >>> hindrance_text(None).plain, hindrance_text({"severe": False, "consequences": []}).plain
+    ('—', 'validated, no details')
+    """
+    if not isinstance(hindrance, dict):
+        return Text("—")
+    labels = current()
+    consequences = "; ".join(str(c) for c in hindrance.get("consequences") or [])
+    if not hindrance.get("severe"):
+        return Text(consequences or labels("hindrance.validated"))
+    out = Text(labels("hindrance.severe"), style="bold red")
+    return out.append(f": {consequences}" if consequences else "")
+
+
 def _text(value) -> Text:
     return Text("" if value is None else str(value))
 
@@ -149,7 +170,7 @@ def render_disruptions(data, console: Console) -> None:
     works = sort_works(data.get("construction") or [])
     if works:
         table = Table(title=labels("works.title"), title_justify="left")
-        for column in ("distance", "status", "description", "from", "until", "id"):
+        for column in ("distance", "status", "description", "hindrance", "from", "until", "id"):
             table.add_column(
                 labels(f"col.{column}"),
                 justify="right" if column == "distance" else "left",
@@ -161,6 +182,7 @@ def render_disruptions(data, console: Console) -> None:
                 format_distance(w.get("distanceKm")),
                 status,
                 _text(w.get("description")),
+                hindrance_text(w.get("hindrance")),
                 _text(labels.date(w.get("startDate"), "—")),
                 _text(labels.date(w.get("endDate"), labels("open_ended"))),
                 _text(w.get("id")),

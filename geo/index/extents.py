@@ -6,7 +6,9 @@ The distance from a query point ``q`` to a row:
   floats of every point index);
 * a row with an extent: 0 when ``q`` lies in it, else the great-circle distance to the nearest point of its
   boundary (edges are great-circle arcs between consecutive vertices), and never more than the haversine
-  distance to the representative point (which lies in the extent).
+  distance to the representative point (which lies in the extent). Where that nearest point is a vertex, the
+  distance is the haversine to the vertex (the same floats as a point index's); else the angle to the foot
+  on the edge (below).
 
 Each extent is drawn once, at build, in the gnomonic projection centred at its representative point: great
 circles map to straight lines there, so its edges are segments and "``q`` inside" is a planar crossing count
@@ -73,6 +75,11 @@ class Extents:
         #: dx / dy (for the crossing test; 0 where dy is 0) and whether it bounds an area
         self.edges = np.zeros((6, 0))
         self.area = np.zeros(0, dtype=bool)
+        #: per edge, its start vertex in ``vertex`` (its end is the next one); ``vertex``: (lat_r, lng_r, cos)
+        self.vs = np.zeros(0, dtype=np.int64)
+        self.vertex = np.zeros((3, 0))
+        #: per row, a bound on the plane distance from its point to any point of its edges
+        self.plane_reach = np.zeros(n)
         self._pad: list | None = None
         if geometries is not None:
             self._edges(np.asarray(list(geometries), dtype=object))
@@ -111,6 +118,14 @@ class Extents:
         np.cumsum(np.bincount(edge_row, minlength=self.size), out=self.start[1:])
         self.has = self.start[1:] > self.start[:-1]
         self.edges = self._plane_edges(xy, first, edge_row)
+        v_lat = np.radians(xy[:, 1])
+        self.vertex = np.stack([v_lat, np.radians(xy[:, 0]), np.cos(v_lat)])
+        self.vs = first
+        if first.size:
+            ax, ay, dx, dy = self.edges[:4]
+            ends = np.maximum(np.hypot(ax, ay), np.hypot(ax + dx, ay + dy))
+            lo = self.start[:-1][self.has]
+            self.plane_reach[self.has] = np.maximum.reduceat(ends, lo) * (1 + 1e-9)
         if first.size:
             lat_r, lng_r = np.radians(self.lat[edge_row]), np.radians(self.lng[edge_row])
             cos_r = np.cos(lat_r)
@@ -151,11 +166,11 @@ class Extents:
         """
         rows = np.asarray(rows, dtype=np.int64)
         out = Extents(self.lat[rows], self.lng[rows])
-        out.has, out.reach = self.has[rows], self.reach[rows]
+        out.has, out.reach, out.plane_reach = self.has[rows], self.reach[rows], self.plane_reach[rows]
         n_e = self.start[rows + 1] - self.start[rows]
         np.cumsum(n_e, out=out.start[1:])
         e = np.repeat(self.start[rows] - out.start[:-1], n_e) + np.arange(int(out.start[-1]))
-        out.edges, out.area = self.edges[:, e], self.area[e]
+        out.edges, out.area, out.vs, out.vertex = self.edges[:, e], self.area[e], self.vs[e], self.vertex
         return out
 
     @staticmethod
@@ -205,6 +220,86 @@ class Extents:
                 out.append((rows, float(self.reach[rows].max())))
         return out
 
+    def sure_vertex(self, rows, lat_r, lng_r, rho_km: float, block: int = 1 << 18) -> np.ndarray:
+        """Per (row, disc of radius ``rho_km`` around the centre ``lat_r``, ``lng_r``): the vertex (index in
+        ``vertex``) that is the nearest point of the row's extent from every location of the disc, else -1.
+
+        Certain means, with margins far above rounding, for every location ``q`` of the disc: ``q`` lies
+        outside the extent; the edges through the vertex end there (their nearest point to ``q`` is the vertex
+        itself) and every other edge is farther; the vertex is nearer than the row's point. Then
+        :meth:`km` of ``q`` is the haversine to that vertex (:meth:`_exact` takes the same edge decisions), so a
+        cell table may compute it directly. Bounds: in the row's gnomonic plane the disc lies within
+        ``rho'`` of its centre; the difference of the distances to two parts of the extent (or its point) changes
+        by at most ``L rho'`` over the disc, ``L = 2 asin(s / D)`` where ``s`` bounds the extent around its
+        point and ``D`` the disc's distance from it (``L = 2`` near the extent)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.full(rows.size, -1, dtype=np.int64)
+        for s in range(0, rows.size, block):
+            at = np.arange(s, min(s + block, rows.size))
+            r = rows.take(at)
+            has = np.flatnonzero(self.has.take(r))
+            if has.size:
+                out[at[has]] = self._sure_vertex(r[has], lat_r[at[has]], lng_r[at[has]], rho_km)
+        return out
+
+    def _sure_vertex(self, rows, lat_r, lng_r, rho_km: float) -> np.ndarray:
+        xc, yc = self._plane(rows, lat_r, lng_r, np.cos(lat_r))
+        n_e = self.start.take(rows + 1) - self.start.take(rows)
+        first = np.cumsum(n_e) - n_e
+        pair = np.repeat(np.arange(rows.size), n_e)
+        e = np.repeat(self.start.take(rows) - first, n_e) + np.arange(int(n_e.sum()))
+        ax, ay, dx, dy, inv = (self.edges[i].take(e) for i in range(5))
+        rx, ry = xc.take(pair) - ax, yc.take(pair) - ay
+        t_raw = (rx * dx + ry * dy) * inv
+        t = np.clip(t_raw, 0.0, 1.0)
+        m = np.hypot(t * dx - rx, t * dy - ry)  # plane distance from the centre to each edge
+        m_min = np.minimum.reduceat(m, first)
+        pos = np.where(m == m_min.take(pair), np.arange(e.size), e.size)
+        j = np.minimum.reduceat(pos, first)  # the first nearest edge
+        vs = self.vs.take(e)
+        vertex = np.where(t_raw.take(j) <= 0.0, vs.take(j), vs.take(j) + 1)
+        # the disc in the plane; margins; over the disc a difference of the distances to the vertex and to
+        # a point set within delta of it changes by at most delta / (m_min - rho_p) * rho_p (unit vectors'
+        # difference 2 |x - y| / (|x| + |y|), every location at least m_min - rho_p from both)
+        centre = np.hypot(xc, yc)
+        rho = rho_km / EARTH_RADIUS_KM
+        rho_p = rho * 1.001 * (1.0 + 2.0 * (centre + 2.0 * rho) ** 2)
+        margin = 1e-11 + 1e-9 * (centre + self.plane_reach.take(rows))
+        clear = m_min - rho_p
+        t_j = t_raw.take(j)
+        ok = ((t_j <= 0.0) | (t_j >= 1.0)) & (clear > margin)
+        per_delta = rho_p / np.maximum(clear, 1e-300)
+        vx = np.where(t_j <= 0.0, ax.take(j), ax.take(j) + dx.take(j))
+        vy = np.where(t_j <= 0.0, ay.take(j), ay.take(j) + dy.take(j))
+        # the vertex nearer than the row's point (plane vs sphere: relative (centre + rho_p)^2)
+        ok &= centre - m_min > np.hypot(vx, vy) * 1.001 * per_delta + margin + 2.0 * (centre + rho_p) ** 3
+        # per edge: through the vertex and clipped to it on the whole disc, or farther by the bound
+        v_lat, v_lng = self.vertex[0].take(vertex).take(pair), self.vertex[1].take(vertex).take(pair)
+        at_start = (self.vertex[0].take(vs) == v_lat) & (self.vertex[1].take(vs) == v_lng)
+        at_end = (self.vertex[0].take(vs + 1) == v_lat) & (self.vertex[1].take(vs + 1) == v_lng)
+        length = np.sqrt(dx * dx + dy * dy)
+        vxp, vyp = vx.take(pair), vy.take(pair)
+        reach_p = (rho_p + margin).take(pair)
+        before, after = t_raw * length < -reach_p, (t_raw - 1.0) * length > reach_p  # clipped on the disc
+        to_a, to_b = np.hypot(ax - vxp, ay - vyp), np.hypot(ax + dx - vxp, ay + dy - vyp)
+        delta = np.where(before, to_a, np.where(after, to_b, np.maximum(to_a, to_b))) * 1.001
+        edge_ok = np.where(
+            at_start,
+            (inv == 0.0) | before,
+            np.where(
+                at_end,
+                (inv > 0.0) & after,
+                m - m_min.take(pair) > delta * per_delta.take(pair) + margin.take(pair),
+            ),
+        )
+        ok &= np.minimum.reduceat(edge_ok.astype(np.int8), first).astype(bool)
+        maybe = np.flatnonzero(
+            ok & (centre <= self.plane_reach.take(rows))
+        )  # the centre may lie inside the extent
+        if maybe.size:
+            ok[maybe[self._inside(rows.take(maybe), xc.take(maybe), yc.take(maybe))]] = False
+        return np.where(ok, vertex, -1)
+
     # --- distances ----------------------------------------------------------------------------
     def km(self, rows, lat_r, lng_r, cos_lat, rep_km) -> np.ndarray:
         """Distance (km) per pair ``(query i, row rows[i])``; ``rep_km`` is the haversine distance from the
@@ -253,13 +348,19 @@ class Extents:
         at a time; the inside test only where the query may be inside (``rep_km <= reach``)."""
         x, y = self._plane(rows, lat_r, lng_r, cos_lat)
         out = np.empty(rows.size)
+        vertex = np.empty(rows.size, dtype=np.int64)
         bucket, slot = self._bucket.take(rows), self._slot.take(rows)
         for b, columns in enumerate(self._padded):
             sel = np.flatnonzero(bucket == b) if len(self._padded) > 1 else np.arange(rows.size)
-            step = max(1, EDGE_BLOCK // len(columns))
+            step = max(1, EDGE_BLOCK // columns[0].shape[1])
             for s in range(0, sel.size, step):
                 at = sel[s : s + step]
-                out[at] = _nearest(x.take(at), y.take(at), slot.take(at), columns)
+                out[at], vertex[at] = _nearest(x.take(at), y.take(at), slot.take(at), columns)
+        at = np.flatnonzero(vertex >= 0)  # the nearest point is a vertex: its haversine
+        if at.size:
+            v = vertex.take(at)
+            lat_v, lng_v, cos_v = (c.take(v) for c in self.vertex)
+            out[at] = haversine_rad(lat_r.take(at), lng_r.take(at), cos_lat.take(at), lat_v, lng_v, cos_v)
         reach = self.reach.take(rows)
         maybe = np.flatnonzero(rep_km <= reach)
         if maybe.size:
@@ -298,8 +399,8 @@ class Extents:
 
     @property
     def _padded(self) -> list:
-        """Per bucket of rows with up to 4, 8, 16, ... edges: per edge position k, the k-th edge of each row
-        as five arrays over the bucket's rows (ax, ay, dx, dy, 1 / length^2); a row with fewer edges repeats
+        """Per bucket of rows with up to 4, 8, 16, ... edges: (ax, ay, dx, dy, 1 / length^2, start vertex)
+        as (bucket rows, width) arrays, the k-th column the row's k-th edge; a row with fewer edges repeats
         its last one (which changes no minimum); built on first use."""
         if self._pad is None:
             self._pad_rows()
@@ -327,40 +428,36 @@ class Extents:
         for b, w in enumerate(np.unique(width[self.has]).tolist()):
             rows = np.flatnonzero(self.has & (width == w))
             self._bucket_of[rows], self._slot_of[rows] = b, np.arange(rows.size)
-            pad.append(
-                [
-                    tuple(self.edges[i][self.start[rows] + np.minimum(k, n_e[rows] - 1)] for i in range(5))
-                    for k in range(w)
-                ]
-            )
+            e = self.start[rows, None] + np.minimum(np.arange(w), n_e[rows, None] - 1)
+            pad.append(tuple(np.ascontiguousarray(c.take(e)) for c in (*self.edges[:5], self.vs)))
         self._pad = pad
 
 
-def _nearest(x, y, slot, columns) -> np.ndarray:
-    """Great-circle km from each query (x, y) to the nearest point of the edges of its row, all in the row's
-    gnomonic plane: ``columns[k]`` holds the k-th edge of every row of the bucket as five arrays over its rows
-    (ax, ay, dx, dy, 1 / length^2), ``slot`` the query's row in them; the first nearest edge decides."""
-    for k, (ax, ay, dx, dy, inv) in enumerate(columns):  # a handful of edges: contiguous passes each
-        ax, ay, dx, dy, inv = (a.take(slot) for a in (ax, ay, dx, dy, inv))
-        rx = x - ax  # from the edge's start to the query
-        ry = y - ay
-        t = rx * dx
-        t += ry * dy
-        t *= inv
-        np.clip(t, 0.0, 1.0, out=t)
-        px = t * dx
-        px -= rx  # from the query to the edge's nearest point
-        py = t * dy
-        py -= ry
-        m2 = px * px
-        m2 += py * py
-        if k == 0:
-            best, bx, by = m2, px, py
-        else:
-            nearer = m2 < best  # strictly: the first nearest edge is kept
-            best, bx, by = np.where(nearer, m2, best), np.where(nearer, px, bx), np.where(nearer, py, by)
+def _nearest(x, y, slot, columns):
+    """(great-circle km, vertex) from each query (x, y) to the nearest point of the edges of its row, all in
+    the row's gnomonic plane: ``columns`` (ax, ay, dx, dy, 1 / length^2, start vertex) as (bucket rows,
+    width) arrays, ``slot`` the query's row in them; the first nearest edge decides. ``vertex`` is the
+    index of the vertex that nearest point is (-1 inside an edge; its km is then the angle to the foot)."""
+    ax, ay, dx, dy, inv, vs = (c.take(slot, axis=0) for c in columns)
+    rx = x[:, None] - ax  # from the edge's start to the query
+    ry = y[:, None] - ay
+    t = rx * dx
+    t += ry * dy
+    t *= inv
+    np.clip(t, 0.0, 1.0, out=t)
+    px = t * dx
+    px -= rx  # from the query to the edge's nearest point
+    py = t * dy
+    py -= ry
+    m2 = px * px
+    m2 += py * py
+    j = m2.argmin(axis=1)  # the first nearest edge
+    j += np.arange(0, m2.size, m2.shape[1])
+    best, bx, by, tj = m2.take(j), px.take(j), py.take(j), t.take(j)
+    vertex = np.where(tj == 0.0, vs.take(j), np.where(tj == 1.0, vs.take(j) + 1, -1))
     cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)
-    return EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))
+    km = EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))
+    return km, vertex
 
 
 class ExtentIndex:

@@ -119,13 +119,39 @@ class PairTable:
         cell, point = np.concatenate(cells), np.concatenate(points)
         order = np.lexsort((rank[point], cell))
         cell, point = cell[order], point[order]
+        target = self._targets(grid, cell, point)
         n_cells = self.nx * self.ny
-        lists = [(cell[m] + g * n_cells, point[m]) for g, m in enumerate(self.allowed[:, group[point]])]
-        cell = np.concatenate([c for c, _ in lists])
-        self.entries = np.concatenate([p for _, p in lists])
+        lists = [
+            (cell[m] + g * n_cells, point[m], target[m]) for g, m in enumerate(self.allowed[:, group[point]])
+        ]
+        cell = np.concatenate([c for c, _, _ in lists])
+        self.entries = np.concatenate([p for _, p, _ in lists])
+        self.target = np.concatenate([t for _, _, t in lists])
         counts = np.bincount(cell, minlength=n_cells * self.allowed.shape[0])
         self.start = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=self.start[1:])
+
+    def _targets(self, grid, cell, point) -> np.ndarray:
+        """Per (cell, point) entry, the location whose haversine the kernel takes first: the point itself, or
+        (``target >= k.size``) the vertex of its extent that is the nearest part of it from the whole cell
+        (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). Only the
+        entries whose target is the point and whose point has an extent go through the edges."""
+        n_k = self.k.size
+        self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
+        self.edged = np.zeros(n_k, dtype=bool)
+        if self.extents is None:
+            return point
+        ex = self.extents
+        self.edged = ex.has[self.k]
+        iy, ix = np.divmod(cell, grid.nx)
+        c_lat = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
+        c_lng = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
+        vertex = ex.sure_vertex(self.k[point], c_lat, c_lng, grid.rho)
+        self.t_lat_r, self.t_lng_r, self.t_cos = (
+            np.r_[a, v] for a, v in zip((self.lat_r, self.lng_r, self.cos_lat), ex.vertex)
+        )
+        self.edged = np.r_[self.edged, np.zeros(ex.vertex.shape[1], dtype=bool)]
+        return np.where(vertex >= 0, n_k + vertex, point)
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
@@ -199,22 +225,26 @@ class PairTable:
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
-            w = self.entries.take(e)  # then the points' own (small, cached) columns
+            tg = self.target.take(e)  # then the targets' own (small, cached) columns
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
                 np.repeat(cos_lat[a:b], n),
             )
             km = haversine_rad(
-                q_lat, q_lng, q_cos, self.lat_r.take(w), self.lng_r.take(w), self.cos_lat.take(w)
+                q_lat, q_lng, q_cos, self.t_lat_r.take(tg), self.t_lng_r.take(tg), self.t_cos.take(tg)
             )
-            if self.extents is None:
-                hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
-                km = km.take(hit)
-            else:
-                hit, km = self.extents.within(self.k.take(w), q_lat, q_lng, q_cos, km, self.radius)
+            edged = np.flatnonzero(self.edged.take(tg))
+            if edged.size:  # the distance to the extent's edges
+                rows_e = self.k.take(self.entries.take(e.take(edged)))
+                q = (q_lat.take(edged), q_lng.take(edged), q_cos.take(edged))
+                near, d = self.extents.within(rows_e, *q, km.take(edged), self.radius)
+                km[edged] = np.inf
+                km[edged.take(near)] = d
+            hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
+            km = km.take(hit)
             query = np.repeat(rows[a:b] + first, n)
-            found.append((query.take(hit), self.k.take(w.take(hit)), km))
+            found.append((query.take(hit), self.k.take(self.entries.take(e.take(hit))), km))
         return found
 
 

@@ -269,3 +269,28 @@ def test_the_language_switch_is_remembered(located):
     assert driver.find_element(By.TAG_NAME, "h1").text == "Lieux enregistrés"
     click_and_wait(driver, driver.find_element(By.CSS_SELECTOR, "[data-lang=nl]"))
     assert driver.find_element(By.TAG_NAME, "h1").text == "Bewaarde locaties"
+
+
+@pytest.mark.slow
+def test_a_works_details_show_its_hindrance(located):
+    """Row → details: the severe label and GIPOD's Dutch consequences as published; none reported without."""
+    from selenium.webdriver.common.by import By
+
+    from app.dashboard.i18n import hindrance_text
+
+    driver, url, _loc = located
+    driver.get(url)
+    wait_ready(driver)
+    cells = {
+        r.get_attribute("data-feature"): r.find_element(By.CSS_SELECTOR, "[data-col=hindrance]").text
+        for r in driver.find_elements(By.CSS_SELECTOR, "[data-testid=work]")
+    }
+    severe = next(k for k, v in cells.items() if v.startswith("severe hindrance: "))
+    none = next(k for k, v in cells.items() if v == "none reported")
+    for key in (severe, none):
+        driver.find_element(By.CSS_SELECTOR, f"[data-testid=work][data-feature='{key}']").click()
+        assert selected_rows(driver) == [key]
+        details = details_text(driver)
+        assert f"Hindrance{cells[key]}" in details  # the <dt> label, then the same text as the table's cell
+    assert "Geen doorgang" in cells[severe] or "rijstroken" in cells[severe]
+    assert hindrance_text(None, "en") == cells[none]

@@ -108,10 +108,16 @@
   function day(iso) { return iso && dateFormat ? dateFormat.format(new Date(iso + "T00:00:00Z")) : (iso || ""); }
   function keyOf(q) { return q.kind === "stop" ? "detour:" + q.detour : q.kind + ":" + q.id; }
   function rowsOf(key) { return document.querySelectorAll('[data-feature="' + key.replace(/"/g, "") + '"]'); }
+  function hindranceText(q) {  // GIPOD's Dutch consequences as published, our labels around them
+    if (!q.hindered) { return t("hindrance.none"); }
+    var c = (q.consequences || []).join("; ");
+    if (q.severe) { return c ? t("severe") + ": " + c : t("severe"); }
+    return c || t("hindrance.validated");
+  }
   function facts(q) {
     if (q.kind === "work") {
       var out = [[t("col.status"), q.status], [t("col.km"), num(q.distanceKm)], [t("col.from"), day(q.startDate)], [t("col.to"), q.endDate ? day(q.endDate) : t("open_end")]];
-      if (q.severe) { out.push([t("severe"), (q.consequences || []).join(", ")]); }
+      out.push([t("col.hindrance"), hindranceText(q)]);
       return { title: q.description + " (" + q.id + ")", kind: t("kind.work"), rows: out };
     }
     if (q.kind === "stop") {
