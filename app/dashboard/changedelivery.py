@@ -28,8 +28,7 @@ from app.mail import build_message
 from app.store.accounts import utc_stamp
 from app.store.db import write
 
-from .alerts import on_alert_plan
-from .changealerts import title
+from .changealerts import on_alert_plan, title
 from .delivery import ERROR_CHARS, LEASE_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS, describe, in_turn, post_webhook
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
 """Shared by the alert delivery tests: snapshot variants that make events, an injected wall clock and
-resolver, subscribers made through the store functions, and reading events back (SQLite or PostgreSQL)."""
+resolver, counting mails."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 
 from app.store import accounts
-from app.dashboard import alerts
 from app.store.db import open_store, write
 from app.store.saved_locations import add_location
 
@@ -89,41 +88,6 @@ class Resolver:
         if host not in self.table:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return self.table[host]
-
-
-def subscriber(app, engine, email, *, name="Centrum", webhook="", kinds=("no2_eu",), stored_webhook=None):
-    """An account with one location subscribed to ``kinds``; ``stored_webhook`` is written to the store as
-    it is, past the check made when saving (a row saved before that check existed)."""
-    conn = open_store(app)
-    try:
-        account, _key = accounts.create_account(conn, email, "pro")
-        loc = add_location(conn, account["id"], name=name, address="", lat=POINT[0], lng=POINT[1])
-        with app.app_context():
-            subs = alerts.subscribe(conn, account["id"], loc, list(kinds), webhook, engine, engine.as_of)
-        if stored_webhook is not None:
-            with write(conn):
-                conn.execute(
-                    "UPDATE alert_subscriptions SET webhook_url = ? WHERE account_id = ?",
-                    (stored_webhook, account["id"]),
-                )
-        return account, [s["id"] for s in subs]
-    finally:
-        conn.close()
-
-
-def events_of(app, account_id) -> list[dict]:
-    conn = open_store(app)
-    try:
-        return [
-            {k: r[k] for k in r.keys()}
-            for r in conn.execute(
-                "SELECT e.* FROM alert_events e JOIN alert_subscriptions s ON s.id = e.subscription_id"
-                " WHERE s.account_id = ? AND e.kind = 'event' ORDER BY e.event_key",
-                (account_id,),
-            )
-        ]
-    finally:
-        conn.close()
 
 
 def mails_to(smtp_server, address) -> int:
