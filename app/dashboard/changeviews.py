@@ -80,37 +80,48 @@ def _back(location_id: str, anchor: str = "changes"):
     return redirect(url_for("dashboard.map_page", location=location_id) + "#" + anchor)
 
 
-@bp.post("/locations/<location_id>/change-alert")
-def save_change_alert(location_id):
+def _save_alert(location_id, make, anchor: str = "changes"):
+    """Create or change the viewer's change alert of a location with ``make(conn, account id, location,
+    head=...)``; a new webhook secret is shown once."""
     viewer, stop = _viewer_or_redirect(full=True)
     if stop:
         return stop
     conn = get_db()
     row = _own_location(conn, viewer, location_id)
     before = changealerts.for_location(conn, viewer.account["id"], location_id)
-    form = request.form
     try:
         from app.history import changes as feed
 
-        sub = changealerts.save(
+        head = before["after_pos"] if before else feed.head(_history())
+        sub = make(conn, viewer.account["id"], row, head=head)
+    except StoreError as exc:
+        flash(t("ca.not_changed", reason=changealerts.said(exc, g.dashboard_lang)), "warn")
+        return _back(location_id, anchor)
+    if sub["webhook_secret"] and (before is None or before["webhook_secret"] != sub["webhook_secret"]):
+        return page("dashboard/change_secret.html", location=row, sub=sub, heading=t("ca.saved_heading"))
+    flash(t("ca.saved"), "ok")
+    return _back(location_id, anchor)
+
+
+@bp.post("/locations/<location_id>/change-alert")
+def save_change_alert(location_id):
+    form = request.form
+    quiet = form.get("quiet") == "on"
+    return _save_alert(
+        location_id,
+        lambda conn, account, row, head: changealerts.save(
             conn,
-            viewer.account["id"],
+            account,
             row,
             types=form.getlist("type"),
             email=form.get("email") == "on",
             webhook_url=form.get("webhook_url", ""),
-            quiet_start=form.get("quiet_start") if form.get("quiet") == "on" else None,
-            quiet_end=form.get("quiet_end") if form.get("quiet") == "on" else None,
+            quiet_start=form.get("quiet_start") if quiet else None,
+            quiet_end=form.get("quiet_end") if quiet else None,
             digest=form.get("digest") == "on",
-            head=before["after_pos"] if before else feed.head(_history()),
-        )
-    except StoreError as exc:
-        flash(t("ca.not_changed", reason=changealerts.said(exc, g.dashboard_lang)), "warn")
-        return _back(location_id)
-    if sub["webhook_secret"] and (before is None or before["webhook_secret"] != sub["webhook_secret"]):
-        return page("dashboard/change_secret.html", location=row, sub=sub, heading=t("ca.saved_heading"))
-    flash(t("ca.saved"), "ok")
-    return _back(location_id)
+            head=head,
+        ),
+    )
 
 
 @bp.post("/change-alerts/<int:sub_id>/delete")
@@ -277,38 +288,18 @@ def webhook_schema():
 # -- alerts of before (issue 27: moved onto the change alerts; the routes stay for scripts and old pages) -----
 
 
-def _back_to_alert(location_id):
-    return redirect(url_for("dashboard.map_page", location=location_id) + "#change-alert")
-
-
 @bp.post("/locations/<location_id>/alerts")
 def subscribe(location_id):
     """Alert kinds of before (``kind``: ``no2_eu`` ...) added to the location's change alert
     (:func:`app.dashboard.changealerts.merge_kinds`); a new webhook secret is shown once."""
-    viewer, stop = _viewer_or_redirect(full=True)
-    if stop:
-        return stop
-    conn = get_db()
-    row = _own_location(conn, viewer, location_id)
-    before = changealerts.for_location(conn, viewer.account["id"], location_id)
-    try:
-        from app.history import changes as feed
-
-        sub = changealerts.merge_kinds(
-            conn,
-            viewer.account["id"],
-            row,
-            request.form.getlist("kind"),
-            request.form.get("webhook_url", ""),
-            head=before["after_pos"] if before else feed.head(_history()),
-        )
-    except StoreError as exc:
-        flash(t("ca.not_changed", reason=changealerts.said(exc, g.dashboard_lang)), "warn")
-        return _back_to_alert(location_id)
-    if sub["webhook_secret"] and (before is None or before["webhook_secret"] != sub["webhook_secret"]):
-        return page("dashboard/change_secret.html", location=row, sub=sub, heading=t("ca.saved_heading"))
-    flash(t("ca.saved"), "ok")
-    return _back_to_alert(location_id)
+    form = request.form
+    return _save_alert(
+        location_id,
+        lambda conn, account, row, head: changealerts.merge_kinds(
+            conn, account, row, form.getlist("kind"), form.get("webhook_url", ""), head=head
+        ),
+        "change-alert",
+    )
 
 
 def _on_own_alert(sub_id, action, *, full: bool):
@@ -339,7 +330,7 @@ def delete_alert(sub_id):
     if stop:
         return stop
     flash(t("ca.removed"), "ok")
-    return _back_to_alert(row["location_id"])
+    return _back(row["location_id"], "change-alert")
 
 
 @bp.post("/alerts/<int:sub_id>/secret")

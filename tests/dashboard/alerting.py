@@ -92,3 +92,72 @@ class Resolver:
 
 def mails_to(smtp_server, address) -> int:
     return sum(address in rcpt for rcpt, _msg in smtp_server.messages)
+
+
+# -- change alerts over a recorded history (the delivery tests) ---------------------------------------------
+
+
+def record(history_url: str, *dirs) -> None:
+    """Record snapshot directories, in order, in the history store at ``history_url``, and derive the feed of
+    the :data:`POOL` locations (the first publish is their baseline)."""
+    from app.history import changes as feed
+    from app.history.store import open_store as open_history
+
+    history = open_history(history_url)
+    try:
+        for path in dirs:
+            assert history.record_dir(path).seq is not None
+        feed.derive(history, [(i, *POINT) for i in POOL], start=1)
+    finally:
+        history.close()
+
+
+#: location ids whose feed :func:`record` derives in advance (the n-th :func:`subscriber` of a store gets the
+#: n-th), so that each test need not derive it again
+POOL = [f"loc_isolat{k:06d}" for k in range(4)]
+
+
+def subscriber(app, email, *, name="Centrum", webhook="", types=("no2.above_eu",), stored_webhook=None):
+    """An account with one location at ``POINT`` (the next id of :data:`POOL`) and its change alert (mail on,
+    ``types``), starting at the feed's beginning; ``stored_webhook`` is written to the store as it is, past
+    the check made when saving (a row saved before that check existed). Returns (account, location)."""
+    from app.dashboard import changealerts
+
+    conn = open_store(app)
+    try:
+        account, _key = accounts.create_account(conn, email, "pro")
+        loc = add_location(conn, account["id"], name="placeholder", address="", lat=POINT[0], lng=POINT[1])
+        taken = conn.execute("SELECT COUNT(*) FROM locations").fetchone()[0]
+        with write(conn):  # stored as is: a name saved before today's checks reaches the mail path unchanged
+            conn.execute(
+                "UPDATE locations SET name = ?, id = ? WHERE id = ?", (name, POOL[taken - 1], loc["id"])
+            )
+        loc = {**loc, "id": POOL[taken - 1], "name": name}
+        with app.app_context():
+            changealerts.save(conn, account["id"], loc, types=types, email=True, webhook_url=webhook, head=0)
+        if stored_webhook is not None:
+            with write(conn):
+                conn.execute(
+                    "UPDATE change_subscriptions SET webhook_url = ?, webhook_secret = 'whsec_x'"
+                    " WHERE account_id = ?",
+                    (stored_webhook, account["id"]),
+                )
+        return account, loc
+    finally:
+        conn.close()
+
+
+def events_of(app, account_id) -> list[dict]:
+    """The delivery rows of an account's change alerts, by event and channel."""
+    conn = open_store(app)
+    try:
+        return [
+            {k: r[k] for k in r.keys()}
+            for r in conn.execute(
+                "SELECT d.* FROM change_deliveries d JOIN change_subscriptions s ON s.id = d.subscription_id"
+                " WHERE s.account_id = ? ORDER BY d.feed_pos, d.channel",
+                (account_id,),
+            )
+        ]
+    finally:
+        conn.close()
