@@ -124,6 +124,17 @@ def save_change_alert(location_id):
     )
 
 
+@bp.post("/change-alerts/<int:sub_id>/secret")
+def rotate_change_secret(sub_id):
+    """A new webhook secret for one of the viewer's change alerts, shown once; the old one stops signing at
+    once."""
+    viewer, row, stop = _on_own_alert(sub_id, changealerts.rotate_secret, full=True)
+    if stop:
+        return stop
+    location = _own_location(get_db(), viewer, row["location_id"])
+    return page("dashboard/change_secret.html", location=location, sub=row, heading=t("secret.new"))
+
+
 @bp.post("/change-alerts/<int:sub_id>/delete")
 def delete_change_alert(sub_id):
     """Any plan may delete its own change alerts."""

@@ -161,3 +161,15 @@ def events_of(app, account_id) -> list[dict]:
         ]
     finally:
         conn.close()
+
+
+def recorded_history(snapshot_dir, engine, tmp) -> str:
+    """A history store (its URL) holding two publishes (:func:`tests.dashboard.changefeed.variant_dirs`): the
+    demo at NO2 20, then two hours later NO2 55 (``no2.above_eu`` at ``POINT``), a planned work running and a
+    new detour; the feed of the :data:`POOL` locations derived."""
+    from .changefeed import variant_dirs
+
+    dirs = variant_dirs(snapshot_dir, engine, tmp)
+    url = str(tmp / "history.sqlite")
+    record(url, dirs["before"], dirs["after"])
+    return url

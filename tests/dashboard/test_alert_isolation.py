@@ -19,8 +19,7 @@ from app.dashboard import delivery, run
 from app.store.db import open_store, write
 
 from . import receivers
-from .alerting import Clock, Resolver, events_of, mails_to, record, subscriber
-from .changefeed import variant_dirs
+from .alerting import Clock, Resolver, events_of, mails_to, recorded_history, subscriber
 from .receivers import Receiver
 
 DEADLINE = 2.0  # ALERT_WEBHOOK_TIMEOUT here: what a hostile receiver may hold a delivery, and a well-behaved
@@ -41,14 +40,7 @@ def resolver():
 
 @pytest.fixture(scope="module")
 def recorded(snapshot_dir, engine, tmp_path_factory) -> str:
-    """A history store holding two publishes (:func:`tests.dashboard.changefeed.variant_dirs`): the demo at
-    NO2 20, then two hours later NO2 55 (one ``no2.above_eu`` event per location), a planned work running
-    and a new detour."""
-    tmp = tmp_path_factory.mktemp("alert-isolation")
-    dirs = variant_dirs(snapshot_dir, engine, tmp)
-    url = str(tmp / "history.sqlite")
-    record(url, dirs["before"], dirs["after"])
-    return url
+    return recorded_history(snapshot_dir, engine, tmp_path_factory.mktemp("alert-isolation"))
 
 
 @pytest.fixture
