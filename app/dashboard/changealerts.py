@@ -54,6 +54,8 @@ DEFAULT_TYPES = (
 TYPE_LABELS = {kind: LABELS["ctype." + kind][LANGUAGES.index("en")] for kind in EVENT_TYPES}
 #: events read from the feed per query when enqueueing
 PAGE = 5000
+#: delivery rows per INSERT statement (7 values each: within SQLite's 32,766 parameters)
+ROWS_PER_INSERT = 200
 #: the event types each alert kind of before became (the store migration 341 writes the same)
 LEGACY_TYPES = {
     "work_running": ("work.started",),
@@ -463,30 +465,33 @@ def enqueue(conn, history, base_url: str, now: int, *, hold_mail=None) -> int:
             if not subscribed:
                 continue
             event = feed.ChangeEvent.from_text(text, seq)
+            body = None
             for s in subscribed:
                 if position <= s["after_pos"] or s["plan"] not in plans or event.type not in types[s["id"]]:
                     continue
-                body = json.dumps(cloudevent(event, base_url), ensure_ascii=False, separators=(",", ":"))
+                if body is None:
+                    body = json.dumps(cloudevent(event, base_url), ensure_ascii=False, separators=(",", ":"))
                 channels = (["mail"] if s["email"] else []) + (["webhook"] if s["webhook_url"] else [])
                 for channel in channels:
                     hold = hold_mail(s, now) if channel == "mail" and hold_mail else None
                     rows.append((s["id"], event.id, channel, position, body, stamp, hold))
         if rows:
-            with write(conn):
-                for row in rows:
+            with write(conn):  # multi-row inserts: a statement per ROWS_PER_INSERT rows, not per row
+                for start in range(0, len(rows), ROWS_PER_INSERT):
+                    part = rows[start : start + ROWS_PER_INSERT]
                     new += conn.execute(
                         "INSERT INTO change_deliveries (subscription_id, event_id, channel, feed_pos,"
-                        " payload, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                        " ON CONFLICT DO NOTHING",
-                        row,
+                        " payload, created_at, next_attempt_at) VALUES "
+                        + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(part))
+                        + " ON CONFLICT DO NOTHING",
+                        [value for row in part for value in row],
                     ).rowcount
         if len(found) < PAGE:
             break
         after = found[-1][0]
-    with write(conn):
-        for s in pending:
-            conn.execute(
-                "UPDATE change_subscriptions SET after_pos = ? WHERE id = ? AND after_pos < ?",
-                (newest, s["id"], newest),
-            )
+    with write(conn):  # every subscription read above is now through ``newest`` (one statement)
+        conn.execute(
+            "UPDATE change_subscriptions SET after_pos = ? WHERE after_pos > ? AND after_pos < ? AND id <= ?",
+            (newest, AT_HEAD, newest, max(s["id"] for s in subs)),
+        )
     return new

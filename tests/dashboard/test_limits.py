@@ -107,7 +107,7 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             CHEAP,
             "post",
             f"/dashboard/locations/{loc}/change-alert",
-            {**form, "type": ["work.started"], "email": "on"},
+            {**form, "type": ["work.started"], "email": "on", "webhook_url": "http://127.0.0.1:9/hook"},
         ),
         (
             "dashboard.rotate_change_secret",
