@@ -1,10 +1,14 @@
 """Change alerts: e-mail and signed webhooks that follow the change feed of a saved location (docs/changes.md).
 
 One subscription per saved location (``change_subscriptions``): the event types it sends
-(:data:`geo.rules.changes.EVENT_TYPES`), e-mail on or off, an optional webhook (checked like every webhook URL,
-:func:`app.dashboard.alerts.check_webhook_url`, with its own secret), quiet hours and the daily digest (both
-for e-mail, :mod:`app.dashboard.changedelivery`). A subscription starts at the feed's head when it is made: an
-alert reports what changes after subscribing.
+(:data:`geo.rules.changes.EVENT_TYPES`), e-mail on or off, an optional webhook (:func:`check_webhook_url`,
+with its own secret), quiet hours and the daily digest (both for e-mail, :mod:`app.dashboard.changedelivery`).
+A subscription starts at the feed's head when it is made: an alert reports what changes after subscribing.
+Alerts belong to the plans with the dashboard (:func:`app.store.plans.alert_plans`).
+
+The four alert kinds of before (:data:`LEGACY_TYPES`) were moved onto these by the store migration
+``341_alerts_onto_change_feed.sql``; their ids and unsubscribe tokens stay reachable through
+``change_alert_legacy`` (:func:`legacy_remove`, :func:`by_token`).
 
 :func:`enqueue` turns the feed's new events into delivery rows, one per (subscription, event id, channel):
 the primary key makes each event exist once per channel, so a second round, a second sender or a restart
@@ -16,15 +20,20 @@ never sends it again. The webhook body is a CloudEvents 1.0 structured-mode JSON
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from flask import current_app
 
 from app.store.accounts import StoreError, utc_stamp
 from app.store.db import write
+from app.store.plans import alert_plans
 from geo.rules.changes import EVENT_TYPES
 from geo.rules.texts import LANGUAGES
 
-from .alerts import check_webhook_url, new_secret, on_alert_plan, well_formed_token
+from . import webhook
 from .i18n import LABELS, Labels
 
 SCHEMA_FILE = Path(__file__).parent / "schemas" / "change-webhook-v1.json"
@@ -45,6 +54,76 @@ DEFAULT_TYPES = (
 TYPE_LABELS = {kind: LABELS["ctype." + kind][LANGUAGES.index("en")] for kind in EVENT_TYPES}
 #: events read from the feed per query when enqueueing
 PAGE = 5000
+#: delivery rows per INSERT statement (7 values each: within SQLite's 32,766 parameters)
+ROWS_PER_INSERT = 200
+#: the event types each alert kind of before became (the store migration 341 writes the same)
+LEGACY_TYPES = {
+    "work_running": ("work.started",),
+    "detour_new": ("detour.started",),
+    "no2_eu": ("no2.above_eu",),
+    "no2_who": ("no2.above_who",),
+}
+#: ``after_pos`` of a subscription to start at the feed's head at the next enqueue (a migrated one)
+AT_HEAD = -1
+MAX_URL = 500
+#: an unsubscribe token's shape (``secrets.token_urlsafe(24)`` gives 32 characters)
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+
+def check_webhook_url(url, config=None) -> str:
+    """'' (none) or an absolute http(s) URL without credentials, at most 500 characters, whose host is a
+    valid name whose addresses are all public (unless ``ALERT_WEBHOOK_ALLOW_PRIVATE``); ``config``: the
+    current app's by default."""
+    url = (url or "").strip()
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if (
+        len(url) > MAX_URL
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.username
+        or parts.password
+        or any(ord(c) < 33 for c in url)
+    ):
+        raise StoreError(
+            "the webhook URL must be an absolute http:// or https:// URL without user name or "
+            f"password, at most {MAX_URL} characters"
+        )
+    config = current_app.config if config is None else config
+    try:
+        webhook.destination(url, **webhook.options(config))
+    except webhook.WebhookError as exc:
+        raise StoreError(f"the webhook URL is refused: {exc}") from None
+    return url
+
+
+def on_alert_plan(account_plan_column: str) -> tuple[str, tuple[str, ...]]:
+    """(SQL condition, parameters): the account's plan is one with alerts (:func:`app.store.plans.alert_plans`).
+
+    Examples
+    --------
+    >>> on_alert_plan("a.plan")
+    ('a.plan IN (?, ?, ?)', ('pro', 'enterprise', 'dashboard'))
+    """
+    plans = alert_plans()
+    return f"{account_plan_column} IN ({', '.join('?' * len(plans))})", plans
+
+
+def new_secret() -> str:
+    """A webhook signing secret (``whsec_`` and 192 random bits)."""
+    return "whsec_" + secrets.token_urlsafe(24)
+
+
+def well_formed_token(token) -> bool:
+    """Whether ``token`` has the shape of an unsubscribe token (checked before any look-up).
+
+    Examples
+    --------
+    >>> well_formed_token(secrets.token_urlsafe(24)), well_formed_token("x"), well_formed_token("a b" * 8)
+    (True, False, False)
+    """
+    return isinstance(token, str) and _TOKEN.fullmatch(token) is not None
 
 
 def schema() -> dict:
@@ -218,25 +297,34 @@ def remove(conn, account_id: int, sub_id: int):
     return row
 
 
+#: the change alert of an unsubscribe token: its own, or one of the old alerts' it replaced
+_OF_TOKEN = (
+    "(s.unsubscribe_token = ? OR s.id IN (SELECT subscription_id FROM change_alert_legacy"
+    " WHERE unsubscribe_token = ?))"
+)
+
+
 def by_token(conn, token: str):
-    """The change alert whose unsubscribe token is ``token`` (with ``location_name``), or None."""
+    """The change alert whose unsubscribe token is ``token`` (with ``location_name``), or None; an old
+    alert's token finds the change alert it became."""
     if not well_formed_token(token):
         return None
     return conn.execute(
         "SELECT s.*, l.name AS location_name FROM change_subscriptions s JOIN locations l ON l.id = s.location_id"
-        " WHERE s.unsubscribe_token = ?",
-        (token,),
+        f" WHERE {_OF_TOKEN}",
+        (token, token),
     ).fetchone()
 
 
 def unsubscribe(conn, token: str) -> bool:
-    """Stop the e-mails of a change alert (its webhook, if any, goes on); False when there were none."""
+    """Stop the e-mails of a change alert (its webhook, if any, goes on); False when there were none. An old
+    alert's token stops the e-mails of the change alert it became."""
     if not well_formed_token(token):
         return False
     with write(conn, durable=True):
         row = conn.execute(
-            "SELECT id, webhook_url FROM change_subscriptions WHERE unsubscribe_token = ? AND email = 1",
-            (token,),
+            f"SELECT s.id, s.webhook_url FROM change_subscriptions s WHERE {_OF_TOKEN} AND s.email = 1",
+            (token, token),
         ).fetchone()
         if row is None:
             return False
@@ -249,6 +337,76 @@ def unsubscribe(conn, token: str) -> bool:
         else:
             conn.execute("DELETE FROM change_subscriptions WHERE id = ?", (row["id"],))
     return True
+
+
+def merge_kinds(conn, account_id: int, location, kinds, webhook_url, *, head: int):
+    """Subscribe a location to alert kinds of before (:data:`LEGACY_TYPES`; scripts may still post them to
+    ``/dashboard/locations/<id>/alerts``): their event types are added to its change alert, its e-mails are
+    on (as every alert of before mailed) and ``webhook_url`` replaces its webhook. Returns the row."""
+    kinds = list(dict.fromkeys(kinds))
+    if not kinds:
+        raise refusal("ca.err.no_type")
+    unknown = [k for k in kinds if k not in LEGACY_TYPES]
+    if unknown:
+        raise refusal("ca.err.unknown_type", kind=repr(unknown[0]))
+    row = for_location(conn, account_id, location["id"])
+    types = [t for k in kinds for t in LEGACY_TYPES[k]] + (json.loads(row["types"]) if row else [])
+    keep = {k: row[k] for k in ("quiet_start", "quiet_end")} if row else {}
+    return save(
+        conn,
+        account_id,
+        location,
+        types=types,
+        email=True,
+        webhook_url=webhook_url,
+        digest=bool(row["digest"]) if row else False,
+        head=row["after_pos"] if row else head,
+        **keep,
+    )
+
+
+def _legacy(conn, account_id: int, old_id: int):
+    row = conn.execute(
+        "SELECT g.kind, s.* FROM change_alert_legacy g JOIN change_subscriptions s ON s.id = g.subscription_id"
+        " WHERE g.old_id = ? AND s.account_id = ?",
+        (old_id, account_id),
+    ).fetchone()
+    if row is None:
+        raise refusal("ca.err.no_alert", id=old_id)
+    return row
+
+
+def legacy_remove(conn, account_id: int, old_id: int):
+    """Delete an alert of before (``/dashboard/alerts/<old id>/delete``): its event types leave the change
+    alert it became, which goes when none is left. Returns the change alert's row as it was."""
+    with write(conn, durable=True):
+        row = _legacy(conn, account_id, old_id)
+        gone = set(LEGACY_TYPES[row["kind"]])
+        left = [t for t in json.loads(row["types"]) if t not in gone]
+        conn.execute("DELETE FROM change_alert_legacy WHERE old_id = ?", (old_id,))
+        if left:
+            conn.execute(
+                "UPDATE change_subscriptions SET types = ? WHERE id = ?", (json.dumps(left), row["id"])
+            )
+        else:
+            conn.execute("DELETE FROM change_subscriptions WHERE id = ?", (row["id"],))
+    return row
+
+
+def rotate_secret(conn, account_id: int, sub_id: int, *, old_id: int | None = None):
+    """A new webhook secret for one of the account's change alerts (the old secret stops signing at once);
+    ``old_id``: found by an alert id of before instead. The updated row."""
+    with write(conn, durable=True):
+        if old_id is not None:
+            sub_id = _legacy(conn, account_id, old_id)["id"]
+        row = conn.execute(
+            "UPDATE change_subscriptions SET webhook_secret = ? WHERE id = ? AND account_id = ?"
+            " AND webhook_url IS NOT NULL RETURNING *",
+            (new_secret(), sub_id, account_id),
+        ).fetchone()
+    if row is None:
+        raise refusal("ca.err.no_alert", id=old_id if old_id is not None else sub_id)
+    return row
 
 
 # -- from the feed to delivery rows ------------------------------------------------------------------------
@@ -281,7 +439,15 @@ def enqueue(conn, history, base_url: str, now: int, *, hold_mail=None) -> int:
     if not subs:
         return 0
     newest = feed.head(history)
-    pending = [s for s in subs if s["after_pos"] < newest]
+    starting = [s for s in subs if s["after_pos"] == AT_HEAD]
+    if starting:  # migrated alerts start at the head: nothing recorded before is theirs to send
+        with write(conn):
+            for s in starting:
+                conn.execute(
+                    "UPDATE change_subscriptions SET after_pos = ? WHERE id = ? AND after_pos = ?",
+                    (newest, s["id"], AT_HEAD),
+                )
+    pending = [s for s in subs if AT_HEAD < s["after_pos"] < newest]
     if not pending:
         return 0
     _cond, plans = on_alert_plan("plan")
@@ -299,30 +465,33 @@ def enqueue(conn, history, base_url: str, now: int, *, hold_mail=None) -> int:
             if not subscribed:
                 continue
             event = feed.ChangeEvent.from_text(text, seq)
+            body = None
             for s in subscribed:
                 if position <= s["after_pos"] or s["plan"] not in plans or event.type not in types[s["id"]]:
                     continue
-                body = json.dumps(cloudevent(event, base_url), ensure_ascii=False, separators=(",", ":"))
+                if body is None:
+                    body = json.dumps(cloudevent(event, base_url), ensure_ascii=False, separators=(",", ":"))
                 channels = (["mail"] if s["email"] else []) + (["webhook"] if s["webhook_url"] else [])
                 for channel in channels:
                     hold = hold_mail(s, now) if channel == "mail" and hold_mail else None
                     rows.append((s["id"], event.id, channel, position, body, stamp, hold))
         if rows:
-            with write(conn):
-                for row in rows:
+            with write(conn):  # multi-row inserts: a statement per ROWS_PER_INSERT rows, not per row
+                for start in range(0, len(rows), ROWS_PER_INSERT):
+                    part = rows[start : start + ROWS_PER_INSERT]
                     new += conn.execute(
                         "INSERT INTO change_deliveries (subscription_id, event_id, channel, feed_pos,"
-                        " payload, created_at, next_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-                        " ON CONFLICT DO NOTHING",
-                        row,
+                        " payload, created_at, next_attempt_at) VALUES "
+                        + ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(part))
+                        + " ON CONFLICT DO NOTHING",
+                        [value for row in part for value in row],
                     ).rowcount
         if len(found) < PAGE:
             break
         after = found[-1][0]
-    with write(conn):
-        for s in pending:
-            conn.execute(
-                "UPDATE change_subscriptions SET after_pos = ? WHERE id = ? AND after_pos < ?",
-                (newest, s["id"], newest),
-            )
+    with write(conn):  # every subscription read above is now through ``newest`` (one statement)
+        conn.execute(
+            "UPDATE change_subscriptions SET after_pos = ? WHERE after_pos > ? AND after_pos < ? AND id <= ?",
+            (newest, AT_HEAD, newest, max(s["id"] for s in subs)),
+        )
     return new

@@ -28,8 +28,7 @@ from app.mail import build_message
 from app.store.accounts import utc_stamp
 from app.store.db import write
 
-from .alerts import on_alert_plan
-from .changealerts import title
+from .changealerts import on_alert_plan, title
 from .delivery import ERROR_CHARS, LEASE_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS, describe, in_turn, post_webhook
 
 log = logging.getLogger(__name__)
@@ -39,6 +38,8 @@ DIGEST_HOUR = 7
 #: rows sent at once (threads); each webhook POST keeps its own deadline
 SENDERS = 16
 BATCH = 64
+#: ids per ``IN (...)`` list
+CHUNK = 500
 CLOUDEVENTS_JSON = "application/cloudevents+json; charset=utf-8"
 _KEY = "subscription_id = ? AND event_id = ? AND channel = ?"
 _DUE = (
@@ -123,18 +124,24 @@ def claim(conn, keys, now: int) -> list:
                 == 1
             ):
                 taken.append(key)
-    out = []
-    for key in taken:
-        out.append(
-            conn.execute(
-                "SELECT d.*, s.webhook_url, s.webhook_secret, s.unsubscribe_token, s.account_id, s.location_id,"
-                " a.email, l.name AS location_name FROM change_deliveries d"
-                " JOIN change_subscriptions s ON s.id = d.subscription_id JOIN accounts a ON a.id = s.account_id"
-                f" JOIN locations l ON l.id = s.location_id WHERE d.{_KEY.replace(' AND ', ' AND d.')}",
-                key,
-            ).fetchone()
-        )
-    return [r for r in out if r is not None]
+    if not taken:
+        return []
+    # one read of the claimed rows (claimed at ``now``; the keys pick this sender's), not one per row
+    wanted, found = set(taken), {}
+    subs = sorted({key[0] for key in taken})
+    for start in range(0, len(subs), CHUNK):
+        part = subs[start : start + CHUNK]
+        for row in conn.execute(
+            "SELECT d.*, s.webhook_url, s.webhook_secret, s.unsubscribe_token, s.account_id, s.location_id,"
+            " a.email, l.name AS location_name FROM change_deliveries d"
+            " JOIN change_subscriptions s ON s.id = d.subscription_id JOIN accounts a ON a.id = s.account_id"
+            f" JOIN locations l ON l.id = s.location_id WHERE d.subscription_id IN ({', '.join('?' * len(part))})"
+            " AND d.claimed_at = ?",
+            (*part, now),
+        ).fetchall():
+            if _key(row) in wanted:
+                found[_key(row)] = row
+    return [found[key] for key in taken if key in found]
 
 
 def settle(conn, outcomes, now: int) -> None:
@@ -230,27 +237,32 @@ def _send(app, mail, config, base_url: str, rows) -> str | None:
 # -- a round -----------------------------------------------------------------------------------------------
 
 
-def batches(rows, size: int = BATCH):
+def batches(rows, size: int = BATCH, proven: set | None = None):
     """``rows`` (in turn) cut into batches sent at once, each holding at most ``size`` rows and at most one
-    webhook row per account (so a failing receiver is met once per batch, and its account's other webhook
-    rows wait for the first retry delay, as the alert sender's turns have it).
+    webhook row per account whose receiver has not yet answered in this round (so a failing receiver is met
+    once per batch, and its account's other webhook rows wait for the first retry delay, as the alert
+    sender's turns have it); ``proven``: the accounts whose webhook succeeded in this round (read as the
+    batches are taken), whose rows go in full batches.
 
     Examples
     --------
     >>> rows = [{"channel": "webhook", "account_id": a} for a in (1, 1, 2)]
     >>> [[r["account_id"] for r in b] for b in batches(rows)]
     [[1, 2], [1]]
+    >>> [[r["account_id"] for r in b] for b in batches(rows, proven={1})]
+    [[1, 1, 2]]
     """
+    proven = set() if proven is None else proven
     pending = list(rows)
     while pending:
         batch: list = []
         seen: set = set()
         rest: list = []
         for r in pending:
-            webhook = r["channel"] == "webhook"
-            if len(batch) < size and not (webhook and r["account_id"] in seen):
+            limited = r["channel"] == "webhook" and r["account_id"] not in proven
+            if len(batch) < size and not (limited and r["account_id"] in seen):
                 batch.append(r)
-                if webhook:
+                if limited:
                     seen.add(r["account_id"])
             else:
                 rest.append(r)
@@ -275,8 +287,9 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
         _postpone(conn, keys, until)
         counts["deferred"] += len(keys)
     failed_webhooks: set = set()
+    proven: set = set()  # accounts whose webhook answered 2xx in this round
     with ThreadPoolExecutor(SENDERS, thread_name_prefix="change-delivery") as pool:
-        for batch in batches(sendable):
+        for batch in batches(sendable, proven=proven):
             defer = [
                 _key(r) for r in batch if r["channel"] == "webhook" and r["account_id"] in failed_webhooks
             ]
@@ -289,6 +302,8 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
             settle(conn, list(zip(claimed, errors)), now)
             for row, error in zip(claimed, errors):
                 _count(counts, row, error, failed_webhooks)
+                if error is None and row["channel"] == "webhook" and row["account_id"] not in failed_webhooks:
+                    proven.add(row["account_id"])
         for keys in digests.values():
             claimed = claim(conn, keys, now)
             if not claimed:

@@ -80,37 +80,59 @@ def _back(location_id: str, anchor: str = "changes"):
     return redirect(url_for("dashboard.map_page", location=location_id) + "#" + anchor)
 
 
-@bp.post("/locations/<location_id>/change-alert")
-def save_change_alert(location_id):
+def _save_alert(location_id, make, anchor: str = "changes"):
+    """Create or change the viewer's change alert of a location with ``make(conn, account id, location,
+    head=...)``; a new webhook secret is shown once."""
     viewer, stop = _viewer_or_redirect(full=True)
     if stop:
         return stop
     conn = get_db()
     row = _own_location(conn, viewer, location_id)
     before = changealerts.for_location(conn, viewer.account["id"], location_id)
-    form = request.form
     try:
         from app.history import changes as feed
 
-        sub = changealerts.save(
+        head = before["after_pos"] if before else feed.head(_history())
+        sub = make(conn, viewer.account["id"], row, head=head)
+    except StoreError as exc:
+        flash(t("ca.not_changed", reason=changealerts.said(exc, g.dashboard_lang)), "warn")
+        return _back(location_id, anchor)
+    if sub["webhook_secret"] and (before is None or before["webhook_secret"] != sub["webhook_secret"]):
+        return page("dashboard/change_secret.html", location=row, sub=sub, heading=t("ca.saved_heading"))
+    flash(t("ca.saved"), "ok")
+    return _back(location_id, anchor)
+
+
+@bp.post("/locations/<location_id>/change-alert")
+def save_change_alert(location_id):
+    form = request.form
+    quiet = form.get("quiet") == "on"
+    return _save_alert(
+        location_id,
+        lambda conn, account, row, head: changealerts.save(
             conn,
-            viewer.account["id"],
+            account,
             row,
             types=form.getlist("type"),
             email=form.get("email") == "on",
             webhook_url=form.get("webhook_url", ""),
-            quiet_start=form.get("quiet_start") if form.get("quiet") == "on" else None,
-            quiet_end=form.get("quiet_end") if form.get("quiet") == "on" else None,
+            quiet_start=form.get("quiet_start") if quiet else None,
+            quiet_end=form.get("quiet_end") if quiet else None,
             digest=form.get("digest") == "on",
-            head=before["after_pos"] if before else feed.head(_history()),
-        )
-    except StoreError as exc:
-        flash(t("ca.not_changed", reason=changealerts.said(exc, g.dashboard_lang)), "warn")
-        return _back(location_id)
-    if sub["webhook_secret"] and (before is None or before["webhook_secret"] != sub["webhook_secret"]):
-        return page("dashboard/change_secret.html", location=row, sub=sub, heading=t("ca.saved_heading"))
-    flash(t("ca.saved"), "ok")
-    return _back(location_id)
+            head=head,
+        ),
+    )
+
+
+@bp.post("/change-alerts/<int:sub_id>/secret")
+def rotate_change_secret(sub_id):
+    """A new webhook secret for one of the viewer's change alerts, shown once; the old one stops signing at
+    once."""
+    viewer, row, stop = _on_own_alert(sub_id, changealerts.rotate_secret, full=True)
+    if stop:
+        return stop
+    location = _own_location(get_db(), viewer, row["location_id"])
+    return page("dashboard/change_secret.html", location=location, sub=row, heading=t("secret.new"))
 
 
 @bp.post("/change-alerts/<int:sub_id>/delete")
@@ -272,3 +294,64 @@ def webhook_schema():
     resp.headers["Cache-Control"] = "public, max-age=86400"
     resp.headers["Access-Control-Allow-Origin"] = "*"
     return resp
+
+
+# -- alerts of before (issue 27: moved onto the change alerts; the routes stay for scripts and old pages) -----
+
+
+@bp.post("/locations/<location_id>/alerts")
+def subscribe(location_id):
+    """Alert kinds of before (``kind``: ``no2_eu`` ...) added to the location's change alert
+    (:func:`app.dashboard.changealerts.merge_kinds`); a new webhook secret is shown once."""
+    form = request.form
+    return _save_alert(
+        location_id,
+        lambda conn, account, row, head: changealerts.merge_kinds(
+            conn, account, row, form.getlist("kind"), form.get("webhook_url", ""), head=head
+        ),
+        "change-alert",
+    )
+
+
+def _on_own_alert(sub_id, action, *, full: bool):
+    """(viewer, ``action(conn, account id, sub_id)``'s row, None) for one of the viewer's alerts, or
+    (None, None, the answer): sign in first, the plan page, or 404 when the alert is not the viewer's."""
+    viewer, stop = _viewer_or_redirect(full=full)
+    if stop:
+        return None, None, stop
+    try:
+        return viewer, action(get_db(), viewer.account["id"], sub_id), None
+    except StoreError as exc:
+        return (
+            None,
+            None,
+            page(
+                "dashboard/problem.html",
+                404,
+                heading=t("problem.not_possible"),
+                text=changealerts.said(exc, g.dashboard_lang),
+            ),
+        )
+
+
+@bp.post("/alerts/<int:sub_id>/delete")
+def delete_alert(sub_id):
+    """An alert of before (its id from then): its event types leave the change alert it became. Any plan."""
+    _viewer, row, stop = _on_own_alert(sub_id, changealerts.legacy_remove, full=False)
+    if stop:
+        return stop
+    flash(t("ca.removed"), "ok")
+    return _back(row["location_id"], "change-alert")
+
+
+@bp.post("/alerts/<int:sub_id>/secret")
+def rotate_secret(sub_id):
+    """A new webhook secret for the change alert an alert of before became, shown once; the old one stops
+    signing at once."""
+    viewer, row, stop = _on_own_alert(
+        sub_id, lambda conn, account, old: changealerts.rotate_secret(conn, account, 0, old_id=old), full=True
+    )
+    if stop:
+        return stop
+    location = _own_location(get_db(), viewer, row["location_id"])
+    return page("dashboard/change_secret.html", location=location, sub=row, heading=t("secret.new"))

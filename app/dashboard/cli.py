@@ -1,4 +1,4 @@
-"""``flask --app wsgi alerts run``: one alert round against the served snapshot (DATA_DIR)."""
+"""``flask --app wsgi alerts run``: one alert round: the change feed's new events enqueued and delivered."""
 
 from __future__ import annotations
 
@@ -15,14 +15,10 @@ def alerts_group():
 @alerts_group.command("run")
 @with_appcontext
 def run_command():
-    """Evaluate every subscription against the current snapshot and deliver the new events."""
-    from geo.data.engine import Engine
-
+    """Turn the change feed's new events into deliveries and deliver what is due."""
     from .run import run_alerts
 
-    app = current_app._get_current_object()
-    engine = app.extensions["urban"].engine or Engine.load(app.config["DATA_DIR"])
-    counts = run_alerts(app, engine)
+    counts = run_alerts(current_app._get_current_object())
     click.echo(
         "{new} new events; sent {mail} mails, {webhook} webhooks; {failed} failed, {deferred} deferred".format(
             **counts

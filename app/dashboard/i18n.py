@@ -435,80 +435,8 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "Your plan ({plan}) has no alerts, so these send nothing. You can remove them; they start again on "
         "the Pro or Enterprise plan.",
     ),
-    "alerts.webhook": ("webhook", "webhook", "webhook"),
-    "alerts.new_secret": ("Nieuw geheim", "Nouveau secret", "New secret"),
-    "alerts.new_secret_for": (
-        "Nieuw webhookgeheim: {kind}",
-        "Nouveau secret de webhook : {kind}",
-        "New webhook secret: {kind}",
-    ),
-    "alerts.remove": ("Verwijderen", "Supprimer", "Remove"),
-    "alerts.remove_for": (
-        "Melding verwijderen: {kind}",
-        "Supprimer l'alerte : {kind}",
-        "Remove alert: {kind}",
-    ),
-    "alerts.legend": (
-        "Mail mij op {email} wanneer, na een verversing van de gegevens:",
-        "M'envoyer un e-mail à {email} quand, après un rafraîchissement des données :",
-        "E-mail me to {email} when, after a data refresh:",
-    ),
-    "alerts.webhook_field": (
-        "Ook POST naar deze webhook",
-        "Aussi un POST vers ce webhook",
-        "Also POST to this webhook",
-    ),
-    "alerts.webhook_hint": (
-        "(optioneel, ondertekend met HMAC-SHA256)",
-        "(facultatif, signé avec HMAC-SHA256)",
-        "(optional, signed with HMAC-SHA256)",
-    ),
-    "alerts.save": ("Meldingen bewaren", "Enregistrer les alertes", "Save alerts"),
-    "alert.no2_eu": (
-        "NO2 boven de EU-grenswaarde (40 µg/m³)",
-        "NO2 au-dessus de la valeur limite UE (40 µg/m³)",
-        "NO2 above the EU limit value (40 µg/m³)",
-    ),
-    "alert.no2_who": (
-        "NO2 boven de WHO-richtlijn (10 µg/m³)",
-        "NO2 au-dessus de la ligne directrice OMS (10 µg/m³)",
-        "NO2 above the WHO guideline (10 µg/m³)",
-    ),
-    "alert.work_running": (
-        "Een wegenwerk binnen 2 km gaat van start",
-        "Un chantier dans un rayon de 2 km démarre",
-        "A road work within 2 km starts running",
-    ),
-    "alert.detour_new": (
-        "Een nieuwe omleiding van De Lijn raakt deze locatie",
-        "Une nouvelle déviation De Lijn touche ce lieu",
-        "A new De Lijn detour hits this location",
-    ),
-    "flash.alerts_saved": (
-        "Meldingen bewaard. U krijgt een e-mail wanneer er iets verandert na een verversing van de gegevens.",
-        "Alertes enregistrées. Vous recevez un e-mail quand quelque chose change après un rafraîchissement.",
-        "Alerts saved. You get an e-mail when something changes after a data refresh.",
-    ),
-    "flash.alerts_saved_short": ("Meldingen bewaard.", "Alertes enregistrées.", "Alerts saved."),
-    "flash.alerts_not_changed": (
-        "Meldingen niet gewijzigd: {reason}.",
-        "Alertes non modifiées : {reason}.",
-        "Alerts not changed: {reason}.",
-    ),
-    "flash.alert_removed": ("Melding verwijderd.", "Alerte supprimée.", "Alert removed."),
     "secret.title": ("Webhookgeheim", "Secret de webhook", "Webhook secret"),
     "secret.new": ("Nieuw webhookgeheim", "Nouveau secret de webhook", "New webhook secret"),
-    "secret.copy": (
-        "Kopieer het geheim nu: het wordt maar één keer getoond. Elke webhook-POST wordt ermee ondertekend "
-        "(X-Urban-Signature); het vorige geheim van deze meldingen ondertekent niets meer. Een nieuw geheim "
-        "later: “Nieuw geheim” op de kaartpagina.",
-        "Copiez le secret maintenant : il n'est affiché qu'une fois. Chaque POST du webhook est signé avec lui "
-        "(X-Urban-Signature) ; l'ancien secret de ces alertes ne signe plus rien. Pour un nouveau secret plus "
-        "tard : « Nouveau secret » sur la page de la carte.",
-        "Copy the secret now: it is shown only this once. Each webhook POST is signed with it "
-        "(X-Urban-Signature); the previous secret of these alerts no longer signs anything. To get a new one "
-        "later, press “New secret” on the map page.",
-    ),
     "back_to": ("Terug naar {name}", "Retour à {name}", "Back to {name}"),
     "back": ("Terug naar het dashboard", "Retour au tableau de bord", "Back to the dashboard"),
     # unsubscribe
@@ -522,11 +450,6 @@ LABELS: dict[str, tuple[str, str, str]] = {
         "Deze melding bestaat niet meer: er wordt niets meer gestuurd.",
         "Cette alerte n'existe plus : plus rien n'est envoyé.",
         "This alert is already gone: nothing more is sent.",
-    ),
-    "unsub.ask": (
-        "De melding “{kind}” voor {name} stoppen?",
-        "Arrêter l'alerte « {kind} » pour {name} ?",
-        "Stop the alert “{kind}” for {name}?",
     ),
     "unsub.ask_changes": (
         "De e-mails over wijzigingen voor {name} stoppen?",

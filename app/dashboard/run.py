@@ -1,13 +1,13 @@
-"""Alert rounds: evaluate every subscription against a snapshot, turn the change feed's new events into
-change-alert deliveries, then deliver what is due.
+"""Alert rounds: turn the change feed's new events into change-alert deliveries, then deliver what is due.
 
 Registered with the sources (:func:`app.sources.on_publish`, an :class:`AlertHook`) to run after each
-published snapshot refresh, and run by ``flask --app wsgi alerts run`` (cron, or by hand):
+published snapshot refresh (after the feed was derived), and run by ``flask --app wsgi alerts run`` (cron, or
+by hand):
 
-- After a refresh, the hook evaluates the published snapshot itself (our own data and store only) and then
-  wakes a :class:`DeliveryWorker`, which delivers in its own thread: the refresher never waits for a mail
-  server or a webhook receiver.
-- ``flask --app wsgi alerts run`` evaluates and delivers in one go: :func:`run_alerts`.
+- After a refresh, the hook enqueues the feed's new events (our own stores only) and then wakes a
+  :class:`DeliveryWorker`, which delivers in its own thread: the refresher never waits for a mail server or
+  a webhook receiver.
+- ``flask --app wsgi alerts run`` enqueues and delivers in one go: :func:`run_alerts`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import logging
 import threading
 
 from app.store.db import open_store
-from app.web.clock import data_now, wall_now
+from app.web.clock import wall_now
 
-from . import alerts, changealerts, changedelivery, delivery
+from . import changealerts, changedelivery
+from .delivery import RETRY_DELAYS
 
 log = logging.getLogger(__name__)
 
@@ -29,16 +30,6 @@ MAX_IDLE_SECONDS = 300.0
 def base_url(config) -> str:
     """Origin for links in alert mails: ``PUBLIC_URL`` (set it in production)."""
     return (config.get("PUBLIC_URL") or "http://localhost:8000").rstrip("/")
-
-
-def evaluate(app, engine) -> int:
-    """Record the new events of every subscription for ``engine``'s data; how many are new."""
-    with app.app_context():
-        conn = open_store(app)
-        try:
-            return alerts.evaluate(conn, engine, data_now(engine))
-        finally:
-            conn.close()
 
 
 def enqueue_changes(app) -> int:
@@ -70,20 +61,14 @@ def enqueue_changes(app) -> int:
 
 
 def deliver_due(app) -> tuple[dict, float | None]:
-    """One delivery round (alerts, then change alerts); (counts, seconds until the next retry is due or
-    None)."""
+    """One delivery round of the change alerts; (counts, seconds until the next retry is due or None)."""
     with app.app_context():
         conn = open_store(app)
         try:
             mail, config, url = app.extensions["mail"], app.config, base_url(app.config)
-            counts = delivery.deliver(conn, mail, config, url)
             now = wall_now().timestamp()
-            more = changedelivery.deliver(app, conn, mail, config, url, now=now)
-            counts = {k: counts[k] + more[k] for k in counts}
-            waits = [
-                w for w in (delivery.next_due(conn, now), changedelivery.next_due(conn, now)) if w is not None
-            ]
-            return counts, min(waits) if waits else None
+            counts = changedelivery.deliver(app, conn, mail, config, url, now=now)
+            return counts, changedelivery.next_due(conn, now)
         finally:
             conn.close()
 
@@ -99,25 +84,13 @@ def _log(counts: dict) -> None:
     )
 
 
-def run_alerts(app, engine) -> dict:
-    """Evaluate and deliver with ``engine``; returns ``{"new", "mail", "webhook", "failed", "deferred"}``."""
-    new = evaluate(app, engine) + enqueue_changes(app)
+def run_alerts(app) -> dict:
+    """Enqueue and deliver; returns ``{"new", "mail", "webhook", "failed", "deferred"}``."""
+    new = enqueue_changes(app)
     counts, _next = deliver_due(app)
     counts = {"new": new, **counts}
     _log(counts)
     return counts
-
-
-def after_refresh(app, report) -> int:
-    """Evaluate the alerts on the snapshot just published (``report.path``); the number of new events (0
-    when evaluation failed: an alert failure never stops the refresher, and is logged)."""
-    from geo.data.engine import Engine
-
-    try:
-        return evaluate(app, Engine.load(report.path))
-    except Exception:
-        log.exception("alerts after the refresh of %s failed", report.path)
-        return 0
 
 
 class DeliveryWorker:
@@ -159,22 +132,21 @@ class DeliveryWorker:
             counts, next_due = deliver_due(self.app)
         except Exception:  # the store itself failed: try again after the first retry delay
             log.exception("alert delivery round failed")
-            return float(delivery.RETRY_DELAYS[0])
+            return float(RETRY_DELAYS[0])
         if any(counts.values()):
             _log(counts)
         return self.max_idle if next_due is None else min(next_due, self.max_idle)
 
 
 class AlertHook:
-    """The refresh hook registered with the sources: evaluates each published snapshot, then wakes the
-    delivery worker (started on the first publish); ``close()`` (when the refresher stops) lets the worker
-    deliver what is due and stop."""
+    """The refresh hook registered with the sources: enqueues the change feed's new events of each publish,
+    then wakes the delivery worker (started on the first publish); ``close()`` (when the refresher stops)
+    lets the worker deliver what is due and stop."""
 
     def __init__(self):
         self.worker: DeliveryWorker | None = None
 
     def __call__(self, app, report) -> None:
-        after_refresh(app, report)
         try:
             enqueue_changes(app)
         except Exception:  # never stops the refresher; the next publish enqueues what is left

@@ -36,7 +36,7 @@ from app.store.saved_locations import (
 
 from app.api.auth import settle
 
-from . import alerts, basemap, changealerts, i18n, points, time_travel
+from . import basemap, changealerts, i18n, points, time_travel
 from .access import current_viewer, sign_in_first
 from .figures import all_sources, daytime_window, demo_clock, is_finite, map_features, point_figures
 from .limits import count_point_view
@@ -140,7 +140,6 @@ def page(template, status=200, **context):
     context.setdefault("viewer", current_viewer())
     context.setdefault("tile_url", current_app.config.get("MAP_TILE_URL") or "")
     context.setdefault("tile_attribution", current_app.config.get("MAP_TILE_ATTRIBUTION") or "")
-    context.setdefault("kinds", alerts.KINDS)
     context.setdefault("is_finite", is_finite)
     return render_template(template, **context), status
 
@@ -292,7 +291,7 @@ def map_page():
     conn = get_db()
     saved = [as_json(r) for r in list_locations(conn, viewer.account["id"])]
     if not request.args.get("location") and not request.args.get("lat") and not request.args.get("lng"):
-        return page("dashboard/map.html", point=None, figures=None, saved=saved, subs=[], travel=None)
+        return page("dashboard/map.html", point=None, figures=None, saved=saved, travel=None)
     engine = current_engine()
     point = points.resolve(conn, viewer.account["id"], engine, request.args)
     travel, engine, now = _as_of(viewer, engine)
@@ -303,25 +302,18 @@ def map_page():
             point=point,
             figures=None,
             saved=saved,
-            subs=[],
             travel=travel,
             location=as_json(point.location) if point.location else None,
         )
     if travel.active:  # the point as the API's asOf resolves it: against the snapshot served then
         point = points.resolve(conn, viewer.account["id"], engine, request.args)
     figures = point_figures(engine, point.lat, point.lng, now, lang=g.dashboard_lang)
-    subs = (
-        alerts.list_for_location(conn, viewer.account["id"], point.location["id"])
-        if point.location is not None
-        else []
-    )
     return page(
         "dashboard/map.html",
         point=point,
         figures=figures,
         sources=all_sources(figures),
         saved=saved,
-        subs=subs,
         as_of=getattr(engine, "as_of", None),
         location=as_json(point.location) if point.location else None,
         drawn=_drawn(engine, point, figures),
@@ -397,86 +389,10 @@ def basemap_json():
     return resp
 
 
-# -- alerts ------------------------------------------------------------------------------------------------
-
-
-@bp.post("/locations/<location_id>/alerts")
-def subscribe(location_id):
-    viewer, stop = _viewer_or_redirect(full=True)
-    if stop:
-        return stop
-    conn = get_db()
-    row = _own_location(conn, viewer, location_id)
-    engine = current_engine()
-    secrets_before = {
-        s["id"]: s["webhook_secret"]
-        for s in alerts.list_for_location(conn, viewer.account["id"], location_id)
-    }
-    try:
-        subs = alerts.subscribe(
-            conn,
-            viewer.account["id"],
-            row,
-            request.form.getlist("kind"),
-            request.form.get("webhook_url", ""),
-            engine,
-            data_now(engine),
-        )
-    except StoreError as exc:
-        flash(t("flash.alerts_not_changed", reason=exc), "warn")
-        return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
-    issued = [s for s in subs if s["webhook_url"] and secrets_before.get(s["id"]) != s["webhook_secret"]]
-    if issued:
-        return _secrets_page(row, issued, t("flash.alerts_saved_short"))
-    flash(t("flash.alerts_saved"), "ok")
-    return redirect(url_for("dashboard.map_page", location=location_id) + "#alerts")
-
-
-def _secrets_page(location, subs, heading):
-    """The page that shows new webhook secrets: the only time they are shown."""
-    return page("dashboard/webhook_secret.html", heading=heading, location=location, subs=subs)
-
-
-def _on_own_alert(sub_id, action, *, full: bool):
-    """(viewer, ``action(conn, account id, sub_id)``'s row, None) for one of the viewer's alerts, or
-    (None, None, the answer): sign in first, the plan page, or 404 when the alert is not the viewer's."""
-    viewer, stop = _viewer_or_redirect(full=full)
-    if stop:
-        return None, None, stop
-    try:
-        return viewer, action(get_db(), viewer.account["id"], sub_id), None
-    except StoreError as exc:
-        return (
-            None,
-            None,
-            page("dashboard/problem.html", 404, heading=t("problem.not_possible"), text=str(exc)),
-        )
-
-
-@bp.post("/alerts/<int:sub_id>/delete")
-def delete_alert(sub_id):
-    """Any plan may delete its own alerts, also after a downgrade."""
-    _viewer, row, stop = _on_own_alert(sub_id, alerts.delete, full=False)
-    if stop:
-        return stop
-    flash(t("flash.alert_removed"), "ok")
-    return redirect(url_for("dashboard.map_page", location=row["location_id"]) + "#alerts")
-
-
-@bp.post("/alerts/<int:sub_id>/secret")
-def rotate_secret(sub_id):
-    """A new webhook secret for one alert, shown once; the old one stops signing at once."""
-    viewer, row, stop = _on_own_alert(sub_id, alerts.rotate_secret, full=True)
-    if stop:
-        return stop
-    location = _own_location(get_db(), viewer, row["location_id"])
-    return _secrets_page(location, [row], t("secret.new"))
-
-
 @bp.get("/unsubscribe/<token>")
 def unsubscribe_page(token):
     """Confirmation only: a mail scanner opening the link changes nothing."""
-    sub = alerts.by_token(get_db(), token) or changealerts.by_token(get_db(), token)
+    sub = changealerts.by_token(get_db(), token)
     return page("dashboard/unsubscribe.html", 200 if sub else 404, sub=sub, token=token, done=False)
 
 
@@ -492,9 +408,9 @@ def unsubscribe(token):
             heading=t("problem.not_possible"),
             text=t("problem.unsub_body"),
         )
-    if not alerts.well_formed_token(token):
+    if not changealerts.well_formed_token(token):
         return page("dashboard/unsubscribe.html", 404, sub=None, token=token, done=False)
-    removed = alerts.unsubscribe(get_db(), token) or changealerts.unsubscribe(get_db(), token)
+    removed = changealerts.unsubscribe(get_db(), token)
     return page("dashboard/unsubscribe.html", 200, sub=None, token=token, done=True, removed=removed)
 
 

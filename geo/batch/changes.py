@@ -9,10 +9,10 @@ points), the nearest station (one array query per engine), NO2 above/below the E
 station hysteresis of :func:`station_levels`, computed once per station, not per point) and the sources
 gone stale or recovered. A point outside the service area (no answer) has no change.
 
-A detour "hits" a point while its period is in force (``start <= now < end``) and it is listed for the
-point by the ``/disruptions`` rules (river side, lines of the stops within the stop distance); its
-weekdays are not looked at, so a weekday-only detour does not start and stop every week. See
-docs/changes.md.
+A detour "hits" a point while the live answer lists it: in force on one of its days
+(:func:`geo.rules.transit.active_detours`, the ``/disruptions`` rule) and matched by the river side and the
+lines of the stops within the stop distance; a weekday-only detour starts and stops with its days, at the
+Brussels midnight (:func:`geo.rules.transit.turned_at`). See docs/changes.md.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ def _detour_hits(side: Side, lat, lng, point_side, ids: set) -> dict:
     wanted = [j for j, i in enumerate(d.ids.tolist()) if str(i) in ids]
     if not wanted or lat.size == 0:
         return {}
-    live = tr.in_force(d.start_ms, d.end_ms, side.now_ms)
+    live = tr.active_detours(d, side.now_ms)
     words = _indexes(engine).line_words
     near, served = _stops_served(engine, lat, lng)
     out = {}
@@ -226,9 +226,16 @@ def _detour_hits(side: Side, lat, lng, point_side, ids: set) -> dict:
 
 def _detour_items(side: Side) -> dict:
     d = prepare(side.engine).detours
-    live = tr.in_force(d.start_ms, d.end_ms, side.now_ms)
+    live = tr.active_detours(d, side.now_ms)
     return {
-        str(item[0]): (bool(live[j]), item[1], tuple(item[2]), int(d.start_ms[j]), int(d.end_ms[j]))
+        str(item[0]): (
+            bool(live[j]),
+            item[1],
+            tuple(item[2]),
+            int(d.start_ms[j]),
+            int(d.end_ms[j]),
+            int(d.days[j]),
+        )
         for j, item in enumerate(d.items)
     }
 
@@ -253,11 +260,17 @@ def _detours_changes(before: Side, after: Side, lat, lng, side_b, side_a, stops_
         item, period = by_id[did], ia[did] if did in ia else ib[did]
         value = {"title": item[1], "lines": list(item[2]), "severity": item[3], "endDate": item[5]}
         end = period[4] if period[4] != NO_END_MS else None
-        stopped_at = end if end is not None and end <= after.now_ms else None
+        turned = tr.turned_at(period[3], period[4], period[5], before.now_ms, after.now_ms)
+        started_at = turned if turned is not None and period[0] else period[3]
+        stopped_at = (
+            turned
+            if turned is not None and not period[0]
+            else (end if end is not None and end <= after.now_ms else None)
+        )
         subject = f"detour:{did}"
         for point, started in zip(moved.tolist(), now[moved].tolist()):
             if started:
-                out.append((point, ch.DETOUR_STARTED, subject, None, value, period[3]))
+                out.append((point, ch.DETOUR_STARTED, subject, None, value, started_at))
             else:
                 out.append((point, ch.DETOUR_STOPPED, subject, value, None, stopped_at))
 

@@ -244,6 +244,42 @@ def active_at(start_ms, end_ms, days, t_ms, t_weekday) -> np.ndarray:
     return in_force(start_ms, end_ms, t_ms) & ((np.asarray(days) >> np.asarray(t_weekday)) & 1).astype(bool)
 
 
+def turned_at(start_ms: int, end_ms: int, days: int, before_ms: int, after_ms: int) -> int | None:
+    """The last instant in ``(before_ms, after_ms]`` at which :func:`active_at` of one detour changed (its
+    start, its end, or a Europe/Brussels midnight where its weekday begins or ends), or None when it did not.
+
+    The valid time of the change feed's ``detour.started`` / ``detour.stopped`` (docs/changes.md).
+
+    Examples
+    --------
+    >>> from datetime import datetime, timezone
+    >>> from geo.rules.timefmt import NO_END_MS as NO_END
+    >>> ms = lambda *a: int(datetime(*a, tzinfo=timezone.utc).timestamp() * 1000)
+    >>> fri, sat = ms(2026, 11, 20, 12), ms(2026, 11, 21, 12)  # Friday, Saturday noon
+    >>> turned_at(0, NO_END, 0b0011111, fri, sat) == ms(2026, 11, 20, 23)  # Saturday 00:00 in Brussels
+    True
+    >>> turned_at(0, NO_END, ALL_DAYS, fri, sat) is None
+    True
+    """
+    from datetime import datetime, timedelta
+
+    from .calendar import local_hour_kind
+    from .timefmt import BRUSSELS, to_ms
+
+    breaks = {t for t in (int(start_ms), int(end_ms)) if before_ms < t <= after_ms}
+    day = datetime.fromtimestamp(before_ms / 1000.0, BRUSSELS).date() + timedelta(days=1)
+    while (midnight := to_ms(datetime(day.year, day.month, day.day, tzinfo=BRUSSELS))) <= after_ms:
+        breaks.add(midnight)
+        day += timedelta(days=1)
+    if not breaks:
+        return None
+    ordered = sorted(breaks)
+    instants = np.array([t for b in ordered for t in (b - 1, b)], dtype=np.int64)
+    state = active_at(start_ms, end_ms, days, instants, local_hour_kind(instants)[2])
+    changed = [b for k, b in enumerate(ordered) if state[2 * k] != state[2 * k + 1]]
+    return changed[-1] if changed else None
+
+
 def antwerp_region(regions, entities) -> np.ndarray:
     """bool per detour: one of its lines belongs to the Antwerp transport region (``vervoerRegioCode``
     ``AN``); a detour without region data (no ``lijnen`` list was given) falls back to entity ``1``.

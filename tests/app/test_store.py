@@ -1,6 +1,7 @@
 """The account store on both backends — a real SQLite file and a real PostgreSQL server: migrations, digests
 only, atomic quota statement, revocation, constraints. SQLite-only mechanics (WAL, busy waits) at the end."""
 
+import json
 import sqlite3
 import threading
 import time
@@ -381,26 +382,22 @@ def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_pa
     assert not writer.in_transaction
 
 
-def test_alert_subscriptions_and_their_baseline_on_either_backend(store, account, engine):
-    """Subscribing stores one row per kind and its baseline events, with ids the store made (both backends)."""
-    from app.dashboard import alerts, delivery
+def test_change_alerts_on_either_backend(store, account):
+    """A change alert is one row per location, with an id the store made; saving again keeps the row; its
+    unsubscribe token removes it (no webhook) (both backends)."""
+    from app.dashboard import changealerts
 
     row, _ = account("pro")
     loc = add_location(store, row["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
-    subs = alerts.subscribe(store, row["id"], loc, list(alerts.KINDS), "", engine, engine.as_of)
-    assert [s["kind"] for s in subs] == list(alerts.KINDS)
-    assert len({s["id"] for s in subs}) == len(alerts.KINDS)
-    events = store.execute("SELECT subscription_id, kind FROM alert_events").fetchall()
-    assert {e[0] for e in events} <= {s["id"] for s in subs}
-    assert all(e[1] == "baseline" for e in events)
-    again = alerts.subscribe(store, row["id"], loc, list(alerts.KINDS), "", engine, engine.as_of)
-    assert [s["id"] for s in again] == [s["id"] for s in subs]  # re-subscribing keeps the rows
-    assert alerts.evaluate(store, engine, engine.as_of) == 0  # nothing changed since the baseline
-    assert delivery.due(store, int(time.time())) == []  # baselines are never sent
-    assert alerts.unsubscribe(store, subs[0]["unsubscribe_token"])
-    assert [s["kind"] for s in alerts.list_for_location(store, row["id"], loc["id"])] == list(alerts.KINDS)[
-        1:
-    ]
+    sub = changealerts.save(store, row["id"], loc, types=["work.started"], email=True, webhook_url="", head=7)
+    again = changealerts.save(
+        store, row["id"], loc, types=["no2.above_eu", "work.started"], email=True, webhook_url="", head=0
+    )
+    assert again["id"] == sub["id"] and again["after_pos"] == 7  # the feed position stays
+    assert json.loads(again["types"]) == ["work.started", "no2.above_eu"]  # the feed's order
+    assert changealerts.by_token(store, sub["unsubscribe_token"])["location_name"] == "Centrum"
+    assert changealerts.unsubscribe(store, sub["unsubscribe_token"])
+    assert changealerts.for_location(store, row["id"], loc["id"]) is None
 
 
 def test_sqlite_limits_storage_window_stats_of_a_key_without_window_make_one_statement(tmp_path, monkeypatch):

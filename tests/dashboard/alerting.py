@@ -1,5 +1,5 @@
 """Shared by the alert delivery tests: snapshot variants that make events, an injected wall clock and
-resolver, subscribers made through the store functions, and reading events back (SQLite or PostgreSQL)."""
+resolver, counting mails."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 
 from app.store import accounts
-from app.dashboard import alerts
 from app.store.db import open_store, write
 from app.store.saved_locations import add_location
 
@@ -91,34 +90,72 @@ class Resolver:
         return self.table[host]
 
 
-def subscriber(app, engine, email, *, name="Centrum", webhook="", kinds=("no2_eu",), stored_webhook=None):
-    """An account with one location subscribed to ``kinds``; ``stored_webhook`` is written to the store as
-    it is, past the check made when saving (a row saved before that check existed)."""
+def mails_to(smtp_server, address) -> int:
+    return sum(address in rcpt for rcpt, _msg in smtp_server.messages)
+
+
+# -- change alerts over a recorded history (the delivery tests) ---------------------------------------------
+
+
+def record(history_url: str, *dirs) -> None:
+    """Record snapshot directories, in order, in the history store at ``history_url``, and derive the feed of
+    the :data:`POOL` locations (the first publish is their baseline)."""
+    from app.history import changes as feed
+    from app.history.store import open_store as open_history
+
+    history = open_history(history_url)
+    try:
+        for path in dirs:
+            assert history.record_dir(path).seq is not None
+        feed.derive(history, [(i, *POINT) for i in POOL], start=1)
+    finally:
+        history.close()
+
+
+#: location ids whose feed :func:`record` derives in advance (the n-th :func:`subscriber` of a store gets the
+#: n-th), so that each test need not derive it again
+POOL = [f"loc_isolat{k:06d}" for k in range(4)]
+
+
+def subscriber(app, email, *, name="Centrum", webhook="", types=("no2.above_eu",), stored_webhook=None):
+    """An account with one location at ``POINT`` (the next id of :data:`POOL`) and its change alert (mail on,
+    ``types``), starting at the feed's beginning; ``stored_webhook`` is written to the store as it is, past
+    the check made when saving (a row saved before that check existed). Returns (account, location)."""
+    from app.dashboard import changealerts
+
     conn = open_store(app)
     try:
         account, _key = accounts.create_account(conn, email, "pro")
-        loc = add_location(conn, account["id"], name=name, address="", lat=POINT[0], lng=POINT[1])
+        loc = add_location(conn, account["id"], name="placeholder", address="", lat=POINT[0], lng=POINT[1])
+        taken = conn.execute("SELECT COUNT(*) FROM locations").fetchone()[0]
+        with write(conn):  # stored as is: a name saved before today's checks reaches the mail path unchanged
+            conn.execute(
+                "UPDATE locations SET name = ?, id = ? WHERE id = ?", (name, POOL[taken - 1], loc["id"])
+            )
+        loc = {**loc, "id": POOL[taken - 1], "name": name}
         with app.app_context():
-            subs = alerts.subscribe(conn, account["id"], loc, list(kinds), webhook, engine, engine.as_of)
+            changealerts.save(conn, account["id"], loc, types=types, email=True, webhook_url=webhook, head=0)
         if stored_webhook is not None:
             with write(conn):
                 conn.execute(
-                    "UPDATE alert_subscriptions SET webhook_url = ? WHERE account_id = ?",
+                    "UPDATE change_subscriptions SET webhook_url = ?, webhook_secret = 'whsec_x'"
+                    " WHERE account_id = ?",
                     (stored_webhook, account["id"]),
                 )
-        return account, [s["id"] for s in subs]
+        return account, loc
     finally:
         conn.close()
 
 
 def events_of(app, account_id) -> list[dict]:
+    """The delivery rows of an account's change alerts, by event and channel."""
     conn = open_store(app)
     try:
         return [
             {k: r[k] for k in r.keys()}
             for r in conn.execute(
-                "SELECT e.* FROM alert_events e JOIN alert_subscriptions s ON s.id = e.subscription_id"
-                " WHERE s.account_id = ? AND e.kind = 'event' ORDER BY e.event_key",
+                "SELECT d.* FROM change_deliveries d JOIN change_subscriptions s ON s.id = d.subscription_id"
+                " WHERE s.account_id = ? ORDER BY d.feed_pos, d.channel",
                 (account_id,),
             )
         ]
@@ -126,5 +163,13 @@ def events_of(app, account_id) -> list[dict]:
         conn.close()
 
 
-def mails_to(smtp_server, address) -> int:
-    return sum(address in rcpt for rcpt, _msg in smtp_server.messages)
+def recorded_history(snapshot_dir, engine, tmp) -> str:
+    """A history store (its URL) holding two publishes (:func:`tests.dashboard.changefeed.variant_dirs`): the
+    demo at NO2 20, then two hours later NO2 55 (``no2.above_eu`` at ``POINT``), a planned work running and a
+    new detour; the feed of the :data:`POOL` locations derived."""
+    from .changefeed import variant_dirs
+
+    dirs = variant_dirs(snapshot_dir, engine, tmp)
+    url = str(tmp / "history.sqlite")
+    record(url, dirs["before"], dirs["after"])
+    return url

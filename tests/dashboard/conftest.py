@@ -84,20 +84,3 @@ def user(app, store):
 def live_server(app):
     with LiveServer(app) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def alert_engines(snapshot_dir, engine, tmp_path_factory):
-    """(before, after): the demo data, then NO2 above 40 at the point's station, a planned work running and a
-    new detour: one event per subscribed kind."""
-    from app.dashboard.figures import point_figures
-
-    from .alerting import POINT, variant
-
-    figures = point_figures(engine, *POINT, engine.as_of)
-    planned = next(w["id"] for w in figures["disruptions"]["construction"] if w["status"] != "In uitvoering")
-    hit = figures["disruptions"]["transit"][0]["id"]
-    tmp = tmp_path_factory.mktemp("alert-isolation")
-    before = variant(snapshot_dir, tmp / "before", no2=20.0)
-    after = variant(snapshot_dir, tmp / "after", no2=55.0, running_work=planned, new_detour=(hit, "99999"))
-    return before, after

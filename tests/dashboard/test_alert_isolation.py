@@ -1,12 +1,14 @@
 """One account's alerts never hold up or break another's: every kind of hostile webhook receiver (slow, silent,
 endless, compressed bombs, garbage, closing mid-way, never accepting) and every kind of bad event (header
 characters in a location name, host names the IDNA codec refuses, look-ups that fail or never end, payloads a
-template cannot use) fails that one event alone, within the webhook deadline and a few KiB read, while the
-other account's mail and webhook are delivered in the same round. Failed events are retried after the
-retry delays and given up after the last attempt, visibly in the store; on SQLite and PostgreSQL."""
+template cannot use) fails that one delivery alone, within the webhook deadline and a few KiB read, while the
+other account's mail and webhook are delivered in the same round. Failed deliveries are retried after the
+retry delays and given up after the last attempt, visibly in the store; on SQLite and PostgreSQL. The
+change alerts follow a recorded history (the demo, then NO2 above 40 at the point's station)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import tracemalloc
 
@@ -17,7 +19,7 @@ from app.dashboard import delivery, run
 from app.store.db import open_store, write
 
 from . import receivers
-from .alerting import Clock, Resolver, events_of, mails_to, subscriber
+from .alerting import Clock, Resolver, events_of, mails_to, recorded_history, subscriber
 from .receivers import Receiver
 
 DEADLINE = 2.0  # ALERT_WEBHOOK_TIMEOUT here: what a hostile receiver may hold a delivery, and a well-behaved
@@ -36,12 +38,21 @@ def resolver():
     r.release.set()
 
 
+@pytest.fixture(scope="module")
+def recorded(snapshot_dir, engine, tmp_path_factory) -> str:
+    return recorded_history(snapshot_dir, engine, tmp_path_factory.mktemp("alert-isolation"))
+
+
 @pytest.fixture
-def make_app(config, clock, resolver):
+def make_app(config, clock, resolver, recorded, tmp_path):
+    history = tmp_path / "history.sqlite"
+    shutil.copy(recorded, history)
+
     def make(**overrides):
         return create_app(
             {
                 **config,
+                "HISTORY_URL": str(history),
                 "ALERT_WEBHOOK_TIMEOUT": DEADLINE,
                 "ALERT_WEBHOOK_ALLOW_PRIVATE": True,
                 "WALL_CLOCK": clock,
@@ -67,21 +78,32 @@ def receiving():
         rcv.close()
 
 
+def evaluate(app) -> int:
+    """The feed's events enqueued (:func:`tests.dashboard.alerting.record` derived them); the new rows."""
+    return run.enqueue_changes(app)
+
+
 def assert_delivered(app, account, receiver, smtp_server):
-    """Every event of ``account`` was mailed and posted (to ``receiver``) once, and none is left claimed."""
-    events = events_of(app, account["id"])
-    assert events and all(
-        e["mail_sent_at"] and e["webhook_sent_at"] and e["claimed_at"] is None for e in events
-    )
-    assert mails_to(smtp_server, account["email"]) == len(events)
-    assert len(receiver.requests) == len(events)
+    """Every delivery of ``account`` was sent (mail and webhook, to ``receiver``) once, none left claimed."""
+    rows = events_of(app, account["id"])
+    assert rows and all(r["sent_at"] and r["claimed_at"] is None for r in rows)
+    assert mails_to(smtp_server, account["email"]) == sum(r["channel"] == "mail" for r in rows)
+    assert len(receiver.requests) == sum(r["channel"] == "webhook" for r in rows)
 
 
-def assert_retrying(event, channel: str, clock: Clock):
-    """``event`` failed its first attempt on ``channel`` and waits for the first retry delay, unclaimed."""
-    assert event["attempts"] == 1 and event["claimed_at"] is None and event["gave_up_at"] is None
-    assert event["last_error"].startswith(f"{channel}: "), event["last_error"]
-    assert event["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0]
+def channels(app, account) -> dict:
+    """The account's one event's delivery rows by channel."""
+    rows = events_of(app, account["id"])
+    assert len({r["event_id"] for r in rows}) == 1
+    return {r["channel"]: r for r in rows}
+
+
+def assert_retrying(row, channel: str, clock: Clock):
+    """``row`` failed its first attempt and waits for the first retry delay, unclaimed."""
+    assert row["attempts"] == 1 and row["claimed_at"] is None and row["gave_up_at"] is None
+    assert row["channel"] == channel and row["sent_at"] is None
+    assert row["last_error"].startswith(f"{channel}: "), row["last_error"]
+    assert row["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0]
 
 
 # -- every kind of hostile receiver -------------------------------------------------------------------------
@@ -108,18 +130,15 @@ HOSTILE = {
 
 @pytest.mark.timeout(90)  # before the deadline existed, the trickling receivers held the round for ever
 @pytest.mark.parametrize("case", list(HOSTILE))
-def test_a_hostile_receiver_fails_alone_within_the_deadline(
-    case, make_app, alert_engines, receiving, smtp_server, clock
-):
-    before, after = alert_engines
+def test_a_hostile_receiver_fails_alone_within_the_deadline(case, make_app, receiving, smtp_server, clock):
     answer, outcome = HOSTILE[case]
     hostile = receiving(receivers.bomb(answer) if isinstance(answer, str) else answer)
     good = receiving(receivers.ok)
     url = hostile.url().replace("http://", "https://") if case.startswith("https") else hostile.url()
     app = make_app()
-    bad_account, _ = subscriber(app, before, "hostile@stad.be", webhook=url)  # first in line
-    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
-    assert run.evaluate(app, after) == 2
+    bad_account, _ = subscriber(app, "hostile@stad.be", webhook=url)  # first in line
+    good_account, _ = subscriber(app, "good@stad.be", webhook=good.url())
+    assert evaluate(app) == 4
 
     tracemalloc.start()
     try:
@@ -129,14 +148,14 @@ def test_a_hostile_receiver_fails_alone_within_the_deadline(
         tracemalloc.stop()
 
     assert_delivered(app, good_account, good, smtp_server)
-    [event] = events_of(app, bad_account["id"])
-    assert event["mail_sent_at"] and mails_to(smtp_server, "hostile@stad.be") == 1
+    rows = channels(app, bad_account)
+    assert rows["mail"]["sent_at"] and mails_to(smtp_server, "hostile@stad.be") == 1
+    hook = rows["webhook"]
     if outcome == "sent":
-        assert event["webhook_sent_at"] and event["last_error"] is None and event["claimed_at"] is None
+        assert hook["sent_at"] and hook["last_error"] is None and hook["claimed_at"] is None
         assert counts == {"mail": 2, "webhook": 2, "failed": 0, "deferred": 0}
     else:
-        assert event["webhook_sent_at"] is None
-        assert_retrying(event, "webhook", clock)
+        assert_retrying(hook, "webhook", clock)
         assert counts == {"mail": 2, "webhook": 1, "failed": 1, "deferred": 0}
     # the answer was never read whole, let alone inflated: a few KiB, not the bomb's 64 MiB
     assert peak < 16 * 1024 * 1024, f"delivery held {peak} bytes"
@@ -150,9 +169,8 @@ def test_a_hostile_receiver_fails_alone_within_the_deadline(
 
 
 @pytest.mark.timeout(90)
-def test_a_receiver_that_never_accepts_fails_alone(make_app, alert_engines, receiving, smtp_server, clock):
+def test_a_receiver_that_never_accepts_fails_alone(make_app, receiving, smtp_server, clock):
     """A full accept queue: the kernel drops the SYNs and the connect waits (a firewalled host)."""
-    before, after = alert_engines
     backlog = socket.create_server(("127.0.0.1", 0), backlog=0)
     port = backlog.getsockname()[1]
     fillers = []
@@ -167,16 +185,15 @@ def test_a_receiver_that_never_accepts_fails_alone(make_app, alert_engines, rece
     good = receiving(receivers.ok)
     app = make_app()
     try:
-        bad_account, _ = subscriber(app, before, "hostile@stad.be", webhook=f"http://127.0.0.1:{port}/hook")
-        good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
-        counts = run.run_alerts(app, after)
+        bad_account, _ = subscriber(app, "hostile@stad.be", webhook=f"http://127.0.0.1:{port}/hook")
+        good_account, _ = subscriber(app, "good@stad.be", webhook=good.url())
+        counts = run.run_alerts(app)
     finally:
         for s in [*fillers, backlog]:
             s.close()
-    assert counts["new"] == 2 and counts["failed"] == 1
+    assert counts["new"] == 4 and counts["failed"] == 1
     assert_delivered(app, good_account, good, smtp_server)
-    [event] = events_of(app, bad_account["id"])
-    assert_retrying(event, "webhook", clock)
+    assert_retrying(channels(app, bad_account)["webhook"], "webhook", clock)
 
 
 # -- every kind of bad event --------------------------------------------------------------------------------
@@ -200,119 +217,116 @@ BAD_EVENTS = {
 
 
 @pytest.mark.parametrize("case", list(BAD_EVENTS))
-def test_a_bad_event_fails_alone(case, make_app, alert_engines, receiving, smtp_server, clock):
-    before, after = alert_engines
+def test_a_bad_event_fails_alone(case, make_app, receiving, smtp_server, clock):
     fields, channel = BAD_EVENTS[case]
     own, good = receiving(receivers.ok), receiving(receivers.ok)
     app = make_app()
-    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=own.url(), **fields)
-    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
-    run.run_alerts(app, after)
+    bad_account, _ = subscriber(app, "bad@stad.be", webhook=own.url(), **fields)
+    good_account, _ = subscriber(app, "good@stad.be", webhook=good.url())
+    run.run_alerts(app)
 
     assert_delivered(app, good_account, good, smtp_server)
-    [event] = events_of(app, bad_account["id"])
-    if channel == "mail?" and event["mail_sent_at"]:  # the mail path cleaned the header: one clean line
+    rows = channels(app, bad_account)
+    if channel == "mail?" and rows["mail"]["sent_at"]:  # the mail path cleaned the header: one clean line
         [(rcpt, msg)] = [m for m in smtp_server.messages if "bad@stad.be" in m[0]]
         assert rcpt == ["bad@stad.be"] and "\n" not in str(msg["Subject"]) and msg["Bcc"] is None
         return
-    assert_retrying(event, channel.rstrip("?"), clock)
-    other = "webhook_sent_at" if channel.startswith("mail") else "mail_sent_at"
-    assert event[other], "the event's other channel is still delivered"
+    assert_retrying(rows[channel.rstrip("?")], channel.rstrip("?"), clock)
+    other = "webhook" if channel.startswith("mail") else "mail"
+    assert rows[other]["sent_at"], "the event's other channel is still delivered"
 
 
 @pytest.mark.parametrize("payload", ["not json", '{"location": {}}', "[]"])
-def test_an_event_a_template_cannot_use_fails_alone(
-    payload, make_app, alert_engines, receiving, smtp_server, clock
-):
-    before, after = alert_engines
+def test_an_event_a_template_cannot_use_fails_alone(payload, make_app, receiving, smtp_server, clock):
     own, good = receiving(receivers.ok), receiving(receivers.ok)
     app = make_app()
-    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=own.url())
-    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
-    run.evaluate(app, after)
+    bad_account, _ = subscriber(app, "bad@stad.be", webhook=own.url())
+    good_account, _ = subscriber(app, "good@stad.be", webhook=good.url())
+    evaluate(app)
     conn = open_store(app)
     with write(conn):
         conn.execute(
-            "UPDATE alert_events SET payload = ? WHERE subscription_id IN"
-            " (SELECT id FROM alert_subscriptions WHERE account_id = ?)",
+            "UPDATE change_deliveries SET payload = ? WHERE subscription_id IN"
+            " (SELECT id FROM change_subscriptions WHERE account_id = ?)",
             (payload, bad_account["id"]),
         )
     conn.close()
     run.deliver_due(app)
     assert_delivered(app, good_account, good, smtp_server)
-    [event] = events_of(app, bad_account["id"])
-    assert_retrying(event, "mail", clock)
-    assert event["webhook_sent_at"] and own.requests[0][1] == payload.encode()
+    rows = channels(app, bad_account)
+    assert_retrying(rows["mail"], "mail", clock)
+    assert rows["webhook"]["sent_at"] and own.requests[0][1] == payload.encode()
 
 
 # -- retries, giving up, taking turns -----------------------------------------------------------------------
 
 
 def test_a_failing_event_is_retried_after_each_delay_then_given_up(
-    make_app, store_backend, alert_engines, receiving, smtp_server, clock
+    make_app, store_backend, receiving, smtp_server, clock
 ):
-    before, after = alert_engines
     good = receiving(receivers.ok)
     app = make_app(**store_backend)
-    bad_account, _ = subscriber(app, before, "bad@stad.be", stored_webhook="http://hooks..example/hook")
-    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
-    run.run_alerts(app, after)
+    bad_account, _ = subscriber(app, "bad@stad.be", stored_webhook="http://hooks..example/hook")
+    good_account, _ = subscriber(app, "good@stad.be", webhook=good.url())
+    run.run_alerts(app)
     assert_delivered(app, good_account, good, smtp_server)
 
     for attempt, delay in enumerate(delivery.RETRY_DELAYS, start=1):
         clock.advance(delay - 1)
         assert run.deliver_due(app)[0]["failed"] == 0, "retried before its delay"
-        [event] = events_of(app, bad_account["id"])
+        event = channels(app, bad_account)["webhook"]
         assert event["attempts"] == attempt
         clock.advance(1)
         counts, next_due = run.deliver_due(app)
-        [event] = events_of(app, bad_account["id"])
+        event = channels(app, bad_account)["webhook"]
         assert counts["failed"] == 1 and event["attempts"] == attempt + 1 and event["claimed_at"] is None
         assert "not a valid host name" in event["last_error"]
     assert event["attempts"] == delivery.MAX_ATTEMPTS and event["gave_up_at"] and next_due is None
     clock.advance(10 * delivery.RETRY_DELAYS[-1])
     assert run.deliver_due(app) == ({"mail": 0, "webhook": 0, "failed": 0, "deferred": 0}, None)
-    assert events_of(app, bad_account["id"]) == [event]
+    assert channels(app, bad_account)["webhook"] == event
     # the mail went out once, at the first attempt; only the webhook was retried
-    assert event["mail_sent_at"] and mails_to(smtp_server, "bad@stad.be") == 1
+    assert channels(app, bad_account)["mail"]["sent_at"] and mails_to(smtp_server, "bad@stad.be") == 1
     assert_delivered(app, good_account, good, smtp_server)
 
 
 @pytest.mark.timeout(90)
 def test_accounts_take_turns_and_a_failed_receiver_costs_one_deadline_per_round(
-    make_app, alert_engines, receiving, smtp_server, clock
+    make_app, receiving, smtp_server, clock
 ):
-    before, after = alert_engines
     hostile, good = receiving(receivers.silent), receiving(receivers.ok)
     app = make_app()
-    kinds = ("no2_eu", "work_running", "detour_new")
-    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=hostile.url(), kinds=kinds)
-    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url(), kinds=kinds)
-    counts = run.run_alerts(app, after)
+    types = ("work.started", "detour.started", "no2.above_eu")
+    bad_account, _ = subscriber(app, "bad@stad.be", webhook=hostile.url(), types=types)
+    good_account, _ = subscriber(app, "good@stad.be", webhook=good.url(), types=types)
+    counts = run.run_alerts(app)
+    per_account = counts["new"] // 4  # events per account (each goes by mail and by webhook)
+    assert per_account >= 2, "the recorded history gives each account several events"
 
-    # the failing account's other two events wait whole (mail too) for the first retry delay
-    assert counts == {"new": 6, "mail": 4, "webhook": 3, "failed": 1, "deferred": 2}
-    assert hostile.connections == 1  # one deadline spent on the failing receiver, not three
+    # the failing account's other webhooks wait for the first retry delay; its mails go out
+    assert counts == {
+        "new": 4 * per_account,
+        "mail": 2 * per_account,
+        "webhook": per_account,
+        "failed": 1,
+        "deferred": per_account - 1,
+    }
+    assert hostile.connections == 1  # one deadline spent on the failing receiver, not several
     assert_delivered(app, good_account, good, smtp_server)
-    events = events_of(app, bad_account["id"])
-    assert [e["attempts"] for e in events].count(1) == 1
-    assert all(e["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0] for e in events)
-    assert all(e["mail_sent_at"] is None for e in events if e["attempts"] == 0)  # deferred whole
+    hooks = [r for r in events_of(app, bad_account["id"]) if r["channel"] == "webhook"]
+    assert sorted(r["attempts"] for r in hooks) == [0] * (per_account - 1) + [1]
+    assert all(r["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0] for r in hooks)
 
 
 @pytest.mark.timeout(90)
-def test_flask_alerts_run_evaluates_and_delivers_in_one_go(
-    make_app, alert_engines, receiving, smtp_server, clock
-):
-    """The cron form: ``flask alerts run`` on the served snapshot, a silent receiver failing alone."""
-    before, after = alert_engines
+def test_flask_alerts_run_enqueues_and_delivers_in_one_go(make_app, receiving, smtp_server, clock):
+    """The cron form: ``flask alerts run`` over the derived feed, a silent receiver failing alone."""
     hostile, good = receiving(receivers.silent), receiving(receivers.ok)
-    app = make_app(ENGINE=after)
-    bad_account, _ = subscriber(app, before, "bad@stad.be", webhook=hostile.url())
-    good_account, _ = subscriber(app, before, "good@stad.be", webhook=good.url())
+    app = make_app()
+    bad_account, _ = subscriber(app, "bad@stad.be", webhook=hostile.url())
+    good_account, _ = subscriber(app, "good@stad.be", webhook=good.url())
     result = app.test_cli_runner().invoke(args=["alerts", "run"])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "2 new events; sent 2 mails, 1 webhooks; 1 failed, 0 deferred"
+    assert result.output.strip() == "4 new events; sent 2 mails, 1 webhooks; 1 failed, 0 deferred"
     assert_delivered(app, good_account, good, smtp_server)
-    [event] = events_of(app, bad_account["id"])
-    assert_retrying(event, "webhook", clock)
+    assert_retrying(channels(app, bad_account)["webhook"], "webhook", clock)

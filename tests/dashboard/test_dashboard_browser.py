@@ -1,5 +1,5 @@
 """A real headless Chromium: a new account signs up, becomes Pro, adds a location by clicking the map, sees its
-works and reading (the API's numbers), subscribes to an alert and downloads the report.
+works and reading (the API's numbers), subscribes to a change alert and downloads the report.
 
 Screenshots (desktop and phone widths) go to ``artifacts/screenshots/dashboard-*.png``.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import requests
 
+from app.dashboard.changealerts import DEFAULT_TYPES
 from app.store import accounts
 from tests.portal.helpers import link_in
 from tests.portal.test_portal_browser import browser, check_accessible, click_and_wait, shoot  # noqa: F401
@@ -87,16 +88,16 @@ def test_pro_account_walks_the_dashboard(browser, live_server, smtp_server, stor
     assert drawn >= 1 + len(rows) + 1  # the point, its works, the station (+ detour stops)
     assert not shoot(browser, "dashboard-02-map"), "map page scrolls sideways on a phone"
 
-    # subscribe to an alert with the keyboard (labelled checkbox, space to tick)
-    box = browser.find_element(By.ID, "kind-work_running")
+    # subscribe to a change alert with the keyboard (labelled checkbox, space to tick): the defaults and one
+    box = browser.find_element(By.ID, "type-work-description_changed")
     box.send_keys(Keys.SPACE)
     assert box.is_selected()
     click_and_wait(
-        browser, browser.find_element(By.CSS_SELECTOR, "#alerts form:last-of-type button[type=submit]")
+        browser, browser.find_element(By.CSS_SELECTOR, "[data-testid=change-alert-form] button[type=submit]")
     )
-    assert "Alerts saved" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
-    subs = browser.find_element(By.CSS_SELECTOR, "[data-testid=subscriptions]").text
-    assert "A road work within 2 km starts running" in subs
+    assert "Change alert saved" in browser.find_element(By.CSS_SELECTOR, "[role=status]").text
+    summary = browser.find_element(By.CSS_SELECTOR, "[data-testid=change-alert]").text
+    assert f"Sending {len(DEFAULT_TYPES) + 1} kinds of change" in summary
     shoot(browser, "dashboard-03-alerts")
 
     # download the report with the browser's session

@@ -46,10 +46,10 @@ def test_every_label_a_template_or_script_asks_for_exists():
 
 
 def test_every_value_we_label_has_its_label():
-    """Values of our own rules shown to people (risk, trend, severity, alert kinds, rush kinds) are labelled."""
-    from app.dashboard.alerts import KINDS
+    """Values of our own rules shown to people (risk, trend, severity, change types, rush kinds) are labelled."""
     from geo.rules.airrules import TREND_NAMES
     from geo.rules.calendar import RUSH_PERIODS
+    from geo.rules.changes import EVENT_TYPES
     from geo.rules.risk import RISK_NAMES
     from geo.rules.transit import SEVERITY_NAMES
 
@@ -58,7 +58,7 @@ def test_every_value_we_label_has_its_label():
         ("risk", RISK_NAMES),
         ("trend", TREND_NAMES),
         ("sev", SEVERITY_NAMES),
-        ("alert", KINDS),
+        ("ctype", EVENT_TYPES),
         ("rush", rush),
     ):
         for value in values:

@@ -50,7 +50,7 @@ def app(config, clock):
 def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
     """``(endpoint, kind, method, path, form)`` for every dashboard route, in an order that works for one
     account: ``ctx`` holds its saved location ``loc``, a ``spare`` one to delete, and ``subs()`` → its
-    alert subscriptions (read when the call is made)."""
+    change alerts (read when the call is made)."""
     loc, spare, here = ctx["loc"], ctx["spare"], f"lat={SPOT[0]}&lng={SPOT[1]}"
     period = "from=2026-11-01&to=2026-11-15"
     form = {"csrf_token": CSRF}
@@ -77,7 +77,7 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
         ("dashboard.map_json", POINT, "get", f"/dashboard/map.json?{here}", None),
         ("dashboard.map_json", POINT, "get", f"/dashboard/map.json?location={loc}", None),
         ("dashboard.basemap_json", CHEAP, "get", "/dashboard/basemap.json", None),  # built once per snapshot
-        # one baseline computation (an API call's CPU), no figures in the answer
+        # the alert routes of before, on the change alert (no figures)
         (
             "dashboard.subscribe",
             CHEAP,
@@ -107,7 +107,14 @@ def calls(ctx: dict) -> list[tuple[str, str, str, str, dict | None]]:
             CHEAP,
             "post",
             f"/dashboard/locations/{loc}/change-alert",
-            {**form, "type": ["work.started"], "email": "on"},
+            {**form, "type": ["work.started"], "email": "on", "webhook_url": "http://127.0.0.1:9/hook"},
+        ),
+        (
+            "dashboard.rotate_change_secret",
+            CHEAP,
+            "post",
+            lambda: f"/dashboard/change-alerts/{ctx['change_alert']()}/secret",
+            form,
         ),
         (
             "dashboard.delete_change_alert",
@@ -140,10 +147,21 @@ def account_with_locations(user, store, plan):
         store, account["id"], name="Stadhuis", address="Grote Markt 1", lat=SAVED[0], lng=SAVED[1]
     )
     spare = add_location(store, account["id"], name="Spare", address="", lat=51.25, lng=4.42)
-    subs = lambda: store.execute(
-        "SELECT id, unsubscribe_token FROM alert_subscriptions WHERE account_id = ? ORDER BY id",
-        (account["id"],),
-    ).fetchall()
+
+    def subs():
+        """The account's change alert as an alert of before (old id = its id), as migration 341 leaves one."""
+        rows = store.execute(
+            "SELECT id, unsubscribe_token FROM change_subscriptions WHERE account_id = ? ORDER BY id",
+            (account["id"],),
+        ).fetchall()
+        for row in rows:
+            store.execute(
+                "INSERT INTO change_alert_legacy (old_id, subscription_id, kind, unsubscribe_token)"
+                " VALUES (?, ?, 'no2_eu', ?) ON CONFLICT DO NOTHING",
+                (row["id"], row["id"], "legacy-" + row["unsubscribe_token"][:24]),
+            )
+        return rows
+
     change_alert = lambda: (
         store.execute("SELECT id FROM change_subscriptions WHERE account_id = ?", (account["id"],)).fetchone()
         or {"id": 999999}

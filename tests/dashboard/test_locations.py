@@ -187,7 +187,7 @@ def test_bad_edits_change_nothing_and_delete_takes_the_alerts_along(app, user, s
         assert resp.status_code == 400 and message in resp.get_data(as_text=True)
         assert api_locations(app, key) == [loc]
     client.post(f"/dashboard/locations/{loc['id']}/alerts", data={"csrf_token": CSRF, "kind": "detour_new"})
-    assert store.execute("SELECT COUNT(*) FROM alert_subscriptions").fetchone()[0] == 1
+    assert store.execute("SELECT COUNT(*) FROM change_subscriptions").fetchone()[0] == 1
     client.post(f"/dashboard/locations/{loc['id']}/delete", data={"csrf_token": CSRF})
-    assert store.execute("SELECT COUNT(*) FROM alert_subscriptions").fetchone()[0] == 0
-    assert store.execute("SELECT COUNT(*) FROM alert_events").fetchone()[0] == 0
+    assert store.execute("SELECT COUNT(*) FROM change_subscriptions").fetchone()[0] == 0
+    assert store.execute("SELECT COUNT(*) FROM change_deliveries").fetchone()[0] == 0

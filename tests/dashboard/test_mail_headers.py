@@ -1,9 +1,10 @@
 """Issue 31, class 4: no user value reaches a mail header unchecked, on any Python.
 
-One real alert round (evaluation, delivery, SMTP to aiosmtpd) carries every field that reaches an alert mail —
-the location name, the account's address, and the upstream texts in the event title (a work's description, a
-detour's title, a station's name) — with every hostile encoding; each received message must have exactly our
-headers, its subject no line break or control, and only its account as recipient.
+One real change-alert round (two publishes recorded, the feed derived, delivery, SMTP to aiosmtpd) carries
+every field that reaches an alert mail — the location name, the account's address, and the upstream texts in
+the event title (a work's description, a detour's title) — with every hostile encoding; each received message
+must have exactly our headers, its subject no line break or control, and only its account as recipient. (The
+feed names a station by its id, so a station's name reaches no mail.)
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import pytest
 
 from app.store import accounts
 from app import create_app
-from app.dashboard import alerts
+from app.dashboard import changealerts
 from app.dashboard.figures import RUNNING, point_figures
 from app.dashboard.run import run_alerts
+from app.history import changes as feed
+from app.history.store import open_store as open_history
 from app.store.db import migrate
 from app.store.sqlite import connect
 from app.store.saved_locations import add_location
@@ -144,7 +147,7 @@ def hostile_round(snapshot_dir, engine, tmp_path_factory):
     layers, _manifest = read_snapshot(snapshot_dir)
     stations = stations_with_readings(engine, layers, len(CASES))
     before = variant(snapshot_dir, tmp / "before", no2=20.0, edit=no2_everywhere(20.0))
-    after = variant(snapshot_dir, tmp / "after", no2=55.0, edit=hostile_upstream(stations))
+    variant(snapshot_dir, tmp / "after", no2=55.0, hours_later=2, edit=hostile_upstream(stations))
 
     inbox = Inbox()
     inbox.port = free_port()
@@ -162,34 +165,46 @@ def hostile_round(snapshot_dir, engine, tmp_path_factory):
             "MAIL_TIMEOUT": 5.0,
             "MAIL_SENDER": "Urban Conditions <no-reply@urban.test>",
             "PUBLIC_URL": PUBLIC_URL,
+            "HISTORY_URL": str(tmp / "history.sqlite"),
         }
     )
     conn = connect(app.config["DATABASE"])
     migrate(conn)
     address_of, field_of = {}, {}
-    made = iter(range(1000))
 
-    def subscribed(address, name, lat, lng, kinds, field=None):
-        account, _key = accounts.create_account(conn, f"account{next(made)}@stad.be", "pro")
+    made = []
+
+    def subscribed(address, name, lat, lng, types, field=None):
+        account, _key = accounts.create_account(conn, f"account{len(made)}@stad.be", "pro")
         loc = add_location(conn, account["id"], name="placeholder", address="", lat=lat, lng=lng)
         # stored as is: a name or address saved before today's checks reaches the mail path unchanged
         conn.execute("UPDATE locations SET name = ? WHERE id = ?", (name, loc["id"]))
         conn.execute("UPDATE accounts SET email = ? WHERE id = ?", (address, account["id"]))
-        alerts.subscribe(conn, account["id"], dict(loc, name=name), kinds, "", before, before.as_of)
+        made.append((account, dict(loc, name=name), types))
         address_of[loc["id"]], field_of[loc["id"]] = address, field
 
     for n, ((_station, lat, lng), case) in enumerate(zip(stations, CASES)):
-        subscribed(f"name{n}@stad.be", HOSTILE[case], lat, lng, ["no2_eu"], ("location name", case))
-        subscribed(f"station{n}@stad.be", "Meetpunt", lat, lng, ["no2_eu"], ("station name", case))
-    subscribed("titles@stad.be", "Centrum", *POINT, ["work_running", "detour_new"])
+        subscribed(f"name{n}@stad.be", HOSTILE[case], lat, lng, ["no2.above_eu"], ("location name", case))
+    subscribed("titles@stad.be", "Centrum", *POINT, ["work.appeared", "work.started", "detour.started"])
     for n, case in enumerate(sorted(HOSTILE_ADDRESSES)):
-        subscribed(HOSTILE_ADDRESSES[case], f"Plek {n}", *POINT, ["detour_new"])
+        subscribed(HOSTILE_ADDRESSES[case], f"Plek {n}", *POINT, ["detour.started"])
+    history = open_history(app.config["HISTORY_URL"])
+    try:
+        history.record_dir(tmp / "before")  # served when they subscribed: the feed's baseline
+        feed.derive_saved(history, conn)
+        head = feed.head(history)
+        for account, loc, types in made:
+            changealerts.save(conn, account["id"], loc, types=types, email=True, webhook_url="", head=head)
+        history.record_dir(tmp / "after")
+        feed.derive_saved(history, conn)
+    finally:
+        history.close()
 
-    counts = run_alerts(app, after)
+    counts = run_alerts(app)
     inbox.stop()
 
     location_of = {
-        r["unsubscribe_token"]: r["location_id"] for r in conn.execute("SELECT * FROM alert_subscriptions")
+        r["unsubscribe_token"]: r["location_id"] for r in conn.execute("SELECT * FROM change_subscriptions")
     }
     conn.close()
     mails = {}
@@ -198,16 +213,16 @@ def hostile_round(snapshot_dir, engine, tmp_path_factory):
         token = re.search(r"/unsubscribe/([A-Za-z0-9_-]+)>", str(msg["List-Unsubscribe"])).group(1)
         location_id = location_of[token]
         key = field_of[location_id]
-        if key is None and (work := re.match(r"Alert for Centrum: Work 99(\d{5}) is running", subject)):
+        if key is None and (work := re.match(r"Change at Centrum: [^:]+: work 99(\d{5}) ", subject)):
             key = ("work description", CASES[int(work.group(1))])
-        elif key is None and (detour := re.match(r"Alert for Centrum: De Lijn detour 99(\d{3})", subject)):
+        elif key is None and (detour := re.match(r"Change at Centrum: [^:]+: detour 99(\d{3})", subject)):
             key = ("detour title", CASES[int(detour.group(1))])
         if key is not None:
             mails[key] = (rcpt, msg, raw, location_id)
     return mails, address_of, counts, inbox
 
 
-FIELDS = ["location name", "station name", "work description", "detour title"]
+FIELDS = ["location name", "work description", "detour title"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -223,7 +238,7 @@ def test_a_hostile_field_reaches_the_inbox_with_exactly_our_headers(hostile_roun
     assert not any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in subject), repr(subject)
     assert "=?" not in subject  # no encoded word survives to be decoded by the next reader
     # at most 180 characters (the folder may add a space where it splits a long word)
-    assert len("".join(subject.split())) <= 180 and subject.startswith("Alert for ")
+    assert len("".join(subject.split())) <= 180 and subject.startswith("Change at ")
 
 
 def test_every_mail_of_the_round_has_our_headers_and_only_its_account_as_recipient(hostile_round):

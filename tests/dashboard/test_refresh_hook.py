@@ -1,6 +1,6 @@
 """The alert round runs after each published refresh of ``flask snapshot refresh`` (live sources simulated by
-the local fake upstream speaking their real formats): the events of the new data are mailed once, and a
-webhook receiver that hangs never holds up the refresher."""
+the local fake upstream speaking their real formats): the change feed's events of the new data are mailed
+once, and a webhook receiver that hangs never holds up the refresher."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import pytest
 
 from app.store import accounts
 from app import create_app
-from app.dashboard import alerts
+from app.dashboard import changealerts
+from app.history import changes as feed
+from app.history.store import open_store as open_history
 from app.store.sqlite import connect
 from app.store.db import migrate
 from app.store.saved_locations import add_location
@@ -41,27 +43,68 @@ def refreshing_app(config, fake, tmp_path, reference_dir, **overrides):
     return app, conn
 
 
-def test_cli_refresh_rounds_evaluate_alerts_once(tmp_path, engine, reference_dir, config, smtp_server):
+def served_before(app, conn, snapshot_dir) -> int:
+    """The demo snapshot recorded as the publish before the live ones (the feed's baseline); its head."""
+    history = open_history(app.config["HISTORY_URL"])
+    try:
+        history.record_dir(snapshot_dir)
+        feed.derive_saved(history, conn)
+        return feed.head(history)
+    finally:
+        history.close()
+
+
+def subscribe(app, conn, snapshot_dir, who) -> list:
+    """Accounts with a location and its change alert (every type, mail and ``webhook``) for each ``(email,
+    webhook)`` of ``who``, subscribed while the demo snapshot was served; the accounts."""
+    made = []
+    for email, _webhook in who:
+        account, _ = accounts.create_account(conn, email, "pro")
+        made.append(
+            (account, add_location(conn, account["id"], name="Centrum", address="", lat=51.2194, lng=4.4025))
+        )
+    head = served_before(app, conn, snapshot_dir)
+    with app.app_context():
+        for (account, loc), (_email, webhook) in zip(made, who):
+            changealerts.save(
+                conn,
+                account["id"],
+                loc,
+                types=changealerts.EVENT_TYPES,
+                email=True,
+                webhook_url=webhook,
+                head=head,
+            )
+    return [account for account, _loc in made]
+
+
+def deliveries(conn, account_id) -> list:
+    return conn.execute(
+        "SELECT d.* FROM change_deliveries d JOIN change_subscriptions s ON s.id = d.subscription_id"
+        " WHERE s.account_id = ?",
+        (account_id,),
+    ).fetchall()
+
+
+def test_cli_refresh_rounds_deliver_the_feeds_events_once(
+    tmp_path, snapshot_dir, reference_dir, config, smtp_server
+):
     with FakeUpstream(now=datetime.now(timezone.utc)) as fake:
         app, conn = refreshing_app(config, fake, tmp_path, reference_dir)
-        account, _ = accounts.create_account(conn, "hook@stad.be", "pro")
-        loc = add_location(conn, account["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
-        # subscribed while the demo snapshot was served: the live data differs from that baseline
-        alerts.subscribe(conn, account["id"], loc, list(alerts.KINDS), "", engine, engine.as_of)
-        baseline = conn.execute("SELECT COUNT(*) FROM alert_events").fetchone()[0]
+        # subscribed while the demo snapshot was served: the live data differs from it
+        [account] = subscribe(app, conn, snapshot_dir, [("hook@stad.be", "")])
         result = app.test_cli_runner().invoke(args=["snapshot", "refresh", "--every", "1", "--rounds", "2"])
     assert result.exit_code == 0, result.output
     assert result.output.count("published snapshot") == 2
-    events = conn.execute("SELECT * FROM alert_events WHERE kind = 'event'").fetchall()
-    assert events, "the live data brought no change to alert about"
-    assert conn.execute("SELECT COUNT(*) FROM alert_events").fetchone()[0] == baseline + len(events)
-    assert all(e["mail_sent_at"] for e in events)
-    assert len(smtp_server.messages) == len(events)  # the second round sent nothing again
+    rows = deliveries(conn, account["id"])
+    assert rows, "the live data brought no change to alert about"
+    assert all(r["sent_at"] and r["channel"] == "mail" for r in rows)
+    assert len(smtp_server.messages) == len(rows)  # the second round sent nothing again
 
 
 @pytest.mark.timeout(240)  # before delivery had its own worker, the first round waited for the receiver
 def test_a_refresh_round_completes_while_a_webhook_receiver_hangs(
-    tmp_path, engine, reference_dir, config, smtp_server, monkeypatch
+    tmp_path, snapshot_dir, reference_dir, config, smtp_server, monkeypatch
 ):
     """One account's receiver takes the first POST and holds it until the refresher has finished its
     second round; the webhook deadline (120 s) is longer than the receiver's own patience (60 s), so only a
@@ -91,15 +134,10 @@ def test_a_refresh_round_completes_while_a_webhook_receiver_hangs(
     try:
         with FakeUpstream(now=datetime.now(timezone.utc)) as fake:
             app, conn = refreshing_app(config, fake, tmp_path, reference_dir, ALERT_WEBHOOK_TIMEOUT=120.0)
-            subscribed = []
-            for email, rcv in (("hanging@stad.be", hanging), ("good@stad.be", good)):
-                account, _ = accounts.create_account(conn, email, "pro")
-                loc = add_location(conn, account["id"], name="Centrum", address="", lat=51.2194, lng=4.4025)
-                with app.app_context():
-                    alerts.subscribe(
-                        conn, account["id"], loc, list(alerts.KINDS), rcv.url(), engine, engine.as_of
-                    )
-                subscribed.append((account, rcv))
+            accounts_made = subscribe(
+                app, conn, snapshot_dir, [("hanging@stad.be", hanging.url()), ("good@stad.be", good.url())]
+            )
+            subscribed = list(zip(accounts_made, (hanging, good)))
             result = app.test_cli_runner().invoke(
                 args=["snapshot", "refresh", "--every", "1", "--rounds", "2"]
             )
@@ -109,10 +147,6 @@ def test_a_refresh_round_completes_while_a_webhook_receiver_hangs(
     assert result.exit_code == 0, result.output
     assert rounds_done == [True, True] and released_by_refresher == [True]
     for account, rcv in subscribed:
-        events = conn.execute(
-            "SELECT e.* FROM alert_events e JOIN alert_subscriptions s ON s.id = e.subscription_id"
-            " WHERE s.account_id = ? AND e.kind = 'event'",
-            (account["id"],),
-        ).fetchall()
-        assert events and all(e["mail_sent_at"] and e["webhook_sent_at"] for e in events)
-        assert len(rcv.requests) == len(events)
+        rows = deliveries(conn, account["id"])
+        assert rows and all(r["sent_at"] for r in rows)
+        assert len(rcv.requests) == sum(r["channel"] == "webhook" for r in rows)

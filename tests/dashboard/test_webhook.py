@@ -6,6 +6,7 @@ refused when saved, with the reason; and what the POST looks like on the wire.""
 from __future__ import annotations
 
 import ipaddress
+import shutil
 import socket
 
 import pytest
@@ -17,7 +18,7 @@ from app.store.db import open_store
 from bench.services import self_signed_certificate, tls_server_context
 
 from . import receivers
-from .alerting import Clock, subscriber
+from .alerting import Clock, events_of, recorded_history, subscriber
 from .conftest import CSRF, signed_in
 from .receivers import Receiver, header
 
@@ -260,15 +261,15 @@ def test_webhook_urls_that_cannot_be_reached_are_refused_when_saved(config):
             data={"csrf_token": CSRF, "kind": "no2_eu", "webhook_url": url},
             follow_redirects=True,
         ).get_data(as_text=True)
-        assert "Alerts not changed: the webhook URL is refused: " in page and reason in page, url
-    assert store.execute("SELECT COUNT(*) FROM alert_subscriptions").fetchone()[0] == 0
+        assert "Change alert not changed: the webhook URL is refused: " in page and reason in page, url
+    assert store.execute("SELECT COUNT(*) FROM change_subscriptions").fetchone()[0] == 0
 
     resp = client.post(
         f"/dashboard/locations/{loc}/alerts",
         data={"csrf_token": CSRF, "kind": "no2_eu", "webhook_url": "https://hooks.example/in?x=1"},
     )
     assert resp.status_code == 200 and 'data-testid="webhook-secret"' in resp.get_data(as_text=True)
-    [sub] = store.execute("SELECT webhook_url FROM alert_subscriptions").fetchall()
+    [sub] = store.execute("SELECT webhook_url FROM change_subscriptions").fetchall()
     assert sub["webhook_url"] == "https://hooks.example/in?x=1"
 
 
@@ -280,7 +281,7 @@ def test_allow_private_still_allows_loopback(config):
             data={"csrf_token": CSRF, "kind": "no2_eu", "webhook_url": url},
         )
         assert resp.status_code == 200 and 'data-testid="webhook-secret"' in resp.get_data(as_text=True)
-        assert store.execute("SELECT webhook_url FROM alert_subscriptions").fetchone()[0] == url
+        assert store.execute("SELECT webhook_url FROM change_subscriptions").fetchone()[0] == url
     # a name that does not resolve, or is no host name, is refused all the same
     for url in ("http://nowhere.example/hook", "http://hooks..example/hook"):
         page = client.post(
@@ -305,11 +306,18 @@ class Rebinding:
         return PUBLIC_V4 if self.calls % 2 else "127.0.0.1"
 
 
+@pytest.fixture(scope="module")
+def recorded(snapshot_dir, engine, tmp_path_factory) -> str:
+    return recorded_history(snapshot_dir, engine, tmp_path_factory.mktemp("rebinding"))
+
+
 @pytest.mark.parametrize("via", ["system resolver", "injected resolver"])
-def test_a_rebinding_dns_answer_never_reaches_loopback(via, config, alert_engines, monkeypatch, smtp_server):
+def test_a_rebinding_dns_answer_never_reaches_loopback(
+    via, config, recorded, tmp_path, monkeypatch, smtp_server
+):
     """The name is checked when saved (public), then looked up again for each attempt: the loopback answer
     is refused, the public one is connected to as checked; the receiver on 127.0.0.1 never sees a byte."""
-    before, after = alert_engines
+    shutil.copy(recorded, tmp_path / "rebinding.sqlite")
     rebinding, connects = Rebinding(), []
     target = Receiver(receivers.ok)
     real_getaddrinfo, real_connect = socket.getaddrinfo, socket.socket.connect
@@ -338,14 +346,15 @@ def test_a_rebinding_dns_answer_never_reaches_loopback(via, config, alert_engine
             "ALERT_WEBHOOK_ALLOW_PRIVATE": False,
             "ALERT_WEBHOOK_TIMEOUT": 2.0,
             "WALL_CLOCK": clock,
+            "HISTORY_URL": str(tmp_path / "rebinding.sqlite"),
             **overrides,
         }
     )
     try:
         url = f"http://rebind.example:{target.port}/hook"
-        account, _subs = subscriber(app, before, "rebind@stad.be", webhook=url)
+        account, _loc = subscriber(app, "rebind@stad.be", webhook=url)
         calls_when_saved = rebinding.calls  # 1st answer: public, the check when saving passes
-        run.run_alerts(app, after)  # 2nd answer: 127.0.0.1, refused before any connect
+        run.run_alerts(app)  # 2nd answer: 127.0.0.1, refused before any connect
         clock.advance(delivery.RETRY_DELAYS[0])
         run.deliver_due(app)  # 3rd answer: public, connected to as checked (and refused: no internet)
         clock.advance(delivery.RETRY_DELAYS[1])
@@ -356,10 +365,8 @@ def test_a_rebinding_dns_answer_never_reaches_loopback(via, config, alert_engine
     assert ("127.0.0.1", target.port) not in connects
     assert calls_when_saved == 1 and rebinding.calls == 4  # one look-up per attempt, used as checked
     assert connects.count((PUBLIC_V4, target.port)) == 1
-    conn = open_store(app)
-    [event] = conn.execute("SELECT * FROM alert_events WHERE kind = 'event'").fetchall()
-    conn.close()
-    assert event["attempts"] == 3 and event["webhook_sent_at"] is None
+    [event] = [r for r in events_of(app, account["id"]) if r["channel"] == "webhook"]
+    assert event["attempts"] == 3 and event["sent_at"] is None
     assert "non-public address 127.0.0.1: loopback" in event["last_error"]
 
 

@@ -56,6 +56,7 @@ def test_body_routes_are_the_ones_we_know(app):
         "/dashboard/alerts/1/delete",
         "/dashboard/alerts/1/secret",
         "/dashboard/change-alerts/1/delete",
+        "/dashboard/change-alerts/1/secret",
         "/dashboard/deliveries/dismiss",
         "/dashboard/deliveries/retry",
         "/dashboard/locations",

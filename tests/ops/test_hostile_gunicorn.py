@@ -77,6 +77,7 @@ ROUTES = [
     "/dashboard/static/x",
     "/dashboard/locations/x/change-alert",
     "/dashboard/change-alerts/1/delete",
+    "/dashboard/change-alerts/1/secret",
     "/dashboard/locations/x/calendar",
     "/dashboard/locations/x/calendar/revoke",
     "/dashboard/deliveries",
