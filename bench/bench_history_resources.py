@@ -3,7 +3,8 @@ year's change log of the works within 2 km, the detours over a year, on SQLite a
 
 A simulated history of ``URBAN_BENCH_RESOURCES_DAYS`` days (default 365) at one refresh every
 ``URBAN_BENCH_RESOURCES_CADENCE_H`` hours (default 48: each refresh carries the last 48 hours of NO2, so every
-hour of the year is recorded; works' changes are seen within two days) is recorded once per backend; the
+hour of the year is recorded; works' changes are seen within two days) is recorded once per backend (each
+refresh made in memory, ``SimulatedHistory.publish_at``, and recorded by ``HistoryStore.record``); the
 queries are then timed at ``URBAN_BENCH_RESOURCES_POINTS`` (default 20) work locations over the whole period,
 warm (the second call at a point; the first builds the per-store station and context caches). Same-run
 baseline: the live answer at the same point on the newest snapshot's engine (``/air-quality`` for the NO2
@@ -63,8 +64,8 @@ def run(engine) -> list[Row]:
             for label, url in (("SQLite", str(root / "history.sqlite")), ("PostgreSQL", pg.url())):
                 store = open_store(url)
                 t0 = time.perf_counter()
-                for _instant, path in sim.snapshots(instants):
-                    store.record_dir(path)
+                for instant in instants:  # in memory, through the store's recording path (no files)
+                    store.record(*sim.publish_at(instant))
                 record_s = time.perf_counter() - t0
                 pubs = store.publishes()
                 start, end = pubs[0].as_of_ms - 2 * DAY_MS, pubs[-1].as_of_ms + 3_600_000

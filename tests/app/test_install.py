@@ -55,4 +55,4 @@ def test_the_server_wheel_builds_quietly_with_its_data_files_and_urban_score(tmp
     ):
         assert data_file in names
     assert not any("node_modules" in n or "__pycache__" in n for n in names)
-    assert "urban-score = geo.batch.cli:main" in entry_points
+    assert "urban-score = urban_score:main" in entry_points and "urban_score.py" in names
