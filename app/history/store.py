@@ -291,8 +291,8 @@ class HistoryStore:
                 "INSERT INTO history_series (layer, key, rec_from, series, t, value) VALUES (?, ?, ?, ?, ?, ?)",
                 [(layer, k, seq, *enc.series[k]) for k in keys if k in enc.series],
             )
-        if enc.boxes:
-            boxes = {enc.rows[k][0]: enc.boxes[enc.rows[k][0]] for k in keys}
+        if enc.shapes:  # measured only for the contents this publish writes
+            boxes = enc.boxes_of(list(dict.fromkeys(enc.rows[k][0] for k in keys)))
             self._many(
                 "INSERT INTO history_extent (hash, min_lat, min_lng, max_lat, max_lng) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (hash) DO NOTHING",
