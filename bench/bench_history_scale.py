@@ -13,7 +13,8 @@ round is one kind, as the deployed refresher (a round every 300 s, docs/operatio
 - ``detours``: one detour changed;
 - ``all``: the three at once (the costliest usual round: every live layer a new file).
 
-Recording overhead (same run, per round): ``store.record_dir`` of the published version against publishing it
+Recording overhead (same run, ``URBAN_BENCH_SCALE_ROUNDS`` rounds of each kind, default 3, the median
+share): ``store.record_dir`` of the published version against publishing it
 without history, i.e. what the refresher does after fetching: write the version and load the full engine
 that verifies it (``write_snapshot`` + ``verify_loadable``). The upstream fetches are not in the baseline,
 so the share is an upper bound of what recording adds to a refresh.
@@ -22,7 +23,8 @@ Storage, measured: the store's size after the first publish, then its growth ove
 deployed cadences, recorded (in memory, through ``HistoryStore.record``): 288 rounds (one every 300 s), a new
 NO2 hour every 12th, 7 works changed every 3rd (GIPOD every 15 minutes: 672 work versions a day, about what
 30,000 works listed over the open data's six months with four versions each give), one detour changed every
-8th (36 a day); a year is the first publish plus 365 such days.
+8th (36 a day); a year is the first publish plus 365 such days. ``URBAN_BENCH_SCALE_BACKENDS`` (default
+``SQLite,PostgreSQL``) picks the backends.
 """
 
 from __future__ import annotations
@@ -162,8 +164,11 @@ def run(engine) -> list[Row]:
         base, metas = flanders_layers(reference, n_works, n_stops)
         first_as_of = pd.Timestamp("2026-11-16T07:00:00Z")
         counts = {k: len(base[k]) for k in ("works", "stops", "stations", "detours", "no2")}
+        backends = os.environ.get("URBAN_BENCH_SCALE_BACKENDS", "SQLite,PostgreSQL").split(",")
         with Postgres() as pg:
             for label, url in (("SQLite", str(root / "history.sqlite")), ("PostgreSQL", pg.url())):
+                if label not in backends:
+                    continue
                 store = open_store(url)
                 write_snapshot(base, metas, first_as_of, root / f"{label}-0")
                 store.record_dir(root / f"{label}-0")
