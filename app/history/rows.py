@@ -117,9 +117,11 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
     memo: dict[str, tuple[tuple, str, bytes]] = {}
     rows: dict[str, tuple[str, bytes, int | None, int | None]] = {}
     keys: list[str] = []
-    for values in zip(*columns) if columns else ():
+    key_parts = [list(map(_key_part, columns[i])) for i in key_idx]
+    row_keys = key_parts[0] if len(key_parts) == 1 else list(map(SEP.join, zip(*key_parts)))
+    for n_row, values in enumerate(zip(*columns) if columns else ()):
         if key_idx:
-            key = SEP.join(_key_part(values[i]) for i in key_idx)
+            key = row_keys[n_row]
         else:
             data = _ENCODE(values).encode()
             key = hashed = digest(data)
@@ -130,7 +132,11 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
             key = f"{key}{DUP}{n}"
         if key_idx:
             before = last.get(key)
-            if before is not None and _same(values, before[0], floats):
+            if (
+                before is not None
+                and before[0] == values
+                and (not floats or _same(values, before[0], floats))
+            ):
                 hashed, data = before[1], before[2]
             else:
                 data = _ENCODE(values).encode()
