@@ -35,7 +35,7 @@ RUN useradd --system --create-home --uid 10001 urban \
 WORKDIR /srv/urban
 COPY requirements.txt ./
 RUN pip install -r requirements.txt
-COPY setup.cfg pyproject.toml README.md wsgi.py gunicorn.conf.py ./
+COPY setup.cfg pyproject.toml README.md wsgi.py urban_score.py gunicorn.conf.py ./
 COPY app ./app
 COPY --from=assets /assets/node_modules/leaflet/dist/leaflet.js /assets/node_modules/leaflet/dist/leaflet.css \
      ./app/dashboard/static/vendor/leaflet/

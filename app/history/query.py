@@ -33,6 +33,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -417,13 +418,18 @@ def no2_series(
         station, name, km = _nearest_station(_stations_engine(store, seq), lat, lng)
         values: dict[int, float | None] = {}
         if station is not None:
-            for t, value in store.execute(
-                "SELECT t, value FROM history_series WHERE layer = 'no2' AND series = ? AND t >= ? AND t < ? "
-                "AND rec_from <= ? ORDER BY t, rec_from",
-                (station, seg_hours.start, seg_hours.stop, span.newest),
-            ):
-                values[int(t)] = None if value is None else float(value)  # the latest version wins
-        out += [No2Value(t, values.get(t), station, name, km) for t in seg_hours]
+            # (t, value) pairs in (t, rec_from) order: in the dict the latest version of an hour wins
+            values = dict(
+                store.execute(
+                    "SELECT t, value FROM history_series WHERE layer = 'no2' AND series = ? AND t >= ? "
+                    "AND t < ? AND rec_from <= ? ORDER BY t, rec_from",
+                    (station, seg_hours.start, seg_hours.stop, span.newest),
+                ).fetchall()
+            )
+        out += map(
+            No2Value._make,
+            zip(seg_hours, map(values.get, seg_hours), repeat(station), repeat(name), repeat(km)),
+        )
         begin = seg_hours.stop
     return out
 

@@ -60,8 +60,13 @@ class EncodedLayer:
     order: list[str] | None
     #: :data:`SERIES` layers: ``key -> (series, t, value or None)``
     series: dict[str, tuple[str, int | None, float | None]] = dataclass_field(default_factory=dict)
-    #: :data:`EXTENT_INDEXED` layers: ``hash -> (min_lat, min_lng, max_lat, max_lng)`` (NaN: no geometry)
-    boxes: dict[str, tuple[float, float, float, float]] = dataclass_field(default_factory=dict)
+    #: :data:`EXTENT_INDEXED` layers: ``hash -> the row's geometry`` (WKB hex, None: none), measured by
+    #: :meth:`boxes_of` only for the rows a publish writes
+    shapes: dict[str, str | None] = dataclass_field(default_factory=dict)
+
+    def boxes_of(self, hashes: list[str]) -> dict[str, tuple[float, float, float, float]]:
+        """``hash -> (min_lat, min_lng, max_lat, max_lng)`` of the rows ``hashes`` (NaN: no geometry)."""
+        return _boxes([self.shapes[h] for h in hashes], hashes)
 
 
 def _python_column(column: pa.ChunkedArray) -> list:
@@ -77,6 +82,22 @@ def _key_part(value) -> str:
     return f"{value:020d}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
+#: per layer, the rows last encoded by this process under one schema: ``(schema, key -> (values, hash,
+#: json))``; a row whose values are those of its key there is not encoded and hashed again (a refresher
+#: records each publish's works, most of them unchanged)
+_LAST: dict[str, tuple[bytes, dict[str, tuple[tuple, str, bytes]]]] = {}
+_LAST_LOCK = threading.Lock()
+
+
+def _same(values: tuple, before: tuple, floats: list[int]) -> bool:
+    """Equal values that also encode alike (``0.0 == -0.0``, yet their JSON differs)."""
+    return values == before and all(
+        values[i] != 0.0 or math.copysign(1.0, values[i]) == math.copysign(1.0, before[i])
+        for i in floats
+        if values[i] is not None
+    )
+
+
 def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
     """Rows, schema and order of one layer's Arrow table."""
     names = table.column_names
@@ -87,17 +108,40 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
     start_idx = names.index(valid[0]) if valid and valid[0] in names else None
     end = valid[1] if valid else None
     end_idx = names.index(end) if isinstance(end, str) and end in names else None
+    schema = table.schema.serialize().to_pybytes()
+    floats = [i for i, f in enumerate(table.schema) if pa.types.is_floating(f.type)]
+    with _LAST_LOCK:
+        last_schema, last = _LAST.get(layer, (b"", {}))
+    if last_schema != schema or not key_idx:
+        last = {}
+    memo: dict[str, tuple[tuple, str, bytes]] = {}
     rows: dict[str, tuple[str, bytes, int | None, int | None]] = {}
     keys: list[str] = []
-    for values in zip(*columns) if columns else ():
-        data = _ENCODE(values).encode()
-        hashed = digest(data)
-        key = SEP.join(_key_part(values[i]) for i in key_idx) if key_idx else hashed
+    key_parts = [list(map(_key_part, columns[i])) for i in key_idx]
+    row_keys = key_parts[0] if len(key_parts) == 1 else list(map(SEP.join, zip(*key_parts)))
+    for n_row, values in enumerate(zip(*columns) if columns else ()):
+        if key_idx:
+            key = row_keys[n_row]
+        else:
+            data = _ENCODE(values).encode()
+            key = hashed = digest(data)
         if key in rows:
             n = 2
             while f"{key}{DUP}{n}" in rows:
                 n += 1
             key = f"{key}{DUP}{n}"
+        if key_idx:
+            before = last.get(key)
+            if (
+                before is not None
+                and before[0] == values
+                and (not floats or _same(values, before[0], floats))
+            ):
+                hashed, data = before[1], before[2]
+            else:
+                data = _ENCODE(values).encode()
+                hashed = digest(data)
+            memo[key] = (values, hashed, data)
         valid_from = values[start_idx] if start_idx is not None else None
         if end_idx is not None:
             valid_to = values[end_idx]
@@ -107,13 +151,16 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
             valid_to = None
         rows[key] = (hashed, data, valid_from, valid_to)
         keys.append(key)
+    if key_idx:
+        with _LAST_LOCK:
+            _LAST[layer] = (schema, memo)
     order = None if keys == sorted(keys) else keys
-    schema = table.schema.serialize().to_pybytes()
     out = EncodedLayer(schema, rows, order)
     if layer in SERIES:
         out.series = _series(layer, names, columns, keys)
     if layer in EXTENT_INDEXED and "geometry" in names:
-        out.boxes = _boxes(table.column("geometry"), [rows[k][0] for k in keys])
+        geometry = columns[names.index("geometry")]
+        out.shapes = {rows[k][0]: g for k, g in zip(keys, geometry)}
     return out
 
 
@@ -134,11 +181,11 @@ def _series(layer: str, names: list[str], columns: list[list], keys: list[str]) 
     return out
 
 
-def _boxes(geometry: pa.ChunkedArray, hashes: list[str]) -> dict:
-    """``hash -> (min_lat, min_lng, max_lat, max_lng)`` of each row's WKB geometry."""
+def _boxes(geometry: list, hashes: list[str]) -> dict:
+    """``hash -> (min_lat, min_lng, max_lat, max_lng)`` of each row's geometry (WKB hex or None)."""
     import shapely
 
-    geoms = shapely.from_wkb(np.array(geometry.to_pylist(), dtype=object))
+    geoms = shapely.from_wkb(np.array(geometry, dtype=object))
     bounds = shapely.bounds(geoms)  # (min x, min y, max x, max y); NaN for a missing geometry
     return {h: (float(b[1]), float(b[0]), float(b[3]), float(b[2])) for h, b in zip(hashes, bounds)}
 

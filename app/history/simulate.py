@@ -26,7 +26,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from geo.data.snapshot import DEFAULT_SEED, DEMO_AS_OF, build_layers, write_snapshot
+from geo.data.snapshot import (
+    DEFAULT_SEED,
+    DEMO_AS_OF,
+    build_layers,
+    layer_bytes,
+    snapshot_files,
+    write_snapshot,
+)
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -93,6 +100,7 @@ class SimulatedHistory:
         self.cadence_ms = int(cadence_min) * 60_000
         self.seed = int(seed)
         self.base, self.metas = build_layers(reference_dir, as_of=self.end, seed=seed)
+        self._bytes: dict[int, bytes] = {}  # id of a base frame -> its layer bytes (publish_at)
         self._plan_works()
         self._plan_detours()
         self._plan_no2()
@@ -262,6 +270,21 @@ class SimulatedHistory:
         """Write the snapshot of ``instant`` into ``out_dir``; returns its manifest."""
         layers, metas = self.layers_at(instant)
         return write_snapshot(layers, metas, instant, out_dir)
+
+    def publish_at(self, instant: datetime) -> tuple[dict, dict[str, bytes]]:
+        """``(manifest, files)`` of the refresh at ``instant`` in memory, as ``write_at`` would write them
+        (what :meth:`app.history.store.HistoryStore.record` takes); the layers the simulation never changes
+        are encoded once per instance."""
+        layers, metas = self.layers_at(instant)
+
+        def encode(frame) -> bytes:
+            if not any(frame is kept for kept in self.base.values()):
+                return layer_bytes(frame)
+            if id(frame) not in self._bytes:
+                self._bytes[id(frame)] = layer_bytes(frame)
+            return self._bytes[id(frame)]
+
+        return snapshot_files(layers, metas, instant, encode)
 
     def snapshots(self, instants=None) -> Iterator[tuple[datetime, Path]]:
         """``(instant, snapshot directory)`` of each refresh (a temporary directory, removed after use)."""

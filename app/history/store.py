@@ -253,14 +253,19 @@ class HistoryStore:
 
     def _record_layer(self, seq: int, layer: str, enc: rowcodec.EncodedLayer) -> dict:
         current = {
-            key: hashed
-            for key, hashed in self.execute(
-                "SELECT key, hash FROM history_row WHERE layer = ? AND rec_to = ?", (layer, OPEN)
+            key: (hashed, rec_from)
+            for key, hashed, rec_from in self.execute(
+                "SELECT key, hash, rec_from FROM history_row WHERE layer = ? AND rec_to = ?", (layer, OPEN)
             )
         }
-        closed = [(seq, layer, key, OPEN) for key, h in current.items() if enc.rows.get(key, (None,))[0] != h]
-        fresh = [(key, row) for key, row in enc.rows.items() if current.get(key) != row[0]]
-        self._many("UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_to = ?", closed)
+        closed = [
+            (seq, layer, key, rec_from)
+            for key, (h, rec_from) in current.items()
+            if enc.rows.get(key, (None,))[0] != h
+        ]
+        fresh = [(key, row) for key, row in enc.rows.items() if current.get(key, (None,))[0] != row[0]]
+        # by the primary key: SQLite would otherwise pick (layer, rec_to) and scan every open row per update
+        self._many("UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_from = ?", closed)
         self._many(
             "INSERT INTO history_blob (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
             {h: (h, _pack(data)) for _key, (h, data, _f, _t) in fresh}.values(),
@@ -287,8 +292,8 @@ class HistoryStore:
                 "INSERT INTO history_series (layer, key, rec_from, series, t, value) VALUES (?, ?, ?, ?, ?, ?)",
                 [(layer, k, seq, *enc.series[k]) for k in keys if k in enc.series],
             )
-        if enc.boxes:
-            boxes = {enc.rows[k][0]: enc.boxes[enc.rows[k][0]] for k in keys}
+        if enc.shapes:  # measured only for the contents this publish writes
+            boxes = enc.boxes_of(list(dict.fromkeys(enc.rows[k][0] for k in keys)))
             self._many(
                 "INSERT INTO history_extent (hash, min_lat, min_lng, max_lat, max_lng) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (hash) DO NOTHING",

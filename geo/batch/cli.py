@@ -3,11 +3,13 @@ processes or a Dask cluster. A thin layer over :func:`geo.batch.score.score`; se
 
 from __future__ import annotations
 
+import copy
 import os
 import sys
 import time
 from collections import Counter, deque
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 import click
@@ -48,45 +50,6 @@ def _parse_instant(value) -> datetime:
             param_hint="--as-of",
         )
     return ts.astimezone(timezone.utc)
-
-
-def history_engine(as_of, history, wall=None):
-    """The engine of the snapshot that was being served at ``as_of`` (aware datetime), rebuilt from the history
-    store at URL ``history`` by ``geo.load(store, as_of=…)`` (the notebooks' path; the store is the app's,
-    imported only here). ``InputError`` when the store is missing, unreachable or empty, or the instant lies
-    after ``wall`` (default: now) or before the first recorded publish.
-
-    Examples
-    --------
-    >>> history_engine(datetime(2026, 11, 1, tzinfo=timezone.utc), "data/snapshot.history.sqlite")  # doctest: +SKIP
-    <geo.data.engine.Engine ...>
-    """
-    from app.history.store import HistoryError, open_for_reading
-
-    from ..service.loaded import load
-
-    wall = wall or datetime.now(timezone.utc)
-    when = as_of.isoformat().replace("+00:00", "Z")
-    if as_of > wall:
-        raise InputError(f"--as-of {when} lies after the current time: the history has no future")
-    try:
-        store = open_for_reading(history)
-    except HistoryError as exc:
-        raise InputError(f"--as-of needs the history store: {exc} (--history or URBAN_HISTORY_URL)") from None
-    try:
-        first, last = store.first_last()
-        if first is None:
-            raise InputError(f"--as-of: nothing is recorded in the history store {store.label} yet")
-        if as_of < first.as_of:
-            raise InputError(
-                f"--as-of {when} lies before the recorded history: {store.label} holds the snapshots "
-                f"served from {first.as_of.isoformat().replace('+00:00', 'Z')} on"
-            )
-        return load(store, as_of=as_of)
-    except HistoryError as exc:
-        raise InputError(f"--as-of {when}: {exc}") from None
-    finally:
-        store.close()
 
 
 class _Runner:
@@ -270,15 +233,18 @@ def run(
     pairs=False,
     as_of=None,
     history=None,
+    engine_at=None,
 ):
     """Score ``input_path`` into ``output``; returns the summary dict (used by the CLI and tests).
 
     ``engine`` (optional) is an already loaded engine of the snapshot at ``data`` (workers load their own).
     ``pairs``: write the long table of (input row, work / detour id, distance) pairs instead
     (:mod:`geo.batch.pair_rows`). Reading, scoring and writing overlap (:mod:`geo.batch.pipe`).
-    ``as_of`` (aware datetime or RFC 3339 text): score against the snapshot served then, rebuilt from the
-    history store at URL ``history`` (default: that of ``data``), with the clock at that instant unless
-    ``now`` is given (:func:`history_engine`).
+    ``as_of`` (aware datetime or RFC 3339 text): score against the snapshot served then, with the clock at
+    that instant unless ``now`` is given; ``engine_at(instant, history, data)`` gives that snapshot's engine
+    (``geo`` reads no history store: the ``urban-score`` entry point passes the app's reader,
+    ``app.history.scoring.engine_at``, which takes ``history`` as the store's URL) and raises
+    :class:`~geo.batch.io.InputError` for an instant it cannot answer.
 
     Examples
     --------
@@ -289,7 +255,7 @@ def run(
     from .pipe import ReadAhead, WriteBehind
 
     if as_of is not None:
-        engine, data, now, as_of = _as_of(as_of, history, data, now, workers, dask)
+        engine, data, now, as_of = _as_of(as_of, history, data, now, workers, dask, engine_at)
     if Path(input_path).is_dir():
         return _run_dataset(
             input_path,
@@ -394,10 +360,8 @@ def run(
     )
 
 
-def _as_of(as_of, history, data, now, workers, dask):
-    """``(engine, runner key, clock, instant)`` of an ``--as-of`` run (:func:`history_engine`)."""
-    from app.history.recorder import history_url
-
+def _as_of(as_of, history, data, now, workers, dask, engine_at):
+    """``(engine, runner key, clock, instant)`` of an ``--as-of`` run (``engine_at``: see :func:`run`)."""
     from .workers import start_method
 
     instant = _parse_instant(as_of) if isinstance(as_of, str) else as_of.astimezone(timezone.utc)
@@ -408,7 +372,12 @@ def _as_of(as_of, history, data, now, workers, dask):
             + ("a Dask cluster" if dask else "spawned workers")
             + " to load"
         )
-    engine = history_engine(instant, history or history_url(data))
+    if engine_at is None:
+        raise InputError(
+            "--as-of needs the history store, which geo alone does not read: run the urban-score command "
+            "(or pass run(..., engine_at=app.history.scoring.engine_at))"
+        )
+    engine = engine_at(instant, history, data)
     clock = _parse_now(now, engine) if isinstance(now, str) else (now or instant)
     return engine, f"{HISTORY_KEY}{engine.snapshot_id}", clock, instant
 
@@ -623,7 +592,22 @@ def missing_snapshot(data, source: str = "DEFAULT", environ=None) -> str | None:
 @click.option(
     "--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal)."
 )
-def main(input_path, output, lat, lng, data, now, as_of, history, chunk_size, workers, dask, pairs, progress):
+def main(
+    input_path,
+    output,
+    lat,
+    lng,
+    data,
+    now,
+    as_of,
+    history,
+    chunk_size,
+    workers,
+    dask,
+    pairs,
+    progress,
+    engine_at=None,
+):
     """Score every coordinate of INPUT (CSV, Parquet, GeoParquet or GeoJSON) into OUTPUT.
 
     One output row per input row, in input order: the input columns followed by the score columns
@@ -662,10 +646,22 @@ def main(input_path, output, lat, lng, data, now, as_of, history, chunk_size, wo
             pairs=pairs,
             as_of=as_of,
             history=history,
+            engine_at=engine_at,
         )
     except (InputError, SnapshotError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(_summary_text(summary), err=True)
+
+
+def command(engine_at) -> click.Command:
+    """The ``urban-score`` command with ``--as-of`` answered by ``engine_at(instant, history, data)`` (see
+    :func:`run`); ``main`` alone refuses ``--as-of``. The installed ``urban-score`` is
+    ``command(app.history.scoring.engine_at)`` (``urban_score.py``): ``geo`` never imports the app."""
+    callback = main.callback
+    assert callback is not None
+    wired = copy.copy(main)
+    wired.callback = partial(callback, engine_at=engine_at)
+    return wired
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -111,11 +111,22 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
     ``metas[name]`` holds ``kind``, ``source``, ``licence`` and optionally ``retrievedAt`` (default ``as_of``)
     and ``note``. Returns the manifest. Use :func:`geo.data.publish.publish` to move a written directory into place.
     """
+    manifest, files = snapshot_files(layers, metas, as_of)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (out / f"{name}.parquet").write_bytes(data)
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return manifest
+
+
+def snapshot_files(layers: dict, metas: dict, as_of, encode=layer_bytes) -> tuple[dict, dict[str, bytes]]:
+    """``(manifest, files)`` of a snapshot, in memory: what :func:`write_snapshot` writes (``files``: the
+    GeoParquet bytes by layer name). ``encode(frame)`` gives a layer's bytes (default :func:`layer_bytes`;
+    a caller that knows a frame unchanged may hand back the bytes it made before)."""
     missing = set(LAYERS) - set(layers)
     if missing:
         raise SnapshotError(f"cannot write a snapshot without the layers {sorted(missing)}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     as_of = iso_ms(as_of)
     files, entries = {}, {}
     for name in LAYERS:
@@ -123,8 +134,7 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
         meta = metas[name]
         if meta.get("kind") not in KINDS:
             raise SnapshotError(f"layer {name!r}: kind must be one of {KINDS}, got {meta.get('kind')!r}")
-        data = layer_bytes(layers[name])
-        (out / f"{name}.parquet").write_bytes(data)
+        data = encode(layers[name])
         files[name] = data
         entries[name] = {
             "file": f"{name}.parquet",
@@ -146,8 +156,7 @@ def write_snapshot(layers: dict, metas: dict, as_of, out_dir) -> dict:
         "layers": entries,
         "skipped": skipped_by_source(entries),
     }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return manifest
+    return manifest, files
 
 
 def skipped_by_source(entries: dict) -> dict:

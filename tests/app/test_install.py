@@ -20,7 +20,7 @@ IGNORED = shutil.ignore_patterns("__pycache__", "node_modules", "*.pyc")
 def test_the_server_wheel_builds_quietly_with_its_data_files_and_urban_score(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("setup.cfg", "pyproject.toml", "README.md"):
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "urban_score.py"):
         shutil.copy(ROOT / name, src / name)
     for name in ("app", "geo"):
         shutil.copytree(ROOT / name, src / name, ignore=IGNORED)
@@ -55,4 +55,4 @@ def test_the_server_wheel_builds_quietly_with_its_data_files_and_urban_score(tmp
     ):
         assert data_file in names
     assert not any("node_modules" in n or "__pycache__" in n for n in names)
-    assert "urban-score = geo.batch.cli:main" in entry_points
+    assert "urban-score = urban_score:main" in entry_points and "urban_score.py" in names

@@ -1,6 +1,7 @@
 """``urban-score --as-of``: scores against the snapshot served at the instant (rebuilt from the history store
 through ``geo.load(store, as_of=…)``), with the clock at that instant; clear messages, and no output, for a
-bad, future or out-of-window instant and for a missing or empty store."""
+bad, future or out-of-window instant and for a missing or empty store. ``urban-score`` is the entry point
+``urban_score.main`` (geo's command line with the app's history reader); geo's own refuses ``--as-of``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from click.testing import CliRunner
 import geo
 from app.history.simulate import SimulatedHistory
 from app.history.store import open_store
-from geo.batch.cli import main, run
+from app.history.scoring import engine_at
+from geo.batch import cli as geo_cli
+from geo.batch.cli import run
+from urban_score import main
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -83,8 +87,8 @@ def test_as_of_with_forked_workers_and_an_explicit_clock(history, points_csv, tm
     clock = instant + timedelta(days=3)
     one, two = tmp_path / "one.csv", tmp_path / "two.csv"
     common = dict(history=url, now=clock.isoformat(), progress=False, chunk_size=40)
-    s1 = run(points_csv, one, as_of=instant.isoformat(), **common)
-    s2 = run(points_csv, two, as_of=instant, workers=2, **common)
+    s1 = run(points_csv, one, as_of=instant.isoformat(), engine_at=engine_at, **common)
+    s2 = run(points_csv, two, as_of=instant, workers=2, engine_at=engine_at, **common)
     assert s1["snapshot"] == s2["snapshot"] == geo.Engine.load(served).snapshot_id
     assert s1["now"] == clock.isoformat() and s1["as_of"] == instant.isoformat()
     assert one.read_bytes() == two.read_bytes()
@@ -157,3 +161,15 @@ def test_as_of_refuses_a_dask_cluster_and_history_needs_as_of(history, points_cs
     result = CliRunner().invoke(main, [str(points_csv), "-o", str(out), "--history", url])
     assert result.exit_code == 2 and "--history is read only with --as-of" in result.output
     assert not out.exists()
+
+
+def test_geo_alone_refuses_as_of_and_urban_score_is_the_wired_command(history, points_csv, tmp_path):
+    url, dirs = history
+    out = tmp_path / "out.csv"
+    args = [str(points_csv), "-o", str(out), "--as-of", dirs[0][0].isoformat(), "--history", url]
+    result = CliRunner().invoke(geo_cli.main, args)
+    assert result.exit_code == 1 and "run the urban-score command" in result.output and not out.exists()
+    with pytest.raises(geo_cli.InputError, match="geo alone does not read"):
+        run(points_csv, out, as_of=dirs[0][0], history=url, progress=False)
+    assert not out.exists()
+    assert [p.name for p in main.params] == [p.name for p in geo_cli.main.params]
