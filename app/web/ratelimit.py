@@ -129,9 +129,14 @@ def declare(limit, blueprint) -> None:
 
 
 def budget(item: RateLimitItem, *identifiers: str) -> RateInfo:
-    """The headers of a window of ours (keyed by ``identifiers``), counting nothing."""
-    reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
-    return RateInfo.of_window(item, reset, remaining)
+    """The headers of a window of ours (keyed by ``identifiers``), counting nothing: one read of a storage
+    that answers a window in one statement (:meth:`SQLiteStorage.window`), else the strategy's stats."""
+    read = getattr(limiter.storage, "window", None)
+    if read is None:
+        reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
+        return RateInfo.of_window(item, reset, remaining)
+    used, ends = read(item.key_for(*identifiers))
+    return RateInfo.of_window(item, time.time() if ends is None else ends, max(0, item.amount - used))
 
 
 def hit_auth_failure() -> tuple[bool, RateInfo]:
@@ -141,10 +146,13 @@ def hit_auth_failure() -> tuple[bool, RateInfo]:
     return ok, budget(item, AUTH_FAILURE_SCOPE, client)
 
 
-def peek() -> RateInfo:
+def peek(blueprint: str | None = None) -> RateInfo:
     """Headers for a response that reported no quota: the declared limit of this request when it has one
-    (sign-up), else the client's failed-authentication budget (nothing is counted)."""
-    current = limiter.current_limit if request.blueprint in _LIMITED else None  # the filter spared the rest
+    (sign-up), else the client's failed-authentication budget (nothing is counted). ``blueprint``: the
+    request's, when the caller has it."""
+    if blueprint is None:
+        blueprint = request.blueprint
+    current = limiter.current_limit if blueprint in _LIMITED else None  # no other blueprint has a limit
     if current is not None:
         reset, remaining = current.window
         return RateInfo.of_window(current.limit, reset, remaining)
@@ -160,9 +168,10 @@ WITHOUT_KEY_BLUEPRINTS = ("dashboard",)
 def governing() -> RateInfo | None:
     """The limit an answer that set no ``g.rate`` reports: :func:`peek`, but in a blueprint of
     :data:`WITHOUT_KEY_BLUEPRINTS` only a Flask-Limiter limit of the view (None: no rate-limit headers)."""
-    if request.blueprint in WITHOUT_KEY_BLUEPRINTS and limiter.current_limit is None:
+    blueprint = request.blueprint
+    if blueprint in WITHOUT_KEY_BLUEPRINTS and limiter.current_limit is None:
         return None
-    return peek()
+    return peek(blueprint)
 
 
 def account_window(item, scope: str, account_id: int, now: float, *, hit: bool) -> RateInfo:
