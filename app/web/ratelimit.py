@@ -129,9 +129,9 @@ def declare(limit, blueprint) -> None:
 
 
 def budget(item: RateLimitItem, *identifiers: str) -> RateInfo:
-    """The headers of a window of ours (keyed by ``identifiers``), counting nothing: one read of a storage
-    that answers a window in one statement (:meth:`SQLiteStorage.window`), else the strategy's stats."""
-    read = getattr(limiter.storage, "window", None)
+    """The headers of a window of ours (keyed by ``identifiers``), counting nothing: one statement on a
+    storage that reads a window at once (``read_window``: our SQLite one), else the strategy's stats."""
+    read = getattr(limiter.storage, "read_window", None)
     if read is None:
         reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
         return RateInfo.of_window(item, reset, remaining)

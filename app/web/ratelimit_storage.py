@@ -83,7 +83,7 @@ class SQLiteStorage(Storage):
         self._local.read = (key, None if row is None else float(row[1]))
         return 0 if row is None else int(row[0])
 
-    def window(self, key: str) -> tuple[int, float | None]:
+    def read_window(self, key: str) -> tuple[int, float | None]:
         """(count, end) of the window at ``key`` in one statement; (0, None) when it has none (the next hit
         would open one). Not part of the ``limits`` interface: the per-IP budget every response reports
         reads its window with it (:func:`app.web.ratelimit.budget`)."""
