@@ -7,7 +7,10 @@ with ``n`` and ``2n`` calls; the difference of the two totals divided by ``n`` i
 free of start-up and imports. Cases, in the same run:
 
 - ``bare``: ``bench/bare_app.py`` (a bare Flask app, ``GET /`` answering ``{"status":"ok"}``): the baseline;
-- ``ping``: the service's ``/_bench/ping`` (production settings plus ``BENCH_ROUTES``): every hook of ours.
+- ``ping``: the service's ``/_bench/ping`` (production settings plus ``BENCH_ROUTES``): every hook of ours;
+- ``mixed``: the data endpoints of ``make loadtest``'s mix in a fixed rotation (``/disruptions``,
+  ``/air-quality``, ``/briefing`` by point and by ``locationId``, ``/locations``), Enterprise keys
+  (authentication and the quota write on every call), the same settings: per request, the mix's mean.
 
 Prints instructions per request and the bare app's share of each (``bare / case``: the throughput share the
 case would reach if only the WSGI call cost CPU; gunicorn, the kernel and the access log, the same or nearly
@@ -29,39 +32,82 @@ ROOT = Path(__file__).resolve().parents[1]
 WARM = 30
 
 
+#: the ``mixed`` rotation: (path, query), ``{loc}`` a saved location of the calling key
+MIX = (
+    ("/api/v1/disruptions", "lat={lat}&lng={lng}"),
+    ("/api/v1/air-quality", "locationId={loc}"),
+    ("/api/v1/briefing", "lat={lat}&lng={lng}"),
+    ("/api/v1/locations", ""),
+    ("/api/v1/disruptions", "locationId={loc}"),
+    ("/api/v1/air-quality", "lat={lat}&lng={lng}"),
+    ("/api/v1/briefing", "locationId={loc}"),
+    ("/api/v1/locations", ""),
+)
+
+
+def _requests(case: str, instance: Path, data_dir: str) -> list[tuple[str, str, dict[str, str]]]:
+    """The requests of ``case`` in the order they are made (path, query string, headers)."""
+    host = {"Host": "127.0.0.1:8000"}
+    if case == "bare":
+        return [("/", "", host)]
+    if case == "ping":
+        return [("/_bench/ping", "", host)]
+    from bench.deploy import prepare
+
+    fx = prepare(instance, data_dir, accounts=4, locations_per_account=2, points=len(MIX))
+    out = []
+    for i, (path, query) in enumerate(MIX):
+        key, (lat, lng) = i % len(fx.keys), fx.points[i]
+        loc = fx.locations[key][i % len(fx.locations[key])]
+        headers = {**host, "Authorization": f"Bearer {fx.keys[key]}"}
+        out.append((path, query.format(lat=f"{lat:.6f}", lng=f"{lng:.6f}", loc=loc), headers))
+    return out
+
+
 def _app(case: str, instance: Path):
     if case == "bare":
         from bench.bare_app import app
 
-        return app, "/"
+        return app
     from app import create_app
 
-    app = create_app(
+    return create_app(
         {
             "INSTANCE_PATH": str(instance),
-            "DATA_DIR": os.environ.get("URBAN_DATA_DIR", str(ROOT / "data" / "snapshot")),
+            "DATA_DIR": _data_dir(),
             "ENV": "production",
             "SECRET_KEY": "bench-cpu-per-request",
             "BENCH_ROUTES": True,
             "PUBLIC_URL": "http://127.0.0.1:8000",
         }
     )
-    return app, "/_bench/ping"
+
+
+def _data_dir() -> str:
+    return os.environ.get("URBAN_DATA_DIR", str(ROOT / "data" / "snapshot"))
 
 
 def child(case: str, n: int) -> None:
     """Build the app of ``case``, warm it, make ``n`` WSGI calls; exit 1 unless every answer is 200."""
     from werkzeug.test import EnvironBuilder
 
-    app, path = _app(case, Path(tempfile.mkdtemp(prefix="cpu-per-request-")))
-    template = EnvironBuilder(path=path, headers={"Host": "127.0.0.1:8000"}).get_environ()
-    template["REMOTE_ADDR"] = "127.0.0.1"
+    instance = Path(tempfile.mkdtemp(prefix="cpu-per-request-"))
+    templates = []
+    for path, query, headers in _requests(case, instance, _data_dir()):
+        environ = EnvironBuilder(path=path, query_string=query, headers=headers).get_environ()
+        environ["REMOTE_ADDR"] = "127.0.0.1"
+        templates.append(environ)
+    app = _app(case, instance)
     statuses: list[str] = []
+    calls = 0
 
     def start_response(status, headers, exc_info=None):
         statuses.append(status)
 
     def call():
+        nonlocal calls
+        template = templates[calls % len(templates)]
+        calls += 1
         body = app(dict(template), start_response)
         try:
             for _chunk in body:
@@ -69,7 +115,7 @@ def child(case: str, n: int) -> None:
         finally:
             getattr(body, "close", lambda: None)()
 
-    for _ in range(WARM):
+    for _ in range(WARM * len(templates)):
         call()
     # instrument from here on: start-up and warm-up run uninstrumented (several times faster)
     subprocess.run(
@@ -123,6 +169,7 @@ def per_request(case: str, n: int, out_dir: Path) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("-n", type=int, default=200, help="requests of the shorter run (the longer makes 2n)")
+    p.add_argument("--cases", nargs="+", default=["bare", "ping", "mixed"], choices=["bare", "ping", "mixed"])
     p.add_argument("--child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -130,7 +177,7 @@ def main(argv=None) -> int:
         return 0
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is missing: apt-get install valgrind")
-    cases = ["bare", "ping"]
+    cases = ["bare", *(case for case in args.cases if case != "bare")]  # the baseline, in every run
     with tempfile.TemporaryDirectory(prefix="cpu-per-request-") as tmp:
         if not os.environ.get("URBAN_DATA_DIR"):  # the demo snapshot, built once outside valgrind
             from geo.data.publish import build_snapshot

@@ -54,8 +54,14 @@ def json_default(o):
     return DefaultJSONProvider.default(o)
 
 
+#: :func:`json_dumps` without keyword arguments (one encoder, not one per call)
+_ENCODER = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def json_dumps(obj, **kwargs) -> str:
     """Compact JSON text of ``obj`` (keyword arguments of :func:`json.dumps` override the defaults)."""
+    if not kwargs:
+        return _ENCODER.encode(obj)
     kwargs.setdefault("default", json_default)
     kwargs.setdefault("ensure_ascii", False)
     kwargs.setdefault("sort_keys", False)
@@ -210,27 +216,29 @@ def _read_json():
     return parse_json(data)
 
 
-def _conditional(response, req) -> None:
+def _conditional(response, req, mimetype: str | None) -> dict[str, str]:
+    """The ``ETag`` header of a tagged 200 (``{}`` for any other answer); a matching ``If-None-Match``
+    turns the response into a 304."""
     if req.method not in ("GET", "HEAD") or response.status_code != 200:
-        return
-    if response.mimetype not in _TAGGED or response.direct_passthrough:
-        return
+        return {}
+    if mimetype not in _TAGGED or response.direct_passthrough:
+        return {}
     tag = hashlib.sha256(response.get_data()).hexdigest()[:32]
-    response.headers["ETag"] = f'"{tag}"'
     header = req.environ.get("HTTP_IF_NONE_MATCH")
-    if not header:
-        return
-    inm = parse_etags(header)
-    if inm.star_tag or inm.contains_weak(tag):
-        response.status_code = 304
-        response.set_data(b"")
-        for name in ("Content-Type", "Content-Length"):
-            response.headers.pop(name, None)
+    if header:
+        inm = parse_etags(header)
+        if inm.star_tag or inm.contains_weak(tag):
+            response.status_code = 304
+            response.set_data(b"")
+            for name in ("Content-Type", "Content-Length"):
+                response.headers.pop(name, None)
+    return {"ETag": f'"{tag}"'}
 
 
-def _set_headers(headers, values: dict[str, str]) -> None:
-    """``headers[name] = value`` for each item (replacing any earlier value): names the response does not
-    carry yet are appended in one ``extend`` instead of a scan of the whole list per name."""
+def _set_headers(headers, values: dict[str, str], defaults: dict[str, str]) -> None:
+    """``headers[name] = value`` for each item of ``values`` (replacing any earlier value), and each item
+    of ``defaults`` the response does not carry yet: names the response does not carry yet are appended in
+    one ``extend`` instead of a scan of the whole list per name."""
     present = {name.lower() for name, _value in headers}
     fresh = []
     for name, value in values.items():
@@ -238,7 +246,12 @@ def _set_headers(headers, values: dict[str, str]) -> None:
             headers[name] = value
         else:
             fresh.append((name, value))
+    fresh.extend((name, value) for name, value in defaults.items() if name.lower() not in present)
     headers.extend(fresh)
+
+
+#: headers every response carries unless a blueprint set its own value
+_DEFAULT_HEADERS = {"X-Content-Type-Options": "nosniff"}
 
 
 def _strip_framework_page(response) -> None:
@@ -253,19 +266,19 @@ def finalize(response):
     """``after_request`` for every response (errors included)."""
     ctx_g = g._get_current_object()
     req = request._get_current_object()
-    if response.mimetype == "text/html" and (300 <= response.status_code < 400 or req.method == "OPTIONS"):
+    mimetype = response.mimetype
+    if mimetype == "text/html" and (300 <= response.status_code < 400 or req.method == "OPTIONS"):
         _strip_framework_page(response)
-    _conditional(response, req)
+    values = _conditional(response, req, mimetype)
     rate = ctx_g.get("rate")
     if rate is None:
         try:
             rate = ratelimit.governing()
         except Exception:
             log.exception("rate-limit storage unavailable (request %s)", ctx_g.get("request_id"))
-    values = rate.headers() if rate is not None else {}
+    if rate is not None:
+        values.update(rate.headers())
     values["X-Request-Id"] = ctx_g.get("request_id", "")
-    if "X-Content-Type-Options" not in response.headers:
-        values["X-Content-Type-Options"] = "nosniff"
     if req.path.startswith("/api/"):
         values["Access-Control-Allow-Origin"] = current_app.config["CORS_ALLOW_ORIGIN"]
         values["Access-Control-Expose-Headers"] = _EXPOSE_HEADERS
@@ -273,7 +286,7 @@ def finalize(response):
             values["Access-Control-Allow-Methods"] = "GET, POST, OPTIONS"
             values["Access-Control-Allow-Headers"] = _ALLOW_HEADERS
             values["Access-Control-Max-Age"] = "600"
-    _set_headers(response.headers, values)
+    _set_headers(response.headers, values, _DEFAULT_HEADERS)
     return response
 
 

@@ -1,11 +1,11 @@
 """Per-IP abuse limits and the values of the ``X-RateLimit-*`` headers (docs/api.md → Headers).
 
-Flask-Limiter is used through its public API only: :data:`limiter` is bound by :func:`init_app` with its
-storage (our SQLite one, :mod:`app.web.ratelimit_storage`, through the ``limits`` storage interface, or
+Flask-Limiter is used through its public API only: :data:`limiter` is configured by :func:`init_app` with
+its storage (our SQLite one, :mod:`app.web.ratelimit_storage`, through the ``limits`` storage interface, or
 Redis), limits are declared on the blueprints they guard with :func:`declare` (sign-up's per-IP window:
-:data:`app.portal.throttle.PER_IP`) and its documented request filter spares every other request the
-check, a breach reaches :func:`on_breach` (its documented breach hook) and the headers read
-:attr:`Limiter.current_limit` (the limit of this request).
+:data:`app.portal.throttle.PER_IP`): a ``before_request`` of that blueprint decorated with the limit, so
+no other request enters Flask-Limiter; a breach reaches :func:`on_breach` (its documented breach hook) and
+the headers read :attr:`Limiter.current_limit` (the limit of this request).
 
 Two rules Flask-Limiter's decorators cannot express live here, on its public strategy object
 (``limiter.limiter``, the ``limits`` rate limiter over the same storage):
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
-from flask import current_app, g, request
+from flask import Flask, current_app, g, request
 from flask_limiter import Limiter, RequestLimit
 from flask_limiter.util import get_remote_address
 from limits import RateLimitItem, parse
@@ -114,23 +114,29 @@ _LIMITED: set[str] = set()
 
 
 def declare(limit, blueprint) -> None:
-    """Declare ``limit`` (``limiter.limit(...)`` or ``limiter.shared_limit(...)``) on ``blueprint``: the way
-    limits are declared here, so that requests of every other blueprint skip Flask-Limiter's check."""
-    limit(blueprint)
+    """Declare ``limit`` (``limiter.limit(...)`` or ``limiter.shared_limit(...)``) on ``blueprint``: the
+    blueprint's first ``before_request``, decorated with the limit (Flask-Limiter checks a decorated
+    function's limits each time it is called), so the limit is charged before the blueprint's own hooks
+    and the view read anything, and requests of every other blueprint never enter Flask-Limiter."""
+
+    def check_limits() -> None:
+        """Nothing of its own: calling it is what makes Flask-Limiter check the limits decorating it."""
+
+    # one name per blueprint: Flask-Limiter files decorated limits under the function's qualified name
+    check_limits.__name__ = check_limits.__qualname__ = f"check_limits_of_{blueprint.name}"
+    blueprint.before_request(limit(check_limits))
     _LIMITED.add(blueprint.name)
 
 
-@limiter.request_filter
-def _no_declared_limit() -> bool:
-    """Flask-Limiter's request filter: a request outside the blueprints a limit is declared on has no
-    limit to evaluate (the data endpoints' per-IP budget is the failed-authentication one, kept here)."""
-    return request.blueprint not in _LIMITED
-
-
 def budget(item: RateLimitItem, *identifiers: str) -> RateInfo:
-    """The headers of a window of ours (keyed by ``identifiers``), counting nothing."""
-    reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
-    return RateInfo.of_window(item, reset, remaining)
+    """The headers of a window of ours (keyed by ``identifiers``), counting nothing: one statement on a
+    storage that reads a window at once (``read_window``: our SQLite one), else the strategy's stats."""
+    read = getattr(limiter.storage, "read_window", None)
+    if read is None:
+        reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
+        return RateInfo.of_window(item, reset, remaining)
+    used, ends = read(item.key_for(*identifiers))
+    return RateInfo.of_window(item, time.time() if ends is None else ends, max(0, item.amount - used))
 
 
 def hit_auth_failure() -> tuple[bool, RateInfo]:
@@ -140,10 +146,13 @@ def hit_auth_failure() -> tuple[bool, RateInfo]:
     return ok, budget(item, AUTH_FAILURE_SCOPE, client)
 
 
-def peek() -> RateInfo:
+def peek(blueprint: str | None = None) -> RateInfo:
     """Headers for a response that reported no quota: the declared limit of this request when it has one
-    (sign-up), else the client's failed-authentication budget (nothing is counted)."""
-    current = limiter.current_limit if request.blueprint in _LIMITED else None  # the filter spared the rest
+    (sign-up), else the client's failed-authentication budget (nothing is counted). ``blueprint``: the
+    request's, when the caller has it."""
+    if blueprint is None:
+        blueprint = request.blueprint
+    current = limiter.current_limit if blueprint in _LIMITED else None  # no other blueprint has a limit
     if current is not None:
         reset, remaining = current.window
         return RateInfo.of_window(current.limit, reset, remaining)
@@ -159,9 +168,10 @@ WITHOUT_KEY_BLUEPRINTS = ("dashboard",)
 def governing() -> RateInfo | None:
     """The limit an answer that set no ``g.rate`` reports: :func:`peek`, but in a blueprint of
     :data:`WITHOUT_KEY_BLUEPRINTS` only a Flask-Limiter limit of the view (None: no rate-limit headers)."""
-    if request.blueprint in WITHOUT_KEY_BLUEPRINTS and limiter.current_limit is None:
+    blueprint = request.blueprint
+    if blueprint in WITHOUT_KEY_BLUEPRINTS and limiter.current_limit is None:
         return None
-    return peek()
+    return peek(blueprint)
 
 
 def account_window(item, scope: str, account_id: int, now: float, *, hit: bool) -> RateInfo:
@@ -197,11 +207,18 @@ def retry_after(info: RateInfo, now: float | None = None) -> int:
 
 
 def init_app(app) -> None:
-    """Bind the limiter (storage from ``RATELIMIT_STORAGE_URI``); the headers are ours (:func:`peek`).
+    """Configure the limiter from ``app``'s ``RATELIMIT_*`` settings (storage from
+    ``RATELIMIT_STORAGE_URI``); the headers are ours (:func:`peek`).
 
-    The limiter object is module-level so blueprints can declare limits at import; with several apps in
-    one process (tests) the most recently created app's storage is the one in use.
+    Flask-Limiter's ``init_app`` also registers three hooks on the app it is given, run on every request
+    (its check, its headers, its teardown); every limit here is checked where :func:`declare` puts it, so
+    the limiter is given a configuration holder (a Flask object that never serves) instead of the served
+    app, which then runs none of them. The limiter object is module-level so blueprints can declare limits
+    at import; with several apps in one process (tests) the most recently created app's storage is the one
+    in use.
     """
     app.config["RATELIMIT_HEADERS_ENABLED"] = False
     app.config.setdefault("RATELIMIT_STRATEGY", "fixed-window")
-    limiter.init_app(app)
+    holder = Flask(__name__)
+    holder.config.update({name: value for name, value in app.config.items() if name.startswith("RATELIMIT_")})
+    limiter.init_app(holder)

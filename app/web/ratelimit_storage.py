@@ -83,6 +83,19 @@ class SQLiteStorage(Storage):
         self._local.read = (key, None if row is None else float(row[1]))
         return 0 if row is None else int(row[0])
 
+    def read_window(self, key: str) -> tuple[int, float | None]:
+        """(count, end) of the window at ``key`` in one statement; (0, None) when it has none (the next hit
+        would open one). Not part of the ``limits`` interface: the per-IP budget every response reports
+        reads its window with it (:func:`app.web.ratelimit.budget`)."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT count, expires_at FROM counters WHERE key = ? AND expires_at > ?", (key, time.time())
+            )
+            .fetchone()
+        )
+        return (0, None) if row is None else (int(row[0]), float(row[1]))
+
     def get_expiry(self, key: str) -> float:
         read, self._local.read = getattr(self._local, "read", None), None
         if read is not None and read[0] == key:
