@@ -279,7 +279,7 @@ def pin(raw: str, plan: str) -> AsOf:
         raise
     except Exception as exc:  # the store or a rebuild failed: this instant's answer cannot be given now
         _discard_store()
-        current_app.logger.error("asOf %s: history store error: %s", iso(instant), exc)
+        current_app.logger.exception("asOf %s: history store error: %s", iso(instant), exc)
         raise HistoryUnavailable() from None
     g.urban_engine = engine
     g.as_of = found = AsOf(instant, publish, engine, history_clock(instant, engine))

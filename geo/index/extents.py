@@ -184,10 +184,14 @@ class Extents:
         """
         out = Extents(np.concatenate([p.lat for p in parts]), np.concatenate([p.lng for p in parts]))
         out.has, out.reach = np.concatenate([p.has for p in parts]), np.concatenate([p.reach for p in parts])
+        out.plane_reach = np.concatenate([p.plane_reach for p in parts])
         edges = np.cumsum([0] + [p.start[-1] for p in parts])
         out.start = np.concatenate([[0]] + [p.start[1:] + e for p, e in zip(parts, edges)]).astype(np.int64)
         out.edges = np.concatenate([p.edges for p in parts], axis=1)
         out.area = np.concatenate([p.area for p in parts])
+        vertices = np.cumsum([0] + [p.vertex.shape[1] for p in parts])
+        out.vs = np.concatenate([p.vs + v for p, v in zip(parts, vertices)]).astype(np.int64)
+        out.vertex = np.concatenate([p.vertex for p in parts], axis=1)
         return out
 
     @property

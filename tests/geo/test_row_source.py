@@ -24,7 +24,12 @@ from geo.service.disruptions import disruptions
 from geo.service.loaded import loaded, rebuild
 
 NAMES = [layer.name for layer in DECLARED]
-EXTENT_FIELDS = ("lat", "lng", "has", "reach", "start", "edges", "area", "sin_lat", "cos_lat")
+EXTENT_FIELDS = ("lat", "lng", "has", "reach", "plane_reach", "start", "edges", "area", "sin_lat", "cos_lat")
+
+
+def edge_ends(extents) -> np.ndarray:
+    """Each edge's two vertices (lat, lng, cos) — what ``vs`` points at in ``vertex``, however shared."""
+    return np.concatenate([extents.vertex[:, extents.vs], extents.vertex[:, extents.vs + 1]])
 
 
 def _versions(works):
@@ -67,6 +72,7 @@ def test_a_layer_taken_from_a_source_is_the_layer_built_on_its_own(engine, seed)
         assert np.array_equal(
             getattr(taken.work_extents, field), getattr(alone.work_extents, field), equal_nan=True
         )
+    assert np.array_equal(edge_ends(taken.work_extents), edge_ends(alone.work_extents))
     assert loaded(taken).prepared.works.items == loaded(alone).prepared.works.items
     rng = random.Random(seed)
     points = [(51.2194, 4.4025)] + [
@@ -108,6 +114,7 @@ def test_extents_concatenated_are_the_extents_of_every_row():
     joined = Extents.concat([extents(geoms[:2]), extents(geoms[2:3]), extents(geoms[3:])])
     for field in EXTENT_FIELDS:
         assert np.array_equal(getattr(joined, field), getattr(whole, field), equal_nan=True), field
+    assert np.array_equal(edge_ends(joined), edge_ends(whole))
     order = np.array([5, 0, 3, 1])
     for field in EXTENT_FIELDS:
         assert np.array_equal(
