@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -133,7 +134,9 @@ def test_503_with_retry_after_beyond_the_budget_fails_at_once(fake, session, set
     assert fake.hits_under(GIPOD_BASE) == 1
 
 
-def test_slow_answer_past_the_read_timeout_fails_within_the_budget(fake, upstream, settings):
+def test_slow_answer_past_the_read_timeout_fails_within_the_budget(fake, session, settings):
+    settings = replace(settings, connect_timeout=1.0, read_timeout=1.0, budget=4.0)
+    upstream = Upstream(session, settings)
     fake.inject(GIPOD_BASE, Fault("slow", delay=3.0), times=None)
     start = time.monotonic()
     with pytest.raises(UpstreamError, match="no answer within the timeout"):
