@@ -203,3 +203,20 @@ def store_backend(request) -> dict:
     if request.param == "sqlite":
         return {}
     return {"DATABASE_URL": request.getfixturevalue("postgres_url")}
+
+
+# --- the suite's own cost: URBAN_TEST_CPU_LOG=<file> appends "cpu s, wall s, test id" per test (docs/testing.md)
+
+if os.environ.get("URBAN_TEST_CPU_LOG"):
+    import resource
+
+    def _cpu_seconds() -> float:
+        own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        cpu, wall = _cpu_seconds(), time.perf_counter()
+        yield
+        with open(os.environ["URBAN_TEST_CPU_LOG"], "a") as log:
+            log.write(f"{_cpu_seconds() - cpu:.2f}\t{time.perf_counter() - wall:.2f}\t{item.nodeid}\n")
