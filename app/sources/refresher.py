@@ -132,7 +132,14 @@ def refresh(
     for data in report.fetched.values():
         raw.update(data.raw)
         retrieved.update({layer: t for layer, t in data.retrieved_at.items()})
-    layers, metas = build_layers(reference_dir, as_of=now, raw=raw, seed=seed, retrieved_at=retrieved)
+    layers, metas = build_layers(
+        reference_dir,
+        as_of=now,
+        raw=raw,
+        seed=seed,
+        retrieved_at=retrieved,
+        keep={layer: frame for layer, (frame, _entry) in kept.items()},
+    )
     for layer, (frame, entry) in kept.items():
         layers[layer] = frame
         metas[layer] = {

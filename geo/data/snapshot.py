@@ -354,6 +354,7 @@ def build_layers(
     raw: dict | None = None,
     seed: int = DEFAULT_SEED,
     retrieved_at: dict | None = None,
+    keep: dict | None = None,
 ):
     """All layers and their manifest metadata: reference files, live payloads in ``raw``, demo for the rest.
 
@@ -364,7 +365,9 @@ def build_layers(
     ``detours`` Omleidingen + optional ``stop_details`` and ``regions`` (``/vervoerregios``); ``stations`` IRCEL ``/stations`` features;
     ``timeseries`` + ``no2`` IRCEL ``/timeseries`` items and ``getData`` values; ``lez`` ArcGIS GeoJSON;
     ``boundary`` a GeoJSON of the Flemish and Brussels regions (``service_area``).
-    Layers given that way get kind ``live`` (``retrieved_at[layer]`` or ``as_of``).
+    Layers given that way get kind ``live`` (``retrieved_at[layer]`` or ``as_of``). ``keep`` maps dynamic
+    layers the caller already has (a refresh keeps a failed source's last good layers) to their frames: used
+    as they are and never built (nor the demo scenario for them); their metadata is the caller's.
     """
     from . import demo, reference, river, upstream
 
@@ -434,8 +437,12 @@ def build_layers(
 
     demo_note = "no live payload given: deterministic demo scenario" if raw else None
 
+    keep = keep or {}
+
     def dynamic(name, live_layer, source, licence, demo_layer):
-        if live_layer is not None:
+        if name in keep:
+            layers[name] = keep[name]
+        elif live_layer is not None:
             live(name, live_layer(), source, licence)
         else:
             layers[name] = demo_layer()

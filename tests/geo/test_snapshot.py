@@ -221,3 +221,23 @@ def test_write_snapshot_rejects_wrong_columns_and_unknown_kind(snapshot_dir, tmp
         write_snapshot(
             layers, dict(metas, works=dict(metas["works"], kind="guess")), DEMO_AS_OF, tmp_path / "b"
         )
+
+
+def test_layers_kept_by_the_caller_are_taken_as_they_are_and_never_built(
+    snapshot_dir, reference_dir, monkeypatch
+):
+    """A refresh keeps a failed source's last good layers: build_layers takes them as given, without making
+    the demo scenario for them (its metadata stays the caller's)."""
+    from geo.data import demo
+    from geo.data.snapshot import build_layers
+
+    served, _manifest = read_snapshot(snapshot_dir)
+    dynamic = ("works", "stops", "detours", "no2")
+
+    def no_scenario(*args, **kwargs):
+        raise AssertionError("the demo scenario was built for kept layers")
+
+    monkeypatch.setattr(demo, "Scenario", no_scenario)
+    layers, metas = build_layers(reference_dir, keep={name: served[name] for name in dynamic})
+    assert all(layers[name] is served[name] for name in dynamic)
+    assert not set(dynamic) & set(metas) and set(layers) == set(LAYERS)
