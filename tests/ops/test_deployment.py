@@ -17,7 +17,6 @@ import sqlite3
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -131,63 +130,66 @@ def _wait_until_reopened(pid: int, path: Path) -> None:
         time.sleep(0.02)
 
 
-@contextmanager
-def _one_worker_logging_to(log: Path, snapshot_dir, tmp_path):
-    """gunicorn with one worker writing its access log to ``log`` (its error log: tmp_path/gunicorn.log);
-    (server, the worker's pid)."""
-    fx = prepare(tmp_path / "instance", snapshot_dir, accounts=1, points=5)
+@pytest.fixture(scope="module")
+def one_worker(snapshot_dir, tmp_path_factory):
+    """gunicorn with one worker writing its access log to ``dir/access.log`` (its error log:
+    ``dir/gunicorn.log``), shared by the two log tests: (server, the worker's pid, dir). Either order leaves
+    the other's checks as they are: the rotation test reads only lines written after its own rename, the
+    signal test only its own ``n=`` lines."""
+    where = tmp_path_factory.mktemp("one-worker")
+    fx = prepare(where / "instance", snapshot_dir, accounts=1, points=5)
     with Gunicorn(
         fx.instance,
         workers=1,
         data_dir=snapshot_dir,
-        env={"GUNICORN_ACCESSLOG": str(log)},
-        log=tmp_path / "gunicorn.log",
+        env={"GUNICORN_ACCESSLOG": str(where / "access.log")},
+        log=where / "gunicorn.log",
     ) as server:
         (worker,) = server.worker_pids()
-        yield server, worker
+        yield server, worker, where
 
 
-def test_access_log_file_follows_rotation_on_usr1(snapshot_dir, tmp_path):
-    log, rotated = tmp_path / "access.log", tmp_path / "access.log.1"
-    with _one_worker_logging_to(log, snapshot_dir, tmp_path) as (server, worker):
-        # one worker, one request at a time: once this line is written, every earlier one is too
-        assert _logged_get(server.port, "/healthz?before=rotation", (log,))[0] == log
-        log.rename(rotated)  # what logrotate does, then it signals the master
-        server.proc.send_signal(signal.SIGUSR1)
-        _wait_until_reopened(worker, log)
-        where, _entry = _logged_get(server.port, "/healthz?after=rotation", (log, rotated))
-    assert where == log
+def test_access_log_file_follows_rotation_on_usr1(one_worker):
+    server, worker, where = one_worker
+    log, rotated = where / "access.log", where / "access.log.1"
+    # one worker, one request at a time: once this line is written, every earlier one is too
+    assert _logged_get(server.port, "/healthz?before=rotation", (log,))[0] == log
+    log.rename(rotated)  # what logrotate does, then it signals the master
+    server.proc.send_signal(signal.SIGUSR1)
+    _wait_until_reopened(worker, log)
+    got, _entry = _logged_get(server.port, "/healthz?after=rotation", (log, rotated))
+    assert got == log
     assert "before=rotation" in rotated.read_text() and "after=rotation" not in rotated.read_text()
     after = [json.loads(line) for line in log.read_text().splitlines()]
     assert [(e["path"], e["query"], e["status"]) for e in after] == [("/healthz", "after=rotation", 200)]
 
 
-def test_reopen_signals_never_interrupt_a_log_write(snapshot_dir, tmp_path):
+def test_reopen_signals_never_interrupt_a_log_write(one_worker):
     """SIGUSR1 arriving while the worker writes its access log (a rotation under traffic) loses no line and
     raises nothing: the reopen waits for the end of the request."""
-    log = tmp_path / "access.log"
-    with _one_worker_logging_to(log, snapshot_dir, tmp_path) as (server, worker):
-        stop, sent = threading.Event(), []
+    server, worker, where = one_worker
+    log = where / "access.log"
+    stop, sent = threading.Event(), []
 
-        def traffic():
-            while not stop.is_set():
-                get(server.port, f"/healthz?n={len(sent)}")
-                sent.append(len(sent))
+    def traffic():
+        while not stop.is_set():
+            get(server.port, f"/healthz?n={len(sent)}")
+            sent.append(len(sent))
 
-        client = threading.Thread(target=traffic)
-        client.start()
-        try:
-            for _ in range(2000):  # signals land anywhere in the worker's requests, log writes included
-                os.kill(worker, signal.SIGUSR1)
-                time.sleep(0.001)
-        finally:
-            stop.set()
-            client.join()
-        _logged_get(server.port, "/healthz?n=last", (log,))  # one worker: every earlier line is written
-        assert server.worker_pids() == [worker]
+    client = threading.Thread(target=traffic)
+    client.start()
+    try:
+        for _ in range(2000):  # signals land anywhere in the worker's requests, log writes included
+            os.kill(worker, signal.SIGUSR1)
+            time.sleep(0.001)
+    finally:
+        stop.set()
+        client.join()
+    _logged_get(server.port, "/healthz?n=last", (log,))  # one worker: every earlier line is written
+    assert server.worker_pids() == [worker]
     queries = [json.loads(line)["query"] for line in log.read_text().splitlines()]
     assert [q for q in queries if q.startswith("n=") and q != "n=last"] == [f"n={i}" for i in sent]
-    errors = (tmp_path / "gunicorn.log").read_text()
+    errors = (where / "gunicorn.log").read_text()
     assert "Logging error" not in errors and "reentrant call" not in errors and "Traceback" not in errors
 
 
