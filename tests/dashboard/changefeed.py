@@ -4,6 +4,7 @@ saved locations as the publish hook does, and the app configured to read that st
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from app.history import changes as feed
@@ -49,6 +50,19 @@ def variant_dirs(snapshot_dir, engine, tmp: Path) -> dict:
         "cancelled": cancelled,
         "detour": "99999",
     }
+
+
+def shared_variant_dirs(snapshot_dir, engine, build_once) -> dict:
+    """:func:`variant_dirs`, written once per run for every module and xdist worker (read-only: the tests
+    load and record them, never write into them)."""
+
+    def build(root: Path) -> None:
+        dirs = variant_dirs(snapshot_dir, engine, root)
+        (root / "ids.json").write_text(json.dumps({k: dirs[k] for k in ("work", "cancelled", "detour")}))
+
+    root = build_once("change-variants", build)
+    ids = json.loads((root / "ids.json").read_text())
+    return {"before": root / "before", "after": root / "after", "later": root / "later", **ids}
 
 
 def publish(app, path) -> list:

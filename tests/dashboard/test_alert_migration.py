@@ -25,7 +25,7 @@ from geo.rules.changes import EVENT_TYPES
 
 from . import receivers
 from .alerting import POINT, Clock
-from .changefeed import publish, variant_dirs
+from .changefeed import publish, shared_variant_dirs
 from .conftest import CSRF
 from .receivers import Receiver, header
 
@@ -34,8 +34,8 @@ BEFORE = 327  # the store's version before the migration
 
 
 @pytest.fixture(scope="module")
-def dirs(snapshot_dir, engine, tmp_path_factory):
-    return variant_dirs(snapshot_dir, engine, tmp_path_factory.mktemp("migration-variants"))
+def dirs(snapshot_dir, engine, build_once):
+    return shared_variant_dirs(snapshot_dir, engine, build_once)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,11 +23,24 @@ POINT = (51.2194, 4.4025)
 
 
 @pytest.fixture(scope="module")
-def demo_history(reference_dir, snapshot_dir, tmp_path_factory):
-    """``(store URL, publishes)``: 20 days before the demo snapshot, a refresh every 5 days, then the demo."""
-    url = str(tmp_path_factory.mktemp("dashboard-history") / "history.sqlite")
+def demo_history(reference_dir, snapshot_dir, tmp_path_factory, build_once):
+    """``(store URL, publishes)``: 20 days before the demo snapshot, a refresh every 5 days, then the demo.
+
+    Seeded once per run (shared by this module, test_dossier.py and test_as_of_browser.py); each module gets
+    its own copy of the store."""
+
+    def seed(root):
+        store = open_store(str(root / "history.sqlite"))
+        seed_demo(store, reference_dir, snapshot_dir, days=20, cadence_min=5 * 24 * 60)
+        store.close()
+
+    shared = build_once("dashboard-demo-history", seed)
+    copy = tmp_path_factory.mktemp("dashboard-history")
+    for item in shared.iterdir():
+        if item.name.startswith("history.sqlite"):
+            shutil.copy2(item, copy / item.name)
+    url = str(copy / "history.sqlite")
     store = open_store(url)
-    seed_demo(store, reference_dir, snapshot_dir, days=20, cadence_min=5 * 24 * 60)
     publishes = store.publishes()
     store.close()
     return url, publishes

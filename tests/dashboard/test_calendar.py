@@ -16,15 +16,15 @@ from app.dashboard import calendar
 from app.store.db import open_store
 from geo.data.engine import Engine
 
-from .changefeed import pro_location, publish, variant_dirs
+from .changefeed import pro_location, publish, shared_variant_dirs
 from .conftest import CSRF, signed_in
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def dirs(snapshot_dir, engine, tmp_path_factory):
-    return variant_dirs(snapshot_dir, engine, tmp_path_factory.mktemp("calendar-variants"))
+def dirs(snapshot_dir, engine, build_once):
+    return shared_variant_dirs(snapshot_dir, engine, build_once)
 
 
 def serving(config, path):

@@ -17,17 +17,17 @@ from tests.portal.helpers import LiveServer, link_in
 from tests.portal.test_portal_browser import browser, check_accessible, click_and_wait, shoot  # noqa: F401
 
 from .alerting import POINT
-from .changefeed import publish, variant_dirs
+from .changefeed import publish, shared_variant_dirs
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_pro_user_sees_the_events_and_copies_and_revokes_the_calendar_url(  # noqa: F811
-    browser, config, tmp_path, snapshot_dir, engine, smtp_server
+    browser, config, tmp_path, snapshot_dir, engine, smtp_server, build_once
 ):
     from selenium.webdriver.common.by import By
 
-    dirs = variant_dirs(snapshot_dir, engine, tmp_path / "variants")
+    dirs = shared_variant_dirs(snapshot_dir, engine, build_once)
     app = create_app(config)
     with LiveServer(app) as server:
         base = server.url

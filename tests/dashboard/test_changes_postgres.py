@@ -21,7 +21,7 @@ from geo.data.engine import Engine
 
 from . import receivers
 from .alerting import POINT, Clock
-from .changefeed import head, publish, variant_dirs
+from .changefeed import head, publish, shared_variant_dirs
 from .conftest import CSRF, signed_in
 from .receivers import Receiver
 from .test_calendar import feed_url
@@ -30,8 +30,8 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def dirs(snapshot_dir, engine, tmp_path_factory):
-    return variant_dirs(snapshot_dir, engine, tmp_path_factory.mktemp("pg-change-variants"))
+def dirs(snapshot_dir, engine, build_once):
+    return shared_variant_dirs(snapshot_dir, engine, build_once)
 
 
 def bearer(key: str) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import pytest
@@ -73,3 +74,21 @@ def year_store_url(request, year_dirs, build_once) -> str:
     """A store of each backend holding the whole simulated year (read-only)."""
     server = request.getfixturevalue("postgres_server") if request.param == "postgresql" else None
     return _year_store(build_once, year_dirs, request.param, server)
+
+
+@pytest.fixture(scope="session")
+def first_publishes_sqlite(year_dirs, build_once):
+    """``copy(n, target) -> URL``: a SQLite store of the year's first ``n`` publishes, recorded once per run
+    and copied to ``target`` (the copy is the caller's to write)."""
+
+    def copy(n: int, target) -> str:
+        def record(root):
+            store = open_store(str(root / "history.sqlite"))
+            for _instant, path in year_dirs[:n]:
+                assert store.record_dir(path).new
+            store.close()
+
+        shutil.copy2(build_once(f"year{n}-sqlite", record) / "history.sqlite", target)
+        return str(target)
+
+    return copy

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.timeout(1800)
 ENDPOINTS = ("/disruptions", "/air-quality", "/briefing")
 LANGUAGES = ("nl", "fr", "en")
 INSTANTS = 1000
+PLANS = ("developer", "api", "pro")
 
 
 class Clock:
@@ -64,20 +65,48 @@ def make_app(instance, engine, history_url, wall, **extra):
     )
 
 
-@pytest.fixture
-def enterprise(tmp_path, year_store_url, year_dirs):
-    """(history app, key, wall clock): an app serving the newest publish, its store the simulated year."""
+@pytest.fixture(scope="module")
+def engine_of(year_dirs):
+    """``engine_of(k)``: the engine of the year's publish ``k``, loaded once per module (engines are read-only)."""
+    loaded: dict[int, geo.Engine] = {}
+
+    def of(k: int):
+        if k not in loaded:
+            loaded[k] = geo.load(year_dirs[k][1])
+        return loaded[k]
+
+    return of
+
+
+def _enterprise(instance, year_store_url, year_dirs, engine_of, plans=("enterprise",)):
     wall = Clock(year_dirs[-1][0] + timedelta(days=1))
-    latest = geo.load(year_dirs[-1][1])
-    app = make_app(tmp_path / "instance", latest, year_store_url, wall)
+    app = make_app(instance, engine_of(len(year_dirs) - 1), year_store_url, wall)
     conn = open_accounts(app)
-    _row, key = accounts.create_account(conn, "archief@antwerpen.be", "enterprise")
+    keys = {plan: accounts.create_account(conn, f"{plan}@antwerpen.be", plan)[1] for plan in plans}
     conn.close()
-    return app, key, wall
+    return app, keys, wall
+
+
+@pytest.fixture
+def enterprise(tmp_path, year_store_url, year_dirs, engine_of):
+    """(history app, key, wall clock): a fresh app serving the newest publish, its store the simulated year
+    (for the tests that move its wall clock or spend many calls of its account)."""
+    app, keys, wall = _enterprise(tmp_path / "instance", year_store_url, year_dirs, engine_of)
+    return app, keys["enterprise"], wall
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, year_store_url, year_dirs, engine_of):
+    """(history app, key per plan): one app per module and backend for the tests that only ask it questions
+    (its wall clock stays one day past the newest publish)."""
+    instance = tmp_path_factory.mktemp("asof-api") / "instance"
+    return _enterprise(instance, year_store_url, year_dirs, engine_of, ("enterprise", *PLANS))[:2]
 
 
 @pytest.mark.slow
-def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(enterprise, year_dirs, points, tmp_path):
+def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(
+    enterprise, year_dirs, points, tmp_path, engine_of
+):
     """The defining property, at 1,000 random instants of the simulated year (and every publish instant):
     the live answer served then (that publish's engine, the clock at the instant) and the asOf answer
     have the same status, bytes and ETag (JSON in every language, and GeoJSON)."""
@@ -97,7 +126,7 @@ def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(enterprise,
         if not served:
             continue
         clock = Clock(instant)
-        live = make_app(tmp_path / "instance", geo.load(path), None, wall, DATA_CLOCK=clock).test_client()
+        live = make_app(tmp_path / "instance", engine_of(k), None, wall, DATA_CLOCK=clock).test_client()
         for t in served:
             clock.now = t
             path_ = rng.choice(ENDPOINTS)
@@ -118,32 +147,33 @@ def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(enterprise,
 
 
 def test_as_of_under_the_snapshot_clock_answers_with_that_snapshots_clock(
-    tmp_path, year_store_url, year_dirs
+    tmp_path, year_store_url, year_dirs, engine_of
 ):
     """With ``CLOCK=snapshot`` the service answered with the served snapshot's asOf as its clock."""
     wall = Clock(year_dirs[-1][0] + timedelta(days=1))
     instance = tmp_path / "instance"
-    history = make_app(instance, geo.load(year_dirs[-1][1]), year_store_url, wall, CLOCK="snapshot")
+    history = make_app(instance, engine_of(len(year_dirs) - 1), year_store_url, wall, CLOCK="snapshot")
     conn = open_accounts(history)
     _row, key = accounts.create_account(conn, "archief@antwerpen.be", "enterprise")
     conn.close()
     instant, path = year_dirs[3]
-    live = make_app(instance, geo.load(path), None, wall, CLOCK="snapshot")
+    live = make_app(instance, engine_of(3), None, wall, CLOCK="snapshot")
     query = "/api/v1/briefing?lat=51.2194&lng=4.4025"
     want = live.test_client().get(query, headers=bearer(key))
     got = history.test_client().get(f"{query}&asOf={iso(instant + timedelta(days=3))}", headers=bearer(key))
     assert got.status_code == 200 and got.data == want.data
 
 
-def test_as_of_answers_say_what_they_used_and_are_immutable(enterprise, year_dirs):
-    app, key, _wall = enterprise
-    instant, path = year_dirs[5]
+def test_as_of_answers_say_what_they_used_and_are_immutable(served, year_dirs, engine_of):
+    app, keys = served
+    key = keys["enterprise"]
+    instant, _path = year_dirs[5]
     at = instant + timedelta(hours=5, seconds=0.25)
     resp = app.test_client().get(
         f"/api/v1/air-quality?lat=51.2194&lng=4.4025&asOf={iso(at)}", headers=bearer(key)
     )
     assert resp.status_code == 200
-    manifest = geo.load(path).manifest
+    manifest = engine_of(5).manifest
     assert resp.headers["As-Of-Snapshot"] == manifest["snapshotId"]
     assert resp.headers["As-Of-Snapshot-Time"] == manifest["asOf"]
     assert resp.headers["As-Of-Instant"] == iso(at)
@@ -157,12 +187,10 @@ def test_as_of_answers_say_what_they_used_and_are_immutable(enterprise, year_dir
     assert same.data == resp.data and same.headers["As-Of-Instant"] == iso(at)
 
 
-@pytest.mark.parametrize("plan", ["developer", "api", "pro"])
-def test_as_of_is_enterprise_only(enterprise, plan):
-    app, _key, _wall = enterprise
-    conn = open_accounts(app)
-    _row, key = accounts.create_account(conn, f"{plan}@antwerpen.be", plan)
-    conn.close()
+@pytest.mark.parametrize("plan", PLANS)
+def test_as_of_is_enterprise_only(served, plan):
+    app, keys = served
+    key = keys[plan]
     for path in ENDPOINTS:
         resp = app.test_client().get(
             f"/api/v1{path}?lat=51.2194&lng=4.4025&asOf=2026-11-01T00:00:00Z", headers=bearer(key)
@@ -189,8 +217,9 @@ BAD = [
 
 
 @pytest.mark.parametrize("raw", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"])
-def test_the_first_and_last_representable_instants_are_a_documented_4xx(enterprise, raw):
-    app, key, _wall = enterprise
+def test_the_first_and_last_representable_instants_are_a_documented_4xx(served, raw):
+    app, keys = served
+    key = keys["enterprise"]
     resp = app.test_client().get(
         "/api/v1/disruptions",
         query_string={"lat": "51.2194", "lng": "4.4025", "asOf": raw},
@@ -201,8 +230,9 @@ def test_the_first_and_last_representable_instants_are_a_documented_4xx(enterpri
 
 
 @pytest.mark.parametrize("raw,code", BAD)
-def test_a_bad_instant_is_a_400_naming_the_format(enterprise, raw, code):
-    app, key, _wall = enterprise
+def test_a_bad_instant_is_a_400_naming_the_format(served, raw, code):
+    app, keys = served
+    key = keys["enterprise"]
     resp = app.test_client().get(
         "/api/v1/disruptions",
         query_string={"lat": "51.2194", "lng": "4.4025", "asOf": raw},
@@ -213,8 +243,9 @@ def test_a_bad_instant_is_a_400_naming_the_format(enterprise, raw, code):
     assert error["error"] == code and "RFC 3339" in error["message"]
 
 
-def test_a_repeated_as_of_is_a_400(enterprise):
-    app, key, _wall = enterprise
+def test_a_repeated_as_of_is_a_400(served):
+    app, keys = served
+    key = keys["enterprise"]
     resp = app.test_client().get(
         "/api/v1/disruptions?lat=51.2194&lng=4.4025&asOf=2026-11-01T00:00:00Z&asOf=2026-11-02T00:00:00Z",
         headers=bearer(key),
@@ -245,11 +276,11 @@ def test_future_and_out_of_window_instants_are_422_never_todays_answer(enterpris
     assert ok.status_code == 200
 
 
-def test_an_unreadable_store_is_a_503_not_todays_answer(tmp_path, year_dirs):
+def test_an_unreadable_store_is_a_503_not_todays_answer(tmp_path, year_dirs, engine_of):
     wall = Clock(year_dirs[-1][0] + timedelta(days=1))
     broken = tmp_path / "not-a-database.sqlite"
     broken.write_bytes(b"this is not SQLite" * 100)
-    app = make_app(tmp_path / "instance", geo.load(year_dirs[-1][1]), str(broken), wall)
+    app = make_app(tmp_path / "instance", engine_of(len(year_dirs) - 1), str(broken), wall)
     conn = open_accounts(app)
     _row, key = accounts.create_account(conn, "archief@antwerpen.be", "enterprise")
     conn.close()
@@ -260,14 +291,15 @@ def test_an_unreadable_store_is_a_503_not_todays_answer(tmp_path, year_dirs):
     assert resp.headers["Retry-After"] == "5"
 
 
-def test_without_as_of_the_answer_is_the_live_one(enterprise):
-    app, key, _wall = enterprise
+def test_without_as_of_the_answer_is_the_live_one(served):
+    app, keys = served
+    key = keys["enterprise"]
     resp = app.test_client().get("/api/v1/disruptions?lat=51.2194&lng=4.4025", headers=bearer(key))
     assert resp.status_code == 200 and "As-Of-Instant" not in resp.headers
     assert resp.headers["Cache-Control"] == "private, max-age=60"
 
 
-def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(tmp_path, year_dirs):
+def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(tmp_path, year_dirs, engine_of):
     from app.history.store import open_store
 
     url = str(tmp_path / "pruned.sqlite")
@@ -275,7 +307,7 @@ def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(tm
     for _instant, path in year_dirs[:4]:
         store.record_dir(path)
     wall = Clock(year_dirs[3][0] + timedelta(days=1))
-    app = make_app(tmp_path / "instance", geo.load(year_dirs[3][1]), url, wall)
+    app = make_app(tmp_path / "instance", engine_of(3), url, wall)
     conn = open_accounts(app)
     _row, key = accounts.create_account(conn, "archief@antwerpen.be", "enterprise")
     conn.close()
@@ -287,7 +319,9 @@ def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(tm
     assert resp.status_code == 422 and resp.get_json()["error"] == "as_of_out_of_window"
 
 
-def test_two_postgresql_stores_in_one_process_keep_their_own_publishes(tmp_path, postgres_server, year_dirs):
+def test_two_postgresql_stores_in_one_process_keep_their_own_publishes(
+    tmp_path, postgres_server, year_dirs, engine_of
+):
     """The per-process caches are keyed by the store's URL, not by its backend."""
     from app.history.store import open_store
     from tests.history.conftest import pg_schema_url
@@ -299,7 +333,7 @@ def test_two_postgresql_stores_in_one_process_keep_their_own_publishes(tmp_path,
             store.record_dir(path)
         store.close()
     wall = Clock(year_dirs[5][0] + timedelta(days=1))
-    served = geo.load(year_dirs[5][1])
+    served = engine_of(5)
     answers = []
     for k, url in enumerate(urls):
         app = make_app(tmp_path / f"instance{k}", served, url, wall)
@@ -312,5 +346,5 @@ def test_two_postgresql_stores_in_one_process_keep_their_own_publishes(tmp_path,
                 f"/api/v1/air-quality?lat=51.2194&lng=4.4025&asOf={iso(at)}", headers=bearer(key)
             )
         )
-    assert answers[0].headers["As-Of-Snapshot"] == geo.load(year_dirs[2][1]).snapshot_id  # its newest
-    assert answers[1].headers["As-Of-Snapshot"] == geo.load(year_dirs[4][1]).snapshot_id
+    assert answers[0].headers["As-Of-Snapshot"] == engine_of(2).snapshot_id  # its newest
+    assert answers[1].headers["As-Of-Snapshot"] == engine_of(4).snapshot_id
