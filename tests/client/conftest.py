@@ -189,14 +189,20 @@ def fresh_account(api_server) -> Account:
     return api_server.create_account("developer")
 
 
-@pytest.fixture
-def client_env(tmp_path):
-    """Environment for a `urban` subprocess: no inherited URBAN_* settings, a private config path."""
+def client_environment(directory: Path) -> dict:
+    """Environment for a `urban` subprocess: no inherited URBAN_* settings, a private config path under
+    ``directory``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("URBAN_", "NO_COLOR", "FORCE_COLOR"))}
-    env["URBAN_CONFIG"] = str(tmp_path / "config" / "urban.ini")
+    env["URBAN_CONFIG"] = str(directory / "config" / "urban.ini")
     env["COLUMNS"] = "200"
     env["LC_ALL"] = "C.UTF-8"  # the locale chooses the default language: English here, whatever the machine's
     return env
+
+
+@pytest.fixture
+def client_env(tmp_path):
+    """Environment for a `urban` subprocess: no inherited URBAN_* settings, a private config path."""
+    return client_environment(tmp_path)
 
 
 @pytest.fixture

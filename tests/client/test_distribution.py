@@ -33,6 +33,11 @@ SERVER_ONLY = {
 }
 
 
+def _pip(venv):
+    """pip (this interpreter's) acting on the environment ``venv``."""
+    return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
+
+
 @pytest.fixture(scope="module")
 def client_venv(tmp_path_factory):
     """A fresh virtualenv (no system site packages) with only the client's wheel and its dependencies,
@@ -58,12 +63,11 @@ def client_venv(tmp_path_factory):
     )
     (wheel,) = wheels.glob("urban_conditions_client-*.whl")
     venv = work / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    # no pip of its own (ensurepip costs seconds): this interpreter's pip installs into it (--python)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     pip = subprocess.run(
         [
-            str(venv / "bin" / "python"),
-            "-m",
-            "pip",
+            *_pip(venv),
             "install",
             "-q",
             "--disable-pip-version-check",
@@ -99,7 +103,7 @@ def test_wheel_holds_only_the_client(client_venv):
 def test_fresh_venv_pulls_no_server_package(client_venv):
     venv, _ = client_venv
     listed = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        [*_pip(venv), "list", "--format=json"],
         capture_output=True,
         text=True,
         check=True,

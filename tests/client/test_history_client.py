@@ -19,10 +19,11 @@ REST_POINT = {"lat": "51.2194", "lng": "4.4025"}
 MEMBER = {"air-quality": "values", "works": "works", "detours": "detours"}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def recorded(api_server, snapshot_dir):
     """The demo snapshot recorded in the history store the app finds beside it; the wall clock a day after
-    the demo clock (restored afterwards). Yields the window (from, to) of the tests."""
+    the demo clock (restored after this module's tests: they only read). Yields the window (from, to) of the
+    tests."""
     from app.history.store import default_url, open_store
 
     store = open_store(default_url(snapshot_dir))

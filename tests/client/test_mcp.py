@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 import requests
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from .conftest import NGINX_502, free_port, http_answer, urban_command
+from .conftest import NGINX_502, client_environment, free_port, http_answer, urban_command
 
 pytestmark = pytest.mark.slow
 
@@ -46,19 +47,72 @@ def session_run(client_env, env, scenario, *options):
     return asyncio.run(asyncio.wait_for(main(), 120))
 
 
+class SharedSession:
+    """One `urban mcp` session (stdio) held open on an event loop in a thread, for the tests that only call
+    tools with the account's key: ``run(scenario)`` runs ``scenario(session)`` on it. The MCP server keeps
+    no state between tool calls, so these tests need no fresh process each."""
+
+    def __init__(self, env):
+        command = urban_command()
+        self.params = StdioServerParameters(command=command[0], args=command[1:] + ["mcp"], env=env)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="mcp-session", daemon=True)
+        self.thread.start()
+        self.ready = self.loop.create_future()
+        self.held = asyncio.run_coroutine_threadsafe(self._hold(), self.loop)
+        self.session = asyncio.run_coroutine_threadsafe(self._ready(), self.loop).result(120)
+
+    async def _ready(self):
+        return await asyncio.wait_for(asyncio.shield(self.ready), 120)
+
+    async def _hold(self):
+        self.stop = asyncio.Event()
+        try:
+            async with stdio_client(self.params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    self.ready.set_result(session)
+                    await self.stop.wait()
+        except BaseException as exc:
+            if not self.ready.done():
+                self.ready.set_exception(exc)
+            raise
+
+    def run(self, scenario):
+        return asyncio.run_coroutine_threadsafe(
+            asyncio.wait_for(scenario(self.session), 120), self.loop
+        ).result()
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.stop.set)
+        try:
+            self.held.result(60)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(30)
+            self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def keyed_session(api_server, account, tmp_path_factory):
+    """The shared `urban mcp` session with the base URL and the account's key (see :class:`SharedSession`)."""
+    env = client_environment(tmp_path_factory.mktemp("mcp-client"))
+    shared = SharedSession({**env, "URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key})
+    yield shared
+    shared.close()
+
+
 def error_of(result):
     assert result.is_error
     assert len(result.content) == 1 and result.content[0].type == "text"
     return json.loads(result.content[0].text)
 
 
-def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, account, client_env):
+def test_tools_are_listed_with_schemas_and_read_only_annotations(keyed_session):
     async def scenario(session):
         return (await session.list_tools()).tools
 
-    tools = session_run(
-        client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}, scenario
-    )
+    tools = keyed_session.run(scenario)
     assert {t.name for t in tools} == set(TOOLS)
     for tool in tools:
         assert tool.description and len(tool.description) > 80
@@ -76,7 +130,7 @@ def test_tools_are_listed_with_schemas_and_read_only_annotations(api_server, acc
         assert set(tool.input_schema["properties"]) == expected
 
 
-def test_every_tool_returns_the_rest_body(api_server, account, client_env):
+def test_every_tool_returns_the_rest_body(api_server, account, keyed_session):
     calls = [("list_locations", {}, {})]
     for name in ("get_disruptions", "get_air_quality", "get_briefing"):
         calls.append((name, dict(ANTWERP), {"lat": "51.2194", "lng": "4.4025"}))
@@ -86,9 +140,7 @@ def test_every_tool_returns_the_rest_body(api_server, account, client_env):
         await session.list_tools()
         return [await session.call_tool(name, args) for name, args, _ in calls]
 
-    results = session_run(
-        client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}, scenario
-    )
+    results = keyed_session.run(scenario)
     for (name, _args, params), result in zip(calls, results):
         rest = api_server.get(TOOLS[name], account.key, **params)
         assert rest.status_code == 200
@@ -97,7 +149,9 @@ def test_every_tool_returns_the_rest_body(api_server, account, client_env):
         assert result.structured_content == rest.json()
 
 
-def test_api_errors_come_back_as_tool_errors_with_the_api_code_and_message(api_server, account, client_env):
+def test_api_errors_come_back_as_tool_errors_with_the_api_code_and_message(
+    api_server, account, keyed_session
+):
     calls = [
         ("get_air_quality", dict(PARIS)),
         ("get_disruptions", {"locationId": "loc_not_mine"}),
@@ -113,9 +167,7 @@ def test_api_errors_come_back_as_tool_errors_with_the_api_code_and_message(api_s
         await session.list_tools()
         return [await session.call_tool(name, args) for name, args in calls]
 
-    results = session_run(
-        client_env, {"URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}, scenario
-    )
+    results = keyed_session.run(scenario)
     errors = [error_of(r) for r in results]
     rest = {
         0: api_server.get("air-quality", account.key, lat="48.8566", lng="2.3522"),

@@ -13,7 +13,7 @@ from app.store.saved_locations import add_location
 
 from tests.dashboard.test_dashboard_browser import wait_ready
 from tests.dashboard.test_geojson_browser import sign_in_browser
-from tests.portal.test_portal_browser import browser, check_accessible  # noqa: F401
+from tests.portal.test_portal_browser import check_accessible, module_chromium, shared_browser  # noqa: F401
 
 #: every kind of thing the map page draws, as the legend names it (legend.html's data-legend)
 LEGEND = {
@@ -35,8 +35,10 @@ CENTRUM = (51.2194, 4.4025)  # works running and planned, detour stops, the LEZ 
 
 
 @pytest.fixture
-def located(app, user, store, live_server, browser):  # noqa: F811
-    """(browser signed in as a Pro account, the map page's URL of its saved location, the location)."""
+def located(app, user, store, live_server, shared_browser):  # noqa: F811
+    """(browser signed in as a Pro account, the map page's URL of its saved location, the location); the
+    module's one Chromium, emptied after each test."""
+    browser = shared_browser
     account, _key, client = user("pro")
     loc = add_location(store, account["id"], name="Centrum", address="", lat=CENTRUM[0], lng=CENTRUM[1])
     sign_in_browser(browser, app, client, live_server.url)

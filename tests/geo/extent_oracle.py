@@ -7,6 +7,7 @@ every distance from the centre is the great-circle distance: each edge is densif
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -43,13 +44,20 @@ def _dense(coords):
     return out + [coords[-1]]
 
 
-def oracle_km(geom, rep_lat, rep_lng, lat, lng) -> float:
-    """Great-circle km from (lat, lng) to ``geom`` (edges as great-circle arcs), at most to the point."""
-    aeqd = Transformer.from_crs(
+@functools.lru_cache(maxsize=64)
+def _aeqd(lat, lng):
+    """The azimuthal equidistant projection centred at (lat, lng), on the engine's sphere (made once per query
+    point: making a pyproj Transformer costs far more than using it)."""
+    return Transformer.from_crs(
         "EPSG:4326",
         f"+proj=aeqd +lat_0={lat} +lon_0={lng} +R={EARTH_RADIUS_KM * 1000} +units=m",
         always_xy=True,
     )
+
+
+def oracle_km(geom, rep_lat, rep_lng, lat, lng) -> float:
+    """Great-circle km from (lat, lng) to ``geom`` (edges as great-circle arcs), at most to the point."""
+    aeqd = _aeqd(lat, lng)
 
     def project(coords):
         xy = np.array(_dense(coords))

@@ -15,8 +15,8 @@ def _grid(lat, lng, threads=1):
 
 
 def _brute_candidates(grid, lat, lng):
-    """Per cell, the sorted point numbers whose chord to the cell centre is within the cell's bound
-    (d1 + 2 rho, padded as the build pads it), by comparing every (cell, point) pair."""
+    """Per cell, which points' chord to the cell centre is within the cell's bound (d1 + 2 rho, padded as
+    the build pads it), by comparing every (cell, point) pair: a (cells, points) bool array."""
     iy, ix = np.divmod(np.arange(grid.nx * grid.ny), grid.nx)
     clat, clng = grid.y0 + (iy + 0.5) * grid.size, grid.x0 + (ix + 0.5) * grid.size
     half = math.radians(grid.size / 2)
@@ -26,7 +26,7 @@ def _brute_candidates(grid, lat, lng):
     d1 = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(chord.min(axis=1) / 2, 1.0))
     reach = d1 + 2 * rho * EARTH_RADIUS_KM
     bound = 2 * np.sin(np.minimum(reach / EARTH_RADIUS_KM, math.pi) / 2) * (1 + 1e-7) + 1e-9
-    return [np.flatnonzero(row <= b) for row, b in zip(chord, bound)]
+    return chord <= bound[:, None]
 
 
 @pytest.mark.parametrize("n", [2, 3, 9, 10, 40])
@@ -34,15 +34,17 @@ def test_table_is_the_brute_force_candidate_sets(n):
     rng = np.random.default_rng(n)
     lat, lng = rng.uniform(50.9, 51.1, n), rng.uniform(3.9, 4.2, n)
     grid = _grid(lat, lng)
-    want = _brute_candidates(grid, lat, lng)
+    within = _brute_candidates(grid, lat, lng)
+    count = within.sum(axis=1)
     k = grid.cand.shape[1]
-    assert k == min(max(max(map(len, want)), 1), MAX_CANDIDATES)
-    for cell, w in enumerate(want):
-        if len(w) > k:  # more than fit: the cell asks for the exact fallback
-            assert grid.ncand[cell] == 0 and (grid.cand[cell] == -1).all()
-        else:
-            assert grid.ncand[cell] == len(w)
-            assert grid.cand[cell].tolist() == w.tolist() + [-1] * (k - len(w))
+    assert k == min(max(int(count.max()), 1), MAX_CANDIDATES)
+    # per cell, the sorted point numbers within the bound, padded with -1 to k (compared for all cells at once)
+    first = np.argsort(~within, axis=1, kind="stable")[:, :k]
+    want = np.where(np.arange(k) < count[:, None], first, -1)
+    over = count > k  # more than fit: the cell asks for the exact fallback
+    assert (grid.ncand[over] == 0).all() and (grid.cand[over] == -1).all()
+    assert np.array_equal(grid.ncand[~over], count[~over])
+    assert np.array_equal(grid.cand[~over], want[~over])
 
 
 def test_duplicate_points_overflow_to_the_fallback():

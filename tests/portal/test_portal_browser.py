@@ -5,6 +5,7 @@ Screenshots of every portal page go to ``artifacts/screenshots/`` (desktop and p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -37,8 +38,9 @@ def click_and_wait(driver, element, timeout=15):
     )
 
 
-@pytest.fixture
-def browser():
+@contextlib.contextmanager
+def chromium():
+    """A headless Chromium (selenium driver) with its own profile, quit and removed on exit."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -67,6 +69,43 @@ def browser():
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def browser():
+    with chromium() as driver:
+        yield driver
+
+
+@pytest.fixture(scope="module")
+def module_chromium():
+    """One Chromium for a whole module; use it through :func:`shared_browser`."""
+    with chromium() as driver:
+        yield driver
+
+
+def empty_browser(driver):
+    """Bring ``driver`` back to a new browser's state: one tab on about:blank at 1280x900, no cookies, no
+    HTTP cache, nothing stored for the origin it was on (local/session storage, IndexedDB, cache storage)."""
+    for handle in driver.window_handles[1:]:
+        driver.switch_to.window(handle)
+        driver.close()
+    driver.switch_to.window(driver.window_handles[0])
+    origin = driver.execute_script("return location.origin")
+    driver.get("about:blank")
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
+    driver.execute_cdp_cmd("Network.clearBrowserCache", {})
+    if origin and origin.startswith("http"):
+        driver.execute_cdp_cmd("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "all"})
+    driver.set_window_size(1280, 900)
+
+
+@pytest.fixture
+def shared_browser(module_chromium):
+    """The module's Chromium, emptied after each test (:func:`empty_browser`): for tests that need a clean
+    browser, not a new browser process each (starting Chromium costs seconds)."""
+    yield module_chromium
+    empty_browser(module_chromium)
 
 
 def shoot(driver, name):
