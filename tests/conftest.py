@@ -98,14 +98,19 @@ def reference_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def snapshot_dir(reference_dir, build_once) -> Path:
+def snapshot_dir(reference_dir, build_once, tmp_path_factory) -> Path:
+    """The demo snapshot, built once per run, seen by each worker through its own link: what an app writes
+    beside its ``DATA_DIR`` (the default history store ``<DATA_DIR>.history.sqlite``, refreshed versions)
+    stays the worker's."""
     from geo.data.publish import build_snapshot
     from geo.data.snapshot import DEMO_AS_OF, DEFAULT_SEED
 
     def build(root: Path) -> None:
         build_snapshot(root / "snapshot", reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
 
-    return build_once("snapshot", build) / "snapshot"
+    link = tmp_path_factory.mktemp("snapshot") / "snapshot"
+    link.symlink_to(build_once("snapshot", build) / "snapshot", target_is_directory=True)
+    return link
 
 
 @pytest.fixture(scope="session")
