@@ -79,6 +79,20 @@ def render_targets(rows) -> str:
 BATCH = "bench_score"  # module-name prefix of the batch-scoring benches (--batch)
 
 
+def load_average() -> str:
+    """The load averages (1, 5, 15 min), as printed beside every figure."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def run_alone(run) -> None:
+    """A bench module run on its own: its rows and targets between the load averages before and after."""
+    print(f"load average at the start: {load_average()}")
+    result = run()
+    print(render(result))
+    print(render_targets(result))
+    print(f"load average at the end: {load_average()}")
+
+
 def modules(keyword: str = ""):
     """Names of the benchmark modules ``bench.bench_*`` (optionally filtered), in name order."""
     path = [str(Path(bench.__file__).parent)]

@@ -199,10 +199,6 @@ def run(engine=None) -> list[Row]:
 
 
 if __name__ == "__main__":
-    from bench.__main__ import render, render_targets
+    from bench.__main__ import run_alone
 
-    print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    result = run()
-    print(render(result))
-    print(render_targets(result))
-    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    run_alone(run)
