@@ -138,7 +138,9 @@ def _query_key(resource: HistoryResource) -> str:
 
 
 def encode_cursor(offset: int, upto: int, end_ms: int, key: str) -> str:
-    text = json.dumps({"o": offset, "u": upto, "t": end_ms, "q": key}, separators=(",", ":"))
+    content = f"{offset}.{upto}.{end_ms}.{key}"
+    check = hashlib.sha256(content.encode()).hexdigest()[:8]  # an edited cursor is not another one
+    text = json.dumps({"o": offset, "u": upto, "t": end_ms, "q": key, "c": check}, separators=(",", ":"))
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
@@ -150,7 +152,7 @@ def decode_cursor(raw: str, key: str) -> tuple[int, int, int]:
         ok = all(type(x) is int and x >= 0 for x in (offset, upto, end_ms)) and isinstance(owner, str)
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         ok = False
-    if not ok or len(data) != 4:
+    if not ok or len(data) != 5 or encode_cursor(offset, upto, end_ms, owner) != raw:
         raise InvalidCursor(f"cursor={echo(raw)} is not a cursor this API gave (use the next of a page)")
     if owner != key:
         raise InvalidCursor(

@@ -443,6 +443,8 @@ def decode_cursor(text: str, scope: str, feed: str, *, pruned_below: int, newest
             raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("ascii")
         except (binascii.Error, UnicodeDecodeError, ValueError):
             raw = ""
+        if base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=") != body:
+            raw = ""  # only the exact text encode_cursor made: an edited last character can decode alike
         parts = raw.split(".")
     if (
         not parts
