@@ -1,13 +1,15 @@
 """Change alerts (issue 27): from a publish's stored events to the webhook POSTs of every subscribed location.
 
 ``URBAN_BENCH_DELIVERY_LOCATIONS`` (default 10,000) saved locations, 100 per account, each with a change
-alert posting to one local receiver (a threaded HTTP server on 127.0.0.1 in its own process, answering 204). One publish's events
+alert posting to one local receiver (a threaded HTTP/1.1 server on 127.0.0.1 in its own process, answering 204
+and keeping connections open, as nginx does). One publish's events
 (one per location, as the publish hook stores them after deriving; the derivation itself is measured by
 ``bench_changes``) are appended to the feed at t0; then what the refresher does: the alert hook's
 :func:`app.dashboard.run.enqueue_changes` and the delivery worker's rounds (:func:`app.dashboard.run.deliver_due`)
 until every POST arrived. The latency of an event is its POST's arrival at the receiver minus t0: p50, p95
-and the last, target p95 <= 5 s. Baseline in the same run: the same rows sent one at a time
-(``changedelivery.SENDERS = 1``, as the alert sender of issue 31 sends).
+and the last, target p95 <= 5 s. Baseline in the same run (``URBAN_BENCH_DELIVERY_BASELINE`` locations, the
+same number by default): the old path, each POST on a connection of its own (``Connection: close``, only the
+status line read; switched here only, by replacing :func:`app.dashboard.changedelivery.round_connections`).
 
 Run alone: ``python -m bench.bench_delivery`` (no demo snapshot needed).
 """
@@ -30,6 +32,7 @@ import sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 out = open(sys.argv[1], "a", buffering=1)
 class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keeps the connection unless the client says close
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
         out.write(f"{time.time()}\\n")
@@ -70,7 +73,7 @@ class _Receiver:
         self.proc.wait()
 
 
-def _setup(root: Path, n: int, url: str):
+def subscribed_app(root: Path, n: int, url: str):
     """An app whose account store has ``n`` subscribed locations and whose history store holds a feed head."""
     from app import create_app
     from app.history import changes as feed
@@ -117,7 +120,7 @@ def _setup(root: Path, n: int, url: str):
     return app, ids
 
 
-def _publish(app, ids: list[str]) -> None:
+def publish(app, ids: list[str]) -> None:
     from app.history import changes as feed
     from app.history.store import open_store
 
@@ -147,27 +150,38 @@ def _publish(app, ids: list[str]) -> None:
     history.close()
 
 
-def _run_once(n: int, senders: int) -> tuple[list[float], float]:
-    """Latencies (s) of every POST after the publish, and the wall time of the enqueue."""
+def _run_once(n: int, senders: int, *, reuse: bool = True) -> tuple[list[float], float, int]:
+    """Latencies (s) of every POST after the publish, the wall time of the enqueue and the connections
+    opened (kept connections; ``reuse=False``: the old path, a connection per POST)."""
+    from contextlib import nullcontext
+
     from app.dashboard import changedelivery, run
 
     root = Path(tempfile.mkdtemp(prefix="urban-bench-delivery-"))
     receiver = _Receiver(root)
-    saved = changedelivery.SENDERS
+    saved = changedelivery.SENDERS, changedelivery.round_connections
     changedelivery.SENDERS = senders
+    made: list = []
+
+    def connections(config):
+        made.append(saved[1](config))
+        return made[-1]
+
+    changedelivery.round_connections = connections if reuse else (lambda config: nullcontext())
     try:
-        app, ids = _setup(root, n, receiver.url)
+        app, ids = subscribed_app(root, n, receiver.url)
         t0 = time.time()
-        _publish(app, ids)
+        publish(app, ids)
         run.enqueue_changes(app)
         enqueued = time.time() - t0
         while True:
             counts, _next = run.deliver_due(app)
             if not any(counts.values()):
                 break
-        return [t - t0 for t in receiver.arrivals], enqueued
+        opened = sum(c.opened for c in made) if reuse else len(receiver.arrivals)
+        return [t - t0 for t in receiver.arrivals], enqueued, opened
     finally:
-        changedelivery.SENDERS = saved
+        changedelivery.SENDERS, changedelivery.round_connections = saved
         receiver.close()
         shutil.rmtree(root, ignore_errors=True)
 
@@ -179,18 +193,20 @@ def _pct(values: list[float], q: float) -> float:
 
 def run(engine=None) -> list[Row]:
     n = int(os.environ.get("URBAN_BENCH_DELIVERY_LOCATIONS", "10000"))
-    n_base = int(os.environ.get("URBAN_BENCH_DELIVERY_BASELINE", str(min(n, 1000))))
-    latencies, enqueued = _run_once(n, senders=16)
-    one_at_a_time, _ = _run_once(n_base, senders=1)
+    n_base = int(os.environ.get("URBAN_BENCH_DELIVERY_BASELINE", str(n)))
+    senders = int(os.environ.get("URBAN_BENCH_DELIVERY_SENDERS", "16"))
+    latencies, enqueued, opened = _run_once(n, senders=senders)
+    old, _, _ = _run_once(n_base, senders=senders, reuse=False) if n_base else ([1.0], 0.0, 0)
     p95 = _pct(latencies, 0.95)
     return [
         Row(
             f"change alerts: publish to webhook POST, {n:,} locations",
             single_us=p95 * 1e6,
             batch_per_s=len(latencies) / max(latencies),
-            baseline_per_s=len(one_at_a_time) / max(one_at_a_time),
-            note=f"{len(latencies):,} POSTs; p50 {_pct(latencies, 0.5):.2f} s, p95 {p95:.2f} s, last "
-            f"{max(latencies):.2f} s; enqueue {enqueued:.2f} s; baseline: one at a time, {n_base:,} locations",
+            baseline_per_s=len(old) / max(old),
+            note=f"{len(latencies):,} POSTs on {opened:,} connections, {senders} senders; p50 "
+            f"{_pct(latencies, 0.5):.2f} s, p95 {p95:.2f} s, last {max(latencies):.2f} s; enqueue {enqueued:.2f} s; "
+            f"baseline: a connection per POST, {n_base:,} locations, p95 {_pct(old, 0.95):.2f} s",
             target="p95 <= 5 s for 10,000 locations",
             measured=f"p95 {p95:.2f} s",
             met=(p95 <= 5.0) if n == 10_000 and len(latencies) == n else None,
