@@ -263,21 +263,25 @@ def batches(rows, size: int = BATCH, proven: set | None = None):
     [[1, 1, 2]]
     """
     proven = set() if proven is None else proven
-    pending = list(rows)
-    while pending:
+    pending, start = list(rows), 0
+    while start < len(pending):
         batch: list = []
         seen: set = set()
-        rest: list = []
-        for r in pending:
+        rest: list = []  # rows passed over, kept in order before the rows not looked at yet
+        i = start
+        while i < len(pending) and len(batch) < size:  # a batch looks at its rows only, not at every row left
+            r = pending[i]
+            i += 1
             limited = r["channel"] == "webhook" and r["account_id"] not in proven
-            if len(batch) < size and not (limited and r["account_id"] in seen):
+            if not (limited and r["account_id"] in seen):
                 batch.append(r)
                 if limited:
                     seen.add(r["account_id"])
             else:
                 rest.append(r)
         yield batch
-        pending = rest
+        start = i - len(rest)
+        pending[start:i] = rest
 
 
 def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
