@@ -51,13 +51,6 @@ _DUE = (
 )
 
 
-def _keys(n: int) -> str:
-    """The SQL condition matching any of ``n`` keys (their values in order), e.g. for ``n = 2``
-    ``((subscription_id = ? AND event_id = ? AND channel = ?) OR (…))``: an index look-up per key on SQLite
-    and PostgreSQL alike."""
-    return "(" + " OR ".join([f"({_KEY})"] * n) + ")"
-
-
 def _due_args(now: int) -> tuple:
     return (MAX_ATTEMPTS, now - LEASE_SECONDS, now)
 
@@ -123,20 +116,17 @@ def _key(row) -> tuple:
 
 def claim(conn, keys, now: int) -> list:
     """Take the rows of ``keys`` that are still due (one transaction); their full rows."""
-    keys = list(keys)
-    claimed: set = set()
-    with write(conn):  # one statement per BATCH keys, not one per key
-        for start in range(0, len(keys), BATCH):
-            part = keys[start : start + BATCH]
-            claimed.update(
-                (int(r[0]), str(r[1]), str(r[2]))
-                for r in conn.execute(
-                    f"UPDATE change_deliveries AS d SET claimed_at = ?, attempts = attempts + 1 WHERE {_keys(len(part))}"
-                    f" AND {_DUE} RETURNING subscription_id, event_id, channel",
-                    (now, *(v for key in part for v in key), *_due_args(now)),
-                ).fetchall()
-            )
-    taken = [key for key in keys if key in claimed]
+    taken = []
+    with write(conn):
+        for key in keys:
+            if (
+                conn.execute(
+                    f"UPDATE change_deliveries AS d SET claimed_at = ?, attempts = attempts + 1 WHERE {_KEY} AND {_DUE}",
+                    (now, *key, *_due_args(now)),
+                ).rowcount
+                == 1
+            ):
+                taken.append(key)
     if not taken:
         return []
     # one read of the claimed rows (claimed at ``now``; the keys pick this sender's), not one per row
@@ -160,19 +150,15 @@ def claim(conn, keys, now: int) -> list:
 def settle(conn, outcomes, now: int) -> None:
     """Record each claimed row's outcome (one transaction): sent, due again after its retry delay, or given
     up after its last attempt. ``outcomes``: ``(row, error or None)``."""
-    sent = [_key(row) for row, error in outcomes if error is None]
     with write(conn):
-        for start in range(0, len(sent), BATCH):  # the sent rows: one statement per BATCH rows
-            part = sent[start : start + BATCH]
-            conn.execute(
-                "UPDATE change_deliveries SET sent_at = ?, claimed_at = NULL, next_attempt_at = NULL,"
-                f" last_error = NULL WHERE {_keys(len(part))}",
-                (utc_stamp(), *(v for key in part for v in key)),
-            )
         for row, error in outcomes:
             if error is None:
-                continue
-            if row["attempts"] >= MAX_ATTEMPTS:
+                conn.execute(
+                    "UPDATE change_deliveries SET sent_at = ?, claimed_at = NULL, next_attempt_at = NULL,"
+                    f" last_error = NULL WHERE {_KEY}",
+                    (utc_stamp(), *_key(row)),
+                )
+            elif row["attempts"] >= MAX_ATTEMPTS:
                 conn.execute(
                     f"UPDATE change_deliveries SET claimed_at = NULL, last_error = ?, gave_up_at = ? WHERE {_KEY}",
                     (error[:ERROR_CHARS], utc_stamp(), *_key(row)),
