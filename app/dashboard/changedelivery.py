@@ -9,7 +9,9 @@ turns and an account whose webhook failed in a round waits for the first retry d
 through :mod:`app.mail`'s checked path.
 
 Added here: rows are sent ``SENDERS`` at a time (each POST keeps its own deadline), in batches, so 10,000
-subscribed locations do not wait for one another; **quiet hours** (Europe/Brussels) hold a mail until they
+subscribed locations do not wait for one another, over the round's kept connections
+(:class:`app.dashboard.webhook.Connections`: a host looked up once per round, a connection reused while its
+receiver keeps it open); **quiet hours** (Europe/Brussels) hold a mail until they
 end; the **daily digest** folds a subscription's mails into one, sent at ``DIGEST_HOUR`` local time (or when
 its quiet hours end). Quiet hours and the digest are for people: webhooks go out as the events come.
 """
@@ -28,6 +30,7 @@ from app.mail import build_message
 from app.store.accounts import utc_stamp
 from app.store.db import write
 
+from . import webhook
 from .changealerts import on_alert_plan, title
 from .delivery import ERROR_CHARS, LEASE_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS, describe, in_turn, post_webhook
 
@@ -213,8 +216,14 @@ def message(rows, base_url: str, sender: str):
     )
 
 
-def _send(app, mail, config, base_url: str, rows) -> str | None:
-    """Send one row (or one digest); the error, or None. Never raises for what the rows hold."""
+def round_connections(config) -> webhook.Connections:
+    """The webhook connections of one delivery round (closed at its end)."""
+    return webhook.Connections(**webhook.options(config))
+
+
+def _send(app, mail, config, base_url: str, rows, connections=None) -> str | None:
+    """Send one row (or one digest); the error, or None. Never raises for what the rows hold.
+    ``connections``: the round's (:func:`round_connections`), or each POST on a connection of its own."""
     channel = rows[0]["channel"]
     try:
         if channel == "webhook":
@@ -225,6 +234,7 @@ def _send(app, mail, config, base_url: str, rows) -> str | None:
                 row["payload"].encode(),
                 config,
                 content_type=CLOUDEVENTS_JSON,
+                connections=connections,
             )
         else:
             with app.app_context():
@@ -253,21 +263,25 @@ def batches(rows, size: int = BATCH, proven: set | None = None):
     [[1, 1, 2]]
     """
     proven = set() if proven is None else proven
-    pending = list(rows)
-    while pending:
+    pending, start = list(rows), 0
+    while start < len(pending):
         batch: list = []
         seen: set = set()
-        rest: list = []
-        for r in pending:
+        rest: list = []  # rows passed over, kept in order before the rows not looked at yet
+        i = start
+        while i < len(pending) and len(batch) < size:  # a batch looks at its rows only, not at every row left
+            r = pending[i]
+            i += 1
             limited = r["channel"] == "webhook" and r["account_id"] not in proven
-            if len(batch) < size and not (limited and r["account_id"] in seen):
+            if not (limited and r["account_id"] in seen):
                 batch.append(r)
                 if limited:
                     seen.add(r["account_id"])
             else:
                 rest.append(r)
         yield batch
-        pending = rest
+        start = i - len(rest)
+        pending[start:i] = rest
 
 
 def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
@@ -288,7 +302,10 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
         counts["deferred"] += len(keys)
     failed_webhooks: set = set()
     proven: set = set()  # accounts whose webhook answered 2xx in this round
-    with ThreadPoolExecutor(SENDERS, thread_name_prefix="change-delivery") as pool:
+    with (
+        ThreadPoolExecutor(SENDERS, thread_name_prefix="change-delivery") as pool,
+        round_connections(config) as connections,
+    ):
         for batch in batches(sendable, proven=proven):
             defer = [
                 _key(r) for r in batch if r["channel"] == "webhook" and r["account_id"] in failed_webhooks
@@ -298,7 +315,7 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
                 counts["deferred"] += len(defer)
             skip = set(defer)
             claimed = claim(conn, [_key(r) for r in batch if _key(r) not in skip], now)
-            errors = list(pool.map(lambda r: _send(app, mail, config, base_url, [r]), claimed))
+            errors = list(pool.map(lambda r: _send(app, mail, config, base_url, [r], connections), claimed))
             settle(conn, list(zip(claimed, errors)), now)
             for row, error in zip(claimed, errors):
                 _count(counts, row, error, failed_webhooks)

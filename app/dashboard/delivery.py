@@ -47,8 +47,10 @@ def post_webhook(
     *,
     now: float | None = None,
     content_type: str = "application/json",
+    connections: webhook.Connections | None = None,
 ) -> None:
-    """POST one signed event; :class:`~app.dashboard.webhook.WebhookError` (an ``OSError``) unless 2xx."""
+    """POST one signed event; :class:`~app.dashboard.webhook.WebhookError` (an ``OSError``) unless 2xx.
+    ``connections``: a delivery round's kept connections (their settings stand), or a connection of its own."""
     ts = int(now if now is not None else time.time())
     headers = {
         "Content-Type": content_type,
@@ -56,7 +58,10 @@ def post_webhook(
         "X-Urban-Timestamp": str(ts),
         "X-Urban-Signature": sign(secret, ts, body),
     }
-    status = webhook.post(url, headers, body, **webhook.options(config))
+    if connections is not None:
+        status = connections.post(url, headers, body)
+    else:
+        status = webhook.post(url, headers, body, **webhook.options(config))
     if not 200 <= status < 300:
         raise webhook.WebhookError(f"the webhook answered {status}")
 

@@ -7,8 +7,20 @@
 - **How long**: one wall-clock deadline covers the look-up, connect, TLS handshake, sending and reading;
   every socket operation gets the time left as its timeout, so a receiver answering a byte at a time is cut
   off at the deadline.
-- **How much**: only the status line is read (at most :data:`ANSWER_HEAD_LIMIT` bytes, 1xx interim answers
-  included); the body is never read and nothing is decompressed (``Accept-Encoding: identity``).
+- **How much**: the status line decides (read within at most :data:`ANSWER_HEAD_LIMIT` bytes, 1xx interim
+  answers included); nothing is decompressed (``Accept-Encoding: identity``). :func:`post` reads nothing
+  more and closes. :class:`Connections` (a delivery round's) reads the rest of the answer only to keep its
+  connection for the next POST: the head within :data:`ANSWER_HEAD_LIMIT` bytes, a ``Content-Length`` or
+  chunked body within :data:`ANSWER_BODY_LIMIT` bytes, all within the same deadline; anything else (a longer,
+  unframed or slower answer, ``Connection: close``, HTTP/1.0, bytes after the answer) drops the connection
+  and leaves the status as it was read.
+- **Connections kept** (:class:`Connections`, one per delivery round): a host is looked up once per round
+  and every connection to it goes to those checked addresses; an idle connection is taken by one POST at a
+  time (a sender never waits for another's), so a receiver sees one connection for events sent in turn and
+  at most one per concurrent sender. A dropped connection is replaced by a fresh one to the same checked
+  addresses, never by a new look-up. A kept connection the receiver closed before answering (nothing
+  received) is retried once on a fresh connection within the same deadline, as a fresh connection would
+  have been tried.
 
 requests/urllib3 are not used here: urllib3 can connect to a checked address (``server_hostname``,
 ``assert_hostname``), but their timeouts bound each socket operation, not the call (requests/requests#4276),
@@ -19,12 +31,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
+import select
 import socket
 import ssl
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
@@ -35,6 +49,8 @@ Resolver = Callable[[str, int], Iterable[str]]
 DEFAULT_TIMEOUT = 5.0  # ALERT_WEBHOOK_TIMEOUT's default (app/config.py)
 #: bytes read of an answer at most (status lines and the headers of 1xx interim answers)
 ANSWER_HEAD_LIMIT = 4096
+#: bytes of an answer's body read at most to keep its connection (a longer body drops the connection)
+ANSWER_BODY_LIMIT = 4096
 #: concurrent host look-ups; a look-up past its deadline is abandoned to this pool, never waited for
 RESOLVER_THREADS = 4
 
@@ -87,6 +103,8 @@ NAT64 = _N("64:ff9b::/96")
 
 _HOST = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?")
 _STATUS = re.compile(rb"HTTP/1\.[01] ([0-9]{3})[ \r\n]")
+_DIGITS = re.compile(r"[0-9]{1,9}")
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,8}")
 
 
 class WebhookError(OSError):
@@ -95,6 +113,10 @@ class WebhookError(OSError):
 
 class Refused(WebhookError):
     """The URL or the addresses of its host are not allowed (a clear message for the subscriber)."""
+
+
+class _Gone(WebhookError):
+    """The receiver closed the connection before a byte of an answer."""
 
 
 def options(config) -> dict:
@@ -221,17 +243,21 @@ def destination(
 ) -> Destination:
     """Check ``url`` and look its host up once; :class:`Refused` (saying why) or :class:`WebhookError`."""
     host, port, tls = ascii_host(url)
-    parts = urlsplit(url)
-    target = quote(parts.path or "/", safe="/%!$&'()*+,;=:@-._~")
-    if parts.query:
-        target += "?" + quote(parts.query, safe="/?%!$&'()*+,;=:@-._~")
     addresses = resolve(host, port, resolver, timeout)
     if not allow_private:
         for ip in addresses:
             why = refusal(ip)
             if why is not None:
                 raise Refused(f"the webhook host {host} has the non-public address {ip}: {why}")
-    return Destination(host, port, tls, target, addresses)
+    return Destination(host, port, tls, _target(url), addresses)
+
+
+def _target(url: str) -> str:
+    parts = urlsplit(url)
+    target = quote(parts.path or "/", safe="/%!$&'()*+,;=:@-._~")
+    if parts.query:
+        target += "?" + quote(parts.query, safe="/?%!$&'()*+,;=:@-._~")
+    return target
 
 
 class _Deadline:
@@ -267,28 +293,146 @@ def _connect(dest: Destination, deadline: _Deadline) -> socket.socket:
     raise WebhookError(f"the webhook host is not reachable: {type(last).__name__}") from last
 
 
-def _read_status(sock: socket.socket, deadline: _Deadline) -> int:
+class _Answer:
+    """The bytes of one answer as they are read: at most ``limit`` in all, each read within the deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: _Deadline):
+        self.sock, self.deadline = sock, deadline
+        self.buf, self.total = b"", 0
+
+    def fill(self, limit: int) -> None:
+        if self.total >= limit:
+            raise WebhookError(f"the webhook answer is longer than {limit} bytes")
+        chunk = self.deadline.arm(self.sock).recv(limit - self.total)
+        if not chunk:
+            raise (_Gone if self.total == 0 else WebhookError)(
+                "the webhook closed the connection before answering"
+            )
+        self.buf, self.total = self.buf + chunk, self.total + len(chunk)
+
+
+def _final_status(answer: _Answer) -> int:
     """The status of the final answer, reading at most ``ANSWER_HEAD_LIMIT`` bytes in all; 1xx interim
-    answers (status line and headers) are skipped."""
-    buf, total = b"", 0
+    answers (status line and headers) are skipped. ``answer.buf`` is left at the final status line."""
     while True:
-        match = _STATUS.match(buf)
+        match = _STATUS.match(answer.buf)
         if match:
             status = int(match.group(1))
             if not 100 <= status < 200:
                 return status
-            end = buf.find(b"\r\n\r\n")
+            end = answer.buf.find(b"\r\n\r\n")
             if end >= 0:
-                buf = buf[end + 4 :]
+                answer.buf = answer.buf[end + 4 :]
                 continue
-        elif len(buf) >= len(b"HTTP/1.1 200 "):
+        elif len(answer.buf) >= len(b"HTTP/1.1 200 "):
             raise WebhookError("the webhook answer is not HTTP/1.x")
-        if total >= ANSWER_HEAD_LIMIT:
+        if answer.total >= ANSWER_HEAD_LIMIT:
             raise WebhookError(f"the webhook answer's head is longer than {ANSWER_HEAD_LIMIT} bytes")
-        chunk = deadline.arm(sock).recv(ANSWER_HEAD_LIMIT - total)
-        if not chunk:
-            raise WebhookError("the webhook closed the connection before answering")
-        buf, total = buf + chunk, total + len(chunk)
+        answer.fill(ANSWER_HEAD_LIMIT)
+
+
+def _read_status(sock: socket.socket, deadline: _Deadline) -> int:
+    """The status of the final answer (:func:`_final_status`), reading nothing more."""
+    return _final_status(_Answer(sock, deadline))
+
+
+def _rest(answer: _Answer, status: int) -> bool:
+    """Read the rest of the answer whose final status line starts ``answer.buf``; whether the connection can
+    carry the next request (an HTTP/1.1 answer without ``Connection: close``, its head within
+    ``ANSWER_HEAD_LIMIT`` bytes, its body framed by ``Content-Length`` or chunked within
+    ``ANSWER_BODY_LIMIT`` bytes, and nothing after it). Raises ``OSError`` (the deadline, the cap, a close)."""
+    while (end := answer.buf.find(b"\r\n\r\n")) < 0:
+        answer.fill(ANSWER_HEAD_LIMIT)
+    lines = answer.buf[:end].decode("latin-1").split("\r\n")
+    answer.buf = answer.buf[end + 4 :]
+    if not lines[0].startswith("HTTP/1.1 "):
+        return False
+    fields: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip():
+            return False
+        fields.setdefault(name.lower(), []).append(value.strip())
+    if "close" in {t.strip().lower() for v in fields.get("connection", ()) for t in v.split(",")}:
+        return False
+    limit = answer.total - len(answer.buf) + ANSWER_BODY_LIMIT  # bytes read in all, through the body's end
+    if status in (204, 304):
+        return not answer.buf
+    if "transfer-encoding" in fields:
+        if [v.lower() for v in fields["transfer-encoding"]] != ["chunked"] or "content-length" in fields:
+            return False
+        return _chunked(answer, limit)
+    lengths = set(fields.get("content-length", ()))
+    if len(lengths) != 1 or not _DIGITS.fullmatch(value := lengths.pop()) or int(value) > ANSWER_BODY_LIMIT:
+        return False  # a body up to the close, conflicting lengths, or longer than read for a connection
+    while len(answer.buf) < int(value):
+        answer.fill(limit)
+    return len(answer.buf) == int(value)
+
+
+def _line(answer: _Answer, limit: int) -> bytes:
+    while (eol := answer.buf.find(b"\r\n")) < 0:
+        answer.fill(limit)
+    line, answer.buf = answer.buf[:eol], answer.buf[eol + 2 :]
+    return line
+
+
+def _chunked(answer: _Answer, limit: int) -> bool:
+    """Read a chunked body and its trailers within ``limit`` bytes read in all; whether it was well formed."""
+    while True:
+        size_text = _line(answer, limit).split(b";", 1)[0].strip()
+        if not _CHUNK_SIZE.fullmatch(size_text) or int(size_text, 16) > ANSWER_BODY_LIMIT:
+            return False
+        size = int(size_text, 16)
+        if size == 0:
+            break
+        while len(answer.buf) < size + 2:
+            answer.fill(limit)
+        if answer.buf[size : size + 2] != b"\r\n":
+            return False
+        answer.buf = answer.buf[size + 2 :]
+    while _line(answer, limit):  # trailer fields, up to the empty line
+        pass
+    return not answer.buf
+
+
+@contextmanager
+def _as_webhook_error(deadline: _Deadline):
+    """Everything a socket raises as a :class:`WebhookError` that says what failed."""
+    try:
+        yield
+    except WebhookError:
+        raise
+    except socket.timeout:
+        raise WebhookError(f"the webhook did not answer within {deadline.seconds:g} s") from None
+    except ssl.SSLError as exc:
+        raise WebhookError(f"TLS with the webhook failed: {exc.reason or type(exc).__name__}") from exc
+    except OSError as exc:
+        raise WebhookError(f"the webhook connection failed: {type(exc).__name__}") from exc
+
+
+def _open(dest: Destination, deadline: _Deadline) -> socket.socket:
+    """A connection to one of the checked addresses of ``dest``, TLS done (verified against the host name)."""
+    sock = _connect(dest, deadline)
+    try:
+        with _as_webhook_error(deadline):
+            if dest.tls:
+                context = ssl.create_default_context()
+                sock = context.wrap_socket(sock, server_hostname=dest.host, do_handshake_on_connect=False)
+                deadline.arm(sock)
+                sock.do_handshake()
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _request(dest: Destination, headers: dict[str, str], body: bytes, *, keep: bool) -> bytes:
+    head = [f"POST {dest.target} HTTP/1.1", f"Host: {dest.host_header}"]
+    head += [f"{name}: {value}" for name, value in headers.items()]
+    head += [f"Content-Length: {len(body)}", "Accept-Encoding: identity"]
+    head += [] if keep else ["Connection: close"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
 
 
 def post(
@@ -301,32 +445,146 @@ def post(
     resolver: Resolver | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
-    """POST ``body`` to ``url`` within ``timeout`` seconds in all; the answer's status code.
+    """POST ``body`` to ``url`` within ``timeout`` seconds in all, on a connection of its own (closed after
+    the status line); the answer's status code.
 
     Raises :class:`WebhookError` (an ``OSError``) for everything that is not an answer.
     """
     deadline = _Deadline(float(timeout), clock)
     dest = destination(url, allow_private=allow_private, resolver=resolver, timeout=deadline.left())
-    head = [f"POST {dest.target} HTTP/1.1", f"Host: {dest.host_header}"]
-    head += [f"{name}: {value}" for name, value in headers.items()]
-    head += [f"Content-Length: {len(body)}", "Accept-Encoding: identity", "Connection: close"]
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
-    sock = _connect(dest, deadline)
+    request = _request(dest, headers, body, keep=False)
+    sock = _open(dest, deadline)
     try:
-        if dest.tls:
-            context = ssl.create_default_context()
-            sock = context.wrap_socket(sock, server_hostname=dest.host, do_handshake_on_connect=False)
-            deadline.arm(sock)
-            sock.do_handshake()
-        deadline.arm(sock).sendall(request)
-        return _read_status(sock, deadline)
-    except WebhookError:
-        raise
-    except socket.timeout:
-        raise WebhookError(f"the webhook did not answer within {deadline.seconds:g} s") from None
-    except ssl.SSLError as exc:
-        raise WebhookError(f"TLS with the webhook failed: {exc.reason or type(exc).__name__}") from exc
-    except OSError as exc:
-        raise WebhookError(f"the webhook connection failed: {type(exc).__name__}") from exc
+        with _as_webhook_error(deadline):
+            deadline.arm(sock).sendall(request)
+            return _read_status(sock, deadline)
     finally:
         sock.close()
+
+
+def _idle(sock: socket.socket) -> bool:
+    """Whether a kept connection is still open with nothing to read (a close or stray bytes end it)."""
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return not poller.poll(0) and not (isinstance(sock, ssl.SSLSocket) and sock.pending())
+    except (OSError, ValueError):
+        return False
+
+
+class Connections:
+    """The webhook connections of one delivery round (``with``: closed at its end); :meth:`post` as
+    :func:`post` does, on a kept connection.
+
+    A host is looked up once per round (checked as :func:`destination` does) and its connections go only to
+    those addresses. Idle connections are kept per (host, checked addresses, port, TLS); a POST takes one
+    (or opens one: it never waits for another POST) and gives it back when the whole answer was read within
+    the caps and the deadline and the receiver keeps it open. ``opened`` counts the connections opened.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float,
+        allow_private: bool,
+        resolver: Resolver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.timeout, self.allow_private, self.resolver, self.clock = (
+            float(timeout),
+            allow_private,
+            resolver,
+            clock,
+        )
+        self.opened = 0
+        self._lock = threading.Lock()
+        self._where: dict[tuple[str, int, bool], tuple[IPAddress, ...]] = {}
+        self._idle: dict[tuple, list[socket.socket]] = {}
+        self._closed = False
+
+    def __enter__(self) -> Connections:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every kept connection; later POSTs close theirs after the answer."""
+        with self._lock:
+            self._closed = True
+            kept, self._idle = self._idle, {}
+        for socks in kept.values():
+            for sock in socks:
+                sock.close()
+
+    def destination(self, url: str, deadline: _Deadline) -> Destination:
+        """``url`` checked, its host's addresses as looked up the first time in this round."""
+        host, port, tls = ascii_host(url)
+        with self._lock:
+            addresses = self._where.get((host, port, tls))
+        if addresses is not None:
+            return Destination(host, port, tls, _target(url), addresses)
+        dest = destination(
+            url, allow_private=self.allow_private, resolver=self.resolver, timeout=deadline.left()
+        )
+        with self._lock:  # two first POSTs may both look up: each connects to what it checked
+            self._where.setdefault((host, port, tls), dest.addresses)
+        return dest
+
+    def _take(self, key: tuple) -> socket.socket | None:
+        while True:
+            with self._lock:
+                idle = self._idle.get(key)
+                sock = idle.pop() if idle else None
+            if sock is None or _idle(sock):
+                return sock
+            sock.close()
+
+    def _give(self, key: tuple, sock: socket.socket) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.setdefault(key, []).append(sock)
+                return
+        sock.close()
+
+    def post(self, url: str, headers: dict[str, str], body: bytes) -> int:
+        """POST ``body`` to ``url`` within the deadline; the answer's status code (:func:`post`)."""
+        deadline = _Deadline(self.timeout, self.clock)
+        dest = self.destination(url, deadline)
+        request = _request(dest, headers, body, keep=True)
+        key = (dest.host, dest.addresses, dest.port, dest.tls)
+        sock = self._take(key)
+        while True:
+            kept = sock is not None
+            if sock is None:
+                sock = _open(dest, deadline)
+                with self._lock:
+                    self.opened += 1
+            answer = _Answer(sock, deadline)
+            try:
+                with _as_webhook_error(deadline):
+                    try:
+                        deadline.arm(sock).sendall(request)
+                        status = _final_status(answer)
+                    except (ConnectionResetError, BrokenPipeError):
+                        if answer.total:
+                            raise
+                        raise _Gone("the webhook closed the connection before answering") from None
+            except _Gone:
+                sock.close()
+                if kept:  # closed while idle, before reading the request: once more on a fresh connection
+                    sock = None
+                    continue
+                raise
+            except BaseException:
+                sock.close()
+                raise
+            try:
+                keep = _rest(answer, status)
+            except OSError:  # the status stands; what follows it only decides whether the connection stays
+                keep = False
+            if keep:
+                self._give(key, sock)
+            else:
+                sock.close()
+            return status
