@@ -112,12 +112,14 @@ def test_pair_table_sub_cells_and_lists_equal_brute_force_and_the_oracle():
     # entries without a cell certificate: some sub-cells certified, not all
     assert 0.1 < (t.sub_target >= 0).mean() < 0.95 and t.sub_target.size == t.lists.rows.size * SUBCELLS**2
     s_lat, s_lng = _special_points(geoms)
-    lat = np.r_[rng.normal(51.21, 0.02, 3000), s_lat]
-    lng = np.r_[rng.normal(4.39, 0.03, 3000), s_lng]
+    # queries spread around, and dense around the vertices (where cells lie across a corner's lines)
+    at = rng.integers(0, s_lat.size, 12000)
+    lat = np.r_[rng.normal(51.21, 0.02, 3000), s_lat[at] + rng.normal(0, 0.002, at.size), s_lat]
+    lng = np.r_[rng.normal(4.39, 0.03, 3000), s_lng[at] + rng.normal(0, 0.003, at.size), s_lng]
     q, k, km = t.pairs(lat, lng)
     want = _brute(ex, lat, lng, 0.5)
-    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == want and len(want) > 800
-    special = np.flatnonzero(q >= 3000)
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == want and len(want) > 10000
+    special = np.flatnonzero(q >= lat.size - s_lat.size)
     assert (km[special] == 0.0).sum() > 20  # on vertices and edges (and not in the hole)
     for i in np.r_[special[:: max(1, special.size // 60)], rng.choice(q.size, 40, replace=False)].tolist():
         got = oracle_km(geoms[k[i]], ex.lat[k[i]], ex.lng[k[i]], lat[q[i]], lng[q[i]])
