@@ -14,7 +14,10 @@ rule of the works pairs, with no filter per candidate). Used by the pair table o
 With :class:`geo.index.extents.Extents` each point stands for its extent: a cell lists the points whose
 extent may come within ``r`` of it (``d(c, w) <= r + rho + reach``, and the extent's own distance from the cell's
 centre at most ``r + rho`` plus ``EXTENT_SLACK_KM``), and a candidate's distance is the extent's
-(:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent).
+(:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent). Entries whose cell has
+a certified nearest vertex take its haversine; the others look up the query's sub-cell (``SUBCELLS`` per side),
+which may have one, and else measure the entry's edge list (:class:`geo.index.edge_lists.EdgeLists`): the same
+floats in every case.
 """
 
 from __future__ import annotations
