@@ -442,7 +442,11 @@ def _nearest(x, y, slot, columns):
     the row's gnomonic plane: ``columns`` (ax, ay, dx, dy, 1 / length^2, start vertex) as (bucket rows,
     width) arrays, ``slot`` the query's row in them; the first nearest edge decides. ``vertex`` is the
     index of the vertex that nearest point is (-1 inside an edge; its km is then the angle to the foot)."""
-    ax, ay, dx, dy, inv, vs = (c.take(slot, axis=0) for c in columns)
+    return _nearest_in(x, y, *(c.take(slot, axis=0) for c in columns))
+
+
+def _nearest_in(x, y, ax, ay, dx, dy, inv, vs):
+    """:func:`_nearest` with each query's edges given as (queries, width) arrays."""
     rx = x[:, None] - ax  # from the edge's start to the query
     ry = y[:, None] - ay
     t = rx * dx

@@ -14,7 +14,10 @@ rule of the works pairs, with no filter per candidate). Used by the pair table o
 With :class:`geo.index.extents.Extents` each point stands for its extent: a cell lists the points whose
 extent may come within ``r`` of it (``d(c, w) <= r + rho + reach``, and the extent's own distance from the cell's
 centre at most ``r + rho`` plus ``EXTENT_SLACK_KM``), and a candidate's distance is the extent's
-(:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent).
+(:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent). Entries whose cell has
+a certified nearest vertex take its haversine; the others look up the query's sub-cell (``SUBCELLS`` per side),
+which may have one, and else measure the entry's edge list (:class:`geo.index.edge_lists.EdgeLists`): the same
+floats in every case.
 """
 
 from __future__ import annotations
@@ -26,9 +29,11 @@ import numpy as np
 
 from .cell_grid import KM_PER_DEG, CellGrid
 from .count_table import EXTENT_SLACK_KM
+from .edge_lists import EdgeLists
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CELLS_PER_RADIUS = 8
+SUBCELLS = 4  # per side of a cell, for the vertex certificates of the entries without one
 MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
@@ -119,28 +124,33 @@ class PairTable:
         cell, point = np.concatenate(cells), np.concatenate(points)
         order = np.lexsort((rank[point], cell))
         cell, point = cell[order], point[order]
-        target = self._targets(grid, cell, point)
+        target, listed = self._targets(grid, cell, point)
         n_cells = self.nx * self.ny
         lists = [
-            (cell[m] + g * n_cells, point[m], target[m]) for g, m in enumerate(self.allowed[:, group[point]])
+            (cell[m] + g * n_cells, point[m], target[m], listed[m])
+            for g, m in enumerate(self.allowed[:, group[point]])
         ]
-        cell = np.concatenate([c for c, _, _ in lists])
-        self.entries = np.concatenate([p for _, p, _ in lists])
-        self.target = np.concatenate([t for _, _, t in lists])
+        cell = np.concatenate([c for c, _, _, _ in lists])
+        self.entries = self.k.take(np.concatenate([p for _, p, _, _ in lists]))  # the constructor's rows
+        self.target = np.concatenate([t for _, _, t, _ in lists])
+        self.listed = np.concatenate([x for _, _, _, x in lists])
         counts = np.bincount(cell, minlength=n_cells * self.allowed.shape[0])
         self.start = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=self.start[1:])
 
-    def _targets(self, grid, cell, point) -> np.ndarray:
+    def _targets(self, grid, cell, point):
         """Per (cell, point) entry, the location whose haversine the kernel takes first: the point itself, or
         (``target >= k.size``) the vertex of its extent that is the nearest part of it from the whole cell
         (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). Only the
-        entries whose target is the point and whose point has an extent go through the edges."""
+        entries whose target is the point and whose point has an extent go through the edges: those of their
+        list in ``self.lists`` (:class:`geo.index.edge_lists.EdgeLists`, the entry's position in it; -1 for
+        the other entries)."""
         n_k = self.k.size
         self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
         self.edged = np.zeros(n_k, dtype=bool)
+        listed = np.full(point.size, -1, dtype=np.int64)
         if self.extents is None:
-            return point
+            return point, listed
         ex = self.extents
         self.edged = ex.has[self.k]
         iy, ix = np.divmod(cell, grid.nx)
@@ -151,7 +161,19 @@ class PairTable:
             np.r_[a, v] for a, v in zip((self.lat_r, self.lng_r, self.cos_lat), ex.vertex)
         )
         self.edged = np.r_[self.edged, np.zeros(ex.vertex.shape[1], dtype=bool)]
-        return np.where(vertex >= 0, n_k + vertex, point)
+        edged = np.flatnonzero((vertex < 0) & ex.has[self.k[point]])
+        self.lists = EdgeLists.build(ex, self.k[point[edged]], c_lat[edged], c_lng[edged], grid.rho)
+        listed[edged] = np.arange(edged.size)
+        # the same certificate per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one
+        s = SUBCELLS
+        sy, sx = np.divmod(np.arange(s * s), s)
+        sub_lat = np.radians(grid.y0 + (iy[edged, None] + (sy + 0.5) / s) * grid.hy)
+        sub_lng = np.radians(grid.x0 + (ix[edged, None] + (sx + 0.5) / s) * grid.hx)
+        sub_rho = (grid.rho - SLACK_KM) / s + SLACK_KM  # rho scales with the cell; the slack stays
+        rows = np.repeat(self.k[point[edged]], s * s)
+        sub = ex.sure_vertex(rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho)
+        self.sub_target = np.where(sub >= 0, n_k + sub, -1).astype(np.int32)
+        return np.where(vertex >= 0, n_k + vertex, point), listed
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
@@ -206,10 +228,15 @@ class PairTable:
     def _chunk(self, lat_d, lng_d, group, first):
         """The (query, point, km) blocks of up to QUERY_CHUNK queries, their candidates taken about
         PAIR_BLOCK at a time so that every temporary array of the distance stays in cache."""
-        iy = np.floor((lat_d - self.y0) / self.dlat)
-        ix = np.floor((lng_d - self.x0) / self.dlng)
+        fy = (lat_d - self.y0) / self.dlat
+        fx = (lng_d - self.x0) / self.dlng
+        iy, ix = np.floor(fy), np.floor(fx)
         inside = (iy >= 0) & (iy < self.ny) & (ix >= 0) & (ix < self.nx)
         rows = np.flatnonzero(inside)
+        # the query's sub-cell in its cell (the position within the cell, as the cell's, from these floats)
+        sub_y = np.minimum(np.floor((fy.take(rows) - iy.take(rows)) * SUBCELLS), SUBCELLS - 1)
+        sub_x = np.minimum(np.floor((fx.take(rows) - ix.take(rows)) * SUBCELLS), SUBCELLS - 1)
+        sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int64)
         cell = iy[rows].astype(np.int64) * self.nx + ix[rows].astype(np.int64)
         if group is not None:
             cell += group[first + rows]
@@ -235,16 +262,31 @@ class PairTable:
                 q_lat, q_lng, q_cos, self.t_lat_r.take(tg), self.t_lng_r.take(tg), self.t_cos.take(tg)
             )
             edged = np.flatnonzero(self.edged.take(tg))
-            if edged.size:  # the distance to the extent's edges
-                rows_e = self.k.take(self.entries.take(e.take(edged)))
+            if edged.size:  # a vertex certified for the query's sub-cell, else the extent's edges
+                listed = self.listed.take(e.take(edged))
+                at = np.searchsorted(ends[a:b] - (ends[a - 1] if a else 0), edged, side="right") + a
+                sub = self.sub_target.take(listed * (SUBCELLS * SUBCELLS) + sub_q.take(at))
+                vx = np.flatnonzero(sub >= 0)
+                if vx.size:
+                    v, i = sub.take(vx), edged.take(vx)
+                    km[i] = haversine_rad(
+                        q_lat.take(i),
+                        q_lng.take(i),
+                        q_cos.take(i),
+                        self.t_lat_r.take(v),
+                        self.t_lng_r.take(v),
+                        self.t_cos.take(v),
+                    )
+                    rest = np.flatnonzero(sub < 0)
+                    edged, listed = edged.take(rest), listed.take(rest)
                 q = (q_lat.take(edged), q_lng.take(edged), q_cos.take(edged))
-                near, d = self.extents.within(rows_e, *q, km.take(edged), self.radius)
+                near, d = self.lists.within(listed, *q, km.take(edged), self.radius)
                 km[edged] = np.inf
                 km[edged.take(near)] = d
             hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
             km = km.take(hit)
             query = np.repeat(rows[a:b] + first, n)
-            found.append((query.take(hit), self.k.take(self.entries.take(e.take(hit))), km))
+            found.append((query.take(hit), self.entries.take(e.take(hit)), km))
         return found
 
 

@@ -1,0 +1,185 @@
+"""Per (disc, extent) entry of a cell table: the edges that can be the nearest, and on which side the disc lies.
+
+:meth:`geo.index.extents.Extents.km` finds the first nearest edge of an extent among all its edges and, where
+the query may lie inside (its haversine to the extent's point at most the extent's reach), counts the crossings of
+all its area edges. A cell table knows, at build, the disc of radius ``rho`` that holds every query of a cell; per
+(cell, extent) entry it can decide once for the whole disc (:meth:`EdgeLists.build`):
+
+* which edges can never be the first nearest one: in the extent's gnomonic plane, with ``m(e)`` the distance
+  from the disc's centre to edge ``e``, ``e*`` the nearest edge there and ``rho'`` the disc's radius in the
+  plane, an edge ``f`` is dropped when ``m(f) - m(e*)`` exceeds the most ``d(q, f) - d(q, e*)`` can change over
+  the disc, plus a margin far above rounding. That change is at most ``2 rho'`` (both distances are
+  1-Lipschitz) and, when the disc is clear of the extent by ``c = m(e*) - rho' > 0``, at most
+  ``rho' delta / c`` (the gradients are the unit vectors from the nearest points ``a`` on ``f`` and ``b`` on
+  ``e*``, which differ by at most ``2 |a - b| / (|q - a| + |q - b|)`` (Dunkl-Williams); ``delta`` bounds
+  ``|a - b|`` by the largest distance between the two edges' end points). A dropped edge is farther than a kept
+  one from every query of the disc, so the first nearest edge among the kept ones, kept in their order, is the
+  first nearest edge of all: the distance is the same float.
+* the side: a disc clear of every edge lies wholly outside (no crossing count needed) or wholly inside (the
+  distance is 0) the extent, decided once at its centre; otherwise the queries are counted as before.
+
+The margins and the disc's radius in the plane are those of :meth:`geo.index.extents.Extents.sure_vertex`.
+:meth:`EdgeLists.km` then gives, per pair, the float :meth:`Extents.km` gives (tested bit for bit against it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .extents import EDGE_BLOCK, Extents, _nearest
+from .spherical import EARTH_RADIUS_KM, haversine_rad
+
+CROSSING, OUTSIDE, INSIDE = 0, 1, 2  # the side of an entry's disc
+
+
+class EdgeLists:
+    """Per entry: its extent's row, the side of its disc (``CROSSING``, ``OUTSIDE``, ``INSIDE``) and the edges
+    that can be its nearest, as padded (entries of a bucket, width) index arrays into the extent's edges (a list
+    shorter than its bucket repeats its last edge, which changes no first minimum).
+
+    Examples
+    --------
+    >>> from shapely.geometry import box
+    >>> ex = Extents(np.array([51.0]), np.array([4.0]), [box(3.999, 50.999, 4.001, 51.001)])
+    >>> lists = EdgeLists.build(ex, np.array([0, 0]), np.radians([51.01, 51.0]), np.radians([4.0, 4.0]), 0.05)
+    >>> lists.side.tolist(), [int(lists.count[i]) for i in range(2)]  # north: 3 of the 4 edges; on the box
+    ([1, 2], [3, 4])
+    """
+
+    def __init__(self, extents: Extents, rows, side, count, bucket, slot, index):
+        self.extents = extents
+        self.rows, self.side, self.count = rows, side, count
+        self.bucket, self.slot, self.index = bucket, slot, index
+
+    @staticmethod
+    def build(extents: Extents, rows, lat_r, lng_r, rho_km: float, block: int = 1 << 18) -> EdgeLists:
+        """The lists of the entries (``rows[i]``, the disc of radius ``rho_km`` around ``lat_r[i]``,
+        ``lng_r[i]``); every row must have an extent."""
+        rows = np.asarray(rows, dtype=np.int64)
+        side = np.zeros(rows.size, dtype=np.int8)
+        keep = np.zeros(int((extents.start.take(rows + 1) - extents.start.take(rows)).sum()), dtype=bool)
+        at_edge = 0
+        for s in range(0, rows.size, block):
+            r = rows[s : s + block]
+            side[s : s + r.size], k = _cull(extents, r, lat_r[s : s + block], lng_r[s : s + block], rho_km)
+            keep[at_edge : at_edge + k.size] = k
+            at_edge += k.size
+        n_e = extents.start.take(rows + 1) - extents.start.take(rows)
+        first = np.cumsum(n_e) - n_e
+        e = np.repeat(extents.start.take(rows) - first, n_e) + np.arange(int(n_e.sum()))
+        # one list per distinct (row, kept edges): a few per extent, so the lists' columns stay in cache
+        pos = np.arange(e.size) - np.repeat(first, n_e)
+        wide = np.repeat(n_e > 62, n_e)
+        keep |= wide  # more edges than bits: all kept
+        bits = np.where(keep & ~wide, np.left_shift(1, np.minimum(pos, 62)), 0)
+        mask = np.add.reduceat(bits, first) if rows.size else np.zeros(0, dtype=np.int64)
+        _, one, of = np.unique(np.stack([rows, mask], axis=1), axis=0, return_index=True, return_inverse=True)
+        of = of.reshape(-1)
+        count = np.add.reduceat(keep.astype(np.int64), first) if rows.size else np.zeros(0, dtype=np.int64)
+        kept = e[keep]  # the kept edges, by entry, in their order
+        kept_first = (np.cumsum(count) - count).take(one)
+        n_kept = count.take(one)
+        width = np.where(n_kept <= 4, n_kept, 1 << np.ceil(np.log2(np.maximum(n_kept, 1))).astype(np.int64))
+        bucket = np.full(one.size, -1, dtype=np.int64)
+        slot = np.zeros(one.size, dtype=np.int64)
+        index = []
+        for b, w in enumerate(np.unique(width).tolist()):
+            at = np.flatnonzero(width == w)
+            bucket[at], slot[at] = b, np.arange(at.size)
+            e_at = kept.take(kept_first[at, None] + np.minimum(np.arange(w), n_kept[at, None] - 1))
+            index.append(tuple(np.ascontiguousarray(c.take(e_at)) for c in (*extents.edges[:5], extents.vs)))
+        bucket, slot = bucket.take(of), slot.take(of)
+        return EdgeLists(extents, rows, side, count, bucket, slot, index)
+
+    def km(self, entry, lat_r, lng_r, cos_lat, rep_km) -> np.ndarray:
+        """Distance (km) per pair ``(query i, entry[i])``, the float of :meth:`Extents.km` for the entry's row,
+        for queries in the entry's disc."""
+        ex = self.extents
+        rows = self.rows.take(entry)
+        side = self.side.take(entry)
+        reach = ex.reach.take(rows)
+        maybe = rep_km <= reach
+        out = np.zeros(rows.size)
+        vertex = np.full(rows.size, -1, dtype=np.int64)
+        zero = (side == INSIDE) & maybe  # inside the extent: 0 (Extents.km's crossing count says so)
+        measure = np.flatnonzero(~zero) if zero.any() else np.arange(rows.size)
+        if measure.size < rows.size:
+            x, y = ex._plane(
+                rows.take(measure), lat_r.take(measure), lng_r.take(measure), cos_lat.take(measure)
+            )
+            bucket, slot = self.bucket.take(entry.take(measure)), self.slot.take(entry.take(measure))
+        else:
+            x, y = ex._plane(rows, lat_r, lng_r, cos_lat)
+            bucket, slot = self.bucket.take(entry), self.slot.take(entry)
+        for b, columns in enumerate(self.index):
+            sel = np.flatnonzero(bucket == b) if len(self.index) > 1 else np.arange(measure.size)
+            step = max(1, EDGE_BLOCK // columns[0].shape[1])
+            for s in range(0, sel.size, step):
+                at = sel[s : s + step]
+                i = measure.take(at) if measure.size < rows.size else at
+                out[i], vertex[i] = _nearest(x.take(at), y.take(at), slot.take(at), columns)
+        at = np.flatnonzero(vertex >= 0)  # the nearest point is a vertex: its haversine
+        if at.size:
+            v = vertex.take(at)
+            lat_v, lng_v, cos_v = (c.take(v) for c in ex.vertex)
+            out[at] = haversine_rad(lat_r.take(at), lng_r.take(at), cos_lat.take(at), lat_v, lng_v, cos_v)
+        cross = np.flatnonzero(maybe.take(measure) & (side.take(measure) == CROSSING))
+        if cross.size:
+            i = measure.take(cross)
+            out[i[ex._inside(rows.take(i), x.take(cross), y.take(cross))]] = 0.0
+        return np.minimum(np.maximum(out, rep_km - reach), rep_km)  # Extents._exact's bracket
+
+    def within(self, entry, lat_r, lng_r, cos_lat, rep_km, radius_km: float):
+        """(positions of the pairs within ``radius_km``, ascending; their distances), as
+        :meth:`Extents.within` for the entries' rows."""
+        d = np.array(rep_km, dtype=np.float64)
+        need = np.flatnonzero(d - self.extents.reach.take(self.rows.take(entry)) <= radius_km)
+        if need.size:
+            d[need] = self.km(
+                entry.take(need), lat_r.take(need), lng_r.take(need), cos_lat.take(need), d[need]
+            )
+        keep = np.flatnonzero(d <= radius_km)
+        return keep, d.take(keep)
+
+
+def _cull(ex: Extents, rows, lat_r, lng_r, rho_km: float):
+    """(side per entry, keep per (entry, edge) in the rows' edge order) for one block of entries."""
+    xc, yc = ex._plane(rows, lat_r, lng_r, np.cos(lat_r))
+    n_e = ex.start.take(rows + 1) - ex.start.take(rows)
+    first = np.cumsum(n_e) - n_e
+    pair = np.repeat(np.arange(rows.size), n_e)
+    e = np.repeat(ex.start.take(rows) - first, n_e) + np.arange(int(n_e.sum()))
+    ax, ay, dx, dy, inv = (ex.edges[i].take(e) for i in range(5))
+    rx, ry = xc.take(pair) - ax, yc.take(pair) - ay
+    t = np.clip((rx * dx + ry * dy) * inv, 0.0, 1.0)
+    m = np.hypot(t * dx - rx, t * dy - ry)  # plane distance from the centre to each edge
+    m_min = np.minimum.reduceat(m, first)
+    pos = np.where(m == m_min.take(pair), np.arange(e.size), e.size)
+    j = np.minimum.reduceat(pos, first)  # the nearest edge at the centre
+    # the disc in the plane and the margins of Extents.sure_vertex
+    centre = np.hypot(xc, yc)
+    rho = rho_km / EARTH_RADIUS_KM
+    rho_p = rho * 1.001 * (1.0 + 2.0 * (centre + 2.0 * rho) ** 2)
+    margin = 1e-11 + 1e-9 * (centre + ex.plane_reach.take(rows))
+    clear = m_min - rho_p
+    # delta: the largest distance between an end of the edge and an end of the centre's nearest edge
+    jx, jy = ax.take(j).take(pair), ay.take(j).take(pair)
+    kx, ky = jx + dx.take(j).take(pair), jy + dy.take(j).take(pair)
+    bx, by = ax + dx, ay + dy
+    delta = np.maximum(
+        np.maximum(np.hypot(ax - jx, ay - jy), np.hypot(ax - kx, ay - ky)),
+        np.maximum(np.hypot(bx - jx, by - jy), np.hypot(bx - kx, by - ky)),
+    )
+    sure = clear > margin
+    change = np.where(
+        sure.take(pair),
+        delta * 1.001 * (rho_p / np.where(sure, clear, 1.0)).take(pair),
+        2.0 * rho_p.take(pair),
+    )
+    keep = m - m_min.take(pair) <= change * 1.001 + 2.0 * margin.take(pair)
+    side = np.full(rows.size, CROSSING, dtype=np.int8)
+    at = np.flatnonzero(sure)
+    if at.size:
+        inside = ex._inside(rows.take(at), xc.take(at), yc.take(at))
+        side[at] = np.where(inside, INSIDE, OUTSIDE)
+    return side, keep

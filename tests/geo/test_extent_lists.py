@@ -1,0 +1,143 @@
+"""The per-entry shortcuts of the works pair table: edge lists and sides (``geo.index.edge_lists``) and the
+vertex certificates per sub-cell (``PairTable.sub_target``). Both must give the floats of ``Extents.km`` bit for
+bit, and the pair table must equal brute force and the great-circle oracle, on the edge cases: queries on an edge,
+on a vertex, inside a hole, multi-part extents, zero-length edges, and a distance exactly at the radius."""
+
+from __future__ import annotations
+
+import numpy as np
+import shapely
+from shapely.geometry import GeometryCollection, LineString, MultiPolygon, Point, Polygon, box
+
+from extent_oracle import oracle_km
+
+from geo.index.edge_lists import CROSSING, INSIDE, OUTSIDE, EdgeLists
+from geo.index.extents import Extents
+from geo.index.pair_table import SUBCELLS, PairTable
+from geo.index.spherical import EARTH_RADIUS_KM, haversine_rad
+
+
+def _works():
+    """Street-like extents around Antwerp: a thin box, an L, a ring with a hole, two parts touching at a
+    corner, a bent line, a line with a repeated vertex (a zero-length edge), a collection with a point."""
+    return [
+        box(4.400, 51.2180, 4.4009, 51.21805),
+        Polygon(
+            [(4.41, 51.20), (4.43, 51.20), (4.43, 51.202), (4.412, 51.202), (4.412, 51.215), (4.41, 51.215)]
+        ),
+        Polygon(
+            box(4.38, 51.23, 4.40, 51.24).exterior.coords, [box(4.385, 51.233, 4.395, 51.237).exterior.coords]
+        ),
+        MultiPolygon([box(4.42, 51.22, 4.4203, 51.2202), box(4.4203, 51.2202, 4.4206, 51.2204)]),
+        LineString([(4.37, 51.19), (4.371, 51.1905), (4.373, 51.1904)]),
+        LineString([(4.36, 51.21), (4.361, 51.21), (4.361, 51.21), (4.362, 51.2102)]),
+        GeometryCollection([Point(4.39, 51.205), box(4.3905, 51.2052, 4.3907, 51.2054)]),
+    ]
+
+
+def _extents():
+    geoms = _works()
+    reps = shapely.point_on_surface(np.array(geoms, dtype=object))
+    return Extents(shapely.get_y(reps), shapely.get_x(reps), geoms), geoms
+
+
+def _special_points(geoms):
+    """(lat, lng) on every vertex, on every edge's midpoint and in the ring's hole."""
+    xy = shapely.get_coordinates(np.array(geoms, dtype=object))
+    mid = (xy[:-1] + xy[1:]) / 2
+    hole = np.array([[4.3865, 51.235], [4.39, 51.2335]])
+    pts = np.vstack([xy, mid, hole])
+    return pts[:, 1], pts[:, 0]
+
+
+def _disc_points(lat_c, lng_c, rho_km, rng, n):
+    """n locations within rho_km of the centre (degrees), a quarter of them on its rim."""
+    bearing = rng.uniform(0, 2 * np.pi, n)
+    dist = rho_km * np.sqrt(rng.uniform(0, 1, n))
+    dist[: n // 4] = rho_km * (1 - 1e-9)
+    dlat = np.degrees(dist / EARTH_RADIUS_KM) * np.cos(bearing)
+    dlng = np.degrees(dist / EARTH_RADIUS_KM) * np.sin(bearing) / np.cos(np.radians(lat_c))
+    return lat_c + dlat, lng_c + dlng
+
+
+def _km(ex, rows, lat, lng):
+    lat_r, lng_r = np.radians(lat), np.radians(lng)
+    cos = np.cos(lat_r)
+    rep = haversine_rad(lat_r, lng_r, cos, ex.lat_r[rows], ex.lng_r[rows], ex.cos_lat[rows])
+    return lat_r, lng_r, cos, rep, ex.km(rows, lat_r, lng_r, cos, rep)
+
+
+def test_edge_lists_give_the_extent_distance_bit_for_bit():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(21)
+    s_lat, s_lng = _special_points(geoms)
+    # discs centred near the extents, on their vertices and edges and in the hole, small and large
+    n = 1500
+    rows = rng.integers(0, ex.size, n)
+    c_lat = np.r_[ex.lat[rows] + rng.normal(0, 0.006, n), s_lat]
+    c_lng = np.r_[ex.lng[rows] + rng.normal(0, 0.009, n), s_lng]
+    rows = np.r_[rows, rng.integers(0, ex.size, s_lat.size)]
+    for rho in (0.03, 0.18):
+        lists = EdgeLists.build(ex, rows, np.radians(c_lat), np.radians(c_lng), rho)
+        n_edges = ex.start[rows + 1] - ex.start[rows]
+        assert (lists.count < n_edges).mean() > 0.2 and (lists.count >= 1).all()
+        assert {CROSSING, OUTSIDE, INSIDE} <= set(lists.side.tolist())
+        entry = np.repeat(np.arange(rows.size), 12)
+        lat, lng = _disc_points(c_lat[entry], c_lng[entry], rho, rng, entry.size)
+        lat, lng = np.r_[lat, c_lat], np.r_[lng, c_lng]  # the centres: on vertices, edges, in the hole
+        entry = np.r_[entry, np.arange(rows.size)]
+        lat_r, lng_r, cos, rep, want = _km(ex, rows[entry], lat, lng)
+        got = lists.km(entry, lat_r, lng_r, cos, rep)
+        assert got.tobytes() == want.tobytes()
+        # the sides hold for every location of the disc
+        assert (want[lists.side[entry] == INSIDE] == 0.0).all()
+        assert (want[lists.side[entry] == OUTSIDE] > 0.0).all()
+        keep, d = lists.within(entry, lat_r, lng_r, cos, rep, 0.05)
+        assert keep.tolist() == np.flatnonzero(want <= 0.05).tolist() and d.tobytes() == want[keep].tobytes()
+
+
+def _brute(ex, lat, lng, radius):
+    q = np.repeat(np.arange(lat.size), ex.size)
+    rows = np.tile(np.arange(ex.size), lat.size)
+    km = _km(ex, rows, lat[q], lng[q])[4]
+    hit = km <= radius
+    return dict(zip(zip(q[hit].tolist(), rows[hit].tolist()), km[hit].tolist()))
+
+
+def test_pair_table_sub_cells_and_lists_equal_brute_force_and_the_oracle():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(22)
+    t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    assert t.usable
+    # entries without a cell certificate: some sub-cells certified, not all
+    assert 0.1 < (t.sub_target >= 0).mean() < 0.95 and t.sub_target.size == t.lists.rows.size * SUBCELLS**2
+    s_lat, s_lng = _special_points(geoms)
+    # queries spread around, and dense around the vertices (where cells lie across a corner's lines)
+    at = rng.integers(0, s_lat.size, 12000)
+    lat = np.r_[rng.normal(51.21, 0.02, 3000), s_lat[at] + rng.normal(0, 0.002, at.size), s_lat]
+    lng = np.r_[rng.normal(4.39, 0.03, 3000), s_lng[at] + rng.normal(0, 0.003, at.size), s_lng]
+    q, k, km = t.pairs(lat, lng)
+    want = _brute(ex, lat, lng, 0.5)
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == want and len(want) > 10000
+    special = np.flatnonzero(q >= lat.size - s_lat.size)
+    assert (km[special] == 0.0).sum() > 20  # on vertices and edges (and not in the hole)
+    for i in np.r_[special[:: max(1, special.size // 30)], rng.choice(q.size, 20, replace=False)].tolist():
+        got = oracle_km(geoms[k[i]], ex.lat[k[i]], ex.lng[k[i]], lat[q[i]], lng[q[i]])
+        assert abs(km[i] - got) < 1e-6, (i, k[i], lat[q[i]], lng[q[i]])
+    in_hole = np.flatnonzero((q >= lat.size - 2) & (k == 2))
+    assert in_hole.size == 2 and (km[in_hole] > 0.0).all()
+
+
+def test_a_distance_exactly_at_the_radius_is_within():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(23)
+    lat, lng = rng.normal(51.21, 0.02, 400), rng.normal(4.39, 0.03, 400)
+    near = _brute(ex, lat, lng, 0.7)
+    # pairs measured to an edge or a vertex of an extent (not to its point)
+    (qi, row), d = next(((p, d) for p, d in near.items() if ex.has[p[1]] and d > 0.3))
+    for radius, listed in ((d, True), (np.nextafter(d, 0.0), False)):
+        t = PairTable(ex.lat, ex.lng, np.arange(ex.size), radius, extents=ex)
+        q, k, km = t.pairs(lat[qi : qi + 1], lng[qi : qi + 1])
+        assert (row in k.tolist()) is listed
+        if listed:
+            assert km[k == row][0] == d
