@@ -38,7 +38,7 @@ TARGETS = {"ping": 0.75, "mixed": 0.40}
 RECORDED = (
     ("6b9602b", 315_442, 778_109, 2_897_710),
     ("Flask-Limiter off the path", 314_333, 533_607, 2_619_057),
-    ("s35: kept per-IP windows, sources plan", 314_333, 0, 0),
+    ("s35: kept per-IP windows, sources plan", 315_689, 515_550, 0),
 )
 
 
@@ -209,6 +209,7 @@ def main(argv=None) -> int:
         shares = "  ".join(
             f"{case} {count:,} ({recorded[0] / count:.1%})"
             for case, count in zip(("ping", "mixed"), recorded[1:])
+            if count  # 0: not measured
         )
         print(f"  {label}: bare {recorded[0]:,}  {shares}")
     return 0
