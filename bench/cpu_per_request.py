@@ -38,7 +38,7 @@ TARGETS = {"ping": 0.75, "mixed": 0.40}
 RECORDED = (
     ("6b9602b", 315_442, 778_109, 2_897_710),
     ("Flask-Limiter off the path", 314_333, 533_607, 2_619_057),
-    ("s35: kept per-IP windows, sources plan", 315_689, 515_550, 0),
+    ("s35: kept per-IP windows, sources plan", 315_689, 515_550, 2_434_776),
 )
 
 
