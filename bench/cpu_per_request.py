@@ -31,6 +31,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WARM = 30
 
+#: issue 29's targets for ``bare / case`` (set on ``make loadtest``'s requests per second, same run)
+TARGETS = {"ping": 0.75, "mixed": 0.40}
+
+#: instructions per request recorded in docs/architecture.md (n = 200): (commit, bare, ping, mixed)
+RECORDED = (
+    ("6b9602b", 315_442, 778_109, 2_897_710),
+    ("Flask-Limiter off the path", 314_333, 533_607, 2_619_057),
+    ("s35: kept per-IP windows, sources plan", 315_689, 515_550, 2_434_776),
+)
+
 
 #: the ``mixed`` rotation: (path, query), ``{loc}`` a saved location of the calling key
 MIX = (
@@ -188,9 +198,20 @@ def main(argv=None) -> int:
             build_snapshot(Path(tmp) / "snapshot", Path(reference), as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
         counts = {case: per_request(case, args.n, Path(tmp)) for case in cases}
     bare = counts["bare"]
-    print(f"{'case':<10}{'instructions/request':>22}{'bare / case':>13}")
+    print(f"load average: {os.getloadavg()[0]:.2f} (instruction counts do not depend on it)")
+    print(f"{'case':<10}{'instructions/request':>22}{'bare / case':>13}{'target':>9}")
     for case, count in counts.items():
-        print(f"{case:<10}{count:>22,.0f}{bare / count:>13.1%}")
+        target = TARGETS.get(case)
+        met = "" if target is None else f"{target:.0%} {'met' if bare / count >= target else 'not met'}"
+        print(f"{case:<10}{count:>22,.0f}{bare / count:>13.1%}  {met}")
+    print("recorded (docs/architecture.md):")
+    for label, *recorded in RECORDED:
+        shares = "  ".join(
+            f"{case} {count:,} ({recorded[0] / count:.1%})"
+            for case, count in zip(("ping", "mixed"), recorded[1:])
+            if count  # 0: not measured
+        )
+        print(f"  {label}: bare {recorded[0]:,}  {shares}")
     return 0
 
 

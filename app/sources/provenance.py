@@ -20,6 +20,7 @@ Same snapshot, same clock and same settings give the same objects (answers stay 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from .catalog import LAYER_SOURCE, SOURCES
@@ -59,16 +60,22 @@ def current_settings() -> SourceSettings:
         return SourceSettings.from_mapping({})
 
 
-def answer_sources(engine, layers, now: datetime, settings: SourceSettings | None = None) -> list[dict]:
-    """The ``sources`` member of an answer computed from ``layers`` of ``engine`` at ``now``.
+@dataclass(frozen=True)
+class _Source:
+    """What one source's object owes to the snapshot and the settings alone, not to the clock."""
 
-    Examples
-    --------
-    >>> answer_sources(engine, ("stations", "no2", "lez"), now)  # doctest: +SKIP
-    [{'source': 'ircel', 'attribution': 'Bron: IRCEL-CELINE', 'licence': 'CC BY 4.0', 'kind': 'demo', ...}]
-    """
-    settings = settings or current_settings()
-    manifest = getattr(engine, "manifest", None) or {}
+    name: str
+    kind: str | None
+    retrieved: dict[str, datetime]
+    dues: tuple[tuple[str, datetime], ...]  # live layers: retrieved + cache expiry, in layer order
+    limits: tuple[tuple[str, float], ...]  # live layers with a freshness limit, in layer order
+    next_update: str | None  # without NO2 (no live NO2 layer), the answer's nextUpdateAt
+    observed_at: str | None  # without NO2, the answer's observedAt (its newest retrieval)
+    retrieved_at: str | None
+
+
+def _plan(manifest: dict, layers: tuple[str, ...], settings: SourceSettings) -> list[_Source]:
+    """The clock-independent half of :func:`answer_sources`, one :class:`_Source` per source."""
     entries = manifest.get("layers") or {}
     fallback = _parse(manifest.get("asOf")) or datetime(1970, 1, 1, tzinfo=timezone.utc)
     by_source: dict[str, list[str]] = {}
@@ -79,40 +86,89 @@ def answer_sources(engine, layers, now: datetime, settings: SourceSettings | Non
     out = []
     for name, own in by_source.items():
         kinds = [str((entries.get(layer) or {}).get("kind") or "") for layer in own]
-        kind = next((k for k in KIND_ORDER if k in kinds), None)
         retrieved = {
             layer: _parse((entries.get(layer) or {}).get("retrievedAt")) or fallback for layer in own
         }
-        observed: dict[str, datetime | None] = dict(retrieved)
-        if "no2" in own:
+        live = [layer for layer, k in zip(own, kinds) if k == "live"]
+        dues = tuple(
+            (layer, retrieved[layer] + timedelta(seconds=settings.cache_expiry.get(f"{name}.{layer}", 0)))
+            for layer in live
+        )
+        out.append(
+            _Source(
+                name=name,
+                kind=next((k for k in KIND_ORDER if k in kinds), None),
+                retrieved=retrieved,
+                dues=dues,
+                limits=tuple(
+                    (layer, settings.freshness[layer]) for layer in live if layer in settings.freshness
+                ),
+                next_update=_iso(min((due for _layer, due in dues), default=None)),
+                observed_at=_iso(max(retrieved.values())),
+                retrieved_at=_iso(min(retrieved.values())),
+            )
+        )
+    return out
+
+
+#: (id(manifest), id(settings), layers) → (manifest, settings, plan); the objects are held so their ids
+#: stay theirs while cached
+_PLANS: dict[tuple, tuple[dict, SourceSettings, list[_Source]]] = {}
+_PLANS_MAX = 64
+
+
+def _planned(manifest: dict, layers: tuple[str, ...], settings: SourceSettings) -> list[_Source]:
+    """:func:`_plan`, kept per (manifest, settings, layers) object. Rule that keeps it true: a loaded
+    snapshot's manifest and an app's source settings are never changed in place (a reload or a refreshed
+    snapshot is a new engine with its own manifest; settings are built once per app)."""
+    key = (id(manifest), id(settings), layers)
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] is manifest and hit[1] is settings:
+        return hit[2]
+    if len(_PLANS) >= _PLANS_MAX:
+        _PLANS.clear()
+    plan = _plan(manifest, layers, settings)
+    _PLANS[key] = (manifest, settings, plan)
+    return plan
+
+
+def answer_sources(engine, layers, now: datetime, settings: SourceSettings | None = None) -> list[dict]:
+    """The ``sources`` member of an answer computed from ``layers`` of ``engine`` at ``now``.
+
+    Examples
+    --------
+    >>> answer_sources(engine, ("stations", "no2", "lez"), now)  # doctest: +SKIP
+    [{'source': 'ircel', 'attribution': 'Bron: IRCEL-CELINE', 'licence': 'CC BY 4.0', 'kind': 'demo', ...}]
+    """
+    settings = settings or current_settings()
+    manifest = getattr(engine, "manifest", None) or {}
+    out = []
+    for plan in _planned(manifest, tuple(layers), settings):
+        observed: dict[str, datetime | None] = dict(plan.retrieved)
+        next_update, observed_at = plan.next_update, plan.observed_at
+        if "no2" in observed:
             from geo.service.air import latest_measured_ms
 
             ms = latest_measured_ms(engine, now)
-            observed["no2"] = None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-        live = [layer for layer, k in zip(own, kinds) if k == "live"]
-        next_update = None
-        for layer in live:
-            due = retrieved[layer] + timedelta(seconds=settings.cache_expiry.get(f"{name}.{layer}", 0))
-            if layer == "no2" and observed["no2"] is not None:
-                due = max(due, observed["no2"] + HOUR)
-            next_update = due if next_update is None else min(next_update, due)
-        stale = any(
-            _too_old(observed[layer], now, settings.freshness[layer])
-            for layer in live
-            if layer in settings.freshness
-        )
-        newest = [t for t in observed.values() if t is not None]
-        source = SOURCES[name]
+            no2 = observed["no2"] = None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+            observed_at = _iso(no2)
+            due_at = None
+            for layer, due in plan.dues:
+                if layer == "no2" and no2 is not None:
+                    due = max(due, no2 + HOUR)
+                due_at = due if due_at is None else min(due_at, due)
+            next_update = _iso(due_at)
+        source = SOURCES[plan.name]
         out.append(
             {
-                "source": name,
+                "source": plan.name,
                 "attribution": source.attribution,
                 "licence": source.licence,
-                "kind": kind,
-                "observedAt": _iso(observed["no2"] if "no2" in own else max(newest) if newest else None),
-                "retrievedAt": _iso(min(retrieved.values())),
-                "nextUpdateAt": _iso(next_update),
-                "stale": stale,
+                "kind": plan.kind,
+                "observedAt": observed_at,
+                "retrievedAt": plan.retrieved_at,
+                "nextUpdateAt": next_update,
+                "stale": any(_too_old(observed[layer], now, limit) for layer, limit in plan.limits),
             }
         )
     return out

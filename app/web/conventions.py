@@ -273,7 +273,7 @@ def finalize(response):
     rate = ctx_g.get("rate")
     if rate is None:
         try:
-            rate = ratelimit.governing()
+            rate = ratelimit.governing(req)
         except Exception:
             log.exception("rate-limit storage unavailable (request %s)", ctx_g.get("request_id"))
     if rate is not None:

@@ -94,6 +94,12 @@ def _auth_failure_item(text: str) -> RateLimitItem:
     return parse(text)
 
 
+@lru_cache(maxsize=4096)
+def _window_key(item: RateLimitItem, *identifiers: str) -> str:
+    """``item.key_for(*identifiers)``, built once per window and client (the pure function ``hit`` uses)."""
+    return item.key_for(*identifiers)
+
+
 def client_address() -> str:
     """The client IP the per-IP limits key on (the socket peer, or the trusted proxies' client)."""
     return get_remote_address() or "unknown"
@@ -135,7 +141,7 @@ def budget(item: RateLimitItem, *identifiers: str) -> RateInfo:
     if read is None:
         reset, remaining = limiter.limiter.get_window_stats(item, *identifiers)
         return RateInfo.of_window(item, reset, remaining)
-    used, ends = read(item.key_for(*identifiers))
+    used, ends = read(_window_key(item, *identifiers))
     return RateInfo.of_window(item, time.time() if ends is None else ends, max(0, item.amount - used))
 
 
@@ -165,10 +171,11 @@ def peek(blueprint: str | None = None) -> RateInfo:
 WITHOUT_KEY_BLUEPRINTS = ("dashboard",)
 
 
-def governing() -> RateInfo | None:
+def governing(req=None) -> RateInfo | None:
     """The limit an answer that set no ``g.rate`` reports: :func:`peek`, but in a blueprint of
-    :data:`WITHOUT_KEY_BLUEPRINTS` only a Flask-Limiter limit of the view (None: no rate-limit headers)."""
-    blueprint = request.blueprint
+    :data:`WITHOUT_KEY_BLUEPRINTS` only a Flask-Limiter limit of the view (None: no rate-limit headers).
+    ``req``: the request object, when the caller has it."""
+    blueprint = (request if req is None else req).blueprint
     if blueprint in WITHOUT_KEY_BLUEPRINTS and limiter.current_limit is None:
         return None
     return peek(blueprint)

@@ -214,3 +214,26 @@ def account():
             conn.close()
 
     return make
+
+
+def test_a_reloaded_snapshot_or_other_settings_answer_their_own_sources_and_the_clock_is_read_each_call():
+    """The snapshot- and settings-only half is kept per (manifest, settings, layers) object
+    (app.sources.provenance._planned): a new engine or new settings never get another's."""
+    layers = ("works", "stops", "detours")
+    old = engine_with(LAGGING)
+    assert by_source(answer_sources(old, layers, NOW, SETTINGS))["gipod"]["retrievedAt"] == (
+        "2026-11-16T06:30:00.000Z"
+    )
+    reloaded = engine_with(LAGGING, works="2026-11-16T06:45:00.000Z")
+    assert by_source(answer_sources(reloaded, layers, NOW, SETTINGS))["gipod"]["retrievedAt"] == (
+        "2026-11-16T06:45:00.000Z"
+    )
+    slower = replace(SETTINGS, cache_expiry={**SETTINGS.cache_expiry, "gipod.works": 3600})
+    assert by_source(answer_sources(reloaded, layers, NOW, slower))["gipod"]["nextUpdateAt"] == (
+        "2026-11-16T07:45:00.000Z"
+    )
+    late = datetime(2026, 11, 16, 7, 30, tzinfo=UTC)
+    assert [by_source(answer_sources(old, layers, t, SETTINGS))["delijn"]["stale"] for t in (NOW, late)] == [
+        False,
+        True,
+    ]
