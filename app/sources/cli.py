@@ -21,8 +21,6 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from .extension import publish_hooks
-from .http import Upstream, build_session
-from .refresher import refresh
 from .settings import SourceSettings
 
 
@@ -47,6 +45,10 @@ def run_rounds(
     >>> run_rounds("data/snapshot", "../shared/data", s, "instance/http_cache.sqlite")  # doctest: +SKIP
     True
     """
+    # requests-cache and the refresher only in the process that calls the upstreams
+    from .http import Upstream, build_session
+    from .refresher import refresh
+
     session = build_session(cache_path, settings)
     upstream = Upstream(session, settings)
     ok, done = True, 0
