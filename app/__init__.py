@@ -20,3 +20,7 @@ def __getattr__(name: str):
     from app import factory
 
     return getattr(factory, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
