@@ -33,6 +33,8 @@ CASES = (
     ("import app.cli", ("-c", "import app.cli")),
     ("python -m app.admin --help", ("-m", "app.admin", "--help")),
     ("python -m app.serve --help", ("-m", "app.serve", "--help")),
+    ("python -m app.sources --help", ("-m", "app.sources", "--help")),
+    ("python -m app.history --help", ("-m", "app.history", "--help")),
     ("urban-score --help", ("-m", "urban_score", "--help")),
     ("urban --help", ("-m", "urban_client", "--help")),
     ("urban mcp (import)", ("-c", "import urban_client.mcp_server")),

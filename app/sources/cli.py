@@ -24,6 +24,13 @@ from .extension import publish_hooks
 from .settings import SourceSettings
 
 
+def refresh(data_dir, reference, upstream, settings):
+    """One round: :func:`app.sources.refresher.refresh`, imported (with the sources' HTTP layer) by the first."""
+    from .refresher import refresh as one_round
+
+    return one_round(data_dir, reference, upstream, settings)
+
+
 def run_rounds(
     data_dir,
     reference,
@@ -45,9 +52,7 @@ def run_rounds(
     >>> run_rounds("data/snapshot", "../shared/data", s, "instance/http_cache.sqlite")  # doctest: +SKIP
     True
     """
-    # requests-cache and the refresher only in the process that calls the upstreams
-    from .http import Upstream, build_session
-    from .refresher import refresh
+    from .http import Upstream, build_session  # requests-cache: only in the process that calls the upstreams
 
     session = build_session(cache_path, settings)
     upstream = Upstream(session, settings)
