@@ -15,14 +15,16 @@ import sys
 import click
 from flask.cli import ScriptInfo
 
-from app import create_app
 from app.cli import GROUPS
 from app.config import ConfigurationError
 from geo.errors import SnapshotError
 
 
 def commands_app():
-    """The app the commands run on (a clear message, not a traceback, when the settings are unusable)."""
+    """The app the commands run on (a clear message, not a traceback, when the settings are unusable); built,
+    and the factory imported, only when a command runs (``--help`` imports neither)."""
+    from app import create_app
+
     try:
         return create_app({"COMMANDS_ONLY": True})
     except (ConfigurationError, SnapshotError) as exc:

@@ -2,7 +2,9 @@
 
 ``import geo`` never loads Flask, HTTP, database or command-line modules (tests check this). This module only
 re-exports the public names; the layers are ``geo.index`` → ``geo.data`` → ``geo.rules`` → ``geo.service``
-→ ``geo.batch`` (see docs/architecture.md).
+→ ``geo.batch`` (see docs/architecture.md). The errors are imported here; every other name is
+imported on first use (PEP 562), so ``geo.errors`` costs no pandas or SciPy (``from geo import Engine``,
+``geo.load``, ``geo.score`` work as before).
 
 Examples
 --------
@@ -11,12 +13,32 @@ Examples
 51.2
 """
 
-from . import coords
-from .batch.score import score  # geo.score(points, engine, now): the batch scorer
-from .data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, Engine
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from .errors import GeoError, InvalidCoordinates, OutsideServiceArea, SnapshotError
-from .index.spherical import EARTH_RADIUS_KM, haversine_km
-from .service.loaded import load
+
+if TYPE_CHECKING:
+    from . import coords
+    from .batch.score import score
+    from .data.engine import RIVER_LEFT, RIVER_NONE, RIVER_RIGHT, Engine
+    from .index.spherical import EARTH_RADIUS_KM, haversine_km
+    from .service.loaded import load
+
+#: public name → the module that defines it (imported when the name is first asked for)
+_LAZY = {
+    "coords": ".coords",
+    "score": ".batch.score",  # geo.score(points, engine, now): the batch scorer
+    "Engine": ".data.engine",
+    "RIVER_NONE": ".data.engine",
+    "RIVER_LEFT": ".data.engine",
+    "RIVER_RIGHT": ".data.engine",
+    "EARTH_RADIUS_KM": ".index.spherical",
+    "haversine_km": ".index.spherical",
+    "load": ".service.loaded",
+}
 
 __all__ = [
     "Engine",
@@ -33,3 +55,16 @@ __all__ = [
     "coords",
     "score",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'geo' has no attribute {name!r}")
+    module = import_module(_LAZY[name], __name__)
+    value = module if name == "coords" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

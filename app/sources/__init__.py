@@ -12,14 +12,19 @@ See ``docs/sources.md``.
 
 from __future__ import annotations
 
-from geo.service.loaded import load
-
 from .cli import snapshot_group
 from .extension import EXTENSION, SourcesState, on_publish, publish_hooks
 from .serving import SnapshotWatcher
 from .settings import SourceSettings
 
 __all__ = ["init_app", "on_publish", "publish_hooks"]
+
+
+def _load(path):
+    """:func:`geo.service.loaded.load`, imported by the watcher's first reload, not by ``import app.sources``."""
+    from geo.service.loaded import load
+
+    return load(path)
 
 
 def init_app(app) -> None:
@@ -35,6 +40,6 @@ def init_app(app) -> None:
         state["watcher"] = SnapshotWatcher(
             app.config.get("DATA_DIR", "data/snapshot"),
             settings.reload_interval,
-            load,
+            _load,
             background=bool(app.config.get("RELOAD_BACKGROUND", True)),
         )

@@ -19,7 +19,6 @@ import logging
 
 import click
 
-from app import create_app
 from app.config import ConfigurationError
 
 from .extension import publish_hooks
@@ -31,7 +30,10 @@ log = logging.getLogger("app.sources")
 
 def publish_hooks_from_environ():
     """The hooks to run after a published refresh, from an app built from the environment (no engine);
-    None, with a warning, when the settings do not allow building one."""
+    None, with a warning, when the settings do not allow building one. Only ``refresh`` and ``live`` build
+    it: ``record``, ``replay`` and ``--help`` do not import the factory."""
+    from app import create_app
+
     try:
         app = create_app({"LOAD_ENGINE": False})
     except (ConfigurationError, ValueError) as exc:

@@ -21,9 +21,14 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from .extension import publish_hooks
-from .http import Upstream, build_session
-from .refresher import refresh
 from .settings import SourceSettings
+
+
+def refresh(data_dir, reference, upstream, settings):
+    """One round: :func:`app.sources.refresher.refresh`, imported (with the sources' HTTP layer) by the first."""
+    from .refresher import refresh as one_round
+
+    return one_round(data_dir, reference, upstream, settings)
 
 
 def run_rounds(
@@ -47,6 +52,8 @@ def run_rounds(
     >>> run_rounds("data/snapshot", "../shared/data", s, "instance/http_cache.sqlite")  # doctest: +SKIP
     True
     """
+    from .http import Upstream, build_session  # requests-cache: only in the process that calls the upstreams
+
     session = build_session(cache_path, settings)
     upstream = Upstream(session, settings)
     ok, done = True, 0

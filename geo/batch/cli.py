@@ -14,10 +14,7 @@ from pathlib import Path
 
 import click
 
-import pyarrow as pa
-
-from .io import InputError, file_format, open_reader, open_writer
-from .slots import IN_ROWS_FACTOR
+from .errors import InputError
 
 HISTORY_KEY = "history:"  # what the runner keys an --as-of engine by (no snapshot directory to load)
 
@@ -159,6 +156,8 @@ class _InSlot:
         self.future, self.slots, self.slot = future, slots, slot
 
     def result(self):
+        import pyarrow as pa
+
         got = self.future.result()
         return got if isinstance(got, pa.Table) else self.slots.table(self.slot, got)
 
@@ -252,7 +251,9 @@ def run(
     {'rows': 1000, 'ok': 998, ...}
     """
     from ..data.engine import Engine
+    from .io import file_format, open_reader, open_writer
     from .pipe import ReadAhead, WriteBehind
+    from .slots import IN_ROWS_FACTOR
 
     if as_of is not None:
         engine, data, now, as_of = _as_of(as_of, history, data, now, workers, dask, engine_at)
@@ -465,6 +466,7 @@ def _summary(rows, counts, risks, kinds, pairs, elapsed, output, engine, now, wh
 
 def _value_counts(table, column) -> Counter:
     """Non-null value -> rows; a dictionary column is counted by its codes (no text hashed per row)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     out: Counter = Counter()

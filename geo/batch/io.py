@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .errors import InputError
+
 FORMATS = {
     ".csv": "csv",
     ".parquet": "parquet",
@@ -30,10 +32,6 @@ FORMATS = {
     ".json": "geojson",
 }  # and "*.geo.parquet": GeoParquet
 GEOMETRY = "geometry"
-
-
-class InputError(ValueError):
-    """The input file cannot be read as asked; the message names the file, row and/or column."""
 
 
 @dataclass

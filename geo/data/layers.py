@@ -2,16 +2,18 @@
 one point, the upstream source that feeds it and how old its live data may be before it is served.
 
 The builder (:mod:`geo.data.snapshot`), the engine (:mod:`geo.data.engine`) and the app's sources and
-freshness check (``app/sources``) all read :data:`DECLARED`.
+freshness check (``app/sources``) all read :data:`DECLARED`. The declarations need no pandas: the two
+functions that build frames import it, so the app's settings and freshness check load none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import geopandas as gpd
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import geopandas as gpd
+    import pandas as pd
 
 CRS = "EPSG:4326"
 
@@ -120,6 +122,8 @@ def to_utc(values) -> pd.Series:
     >>> to_utc(["2026-11-16T07:00:00Z", None]).tolist()
     [Timestamp('2026-11-16 07:00:00+0000', tz='UTC'), NaT]
     """
+    import pandas as pd
+
     return pd.Series(pd.to_datetime(list(values), utc=True, format="ISO8601"), dtype="datetime64[ms, UTC]")
 
 
@@ -136,6 +140,10 @@ def frame(layer: str, records: dict, geometry) -> gpd.GeoDataFrame:
     >>> frame("lez", {"name": ["x"]}, [Point(4.4, 51.2)]).columns.tolist()
     ['name', 'geometry']
     """
+    import geopandas as gpd
+    import numpy as np
+    import pandas as pd
+
     geometry = list(geometry)
     n = len(geometry)
     data = {}
