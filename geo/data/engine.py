@@ -203,6 +203,11 @@ class Engine:
         source, positions = found
         return self.per_layer(name, what, lambda _frame: take(source.derived(what, factory), positions))
 
+    def row_source(self, name: str):
+        """``(source, positions)`` when layer ``name`` is the rows ``positions`` of a
+        :class:`geo.data.rows.RowSource` (``from_layers(rows=…)``, its checks passed), else None."""
+        return self._rows.get(name)
+
     def per_layer(self, name: str, what: str, factory):
         """``factory(frame)`` of layer ``name``, made once per layer frame under ``what``: an engine sharing
         the frame (``reuse``) shares it too. ``factory`` must read that frame alone (treat it as read-only).
