@@ -73,6 +73,7 @@ class Works:
     member_start_day: np.ndarray  # ... and local start date (days since epoch)
     extents: Extents  # per cluster: the representative's point and extent (what distances measure)
     items: list  # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n, hindrance)
+    templates: list  # per cluster: its /disruptions item (work_template; copy before use)
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ _NO_START = np.iinfo(np.int64).max  # a member without a start: after every star
 def _work_values(frame) -> tuple:
     """Row-wise parts of the works beyond :func:`_work_rows`: status class; start and end (ms, known); GIPOD
     occurrences; description text; and the item parts a work alone in its cluster has (start and end dates,
-    hindrance, then the whole item)."""
+    hindrance, then the whole item and its ``/disruptions`` template)."""
     status, ids, _keys = _work_rows(frame)
     cls = wk.status_class(status)
     lat, lng = point_coords(frame)
@@ -191,7 +192,40 @@ def _work_values(frame) -> tuple:
     )
     items = np.empty(len(frame), dtype=object)
     items[:] = _items(ids, desc, status, lat, lng, start_date, end_date, occ, hindrance)
-    return cls, start_ms, has_start, start_day, end_ms, occ, desc, start_date, end_date, hindrance, items
+    templates = np.empty(len(frame), dtype=object)
+    templates[:] = [work_template(item) for item in items]
+    return (
+        cls,
+        start_ms,
+        has_start,
+        start_day,
+        end_ms,
+        occ,
+        desc,
+        start_date,
+        end_date,
+        hindrance,
+        items,
+        templates,
+    )
+
+
+def work_template(item: tuple) -> dict:
+    """The ``/disruptions`` construction item of a cluster's :attr:`Works.items` entry, in its key order;
+    ``distanceKm`` is set per request (copy it first)."""
+    i, desc, status, la, ln, start, end, n, h = item
+    return {
+        "id": i,
+        "description": desc,
+        "status": status,
+        "lat": la,
+        "lng": ln,
+        "distanceKm": None,
+        "startDate": start,
+        "endDate": end,
+        "occurrences": n,
+        "hindrance": h,
+    }
 
 
 def _items(ids, desc, status, lat, lng, start_date, end_date, occurrences, hindrance) -> list:
@@ -234,7 +268,7 @@ def _works(engine) -> Works:
     frame = engine.works
     n = len(frame)
     status, ids, keys = engine.per_row("works", "prepared.works", _work_rows)
-    cls, start_ms, has_start, start_day, end_ms, occ, desc, start_date, end_date, hindrance, alone = (
+    cls, start_ms, has_start, start_day, end_ms, occ, desc, start_date, end_date, hindrance, alone, dicts = (
         engine.per_row("works", "prepared.works.values", _work_values)
     )
     lat, lng = engine.layer_points("works")
@@ -250,7 +284,7 @@ def _works(engine) -> Works:
     occurrences = np.bincount(labels, weights=occ[listed], minlength=k).astype(np.int64)
 
     # a work alone in its cluster is its own item; a cluster of several takes its members' span and hindrance
-    items = alone[rep].tolist()
+    items, templates = alone[rep].tolist(), dicts[rep].tolist()
     start_date, end_date = start_date[rep], end_date[rep]
     several = np.flatnonzero(np.bincount(labels, minlength=k) > 1)
     if several.size:
@@ -285,13 +319,14 @@ def _works(engine) -> Works:
                 merged,
             ),
         ):
-            items[c] = item
+            items[c], templates[c] = item, work_template(item)
 
     cluster_cls = cls[rep]
     planned_member = (cluster_cls[labels] == wk.PLANNED) & has_start[listed]
     return Works(
         extents=engine.work_extents.take(rep),
         items=items,
+        templates=templates,
         row_cluster=row_cluster,
         ids=ids[rep],
         description=desc[rep],
