@@ -129,7 +129,8 @@ class CollapseLinks:
             keep = np.maximum(i, j) >= start  # the pairs among earlier rows are held already
             i, j = i[keep], j[keep]
         else:
-            found_i, found_j = [], []
+            found_i: list[int] = []
+            found_j: list[int] = []
             for r in new.tolist():
                 others = self._by_key.get(keys[r], ())
                 found_i += others
