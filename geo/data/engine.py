@@ -203,6 +203,18 @@ class Engine:
         source, positions = found
         return self.per_layer(name, what, lambda _frame: take(source.derived(what, factory), positions))
 
+    def id_texts(self, name: str):
+        """The ``id`` column of layer ``name`` as text (``astype(str)``, row-wise: once per row of a row
+        source), None without one."""
+        if "id" not in getattr(self, name).columns:
+            return None
+        return self.per_row(name, "id_texts", _id_texts)
+
+    def row_source(self, name: str):
+        """``(source, positions)`` when layer ``name`` is the rows ``positions`` of a
+        :class:`geo.data.rows.RowSource` (``from_layers(rows=…)``, its checks passed), else None."""
+        return self._rows.get(name)
+
     def per_layer(self, name: str, what: str, factory):
         """``factory(frame)`` of layer ``name``, made once per layer frame under ``what``: an engine sharing
         the frame (``reuse``) shares it too. ``factory`` must read that frame alone (treat it as read-only).
@@ -255,7 +267,7 @@ class Engine:
             self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
         if "works" not in donors:
             if "works" in self._rows:  # the extents of its source's rows
-                ids = self.works["id"].astype(str).to_numpy() if "id" in self.works.columns else None
+                ids = self.id_texts("works")
                 self._works = ExtentIndex(self.per_row("works", "extents", _extents), ids)
             else:
                 self._works = self._extent_index(self.works, *self.layer_points("works"))
@@ -516,6 +528,10 @@ def _extents(frame) -> Extents:
     geoms = np.asarray(frame.geometry.values, dtype=object)
     lat, lng = point_coords(frame)
     return Extents(lat, lng, geoms if len(geoms) else None)
+
+
+def _id_texts(frame) -> np.ndarray:
+    return frame["id"].astype(str).to_numpy()
 
 
 def _read_only_points(frame):

@@ -6,7 +6,8 @@ points of a point layer, the extents of the works, whether the coordinates pass 
 value over every row it holds, computed once per appended chunk; an engine built with
 ``Engine.from_layers(..., rows={layer: (source, positions)})`` takes the layer's values from it instead of
 deriving them from its own frame. Every derivation is row-wise, so the values are those of a build over the
-layer's own frame (tests/geo/test_row_source.py).
+layer's own frame (tests/geo/test_row_source.py). What links rows (the works' collapse links) is
+:meth:`RowSource.grown`: extended by the rows appended since, never made again from scratch.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class RowSource:
         self.chunks: list = []
         self.size = 0
         self._memo: dict[str, tuple[list, object]] = {}
+        self._grown: dict[str, tuple[object, int]] = {}
         self._lock = threading.RLock()
 
     def append(self, frame) -> int:
@@ -80,3 +82,14 @@ class RowSource:
             whole = concat(parts)
             self._memo[what] = (parts, whole)
             return whole
+
+    def grown(self, what: str, extend):
+        """A value over every row that links rows, extended by the rows appended since it was last asked:
+        ``extend(value, start, stop)`` gives the value over rows ``[0, stop)`` from ``value``, the one over rows
+        ``[0, start)`` (None when ``start`` is 0), and may keep and change ``value`` (it is this source's)."""
+        with self._lock:
+            value, upto = self._grown.get(what, (None, 0))
+            if upto < self.size or value is None:
+                value = extend(value, upto, self.size)
+                self._grown[what] = (value, self.size)
+            return value

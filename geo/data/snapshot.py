@@ -275,10 +275,24 @@ def layer_from_table(table, geometry=None):
 def _with_geometry(table, col, geometry):
     import geopandas as gpd
 
-    names = list(table.slice(0, 0).to_pandas().columns)
+    names = _pandas_columns(table.schema)
     frame = table.drop([col]).to_pandas()
     frame.insert(names.index(col), col, geometry)
     return gpd.GeoDataFrame(frame, geometry=col)
+
+
+def _pandas_columns(schema) -> list:
+    """The columns (in order) of a table of ``schema`` read into pandas: the schema and its pandas metadata
+    decide them, so they are read once per schema (a conversion costs as much empty as with a few thousand
+    rows). Keyed by the serialised schema: ``pyarrow.Schema`` equality ignores the metadata."""
+    return list(_columns_of(schema.serialize().to_pybytes()))
+
+
+@functools.lru_cache(maxsize=64)
+def _columns_of(serialised: bytes) -> tuple:
+    import pyarrow as pa
+
+    return tuple(pa.ipc.read_schema(pa.py_buffer(serialised)).empty_table().to_pandas().columns)
 
 
 @functools.lru_cache(maxsize=8)

@@ -18,7 +18,7 @@ import shapely
 
 from . import transit as tr
 from . import works as wk
-from ..data.engine import RIVER_NONE
+from ..data.engine import RIVER_NONE, _read_only_points, point_coords
 from ..index.extents import Extents
 from .timefmt import NO_END_MS, column_ms, day_strings, iso_utc_ms, local_day_numbers, to_ms
 
@@ -73,6 +73,7 @@ class Works:
     member_start_day: np.ndarray  # ... and local start date (days since epoch)
     extents: Extents  # per cluster: the representative's point and extent (what distances measure)
     items: list  # per cluster: JSON-ready (id, description, status, lat, lng, start, end, n, hindrance)
+    templates: list  # per cluster: its /disruptions item (work_template; copy before use)
 
 
 @dataclass(frozen=True)
@@ -159,70 +160,176 @@ def _work_rows(frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return status, ids, keys
 
 
-def _works(engine) -> Works:
-    frame = engine.works
-    n = len(frame)
-    status, ids, keys = engine.per_row("works", "prepared.works", _work_rows)
+_NO_START = np.iinfo(np.int64).max  # a member without a start: after every start
+
+
+def _work_values(frame) -> tuple:
+    """Row-wise parts of the works beyond :func:`_work_rows`: status class; start and end (ms, known); GIPOD
+    occurrences; description text; and the item parts a work alone in its cluster has (start and end dates,
+    hindrance, then the whole item and its ``/disruptions`` template)."""
+    status, ids, _keys = _work_rows(frame)
     cls = wk.status_class(status)
-    lat, lng = engine.layer_points("works")
-    listed = np.flatnonzero((cls != wk.NOT_LISTED) & np.isfinite(lat))
+    lat, lng = point_coords(frame)
     start_ms, has_start = column_ms(_times(frame, "start"))
     end_ms, has_end = column_ms(_times(frame, "end"))
     start_ms = np.where(has_start, start_ms, NO_END_MS)  # unknown start sorts last, never "upcoming"
-    desc = _col(frame, "description", "")
-
-    labels = wk.collapse_labels(desc[listed], lat[listed], lng[listed], keys=keys[listed])
-    rep_local = wk.representatives(labels, cls[listed], start_ms[listed], ids[listed])
-    rep = listed[rep_local]
-    k = rep.size
-    row_cluster = np.full(n, -1, dtype=np.int64)
-    row_cluster[rep] = np.arange(k)
-
-    m_start = np.where(has_start[listed], start_ms[listed], np.iinfo(np.int64).max)
-    first_start = np.full(k, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first_start, labels, m_start)
-    last_end = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
-    np.maximum.at(last_end, labels, np.where(has_end[listed], end_ms[listed], NO_END_MS))
-    # GIPOD occurrences of every collapsed work (a work with no count stands for one)
+    end_ms = np.where(has_end, end_ms, NO_END_MS)
     occ = np.array(
         [int(x) if isinstance(x, (int, np.integer)) and x > 0 else 1 for x in _col(frame, "occurrences", 1)],
         dtype=np.int64,
     )
-    occurrences = np.bincount(labels, weights=occ[listed], minlength=k).astype(np.int64)
-
-    start_date = np.full(k, None, dtype=object)
-    ok = first_start != np.iinfo(np.int64).max
-    start_date[ok] = day_strings(local_day_numbers(first_start[ok]))
-    end_date = np.full(k, None, dtype=object)
-    ok = last_end != NO_END_MS
-    end_date[ok] = day_strings(local_day_numbers(last_end[ok]))
-
-    cluster_cls = cls[rep]
-    planned_member = (cluster_cls[labels] == wk.PLANNED) & has_start[listed]
-    description = np.array([d if isinstance(d, str) else "" for d in desc[rep]], dtype=object)
-    hindrance = wk.cluster_hindrance(
-        labels, k, _col(frame, "hindrance", -1)[listed], _col(frame, "consequences", "")[listed]
+    desc = np.array([d if isinstance(d, str) else "" for d in _col(frame, "description", "")], dtype=object)
+    start_day = np.zeros(len(frame), dtype=np.int64)  # meaningful where the start is known
+    start_day[has_start] = local_day_numbers(start_ms[has_start])
+    start_date = np.full(len(frame), None, dtype=object)
+    start_date[has_start] = day_strings(start_day[has_start])
+    end_date = np.full(len(frame), None, dtype=object)
+    ok = end_ms != NO_END_MS
+    end_date[ok] = day_strings(local_day_numbers(end_ms[ok]))
+    hindrance = np.empty(len(frame), dtype=object)
+    hindrance[:] = wk.cluster_hindrance(
+        np.arange(len(frame)), len(frame), _col(frame, "hindrance", -1), _col(frame, "consequences", "")
     )
-    items = [
+    items = np.empty(len(frame), dtype=object)
+    items[:] = _items(ids, desc, status, lat, lng, start_date, end_date, occ, hindrance)
+    templates = np.empty(len(frame), dtype=object)
+    templates[:] = [work_template(item) for item in items]
+    return (
+        cls,
+        start_ms,
+        has_start,
+        start_day,
+        end_ms,
+        occ,
+        desc,
+        start_date,
+        end_date,
+        hindrance,
+        items,
+        templates,
+    )
+
+
+def work_template(item: tuple) -> dict:
+    """The ``/disruptions`` construction item of a cluster's :attr:`Works.items` entry, in its key order;
+    ``distanceKm`` is set per request (copy it first)."""
+    i, desc, status, la, ln, start, end, n, h = item
+    return {
+        "id": i,
+        "description": desc,
+        "status": status,
+        "lat": la,
+        "lng": ln,
+        "distanceKm": None,
+        "startDate": start,
+        "endDate": end,
+        "occurrences": n,
+        "hindrance": h,
+    }
+
+
+def _items(ids, desc, status, lat, lng, start_date, end_date, occurrences, hindrance) -> list:
+    """JSON-ready cluster items (id, description, status, lat, lng, start, end, n, hindrance)."""
+    return [
         (str(i), str(d), str(s), round(float(a), 6) + 0.0, round(float(b), 6) + 0.0, sd, ed, int(n), h)
         for i, d, s, a, b, sd, ed, n, h in zip(
-            ids[rep].tolist(),
-            description.tolist(),
-            status[rep].tolist(),
-            lat[rep].tolist(),
-            lng[rep].tolist(),
+            ids.tolist(),
+            desc.tolist(),
+            status.tolist(),
+            lat.tolist(),
+            lng.tolist(),
             start_date.tolist(),
             end_date.tolist(),
             occurrences.tolist(),
             hindrance,
         )
     ]
+
+
+def _collapse(engine, listed, desc, lat, lng, keys) -> np.ndarray:
+    """:func:`geo.rules.works.collapse_labels` of the ``listed`` works rows; for works taken from a row source,
+    by the collapse links among its rows (extended as rows are appended, not built per snapshot)."""
+    found = engine.row_source("works")
+    if found is not None:
+        source, positions = found
+
+        def extend(links, _start, stop):
+            _status, _ids, every_key = source.derived("prepared.works", _work_rows)
+            every_lat, every_lng = source.derived("points", _read_only_points)
+            return (links or wk.CollapseLinks()).extend(stop, every_key, every_lat, every_lng)
+
+        labels = source.grown("prepared.works.links", extend).labels(positions[listed])
+        if labels is not None:
+            return labels
+    return wk.collapse_labels(desc[listed], lat[listed], lng[listed], keys=keys[listed])
+
+
+def _works(engine) -> Works:
+    frame = engine.works
+    n = len(frame)
+    status, ids, keys = engine.per_row("works", "prepared.works", _work_rows)
+    cls, start_ms, has_start, start_day, end_ms, occ, desc, start_date, end_date, hindrance, alone, dicts = (
+        engine.per_row("works", "prepared.works.values", _work_values)
+    )
+    lat, lng = engine.layer_points("works")
+    listed = np.flatnonzero((cls != wk.NOT_LISTED) & np.isfinite(lat))
+
+    labels = _collapse(engine, listed, desc, lat, lng, keys)
+    rep_local = wk.representatives(labels, cls[listed], start_ms[listed], ids[listed])
+    rep = listed[rep_local]
+    k = rep.size
+    row_cluster = np.full(n, -1, dtype=np.int64)
+    row_cluster[rep] = np.arange(k)
+    # GIPOD occurrences of every collapsed work (a work with no count stands for one)
+    occurrences = np.bincount(labels, weights=occ[listed], minlength=k).astype(np.int64)
+
+    # a work alone in its cluster is its own item; a cluster of several takes its members' span and hindrance
+    items, templates = alone[rep].tolist(), dicts[rep].tolist()
+    start_date, end_date = start_date[rep], end_date[rep]
+    several = np.flatnonzero(np.bincount(labels, minlength=k) > 1)
+    if several.size:
+        first_start = np.full(k, _NO_START, dtype=np.int64)
+        np.minimum.at(first_start, labels, np.where(has_start[listed], start_ms[listed], _NO_START))
+        last_end = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum.at(last_end, labels, end_ms[listed])
+        first, last = first_start[several], last_end[several]
+        start_date[several] = None
+        start_date[several[first != _NO_START]] = day_strings(local_day_numbers(first[first != _NO_START]))
+        end_date[several] = None
+        end_date[several[last != NO_END_MS]] = day_strings(local_day_numbers(last[last != NO_END_MS]))
+        member = np.isin(labels, several)
+        merged = wk.cluster_hindrance(
+            np.searchsorted(several, labels[member]),
+            several.size,
+            _col(frame, "hindrance", -1)[listed[member]],
+            _col(frame, "consequences", "")[listed[member]],
+        )
+        r = rep[several]
+        for c, item in zip(
+            several.tolist(),
+            _items(
+                ids[r],
+                desc[r],
+                status[r],
+                lat[r],
+                lng[r],
+                start_date[several],
+                end_date[several],
+                occurrences[several],
+                merged,
+            ),
+        ):
+            items[c], templates[c] = item, work_template(item)
+
+    cluster_cls = cls[rep]
+    planned_member = (cluster_cls[labels] == wk.PLANNED) & has_start[listed]
     return Works(
         extents=engine.work_extents.take(rep),
         items=items,
+        templates=templates,
         row_cluster=row_cluster,
         ids=ids[rep],
-        description=description,
+        description=desc[rep],
         status=status[rep],
         status_class=cluster_cls,
         lat=lat[rep],
@@ -232,7 +339,7 @@ def _works(engine) -> Works:
         occurrences=occurrences,
         side=_sides(engine, lat[rep], lng[rep]),
         member_cluster=labels[planned_member],
-        member_start_day=local_day_numbers(start_ms[listed][planned_member]),
+        member_start_day=start_day[listed][planned_member],
     )
 
 

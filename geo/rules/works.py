@@ -85,7 +85,13 @@ def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM, keys
     pairs = cKDTree(unit_vectors(lat, lng)).query_pairs(chord_for_km(radius_km), output_type="ndarray")
     i, j = pairs[:, 0], pairs[:, 1]
     keep = (key[i] == key[j]) & (haversine_km(lat[i], lng[i], lat[j], lng[j]) <= radius_km)
-    graph = coo_matrix((np.ones(int(keep.sum()), dtype=np.int8), (i[keep], j[keep])), shape=(n, n))
+    return _components(n, i[keep], j[keep])
+
+
+def _components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """:func:`collapse_labels` of ``n`` works linked by the pairs ``(i, j)``: connected components, numbered
+    by first member."""
+    graph = coo_matrix((np.ones(i.size, dtype=np.int8), (i, j)), shape=(n, n))
     _, comp = connected_components(graph, directed=False)
     # renumber by first appearance so labels do not depend on scipy's internal numbering
     _, first = np.unique(comp, return_index=True)
@@ -93,6 +99,66 @@ def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM, keys
     relabel = np.empty(order.size, dtype=np.int64)
     relabel[np.unique(comp)[order]] = np.arange(order.size)
     return relabel[comp]
+
+
+class CollapseLinks:
+    """The collapse links among rows appended in batches (a history's work versions,
+    :meth:`geo.data.rows.RowSource.grown`): every pair ``(i, j)``, ``i < j``, whose description keys are equal
+    and whose points lie at most :data:`COLLAPSE_KM` apart (haversine), the rule of :func:`collapse_labels`.
+    A link depends on its two rows alone, so the works of one snapshot, some of these rows, collapse by the
+    links among them (:meth:`labels`): the labels :func:`collapse_labels` gives, without a spatial query."""
+
+    #: a batch up to this many rows is linked row by row against the rows of its key, a larger one by a k-d tree
+    ROW_BY_ROW = 256
+
+    def __init__(self):
+        self.size = 0
+        self.i = np.zeros(0, dtype=np.int64)
+        self.j = np.zeros(0, dtype=np.int64)
+        self._by_key: dict[str, list[int]] = {}
+
+    def extend(self, stop: int, keys, lat, lng) -> "CollapseLinks":
+        """Add the rows ``[size, stop)``; ``keys`` (description keys), ``lat``, ``lng``: over rows ``[0, stop)``."""
+        start = self.size
+        new = start + np.flatnonzero(np.isfinite(lat[start:stop]) & np.isfinite(lng[start:stop]))
+        if new.size > self.ROW_BY_ROW:
+            rows = np.flatnonzero(np.isfinite(lat[:stop]) & np.isfinite(lng[:stop]))
+            tree = cKDTree(unit_vectors(lat[rows], lng[rows]))
+            pairs = rows[tree.query_pairs(chord_for_km(COLLAPSE_KM), output_type="ndarray")]
+            i, j = pairs[:, 0], pairs[:, 1]
+            keep = np.maximum(i, j) >= start  # the pairs among earlier rows are held already
+            i, j = i[keep], j[keep]
+        else:
+            found_i: list[int] = []
+            found_j: list[int] = []
+            for r in new.tolist():
+                others = self._by_key.get(keys[r], ())
+                found_i += others
+                found_j += [r] * len(others)
+                self._by_key.setdefault(keys[r], []).append(r)
+            i, j = np.array(found_i, dtype=np.int64), np.array(found_j, dtype=np.int64)
+        keep = (keys[i] == keys[j]) & (haversine_km(lat[i], lng[i], lat[j], lng[j]) <= COLLAPSE_KM)
+        i, j = np.minimum(i[keep], j[keep]), np.maximum(i[keep], j[keep])
+        if new.size > self.ROW_BY_ROW:
+            for r in new.tolist():
+                self._by_key.setdefault(keys[r], []).append(r)
+        self.i, self.j = np.concatenate([self.i, i]), np.concatenate([self.j, j])
+        self.size = stop
+        return self
+
+    def labels(self, rows: np.ndarray) -> np.ndarray | None:
+        """:func:`collapse_labels` of the works at ``rows`` (in that order); None when a row is given twice
+        (a link joins two rows, not a row to itself: the caller collapses those works on its own)."""
+        n = rows.size
+        local = np.full(self.size, -1, dtype=np.int64)
+        local[rows] = np.arange(n)
+        if n and np.count_nonzero(local >= 0) != n:
+            return None
+        if n == 0:
+            return np.zeros(0, dtype=np.int64)
+        i, j = local[self.i], local[self.j]
+        keep = (i >= 0) & (j >= 0)
+        return _components(n, i[keep], j[keep])
 
 
 def representatives(labels, status, start_ms, ids) -> np.ndarray:

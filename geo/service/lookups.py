@@ -100,22 +100,7 @@ class Lookups:
         self.row_listed = {s: rep & near_side(s, row_side) for s in SIDES}
         self.status_class = w.status_class.tolist()
         self._works_near_table(engine, w)
-        # JSON items of /disruptions in their key order; distanceKm is set per request
-        self.work_items = [
-            {
-                "id": i,
-                "description": desc,
-                "status": status,
-                "lat": la,
-                "lng": ln,
-                "distanceKm": None,
-                "startDate": start,
-                "endDate": end,
-                "occurrences": n,
-                "hindrance": h,
-            }
-            for i, desc, status, la, ln, start, end, n, h in w.items
-        ]
+        self.work_items = w.templates  # JSON items of /disruptions; distanceKm is set per request
 
     def _detours_tables(self, engine, d):
         n_det = d.ids.size
@@ -145,7 +130,7 @@ class Lookups:
         queries serve then)."""
         rep = np.flatnonzero(self.row_cluster >= 0)
         clusters = self.row_cluster[rep]
-        ids = engine.works["id"].astype(str).to_numpy() if "id" in engine.works.columns else None
+        ids = engine.id_texts("works")
         rank = np.empty(w.ids.size, dtype=np.int64)  # (id, row) order of the representatives
         rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = np.arange(
             rep.size
