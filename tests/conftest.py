@@ -120,6 +120,17 @@ def engine(snapshot_dir):
     return geo.load(snapshot_dir)
 
 
+@pytest.fixture(scope="session")
+def session_chromium():
+    """One headless Chromium per test process for every browser test (starting one costs ~2 s of CPU); tests
+    use it through ``browser``/``shared_browser`` (tests/portal/test_portal_browser.py), which empty it after
+    each test."""
+    from tests.portal.test_portal_browser import chromium
+
+    with chromium() as driver:
+        yield driver
+
+
 # --- real PostgreSQL and Redis, one of each per test session (per xdist worker) ------------------------------
 
 

@@ -163,13 +163,15 @@ def events_of(app, account_id) -> list[dict]:
         conn.close()
 
 
-def recorded_history(snapshot_dir, engine, tmp) -> str:
+def recorded_history(snapshot_dir, engine, build_once) -> str:
     """A history store (its URL) holding two publishes (:func:`tests.dashboard.changefeed.variant_dirs`): the
     demo at NO2 20, then two hours later NO2 55 (``no2.above_eu`` at ``POINT``), a planned work running and a
-    new detour; the feed of the :data:`POOL` locations derived."""
-    from .changefeed import variant_dirs
+    new detour; the feed of the :data:`POOL` locations derived. Built once per run for every module and xdist
+    worker (``build_once``): read-only, a test copies the file to write."""
+    from .changefeed import shared_variant_dirs
 
-    dirs = variant_dirs(snapshot_dir, engine, tmp)
-    url = str(tmp / "history.sqlite")
-    record(url, dirs["before"], dirs["after"])
-    return url
+    dirs = shared_variant_dirs(snapshot_dir, engine, build_once)
+    root = build_once(
+        "recorded-history", lambda root: record(str(root / "history.sqlite"), dirs["before"], dirs["after"])
+    )
+    return str(root / "history.sqlite")

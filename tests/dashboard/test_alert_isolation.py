@@ -39,8 +39,8 @@ def resolver():
 
 
 @pytest.fixture(scope="module")
-def recorded(snapshot_dir, engine, tmp_path_factory) -> str:
-    return recorded_history(snapshot_dir, engine, tmp_path_factory.mktemp("alert-isolation"))
+def recorded(snapshot_dir, engine, build_once) -> str:
+    return recorded_history(snapshot_dir, engine, build_once)
 
 
 @pytest.fixture

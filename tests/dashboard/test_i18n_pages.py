@@ -15,7 +15,7 @@ from app.store.db import open_store
 
 from . import receivers
 from .alerting import Clock
-from .changefeed import head, pro_location, publish, variant_dirs
+from .changefeed import head, pro_location, publish, shared_variant_dirs
 from .conftest import CSRF, signed_in
 from .receivers import Receiver
 
@@ -23,8 +23,8 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module")
-def dirs(snapshot_dir, engine, tmp_path_factory):
-    return variant_dirs(snapshot_dir, engine, tmp_path_factory.mktemp("i18n-change-variants"))
+def dirs(snapshot_dir, engine, build_once):
+    return shared_variant_dirs(snapshot_dir, engine, build_once)
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from .conftest import CSRF, signed_in
 
 
 @pytest.fixture(scope="module")
-def recorded(snapshot_dir, engine, tmp_path_factory) -> str:
-    return recorded_history(snapshot_dir, engine, tmp_path_factory.mktemp("subscriptions"))
+def recorded(snapshot_dir, engine, build_once) -> str:
+    return recorded_history(snapshot_dir, engine, build_once)
 
 
 @pytest.fixture

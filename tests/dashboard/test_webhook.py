@@ -307,8 +307,8 @@ class Rebinding:
 
 
 @pytest.fixture(scope="module")
-def recorded(snapshot_dir, engine, tmp_path_factory) -> str:
-    return recorded_history(snapshot_dir, engine, tmp_path_factory.mktemp("rebinding"))
+def recorded(snapshot_dir, engine, build_once) -> str:
+    return recorded_history(snapshot_dir, engine, build_once)
 
 
 @pytest.mark.parametrize("via", ["system resolver", "injected resolver"])

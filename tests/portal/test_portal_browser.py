@@ -72,16 +72,17 @@ def chromium():
 
 
 @pytest.fixture
-def browser():
-    with chromium() as driver:
-        yield driver
+def browser(session_chromium):
+    """The test process's one Chromium (``session_chromium``, tests/conftest.py), emptied after the test
+    (:func:`empty_browser`): a clean browser without a new browser process per module."""
+    yield session_chromium
+    empty_browser(session_chromium)
 
 
 @pytest.fixture(scope="module")
-def module_chromium():
-    """One Chromium for a whole module; use it through :func:`shared_browser`."""
-    with chromium() as driver:
-        yield driver
+def module_chromium(session_chromium):
+    """The Chromium the module's tests share (the test process's one); use it through :func:`shared_browser`."""
+    return session_chromium
 
 
 def empty_browser(driver):
