@@ -128,7 +128,9 @@ HOSTILE = {
 }
 
 
-@pytest.mark.timeout(90)  # before the deadline existed, the trickling receivers held the round for ever
+@pytest.mark.timeout(
+    90, func_only=True
+)  # before the deadline existed, the trickling receivers held the round for ever
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_a_hostile_receiver_fails_alone_within_the_deadline(case, make_app, receiving, smtp_server, clock):
     answer, outcome = HOSTILE[case]
@@ -168,7 +170,7 @@ def test_a_hostile_receiver_fails_alone_within_the_deadline(case, make_app, rece
         assert hostile.hung_up.wait(30), "the receiver was still being read"  # it finds the client gone
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(90, func_only=True)
 def test_a_receiver_that_never_accepts_fails_alone(make_app, receiving, smtp_server, clock):
     """A full accept queue: the kernel drops the SYNs and the connect waits (a firewalled host)."""
     backlog = socket.create_server(("127.0.0.1", 0), backlog=0)
@@ -290,7 +292,7 @@ def test_a_failing_event_is_retried_after_each_delay_then_given_up(
     assert_delivered(app, good_account, good, smtp_server)
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(90, func_only=True)
 def test_accounts_take_turns_and_a_failed_receiver_costs_one_deadline_per_round(
     make_app, receiving, smtp_server, clock
 ):
@@ -318,7 +320,7 @@ def test_accounts_take_turns_and_a_failed_receiver_costs_one_deadline_per_round(
     assert all(r["next_attempt_at"] == clock.epoch + delivery.RETRY_DELAYS[0] for r in hooks)
 
 
-@pytest.mark.timeout(90)
+@pytest.mark.timeout(90, func_only=True)
 def test_flask_alerts_run_enqueues_and_delivers_in_one_go(make_app, receiving, smtp_server, clock):
     """The cron form: ``flask alerts run`` over the derived feed, a silent receiver failing alone."""
     hostile, good = receiving(receivers.silent), receiving(receivers.ok)

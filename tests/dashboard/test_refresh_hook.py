@@ -102,7 +102,9 @@ def test_cli_refresh_rounds_deliver_the_feeds_events_once(
     assert len(smtp_server.messages) == len(rows)  # the second round sent nothing again
 
 
-@pytest.mark.timeout(240)  # before delivery had its own worker, the first round waited for the receiver
+@pytest.mark.timeout(
+    240, func_only=True
+)  # before delivery had its own worker, the first round waited for the receiver
 def test_a_refresh_round_completes_while_a_webhook_receiver_hangs(
     tmp_path, snapshot_dir, reference_dir, config, smtp_server, monkeypatch
 ):

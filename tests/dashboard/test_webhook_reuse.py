@@ -189,7 +189,7 @@ def test_an_answer_not_read_whole_keeps_its_status_and_loses_its_connection_alon
     assert len(good.requests) == 3 and good.connections == 1
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(60, func_only=True)
 @pytest.mark.parametrize("answer", [receivers.slow_body, receivers.endless_body, receivers.slow_headers])
 def test_a_trickling_or_endless_rest_is_cut_at_the_deadline_or_the_cap(answer, receiving):
     """The status line came: the POST is answered; the rest is read only within the deadline and the cap."""
