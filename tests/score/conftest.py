@@ -75,15 +75,3 @@ def sample_points(engine, seed: int = 8):
     lng = np.concatenate([p[1] for p in parts])
     kind = np.concatenate([[p[2]] * len(p[0]) for p in parts])
     return lat, lng, kind
-
-
-@pytest.fixture(scope="session")
-def dask_cluster():
-    """One Dask LocalCluster (2 single-threaded worker processes) for the tests that score on a cluster they
-    are given (``--dask ADDRESS``, ``score_dask``): starting one costs seconds of CPU in each of its worker
-    processes. The tests only submit work and read results; each opens its own Client and closes it. The
-    ``--dask local`` test starts its own cluster: that is what it checks."""
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1") as cluster:
-        yield cluster
