@@ -44,7 +44,9 @@ def test_links_grown_in_batches_cluster_any_subset_as_collapse_labels(seed):
 
 def test_links_are_the_brute_force_pairs():
     keys, lat, lng = _rows(4, 400)
-    links = wk.CollapseLinks().extend(150, keys, lat, lng).extend(155, keys, lat, lng).extend(400, keys, lat, lng)
+    links = (
+        wk.CollapseLinks().extend(150, keys, lat, lng).extend(155, keys, lat, lng).extend(400, keys, lat, lng)
+    )
     expected = {
         (i, j)
         for i in range(400)
