@@ -21,6 +21,7 @@ from .spherical import CHORD_SLACK, EARTH_RADIUS_KM, chord_for_km, haversine_rad
 CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
 _RAD = math.pi / 180.0
 _TWO_R = 2.0 * EARTH_RADIUS_KM
+SMALL_BATCH = 64  # a batch this small, with no grid built yet, goes through the k-d tree (no grid is built)
 MAX_TABLES = 4  # RadiusTables kept per layer (over the layer and all its mask subsets; ~10-50 MB each)
 
 
@@ -231,6 +232,10 @@ class PointIndex:
             return np.full(n, -1, dtype=np.int64), np.full(n, np.inf)
         lat_r, lng_r = np.radians(lat), np.radians(lng)
         cos_lat = np.cos(lat_r)
+        if self._nearest_grid is None and n <= SMALL_BATCH and self.rows.size >= 2:
+            # the grid costs ~a second of k-d tree queries: not worth it for a few points (same answers)
+            k = self._nearest_tree(lat, lng, lat_r, lng_r, cos_lat)
+            return self.rows[k].astype(np.int64), self._dist(lat_r, lng_r, cos_lat, k)
         grid = self.nearest_grid()
         if grid is None:
             k = np.zeros(n, dtype=np.intp)
