@@ -21,6 +21,9 @@ from .spherical import CHORD_SLACK, EARTH_RADIUS_KM, chord_for_km, haversine_rad
 CHUNK = 1 << 16  # query points per chunk: bounds the memory of candidate pairs
 _RAD = math.pi / 180.0
 _TWO_R = 2.0 * EARTH_RADIUS_KM
+#: nearest-point queries answered through the k-d tree before the grid is built (the grid costs ~a second of
+#: k-d tree queries: an engine asked for a few points, e.g. the change feed's or an asOf engine's, never pays it)
+FEW_QUERIES = 256
 MAX_TABLES = 4  # RadiusTables kept per layer (over the layer and all its mask subsets; ~10-50 MB each)
 
 
@@ -72,6 +75,7 @@ class PointIndex:
         self._subsets: dict[bytes, "PointIndex"] = {}
         self._grids: dict[float, RadiusGrid] = {}
         self._nearest_grid = None
+        self._few_left = FEW_QUERIES  # queries the k-d tree still answers before the grid is built
         self._lat_deg = lat
         self._lng_deg = lng
         self._ids = ids
@@ -224,6 +228,14 @@ class PointIndex:
             )
         return self._nearest_grid
 
+    def _few(self, n: int) -> bool:
+        """Whether ``n`` more queries go through the k-d tree: no grid yet and the first
+        :data:`FEW_QUERIES` (then the grid is built and kept)."""
+        if self._nearest_grid is not None or self.rows.size < 2 or n > self._few_left:
+            return False
+        self._few_left -= n
+        return True
+
     def nearest(self, lat, lng):
         """(rows int64, km float64): nearest point by haversine, ties to the lowest row; -1/inf if empty."""
         n = lat.size
@@ -231,6 +243,9 @@ class PointIndex:
             return np.full(n, -1, dtype=np.int64), np.full(n, np.inf)
         lat_r, lng_r = np.radians(lat), np.radians(lng)
         cos_lat = np.cos(lat_r)
+        if self._few(n):  # the same answers as the grid's
+            k = self._nearest_tree(lat, lng, lat_r, lng_r, cos_lat)
+            return self.rows[k].astype(np.int64), self._dist(lat_r, lng_r, cos_lat, k)
         grid = self.nearest_grid()
         if grid is None:
             k = np.zeros(n, dtype=np.intp)
@@ -255,7 +270,7 @@ class PointIndex:
         Python floats and no arrays until the answer: IEEE arithmetic in the order of
         :func:`haversine_rad`, with :func:`sin_small_one` and NumPy's own ``cos``/``arcsin`` (the batch path's functions).
         """
-        grid = self.nearest_grid()
+        grid = None if self._nearest_grid is None and self._few_left > 0 else self.nearest_grid()
         if grid is not None:
             cell = grid.cell_one(lat, lng)
             cands = grid.candidates_one(cell) if cell >= 0 else ()

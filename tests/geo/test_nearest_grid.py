@@ -95,3 +95,28 @@ def test_engine_prepare_nearest_builds_the_lookup_the_queries_use(reference_laye
         assert got.tobytes() == want.tobytes()
     with pytest.raises(ValueError, match="unknown pollutant 'pm99'"):
         eager.prepare_nearest("pm99")
+
+
+def test_the_first_few_queries_answer_without_the_grid_and_as_the_grid_does():
+    """The first queries of an index (an engine asked for a few points: the change feed's saved locations,
+    an asOf engine's requests) go through the k-d tree and build no grid; the answers are the grid's, byte
+    for byte, ties (duplicate points) to the lowest row included; past them the grid is built and kept."""
+    from geo.index.point_index import FEW_QUERIES, PointIndex
+
+    rng = np.random.default_rng(13)
+    lat = np.r_[rng.uniform(50.6, 51.5, 80), 51.0, 51.0]
+    lng = np.r_[rng.uniform(2.6, 5.9, 80), 4.0, 4.0]
+    qlat = np.r_[rng.uniform(50.4, 51.7, 62), 51.0, 53.0]
+    qlng = np.r_[rng.uniform(2.4, 6.1, 62), 4.0, 9.0]
+    few, gridded = PointIndex(lat, lng), PointIndex(lat, lng)
+    gridded.nearest_grid()
+    got, want = few.nearest(qlat, qlng), gridded.nearest(qlat, qlng)
+    assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+    assert got[0][-2] == 80  # the two equally near duplicates: the lowest row
+    for la, ln in zip(qlat, qlng):
+        one, grid_one = few.nearest_one(float(la), float(ln)), gridded.nearest_one(float(la), float(ln))
+        assert one[0].tobytes() == grid_one[0].tobytes() and one[1].tobytes() == grid_one[1].tobytes()
+    assert few._nearest_grid is None  # 128 queries: no grid built
+    many = rng.uniform(50.6, 51.5, FEW_QUERIES)
+    few.nearest(many, many - 47.0)
+    assert few._nearest_grid is not None  # past the first FEW_QUERIES the grid is built (and kept)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 
 import pytest
@@ -90,5 +91,39 @@ def first_publishes_sqlite(year_dirs, build_once):
 
         shutil.copy2(build_once(f"year{n}-sqlite", record) / "history.sqlite", target)
         return str(target)
+
+    return copy
+
+
+@pytest.fixture(scope="session")
+def first_publishes_pg(year_dirs, build_once, postgres_server):
+    """``copy(n) -> URL``: a fresh PostgreSQL database holding the year's first ``n`` publishes: recorded
+    once per run into a template database, then copied by the server (``CREATE DATABASE … TEMPLATE``; the
+    copy is the caller's to write)."""
+    import psycopg
+
+    def copy(n: int) -> str:
+        def record(root):
+            name = f"hyear{n}_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+                conn.execute(f"CREATE DATABASE {name}")
+            store = open_store(postgres_server.url(name))
+            for _instant, path in year_dirs[:n]:
+                assert store.record_dir(path).new
+            store.close()
+            (root / "database").write_text(name)
+
+        template = (build_once(f"year{n}-postgresql", record) / "database").read_text()
+        name = "h_" + uuid.uuid4().hex[:12]
+        for attempt in range(20):  # a template is copied by one CREATE DATABASE at a time
+            try:
+                with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+                    conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
+                break
+            except psycopg.errors.ObjectInUse:
+                if attempt == 19:
+                    raise
+                time.sleep(0.2)
+        return postgres_server.url(name)
 
     return copy

@@ -100,17 +100,32 @@ def run(*args, env=None):
     )
 
 
+def invoke(*args):
+    """``python -m app.history`` in process (the same click entry point; the first record of
+    :func:`test_record_info_and_prune_commands` runs the real command line)."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from app.history.__main__ import main
+
+    result = CliRunner().invoke(main, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return SimpleNamespace(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
+
+
 def test_record_info_and_prune_commands(year_dirs, tmp_path):
     url = str(tmp_path / "cli.sqlite")
-    for _instant, path in year_dirs[:3]:
-        out = run("record", str(path), "--url", url)
+    for k, (_instant, path) in enumerate(year_dirs[:3]):
+        out = (run if k == 0 else invoke)("record", str(path), "--url", url)
         assert out.returncode == 0 and "recorded" in out.stdout, out.stderr
-    again = run("record", str(year_dirs[2][1]), "--url", url)
+    again = invoke("record", str(year_dirs[2][1]), "--url", url)
     assert again.returncode == 0 and "already recorded" in again.stdout
-    info = run("info", "--url", url)
+    info = invoke("info", "--url", url)
     assert "history_publish  3" in info.stdout and "recorded from" in info.stdout
     now = year_dirs[2][0] + timedelta(days=400)
-    pruned = run("prune", "--url", url, "--days", "365", "--now", iso(now))
+    pruned = invoke("prune", "--url", url, "--days", "365", "--now", iso(now))
     assert pruned.returncode == 0 and pruned.stdout.startswith("pruned 2 publishes"), (
         pruned.stdout + pruned.stderr
     )

@@ -221,14 +221,14 @@ def test_works_as_geojson_place_each_work_at_its_extent(served, year_store_url):
 
 
 def test_a_cursor_reads_the_same_history_while_snapshots_are_recorded(
-    store_url, year_dirs, latest, tmp_path, first_publishes_sqlite
+    store_url, year_dirs, latest, tmp_path, request
 ):
-    if "://" in store_url:  # PostgreSQL: recorded into this test's own schema
-        store = open_store(store_url)
-        for _instant, path in year_dirs[:6]:
-            store.record_dir(path)
-    else:  # SQLite: a copy of the six publishes recorded once per run
-        store = open_store(first_publishes_sqlite(6, store_url))
+    # a copy of the six publishes recorded once per run (PostgreSQL: a database of its own)
+    if "://" in store_url:
+        store_url = request.getfixturevalue("first_publishes_pg")(6)
+    else:
+        store_url = request.getfixturevalue("first_publishes_sqlite")(6, store_url)
+    store = open_store(store_url)
     wall = Clock(year_dirs[-1][0] + DAY)
     app = make_app(tmp_path / "instance", latest, store_url, wall)
     key = account(app, "enterprise")

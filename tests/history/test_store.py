@@ -97,15 +97,12 @@ def test_recording_is_idempotent_and_recorded_time_only_grows(store_url, snapsho
 
 
 @pytest.mark.slow
-def test_prune_keeps_every_instant_of_the_window_and_drops_the_rest(
-    store_url, year_dirs, first_publishes_sqlite
-):
-    if "://" in store_url:  # PostgreSQL: recorded into this test's own schema
-        store = open_store(store_url)
-        for _instant, path in year_dirs[:6]:
-            store.record_dir(path)
-    else:  # SQLite: a copy of the six publishes recorded once per run
-        store = open_store(first_publishes_sqlite(6, store_url))
+def test_prune_keeps_every_instant_of_the_window_and_drops_the_rest(store_url, year_dirs, request):
+    # a copy of the six publishes recorded once per run (PostgreSQL: a database of its own)
+    if "://" in store_url:
+        store = open_store(request.getfixturevalue("first_publishes_pg")(6))
+    else:
+        store = open_store(request.getfixturevalue("first_publishes_sqlite")(6, store_url))
     check_prune(store, year_dirs[:6])
 
 
