@@ -238,7 +238,8 @@ class CountTable:
         """(per cell: -1 without a sure point, else the row of ``uniq`` holding the OR of its sure points'
         words; ``uniq``), for the last ``rows_words`` asked (one int32 per cell, not one word row)."""
         key = rows_words.tobytes() + rows_words.shape[1].to_bytes(4, "little")
-        if self._unions is None or self._unions[0] != key:
+        found = self._unions  # one read: another thread may put another key's unions meanwhile
+        if found is None or found[0] != key:
             order = np.argsort(self.sure_cell, kind="stable")
             cell, w = self.sure_cell[order], self.sure_w[order]
             code = np.full(self.ncells, -1, dtype=np.int32)
@@ -251,8 +252,8 @@ class CountTable:
                     code[cell[first]] = inverse.reshape(-1)
                 else:
                     code[cell[first]] = 0
-            self._unions = (key, code, uniq)
-        return self._unions[1], self._unions[2]
+            found = self._unions = (key, code, uniq)
+        return found[1], found[2]
 
     def _edge_hits(self, lat_d, lng_d, cell, keep=None):
         """(query, point) of the boundary pairs within the radius, by query: the exact haversine of each

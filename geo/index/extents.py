@@ -80,7 +80,7 @@ class Extents:
         self.vertex = np.zeros((3, 0))
         #: per row, a bound on the plane distance from its point to any point of its edges
         self.plane_reach = np.zeros(n)
-        self._pad: list | None = None
+        self._pad: tuple | None = None
         if geometries is not None:
             self._edges(np.asarray(list(geometries), dtype=object))
 
@@ -353,9 +353,10 @@ class Extents:
         x, y = self._plane(rows, lat_r, lng_r, cos_lat)
         out = np.empty(rows.size)
         vertex = np.empty(rows.size, dtype=np.int64)
-        bucket, slot = self._bucket.take(rows), self._slot.take(rows)
-        for b, columns in enumerate(self._padded):
-            sel = np.flatnonzero(bucket == b) if len(self._padded) > 1 else np.arange(rows.size)
+        bucket_of, slot_of, padded = self._padding()
+        bucket, slot = bucket_of.take(rows), slot_of.take(rows)
+        for b, columns in enumerate(padded):
+            sel = np.flatnonzero(bucket == b) if len(padded) > 1 else np.arange(rows.size)
             step = max(1, EDGE_BLOCK // columns[0].shape[1])
             for s in range(0, sel.size, step):
                 at = sel[s : s + step]
@@ -401,40 +402,29 @@ class Extents:
         cross[s] = ax.take(s) + (ye.take(s) - ay.take(s)) * slope.take(s) > x.take(pair.take(s))
         return (np.add.reduceat(cross, first) & 1).astype(bool)
 
-    @property
-    def _padded(self) -> list:
-        """Per bucket of rows with up to 4, 8, 16, ... edges: (ax, ay, dx, dy, 1 / length^2, start vertex)
-        as (bucket rows, width) arrays, the k-th column the row's k-th edge; a row with fewer edges repeats
-        its last one (which changes no minimum); built on first use."""
-        if self._pad is None:
-            self._pad_rows()
-        assert self._pad is not None
-        return self._pad
+    def _padding(self) -> tuple:
+        """(bucket per row, slot per row in its bucket, per bucket of rows with up to 4, 8, 16, ... edges:
+        (ax, ay, dx, dy, 1 / length^2, start vertex) as (bucket rows, width) arrays), the k-th column the
+        row's k-th edge; a row with fewer edges repeats its last one (which changes no minimum). Built on
+        first use and published in one assignment: a thread that reads it while another builds it sees either
+        nothing (and builds the same) or all of it, never a half-filled bucket column."""
+        found = self._pad
+        if found is None:
+            found = self._pad = self._pad_rows()
+        return found
 
-    @property
-    def _bucket(self) -> np.ndarray:
-        if self._pad is None:
-            self._pad_rows()
-        return self._bucket_of
-
-    @property
-    def _slot(self) -> np.ndarray:
-        if self._pad is None:
-            self._pad_rows()
-        return self._slot_of
-
-    def _pad_rows(self) -> None:
+    def _pad_rows(self) -> tuple:
         n_e = self.start[1:] - self.start[:-1]
         width = np.maximum(4, 1 << np.ceil(np.log2(np.maximum(n_e, 1))).astype(np.int64))
-        self._bucket_of = np.full(self.size, -1, dtype=np.int64)
-        self._slot_of = np.zeros(self.size, dtype=np.int64)
+        bucket_of = np.full(self.size, -1, dtype=np.int64)
+        slot_of = np.zeros(self.size, dtype=np.int64)
         pad = []
         for b, w in enumerate(np.unique(width[self.has]).tolist()):
             rows = np.flatnonzero(self.has & (width == w))
-            self._bucket_of[rows], self._slot_of[rows] = b, np.arange(rows.size)
+            bucket_of[rows], slot_of[rows] = b, np.arange(rows.size)
             e = self.start[rows, None] + np.minimum(np.arange(w), n_e[rows, None] - 1)
             pad.append(tuple(np.ascontiguousarray(c.take(e)) for c in (*self.edges[:5], self.vs)))
-        self._pad = pad
+        return bucket_of, slot_of, pad
 
 
 def _nearest(x, y, slot, columns):

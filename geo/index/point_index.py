@@ -291,9 +291,9 @@ class PointIndex:
 
     def _scalars(self):
         """(lat_r, lng_r, cos_lat) of the points as Python lists (built on first use)."""
-        if self._scalar_lists is None:
-            self._scalar_lists = (self.lat_r.tolist(), self.lng_r.tolist(), self.cos_lat.tolist())
+        if self._scalar_lists is None:  # the rows first: a thread that sees the lists also sees them
             self._row_list = self.rows.tolist()
+            self._scalar_lists = (self.lat_r.tolist(), self.lng_r.tolist(), self.cos_lat.tolist())
         return self._scalar_lists
 
     def _nearest_tree(self, lat, lng, lat_r, lng_r, cos_lat):
