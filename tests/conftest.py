@@ -40,6 +40,14 @@ SHARED_ENV = "URBAN_TEST_SHARED_DIR"
 
 
 def pytest_configure(config):
+    # A suite started in the background (``nohup make test &``) inherits SIGINT ignored, and so would every
+    # process a test starts: Python then installs no KeyboardInterrupt handler, and a test that stops its
+    # child with SIGINT waits for ever. The tests' processes start with the default, as from a terminal.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        try:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        except ValueError:  # not the main thread: nothing to restore here
+            pass
     if not hasattr(config, "workerinput") and SHARED_ENV not in os.environ:
         config._urban_shared_owner = True  # noqa: SLF001 - our own attribute on the config
         os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="urban-tests-")
