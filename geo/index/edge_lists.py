@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .extents import EDGE_BLOCK, Extents, _nearest
-from .spherical import EARTH_RADIUS_KM, haversine_rad
+from .spherical import haversine_rad
 
 CROSSING, OUTSIDE, INSIDE = 0, 1, 2  # the side of an entry's disc
 
@@ -144,24 +144,9 @@ class EdgeLists:
 
 def _cull(ex: Extents, rows, lat_r, lng_r, rho_km: float):
     """(side per entry, keep per (entry, edge) in the rows' edge order) for one block of entries."""
-    xc, yc = ex._plane(rows, lat_r, lng_r, np.cos(lat_r))
-    n_e = ex.start.take(rows + 1) - ex.start.take(rows)
-    first = np.cumsum(n_e) - n_e
-    pair = np.repeat(np.arange(rows.size), n_e)
-    e = np.repeat(ex.start.take(rows) - first, n_e) + np.arange(int(n_e.sum()))
-    ax, ay, dx, dy, inv = (ex.edges[i].take(e) for i in range(5))
-    rx, ry = xc.take(pair) - ax, yc.take(pair) - ay
-    t = np.clip((rx * dx + ry * dy) * inv, 0.0, 1.0)
-    m = np.hypot(t * dx - rx, t * dy - ry)  # plane distance from the centre to each edge
-    m_min = np.minimum.reduceat(m, first)
-    pos = np.where(m == m_min.take(pair), np.arange(e.size), e.size)
-    j = np.minimum.reduceat(pos, first)  # the nearest edge at the centre
-    # the disc in the plane and the margins of Extents.sure_vertex
-    centre = np.hypot(xc, yc)
-    rho = rho_km / EARTH_RADIUS_KM
-    rho_p = rho * 1.001 * (1.0 + 2.0 * (centre + 2.0 * rho) ** 2)
-    margin = 1e-11 + 1e-9 * (centre + ex.plane_reach.take(rows))
-    clear = m_min - rho_p
+    s = ex.disc_scan(rows, lat_r, lng_r, rho_km)
+    xc, yc, pair, ax, ay, dx, dy, m, m_min, j = s.xc, s.yc, s.pair, s.ax, s.ay, s.dx, s.dy, s.m, s.m_min, s.j
+    rho_p, margin, clear = s.rho_p, s.margin, s.clear
     # delta: the largest distance between an end of the edge and an end of the centre's nearest edge
     jx, jy = ax.take(j).take(pair), ay.take(j).take(pair)
     kx, ky = jx + dx.take(j).take(pair), jy + dy.take(j).take(pair)

@@ -28,6 +28,8 @@ class searched at the radius itself: a layer of points gives the answers of a pl
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import shapely
 
@@ -40,6 +42,32 @@ REACH_CLASSES_KM = (0.0625, 0.25, 1.0, 4.0)
 EDGE_BLOCK = 1 << 16  # (pair, edge) evaluations per step: the temporaries stay in cache
 
 _POLYGON, _MULTI = 3, (4, 5, 6, 7)  # shapely type ids: Polygon; Multi* and GeometryCollection
+
+
+class DiscScan(NamedTuple):
+    """What :meth:`Extents.disc_scan` sees: per query ``xc``, ``yc`` (the centre in the row's plane), ``first``
+    (its first edge), ``m_min``, ``j`` (its nearest edge), ``centre``, ``rho_p`` (the disc's plane radius),
+    ``margin`` and ``clear`` (``m_min - rho_p``); per edge ``pair`` (its query), ``e`` (its index), ``ax``,
+    ``ay``, ``dx``, ``dy``, ``inv``, ``t_raw`` (the centre's unclipped position along it) and ``m``."""
+
+    xc: np.ndarray
+    yc: np.ndarray
+    first: np.ndarray
+    pair: np.ndarray
+    e: np.ndarray
+    ax: np.ndarray
+    ay: np.ndarray
+    dx: np.ndarray
+    dy: np.ndarray
+    inv: np.ndarray
+    t_raw: np.ndarray
+    m: np.ndarray
+    m_min: np.ndarray
+    j: np.ndarray
+    centre: np.ndarray
+    rho_p: np.ndarray
+    margin: np.ndarray
+    clear: np.ndarray
 
 
 class Extents:
@@ -246,7 +274,9 @@ class Extents:
                 out[at[has]] = self._sure_vertex(r[has], lat_r[at[has]], lng_r[at[has]], rho_km)
         return out
 
-    def _sure_vertex(self, rows, lat_r, lng_r, rho_km: float) -> np.ndarray:
+    def disc_scan(self, rows, lat_r, lng_r, rho_km: float) -> DiscScan:
+        """Every edge of ``rows[i]`` seen from a disc of ``rho_km`` around query ``i``, in the row's plane:
+        the distances from the disc's centre, its nearest edge, and the disc's radius and margins there."""
         xc, yc = self._plane(rows, lat_r, lng_r, np.cos(lat_r))
         n_e = self.start.take(rows + 1) - self.start.take(rows)
         first = np.cumsum(n_e) - n_e
@@ -260,16 +290,41 @@ class Extents:
         m_min = np.minimum.reduceat(m, first)
         pos = np.where(m == m_min.take(pair), np.arange(e.size), e.size)
         j = np.minimum.reduceat(pos, first)  # the first nearest edge
-        vs = self.vs.take(e)
-        vertex = np.where(t_raw.take(j) <= 0.0, vs.take(j), vs.take(j) + 1)
-        # the disc in the plane; margins; over the disc a difference of the distances to the vertex and to
-        # a point set within delta of it changes by at most delta / (m_min - rho_p) * rho_p (unit vectors'
-        # difference 2 |x - y| / (|x| + |y|), every location at least m_min - rho_p from both)
         centre = np.hypot(xc, yc)
         rho = rho_km / EARTH_RADIUS_KM
         rho_p = rho * 1.001 * (1.0 + 2.0 * (centre + 2.0 * rho) ** 2)
         margin = 1e-11 + 1e-9 * (centre + self.plane_reach.take(rows))
-        clear = m_min - rho_p
+        return DiscScan(
+            xc,
+            yc,
+            first,
+            pair,
+            e,
+            ax,
+            ay,
+            dx,
+            dy,
+            inv,
+            t_raw,
+            m,
+            m_min,
+            j,
+            centre,
+            rho_p,
+            margin,
+            m_min - rho_p,
+        )
+
+    def _sure_vertex(self, rows, lat_r, lng_r, rho_km: float) -> np.ndarray:
+        s = self.disc_scan(rows, lat_r, lng_r, rho_km)
+        xc, yc, first, pair, e, j, m, m_min = s.xc, s.yc, s.first, s.pair, s.e, s.j, s.m, s.m_min
+        ax, ay, dx, dy, inv, t_raw = s.ax, s.ay, s.dx, s.dy, s.inv, s.t_raw
+        centre, rho_p, margin, clear = s.centre, s.rho_p, s.margin, s.clear
+        vs = self.vs.take(e)
+        vertex = np.where(t_raw.take(j) <= 0.0, vs.take(j), vs.take(j) + 1)
+        # over the disc a difference of the distances to the vertex and to a point set within delta of it
+        # changes by at most delta / (m_min - rho_p) * rho_p (unit vectors' difference 2 |x - y| / (|x| + |y|),
+        # every location at least m_min - rho_p from both)
         t_j = t_raw.take(j)
         ok = ((t_j <= 0.0) | (t_j >= 1.0)) & (clear > margin)
         per_delta = rho_p / np.maximum(clear, 1e-300)

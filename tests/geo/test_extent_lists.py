@@ -10,6 +10,7 @@ import shapely
 from shapely.geometry import GeometryCollection, LineString, MultiPolygon, Point, Polygon, box
 
 from extent_oracle import oracle_km
+from street_shapes import BENT_LINE, L_SHAPE, PARTS_TOUCHING_AT_A_CORNER, RING_WITH_HOLE, THIN_BOX
 
 from geo.index.edge_lists import CROSSING, INSIDE, OUTSIDE, EdgeLists
 from geo.index.extents import Extents
@@ -21,15 +22,11 @@ def _works():
     """Street-like extents around Antwerp: a thin box, an L, a ring with a hole, two parts touching at a
     corner, a bent line, a line with a repeated vertex (a zero-length edge), a collection with a point."""
     return [
-        box(4.400, 51.2180, 4.4009, 51.21805),
-        Polygon(
-            [(4.41, 51.20), (4.43, 51.20), (4.43, 51.202), (4.412, 51.202), (4.412, 51.215), (4.41, 51.215)]
-        ),
-        Polygon(
-            box(4.38, 51.23, 4.40, 51.24).exterior.coords, [box(4.385, 51.233, 4.395, 51.237).exterior.coords]
-        ),
-        MultiPolygon([box(4.42, 51.22, 4.4203, 51.2202), box(4.4203, 51.2202, 4.4206, 51.2204)]),
-        LineString([(4.37, 51.19), (4.371, 51.1905), (4.373, 51.1904)]),
+        THIN_BOX,
+        L_SHAPE,
+        RING_WITH_HOLE,
+        PARTS_TOUCHING_AT_A_CORNER,
+        BENT_LINE,
         LineString([(4.36, 51.21), (4.361, 51.21), (4.361, 51.21), (4.362, 51.2102)]),
         GeometryCollection([Point(4.39, 51.205), box(4.3905, 51.2052, 4.3907, 51.2054)]),
     ]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 from shapely.geometry import LineString, MultiPolygon, Polygon, box
 
+from street_shapes import BENT_LINE, L_SHAPE, PARTS_TOUCHING_AT_A_CORNER, RING_WITH_HOLE, THIN_BOX
+
 from geo.index.extents import Extents
 from geo.index.pair_table import PairTable
 from geo.index.spherical import EARTH_RADIUS_KM, haversine_rad
@@ -15,16 +17,12 @@ def _works():
     """Street-like extents around Antwerp: thin boxes, a square, an L, a ring with a hole, two parts
     touching at a corner, a line, a rotated thin strip."""
     return [
-        box(4.400, 51.2180, 4.4009, 51.21805),  # 60 m x 5 m
+        THIN_BOX,
         box(4.410, 51.2100, 4.4104, 51.2103),
-        Polygon(
-            [(4.41, 51.20), (4.43, 51.20), (4.43, 51.202), (4.412, 51.202), (4.412, 51.215), (4.41, 51.215)]
-        ),
-        Polygon(
-            box(4.38, 51.23, 4.40, 51.24).exterior.coords, [box(4.385, 51.233, 4.395, 51.237).exterior.coords]
-        ),
-        MultiPolygon([box(4.42, 51.22, 4.4203, 51.2202), box(4.4203, 51.2202, 4.4206, 51.2204)]),
-        LineString([(4.37, 51.19), (4.371, 51.1905), (4.373, 51.1904)]),
+        L_SHAPE,
+        RING_WITH_HOLE,
+        PARTS_TOUCHING_AT_A_CORNER,
+        BENT_LINE,
         Polygon([(4.35, 51.15), (4.3503, 51.1499), (4.3603, 51.1599), (4.36, 51.16)]),
     ]
 

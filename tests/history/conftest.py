@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from app.history import asof, versions
 from app.history.simulate import SimulatedHistory
 from app.history.store import open_store
 
@@ -127,3 +128,13 @@ def first_publishes_pg(year_dirs, build_once, postgres_server):
         return postgres_server.url(name)
 
     return copy
+
+
+@pytest.fixture
+def fresh_asof_process():
+    """No versions held in memory and no rebuilt engines, before and after the test: as in a new process."""
+    versions.clear()
+    asof._engines.clear()
+    yield
+    versions.clear()
+    asof._engines.clear()

@@ -15,18 +15,9 @@ from app.history.store import open_store
 from geo.rules import works as wk
 from geo.service.loaded import loaded
 
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.usefixtures("fresh_asof_process")]
 
 EXTENT_FIELDS = ("lat", "lng", "has", "reach", "plane_reach", "start", "area", "sin_lat", "cos_lat")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process():
-    versions.clear()
-    asof._engines.clear()
-    yield
-    versions.clear()
-    asof._engines.clear()
 
 
 def _equal(a, b) -> bool:

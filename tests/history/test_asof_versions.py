@@ -12,16 +12,7 @@ from app.history import asof, versions
 from app.history.store import Publish, open_store
 from geo.data.snapshot import layer_bytes, read_snapshot, snapshot_id
 
-pytestmark = pytest.mark.timeout(1800)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_process():
-    versions.clear()
-    asof._engines.clear()
-    yield
-    versions.clear()
-    asof._engines.clear()
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.usefixtures("fresh_asof_process")]
 
 
 def _same(store, seq: int) -> dict:
