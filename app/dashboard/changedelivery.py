@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -40,6 +40,7 @@ TZ = ZoneInfo("Europe/Brussels")
 DIGEST_HOUR = 7
 #: rows sent at once (threads); each webhook POST keeps its own deadline
 SENDERS = 16
+#: rows claimed at once (one transaction), when ``SENDERS`` rows or fewer are still being sent
 BATCH = 64
 #: ids per ``IN (...)`` list
 CHUNK = 500
@@ -247,12 +248,15 @@ def _send(app, mail, config, base_url: str, rows, connections=None) -> str | Non
 # -- a round -----------------------------------------------------------------------------------------------
 
 
-def batches(rows, size: int = BATCH, proven: set | None = None):
+def batches(rows, size: int = BATCH, proven: set | None = None, busy: set | None = None, failed=()):
     """``rows`` (in turn) cut into batches sent at once, each holding at most ``size`` rows and at most one
     webhook row per account whose receiver has not yet answered in this round (so a failing receiver is met
-    once per batch, and its account's other webhook rows wait for the first retry delay, as the alert
+    one POST at a time, and its account's other webhook rows wait for the first retry delay, as the alert
     sender's turns have it); ``proven``: the accounts whose webhook succeeded in this round (read as the
-    batches are taken), whose rows go in full batches.
+    batches are taken), whose rows go in full batches; ``busy``: the accounts not proven whose webhook row
+    is still being sent (none of their rows is taken until it ends: an empty batch says that every row left
+    waits for one); ``failed``: the accounts whose webhook failed in this round (their rows are taken in full
+    batches, to be put off, never sent).
 
     Examples
     --------
@@ -261,8 +265,11 @@ def batches(rows, size: int = BATCH, proven: set | None = None):
     [[1, 2], [1]]
     >>> [[r["account_id"] for r in b] for b in batches(rows, proven={1})]
     [[1, 1, 2]]
+    >>> [r["account_id"] for r in next(batches(rows, busy={1}))]
+    [2]
     """
     proven = set() if proven is None else proven
+    busy = set() if busy is None else busy
     pending, start = list(rows), 0
     while start < len(pending):
         batch: list = []
@@ -272,11 +279,12 @@ def batches(rows, size: int = BATCH, proven: set | None = None):
         while i < len(pending) and len(batch) < size:  # a batch looks at its rows only, not at every row left
             r = pending[i]
             i += 1
-            limited = r["channel"] == "webhook" and r["account_id"] not in proven
-            if not (limited and r["account_id"] in seen):
+            account = r["account_id"]
+            limited = r["channel"] == "webhook" and account not in proven and account not in failed
+            if not (limited and (account in seen or account in busy)):
                 batch.append(r)
                 if limited:
-                    seen.add(r["account_id"])
+                    seen.add(account)
             else:
                 rest.append(r)
         yield batch
@@ -286,7 +294,11 @@ def batches(rows, size: int = BATCH, proven: set | None = None):
 
 def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
     """One delivery round over the rows due at ``now`` (epoch s). Returns counts: sent ``mail`` (a digest
-    counts one) and ``webhook``, ``failed`` rows, ``deferred`` rows (quiet hours, an account's failed webhook)."""
+    counts one) and ``webhook``, ``failed`` rows, ``deferred`` rows (quiet hours, an account's failed webhook).
+
+    The senders never wait for the round: the next batch is claimed while ``SENDERS`` rows are still being
+    sent, and rows are settled as their sends end, in one transaction with that claim (or of ``BATCH`` rows).
+    """
     now = int(now)
     counts = {"mail": 0, "webhook": 0, "failed": 0, "deferred": 0}
     sendable, held, digests = [], defaultdict(list), defaultdict(list)
@@ -302,25 +314,46 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
         counts["deferred"] += len(keys)
     failed_webhooks: set = set()
     proven: set = set()  # accounts whose webhook answered 2xx in this round
+    busy: set = set()  # accounts not proven with a webhook row being sent
     with (
         ThreadPoolExecutor(SENDERS, thread_name_prefix="change-delivery") as pool,
         round_connections(config) as connections,
     ):
-        for batch in batches(sendable, proven=proven):
-            defer = [
-                _key(r) for r in batch if r["channel"] == "webhook" and r["account_id"] in failed_webhooks
-            ]
-            if defer:
-                _postpone(conn, defer, now + RETRY_DELAYS[0])
-                counts["deferred"] += len(defer)
-            skip = set(defer)
-            claimed = claim(conn, [_key(r) for r in batch if _key(r) not in skip], now)
-            errors = list(pool.map(lambda r: _send(app, mail, config, base_url, [r], connections), claimed))
-            settle(conn, list(zip(claimed, errors)), now)
-            for row, error in zip(claimed, errors):
+        sending: dict = {}  # future -> its claimed row
+        ended: list = []  # (row, error) sent, not yet settled
+        taking = batches(sendable, proven=proven, busy=busy, failed=failed_webhooks)
+        more = True
+        while more or sending:
+            batch = next(taking, None) if more and len(sending) <= SENDERS else []
+            if batch is None:
+                more = False
+            if batch or ended and (not more or len(ended) >= BATCH or not sending):
+                with write(conn):  # what ended and the next claim: one transaction
+                    settle(conn, ended, now)
+                    ended = []
+                    if batch:
+                        claimed = _claim_batch(conn, batch, now, failed_webhooks, counts)
+                        for r in claimed:
+                            sending[pool.submit(_send, app, mail, config, base_url, [r], connections)] = r
+                            if r["channel"] == "webhook" and r["account_id"] not in proven:
+                                busy.add(r["account_id"])
+                if batch:
+                    continue  # claim again while SENDERS rows or fewer are being sent
+            if not sending:
+                if batch == []:  # rows left, none of them sendable now (cannot happen: busy is sending)
+                    break
+                continue
+            done, _ = wait(sending, return_when=FIRST_COMPLETED)
+            for future in done:
+                row, error = sending.pop(future), future.result()
+                ended.append((row, error))
+                if row["channel"] == "webhook":
+                    busy.discard(row["account_id"])
                 _count(counts, row, error, failed_webhooks)
                 if error is None and row["channel"] == "webhook" and row["account_id"] not in failed_webhooks:
                     proven.add(row["account_id"])
+        if ended:
+            settle(conn, ended, now)
         for keys in digests.values():
             claimed = claim(conn, keys, now)
             if not claimed:
@@ -329,6 +362,17 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
             settle(conn, [(r, error) for r in claimed], now)
             _count(counts, claimed[0], error, failed_webhooks)
     return counts
+
+
+def _claim_batch(conn, batch, now: int, failed_webhooks: set, counts: dict) -> list:
+    """Claim a batch's rows; the webhook rows of an account whose webhook failed in this round are put off
+    until the first retry delay instead."""
+    defer = [_key(r) for r in batch if r["channel"] == "webhook" and r["account_id"] in failed_webhooks]
+    if defer:
+        _postpone(conn, defer, now + RETRY_DELAYS[0])
+        counts["deferred"] += len(defer)
+    skip = set(defer)
+    return claim(conn, [_key(r) for r in batch if _key(r) not in skip], now)
 
 
 def _count(counts: dict, row, error, failed_webhooks: set) -> None:

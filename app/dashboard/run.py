@@ -4,9 +4,9 @@ Registered with the sources (:func:`app.sources.on_publish`, an :class:`AlertHoo
 published snapshot refresh (after the feed was derived), and run by ``flask --app wsgi alerts run`` (cron, or
 by hand):
 
-- After a refresh, the hook enqueues the feed's new events (our own stores only) and then wakes a
-  :class:`DeliveryWorker`, which delivers in its own thread: the refresher never waits for a mail server or
-  a webhook receiver.
+- After a refresh, the hook enqueues the feed's new events (our own stores only), waking a
+  :class:`DeliveryWorker` after each committed page of rows; the worker delivers in its own thread: the
+  refresher never waits for a mail server or a webhook receiver.
 - ``flask --app wsgi alerts run`` enqueues and delivers in one go: :func:`run_alerts`.
 """
 
@@ -32,9 +32,10 @@ def base_url(config) -> str:
     return (config.get("PUBLIC_URL") or "http://localhost:8000").rstrip("/")
 
 
-def enqueue_changes(app) -> int:
+def enqueue_changes(app, on_rows=None) -> int:
     """Turn the change feed's new events into change-alert deliveries (after the feed was derived); how many
-    are new. The history store is opened only when there is a change alert."""
+    are new. The history store is opened only when there is a change alert. ``on_rows()``: after each
+    committed page of new rows (:func:`app.dashboard.changealerts.enqueue`)."""
     from app.history.recorder import history_url
     from app.history.store import open_store as open_history
 
@@ -53,6 +54,7 @@ def enqueue_changes(app) -> int:
                     base_url(app.config),
                     int(wall_now().timestamp()),
                     hold_mail=changedelivery.digest_time,
+                    on_rows=on_rows,
                 )
             finally:
                 history.close()
@@ -147,12 +149,12 @@ class AlertHook:
         self.worker: DeliveryWorker | None = None
 
     def __call__(self, app, report) -> None:
-        try:
-            enqueue_changes(app)
-        except Exception:  # never stops the refresher; the next publish enqueues what is left
-            log.exception("change alerts after the refresh of %s failed", getattr(report, "path", "?"))
         if self.worker is None:
             self.worker = DeliveryWorker(app)
+        try:  # the worker starts on each committed page of rows, not after the last
+            enqueue_changes(app, on_rows=self.worker.wake)
+        except Exception:  # never stops the refresher; the next publish enqueues what is left
+            log.exception("change alerts after the refresh of %s failed", getattr(report, "path", "?"))
         self.worker.wake()
 
     def close(self) -> None:
