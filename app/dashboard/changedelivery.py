@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from queue import SimpleQueue
 from zoneinfo import ZoneInfo
 
 from flask import render_template
@@ -151,18 +152,21 @@ def claim(conn, keys, now: int) -> list:
 def settle(conn, outcomes, now: int) -> None:
     """Record each claimed row's outcome (one transaction): sent, due again after its retry delay, or given
     up after its last attempt. ``outcomes``: ``(row, error or None)``."""
+    if not outcomes:
+        return
+    stamp = utc_stamp()
     with write(conn):
         for row, error in outcomes:
             if error is None:
                 conn.execute(
                     "UPDATE change_deliveries SET sent_at = ?, claimed_at = NULL, next_attempt_at = NULL,"
                     f" last_error = NULL WHERE {_KEY}",
-                    (utc_stamp(), *_key(row)),
+                    (stamp, *_key(row)),
                 )
             elif row["attempts"] >= MAX_ATTEMPTS:
                 conn.execute(
                     f"UPDATE change_deliveries SET claimed_at = NULL, last_error = ?, gave_up_at = ? WHERE {_KEY}",
-                    (error[:ERROR_CHARS], utc_stamp(), *_key(row)),
+                    (error[:ERROR_CHARS], stamp, *_key(row)),
                 )
             else:
                 conn.execute(
@@ -319,12 +323,21 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
         ThreadPoolExecutor(SENDERS, thread_name_prefix="change-delivery") as pool,
         round_connections(config) as connections,
     ):
-        sending: dict = {}  # future -> its claimed row
+        results: SimpleQueue = SimpleQueue()  # (row, error) of each send as it ends
+
+        def send(row) -> None:
+            error: str | None = f"{row['channel']}: not sent"
+            try:
+                error = _send(app, mail, config, base_url, [row], connections)
+            finally:
+                results.put((row, error))
+
+        sending = 0  # rows being sent
         ended: list = []  # (row, error) sent, not yet settled
         taking = batches(sendable, proven=proven, busy=busy, failed=failed_webhooks)
         more = True
         while more or sending:
-            batch = next(taking, None) if more and len(sending) <= SENDERS else []
+            batch = next(taking, None) if more and sending <= SENDERS else []
             if batch is None:
                 more = False
             if batch or ended and (not more or len(ended) >= BATCH or not sending):
@@ -334,18 +347,21 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
                     if batch:
                         claimed = _claim_batch(conn, batch, now, failed_webhooks, counts)
                         for r in claimed:
-                            sending[pool.submit(_send, app, mail, config, base_url, [r], connections)] = r
+                            pool.submit(send, r)
                             if r["channel"] == "webhook" and r["account_id"] not in proven:
                                 busy.add(r["account_id"])
+                        sending += len(claimed)
                 if batch:
                     continue  # claim again while SENDERS rows or fewer are being sent
             if not sending:
                 if batch == []:  # rows left, none of them sendable now (cannot happen: busy is sending)
                     break
                 continue
-            done, _ = wait(sending, return_when=FIRST_COMPLETED)
-            for future in done:
-                row, error = sending.pop(future), future.result()
+            done = [results.get()]
+            while not results.empty():
+                done.append(results.get())
+            sending -= len(done)
+            for row, error in done:
                 ended.append((row, error))
                 if row["channel"] == "webhook":
                     busy.discard(row["account_id"])

@@ -499,6 +499,7 @@ class Connections:
         self.opened = 0
         self._lock = threading.Lock()
         self._where: dict[tuple[str, int, bool], tuple[IPAddress, ...]] = {}
+        self._checked: dict[str, Destination] = {}  # each URL as checked the first time in this round
         self._idle: dict[tuple, list[socket.socket]] = {}
         self._closed = False
 
@@ -519,16 +520,23 @@ class Connections:
 
     def destination(self, url: str, deadline: _Deadline) -> Destination:
         """``url`` checked, its host's addresses as looked up the first time in this round."""
+        with self._lock:
+            dest = self._checked.get(url)
+        if dest is not None:
+            return dest
         host, port, tls = ascii_host(url)
         with self._lock:
             addresses = self._where.get((host, port, tls))
-        if addresses is not None:
-            return Destination(host, port, tls, _target(url), addresses)
-        dest = destination(
-            url, allow_private=self.allow_private, resolver=self.resolver, timeout=deadline.left()
-        )
-        with self._lock:  # two first POSTs may both look up: each connects to what it checked
-            self._where.setdefault((host, port, tls), dest.addresses)
+        if addresses is None:
+            dest = destination(
+                url, allow_private=self.allow_private, resolver=self.resolver, timeout=deadline.left()
+            )
+            with self._lock:  # two first POSTs may both look up: each connects to what it checked
+                addresses = self._where.setdefault((host, port, tls), dest.addresses)
+        else:
+            dest = Destination(host, port, tls, _target(url), addresses)
+        with self._lock:
+            self._checked.setdefault(url, Destination(host, port, tls, dest.target, addresses))
         return dest
 
     def _take(self, key: tuple) -> socket.socket | None:
