@@ -61,19 +61,53 @@ class EdgeLists:
         at_edge = 0
         for s in range(0, rows.size, block):
             r = rows[s : s + block]
-            side[s : s + r.size], k = _cull(extents, r, lat_r[s : s + block], lng_r[s : s + block], rho_km)
+            scan = extents.disc_scan(r, lat_r[s : s + block], lng_r[s : s + block], rho_km)
+            side[s : s + r.size], k = _cull(extents, r, scan)
             keep[at_edge : at_edge + k.size] = k
             at_edge += k.size
+        lists, of = EdgeLists._distinct(extents, rows, side, keep)
+        take = (lists.rows, lists.side, lists.count, lists.bucket, lists.slot)
+        return EdgeLists(extents, *(a.take(of) for a in take), lists.index)
+
+    @staticmethod
+    def vertex_or_list(extents: Extents, rows, lat_r, lng_r, rho_km: float, block: int = 1 << 17):
+        """Per disc (``rows[i]``, radius ``rho_km`` around ``lat_r[i]``, ``lng_r[i]``; every row with an
+        extent): ``code`` (int32), the certified vertex (:meth:`Extents.sure_vertex`, its index, ``>= 0``) or
+        ``-1 - L`` for the disc's edge list ``L`` in the returned :class:`EdgeLists`, which holds one list per
+        distinct (row, side, kept edges); both from one :meth:`Extents.disc_scan` per disc."""
+        rows = np.asarray(rows, dtype=np.int64)
+        code = np.full(rows.size, -1, dtype=np.int64)
+        parts = []  # (disc positions, side, keep) of the discs without a vertex
+        for s in range(0, rows.size, block):
+            r = rows[s : s + block]
+            scan = extents.disc_scan(r, lat_r[s : s + block], lng_r[s : s + block], rho_km)
+            vertex = extents.scan_vertex(r, scan)
+            code[s : s + r.size] = vertex
+            side, keep = _cull(extents, r, scan)
+            rest = np.flatnonzero(vertex < 0)
+            parts.append((rest + s, side.take(rest), keep[(vertex < 0).take(scan.pair)]))
+        at = np.concatenate([p[0] for p in parts])
+        side = np.concatenate([p[1] for p in parts])
+        keep = np.concatenate([p[2] for p in parts])
+        lists, of = EdgeLists._distinct(extents, rows.take(at), side, keep)
+        code[at] = -1 - of
+        return code.astype(np.int32), lists
+
+    @staticmethod
+    def _distinct(extents: Extents, rows, side, keep):
+        """(the lists of the distinct (row, side, kept edges) of the entries, the list of each entry) from
+        each entry's ``side`` and ``keep`` (per edge of its row, in the rows' edge order)."""
         n_e = extents.start.take(rows + 1) - extents.start.take(rows)
         first = np.cumsum(n_e) - n_e
         e = np.repeat(extents.start.take(rows) - first, n_e) + np.arange(int(n_e.sum()))
-        # one list per distinct (row, kept edges): a few per extent, so the lists' columns stay in cache
+        # one list per distinct (row, side, kept edges): a few per extent, so the lists' columns stay in cache
         pos = np.arange(e.size) - np.repeat(first, n_e)
         wide = np.repeat(n_e > 62, n_e)
-        keep |= wide  # more edges than bits: all kept
+        keep = keep | wide  # more edges than bits: all kept
         bits = np.where(keep & ~wide, np.left_shift(1, np.minimum(pos, 62)), 0)
         mask = np.add.reduceat(bits, first) if rows.size else np.zeros(0, dtype=np.int64)
-        _, one, of = np.unique(np.stack([rows, mask], axis=1), axis=0, return_index=True, return_inverse=True)
+        key = np.stack([rows, mask, side.astype(np.int64)], axis=1)
+        _, one, of = np.unique(key, axis=0, return_index=True, return_inverse=True)
         of = of.reshape(-1)
         count = np.add.reduceat(keep.astype(np.int64), first) if rows.size else np.zeros(0, dtype=np.int64)
         kept = e[keep]  # the kept edges, by entry, in their order
@@ -88,8 +122,8 @@ class EdgeLists:
             bucket[at], slot[at] = b, np.arange(at.size)
             e_at = kept.take(kept_first[at, None] + np.minimum(np.arange(w), n_kept[at, None] - 1))
             index.append(tuple(np.ascontiguousarray(c.take(e_at)) for c in (*extents.edges[:5], extents.vs)))
-        bucket, slot = bucket.take(of), slot.take(of)
-        return EdgeLists(extents, rows, side, count, bucket, slot, index)
+        lists = EdgeLists(extents, rows.take(one), side.take(one), n_kept, bucket, slot, index)
+        return lists, of
 
     def km(self, entry, lat_r, lng_r, cos_lat, rep_km) -> np.ndarray:
         """Distance (km) per pair ``(query i, entry[i])``, the float of :meth:`Extents.km` for the entry's row,
@@ -142,9 +176,9 @@ class EdgeLists:
         return keep, d.take(keep)
 
 
-def _cull(ex: Extents, rows, lat_r, lng_r, rho_km: float):
-    """(side per entry, keep per (entry, edge) in the rows' edge order) for one block of entries."""
-    s = ex.disc_scan(rows, lat_r, lng_r, rho_km)
+def _cull(ex: Extents, rows, s):
+    """(side per entry, keep per (entry, edge) in the rows' edge order) for one block of entries, from their
+    :meth:`Extents.disc_scan` ``s``."""
     xc, yc, pair, ax, ay, dx, dy, m, m_min, j = s.xc, s.yc, s.pair, s.ax, s.ay, s.dx, s.dy, s.m, s.m_min, s.j
     rho_p, margin, clear = s.rho_p, s.margin, s.clear
     # delta: the largest distance between an end of the edge and an end of the centre's nearest edge

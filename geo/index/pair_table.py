@@ -162,17 +162,17 @@ class PairTable:
         )
         self.edged = np.r_[self.edged, np.zeros(ex.vertex.shape[1], dtype=bool)]
         edged = np.flatnonzero((vertex < 0) & ex.has[self.k[point]])
-        self.lists = EdgeLists.build(ex, self.k[point[edged]], c_lat[edged], c_lng[edged], grid.rho)
         listed[edged] = np.arange(edged.size)
-        # the same certificate per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one
+        # per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one: the same certificate, else
+        # the sub-cell's edge list
         s = SUBCELLS
         sy, sx = np.divmod(np.arange(s * s), s)
         sub_lat = np.radians(grid.y0 + (iy[edged, None] + (sy + 0.5) / s) * grid.hy)
         sub_lng = np.radians(grid.x0 + (ix[edged, None] + (sx + 0.5) / s) * grid.hx)
         sub_rho = (grid.rho - SLACK_KM) / s + SLACK_KM  # rho scales with the cell; the slack stays
         rows = np.repeat(self.k[point[edged]], s * s)
-        sub = ex.sure_vertex(rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho)
-        self.sub_target = np.where(sub >= 0, n_k + sub, -1).astype(np.int32)
+        code, self.lists = EdgeLists.vertex_or_list(ex, rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho)
+        self.sub_code = np.where(code >= 0, n_k + code, code).astype(np.int32)
         return np.where(vertex >= 0, n_k + vertex, point), listed
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
@@ -236,7 +236,7 @@ class PairTable:
         # the query's sub-cell in its cell (the position within the cell, as the cell's, from these floats)
         sub_y = np.minimum(np.floor((fy.take(rows) - iy.take(rows)) * SUBCELLS), SUBCELLS - 1)
         sub_x = np.minimum(np.floor((fx.take(rows) - ix.take(rows)) * SUBCELLS), SUBCELLS - 1)
-        sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int64)
+        sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
         cell = iy[rows].astype(np.int64) * self.nx + ix[rows].astype(np.int64)
         if group is not None:
             cell += group[first + rows]
@@ -253,6 +253,14 @@ class PairTable:
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
             tg = self.target.take(e)  # then the targets' own (small, cached) columns
+            edged = np.flatnonzero(self.edged.take(tg))
+            if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
+                listed = self.listed.take(e.take(edged))
+                code = self.sub_code.take(listed * (SUBCELLS * SUBCELLS) + np.repeat(sub_q[a:b], n).take(edged))
+                vx = np.flatnonzero(code >= 0)
+                tg[edged.take(vx)] = code.take(vx)
+                rest = np.flatnonzero(code < 0)
+                edged, listed = edged.take(rest), -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
@@ -261,24 +269,7 @@ class PairTable:
             km = haversine_rad(
                 q_lat, q_lng, q_cos, self.t_lat_r.take(tg), self.t_lng_r.take(tg), self.t_cos.take(tg)
             )
-            edged = np.flatnonzero(self.edged.take(tg))
-            if edged.size:  # a vertex certified for the query's sub-cell, else the extent's edges
-                listed = self.listed.take(e.take(edged))
-                at = np.searchsorted(ends[a:b] - (ends[a - 1] if a else 0), edged, side="right") + a
-                sub = self.sub_target.take(listed * (SUBCELLS * SUBCELLS) + sub_q.take(at))
-                vx = np.flatnonzero(sub >= 0)
-                if vx.size:
-                    v, i = sub.take(vx), edged.take(vx)
-                    km[i] = haversine_rad(
-                        q_lat.take(i),
-                        q_lng.take(i),
-                        q_cos.take(i),
-                        self.t_lat_r.take(v),
-                        self.t_lng_r.take(v),
-                        self.t_cos.take(v),
-                    )
-                    rest = np.flatnonzero(sub < 0)
-                    edged, listed = edged.take(rest), listed.take(rest)
+            if edged.size:
                 q = (q_lat.take(edged), q_lng.take(edged), q_cos.take(edged))
                 near, d = self.lists.within(listed, *q, km.take(edged), self.radius)
                 km[edged] = np.inf
