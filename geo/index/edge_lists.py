@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .extents import EDGE_BLOCK, Extents, _nearest
-from .spherical import haversine_rad
+from .extents import EDGE_BLOCK, Extents
+from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CROSSING, OUTSIDE, INSIDE = 0, 1, 2  # the side of an entry's disc
 
@@ -121,7 +121,9 @@ class EdgeLists:
             at = np.flatnonzero(width == w)
             bucket[at], slot[at] = b, np.arange(at.size)
             e_at = kept.take(kept_first[at, None] + np.minimum(np.arange(w), n_kept[at, None] - 1))
-            index.append(tuple(np.ascontiguousarray(c.take(e_at)) for c in (*extents.edges[:5], extents.vs)))
+            index.append(
+                tuple(np.ascontiguousarray(c.take(e_at).T) for c in (*extents.edges[:5], extents.vs))
+            )
         lists = EdgeLists(extents, rows.take(one), side.take(one), n_kept, bucket, slot, index)
         return lists, of
 
@@ -147,11 +149,10 @@ class EdgeLists:
             bucket, slot = self.bucket.take(entry), self.slot.take(entry)
         for b, columns in enumerate(self.index):
             sel = np.flatnonzero(bucket == b) if len(self.index) > 1 else np.arange(measure.size)
-            step = max(1, EDGE_BLOCK // columns[0].shape[1])
-            for s in range(0, sel.size, step):
-                at = sel[s : s + step]
+            for s in range(0, sel.size, EDGE_BLOCK):
+                at = sel[s : s + EDGE_BLOCK]
                 i = measure.take(at) if measure.size < rows.size else at
-                out[i], vertex[i] = _nearest(x.take(at), y.take(at), slot.take(at), columns)
+                out[i], vertex[i] = _nearest_columns(x.take(at), y.take(at), slot.take(at), columns)
         at = np.flatnonzero(vertex >= 0)  # the nearest point is a vertex: its haversine
         if at.size:
             v = vertex.take(at)
@@ -174,6 +175,38 @@ class EdgeLists:
             )
         keep = np.flatnonzero(d <= radius_km)
         return keep, d.take(keep)
+
+
+def _nearest_columns(x, y, slot, columns):
+    """:func:`geo.index.extents._nearest` (the same floats and the same first nearest edge) with the edges as
+    (width, lists) columns, one edge position of every query at a time: no 2-D gather, no ``argmin`` per row."""
+    ax, ay, dx, dy, inv, vs = columns
+    best = bx = by = tj = vj = np.zeros(0)
+    for k in range(ax.shape[0]):
+        dx_k, dy_k = dx[k].take(slot), dy[k].take(slot)
+        rx = x - ax[k].take(slot)  # from the edge's start to the query
+        ry = y - ay[k].take(slot)
+        t = rx * dx_k
+        t += ry * dy_k
+        t *= inv[k].take(slot)
+        np.clip(t, 0.0, 1.0, out=t)
+        px = t * dx_k
+        px -= rx  # from the query to the edge's nearest point
+        py = t * dy_k
+        py -= ry
+        m2 = px * px
+        m2 += py * py
+        if k == 0:
+            best, bx, by, tj, vj = m2, px, py, t, vs[0].take(slot)
+            continue
+        nearer = m2 < best  # strictly: the first nearest edge stays
+        for kept, new in ((best, m2), (bx, px), (by, py), (tj, t)):
+            np.copyto(kept, new, where=nearer)
+        np.copyto(vj, vs[k].take(slot), where=nearer)
+    vertex = np.where(tj == 0.0, vj, np.where(tj == 1.0, vj + 1, -1))
+    cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)
+    km = EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))
+    return km, vertex
 
 
 def _cull(ex: Extents, rows, s):

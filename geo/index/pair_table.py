@@ -247,7 +247,7 @@ class PairTable:
         total = int(ends[-1]) if ends.size else 0
         cuts = np.searchsorted(ends, np.arange(PAIR_BLOCK, total, PAIR_BLOCK), side="left") + 1
         bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
-        found = []
+        blocks, listed_pairs = [], []
         for a, b in zip(bounds[:-1], bounds[1:]):
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
@@ -256,7 +256,9 @@ class PairTable:
             edged = np.flatnonzero(self.edged.take(tg))
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
                 listed = self.listed.take(e.take(edged))
-                code = self.sub_code.take(listed * (SUBCELLS * SUBCELLS) + np.repeat(sub_q[a:b], n).take(edged))
+                code = self.sub_code.take(
+                    listed * (SUBCELLS * SUBCELLS) + np.repeat(sub_q[a:b], n).take(edged)
+                )
                 vx = np.flatnonzero(code >= 0)
                 tg[edged.take(vx)] = code.take(vx)
                 rest = np.flatnonzero(code < 0)
@@ -269,15 +271,24 @@ class PairTable:
             km = haversine_rad(
                 q_lat, q_lng, q_cos, self.t_lat_r.take(tg), self.t_lng_r.take(tg), self.t_cos.take(tg)
             )
-            if edged.size:
+            if edged.size:  # measured once per chunk below: fewer, larger array operations
                 q = (q_lat.take(edged), q_lng.take(edged), q_cos.take(edged))
-                near, d = self.lists.within(listed, *q, km.take(edged), self.radius)
-                km[edged] = np.inf
-                km[edged.take(near)] = d
+                listed_pairs.append((km, edged, listed, *q, km.take(edged)))
+            blocks.append((a, b, n, e, km))
+        if listed_pairs:
+            listed, *q, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
+            near, d = self.lists.within(listed, *q, rep, self.radius)
+            measured = np.full(listed.size, np.inf)
+            measured[near] = d
+            at = 0
+            for km, edged, *_ in listed_pairs:
+                km[edged] = measured[at : at + edged.size]
+                at += edged.size
+        found = []
+        for a, b, n, e, km in blocks:
             hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
-            km = km.take(hit)
             query = np.repeat(rows[a:b] + first, n)
-            found.append((query.take(hit), self.entries.take(e.take(hit)), km))
+            found.append((query.take(hit), self.entries.take(e.take(hit)), km.take(hit)))
         return found
 
 
