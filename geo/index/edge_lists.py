@@ -70,6 +70,35 @@ class EdgeLists:
         return EdgeLists(extents, *(a.take(of) for a in take), lists.index)
 
     @staticmethod
+    def empty(extents: Extents) -> EdgeLists:
+        """No list (:meth:`extend` adds them)."""
+        none = np.zeros(0, dtype=np.int64)
+        return EdgeLists(extents, none, np.zeros(0, dtype=np.int8), none, none, none, [])
+
+    def extend(self, other: EdgeLists) -> EdgeLists:
+        """These lists, then ``other`` 's (numbered from ``self.rows.size`` on); the numbers, buckets and slots
+        of these lists stay."""
+        index, widths = list(self.index), [c[0].shape[0] for c in self.index]
+        bucket, slot = other.bucket.copy(), other.slot.copy()
+        for b, columns in enumerate(other.index):
+            at = np.flatnonzero(other.bucket == b)
+            w = columns[0].shape[0]
+            if w in widths:
+                i = widths.index(w)
+                slot[at] += index[i][0].shape[1]
+                index[i] = tuple(np.concatenate([x, y], axis=1) for x, y in zip(index[i], columns))
+            else:
+                i = len(index)
+                index.append(columns)
+                widths.append(w)
+            bucket[at] = i
+        joined = (
+            np.concatenate([x, y])
+            for x, y in zip((self.rows, self.side, self.count), (other.rows, other.side, other.count))
+        )
+        return EdgeLists(self.extents, *joined, np.r_[self.bucket, bucket], np.r_[self.slot, slot], index)
+
+    @staticmethod
     def vertex_or_list(extents: Extents, rows, lat_r, lng_r, rho_km: float, block: int = 1 << 17):
         """Per disc (``rows[i]``, radius ``rho_km`` around ``lat_r[i]``, ``lng_r[i]``; every row with an
         extent): ``code`` (int32), the certified vertex (:meth:`Extents.sure_vertex`, its index, ``>= 0``) or
@@ -106,9 +135,14 @@ class EdgeLists:
         keep = keep | wide  # more edges than bits: all kept
         bits = np.where(keep & ~wide, np.left_shift(1, np.minimum(pos, 62)), 0)
         mask = np.add.reduceat(bits, first) if rows.size else np.zeros(0, dtype=np.int64)
-        key = np.stack([rows, mask, side.astype(np.int64)], axis=1)
-        _, one, of = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        of = of.reshape(-1)
+        order = np.lexsort((side, mask, rows))  # stable: the first entry of each list comes first
+        new = np.ones(rows.size, dtype=bool)
+        for key in (rows, mask, side):
+            new[1:] &= key.take(order[1:]) == key.take(order[:-1])
+        new[1:] = ~new[1:]  # the first of each distinct key
+        one = order[new]
+        of = np.empty(rows.size, dtype=np.int64)
+        of[order] = np.cumsum(new) - 1
         count = np.add.reduceat(keep.astype(np.int64), first) if rows.size else np.zeros(0, dtype=np.int64)
         kept = e[keep]  # the kept edges, by entry, in their order
         kept_first = (np.cumsum(count) - count).take(one)

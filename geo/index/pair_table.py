@@ -23,6 +23,7 @@ floats in every case.
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -147,6 +148,8 @@ class PairTable:
         the other entries)."""
         n_k = self.k.size
         self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
+        self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
+        self._lock = threading.Lock()
         self.edged = np.zeros(n_k, dtype=bool)
         listed = np.full(point.size, -1, dtype=np.int64)
         if self.extents is None:
@@ -164,16 +167,43 @@ class PairTable:
         edged = np.flatnonzero((vertex < 0) & ex.has[self.k[point]])
         listed[edged] = np.arange(edged.size)
         # per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one: the same certificate, else
-        # the sub-cell's edge list
-        s = SUBCELLS
-        sy, sx = np.divmod(np.arange(s * s), s)
-        sub_lat = np.radians(grid.y0 + (iy[edged, None] + (sy + 0.5) / s) * grid.hy)
-        sub_lng = np.radians(grid.x0 + (ix[edged, None] + (sx + 0.5) / s) * grid.hx)
-        sub_rho = (grid.rho - SLACK_KM) / s + SLACK_KM  # rho scales with the cell; the slack stays
-        rows = np.repeat(self.k[point[edged]], s * s)
-        code, self.lists = EdgeLists.vertex_or_list(ex, rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho)
-        self.sub_code = np.where(code >= 0, n_k + code, code).astype(np.int32)
+        # the sub-cell's edge list; built per cell the first time a query falls in it (build_sub_cells)
+        self._grid, self._sub_row, self._sub_cell = grid, self.k[point[edged]], cell[edged]  # by cell
+        self.sub_code = np.zeros(edged.size * SUBCELLS * SUBCELLS, dtype=np.int32)
+        self.lists = EdgeLists.empty(ex)
+        self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
+        self._sub_built[self._sub_cell] = False
         return np.where(vertex >= 0, n_k + vertex, point), listed
+
+    def build_sub_cells(self, cells=None) -> None:
+        """Build the sub-cells (vertex or edge list per sub-cell of the entries without a cell certificate) of
+        ``cells`` (cell numbers without the query group; default every cell) that are not built yet. Queries
+        build those of their own cells; thread-safe, and each cell is built once."""
+        built = self._sub_built
+        cells = np.flatnonzero(~built) if cells is None else np.asarray(cells, dtype=np.int64)
+        if built.take(cells).all():
+            return
+        with self._lock:
+            todo = np.unique(cells[~built.take(cells)])
+            if todo.size == 0:
+                return
+            lo = np.searchsorted(self._sub_cell, todo, side="left")
+            n = np.searchsorted(self._sub_cell, todo, side="right") - lo
+            at = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))  # the cells' entries
+            grid, s = self._grid, SUBCELLS
+            iy, ix = np.divmod(self._sub_cell.take(at), grid.nx)
+            sy, sx = np.divmod(np.arange(s * s), s)
+            sub_lat = np.radians(grid.y0 + (iy[:, None] + (sy + 0.5) / s) * grid.hy)
+            sub_lng = np.radians(grid.x0 + (ix[:, None] + (sx + 0.5) / s) * grid.hx)
+            sub_rho = (grid.rho - SLACK_KM) / s + SLACK_KM  # rho scales with the cell; the slack stays
+            rows = np.repeat(self._sub_row.take(at), s * s)
+            code, lists = EdgeLists.vertex_or_list(
+                self.extents, rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho
+            )
+            code = np.where(code >= 0, self.k.size + code, code - self.lists.rows.size)
+            self.sub_code[(at[:, None] * (s * s) + np.arange(s * s)).ravel()] = code
+            self.lists = self.lists.extend(lists)  # earlier lists keep their numbers
+            built[todo] = True  # last: a thread that sees the flag finds the codes and lists
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
@@ -238,6 +268,7 @@ class PairTable:
         sub_x = np.minimum(np.floor((fx.take(rows) - ix.take(rows)) * SUBCELLS), SUBCELLS - 1)
         sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
         cell = iy[rows].astype(np.int64) * self.nx + ix[rows].astype(np.int64)
+        self.build_sub_cells(cell)
         if group is not None:
             cell += group[first + rows]
         lo, lens = self.start[cell], self.start[cell + 1] - self.start[cell]

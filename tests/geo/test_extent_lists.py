@@ -14,7 +14,7 @@ from street_shapes import BENT_LINE, L_SHAPE, PARTS_TOUCHING_AT_A_CORNER, RING_W
 
 from geo.index.edge_lists import CROSSING, INSIDE, OUTSIDE, EdgeLists
 from geo.index.extents import Extents
-from geo.index.pair_table import SUBCELLS, PairTable
+from geo.index.pair_table import QUERY_CHUNK, SUBCELLS, PairTable
 from geo.index.spherical import EARTH_RADIUS_KM, haversine_rad
 
 
@@ -140,6 +140,7 @@ def test_pair_table_sub_cells_and_lists_equal_brute_force_and_the_oracle():
     rng = np.random.default_rng(22)
     t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
     assert t.usable
+    t.build_sub_cells()
     # entries without a cell certificate: some sub-cells certified, the others with a list of their own
     assert 0.1 < (t.sub_code >= 0).mean() < 0.95 and t.sub_code.size == (t.listed >= 0).sum() * SUBCELLS**2
     assert t.lists.rows.size < (t.sub_code < 0).sum()  # one list per distinct (row, side, kept edges)
@@ -158,6 +159,33 @@ def test_pair_table_sub_cells_and_lists_equal_brute_force_and_the_oracle():
         assert abs(km[i] - got) < 1e-6, (i, k[i], lat[q[i]], lng[q[i]])
     in_hole = np.flatnonzero((q >= lat.size - 2) & (k == 2))
     assert in_hole.size == 2 and (km[in_hole] > 0.0).all()
+
+
+def _same(got, want) -> bool:
+    return all(x.tobytes() == y.tobytes() for x, y in zip(got, want))
+
+
+def test_sub_cells_built_as_queries_come_give_the_answers_of_a_table_built_at_once():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(25)
+    s_lat, s_lng = _special_points(geoms)
+    at = rng.integers(0, s_lat.size, 6000)
+    lat, lng = s_lat[at] + rng.normal(0, 0.002, at.size), s_lng[at] + rng.normal(0, 0.003, at.size)
+    whole = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    whole.build_sub_cells()
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    assert not lazy._sub_built.all()
+    # the first queries build their own cells only
+    assert _same(lazy.pairs(lat[:50], lng[:50]), whole.pairs(lat[:50], lng[:50]))
+    assert 0 < lazy._sub_built.sum() < whole._sub_built.sum() and lazy.lists.rows.size < whole.lists.rows.size
+    for i in range(3):  # the others in three passes
+        assert _same(lazy.pairs(lat[i::3], lng[i::3]), whole.pairs(lat[i::3], lng[i::3]))
+    assert _same(lazy.pairs(lat, lng), whole.pairs(lat, lng))
+    # two threads building their own cells at once (each gets more than one chunk of queries)
+    many = rng.integers(0, s_lat.size, 2 * QUERY_CHUNK + 5000)
+    lat, lng = s_lat[many] + rng.normal(0, 0.002, many.size), s_lng[many] + rng.normal(0, 0.003, many.size)
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    assert _same(lazy.pairs(lat, lng, threads=2), whole.pairs(lat, lng))
 
 
 def test_a_distance_exactly_at_the_radius_is_within():
