@@ -215,7 +215,7 @@ def _nearest_columns(x, y, slot, columns):
     """:func:`geo.index.extents._nearest` (the same floats and the same first nearest edge) with the edges as
     (width, lists) columns, one edge position of every query at a time: no 2-D gather, no ``argmin`` per row."""
     ax, ay, dx, dy, inv, vs = columns
-    best = bx = by = tj = vj = np.zeros(0)
+    best = bx = by = tj = jk = np.zeros(0)
     for k in range(ax.shape[0]):
         dx_k, dy_k = dx[k].take(slot), dy[k].take(slot)
         rx = x - ax[k].take(slot)  # from the edge's start to the query
@@ -231,12 +231,13 @@ def _nearest_columns(x, y, slot, columns):
         m2 = px * px
         m2 += py * py
         if k == 0:
-            best, bx, by, tj, vj = m2, px, py, t, vs[0].take(slot)
+            best, bx, by, tj, jk = m2, px, py, t, np.zeros(x.size, dtype=np.intp)
             continue
         nearer = m2 < best  # strictly: the first nearest edge stays
         for kept, new in ((best, m2), (bx, px), (by, py), (tj, t)):
             np.copyto(kept, new, where=nearer)
-        np.copyto(vj, vs[k].take(slot), where=nearer)
+        np.copyto(jk, k, where=nearer)
+    vj = vs.take(jk * vs.shape[1] + slot)  # the nearest edge's start vertex
     vertex = np.where(tj == 0.0, vj, np.where(tj == 1.0, vj + 1, -1))
     cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)
     km = EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))

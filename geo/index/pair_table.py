@@ -263,17 +263,19 @@ class PairTable:
         iy, ix = np.floor(fy), np.floor(fx)
         inside = (iy >= 0) & (iy < self.ny) & (ix >= 0) & (ix < self.nx)
         rows = np.flatnonzero(inside)
+        if rows.size < lat_d.size:  # the queries inside the grid
+            fy, fx, iy, ix, lat_d, lng_d = (a.take(rows) for a in (fy, fx, iy, ix, lat_d, lng_d))
         # the query's sub-cell in its cell (the position within the cell, as the cell's, from these floats)
-        sub_y = np.minimum(np.floor((fy.take(rows) - iy.take(rows)) * SUBCELLS), SUBCELLS - 1)
-        sub_x = np.minimum(np.floor((fx.take(rows) - ix.take(rows)) * SUBCELLS), SUBCELLS - 1)
+        sub_y = np.minimum(np.floor((fy - iy) * SUBCELLS), SUBCELLS - 1)
+        sub_x = np.minimum(np.floor((fx - ix) * SUBCELLS), SUBCELLS - 1)
         sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
-        cell = iy[rows].astype(np.int64) * self.nx + ix[rows].astype(np.int64)
+        cell = iy.astype(np.int64) * self.nx + ix.astype(np.int64)
         self.build_sub_cells(cell)
         if group is not None:
             cell += group[first + rows]
         lo, lens = self.start[cell], self.start[cell + 1] - self.start[cell]
         ends = np.cumsum(lens)
-        lat_r, lng_r = np.radians(lat_d[rows]), np.radians(lng_d[rows])
+        lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
         cos_lat = np.cos(lat_r)
         total = int(ends[-1]) if ends.size else 0
         cuts = np.searchsorted(ends, np.arange(PAIR_BLOCK, total, PAIR_BLOCK), side="left") + 1
