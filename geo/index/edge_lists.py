@@ -19,7 +19,10 @@ all its area edges. A cell table knows, at build, the disc of radius ``rho`` tha
   distance is 0) the extent, decided once at its centre; otherwise the queries are counted as before.
 
 The margins and the disc's radius in the plane are those of :meth:`geo.index.extents.Extents.sure_vertex`.
-:meth:`EdgeLists.km` then gives, per pair, the float :meth:`Extents.km` gives (tested bit for bit against it).
+:meth:`EdgeLists.km` then gives, per pair, the float :meth:`Extents.km` gives (tested bit for bit against it),
+taking the kept edges one position at a time over all its pairs (``_nearest_columns``). The pair table's
+sub-cells use :meth:`EdgeLists.vertex_or_list`: one disc scan gives a sub-cell's certified vertex or, failing
+that, its list; lists are shared by every disc with the same (row, side, kept edges).
 """
 
 from __future__ import annotations
@@ -66,8 +69,8 @@ class EdgeLists:
             keep[at_edge : at_edge + k.size] = k
             at_edge += k.size
         lists, of = EdgeLists._distinct(extents, rows, side, keep)
-        take = (lists.rows, lists.side, lists.count, lists.bucket, lists.slot)
-        return EdgeLists(extents, *(a.take(of) for a in take), lists.index)
+        rows, side, count = lists.rows.take(of), lists.side.take(of), lists.count.take(of)
+        return EdgeLists(extents, rows, side, count, lists.bucket.take(of), lists.slot.take(of), lists.index)
 
     @staticmethod
     def empty(extents: Extents) -> EdgeLists:
@@ -92,11 +95,11 @@ class EdgeLists:
                 index.append(columns)
                 widths.append(w)
             bucket[at] = i
-        joined = (
-            np.concatenate([x, y])
-            for x, y in zip((self.rows, self.side, self.count), (other.rows, other.side, other.count))
+        rows, side = np.r_[self.rows, other.rows], np.r_[self.side, other.side]
+        count = np.r_[self.count, other.count]
+        return EdgeLists(
+            self.extents, rows, side, count, np.r_[self.bucket, bucket], np.r_[self.slot, slot], index
         )
-        return EdgeLists(self.extents, *joined, np.r_[self.bucket, bucket], np.r_[self.slot, slot], index)
 
     @staticmethod
     def vertex_or_list(extents: Extents, rows, lat_r, lng_r, rho_km: float, block: int = 1 << 17):

@@ -16,8 +16,9 @@ extent may come within ``r`` of it (``d(c, w) <= r + rho + reach``, and the exte
 centre at most ``r + rho`` plus ``EXTENT_SLACK_KM``), and a candidate's distance is the extent's
 (:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent). Entries whose cell has
 a certified nearest vertex take its haversine; the others look up the query's sub-cell (``SUBCELLS`` per side),
-which may have one, and else measure the entry's edge list (:class:`geo.index.edge_lists.EdgeLists`): the same
-floats in every case.
+which has either a certified vertex or an edge list of its own (:class:`geo.index.edge_lists.EdgeLists`,
+measured once per chunk of queries): the same floats in every case. Sub-cells are built per cell the first
+time a query falls in it (:meth:`PairTable.build_sub_cells`).
 """
 
 from __future__ import annotations
@@ -142,10 +143,10 @@ class PairTable:
     def _targets(self, grid, cell, point):
         """Per (cell, point) entry, the location whose haversine the kernel takes first: the point itself, or
         (``target >= k.size``) the vertex of its extent that is the nearest part of it from the whole cell
-        (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). Only the
-        entries whose target is the point and whose point has an extent go through the edges: those of their
-        list in ``self.lists`` (:class:`geo.index.edge_lists.EdgeLists`, the entry's position in it; -1 for
-        the other entries)."""
+        (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). The
+        entries whose target is the point and whose point has an extent get ``listed`` (their position among
+        them; -1 for the others): their ``SUBCELLS`` x ``SUBCELLS`` codes in ``self.sub_code`` (the target of
+        a certified vertex, or ``-1 - L`` for list ``L`` of ``self.lists``), built per cell on first use."""
         n_k = self.k.size
         self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
         self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
@@ -197,6 +198,7 @@ class PairTable:
             sub_lng = np.radians(grid.x0 + (ix[:, None] + (sx + 0.5) / s) * grid.hx)
             sub_rho = (grid.rho - SLACK_KM) / s + SLACK_KM  # rho scales with the cell; the slack stays
             rows = np.repeat(self._sub_row.take(at), s * s)
+            assert self.extents is not None  # only cells with extents' entries are left to build
             code, lists = EdgeLists.vertex_or_list(
                 self.extents, rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho
             )
