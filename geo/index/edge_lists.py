@@ -19,15 +19,18 @@ all its area edges. A cell table knows, at build, the disc of radius ``rho`` tha
   distance is 0) the extent, decided once at its centre; otherwise the queries are counted as before.
 
 The margins and the disc's radius in the plane are those of :meth:`geo.index.extents.Extents.sure_vertex`.
-:meth:`EdgeLists.km` then gives, per pair, the float :meth:`Extents.km` gives (tested bit for bit against it).
+:meth:`EdgeLists.km` then gives, per pair, the float :meth:`Extents.km` gives (tested bit for bit against it),
+taking the kept edges one position at a time over all its pairs (``_nearest_columns``). The pair table's
+sub-cells use :meth:`EdgeLists.vertex_or_list`: one disc scan gives a sub-cell's certified vertex or, failing
+that, its list; lists are shared by every disc with the same (row, side, kept edges).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .extents import EDGE_BLOCK, Extents, _nearest
-from .spherical import haversine_rad
+from .extents import EDGE_BLOCK, Extents
+from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CROSSING, OUTSIDE, INSIDE = 0, 1, 2  # the side of an entry's disc
 
@@ -61,20 +64,88 @@ class EdgeLists:
         at_edge = 0
         for s in range(0, rows.size, block):
             r = rows[s : s + block]
-            side[s : s + r.size], k = _cull(extents, r, lat_r[s : s + block], lng_r[s : s + block], rho_km)
+            scan = extents.disc_scan(r, lat_r[s : s + block], lng_r[s : s + block], rho_km)
+            side[s : s + r.size], k = _cull(extents, r, scan)
             keep[at_edge : at_edge + k.size] = k
             at_edge += k.size
+        lists, of = EdgeLists._distinct(extents, rows, side, keep)
+        rows, side, count = lists.rows.take(of), lists.side.take(of), lists.count.take(of)
+        return EdgeLists(extents, rows, side, count, lists.bucket.take(of), lists.slot.take(of), lists.index)
+
+    @staticmethod
+    def empty(extents: Extents) -> EdgeLists:
+        """No list (:meth:`extend` adds them)."""
+        none = np.zeros(0, dtype=np.int64)
+        return EdgeLists(extents, none, np.zeros(0, dtype=np.int8), none, none, none, [])
+
+    def extend(self, other: EdgeLists) -> EdgeLists:
+        """These lists, then ``other`` 's (numbered from ``self.rows.size`` on); the numbers, buckets and slots
+        of these lists stay."""
+        index, widths = list(self.index), [c[0].shape[0] for c in self.index]
+        bucket, slot = other.bucket.copy(), other.slot.copy()
+        for b, columns in enumerate(other.index):
+            at = np.flatnonzero(other.bucket == b)
+            w = columns[0].shape[0]
+            if w in widths:
+                i = widths.index(w)
+                slot[at] += index[i][0].shape[1]
+                index[i] = tuple(np.concatenate([x, y], axis=1) for x, y in zip(index[i], columns))
+            else:
+                i = len(index)
+                index.append(columns)
+                widths.append(w)
+            bucket[at] = i
+        rows, side = np.r_[self.rows, other.rows], np.r_[self.side, other.side]
+        count = np.r_[self.count, other.count]
+        return EdgeLists(
+            self.extents, rows, side, count, np.r_[self.bucket, bucket], np.r_[self.slot, slot], index
+        )
+
+    @staticmethod
+    def vertex_or_list(extents: Extents, rows, lat_r, lng_r, rho_km: float, block: int = 1 << 17):
+        """Per disc (``rows[i]``, radius ``rho_km`` around ``lat_r[i]``, ``lng_r[i]``; every row with an
+        extent): ``code`` (int32), the certified vertex (:meth:`Extents.sure_vertex`, its index, ``>= 0``) or
+        ``-1 - L`` for the disc's edge list ``L`` in the returned :class:`EdgeLists`, which holds one list per
+        distinct (row, side, kept edges); both from one :meth:`Extents.disc_scan` per disc."""
+        rows = np.asarray(rows, dtype=np.int64)
+        code = np.full(rows.size, -1, dtype=np.int64)
+        parts = []  # (disc positions, side, keep) of the discs without a vertex
+        for s in range(0, rows.size, block):
+            r = rows[s : s + block]
+            scan = extents.disc_scan(r, lat_r[s : s + block], lng_r[s : s + block], rho_km)
+            vertex = extents.scan_vertex(r, scan)
+            code[s : s + r.size] = vertex
+            side, keep = _cull(extents, r, scan)
+            rest = np.flatnonzero(vertex < 0)
+            parts.append((rest + s, side.take(rest), keep[(vertex < 0).take(scan.pair)]))
+        at = np.concatenate([p[0] for p in parts])
+        side = np.concatenate([p[1] for p in parts])
+        keep = np.concatenate([p[2] for p in parts])
+        lists, of = EdgeLists._distinct(extents, rows.take(at), side, keep)
+        code[at] = -1 - of
+        return code.astype(np.int32), lists
+
+    @staticmethod
+    def _distinct(extents: Extents, rows, side, keep):
+        """(the lists of the distinct (row, side, kept edges) of the entries, the list of each entry) from
+        each entry's ``side`` and ``keep`` (per edge of its row, in the rows' edge order)."""
         n_e = extents.start.take(rows + 1) - extents.start.take(rows)
         first = np.cumsum(n_e) - n_e
         e = np.repeat(extents.start.take(rows) - first, n_e) + np.arange(int(n_e.sum()))
-        # one list per distinct (row, kept edges): a few per extent, so the lists' columns stay in cache
+        # one list per distinct (row, side, kept edges): a few per extent, so the lists' columns stay in cache
         pos = np.arange(e.size) - np.repeat(first, n_e)
         wide = np.repeat(n_e > 62, n_e)
-        keep |= wide  # more edges than bits: all kept
+        keep = keep | wide  # more edges than bits: all kept
         bits = np.where(keep & ~wide, np.left_shift(1, np.minimum(pos, 62)), 0)
         mask = np.add.reduceat(bits, first) if rows.size else np.zeros(0, dtype=np.int64)
-        _, one, of = np.unique(np.stack([rows, mask], axis=1), axis=0, return_index=True, return_inverse=True)
-        of = of.reshape(-1)
+        order = np.lexsort((side, mask, rows))  # stable: the first entry of each list comes first
+        new = np.ones(rows.size, dtype=bool)
+        for key in (rows, mask, side):
+            new[1:] &= key.take(order[1:]) == key.take(order[:-1])
+        new[1:] = ~new[1:]  # the first of each distinct key
+        one = order[new]
+        of = np.empty(rows.size, dtype=np.int64)
+        of[order] = np.cumsum(new) - 1
         count = np.add.reduceat(keep.astype(np.int64), first) if rows.size else np.zeros(0, dtype=np.int64)
         kept = e[keep]  # the kept edges, by entry, in their order
         kept_first = (np.cumsum(count) - count).take(one)
@@ -87,9 +158,11 @@ class EdgeLists:
             at = np.flatnonzero(width == w)
             bucket[at], slot[at] = b, np.arange(at.size)
             e_at = kept.take(kept_first[at, None] + np.minimum(np.arange(w), n_kept[at, None] - 1))
-            index.append(tuple(np.ascontiguousarray(c.take(e_at)) for c in (*extents.edges[:5], extents.vs)))
-        bucket, slot = bucket.take(of), slot.take(of)
-        return EdgeLists(extents, rows, side, count, bucket, slot, index)
+            index.append(
+                tuple(np.ascontiguousarray(c.take(e_at).T) for c in (*extents.edges[:5], extents.vs))
+            )
+        lists = EdgeLists(extents, rows.take(one), side.take(one), n_kept, bucket, slot, index)
+        return lists, of
 
     def km(self, entry, lat_r, lng_r, cos_lat, rep_km) -> np.ndarray:
         """Distance (km) per pair ``(query i, entry[i])``, the float of :meth:`Extents.km` for the entry's row,
@@ -113,11 +186,10 @@ class EdgeLists:
             bucket, slot = self.bucket.take(entry), self.slot.take(entry)
         for b, columns in enumerate(self.index):
             sel = np.flatnonzero(bucket == b) if len(self.index) > 1 else np.arange(measure.size)
-            step = max(1, EDGE_BLOCK // columns[0].shape[1])
-            for s in range(0, sel.size, step):
-                at = sel[s : s + step]
+            for s in range(0, sel.size, EDGE_BLOCK):
+                at = sel[s : s + EDGE_BLOCK]
                 i = measure.take(at) if measure.size < rows.size else at
-                out[i], vertex[i] = _nearest(x.take(at), y.take(at), slot.take(at), columns)
+                out[i], vertex[i] = _nearest_columns(x.take(at), y.take(at), slot.take(at), columns)
         at = np.flatnonzero(vertex >= 0)  # the nearest point is a vertex: its haversine
         if at.size:
             v = vertex.take(at)
@@ -142,9 +214,42 @@ class EdgeLists:
         return keep, d.take(keep)
 
 
-def _cull(ex: Extents, rows, lat_r, lng_r, rho_km: float):
-    """(side per entry, keep per (entry, edge) in the rows' edge order) for one block of entries."""
-    s = ex.disc_scan(rows, lat_r, lng_r, rho_km)
+def _nearest_columns(x, y, slot, columns):
+    """:func:`geo.index.extents._nearest` (the same floats and the same first nearest edge) with the edges as
+    (width, lists) columns, one edge position of every query at a time: no 2-D gather, no ``argmin`` per row."""
+    ax, ay, dx, dy, inv, vs = columns
+    best = bx = by = tj = jk = np.zeros(0)
+    for k in range(ax.shape[0]):
+        dx_k, dy_k = dx[k].take(slot), dy[k].take(slot)
+        rx = x - ax[k].take(slot)  # from the edge's start to the query
+        ry = y - ay[k].take(slot)
+        t = rx * dx_k
+        t += ry * dy_k
+        t *= inv[k].take(slot)
+        np.clip(t, 0.0, 1.0, out=t)
+        px = t * dx_k
+        px -= rx  # from the query to the edge's nearest point
+        py = t * dy_k
+        py -= ry
+        m2 = px * px
+        m2 += py * py
+        if k == 0:
+            best, bx, by, tj, jk = m2, px, py, t, np.zeros(x.size, dtype=np.intp)
+            continue
+        nearer = m2 < best  # strictly: the first nearest edge stays
+        for kept, new in ((best, m2), (bx, px), (by, py), (tj, t)):
+            np.copyto(kept, new, where=nearer)
+        np.copyto(jk, k, where=nearer)
+    vj = vs.take(jk * vs.shape[1] + slot)  # the nearest edge's start vertex
+    vertex = np.where(tj == 0.0, vj, np.where(tj == 1.0, vj + 1, -1))
+    cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)
+    km = EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))
+    return km, vertex
+
+
+def _cull(ex: Extents, rows, s):
+    """(side per entry, keep per (entry, edge) in the rows' edge order) for one block of entries, from their
+    :meth:`Extents.disc_scan` ``s``."""
     xc, yc, pair, ax, ay, dx, dy, m, m_min, j = s.xc, s.yc, s.pair, s.ax, s.ay, s.dx, s.dy, s.m, s.m_min, s.j
     rho_p, margin, clear = s.rho_p, s.margin, s.clear
     # delta: the largest distance between an end of the edge and an end of the centre's nearest edge

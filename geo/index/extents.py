@@ -316,7 +316,10 @@ class Extents:
         )
 
     def _sure_vertex(self, rows, lat_r, lng_r, rho_km: float) -> np.ndarray:
-        s = self.disc_scan(rows, lat_r, lng_r, rho_km)
+        return self.scan_vertex(rows, self.disc_scan(rows, lat_r, lng_r, rho_km))
+
+    def scan_vertex(self, rows, s: DiscScan) -> np.ndarray:
+        """:meth:`sure_vertex` from the :meth:`disc_scan` ``s`` of ``rows`` (which all have an extent)."""
         xc, yc, first, pair, e, j, m, m_min = s.xc, s.yc, s.first, s.pair, s.e, s.j, s.m, s.m_min
         ax, ay, dx, dy, inv, t_raw = s.ax, s.ay, s.dx, s.dy, s.inv, s.t_raw
         centre, rho_p, margin, clear = s.centre, s.rho_p, s.margin, s.clear

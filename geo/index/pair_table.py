@@ -16,13 +16,15 @@ extent may come within ``r`` of it (``d(c, w) <= r + rho + reach``, and the exte
 centre at most ``r + rho`` plus ``EXTENT_SLACK_KM``), and a candidate's distance is the extent's
 (:meth:`geo.index.extents.Extents.within`: the haversine where the point has no extent). Entries whose cell has
 a certified nearest vertex take its haversine; the others look up the query's sub-cell (``SUBCELLS`` per side),
-which may have one, and else measure the entry's edge list (:class:`geo.index.edge_lists.EdgeLists`): the same
-floats in every case.
+which has either a certified vertex or an edge list of its own (:class:`geo.index.edge_lists.EdgeLists`,
+measured once per chunk of queries): the same floats in every case. Sub-cells are built per cell the first
+time a query falls in it (:meth:`PairTable.build_sub_cells`).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -141,12 +143,14 @@ class PairTable:
     def _targets(self, grid, cell, point):
         """Per (cell, point) entry, the location whose haversine the kernel takes first: the point itself, or
         (``target >= k.size``) the vertex of its extent that is the nearest part of it from the whole cell
-        (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). Only the
-        entries whose target is the point and whose point has an extent go through the edges: those of their
-        list in ``self.lists`` (:class:`geo.index.edge_lists.EdgeLists`, the entry's position in it; -1 for
-        the other entries)."""
+        (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). The
+        entries whose target is the point and whose point has an extent get ``listed`` (their position among
+        them; -1 for the others): their ``SUBCELLS`` x ``SUBCELLS`` codes in ``self.sub_code`` (the target of
+        a certified vertex, or ``-1 - L`` for list ``L`` of ``self.lists``), built per cell on first use."""
         n_k = self.k.size
         self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
+        self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
+        self._lock = threading.Lock()
         self.edged = np.zeros(n_k, dtype=bool)
         listed = np.full(point.size, -1, dtype=np.int64)
         if self.extents is None:
@@ -162,18 +166,46 @@ class PairTable:
         )
         self.edged = np.r_[self.edged, np.zeros(ex.vertex.shape[1], dtype=bool)]
         edged = np.flatnonzero((vertex < 0) & ex.has[self.k[point]])
-        self.lists = EdgeLists.build(ex, self.k[point[edged]], c_lat[edged], c_lng[edged], grid.rho)
         listed[edged] = np.arange(edged.size)
-        # the same certificate per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one
-        s = SUBCELLS
-        sy, sx = np.divmod(np.arange(s * s), s)
-        sub_lat = np.radians(grid.y0 + (iy[edged, None] + (sy + 0.5) / s) * grid.hy)
-        sub_lng = np.radians(grid.x0 + (ix[edged, None] + (sx + 0.5) / s) * grid.hx)
-        sub_rho = (grid.rho - SLACK_KM) / s + SLACK_KM  # rho scales with the cell; the slack stays
-        rows = np.repeat(self.k[point[edged]], s * s)
-        sub = ex.sure_vertex(rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho)
-        self.sub_target = np.where(sub >= 0, n_k + sub, -1).astype(np.int32)
+        # per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one: the same certificate, else
+        # the sub-cell's edge list; built per cell the first time a query falls in it (build_sub_cells)
+        self._grid, self._sub_row, self._sub_cell = grid, self.k[point[edged]], cell[edged]  # by cell
+        self.sub_code = np.zeros(edged.size * SUBCELLS * SUBCELLS, dtype=np.int32)
+        self.lists = EdgeLists.empty(ex)
+        self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
+        self._sub_built[self._sub_cell] = False
         return np.where(vertex >= 0, n_k + vertex, point), listed
+
+    def build_sub_cells(self, cells=None) -> None:
+        """Build the sub-cells (vertex or edge list per sub-cell of the entries without a cell certificate) of
+        ``cells`` (cell numbers without the query group; default every cell) that are not built yet. Queries
+        build those of their own cells; thread-safe, and each cell is built once."""
+        built = self._sub_built
+        cells = np.flatnonzero(~built) if cells is None else np.asarray(cells, dtype=np.int64)
+        if built.take(cells).all():
+            return
+        with self._lock:
+            todo = np.unique(cells[~built.take(cells)])
+            if todo.size == 0:
+                return
+            lo = np.searchsorted(self._sub_cell, todo, side="left")
+            n = np.searchsorted(self._sub_cell, todo, side="right") - lo
+            at = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))  # the cells' entries
+            grid, s = self._grid, SUBCELLS
+            iy, ix = np.divmod(self._sub_cell.take(at), grid.nx)
+            sy, sx = np.divmod(np.arange(s * s), s)
+            sub_lat = np.radians(grid.y0 + (iy[:, None] + (sy + 0.5) / s) * grid.hy)
+            sub_lng = np.radians(grid.x0 + (ix[:, None] + (sx + 0.5) / s) * grid.hx)
+            sub_rho = (grid.rho - SLACK_KM) / s + SLACK_KM  # rho scales with the cell; the slack stays
+            rows = np.repeat(self._sub_row.take(at), s * s)
+            assert self.extents is not None  # only cells with extents' entries are left to build
+            code, lists = EdgeLists.vertex_or_list(
+                self.extents, rows, sub_lat.ravel(), sub_lng.ravel(), sub_rho
+            )
+            code = np.where(code >= 0, self.k.size + code, code - self.lists.rows.size)
+            self.sub_code[(at[:, None] * (s * s) + np.arange(s * s)).ravel()] = code
+            self.lists = self.lists.extend(lists)  # earlier lists keep their numbers
+            built[todo] = True  # last: a thread that sees the flag finds the codes and lists
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
@@ -233,26 +265,39 @@ class PairTable:
         iy, ix = np.floor(fy), np.floor(fx)
         inside = (iy >= 0) & (iy < self.ny) & (ix >= 0) & (ix < self.nx)
         rows = np.flatnonzero(inside)
+        if rows.size < lat_d.size:  # the queries inside the grid
+            fy, fx, iy, ix, lat_d, lng_d = (a.take(rows) for a in (fy, fx, iy, ix, lat_d, lng_d))
         # the query's sub-cell in its cell (the position within the cell, as the cell's, from these floats)
-        sub_y = np.minimum(np.floor((fy.take(rows) - iy.take(rows)) * SUBCELLS), SUBCELLS - 1)
-        sub_x = np.minimum(np.floor((fx.take(rows) - ix.take(rows)) * SUBCELLS), SUBCELLS - 1)
-        sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int64)
-        cell = iy[rows].astype(np.int64) * self.nx + ix[rows].astype(np.int64)
+        sub_y = np.minimum(np.floor((fy - iy) * SUBCELLS), SUBCELLS - 1)
+        sub_x = np.minimum(np.floor((fx - ix) * SUBCELLS), SUBCELLS - 1)
+        sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
+        cell = iy.astype(np.int64) * self.nx + ix.astype(np.int64)
+        self.build_sub_cells(cell)
         if group is not None:
             cell += group[first + rows]
         lo, lens = self.start[cell], self.start[cell + 1] - self.start[cell]
         ends = np.cumsum(lens)
-        lat_r, lng_r = np.radians(lat_d[rows]), np.radians(lng_d[rows])
+        lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
         cos_lat = np.cos(lat_r)
         total = int(ends[-1]) if ends.size else 0
         cuts = np.searchsorted(ends, np.arange(PAIR_BLOCK, total, PAIR_BLOCK), side="left") + 1
         bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
-        found = []
+        blocks, listed_pairs = [], []
         for a, b in zip(bounds[:-1], bounds[1:]):
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
             tg = self.target.take(e)  # then the targets' own (small, cached) columns
+            edged = np.flatnonzero(self.edged.take(tg))
+            if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
+                listed = self.listed.take(e.take(edged))
+                code = self.sub_code.take(
+                    listed * (SUBCELLS * SUBCELLS) + np.repeat(sub_q[a:b], n).take(edged)
+                )
+                vx = np.flatnonzero(code >= 0)
+                tg[edged.take(vx)] = code.take(vx)
+                rest = np.flatnonzero(code < 0)
+                edged, listed = edged.take(rest), -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
@@ -261,32 +306,24 @@ class PairTable:
             km = haversine_rad(
                 q_lat, q_lng, q_cos, self.t_lat_r.take(tg), self.t_lng_r.take(tg), self.t_cos.take(tg)
             )
-            edged = np.flatnonzero(self.edged.take(tg))
-            if edged.size:  # a vertex certified for the query's sub-cell, else the extent's edges
-                listed = self.listed.take(e.take(edged))
-                at = np.searchsorted(ends[a:b] - (ends[a - 1] if a else 0), edged, side="right") + a
-                sub = self.sub_target.take(listed * (SUBCELLS * SUBCELLS) + sub_q.take(at))
-                vx = np.flatnonzero(sub >= 0)
-                if vx.size:
-                    v, i = sub.take(vx), edged.take(vx)
-                    km[i] = haversine_rad(
-                        q_lat.take(i),
-                        q_lng.take(i),
-                        q_cos.take(i),
-                        self.t_lat_r.take(v),
-                        self.t_lng_r.take(v),
-                        self.t_cos.take(v),
-                    )
-                    rest = np.flatnonzero(sub < 0)
-                    edged, listed = edged.take(rest), listed.take(rest)
+            if edged.size:  # measured once per chunk below: fewer, larger array operations
                 q = (q_lat.take(edged), q_lng.take(edged), q_cos.take(edged))
-                near, d = self.lists.within(listed, *q, km.take(edged), self.radius)
-                km[edged] = np.inf
-                km[edged.take(near)] = d
+                listed_pairs.append((km, edged, listed, *q, km.take(edged)))
+            blocks.append((a, b, n, e, km))
+        if listed_pairs:
+            listed, *q, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
+            near, d = self.lists.within(listed, *q, rep, self.radius)
+            measured = np.full(listed.size, np.inf)
+            measured[near] = d
+            at = 0
+            for km, edged, *_ in listed_pairs:
+                km[edged] = measured[at : at + edged.size]
+                at += edged.size
+        found = []
+        for a, b, n, e, km in blocks:
             hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
-            km = km.take(hit)
             query = np.repeat(rows[a:b] + first, n)
-            found.append((query.take(hit), self.entries.take(e.take(hit)), km))
+            found.append((query.take(hit), self.entries.take(e.take(hit)), km.take(hit)))
         return found
 
 

@@ -1,5 +1,5 @@
 """The per-entry shortcuts of the works pair table: edge lists and sides (``geo.index.edge_lists``) and the
-vertex certificates per sub-cell (``PairTable.sub_target``). Both must give the floats of ``Extents.km`` bit for
+vertex certificate or edge list per sub-cell (``EdgeLists.vertex_or_list``, ``PairTable.sub_code``). Both must give the floats of ``Extents.km`` bit for
 bit, and the pair table must equal brute force and the great-circle oracle, on the edge cases: queries on an edge,
 on a vertex, inside a hole, multi-part extents, zero-length edges, and a distance exactly at the radius."""
 
@@ -14,7 +14,7 @@ from street_shapes import BENT_LINE, L_SHAPE, PARTS_TOUCHING_AT_A_CORNER, RING_W
 
 from geo.index.edge_lists import CROSSING, INSIDE, OUTSIDE, EdgeLists
 from geo.index.extents import Extents
-from geo.index.pair_table import SUBCELLS, PairTable
+from geo.index.pair_table import QUERY_CHUNK, SUBCELLS, PairTable
 from geo.index.spherical import EARTH_RADIUS_KM, haversine_rad
 
 
@@ -93,6 +93,40 @@ def test_edge_lists_give_the_extent_distance_bit_for_bit():
         assert keep.tolist() == np.flatnonzero(want <= 0.05).tolist() and d.tobytes() == want[keep].tobytes()
 
 
+def test_a_sub_disc_gives_its_vertex_or_its_list_and_the_extent_distance_bit_for_bit():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(24)
+    s_lat, s_lng = _special_points(geoms)
+    n = 1500
+    rows = rng.integers(0, ex.size, n)
+    c_lat = np.r_[ex.lat[rows] + rng.normal(0, 0.004, n), s_lat]
+    c_lng = np.r_[ex.lng[rows] + rng.normal(0, 0.006, n), s_lng]
+    rows = np.r_[rows, rng.integers(0, ex.size, s_lat.size)]
+    rho = 0.045
+    code, lists = EdgeLists.vertex_or_list(ex, rows, np.radians(c_lat), np.radians(c_lng), rho, block=256)
+    vertex = ex.sure_vertex(rows, np.radians(c_lat), np.radians(c_lng), rho)
+    assert (code[vertex >= 0] == vertex[vertex >= 0]).all() and (code[vertex < 0] < 0).all()
+    assert 0.2 < (code >= 0).mean() < 0.9
+    listed = np.flatnonzero(code < 0)
+    wide = EdgeLists.build(ex, rows[listed], np.radians(c_lat[listed]), np.radians(c_lng[listed]), rho)
+    own = -1 - code[listed]
+    assert (lists.rows[own] == rows[listed]).all() and (lists.side[own] == wide.side).all()
+    assert (lists.count[own] == wide.count).all() and lists.rows.size < listed.size  # shared lists
+    entry = np.repeat(np.arange(rows.size), 12)
+    lat, lng = _disc_points(c_lat[entry], c_lng[entry], rho, rng, entry.size)
+    lat, lng = np.r_[lat, c_lat], np.r_[lng, c_lng]  # the centres: on vertices, edges, in the hole
+    entry = np.r_[entry, np.arange(rows.size)]
+    lat_r, lng_r, cos, rep, want = _km(ex, rows[entry], lat, lng)
+    c = code[entry]
+    at_v = np.flatnonzero(c >= 0)
+    v = c[at_v]
+    got_v = haversine_rad(lat_r[at_v], lng_r[at_v], cos[at_v], *(a[v] for a in ex.vertex))
+    assert got_v.tobytes() == want[at_v].tobytes()
+    at_l = np.flatnonzero(c < 0)
+    got_l = lists.km(-1 - c[at_l], lat_r[at_l], lng_r[at_l], cos[at_l], rep[at_l])
+    assert got_l.tobytes() == want[at_l].tobytes() and (want[at_l] == 0.0).any()
+
+
 def _brute(ex, lat, lng, radius):
     q = np.repeat(np.arange(lat.size), ex.size)
     rows = np.tile(np.arange(ex.size), lat.size)
@@ -106,8 +140,10 @@ def test_pair_table_sub_cells_and_lists_equal_brute_force_and_the_oracle():
     rng = np.random.default_rng(22)
     t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
     assert t.usable
-    # entries without a cell certificate: some sub-cells certified, not all
-    assert 0.1 < (t.sub_target >= 0).mean() < 0.95 and t.sub_target.size == t.lists.rows.size * SUBCELLS**2
+    t.build_sub_cells()
+    # entries without a cell certificate: some sub-cells certified, the others with a list of their own
+    assert 0.1 < (t.sub_code >= 0).mean() < 0.95 and t.sub_code.size == (t.listed >= 0).sum() * SUBCELLS**2
+    assert t.lists.rows.size < (t.sub_code < 0).sum()  # one list per distinct (row, side, kept edges)
     s_lat, s_lng = _special_points(geoms)
     # queries spread around, and dense around the vertices (where cells lie across a corner's lines)
     at = rng.integers(0, s_lat.size, 12000)
@@ -123,6 +159,33 @@ def test_pair_table_sub_cells_and_lists_equal_brute_force_and_the_oracle():
         assert abs(km[i] - got) < 1e-6, (i, k[i], lat[q[i]], lng[q[i]])
     in_hole = np.flatnonzero((q >= lat.size - 2) & (k == 2))
     assert in_hole.size == 2 and (km[in_hole] > 0.0).all()
+
+
+def _same(got, want) -> bool:
+    return all(x.tobytes() == y.tobytes() for x, y in zip(got, want))
+
+
+def test_sub_cells_built_as_queries_come_give_the_answers_of_a_table_built_at_once():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(25)
+    s_lat, s_lng = _special_points(geoms)
+    at = rng.integers(0, s_lat.size, 6000)
+    lat, lng = s_lat[at] + rng.normal(0, 0.002, at.size), s_lng[at] + rng.normal(0, 0.003, at.size)
+    whole = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    whole.build_sub_cells()
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    assert not lazy._sub_built.all()
+    # the first queries build their own cells only
+    assert _same(lazy.pairs(lat[:50], lng[:50]), whole.pairs(lat[:50], lng[:50]))
+    assert 0 < lazy._sub_built.sum() < whole._sub_built.sum() and lazy.lists.rows.size < whole.lists.rows.size
+    for i in range(3):  # the others in three passes
+        assert _same(lazy.pairs(lat[i::3], lng[i::3]), whole.pairs(lat[i::3], lng[i::3]))
+    assert _same(lazy.pairs(lat, lng), whole.pairs(lat, lng))
+    # two threads building their own cells at once (each gets more than one chunk of queries)
+    many = rng.integers(0, s_lat.size, 2 * QUERY_CHUNK + 5000)
+    lat, lng = s_lat[many] + rng.normal(0, 0.002, many.size), s_lng[many] + rng.normal(0, 0.003, many.size)
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    assert _same(lazy.pairs(lat, lng, threads=2), whole.pairs(lat, lng))
 
 
 def test_a_distance_exactly_at_the_radius_is_within():
