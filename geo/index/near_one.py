@@ -15,7 +15,11 @@ import math
 import numpy as np
 
 from .radius_grid import RadiusGrid
-from .spherical import haversine_rad, unit_vectors
+from .spherical import haversine_one, haversine_rad, unit_vectors
+
+
+#: entries of one table's slice at most that :meth:`ExtentNear.within` measures in Python floats
+SCALAR_ENTRIES = 32
 
 
 class NearTable:
@@ -135,6 +139,13 @@ class ExtentNear:
             start, stop = table.span(lat, lng)
             if start == stop:
                 continue
+            if stop - start <= SCALAR_ENTRIES:
+                r, dk = self._within_scalar(
+                    table, entry_rows, inflation, q, start, stop, None if keep is None else keep[i]
+                )
+                rows.append(np.array(r, dtype=np.int64))
+                km.append(np.array(dk, dtype=np.float64))
+                continue
             d = table.distances(q, start, stop)
             if not inflation:
                 within = d <= self.radius
@@ -157,3 +168,30 @@ class ExtentNear:
             rows.append(r.take(hit))
             km.append(dk)
         return np.concatenate(rows), np.concatenate(km)
+
+    def _within_scalar(self, table, entry_rows, inflation: float, q: tuple, start: int, stop: int, keep):
+        """What :meth:`within` finds in the entries ``[start, stop)`` of one table, in the same order and the
+        same floats, computed in Python floats (:func:`geo.index.spherical.haversine_one`,
+        :meth:`geo.index.extents.Extents.exact_one`): for a few entries NumPy's cost per call is most of the
+        work. Returns (rows, km) as lists."""
+        lat_q, lng_q, cos_q = float(q[0][0]), float(q[1][0]), float(q[2][0])
+        lat_e, lng_e = table.lat_r[start:stop].tolist(), table.lng_r[start:stop].tolist()
+        cos_e, row_e = table.cos_lat[start:stop].tolist(), entry_rows[start:stop].tolist()
+        kept = None if keep is None else keep[start:stop].tolist()
+        radius, extents = self.radius, self.extents
+        rows, km = [], []
+        for k in range(stop - start):
+            if kept is not None and not kept[k]:
+                continue
+            d = haversine_one(lat_q, lng_q, cos_q, lat_e[k], lng_e[k], cos_e[k])
+            row = row_e[k]
+            if inflation:
+                reach = float(extents.reach[row])
+                if not d - reach <= radius:
+                    continue
+                if extents.has[row]:
+                    d = extents.exact_one(row, lat_q, lng_q, cos_q, d)
+            if d <= radius:
+                rows.append(row)
+                km.append(d)
+        return rows, km
