@@ -1,6 +1,7 @@
 """The Python-float twins of the single-point path give NumPy's floats bit for bit: ``haversine_one`` against
 ``haversine_rad``, ``Extents.exact_one`` against ``Extents._exact``, and ``ExtentNear.within`` with its
-scalar slices against the same tables measured by NumPy only (same rows, same order, same floats)."""
+scalar slices and candidates against the same tables measured by NumPy only (same rows, same order, same
+floats); ``NearTable.hits`` likewise."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from shapely.geometry import LineString, Point, Polygon, box
 
 import geo.index.near_one as near_one
 from geo.index.extents import SCALAR_EDGES, Extents
-from geo.index.near_one import ExtentNear
+from geo.index.near_one import ExtentNear, NearTable, query_radians
 from geo.index.spherical import SMALL_ANGLE, haversine_one, haversine_rad
 
 
@@ -90,16 +91,35 @@ def test_extent_near_scalar_slices_equal_numpy_only(radius, monkeypatch):
     near = ExtentNear(ex, radius)
     assert near.usable and len(near.tables) >= 3
     rng = np.random.default_rng(22)
-    lat, lng = rng.normal(51.215, 0.04, 120), rng.normal(4.41, 0.06, 120)
+    lat, lng = rng.normal(51.215, 0.04, 80), rng.normal(4.41, 0.06, 80)
     keep = [rng.random(t.point.size) < 0.8 for t, _, _ in near.tables]
     scalar_slices = 0
     for q_lat, q_lng in zip(lat.tolist(), lng.tolist()):
         for kept in (None, keep):
-            monkeypatch.setattr(near_one, "SCALAR_ENTRIES", 32)
-            got = near.within(q_lat, q_lng, keep=kept)
-            monkeypatch.setattr(near_one, "SCALAR_ENTRIES", -1)  # every slice through NumPy
+            monkeypatch.setattr(near_one, "SCALAR_ENTRIES", -1)  # every slice and candidate through NumPy
             want = near.within(q_lat, q_lng, keep=kept)
-            assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
-            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+            # 32: whole slices in Python floats; 2: larger slices by NumPy, their few candidates in floats
+            for entries in (32, 2):
+                monkeypatch.setattr(near_one, "SCALAR_ENTRIES", entries)
+                got = near.within(q_lat, q_lng, keep=kept)
+                assert got[0].dtype == want[0].dtype and got[1].dtype == want[1].dtype
+                assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
         scalar_slices += sum(0 < np.subtract(*t.span(q_lat, q_lng)[::-1]) <= 32 for t, _, _ in near.tables)
-    assert scalar_slices > 100
+    assert scalar_slices > 60
+
+
+def test_near_table_hits_equal_its_distances(monkeypatch):
+    rng = np.random.default_rng(31)
+    table = NearTable(rng.normal(51.215, 0.03, 800), rng.normal(4.41, 0.045, 800), 0.4)
+    lat, lng = rng.normal(51.215, 0.035, 300), rng.normal(4.41, 0.05, 300)
+    scalar = 0
+    for q_lat, q_lng in zip(lat.tolist(), lng.tolist()):
+        start, stop = table.span(q_lat, q_lng)
+        q = query_radians(q_lat, q_lng)
+        want = np.flatnonzero(table.distances(q, start, stop) <= table.radius).tolist()
+        assert table.hits(q, start, stop) == want
+        scalar += 0 < stop - start <= near_one.SCALAR_ENTRIES
+        monkeypatch.setattr(near_one, "SCALAR_ENTRIES", 1_000_000)  # every slice in Python floats
+        assert table.hits(q, start, stop) == want
+        monkeypatch.undo()
+    assert scalar > 100
