@@ -43,6 +43,8 @@ RECORDED = (
     ("6b9602b", 315_442, 778_109, 2_897_710),
     ("Flask-Limiter off the path", 314_333, 533_607, 2_619_057),
     ("s35: kept per-IP windows, sources plan", 315_689, 515_550, 2_434_776),
+    ("s36: main 20a7604, mixed warmed past the nearest grid", 316_794, 516_270, 2_467_461),
+    ("s36: works and stops search in Python floats", 315_552, 513_730, 1_638_973),
 )
 
 
