@@ -28,18 +28,21 @@ class searched at the radius itself: a layer of points gives the answers of a pl
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import shapely
 
 from .point_index import PointIndex, cached_subset
-from .spherical import EARTH_RADIUS_KM, haversine_rad, sin_small, unit_vectors
+from .spherical import EARTH_RADIUS_KM, haversine_one, haversine_rad, sin_small, sin_small_one, unit_vectors
 
 REACH_SLACK_KM = 1e-9  # far above the rounding of a distance (~1e-13 km)
 #: upper bounds (km) of the reach classes of rows with an extent; the last class takes every larger reach
 REACH_CLASSES_KM = (0.0625, 0.25, 1.0, 4.0)
 EDGE_BLOCK = 1 << 16  # (pair, edge) evaluations per step: the temporaries stay in cache
+#: edges at most of a row measured by :meth:`Extents.exact_one` in Python floats (more: NumPy's :meth:`_exact`)
+SCALAR_EDGES = 64
 
 _POLYGON, _MULTI = 3, (4, 5, 6, 7)  # shapely type ids: Polygon; Multi* and GeometryCollection
 
@@ -429,6 +432,73 @@ class Extents:
         if maybe.size:
             out[maybe[self._inside(rows.take(maybe), x.take(maybe), y.take(maybe))]] = 0.0
         return np.minimum(np.maximum(out, rep_km - reach), rep_km)  # the bracket, also against rounding
+
+    def exact_one(self, row: int, lat_r: float, lng_r: float, cos_lat: float, rep_km: float) -> float:
+        """:meth:`_exact` of one pair (``row`` has an extent) in Python floats: the same IEEE operations in the
+        same order (:func:`sin_small_one`, NumPy's own ``arctan2`` and ``arcsin`` on scalars, the first
+        nearest edge), so the same float bit for bit, without NumPy's cost per call on one-element arrays. A
+        row with more than :data:`SCALAR_EDGES` edges goes through :meth:`_exact`.
+
+        Examples
+        --------
+        >>> from shapely.geometry import box
+        >>> ex = Extents(np.array([51.0]), np.array([4.0]), [box(3.99, 50.99, 4.01, 51.01)])
+        >>> q = np.radians([51.02, 4.0])
+        >>> args = (q[0], q[1], np.cos(q[0]), 2.224)
+        >>> ex.exact_one(0, *map(float, args)) == float(ex._exact(np.array([0]), *map(np.atleast_1d, args))[0])
+        True
+        """
+        s, e = int(self.start[row]), int(self.start[row + 1])
+        if e - s > SCALAR_EDGES:
+            one = (
+                np.array([row]),
+                np.array([lat_r]),
+                np.array([lng_r]),
+                np.array([cos_lat]),
+                np.array([rep_km]),
+            )
+            return float(self._exact(*one)[0])
+        # _plane
+        half_lng = sin_small_one((lng_r - float(self.lng_r[row])) * 0.5)
+        half_lat = sin_small_one((lat_r - float(self.lat_r[row])) * 0.5)
+        vers_lng = 2.0 * half_lng * half_lng
+        qc = (1.0 - 2.0 * half_lat * half_lat) - cos_lat * float(self.cos_lat[row]) * vers_lng
+        qe = cos_lat * (2.0 * half_lng) * math.sqrt(1.0 - half_lng * half_lng)
+        qn = (2.0 * half_lat) * math.sqrt(1.0 - half_lat * half_lat) + cos_lat * float(
+            self.sin_lat[row]
+        ) * vers_lng
+        x, y = qe / qc, qn / qc
+        # _nearest_in: the first nearest edge
+        ax, ay, dx, dy, inv, slope = self.edges[:, s:e].tolist()
+        best = bx = by = tj = math.nan
+        j = -1
+        for k in range(e - s):
+            rx, ry = x - ax[k], y - ay[k]
+            t = (rx * dx[k] + ry * dy[k]) * inv[k]
+            t = 0.0 if t < 0.0 else 1.0 if t > 1.0 else t
+            px, py = t * dx[k] - rx, t * dy[k] - ry
+            m2 = px * px + py * py
+            if j < 0 or m2 < best:
+                best, bx, by, tj, j = m2, px, py, t, k
+        if tj == 0.0 or tj == 1.0:  # the nearest point is a vertex: its haversine
+            v = int(self.vs[s + j]) + (tj == 1.0)
+            lat_v, lng_v, cos_v = (float(c[v]) for c in self.vertex)
+            out = haversine_one(lat_r, lng_r, cos_lat, lat_v, lng_v, cos_v)
+        else:  # the angle between (x, y, 1) and (x + bx, y + by, 1)
+            cross_z = x * by - y * bx
+            out = EARTH_RADIUS_KM * float(
+                np.arctan2(math.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))
+            )
+        reach = float(self.reach[row])
+        if rep_km <= reach:  # _inside: even-odd count of the ring edges crossed eastwards
+            area = self.area[s:e].tolist()
+            cross = 0
+            for k in range(e - s):
+                if area[k] and ((ay[k] > y) != (ay[k] + dy[k] > y)) and ax[k] + (y - ay[k]) * slope[k] > x:
+                    cross += 1
+            if cross & 1:
+                out = 0.0
+        return min(max(out, rep_km - reach), rep_km)
 
     def _plane(self, rows, lat_r, lng_r, cos_lat):
         """(x, y): each query in the gnomonic plane of its pair's row, from the angle differences (small-angle

@@ -15,7 +15,11 @@ import math
 import numpy as np
 
 from .radius_grid import RadiusGrid
-from .spherical import haversine_rad, unit_vectors
+from .spherical import haversine_one, haversine_rad, unit_vectors
+
+
+#: entries of one table's slice at most that :meth:`ExtentNear.within` measures in Python floats
+SCALAR_ENTRIES = 32
 
 
 class NearTable:
@@ -72,6 +76,21 @@ class NearTable:
         return haversine_rad(
             q[0], q[1], q[2], self.lat_r[start:stop], self.lng_r[start:stop], self.cos_lat[start:stop]
         )
+
+    def hits(self, q: tuple, start: int, stop: int) -> list:
+        """Offsets (from ``start``, ascending) of the candidates ``[start, stop)`` within the radius of the
+        query ``q`` (:func:`query_radians`): :meth:`distances` ``<= radius``, in Python floats
+        (:func:`geo.index.spherical.haversine_one`, the same floats) for at most :data:`SCALAR_ENTRIES`."""
+        if stop - start > SCALAR_ENTRIES:
+            return np.flatnonzero(self.distances(q, start, stop) <= self.radius).tolist()
+        lat_q, lng_q, cos_q = float(q[0][0]), float(q[1][0]), float(q[2][0])
+        lat_e, lng_e = self.lat_r[start:stop].tolist(), self.lng_r[start:stop].tolist()
+        cos_e, radius = self.cos_lat[start:stop].tolist(), self.radius
+        return [
+            k
+            for k in range(stop - start)
+            if haversine_one(lat_q, lng_q, cos_q, lat_e[k], lng_e[k], cos_e[k]) <= radius
+        ]
 
     def within(self, lat: float, lng: float):
         """(candidate positions int64, km float64) of the points with haversine <= radius, unordered;
@@ -135,6 +154,13 @@ class ExtentNear:
             start, stop = table.span(lat, lng)
             if start == stop:
                 continue
+            if stop - start <= SCALAR_ENTRIES:
+                r, dk = self._within_scalar(
+                    table, entry_rows, inflation, q, start, stop, None if keep is None else keep[i]
+                )
+                rows.append(np.array(r, dtype=np.int64))
+                km.append(np.array(dk, dtype=np.float64))
+                continue
             d = table.distances(q, start, stop)
             if not inflation:
                 within = d <= self.radius
@@ -151,9 +177,49 @@ class ExtentNear:
             cand = np.flatnonzero(cand)
             r = r.take(cand)
             n = r.size
+            if n <= SCALAR_ENTRIES:  # few to measure: their edges in Python floats
+                q_one = (float(q[0][0]), float(q[1][0]), float(q[2][0]))
+                r, dk = self._measured(r.tolist(), d.take(cand).tolist(), inflation, q_one)
+                rows.append(np.array(r, dtype=np.int64))
+                km.append(np.array(dk, dtype=np.float64))
+                continue
             hit, dk = self.extents.within(
                 r, np.full(n, q[0][0]), np.full(n, q[1][0]), np.full(n, q[2][0]), d.take(cand), self.radius
             )
             rows.append(r.take(hit))
             km.append(dk)
         return np.concatenate(rows), np.concatenate(km)
+
+    def _within_scalar(self, table, entry_rows, inflation: float, q: tuple, start: int, stop: int, keep):
+        """What :meth:`within` finds in the entries ``[start, stop)`` of one table, in the same order and the
+        same floats, computed in Python floats (:func:`geo.index.spherical.haversine_one`,
+        :meth:`geo.index.extents.Extents.exact_one`): for a few entries NumPy's cost per call is most of the
+        work. Returns (rows, km) as lists."""
+        lat_q, lng_q, cos_q = float(q[0][0]), float(q[1][0]), float(q[2][0])
+        lat_e, lng_e = table.lat_r[start:stop].tolist(), table.lng_r[start:stop].tolist()
+        cos_e, row_e = table.cos_lat[start:stop].tolist(), entry_rows[start:stop].tolist()
+        kept = None if keep is None else keep[start:stop].tolist()
+        rows, km = [], []
+        for k in range(stop - start):
+            if kept is None or kept[k]:
+                rows.append(row_e[k])
+                km.append(haversine_one(lat_q, lng_q, cos_q, lat_e[k], lng_e[k], cos_e[k]))
+        return self._measured(rows, km, inflation, (lat_q, lng_q, cos_q))
+
+    def _measured(self, rows: list, rep_km: list, inflation: float, q: tuple):
+        """(rows, km) as lists of the candidates ``rows`` (haversine ``rep_km`` to their points) within the
+        radius, in their order: with ``inflation``, a row whose bracket reaches the radius is measured to its
+        extent (:meth:`geo.index.extents.Extents.exact_one`, the floats of ``Extents.within``)."""
+        radius, extents = self.radius, self.extents
+        out_rows, out_km = [], []
+        for row, d in zip(rows, rep_km):
+            if inflation:
+                reach = float(extents.reach[row])
+                if not d - reach <= radius:
+                    continue
+                if extents.has[row]:
+                    d = extents.exact_one(row, q[0], q[1], q[2], d)
+            if d <= radius:
+                out_rows.append(row)
+                out_km.append(d)
+        return out_rows, out_km

@@ -6,6 +6,8 @@ whichever primitive (single point or batch) computed it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 EARTH_RADIUS_KM = 6371.0088
@@ -75,6 +77,26 @@ def sin_small_one(x: float) -> float:
         return float(np.sin(x))
     x2 = x * x
     return x + x * (x2 * (_S3 + x2 * (_S5 + x2 * _S7)))
+
+
+def haversine_one(
+    lat1: float, lng1: float, cos_lat1: float, lat2: float, lng2: float, cos_lat2: float
+) -> float:
+    """:func:`haversine_rad` of one pair of Python floats: the same IEEE operations in the same order
+    (:func:`sin_small_one`, NumPy's own ``arcsin``), so the same float bit for bit, without NumPy's cost
+    per call on one-element arrays.
+
+    Examples
+    --------
+    >>> a, b = np.radians([51.0, 4.0]), np.radians([51.0, 5.0])
+    >>> args = (a[0], a[1], np.cos(a[0]), b[0], b[1], np.cos(b[0]))
+    >>> haversine_one(*map(float, args)) == float(haversine_rad(*args))
+    True
+    """
+    s_lat = sin_small_one((lat2 - lat1) * 0.5)
+    s_lng = sin_small_one((lng2 - lng1) * 0.5)
+    a = s_lat * s_lat + cos_lat1 * cos_lat2 * (s_lng * s_lng)
+    return (2.0 * EARTH_RADIUS_KM) * float(np.arcsin(math.sqrt(min(a, 1.0))))
 
 
 def haversine_km(lat1, lng1, lat2, lng2):

@@ -115,11 +115,11 @@ def _stops_near(engine, lk, lat: float, lng: float, q: tuple) -> tuple:
     start, stop = t.span(lat, lng)
     if start == stop:
         return False, 0
-    hits = np.flatnonzero(t.distances(q, start, stop) <= t.radius)
+    hits = t.hits(q, start, stop)
     entry_detours = lk.stop_entry_detours
-    for h in hits.tolist():
+    for h in hits:
         served |= entry_detours[start + h]
-    return bool(hits.size), served
+    return bool(hits), served
 
 
 def tally(lk, found: Found, near_km: float = 0.0) -> Tally:
