@@ -22,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -210,52 +211,65 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
         last = _LAST.get(layer)
     if last is not None and last.schema != schema:
         last = None
-    aligned = (
-        last is not None
-        and last.table.num_rows == table.num_rows
-        and all(table.column(i).equals(last.table.column(i)) for i in key_idx)
-    )
-    keys = last.keys if aligned else _row_keys(table, key_idx)
     n = table.num_rows
-    if last is None:
-        old = np.full(n, -1, dtype=np.int64)
-    elif aligned:
-        old = np.arange(n, dtype=np.int64)
-    else:
-        old = np.fromiter((last.positions.get(k, -1) for k in keys), dtype=np.int64, count=n)
-    same = np.zeros(n, dtype=bool)
-    matched = np.flatnonzero(old >= 0)
-    if len(matched):
-        new_part = table if aligned else table.take(pa.array(matched))
-        old_part = last.table if aligned else last.table.take(pa.array(old[matched]))
-        kept = np.ones(len(matched), dtype=bool)
-        for i in range(table.num_columns):
-            kept &= _unchanged(new_part.column(i), old_part.column(i))
-        same[matched] = kept
-    fresh = np.flatnonzero(~same)
-    encoded = iter(_entries(layer, table.take(pa.array(fresh, type=pa.int64()))) if len(fresh) else ())
-    entries = list(last.entries) if aligned else [None] * n
-    if not aligned and last is not None:
-        for i in np.flatnonzero(same).tolist():
-            entries[i] = last.entries[old[i]]
-    for i in fresh.tolist():
-        entries[i] = next(encoded)
-    rows = dict(zip(keys, entries))
-    positions = last.positions if aligned else dict(zip(keys, range(n)))
-    if aligned:
-        order = last.order
-    else:
+    Entry = tuple[str, bytes, int | None, int | None]
+    entries: list[Entry | None]
+    if last is None:  # nothing to diff against: every row encoded
+        keys = _row_keys(table, key_idx)
+        positions = dict(zip(keys, range(n)))
         order = None if keys == sorted(keys) else keys
-    token = next(_TOKENS)
+        fresh = np.arange(n)
+        entries = [None] * n
+    else:
+        aligned = last.table.num_rows == n and all(
+            table.column(i).equals(last.table.column(i)) for i in key_idx
+        )
+        if aligned:  # the same keys in the same order: rows compared in place
+            keys, positions, order = last.keys, last.positions, last.order
+            old = np.arange(n, dtype=np.int64)
+        else:
+            keys = _row_keys(table, key_idx)
+            positions = dict(zip(keys, range(n)))
+            order = None if keys == sorted(keys) else keys
+            old = np.fromiter((last.positions.get(k, -1) for k in keys), dtype=np.int64, count=n)
+        same = np.zeros(n, dtype=bool)
+        matched = np.flatnonzero(old >= 0)
+        if len(matched):
+            new_part = table if aligned else table.take(pa.array(matched))
+            old_part = last.table if aligned else last.table.take(pa.array(old[matched]))
+            kept = np.ones(len(matched), dtype=bool)
+            for i in range(table.num_columns):
+                kept &= _unchanged(new_part.column(i), old_part.column(i))
+            same[matched] = kept
+        fresh = np.flatnonzero(~same)
+        if aligned:
+            entries = list(last.entries)
+        else:
+            entries = [None] * n
+            for i in np.flatnonzero(same).tolist():
+                entries[i] = last.entries[old[i]]
+    if len(fresh):
+        for i, entry in zip(fresh.tolist(), _entries(layer, table.take(pa.array(fresh, type=pa.int64())))):
+            entries[i] = entry
+    done = cast(list[Entry], entries)
     changed = None
     if last is not None:
         changed = [keys[i] for i in fresh.tolist()]
-        if not aligned:
+        if positions is not last.positions:  # the keys gone since
             changed += [k for k in last.keys if k not in positions]
+    token = next(_TOKENS)
     with _LAST_LOCK:
-        _LAST[layer] = _Encoded(schema, table, keys, positions, entries, order, token)
+        _LAST[layer] = _Encoded(schema, table, keys, positions, done, order, token)
     return EncodedLayer(
-        schema, rows, order, table, positions, layer, token, None if last is None else last.token, changed
+        schema,
+        dict(zip(keys, done)),
+        order,
+        table,
+        positions,
+        layer,
+        token,
+        None if last is None else last.token,
+        changed,
     )
 
 
