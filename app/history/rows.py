@@ -125,6 +125,7 @@ class _Encoded:
     entries: list[tuple[str, bytes, int | None, int | None]]
     order: list[str] | None
     token: int
+    key_array: pa.Array | None  # the keys as an Arrow array, when built there
 
 
 #: per layer, its last encoding by this process (a refresher records each publish's works, most of them
@@ -151,6 +152,44 @@ def _unchanged(new, old) -> np.ndarray:
         return np.asarray(equal, dtype=bool) | (new_null & old_null)
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, TypeError):
         return np.zeros(n, dtype=bool)
+
+
+def _keys(table: pa.Table, key_idx: list[int]) -> tuple[list[str], pa.Array | None]:
+    """Each row's key (as :func:`_row_keys`), and the keys as an Arrow array when they could be built there."""
+    array = _key_array(table, key_idx)
+    if array is None:
+        return _row_keys(table, key_idx), None
+    return array.to_pylist(), array
+
+
+def _key_array(table: pa.Table, key_idx: list[int]) -> pa.Array | None:
+    """The keys :func:`_row_keys` gives, built on the Arrow columns; None when they cannot be (a key column
+    neither text nor a non-negative integer or time, or a repeated key)."""
+    parts = []
+    try:
+        for i in key_idx:
+            column = table.column(i)
+            kind = column.type
+            if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+                part = column.cast(pa.large_string())
+            elif pa.types.is_integer(kind) or pa.types.is_timestamp(kind):
+                ints = column.cast(pa.int64())
+                low = pc.min(ints).as_py()
+                if low is not None and low < 0:
+                    return None
+                part = pc.utf8_lpad(ints.cast(pa.large_string()), 20, "0")
+            else:
+                return None
+            parts.append(pc.fill_null(part, "None"))
+        sep = pa.scalar(SEP, pa.large_string())
+        joined = parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, sep)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if isinstance(joined, pa.ChunkedArray):
+        joined = joined.combine_chunks()
+    if pc.count_distinct(joined, mode="all").as_py() != len(joined):
+        return None
+    return joined
 
 
 def _row_keys(table: pa.Table, key_idx: list[int]) -> list[str]:
@@ -215,7 +254,7 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
     Entry = tuple[str, bytes, int | None, int | None]
     entries: list[Entry | None]
     if last is None:  # nothing to diff against: every row encoded
-        keys = _row_keys(table, key_idx)
+        keys, key_array = _keys(table, key_idx)
         positions = dict(zip(keys, range(n)))
         order = None if keys == sorted(keys) else keys
         fresh = np.arange(n)
@@ -225,13 +264,17 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
             table.column(i).equals(last.table.column(i)) for i in key_idx
         )
         if aligned:  # the same keys in the same order: rows compared in place
-            keys, positions, order = last.keys, last.positions, last.order
+            keys, positions, order, key_array = last.keys, last.positions, last.order, last.key_array
             old = np.arange(n, dtype=np.int64)
         else:
-            keys = _row_keys(table, key_idx)
+            keys, key_array = _keys(table, key_idx)
             positions = dict(zip(keys, range(n)))
             order = None if keys == sorted(keys) else keys
-            old = np.fromiter((last.positions.get(k, -1) for k in keys), dtype=np.int64, count=n)
+            if key_array is not None and last.key_array is not None:  # e.g. NO2's window moved an hour
+                found = pc.fill_null(pc.index_in(key_array, value_set=last.key_array), -1)
+                old = np.asarray(found.to_numpy(zero_copy_only=False), dtype=np.int64)
+            else:
+                old = np.fromiter((last.positions.get(k, -1) for k in keys), dtype=np.int64, count=n)
         same = np.zeros(n, dtype=bool)
         matched = np.flatnonzero(old >= 0)
         if len(matched):
@@ -259,7 +302,7 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
             changed += [k for k in last.keys if k not in positions]
     token = next(_TOKENS)
     with _LAST_LOCK:
-        _LAST[layer] = _Encoded(schema, table, keys, positions, done, order, token)
+        _LAST[layer] = _Encoded(schema, table, keys, positions, done, order, token, key_array)
     return EncodedLayer(
         schema,
         dict(zip(keys, done)),
@@ -319,7 +362,7 @@ def _boxes(geometry: list, hashes: list[str]) -> dict:
 
 def encode_file(layer: str, data: bytes) -> EncodedLayer:
     """:func:`encode_table` of a GeoParquet file's bytes."""
-    return encode_table(layer, pq.read_table(io.BytesIO(data)))
+    return encode_table(layer, pq.read_table(pa.BufferReader(data), pre_buffer=False))
 
 
 def decode_table(schema_bytes: bytes, rows: list) -> pa.Table:
