@@ -164,7 +164,7 @@ def _keys(table: pa.Table, key_idx: list[int]) -> tuple[list[str], pa.Array | No
 
 def _key_array(table: pa.Table, key_idx: list[int]) -> pa.Array | None:
     """The keys :func:`_row_keys` gives, built on the Arrow columns; None when they cannot be (a key column
-    neither text nor a non-negative integer or time, or a repeated key)."""
+    neither text nor a non-negative integer or time)."""
     parts = []
     try:
         for i in key_idx:
@@ -187,9 +187,22 @@ def _key_array(table: pa.Table, key_idx: list[int]) -> pa.Array | None:
         return None
     if isinstance(joined, pa.ChunkedArray):
         joined = joined.combine_chunks()
-    if pc.count_distinct(joined, mode="all").as_py() != len(joined):
-        return None
-    return joined
+    if pc.count_distinct(joined, mode="all").as_py() == len(joined):
+        return joined
+    if pc.any(pc.match_substring(joined, DUP)).as_py():
+        return None  # a key part holding the ordinal mark: the Python rule decides
+    # a repeated key's ordinal: its occurrence among the rows of that key, in row order (a stable sort)
+    order = pc.sort_indices(joined).to_numpy()
+    ranked = joined.take(pa.array(order))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = ~np.asarray(pc.equal(ranked[1:], ranked[:-1]).to_numpy(zero_copy_only=False), dtype=bool)
+    starts = np.flatnonzero(first)
+    ordinal = np.empty(len(order), dtype=np.int64)
+    ordinal[order] = np.arange(len(order)) - starts[np.cumsum(first) - 1] + 1
+    keys = joined.to_pylist()
+    for i in np.flatnonzero(ordinal > 1).tolist():
+        keys[i] = f"{keys[i]}{DUP}{ordinal[i]}"
+    return pa.array(keys, type=pa.large_string())
 
 
 def _row_keys(table: pa.Table, key_idx: list[int]) -> list[str]:

@@ -304,16 +304,18 @@ def test_an_arrow_diff_encodes_every_table_as_a_fresh_encoding_does():
 
 
 def test_keys_built_on_arrow_columns_are_the_keys_built_in_python():
-    """Text, integer and time key columns with nulls, negative and large values, repeats: where the keys
-    are built in Arrow they equal the Python ones; where they cannot be (a repeat, a negative integer) the
-    Python ones are used."""
+    """Text, integer and time key columns with nulls, negative and large values, repeated keys (ordinals),
+    a value holding the ordinal mark: where the keys are built in Arrow they equal the Python ones; where
+    they cannot be (a negative integer) the Python ones are used."""
     rng = random.Random(626)
     built_in_arrow = 0
     for _ in range(200):
         n = rng.randint(0, 8)
         table = pa.table(
             {
-                "station": pa.array([rng.choice([None, "None", "s1", "é", "a\x1f"]) for _ in range(n)]),
+                "station": pa.array(
+                    [rng.choice([None, "None", "s1", "é", "a\x1f", "s1\x1e2"]) for _ in range(n)]
+                ),
                 "t": pa.array(
                     [rng.choice([None, 0, T0, 2**62]) for _ in range(n)], type=pa.timestamp("ms", tz="UTC")
                 ),
