@@ -126,6 +126,7 @@ class _Encoded:
     order: list[str] | None
     token: int
     key_array: pa.Array | None  # the keys as an Arrow array, when built there
+    rows: dict[str, tuple[str, bytes, int | None, int | None]]  # key -> entry, in row order
 
 
 #: per layer, its last encoding by this process (a refresher records each publish's works, most of them
@@ -313,12 +314,17 @@ def encode_table(layer: str, table: pa.Table) -> EncodedLayer:
         changed = [keys[i] for i in fresh.tolist()]
         if positions is not last.positions:  # the keys gone since
             changed += [k for k in last.keys if k not in positions]
+    if last is not None and positions is last.positions:  # the same keys: the last rows, fresh ones replaced
+        by_key = last.rows.copy()
+        by_key.update((keys[i], done[i]) for i in fresh.tolist())
+    else:
+        by_key = dict(zip(keys, done))
     token = next(_TOKENS)
     with _LAST_LOCK:
-        _LAST[layer] = _Encoded(schema, table, keys, positions, done, order, token, key_array)
+        _LAST[layer] = _Encoded(schema, table, keys, positions, done, order, token, key_array, by_key)
     return EncodedLayer(
         schema,
-        dict(zip(keys, done)),
+        by_key,
         order,
         table,
         positions,
