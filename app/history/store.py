@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -81,6 +82,21 @@ DDL = (
 
 #: rows decoded by this process, by content hash (shared by every store: a hash names its content)
 ROWS = rowcodec.RowCache(64 << 20)
+
+
+@dataclass
+class _OpenVersions:
+    """A store's open row versions as this process's last recording into it left them: valid while the
+    store's latest publish is still ``latest`` (no other process recorded since), else read back."""
+
+    latest: tuple[int, str, int, str]  # (seq, snapshot_id, as_of_ms, recorded_at) of that recording
+    #: layer -> (token of the encoding whose rows they are, ``key -> (hash, rec_from)``)
+    layers: dict[str, tuple[int, dict[str, tuple[str, int]]]]
+
+
+#: per store (its identity), the open versions this process left in it
+_OPEN: dict[str, _OpenVersions] = {}
+_OPEN_LOCK = threading.Lock()
 
 
 class HistoryError(RuntimeError):
@@ -218,6 +234,10 @@ class HistoryStore:
             if last[1] is not None and last[1] > as_of_ms:
                 return Recorded(None, False, f"asOf {manifest['asOf']} is before the latest recorded publish")
             seq = int(last[0] or 0) + 1
+            latest = self._latest()
+            with _OPEN_LOCK:  # taken: put back only once this publish is committed
+                held = _OPEN.pop(self.identity, None)
+            open_layers = held.layers if held is not None and held.latest == latest else {}
             previous = self.manifest(seq - 1) if seq > 1 else {"layers": {}, "history": {}}
             layers_meta = {}
             for layer, data in sorted(files.items()):
@@ -228,10 +248,12 @@ class HistoryStore:
                 ):
                     layers_meta[layer] = previous["history"][layer]  # the same file: not one row changed
                 else:
-                    layers_meta[layer] = self._record_layer(seq, layer, rowcodec.encode_file(layer, data))
+                    enc = rowcodec.encode_file(layer, data)
+                    layers_meta[layer] = self._record_layer(seq, layer, enc, open_layers)
                 if checkpoint is not None:
                     checkpoint(layer)
             stored = {**manifest, "history": layers_meta}
+            recorded_at = datetime.now(UTC).isoformat(timespec="milliseconds")
             self.execute(
                 "INSERT INTO history_publish (seq, snapshot_id, as_of_ms, recorded_at, manifest) "
                 "VALUES (?, ?, ?, ?, ?)",
@@ -239,11 +261,22 @@ class HistoryStore:
                     seq,
                     manifest["snapshotId"],
                     as_of_ms,
-                    datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    recorded_at,
                     _pack(json.dumps(stored, separators=(",", ":")).encode()),
                 ),
             )
+        with _OPEN_LOCK:
+            _OPEN[self.identity] = _OpenVersions(
+                (seq, manifest["snapshotId"], as_of_ms, recorded_at), open_layers
+            )
         return Recorded(seq, True)
+
+    def _latest(self) -> tuple[int, str, int, str] | None:
+        """``(seq, snapshot_id, as_of_ms, recorded_at)`` of the latest recorded publish."""
+        row = self.execute(
+            "SELECT seq, snapshot_id, as_of_ms, recorded_at FROM history_publish ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]), int(row[2]), str(row[3]))
 
     def _put_blob(self, hashed: str, data: bytes) -> None:
         self.execute(
@@ -251,19 +284,41 @@ class HistoryStore:
             (hashed, _pack(data)),
         )
 
-    def _record_layer(self, seq: int, layer: str, enc: rowcodec.EncodedLayer) -> dict:
-        current = {
-            key: (hashed, rec_from)
-            for key, hashed, rec_from in self.execute(
-                "SELECT key, hash, rec_from FROM history_row WHERE layer = ? AND rec_to = ?", (layer, OPEN)
-            )
-        }
-        closed = [
-            (seq, layer, key, rec_from)
-            for key, (h, rec_from) in current.items()
-            if enc.rows.get(key, (None,))[0] != h
-        ]
-        fresh = [(key, row) for key, row in enc.rows.items() if current.get(key, (None,))[0] != row[0]]
+    def _record_layer(self, seq: int, layer: str, enc: rowcodec.EncodedLayer, open_layers: dict) -> dict:
+        """Write the versions of ``layer`` that publish ``seq`` changes; ``open_layers`` (the open versions
+        held in this process, per layer) is read and updated."""
+        token, current = open_layers.get(layer) or (None, None)
+        if current is None:
+            current = {
+                key: (hashed, rec_from)
+                for key, hashed, rec_from in self.execute(
+                    "SELECT key, hash, rec_from FROM history_row WHERE layer = ? AND rec_to = ?",
+                    (layer, OPEN),
+                )
+            }
+        if token is not None and enc.changed is not None and enc.base == token:
+            # diffed against the very rows open here: only the keys it names can differ
+            closed = [
+                (seq, layer, key, current[key][1])
+                for key in enc.changed
+                if key in current and enc.rows.get(key, (None,))[0] != current[key][0]
+            ]
+            fresh = [
+                (key, enc.rows[key])
+                for key in enc.changed
+                if key in enc.rows and current.get(key, (None,))[0] != enc.rows[key][0]
+            ]
+        else:
+            closed = [
+                (seq, layer, key, rec_from)
+                for key, (h, rec_from) in current.items()
+                if enc.rows.get(key, (None,))[0] != h
+            ]
+            fresh = [(key, row) for key, row in enc.rows.items() if current.get(key, (None,))[0] != row[0]]
+        for _seq, _layer, key, _rec_from in closed:
+            del current[key]
+        current.update((key, (row[0], seq)) for key, row in fresh)
+        open_layers[layer] = (enc.token, current)
         # by the primary key: SQLite would otherwise pick (layer, rec_to) and scan every open row per update
         self._many("UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_from = ?", closed)
         self._many(
@@ -287,13 +342,12 @@ class HistoryStore:
 
     def _index(self, layer: str, seq: int, enc: rowcodec.EncodedLayer, keys: list[str]) -> None:
         """The read-index rows of the versions of ``keys`` that publish ``seq`` writes."""
-        if enc.series:
-            self._many(
-                "INSERT INTO history_series (layer, key, rec_from, series, t, value) VALUES (?, ?, ?, ?, ?, ?)",
-                [(layer, k, seq, *enc.series[k]) for k in keys if k in enc.series],
-            )
-        if enc.shapes:  # measured only for the contents this publish writes
-            boxes = enc.boxes_of(list(dict.fromkeys(enc.rows[k][0] for k in keys)))
+        self._many(
+            "INSERT INTO history_series (layer, key, rec_from, series, t, value) VALUES (?, ?, ?, ?, ?, ?)",
+            [(layer, k, seq, *rest) for k, *rest in enc.series_of(keys)],
+        )
+        if keys:  # measured only for the contents this publish writes
+            boxes = enc.boxes_of(keys)
             self._many(
                 "INSERT INTO history_extent (hash, min_lat, min_lng, max_lat, max_lng) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (hash) DO NOTHING",
@@ -321,9 +375,10 @@ class HistoryStore:
                 table_ = rowcodec.decode_table(self._blob(meta["schema"]), [_unpack(d) for _k, d in fresh])
                 enc = rowcodec.encode_table(layer, table_)
                 # keys as recorded (a repeated key's ordinal follows the publish's order, not this subset's)
-                enc.rows = dict(zip([k for k, _d in fresh], enc.rows.values()))
-                enc.series = dict(zip([k for k, _d in fresh], enc.series.values()))
-                self._index(layer, publish.seq, enc, [k for k, _d in fresh])
+                recorded = [k for k, _d in fresh]
+                enc.rows = dict(zip(recorded, enc.rows.values()))
+                enc.positions = dict(zip(recorded, range(len(recorded))))
+                self._index(layer, publish.seq, enc, recorded)
 
     # --- reading -------------------------------------------------------------------------------------
     def publishes(self, after: int = 0) -> list[Publish]:
