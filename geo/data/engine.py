@@ -266,9 +266,9 @@ class Engine:
             self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
             self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
         if "works" not in donors:
-            if "works" in self._rows:  # the extents of its source's rows
+            if "works" in self._rows:  # the extents of its source's rows; the index on its first query
                 ids = self.id_texts("works")
-                self._works = ExtentIndex(self.per_row("works", "extents", _extents), ids)
+                self._works = ExtentIndex(self.per_row("works", "extents", _extents), ids, lazy=True)
             else:
                 self._works = self._extent_index(self.works, *self.layer_points("works"))
         if "stops" not in donors:

@@ -54,7 +54,7 @@ class Lookups:
     severity : list of int per detour
     works_table : ExtentNear over the works clusters (their representatives' extents) at 2 km, or None
     works_rank : int64 per cluster: (id, row) rank of the cluster's representative row
-    works_listed : dict side -> per works_table table, bool per entry: cluster not on the far river side
+    works_listed : dict side -> bool per cluster: not on the far river side of a point on ``side``
     stops_table : NearTable over the stops with a point at the stop distance, or None
     stop_entry_detours : list of int per stops_table entry: the stop's ``stop_detours`` mask
     stops : geopandas.GeoDataFrame, the engine's stops layer the stop tables were made from
@@ -135,11 +135,12 @@ class Lookups:
         rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = np.arange(
             rep.size
         )
-        near = ExtentNear(w.extents, wk.RADIUS_KM)
+        # an engine taken from a row source (an asOf one) is asked a few points: its tables on demand
+        near = ExtentNear(w.extents, wk.RADIUS_KM, lazy=engine.row_source("works") is not None)
         self.works_table = near if near.usable else None
         if self.works_table is not None:
             self.works_rank = rank
-            self.works_listed = {s: [near_side(s, w.side[rows]) for _, rows, _ in near.tables] for s in SIDES}
+            self.works_listed = {s: near_side(s, w.side) for s in SIDES}
 
     def _stops_near_table(self, engine):
         """The stops' :class:`geo.index.near_one.NearTable` (None when unusable) and each entry's stop row."""
