@@ -170,16 +170,16 @@ class RowTable:
         dtypes and CRS), taken from the frame of every row."""
         import pandas as pd
 
-        table = self._combined()
         whole = self._every_row()
         if whole is None:  # a schema whose conversion may depend on the rows beyond their nulls
             from geo.data.snapshot import layer_from_table
 
+            table = self._combined()
             return layer_from_table(table.take(pa.array(rows)), geometry=self._geometry.take(rows))
         frame = whole.take(rows)
         frame.index = pd.RangeIndex(len(rows))
         for name in self._by_nulls:
-            column = table.column(name).take(pa.array(rows))
+            column = self._combined().column(name).take(pa.array(rows))
             if column.null_count == 0:  # converted without nulls: integers stay integers, booleans booleans
                 frame[name] = column.to_numpy()
         return frame
@@ -192,7 +192,7 @@ class RowTable:
         import pandas as pd
 
         if self._takes is None:
-            schema = self._table.schema
+            schema = pa.ipc.read_schema(pa.py_buffer(self.schema))
             meta = json.loads((schema.metadata or {}).get(b"pandas") or b"{}")
             primary = json.loads((schema.metadata or {}).get(b"geo") or b"{}").get("primary_column")
             self._takes = not meta.get("index_columns") and all(
@@ -207,7 +207,7 @@ class RowTable:
             self._whole_chunks = len(chunks)
             self._by_nulls = [
                 f.name
-                for f in self._table.schema
+                for f in pa.ipc.read_schema(pa.py_buffer(self.schema))
                 if (pa.types.is_integer(f.type) and self._whole[f.name].dtype == np.float64)
                 or (pa.types.is_boolean(f.type) and self._whole[f.name].dtype == object)
             ]

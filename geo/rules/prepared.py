@@ -285,25 +285,17 @@ def _works(engine) -> Works:
 
     # a work alone in its cluster is its own item; a cluster of several takes its members' span and hindrance
     items, templates = alone[rep].tolist(), dicts[rep].tolist()
+    start_date_of, end_date_of = start_date, end_date
     start_date, end_date = start_date[rep], end_date[rep]
     several = np.flatnonzero(np.bincount(labels, minlength=k) > 1)
     if several.size:
-        first_start = np.full(k, _NO_START, dtype=np.int64)
-        np.minimum.at(first_start, labels, np.where(has_start[listed], start_ms[listed], _NO_START))
-        last_end = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(last_end, labels, end_ms[listed])
-        first, last = first_start[several], last_end[several]
-        start_date[several] = None
-        start_date[several[first != _NO_START]] = day_strings(local_day_numbers(first[first != _NO_START]))
-        end_date[several] = None
-        end_date[several[last != NO_END_MS]] = day_strings(local_day_numbers(last[last != NO_END_MS]))
         member = np.isin(labels, several)
-        merged = wk.cluster_hindrance(
-            np.searchsorted(several, labels[member]),
-            several.size,
-            _col(frame, "hindrance", -1)[listed[member]],
-            _col(frame, "consequences", "")[listed[member]],
-        )
+        rows, cluster = listed[member], labels[member]
+        # the earliest start and the latest end are a member's: its dates (None: unknown start, open end)
+        first = _extreme(cluster, np.where(has_start[rows], start_ms[rows], _NO_START), rows, several)
+        last = _extreme(cluster, -end_ms[rows], rows, several)
+        start_date[several], end_date[several] = start_date_of[first], end_date_of[last]
+        merged = wk.merged_hindrance(np.searchsorted(several, cluster), several.size, hindrance[rows])
         r = rep[several]
         for c, item in zip(
             several.tolist(),
@@ -341,6 +333,14 @@ def _works(engine) -> Works:
         member_cluster=labels[planned_member],
         member_start_day=start_day[listed][planned_member],
     )
+
+
+def _extreme(cluster, value, rows, clusters) -> np.ndarray:
+    """Per cluster of ``clusters`` (ascending, each with a member), the row of its member of least ``value``
+    (``cluster``, ``value``, ``rows``: per member)."""
+    order = np.lexsort((value, cluster))
+    first = np.r_[True, cluster[order][1:] != cluster[order][:-1]]
+    return rows[order[first]]
 
 
 def _detours(engine) -> Detours:

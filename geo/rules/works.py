@@ -193,14 +193,32 @@ def cluster_hindrance(labels, k: int, hindrance, consequences) -> list:
     >>> cluster_hindrance(np.array([0, 0, 1]), 2, [0, 1, -1], ["Versmalde rijstroken", "Geen doorgang voor fietsers", ""])
     [(True, ('Geen doorgang voor fietsers', 'Versmalde rijstroken')), None]
     """
+    own = []
+    for h, text in zip(hindrance, consequences):
+        h = int(h) if h is not None and h == h else -1
+        own.append(
+            None
+            if h < 0
+            else (h == 1, tuple(sorted({x.strip() for x in str(text or "").split(";") if x.strip()})))
+        )
+    return merged_hindrance(labels, k, own)
+
+
+def merged_hindrance(labels, k: int, members) -> list:
+    """:func:`cluster_hindrance` from each member's own (its value as a cluster of one, None: none).
+
+    Examples
+    --------
+    >>> merged_hindrance(np.array([0, 0, 1]), 2, [(False, ("b",)), (True, ("a", "b")), None])
+    [(True, ('a', 'b')), None]
+    """
     severe: list = [None] * k
     seen: list[set] = [set() for _ in range(k)]
-    for c, h, text in zip(np.asarray(labels).tolist(), hindrance, consequences):
-        h = int(h) if h is not None and h == h else -1
-        if h < 0:
+    for c, own in zip(np.asarray(labels).tolist(), members):
+        if own is None:
             continue
-        severe[c] = bool(severe[c]) or h == 1
-        seen[c].update(x.strip() for x in str(text or "").split(";") if x.strip())
+        severe[c] = bool(severe[c]) or own[0]
+        seen[c].update(own[1])
     return [None if s is None else (s, tuple(sorted(seen[c]))) for c, s in enumerate(severe)]
 
 
