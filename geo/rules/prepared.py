@@ -360,7 +360,9 @@ def _detours(engine) -> Detours:
             dense[r, cols] = True
         return np.packbits(dense, axis=1)
 
-    stop_keys = engine.per_layer("stops", "transit.stop_keys", _stop_keys)
+    stop_rows, stop_key_codes, stop_key_names = engine.per_layer(
+        "stops", "transit.stop_key_pairs", _stop_key_pairs
+    )
 
     start_ms, has_start = column_ms(_times(sub, "start"))
     end_ms, has_end = column_ms(_times(sub, "end"))
@@ -393,7 +395,7 @@ def _detours(engine) -> Detours:
         lines=lines,
         keys=keys,
         line_bits=bits(keys),
-        stop_bits=bits(stop_keys),
+        stop_bits=_stop_bits(len(engine.stops), stop_rows, stop_key_codes, stop_key_names, vocab, n_bytes),
         start_ms=start_ms,
         end_ms=end_ms,
         end_date=end_date,
@@ -411,6 +413,24 @@ def _stop_keys(stops) -> list:
         tr.stop_keys(i, x, e)
         for i, x, e in zip(_col(stops, "line_ids", ""), _col(stops, "lines", ""), _col(stops, "entity", ""))
     ]
+
+
+def _stop_key_pairs(stops) -> tuple:
+    """The stops' line keys (:func:`geo.rules.transit.stop_keys`) as pairs: per pair its stop row and key
+    code, and the distinct keys (index = code)."""
+    per_stop = _stop_keys(stops)
+    names: dict = {}
+    codes = [names.setdefault(key, len(names)) for keys in per_stop for key in keys]
+    rows = np.repeat(np.arange(len(per_stop)), [len(keys) for keys in per_stop])
+    return rows, np.array(codes, dtype=np.int64), list(names)
+
+
+def _stop_bits(n_stops: int, rows, codes, names: list, vocab: dict, n_bytes: int) -> np.ndarray:
+    """(n_stops, n_bytes) uint8: the detours' line keys (``vocab``: key -> bit) serving each stop, packed."""
+    bit = np.array([vocab.get(key, -1) for key in names], dtype=np.int64)[codes] if names else codes
+    dense = np.zeros((n_stops, n_bytes * 8), dtype=bool)
+    dense[rows[bit >= 0], bit[bit >= 0]] = True
+    return np.packbits(dense, axis=1)
 
 
 _DETAIL_MEMBERS = ("entity", "number", "mode", "network", "region", "regionName")
@@ -435,12 +455,32 @@ def _no2_rows(rows) -> tuple:
     return measured, sids, t_ms, has_t, values
 
 
+def _station_rows(stations) -> tuple:
+    """The stations' ids (text), names, NO2 flags and a lookup of the row of an id (the last row of an id)."""
+    station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
+    names = np.array([x if isinstance(x, str) else "" for x in _col(stations, "name", "")], dtype=object)
+    flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
+    for shared in (station_ids, names, flag):  # shared by the engines of these very stations
+        shared.flags.writeable = False
+    index = pd.Index(station_ids)
+    if not index.is_unique:
+        row_of = {sid: i for i, sid in enumerate(station_ids)}
+        return (
+            station_ids,
+            names,
+            flag,
+            lambda sids: np.array([row_of.get(s, -1) for s in sids], dtype=np.int64),
+        )
+    return station_ids, names, flag, lambda sids: index.get_indexer(sids).astype(np.int64)
+
+
 def _air(engine) -> Air:
     stations = engine.stations
-    station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
-    row_of = {sid: i for i, sid in enumerate(station_ids)}
+    station_ids, station_names, flag, rows_of = engine.per_layer(
+        "stations", "prepared.air.stations", _station_rows
+    )
     measured, sids, t_ms, has_t, values = engine.per_row("no2", "prepared.air", _no2_rows)
-    srow = np.array([row_of.get(s, -1) for s in sids.tolist()], dtype=np.int64)
+    srow = rows_of(sids)
     keep = measured & (srow >= 0) & has_t
     srow, t_ms, values = srow[keep], t_ms[keep], values[keep]
     order = np.lexsort((t_ms, srow))
@@ -452,7 +492,6 @@ def _air(engine) -> Air:
     offsets = np.searchsorted(srow, np.arange(len(stations) + 1), side="left")
     names = _col(engine.lez, "name", "")
     s_lat, s_lng = engine.layer_points("stations")
-    flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
     no2_rows = np.flatnonzero(flag & np.isfinite(s_lat))
     lat_r, lng_r = np.radians(s_lat[no2_rows]), np.radians(s_lng[no2_rows])
     return Air(
@@ -464,9 +503,7 @@ def _air(engine) -> Air:
         times_ms=t_ms,
         values=values,
         station_ids=station_ids,
-        station_names=np.array(
-            [x if isinstance(x, str) else "" for x in _col(stations, "name", "")], dtype=object
-        ),
+        station_names=station_names,
         lez_name=str(names[0]) if len(names) and isinstance(names[0], str) else "Lage-emissiezone Antwerpen",
     )
 

@@ -37,7 +37,10 @@ def stop_detour_masks(stop_bits: np.ndarray, line_bits: np.ndarray) -> list[int]
     detour_lines = np.unpackbits(line_bits, axis=1).astype(np.float32)
     match = (stop_lines @ detour_lines.T) > 0
     packed = np.packbits(match, axis=1, bitorder="little")
-    return [int.from_bytes(row, "little") for row in map(bytes, packed)]
+    out = [0] * packed.shape[0]
+    for r in np.flatnonzero(match.any(axis=1)).tolist():  # most stops are served by no detour's line
+        out[r] = int.from_bytes(bytes(packed[r]), "little")
+    return out
 
 
 class Lookups:
@@ -111,7 +114,9 @@ class Lookups:
         self.severity = d.severity.tolist()
         self._selections: dict = {}
         if self.stops_table is not None:
-            self.stop_entry_detours = [self.stop_detours[s] for s in self._stop_entry_rows]
+            self.stop_entry_detours = np.array(self.stop_detours, dtype=object)[
+                self._stop_entry_rows
+            ].tolist()
         self.detour_items = [
             {
                 "id": i,
