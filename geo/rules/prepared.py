@@ -456,31 +456,23 @@ def _no2_rows(rows) -> tuple:
 
 
 def _station_rows(stations) -> tuple:
-    """The stations' ids (text), names, NO2 flags and a lookup of the row of an id (the last row of an id)."""
+    """The stations' ids (text), names, NO2 flags and the row of each id (the last row of an id)."""
     station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
     names = np.array([x if isinstance(x, str) else "" for x in _col(stations, "name", "")], dtype=object)
     flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
     for shared in (station_ids, names, flag):  # shared by the engines of these very stations
         shared.flags.writeable = False
-    index = pd.Index(station_ids)
-    if not index.is_unique:
-        row_of = {sid: i for i, sid in enumerate(station_ids)}
-        return (
-            station_ids,
-            names,
-            flag,
-            lambda sids: np.array([row_of.get(s, -1) for s in sids], dtype=np.int64),
-        )
-    return station_ids, names, flag, lambda sids: index.get_indexer(sids).astype(np.int64)
+    row_of = {sid: i for i, sid in enumerate(station_ids)}
+    return station_ids, names, flag, row_of
 
 
 def _air(engine) -> Air:
     stations = engine.stations
-    station_ids, station_names, flag, rows_of = engine.per_layer(
+    station_ids, station_names, flag, row_of = engine.per_layer(
         "stations", "prepared.air.stations", _station_rows
     )
     measured, sids, t_ms, has_t, values = engine.per_row("no2", "prepared.air", _no2_rows)
-    srow = rows_of(sids)
+    srow = np.array([row_of.get(s, -1) for s in sids.tolist()], dtype=np.int64)
     keep = measured & (srow >= 0) & has_t
     srow, t_ms, values = srow[keep], t_ms[keep], values[keep]
     order = np.lexsort((t_ms, srow))
