@@ -47,9 +47,16 @@ def _union(frame) -> shapely.Geometry:
     return shapely.union_all(np.asarray(geoms)) if len(geoms) else shapely.MultiPolygon()
 
 
+_WGS84: list = []  # CRS objects found equal to EPSG:4326 (a comparison costs a millisecond; frames share them)
+
+
 def _as_4326(frame):
-    if frame.crs is not None and not frame.crs.equals("EPSG:4326"):
+    crs = frame.crs
+    if crs is None or any(crs is known for known in _WGS84):
+        return frame
+    if not crs.equals("EPSG:4326"):
         return frame.to_crs("EPSG:4326")
+    _WGS84[:] = [crs, *_WGS84[:7]]
     return frame
 
 
@@ -138,10 +145,13 @@ class Engine:
             if frame is None:
                 frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})
             wgs84 = _as_4326(frame)
-            setattr(self, name, wgs84.reset_index(drop=True))
             if name in (rows or {}) and wgs84 is frame:  # not reprojected: the source's rows as they are
                 source, positions = rows[name]
                 self._rows[name] = (source, np.asarray(positions, dtype=np.int64))
+                if _default_index(frame):  # made for this engine (from_layers(rows=…)): kept as it is
+                    setattr(self, name, frame)
+                    continue
+            setattr(self, name, wgs84.reset_index(drop=True))
         self._check_points(skip=donors)
         self._build_indexes(donors)
 
@@ -538,6 +548,11 @@ def _read_only_points(frame):
     lat, lng = point_coords(frame)
     lat.flags.writeable = lng.flags.writeable = False
     return lat, lng
+
+
+def _default_index(frame) -> bool:
+    index = frame.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
 def _radius(radius_km) -> float:
