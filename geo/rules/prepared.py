@@ -10,6 +10,7 @@ Requests then only index these arrays.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -514,15 +515,16 @@ def _retrieved_at(engine) -> str:
     for name in ("works", "detours", "stops"):
         value = (layers.get(name) or {}).get("retrievedAt")
         if value:
-            stamps.append(
-                to_ms(
-                    pd.Timestamp(value).tz_convert("UTC")
-                    if pd.Timestamp(value).tzinfo
-                    else pd.Timestamp(value).tz_localize("UTC")
-                )
-            )
+            stamps.append(_stamp_ms(value))
     if stamps:
         return iso_utc_ms(min(stamps))
     if engine.as_of is not None:
         return iso_utc_ms(engine.as_of)
     return iso_utc_ms(0)
+
+
+@functools.lru_cache(maxsize=256)
+def _stamp_ms(value) -> int:
+    """Epoch ms of a manifest's ``retrievedAt`` (UTC when it has no offset); neighbouring snapshots share most."""
+    stamp = pd.Timestamp(value)
+    return to_ms(stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC"))

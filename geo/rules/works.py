@@ -90,15 +90,19 @@ def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM, keys
 
 def _components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """:func:`collapse_labels` of ``n`` works linked by the pairs ``(i, j)``: connected components, numbered
-    by first member."""
-    graph = coo_matrix((np.ones(i.size, dtype=np.int8), (i, j)), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
-    # renumber by first appearance so labels do not depend on scipy's internal numbering
-    _, first = np.unique(comp, return_index=True)
-    order = np.argsort(first, kind="stable")
-    relabel = np.empty(order.size, dtype=np.int64)
-    relabel[np.unique(comp)[order]] = np.arange(order.size)
-    return relabel[comp]
+    by first member. Only the linked works form a graph (few: most works are alone); a component's first
+    member is its least row, so the labels count those rows in order."""
+    first = np.arange(n, dtype=np.int64)  # per work, its component's first member
+    if i.size:
+        nodes, inverse = np.unique(np.concatenate([i, j]), return_inverse=True)
+        graph = coo_matrix(
+            (np.ones(i.size, dtype=np.int8), (inverse[: i.size], inverse[i.size :])), shape=(nodes.size,) * 2
+        )
+        k, comp = connected_components(graph, directed=False)
+        least = np.full(k, n, dtype=np.int64)
+        np.minimum.at(least, comp, nodes)
+        first[nodes] = least[comp]
+    return (np.cumsum(first == np.arange(n)) - 1).astype(np.int64)[first]
 
 
 class CollapseLinks:
