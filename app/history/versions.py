@@ -41,6 +41,8 @@ PLAIN_TYPES = (
     pa.types.is_boolean,
     pa.types.is_timestamp,
 )
+#: additions appended to the frame of every row before it is converted whole again
+CONCATENATED = 4
 #: versions of one layer above which the layer is read per publish from the store instead
 VERSIONS_LIMIT = 4_000_000
 
@@ -133,6 +135,7 @@ class RowTable:
         self._geometry: Any = None
         self._whole: Any = None  # the frames of source.chunks concatenated (None: not made yet)
         self._whole_chunks = 0
+        self._concatenated = 0  # additions appended to the whole frame since it was converted whole
         self._takes: bool | None = None  # whether frames are taken from the frame of every row
         self._by_nulls: list[str] = []  # the columns a conversion types by the nulls of its rows
 
@@ -185,7 +188,7 @@ class RowTable:
         return frame
 
     def _every_row(self):
-        """The frame of every row (the chunks' frames concatenated, extended as rows are added), or None when
+        """The frame of every row (converted whole, then the frames of a few additions appended), or None when
         a taken part of it could differ from converting those rows: only columns of strings, floats,
         integers, booleans and times are taken, and a column of integers or booleans that holds nulls
         (converted to floats or objects) is converted again where the rows taken hold none."""
@@ -202,8 +205,14 @@ class RowTable:
             return None
         chunks = self.source.chunks
         if self._whole_chunks < len(chunks):
-            parts = ([] if self._whole is None else [self._whole]) + chunks[self._whole_chunks :]
-            self._whole = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+            if self._whole is None or self._concatenated >= CONCATENATED:  # converted whole: one Arrow chunk
+                from geo.data.snapshot import layer_from_table
+
+                self._whole = layer_from_table(self._combined(), geometry=self._geometry)
+                self._concatenated = 0
+            else:  # the new chunks' frames appended (their Arrow columns chunked: takes slow down)
+                self._whole = pd.concat([self._whole, *chunks[self._whole_chunks :]], ignore_index=True)
+                self._concatenated += 1
             self._whole_chunks = len(chunks)
             self._by_nulls = [
                 f.name

@@ -21,15 +21,20 @@ from app.history.versions import RowTable
 from geo.data.snapshot import layer_from_table
 
 
-def _layer(n: int, rng) -> pa.Table:
-    """A GeoParquet table of ``n`` rows: integers and booleans with nulls here and there, strings, floats, times."""
-    hindrance = pd.array([None if i % 7 == 3 else int(i % 3) for i in range(n)], dtype="Int64")
+def _layer(n: int, rng, nulls_from: int = 0) -> pa.Table:
+    """A GeoParquet table of ``n`` rows: integers and booleans with nulls here and there (from row
+    ``nulls_from`` on), strings, floats, times."""
+    hindrance = pd.array(
+        [None if i % 7 == 3 and i >= nulls_from else int(i % 3) for i in range(n)], dtype="Int64"
+    )
     frame = gpd.GeoDataFrame(
         {
             "id": [f"w{i}" for i in range(n)],
             "hindrance": hindrance,
             "count": np.arange(n, dtype=np.int64) * 3,
-            "flag": pd.array([None if i % 5 == 1 else bool(i % 2) for i in range(n)], dtype="boolean"),
+            "flag": pd.array(
+                [None if i % 5 == 1 and i >= nulls_from else bool(i % 2) for i in range(n)], dtype="boolean"
+            ),
             "value": rng.normal(size=n),
             "start": pd.to_datetime(np.arange(n) * 3_600_000, unit="ms", utc=True).as_unit("ms"),
         },
@@ -49,15 +54,29 @@ def _layer(n: int, rng) -> pa.Table:
     return table.replace_schema_metadata({**table.schema.metadata, b"pandas": json.dumps(meta).encode()})
 
 
-def _table_of(table: pa.Table) -> tuple[RowTable, dict[bytes, int]]:
-    """A :class:`RowTable` holding ``table``'s rows, added in three chunks; the row of each content hash."""
+def _table_of(table: pa.Table, chunks: int = 3, each=None) -> tuple[RowTable, dict[bytes, int]]:
+    """A :class:`RowTable` holding ``table``'s rows, added in ``chunks`` chunks (``each(held, row_of)`` after
+    each); the row of each content hash."""
     encoded = rowcodec.encode_table("works", table)
     texts = {h: data for h, data, _f, _t in encoded.rows.values()}
-    hashes = [bytes.fromhex(encoded.rows[f"w{i}"][0]) for i in range(table.num_rows)]
+    hashes = [bytes.fromhex(encoded.rows[key][0]) for key in table.column("id").to_pylist()]
     held = RowTable(encoded.schema)
-    for part in np.array_split(np.arange(len(hashes)), 3):
+    for part in np.array_split(np.arange(len(hashes)), chunks):
         held.add([hashes[i] for i in part.tolist()], lambda wanted: {h: texts[h] for h in wanted})
+        if each is not None:
+            each(held, {h: held.position[h] for h in hashes if h in held.position})
     return held, {h: held.position[h] for h in hashes}
+
+
+def _check(held, table, row_of, pick) -> None:
+    """The frame of the rows ``pick`` of ``table`` taken from ``held`` equals their conversion alone."""
+    hashes = list(row_of)
+    rows = np.array([row_of[hashes[i]] for i in pick.tolist()], dtype=np.int64)
+    taken = held.frame_at(rows)
+    alone = layer_from_table(table.take(pa.array(pick, type=pa.int64())))
+    assert_frame_equal(taken, alone, check_exact=True)
+    assert list(taken.dtypes) == list(alone.dtypes) and taken.crs == alone.crs
+    assert type(taken.index) is type(alone.index)
 
 
 def test_a_taken_frame_equals_the_conversion_of_its_rows():
@@ -73,15 +92,10 @@ def test_a_taken_frame_equals_the_conversion_of_its_rows():
         rng.permutation(60)[:25],
         np.zeros(0, dtype=np.int64),
     ]
-    hashes = list(row_of)
     for pick in picks:
-        rows = np.array([row_of[hashes[i]] for i in pick.tolist()], dtype=np.int64)
-        taken = held.frame_at(rows)
-        alone = layer_from_table(table.take(pa.array(pick, type=pa.int64())))
-        assert_frame_equal(taken, alone, check_exact=True)
-        assert list(taken.dtypes) == list(alone.dtypes) and taken.crs == alone.crs
-        assert type(taken.index) is type(alone.index)
+        _check(held, table, row_of, pick)
     assert held._every_row() is not None  # taken, not converted
+    hashes = list(row_of)
     no_nulls = held.frame_at(np.array([row_of[hashes[i]] for i in (0, 2, 4, 5, 8, 9)]))
     assert no_nulls["hindrance"].dtype == np.int64 and no_nulls["flag"].dtype == bool
 
@@ -104,3 +118,19 @@ def test_a_schema_beyond_the_plain_types_is_converted_row_by_row(kind):
     taken = held.frame_at(rows)
     assert held._every_row() is None
     assert_frame_equal(taken, layer_from_table(table.take(pa.array(pick))), check_exact=True)
+
+
+def test_frames_taken_while_rows_are_added_equal_the_conversion():
+    """Between additions (appended to the frame of every row, or converted whole again), every frame taken
+    is the conversion of its rows: the first chunks hold no null, later ones do."""
+    rng = np.random.default_rng(7)
+    table = _layer(90, rng, nulls_from=40)
+
+    def each(held, row_of):
+        known = [i for i, h in enumerate(row_of) if h in held.position]
+        assert known == list(range(len(known)))
+        for _ in range(2):
+            _check(held, table, row_of, rng.permutation(len(known))[: max(1, len(known) // 2)])
+
+    held, _row_of = _table_of(table, chunks=9, each=each)
+    assert held._concatenated < 9  # converted whole again on the way
