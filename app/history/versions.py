@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from geo.data.rows import Deferred
+
 from . import rows as rowcodec
 
 #: decoded rows held per process, in bytes (Arrow buffers plus an estimate of the parsed geometries)
@@ -223,11 +225,12 @@ class RowTable:
         return self._whole
 
 
-def layer_frame(history, seq: int, layer: str, info: dict, records: int):
+def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, deferred: bool = False):
     """``(frame, (source, positions))``: the frame of ``layer`` as publish ``seq`` carried it (``info``: its
     schema and order hashes from the publish's manifest; ``records``: its row count there) and where its rows
     lie in a :class:`geo.data.rows.RowSource` (``Engine.from_layers(rows=…)``); None when the versions held
-    disagree with the manifest (the caller then reads the layer from the store)."""
+    disagree with the manifest (the caller then reads the layer from the store). ``deferred``: the frame as a
+    :class:`geo.data.rows.Deferred`, taken when first read."""
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)
@@ -249,6 +252,10 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int):
                 positions = held.rows_in(info["schema"], table, at)
             table.add(list(dict.fromkeys(held.hashes[at[positions < 0]].tolist())), history._blobs)
             positions = held.rows_in(info["schema"], table, at)
+        if deferred:
+            first = table.source.chunks[0]
+            frame = Deferred(lambda: table.frame_at(positions), first.crs, first.columns, len(positions))
+            return frame, (table.source, positions)
         return table.frame_at(positions), (table.source, positions)
 
 

@@ -144,7 +144,7 @@ def build(engine, reuse=()) -> Prepared:
         shared = (
             getattr(prepared, part)
             for other, prepared in reuse
-            if all(getattr(other, layer) is getattr(engine, layer) for layer in layers)
+            if all(other.layer_object(layer) is engine.layer_object(layer) for layer in layers)
         )
         found = next(shared, None)
         parts[part] = make(engine) if found is None else found
@@ -266,9 +266,8 @@ def _collapse(engine, listed, desc, lat, lng, keys) -> np.ndarray:
 
 
 def _works(engine) -> Works:
-    frame = engine.works
-    n = len(frame)
     status, ids, keys = engine.per_row("works", "prepared.works", _work_rows)
+    n = status.size
     cls, start_ms, has_start, start_day, end_ms, occ, desc, start_date, end_date, hindrance, alone, dicts = (
         engine.per_row("works", "prepared.works.values", _work_values)
     )
