@@ -174,14 +174,15 @@ def publish_index(history: HistoryStore) -> PublishIndex:
 
 
 def held_layers(engines):
-    """``held(layer, sha256)`` for :meth:`HistoryStore.snapshot`: the frame of the first of ``engines`` whose
-    snapshot carried that very layer file (same sha256 in its manifest), else None."""
+    """``held(layer, sha256)`` for :meth:`HistoryStore.snapshot`: the frame (or the deferred frame, not made
+    here) of the first of ``engines`` whose snapshot carried that very layer file (same sha256 in its
+    manifest), else None."""
 
     def held(layer: str, sha256: str):
         for engine in engines:
             entry = ((getattr(engine, "manifest", None) or {}).get("layers") or {}).get(layer) or {}
             if entry.get("sha256") == sha256:
-                return getattr(engine, layer)
+                return engine.layer_object(layer)
         return None
 
     return held
@@ -205,7 +206,7 @@ def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: 
         donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
         sources: dict = {}
         layers, manifest = history.snapshot(
-            publish.seq, held_layers(donors), in_memory=in_memory, sources=sources
+            publish.seq, held_layers(donors), in_memory=in_memory, sources=sources, deferred=True
         )
         engine = rebuild(layers, manifest, donors, sources)
         _engines[key] = engine

@@ -446,13 +446,15 @@ class HistoryStore:
         *,
         in_memory: bool = False,
         sources: dict | None = None,
+        deferred: bool = False,
     ) -> tuple[dict, dict]:
         """``(layers, manifest)`` of publish ``seq``: the GeoDataFrames and manifest its snapshot held.
 
         ``held(layer, sha256)``: a frame of that layer's very file already in memory (e.g. an engine's), or
         None; such a layer is taken as it is, not read from the store. ``in_memory``: the other layers are
         masks over the versions this process holds (:mod:`app.history.versions`), read once; ``sources``
-        (a dict) then receives, per such layer, its ``(RowSource, positions)`` for ``Engine.from_layers``.
+        (a dict) then receives, per such layer, its ``(RowSource, positions)`` for ``Engine.from_layers``;
+        ``deferred``: those layers' frames as :class:`geo.data.rows.Deferred` (made when an engine reads them).
         """
         stored = self.manifest(seq)
         meta = stored.pop("history")
@@ -460,7 +462,9 @@ class HistoryStore:
         for layer, info in meta.items():
             found = None if held is None else held(layer, stored["layers"][layer]["sha256"])
             if found is None and in_memory:
-                taken = versions.layer_frame(self, seq, layer, info, stored["layers"][layer]["records"])
+                taken = versions.layer_frame(
+                    self, seq, layer, info, stored["layers"][layer]["records"], deferred=deferred
+                )
                 if taken is not None:
                     found = taken[0]
                     if sources is not None:

@@ -26,12 +26,25 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from geo.data.rows import Deferred
+
 from . import rows as rowcodec
 
 #: decoded rows held per process, in bytes (Arrow buffers plus an estimate of the parsed geometries)
 TABLE_LIMIT = 128 << 20
 #: per parsed geometry, besides its WKB: the Shapely object and its GEOS copy
 GEOMETRY_BYTES = 200
+#: Arrow types whose pandas conversion is row by row, except for the nulls of integers and booleans
+PLAIN_TYPES = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_floating,
+    pa.types.is_integer,
+    pa.types.is_boolean,
+    pa.types.is_timestamp,
+)
+#: additions appended to the frame of every row before it is converted whole again
+CONCATENATED = 4
 #: versions of one layer above which the layer is read per publish from the store instead
 VERSIONS_LIMIT = 4_000_000
 
@@ -52,6 +65,9 @@ class LayerVersions:
         self.hashes = np.empty(0, dtype="V32")
         self.rec_from = np.empty(0, dtype=np.int64)
         self.rec_to = np.empty(0, dtype=np.int64)
+        #: per Arrow schema (its hash): the :class:`RowTable` holding this layer's rows and, per version, its
+        #: row there (-1 while not looked up)
+        self.rows: dict[str, tuple[RowTable, np.ndarray]] = {}
 
     def refresh(self, history, seq: int) -> None:
         """Make the versions complete up to publish ``seq`` (reads only those open at ``known``)."""
@@ -70,11 +86,17 @@ class LayerVersions:
         self.rec_to = np.concatenate(
             [self.rec_to[kept], np.array([t for _k, _h, _f, t in found], dtype=np.int64)]
         )
+        unknown = np.full(len(found), -1, dtype=np.int64)
+        self.rows = {s: (t, np.concatenate([rows[kept], unknown])) for s, (t, rows) in self.rows.items()}
         self.known = newest.seq if newest is not None else 0
 
     def at(self, seq: int, order: list[str] | None) -> np.ndarray:
         """Content hashes of the layer as publish ``seq`` carried it, in its order (the recorded one, else
         the keys sorted)."""
+        return self.hashes[self.versions_at(seq, order)]
+
+    def versions_at(self, seq: int, order: list[str] | None) -> np.ndarray:
+        """The versions (indexes into the arrays) of the layer as publish ``seq`` carried it, in its order."""
         open_at = np.flatnonzero((self.rec_from <= seq) & (seq < self.rec_to))
         keys = self.keys[open_at]
         if order is None:
@@ -82,12 +104,25 @@ class LayerVersions:
         else:
             position = {k: i for i, k in enumerate(keys.tolist())}
             rank = np.array([position[k.encode()] for k in order], dtype=np.int64)
-        return self.hashes[open_at[rank]]
+        return open_at[rank]
+
+    def rows_in(self, schema: str, table: RowTable, at: np.ndarray) -> np.ndarray:
+        """The rows of ``table`` (of Arrow schema ``schema``) holding the versions ``at`` (-1: its content is
+        not held); a version is looked up in the table until found, then known."""
+        held, rows = self.rows.get(schema, (None, None))
+        if held is not table or rows is None:
+            rows = np.full(len(self.rec_to), -1, dtype=np.int64)
+            self.rows[schema] = (table, rows)
+        unknown = at[rows[at] < 0]
+        if unknown.size:
+            position = table.position
+            rows[unknown] = [position.get(h, -1) for h in self.hashes[unknown].tolist()]
+        return rows[at]
 
 
 class RowTable:
     """Every decoded row content of one layer under one schema: an Arrow table, its parsed geometries and
-    the row of each content hash."""
+    the row of each content hash; and the frame of every row, which a layer's frame is taken from."""
 
     def __init__(self, schema: bytes):
         from geo.data.rows import RowSource
@@ -100,6 +135,11 @@ class RowTable:
         self.size = 0
         self._table: pa.Table | None = None
         self._geometry: Any = None
+        self._whole: Any = None  # the frames of source.chunks concatenated (None: not made yet)
+        self._whole_chunks = 0
+        self._concatenated = 0  # additions appended to the whole frame since it was converted whole
+        self._takes: bool | None = None  # whether frames are taken from the frame of every row
+        self._by_nulls: list[str] = []  # the columns a conversion types by the nulls of its rows
 
     def add(self, hashes: list[bytes], fetch) -> None:
         """Decode the row contents ``hashes`` (not held yet) from ``fetch(hex hashes) -> {hex: JSON}``."""
@@ -117,53 +157,106 @@ class RowTable:
         self.size += chunk.nbytes + GEOMETRY_BYTES * len(chunk)
         self._table = self._geometry = None
 
-    def frame(self, hashes: np.ndarray):
-        """The GeoDataFrame of the rows ``hashes`` (all held), in that order, and their positions in
-        :attr:`source`."""
-        from geopandas.array import from_shapely
-
-        from geo.data.snapshot import layer_from_table
-
+    def _combined(self) -> pa.Table:
         if self._table is None:
+            from geopandas.array import from_shapely
+
             self._table = pa.concat_tables(self.chunks).combine_chunks()
             self._geometry = from_shapely(
                 np.concatenate([np.asarray(g, dtype=object) for g in self.geometries]),
                 crs=self.geometries[0].crs,
             )
             self.chunks, self.geometries = [self._table], [self._geometry]
-        position = self.position
-        rows = np.fromiter((position[h] for h in hashes.tolist()), dtype=np.int64, count=len(hashes))
-        frame = layer_from_table(self._table.take(pa.array(rows)), geometry=self._geometry.take(rows))
-        return frame, rows
+        return self._table
+
+    def frame_at(self, rows: np.ndarray):
+        """The GeoDataFrame of the rows at ``rows`` (positions in :attr:`source`), in that order: what
+        converting those rows' Arrow table gives (``geo.data.snapshot.layer_from_table``: the same values,
+        dtypes and CRS), taken from the frame of every row."""
+        import pandas as pd
+
+        whole = self._every_row()
+        if whole is None:  # a schema whose conversion may depend on the rows beyond their nulls
+            from geo.data.snapshot import layer_from_table
+
+            table = self._combined()
+            return layer_from_table(table.take(pa.array(rows)), geometry=self._geometry.take(rows))
+        frame = whole.take(rows)
+        frame.index = pd.RangeIndex(len(rows))
+        for name in self._by_nulls:
+            column = self._combined().column(name).take(pa.array(rows))
+            if column.null_count == 0:  # converted without nulls: integers stay integers, booleans booleans
+                frame[name] = column.to_numpy()
+        return frame
+
+    def _every_row(self):
+        """The frame of every row (converted whole, then the frames of a few additions appended), or None when
+        a taken part of it could differ from converting those rows: only columns of strings, floats,
+        integers, booleans and times are taken, and a column of integers or booleans that holds nulls
+        (converted to floats or objects) is converted again where the rows taken hold none."""
+        import pandas as pd
+
+        if self._takes is None:
+            schema = pa.ipc.read_schema(pa.py_buffer(self.schema))
+            meta = json.loads((schema.metadata or {}).get(b"pandas") or b"{}")
+            primary = json.loads((schema.metadata or {}).get(b"geo") or b"{}").get("primary_column")
+            self._takes = not meta.get("index_columns") and all(
+                f.name == primary or any(kind(f.type) for kind in PLAIN_TYPES) for f in schema
+            )
+        if not self._takes:
+            return None
+        chunks = self.source.chunks
+        if self._whole_chunks < len(chunks):
+            if self._whole is None or self._concatenated >= CONCATENATED:  # converted whole: one Arrow chunk
+                from geo.data.snapshot import layer_from_table
+
+                self._whole = layer_from_table(self._combined(), geometry=self._geometry)
+                self._concatenated = 0
+            else:  # the new chunks' frames appended (their Arrow columns chunked: takes slow down)
+                self._whole = pd.concat([self._whole, *chunks[self._whole_chunks :]], ignore_index=True)
+                self._concatenated += 1
+            self._whole_chunks = len(chunks)
+            self._by_nulls = [
+                f.name
+                for f in pa.ipc.read_schema(pa.py_buffer(self.schema))
+                if (pa.types.is_integer(f.type) and self._whole[f.name].dtype == np.float64)
+                or (pa.types.is_boolean(f.type) and self._whole[f.name].dtype == object)
+            ]
+        return self._whole
 
 
-def layer_frame(history, seq: int, layer: str, info: dict, records: int):
+def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, deferred: bool = False):
     """``(frame, (source, positions))``: the frame of ``layer`` as publish ``seq`` carried it (``info``: its
     schema and order hashes from the publish's manifest; ``records``: its row count there) and where its rows
     lie in a :class:`geo.data.rows.RowSource` (``Engine.from_layers(rows=…)``); None when the versions held
-    disagree with the manifest (the caller then reads the layer from the store)."""
+    disagree with the manifest (the caller then reads the layer from the store). ``deferred``: the frame as a
+    :class:`geo.data.rows.Deferred`, taken when first read."""
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)
         if len(held.rec_to) > VERSIONS_LIMIT:
             return None
         order = rowcodec.unpack_order(history._blob(info["order"])) if info["order"] else None
-        hashes = held.at(seq, order)
-        if len(hashes) != records:  # not this store's versions (e.g. pruned and recorded again): read again
+        at = held.versions_at(seq, order)
+        if len(at) != records:  # not this store's versions (e.g. pruned and recorded again): read again
             del _versions[(history.identity, layer)]
             return None
         key = (layer, info["schema"])
         table = _tables.get(key)
         if table is None:
             table = _tables[key] = RowTable(history._blob(info["schema"]))
-        missing = list(dict.fromkeys(h for h in hashes.tolist() if h not in table.position))
-        if missing and table.size > TABLE_LIMIT:
-            table = _tables[key] = RowTable(table.schema)
-            missing = list(dict.fromkeys(hashes.tolist()))
-        if missing:
-            table.add(missing, history._blobs)
-        frame, positions = table.frame(hashes)
-        return frame, (table.source, positions)
+        positions = held.rows_in(info["schema"], table, at)
+        if (positions < 0).any():
+            if table.size > TABLE_LIMIT:
+                table = _tables[key] = RowTable(table.schema)
+                positions = held.rows_in(info["schema"], table, at)
+            table.add(list(dict.fromkeys(held.hashes[at[positions < 0]].tolist())), history._blobs)
+            positions = held.rows_in(info["schema"], table, at)
+        if deferred:
+            first = table.source.chunks[0]
+            frame = Deferred(lambda: table.frame_at(positions), first.crs, first.columns, len(positions))
+            return frame, (table.source, positions)
+        return table.frame_at(positions), (table.source, positions)
 
 
 def clear() -> None:

@@ -24,7 +24,7 @@ from ..index.polygon_index import PolygonGrid
 from ..index.point_index import PointIndex
 from ..index.spherical import EARTH_RADIUS_KM, haversine_km  # noqa: F401  (re-exported)
 from .layers import DECLARED, EXTENT_LAYERS, POINT_LAYERS
-from .rows import take
+from .rows import Deferred, take
 
 # river_side() codes
 RIVER_NONE = 0  # outside the Antwerp river zone: no river side
@@ -47,10 +47,24 @@ def _union(frame) -> shapely.Geometry:
     return shapely.union_all(np.asarray(geoms)) if len(geoms) else shapely.MultiPolygon()
 
 
+_WGS84: list = []  # CRS objects found equal to EPSG:4326 (a comparison costs a millisecond; frames share them)
+
+
+def _as_4326_crs(crs) -> bool:
+    """Whether ``crs`` is EPSG:4326 (remembered per CRS object)."""
+    if any(crs is known for known in _WGS84):
+        return True
+    if not crs.equals("EPSG:4326"):
+        return False
+    _WGS84[:] = [crs, *_WGS84[:7]]
+    return True
+
+
 def _as_4326(frame):
-    if frame.crs is not None and not frame.crs.equals("EPSG:4326"):
-        return frame.to_crs("EPSG:4326")
-    return frame
+    crs = frame.crs
+    if crs is None or _as_4326_crs(crs):
+        return frame
+    return frame.to_crs("EPSG:4326")
 
 
 def _parse_as_of(value):
@@ -127,23 +141,60 @@ class Engine:
         self._memo: dict[str, dict] = {}  # layer -> what was derived from its frame alone (per_layer)
         #: layer -> (RowSource, positions): its frame is those rows of the source (geo.data.rows)
         self._rows: dict = {}
+        #: layer -> its frame made on first use (geo.data.rows.Deferred; ``engine.<layer>`` makes it)
+        self._deferred: dict[str, Deferred] = {}
         for name in (layer.name for layer in DECLARED):
             frame = layers.get(name)
-            donor = next((e for e in reuse if frame is not None and getattr(e, name, None) is frame), None)
+            donor = next((e for e in reuse if frame is not None and e.layer_object(name) is frame), None)
+            if isinstance(frame, Deferred) and (donor is None and name not in (rows or {})):
+                frame = frame.frame()  # deferred only with its row source
             if donor is not None:
                 donors[name] = donor
-                setattr(self, name, frame)
+                if isinstance(frame, Deferred):
+                    self._deferred[name] = frame
+                else:
+                    setattr(self, name, frame)
                 self._memo[name] = donor._memo.setdefault(name, {})
                 continue
+            if isinstance(frame, Deferred):
+                if frame.crs is None or _as_4326_crs(frame.crs):
+                    source, positions = rows[name]
+                    self._rows[name] = (source, np.asarray(positions, dtype=np.int64))
+                    self._deferred[name] = frame
+                    continue
+                frame = frame.frame()
             if frame is None:
                 frame = gpd.GeoDataFrame({"geometry": gpd.GeoSeries([], crs="EPSG:4326")})
             wgs84 = _as_4326(frame)
-            setattr(self, name, wgs84.reset_index(drop=True))
             if name in (rows or {}) and wgs84 is frame:  # not reprojected: the source's rows as they are
                 source, positions = rows[name]
                 self._rows[name] = (source, np.asarray(positions, dtype=np.int64))
+                if _default_index(frame):  # made for this engine (from_layers(rows=…)): kept as it is
+                    setattr(self, name, frame)
+                    continue
+            setattr(self, name, wgs84.reset_index(drop=True))
         self._check_points(skip=donors)
         self._build_indexes(donors)
+
+    def __getattr__(self, name: str):
+        """A deferred layer's frame, made on first use (:class:`geo.data.rows.Deferred`)."""
+        deferred = self.__dict__.get("_deferred")
+        if deferred is None or name not in deferred:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        frame = deferred[name].frame()
+        self.__dict__[name] = frame
+        return frame
+
+    def layer_object(self, name: str):
+        """What layer ``name`` was given as (its frame, or its :class:`geo.data.rows.Deferred`), without making
+        a deferred frame: what another engine is given to share it (None: no such layer)."""
+        found = self.__dict__.get("_deferred", {}).get(name)
+        return found if found is not None else self.__dict__.get(name)
+
+    def layer_columns(self, name: str):
+        """The columns of layer ``name``, without making a deferred frame."""
+        found = self._deferred.get(name)
+        return found.columns if found is not None else getattr(self, name).columns
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
@@ -201,12 +252,15 @@ class Engine:
         if found is None:
             return self.per_layer(name, what, factory)
         source, positions = found
-        return self.per_layer(name, what, lambda _frame: take(source.derived(what, factory), positions))
+        memo = self._memo.setdefault(name, {})
+        if what not in memo:  # the source's values at the layer's rows: the frame itself is not read
+            memo[what] = take(source.derived(what, factory), positions)
+        return memo[what]
 
     def id_texts(self, name: str):
         """The ``id`` column of layer ``name`` as text (``astype(str)``, row-wise: once per row of a row
         source), None without one."""
-        if "id" not in getattr(self, name).columns:
+        if "id" not in self.layer_columns(name):
             return None
         return self.per_row(name, "id_texts", _id_texts)
 
@@ -266,9 +320,9 @@ class Engine:
             self._left = PolygonGrid(_union(self.river[np.asarray(part) == "left"]))
             self._right = PolygonGrid(_union(self.river[np.asarray(part) == "right"]))
         if "works" not in donors:
-            if "works" in self._rows:  # the extents of its source's rows
+            if "works" in self._rows:  # the extents of its source's rows; the index on its first query
                 ids = self.id_texts("works")
-                self._works = ExtentIndex(self.per_row("works", "extents", _extents), ids)
+                self._works = ExtentIndex(self.per_row("works", "extents", _extents), ids, lazy=True)
             else:
                 self._works = self._extent_index(self.works, *self.layer_points("works"))
         if "stops" not in donors:
@@ -538,6 +592,11 @@ def _read_only_points(frame):
     lat, lng = point_coords(frame)
     lat.flags.writeable = lng.flags.writeable = False
     return lat, lng
+
+
+def _default_index(frame) -> bool:
+    index = frame.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
 def _radius(radius_km) -> float:

@@ -93,3 +93,28 @@ class RowSource:
                 value = extend(value, upto, self.size)
                 self._grown[what] = (value, self.size)
             return value
+
+
+class Deferred:
+    """A layer's frame made on first use (``make()``, once; thread-safe), its ``crs``, ``columns`` and length
+    known before: an engine built with it for a layer taken from a row source (``Engine.from_layers(rows=…)``)
+    reads the frame only when something asks for it (``engine.works``); its row-wise values come from the
+    source. Identity decides sharing, as for a frame: an engine given this very object shares the layer."""
+
+    def __init__(self, make, crs, columns, length: int):
+        self.crs, self.columns, self.length = crs, columns, length
+        self._make = make
+        self._frame = None
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self.length
+
+    def frame(self):
+        """The frame (made now unless made before)."""
+        if self._frame is None:
+            with self._lock:
+                if self._frame is None:
+                    self._frame = self._make()
+                    self._make = None
+        return self._frame

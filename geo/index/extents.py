@@ -592,7 +592,7 @@ class ExtentIndex:
     One :class:`PointIndex` per reach class (:meth:`Extents.classes`); its candidates within the radius
     plus the class's largest reach are measured by :meth:`Extents.within`. Without any extent it is one
     ``PointIndex`` (``points``) and gives its answers unchanged. ``ids`` break distance ties (default: row
-    order).
+    order). ``lazy``: built on the first query, not now (an engine that may answer none).
 
     Examples
     --------
@@ -604,22 +604,58 @@ class ExtentIndex:
     ([1, 0], [0.698, 1.397])
     """
 
-    def __init__(self, extents: Extents, ids=None, mask=None):
+    def __init__(self, extents: Extents, ids=None, mask=None, *, lazy: bool = False):
         self.extents = extents
         self.size = extents.size
         self._ids = ids
-        self.rank = np.empty(self.size, dtype=np.int64)
+        self._mask = mask
+        self._built: tuple | None = None
+        self._subsets: dict[bytes, ExtentIndex] = {}
+        if not lazy:
+            self.ready()
+
+    def ready(self) -> tuple:
+        """``(rank, parts, plain, points)``, built now unless built before (``lazy``: on the first query).
+        Published in one assignment: a thread that builds it while another does builds the same."""
+        found = self._built
+        if found is None:
+            found = self._built = self._build()
+        return found
+
+    def _build(self) -> tuple:
+        ids, extents = self._ids, self.extents
+        rank = np.empty(self.size, dtype=np.int64)
         order = np.argsort(np.asarray(ids), kind="stable") if ids is not None else np.arange(self.size)
-        self.rank[order] = np.arange(self.size)
-        self.parts = []
-        for rows, inflation in extents.classes(mask):
+        rank[order] = np.arange(self.size)
+        parts = []
+        for rows, inflation in extents.classes(self._mask):
             lat = np.full(self.size, np.nan)
             lat[rows] = extents.lat[rows]
-            self.parts.append((PointIndex(lat, extents.lng, ids), inflation))
-        self.plain = len(self.parts) == 1 and self.parts[0][1] == 0.0
+            parts.append((PointIndex(lat, extents.lng, ids), inflation))
+        plain = len(parts) == 1 and parts[0][1] == 0.0
         #: the representative points alone (the whole index when no row has an extent)
-        self.points = self.parts[0][0] if self.plain else PointIndex(extents.lat, extents.lng, ids)
-        self._subsets: dict[bytes, ExtentIndex] = {}
+        points = parts[0][0] if plain else PointIndex(extents.lat, extents.lng, ids)
+        return rank, parts, plain, points
+
+    @property
+    def rank(self) -> np.ndarray:
+        """Per row, its rank in (id, row) order: the tie-break of equal distances."""
+        return self.ready()[0]
+
+    @property
+    def parts(self) -> list:
+        """``(PointIndex, inflation km)`` per reach class (:meth:`Extents.classes`)."""
+        return self.ready()[1]
+
+    @property
+    def plain(self) -> bool:
+        """True when no row has an extent: the index is one :class:`PointIndex`."""
+        return self.ready()[2]
+
+    @property
+    def points(self) -> PointIndex:
+        """The representative points alone (the whole index when no row has an extent)."""
+        return self.ready()[3]
 
     def subset(self, mask) -> ExtentIndex:
         """Index over the rows where ``mask`` is True (cached per mask); row numbers stay the layer's."""

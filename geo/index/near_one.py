@@ -22,6 +22,10 @@ from .spherical import haversine_one, haversine_rad, unit_vectors
 SCALAR_ENTRIES = 32
 
 
+#: queries a lazy :class:`ExtentNear` answers before its tables are built
+FEW_QUERIES = 64
+
+
 class NearTable:
     """Points (degrees, all finite) within a fixed ``radius_km`` of one query point.
 
@@ -124,6 +128,9 @@ class ExtentNear:
     decides), the candidates measured by :meth:`geo.index.extents.Extents.within`.
 
     ``usable`` is False when a class's table cannot be built; the caller then uses the engine's queries.
+    ``lazy``: the tables are built at the :data:`FEW_QUERIES`-th query, not now; the queries before measure
+    every row of each class (the same floats and rows: the tables only narrow the candidates), so an engine
+    asked for a few points (an ``asOf`` one) never pays them; should a table prove unusable, every query does.
 
     Examples
     --------
@@ -136,54 +143,75 @@ class ExtentNear:
     ([1], [0.698])
     """
 
-    def __init__(self, extents, radius_km: float):
+    def __init__(self, extents, radius_km: float, *, lazy: bool = False):
         self.extents = extents
         self.radius = float(radius_km)
-        self.tables = []  # (NearTable, row per entry, inflation)
-        for rows, inflation in extents.classes():
-            table = NearTable(extents.lat[rows], extents.lng[rows], self.radius + inflation)
-            self.tables.append((table, rows[table.point], inflation))
-        self.usable = all(t.usable for t, _, _ in self.tables)
+        self.classes = extents.classes()  # (rows, inflation)
+        #: per class (NearTable, row per entry); None while not built (or unusable, when lazy)
+        self.tables: list | None = None
+        self._few_left = FEW_QUERIES if lazy else 0
+        self.usable = True
+        if not lazy:
+            self.tables = self._tables()
+            self.usable = self.tables is not None
+
+    def _tables(self) -> list | None:
+        tables = []
+        for rows, inflation in self.classes:
+            table = NearTable(self.extents.lat[rows], self.extents.lng[rows], self.radius + inflation)
+            if not table.usable:
+                return None
+            tables.append((table, rows[table.point]))
+        return tables
 
     def within(self, lat: float, lng: float, q: tuple | None = None, keep=None):
         """(rows int64, km float64), unordered, of the rows within the radius; ``q`` the query's
-        :func:`query_radians`; ``keep`` (optional, per table a bool array per entry) leaves entries out."""
+        :func:`query_radians`; ``keep`` (optional, bool per row) leaves rows out."""
         q = query_radians(lat, lng) if q is None else q
+        tables = self.tables
+        if tables is None and self._few_left > 0:
+            self._few_left -= 1
+            if self._few_left == 0:  # published in one assignment; two threads may both build the same
+                tables = self.tables = self._tables()
+        ex = self.extents
         rows, km = [np.zeros(0, dtype=np.int64)], [np.zeros(0)]
-        for i, (table, entry_rows, inflation) in enumerate(self.tables):
-            start, stop = table.span(lat, lng)
-            if start == stop:
-                continue
-            if stop - start <= SCALAR_ENTRIES:
-                r, dk = self._within_scalar(
-                    table, entry_rows, inflation, q, start, stop, None if keep is None else keep[i]
-                )
-                rows.append(np.array(r, dtype=np.int64))
-                km.append(np.array(dk, dtype=np.float64))
-                continue
-            d = table.distances(q, start, stop)
+        for i, (every, inflation) in enumerate(self.classes):
+            if tables is None:  # every row of the class: the distances a table gives its candidates
+                r = every
+                d = haversine_rad(q[0], q[1], q[2], ex.lat_r.take(r), ex.lng_r.take(r), ex.cos_lat.take(r))
+            else:
+                table, entry_rows = tables[i]
+                start, stop = table.span(lat, lng)
+                if start == stop:
+                    continue
+                if stop - start <= SCALAR_ENTRIES:
+                    r_few, dk_few = self._within_scalar(table, entry_rows, inflation, q, start, stop, keep)
+                    rows.append(np.array(r_few, dtype=np.int64))
+                    km.append(np.array(dk_few, dtype=np.float64))
+                    continue
+                d = table.distances(q, start, stop)
+                r = entry_rows[start:stop]
             if not inflation:
                 within = d <= self.radius
                 if keep is not None:
-                    within &= keep[i][start:stop]
+                    within &= keep.take(r)
                 hit = np.flatnonzero(within)
-                rows.append(entry_rows[start + hit])
-                km.append(d[hit])
+                rows.append(r.take(hit))
+                km.append(d.take(hit))
                 continue
-            r = entry_rows[start:stop]
-            cand = d - self.extents.reach.take(r) <= self.radius
+            cand = d - ex.reach.take(r) <= self.radius
             if keep is not None:
-                cand &= keep[i][start:stop]
+                cand &= keep.take(r)
             cand = np.flatnonzero(cand)
             r = r.take(cand)
             n = r.size
             if n <= SCALAR_ENTRIES:  # few to measure: their edges in Python floats
                 q_one = (float(q[0][0]), float(q[1][0]), float(q[2][0]))
-                r, dk = self._measured(r.tolist(), d.take(cand).tolist(), inflation, q_one)
-                rows.append(np.array(r, dtype=np.int64))
-                km.append(np.array(dk, dtype=np.float64))
+                r_few, dk_few = self._measured(r.tolist(), d.take(cand).tolist(), inflation, q_one)
+                rows.append(np.array(r_few, dtype=np.int64))
+                km.append(np.array(dk_few, dtype=np.float64))
                 continue
-            hit, dk = self.extents.within(
+            hit, dk = ex.within(
                 r, np.full(n, q[0][0]), np.full(n, q[1][0]), np.full(n, q[2][0]), d.take(cand), self.radius
             )
             rows.append(r.take(hit))
@@ -191,14 +219,14 @@ class ExtentNear:
         return np.concatenate(rows), np.concatenate(km)
 
     def _within_scalar(self, table, entry_rows, inflation: float, q: tuple, start: int, stop: int, keep):
-        """What :meth:`within` finds in the entries ``[start, stop)`` of one table, in the same order and the
+        """What :meth:`within` finds in the entries ``[start, stop)`` of one table (``keep``: bool per row), in the same order and the
         same floats, computed in Python floats (:func:`geo.index.spherical.haversine_one`,
         :meth:`geo.index.extents.Extents.exact_one`): for a few entries NumPy's cost per call is most of the
         work. Returns (rows, km) as lists."""
         lat_q, lng_q, cos_q = float(q[0][0]), float(q[1][0]), float(q[2][0])
         lat_e, lng_e = table.lat_r[start:stop].tolist(), table.lng_r[start:stop].tolist()
         cos_e, row_e = table.cos_lat[start:stop].tolist(), entry_rows[start:stop].tolist()
-        kept = None if keep is None else keep[start:stop].tolist()
+        kept = None if keep is None else keep.take(entry_rows[start:stop]).tolist()
         rows, km = [], []
         for k in range(stop - start):
             if kept is None or kept[k]:

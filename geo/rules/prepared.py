@@ -10,6 +10,7 @@ Requests then only index these arrays.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -143,7 +144,7 @@ def build(engine, reuse=()) -> Prepared:
         shared = (
             getattr(prepared, part)
             for other, prepared in reuse
-            if all(getattr(other, layer) is getattr(engine, layer) for layer in layers)
+            if all(other.layer_object(layer) is engine.layer_object(layer) for layer in layers)
         )
         found = next(shared, None)
         parts[part] = make(engine) if found is None else found
@@ -265,9 +266,8 @@ def _collapse(engine, listed, desc, lat, lng, keys) -> np.ndarray:
 
 
 def _works(engine) -> Works:
-    frame = engine.works
-    n = len(frame)
     status, ids, keys = engine.per_row("works", "prepared.works", _work_rows)
+    n = status.size
     cls, start_ms, has_start, start_day, end_ms, occ, desc, start_date, end_date, hindrance, alone, dicts = (
         engine.per_row("works", "prepared.works.values", _work_values)
     )
@@ -285,25 +285,17 @@ def _works(engine) -> Works:
 
     # a work alone in its cluster is its own item; a cluster of several takes its members' span and hindrance
     items, templates = alone[rep].tolist(), dicts[rep].tolist()
+    start_date_of, end_date_of = start_date, end_date
     start_date, end_date = start_date[rep], end_date[rep]
     several = np.flatnonzero(np.bincount(labels, minlength=k) > 1)
     if several.size:
-        first_start = np.full(k, _NO_START, dtype=np.int64)
-        np.minimum.at(first_start, labels, np.where(has_start[listed], start_ms[listed], _NO_START))
-        last_end = np.full(k, np.iinfo(np.int64).min, dtype=np.int64)
-        np.maximum.at(last_end, labels, end_ms[listed])
-        first, last = first_start[several], last_end[several]
-        start_date[several] = None
-        start_date[several[first != _NO_START]] = day_strings(local_day_numbers(first[first != _NO_START]))
-        end_date[several] = None
-        end_date[several[last != NO_END_MS]] = day_strings(local_day_numbers(last[last != NO_END_MS]))
         member = np.isin(labels, several)
-        merged = wk.cluster_hindrance(
-            np.searchsorted(several, labels[member]),
-            several.size,
-            _col(frame, "hindrance", -1)[listed[member]],
-            _col(frame, "consequences", "")[listed[member]],
-        )
+        rows, cluster = listed[member], labels[member]
+        # the earliest start and the latest end are a member's: its dates (None: unknown start, open end)
+        first = _extreme(cluster, np.where(has_start[rows], start_ms[rows], _NO_START), rows, several)
+        last = _extreme(cluster, -end_ms[rows], rows, several)
+        start_date[several], end_date[several] = start_date_of[first], end_date_of[last]
+        merged = wk.merged_hindrance(np.searchsorted(several, cluster), several.size, hindrance[rows])
         r = rep[several]
         for c, item in zip(
             several.tolist(),
@@ -343,6 +335,14 @@ def _works(engine) -> Works:
     )
 
 
+def _extreme(cluster, value, rows, clusters) -> np.ndarray:
+    """Per cluster of ``clusters`` (ascending, each with a member), the row of its member of least ``value``
+    (``cluster``, ``value``, ``rows``: per member)."""
+    order = np.lexsort((value, cluster))
+    first = np.r_[True, cluster[order][1:] != cluster[order][:-1]]
+    return rows[order[first]]
+
+
 def _detours(engine) -> Detours:
     frame = engine.detours
     rows = np.flatnonzero(tr.antwerp_region(_col(frame, "region", ""), _col(frame, "entity", "")))
@@ -360,7 +360,9 @@ def _detours(engine) -> Detours:
             dense[r, cols] = True
         return np.packbits(dense, axis=1)
 
-    stop_keys = engine.per_layer("stops", "transit.stop_keys", _stop_keys)
+    stop_rows, stop_key_codes, stop_key_names = engine.per_layer(
+        "stops", "transit.stop_key_pairs", _stop_key_pairs
+    )
 
     start_ms, has_start = column_ms(_times(sub, "start"))
     end_ms, has_end = column_ms(_times(sub, "end"))
@@ -393,7 +395,7 @@ def _detours(engine) -> Detours:
         lines=lines,
         keys=keys,
         line_bits=bits(keys),
-        stop_bits=bits(stop_keys),
+        stop_bits=_stop_bits(len(engine.stops), stop_rows, stop_key_codes, stop_key_names, vocab, n_bytes),
         start_ms=start_ms,
         end_ms=end_ms,
         end_date=end_date,
@@ -411,6 +413,24 @@ def _stop_keys(stops) -> list:
         tr.stop_keys(i, x, e)
         for i, x, e in zip(_col(stops, "line_ids", ""), _col(stops, "lines", ""), _col(stops, "entity", ""))
     ]
+
+
+def _stop_key_pairs(stops) -> tuple:
+    """The stops' line keys (:func:`geo.rules.transit.stop_keys`) as pairs: per pair its stop row and key
+    code, and the distinct keys (index = code)."""
+    per_stop = _stop_keys(stops)
+    names: dict = {}
+    codes = [names.setdefault(key, len(names)) for keys in per_stop for key in keys]
+    rows = np.repeat(np.arange(len(per_stop)), [len(keys) for keys in per_stop])
+    return rows, np.array(codes, dtype=np.int64), list(names)
+
+
+def _stop_bits(n_stops: int, rows, codes, names: list, vocab: dict, n_bytes: int) -> np.ndarray:
+    """(n_stops, n_bytes) uint8: the detours' line keys (``vocab``: key -> bit) serving each stop, packed."""
+    bit = np.array([vocab.get(key, -1) for key in names], dtype=np.int64)[codes] if names else codes
+    dense = np.zeros((n_stops, n_bytes * 8), dtype=bool)
+    dense[rows[bit >= 0], bit[bit >= 0]] = True
+    return np.packbits(dense, axis=1)
 
 
 _DETAIL_MEMBERS = ("entity", "number", "mode", "network", "region", "regionName")
@@ -435,10 +455,22 @@ def _no2_rows(rows) -> tuple:
     return measured, sids, t_ms, has_t, values
 
 
+def _station_rows(stations) -> tuple:
+    """The stations' ids (text), names, NO2 flags and the row of each id (the last row of an id)."""
+    station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
+    names = np.array([x if isinstance(x, str) else "" for x in _col(stations, "name", "")], dtype=object)
+    flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
+    for shared in (station_ids, names, flag):  # shared by the engines of these very stations
+        shared.flags.writeable = False
+    row_of = {sid: i for i, sid in enumerate(station_ids)}
+    return station_ids, names, flag, row_of
+
+
 def _air(engine) -> Air:
     stations = engine.stations
-    station_ids = np.array([str(x) for x in _col(stations, "id", "")], dtype=object)
-    row_of = {sid: i for i, sid in enumerate(station_ids)}
+    station_ids, station_names, flag, row_of = engine.per_layer(
+        "stations", "prepared.air.stations", _station_rows
+    )
     measured, sids, t_ms, has_t, values = engine.per_row("no2", "prepared.air", _no2_rows)
     srow = np.array([row_of.get(s, -1) for s in sids.tolist()], dtype=np.int64)
     keep = measured & (srow >= 0) & has_t
@@ -452,7 +484,6 @@ def _air(engine) -> Air:
     offsets = np.searchsorted(srow, np.arange(len(stations) + 1), side="left")
     names = _col(engine.lez, "name", "")
     s_lat, s_lng = engine.layer_points("stations")
-    flag = np.array([x is True or x == 1 for x in _col(stations, "no2", False)], dtype=bool)
     no2_rows = np.flatnonzero(flag & np.isfinite(s_lat))
     lat_r, lng_r = np.radians(s_lat[no2_rows]), np.radians(s_lng[no2_rows])
     return Air(
@@ -464,9 +495,7 @@ def _air(engine) -> Air:
         times_ms=t_ms,
         values=values,
         station_ids=station_ids,
-        station_names=np.array(
-            [x if isinstance(x, str) else "" for x in _col(stations, "name", "")], dtype=object
-        ),
+        station_names=station_names,
         lez_name=str(names[0]) if len(names) and isinstance(names[0], str) else "Lage-emissiezone Antwerpen",
     )
 
@@ -485,15 +514,16 @@ def _retrieved_at(engine) -> str:
     for name in ("works", "detours", "stops"):
         value = (layers.get(name) or {}).get("retrievedAt")
         if value:
-            stamps.append(
-                to_ms(
-                    pd.Timestamp(value).tz_convert("UTC")
-                    if pd.Timestamp(value).tzinfo
-                    else pd.Timestamp(value).tz_localize("UTC")
-                )
-            )
+            stamps.append(_stamp_ms(value))
     if stamps:
         return iso_utc_ms(min(stamps))
     if engine.as_of is not None:
         return iso_utc_ms(engine.as_of)
     return iso_utc_ms(0)
+
+
+@functools.lru_cache(maxsize=256)
+def _stamp_ms(value) -> int:
+    """Epoch ms of a manifest's ``retrievedAt`` (UTC when it has no offset); neighbouring snapshots share most."""
+    stamp = pd.Timestamp(value)
+    return to_ms(stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC"))

@@ -90,15 +90,19 @@ def collapse_labels(descriptions, lat, lng, radius_km: float = COLLAPSE_KM, keys
 
 def _components(n: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """:func:`collapse_labels` of ``n`` works linked by the pairs ``(i, j)``: connected components, numbered
-    by first member."""
-    graph = coo_matrix((np.ones(i.size, dtype=np.int8), (i, j)), shape=(n, n))
-    _, comp = connected_components(graph, directed=False)
-    # renumber by first appearance so labels do not depend on scipy's internal numbering
-    _, first = np.unique(comp, return_index=True)
-    order = np.argsort(first, kind="stable")
-    relabel = np.empty(order.size, dtype=np.int64)
-    relabel[np.unique(comp)[order]] = np.arange(order.size)
-    return relabel[comp]
+    by first member. Only the linked works form a graph (few: most works are alone); a component's first
+    member is its least row, so the labels count those rows in order."""
+    first = np.arange(n, dtype=np.int64)  # per work, its component's first member
+    if i.size:
+        nodes, inverse = np.unique(np.concatenate([i, j]), return_inverse=True)
+        graph = coo_matrix(
+            (np.ones(i.size, dtype=np.int8), (inverse[: i.size], inverse[i.size :])), shape=(nodes.size,) * 2
+        )
+        k, comp = connected_components(graph, directed=False)
+        least = np.full(k, n, dtype=np.int64)
+        np.minimum.at(least, comp, nodes)
+        first[nodes] = least[comp]
+    return (np.cumsum(first == np.arange(n)) - 1).astype(np.int64)[first]
 
 
 class CollapseLinks:
@@ -193,14 +197,32 @@ def cluster_hindrance(labels, k: int, hindrance, consequences) -> list:
     >>> cluster_hindrance(np.array([0, 0, 1]), 2, [0, 1, -1], ["Versmalde rijstroken", "Geen doorgang voor fietsers", ""])
     [(True, ('Geen doorgang voor fietsers', 'Versmalde rijstroken')), None]
     """
+    own = []
+    for h, text in zip(hindrance, consequences):
+        h = int(h) if h is not None and h == h else -1
+        own.append(
+            None
+            if h < 0
+            else (h == 1, tuple(sorted({x.strip() for x in str(text or "").split(";") if x.strip()})))
+        )
+    return merged_hindrance(labels, k, own)
+
+
+def merged_hindrance(labels, k: int, members) -> list:
+    """:func:`cluster_hindrance` from each member's own (its value as a cluster of one, None: none).
+
+    Examples
+    --------
+    >>> merged_hindrance(np.array([0, 0, 1]), 2, [(False, ("b",)), (True, ("a", "b")), None])
+    [(True, ('a', 'b')), None]
+    """
     severe: list = [None] * k
     seen: list[set] = [set() for _ in range(k)]
-    for c, h, text in zip(np.asarray(labels).tolist(), hindrance, consequences):
-        h = int(h) if h is not None and h == h else -1
-        if h < 0:
+    for c, own in zip(np.asarray(labels).tolist(), members):
+        if own is None:
             continue
-        severe[c] = bool(severe[c]) or h == 1
-        seen[c].update(x.strip() for x in str(text or "").split(";") if x.strip())
+        severe[c] = bool(severe[c]) or own[0]
+        seen[c].update(own[1])
     return [None if s is None else (s, tuple(sorted(seen[c]))) for c, s in enumerate(severe)]
 
 

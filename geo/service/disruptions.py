@@ -116,9 +116,9 @@ def _stops_near(engine, lk, lat: float, lng: float, q: tuple) -> tuple:
     if start == stop:
         return False, 0
     hits = t.hits(q, start, stop)
-    entry_detours = lk.stop_entry_detours
+    entry_rows, stop_detours = lk._stop_entry_rows, lk.stop_detours
     for h in hits:
-        served |= entry_detours[start + h]
+        served |= stop_detours[entry_rows[start + h]]
     return bool(hits), served
 
 

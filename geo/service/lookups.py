@@ -24,7 +24,7 @@ def stop_detour_masks(stop_bits: np.ndarray, line_bits: np.ndarray) -> list[int]
     """Per stop, an int whose bit ``j`` is set when detour ``j`` has a line serving the stop.
 
     ``stop_bits`` (stops × bytes) and ``line_bits`` (detours × bytes) are packed line sets; shared lines are
-    counted with one matrix product (memory stops × detours, not stops × detours × bytes).
+    found 64 lines at a time (memory stops × detours, not stops × detours × bytes).
 
     Examples
     --------
@@ -33,11 +33,25 @@ def stop_detour_masks(stop_bits: np.ndarray, line_bits: np.ndarray) -> list[int]
     >>> stop_detour_masks(stops, detours)
     [2, 3, 0]
     """
-    stop_lines = np.unpackbits(stop_bits, axis=1).astype(np.float32)
-    detour_lines = np.unpackbits(line_bits, axis=1).astype(np.float32)
-    match = (stop_lines @ detour_lines.T) > 0
-    packed = np.packbits(match, axis=1, bitorder="little")
-    return [int.from_bytes(row, "little") for row in map(bytes, packed)]
+    n_stops, n_detours = stop_bits.shape[0], line_bits.shape[0]
+    stop_words, line_words = _words(stop_bits), _words(line_bits)
+    match = np.zeros((n_stops, n_detours), dtype=bool)
+    for w in range(stop_words.shape[1]):  # shared lines, one 64-line word at a time (memory stops x detours)
+        match |= (stop_words[:, w, None] & line_words[None, :, w]) != 0
+    words = _words(np.packbits(match, axis=1, bitorder="little"))
+    out = words[:, 0].tolist() if words.shape[1] else [0] * n_stops
+    for w in range(1, words.shape[1]):  # more than 64 detours: the higher words, where a stop has any
+        for r in np.flatnonzero(words[:, w]).tolist():
+            out[r] |= int(words[r, w]) << (64 * w)
+    return out
+
+
+def _words(packed: np.ndarray) -> np.ndarray:
+    """(rows, words) little-endian uint64 of packed bit rows (bytes), zero-padded to whole words."""
+    rows, n_bytes = packed.shape
+    padded = np.zeros((rows, -(-n_bytes // 8) * 8), dtype=np.uint8)
+    padded[:, :n_bytes] = packed
+    return padded.view("<u8")
 
 
 class Lookups:
@@ -54,9 +68,8 @@ class Lookups:
     severity : list of int per detour
     works_table : ExtentNear over the works clusters (their representatives' extents) at 2 km, or None
     works_rank : int64 per cluster: (id, row) rank of the cluster's representative row
-    works_listed : dict side -> per works_table table, bool per entry: cluster not on the far river side
+    works_listed : dict side -> bool per cluster: not on the far river side of a point on ``side``
     stops_table : NearTable over the stops with a point at the stop distance, or None
-    stop_entry_detours : list of int per stops_table entry: the stop's ``stop_detours`` mask
     stops : geopandas.GeoDataFrame, the engine's stops layer the stop tables were made from
     work_items, detour_items : per cluster / detour, the JSON item of ``/disruptions`` (copy before use)
     """
@@ -64,7 +77,7 @@ class Lookups:
     #: the attributes made from each part of the prepared data (shared with lookups of the same part)
     WORKS_PART: tuple[str, ...] = ("row_cluster", "row_listed", "status_class", "works_table", "works_rank")
     WORKS_PART += ("works_listed", "work_items")
-    DETOURS_PART = ("stop_detours", "severity", "_selections", "stop_entry_detours", "detour_items")
+    DETOURS_PART = ("stop_detours", "severity", "_selections", "detour_items")
     #: made from the stops layer alone (shared with lookups of the same stops frame)
     STOPS_PART = ("stops", "stops_table", "_stop_entry_rows")
 
@@ -110,8 +123,6 @@ class Lookups:
             self.stop_detours = [0] * d.stop_bits.shape[0]
         self.severity = d.severity.tolist()
         self._selections: dict = {}
-        if self.stops_table is not None:
-            self.stop_entry_detours = [self.stop_detours[s] for s in self._stop_entry_rows]
         self.detour_items = [
             {
                 "id": i,
@@ -135,11 +146,12 @@ class Lookups:
         rank[clusters[np.argsort(ids[rep], kind="stable")] if ids is not None else clusters] = np.arange(
             rep.size
         )
-        near = ExtentNear(w.extents, wk.RADIUS_KM)
+        # an engine taken from a row source (an asOf one) is asked a few points: its tables on demand
+        near = ExtentNear(w.extents, wk.RADIUS_KM, lazy=engine.row_source("works") is not None)
         self.works_table = near if near.usable else None
         if self.works_table is not None:
             self.works_rank = rank
-            self.works_listed = {s: [near_side(s, w.side[rows]) for _, rows, _ in near.tables] for s in SIDES}
+            self.works_listed = {s: near_side(s, w.side) for s in SIDES}
 
     def _stops_near_table(self, engine):
         """The stops' :class:`geo.index.near_one.NearTable` (None when unusable) and each entry's stop row."""
