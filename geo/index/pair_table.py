@@ -325,10 +325,6 @@ class PairTable:
         # the query's sub-cell in its cell (the position within the cell, as the cell's, from these floats)
         sub_y = np.minimum(np.floor((fy - iy) * SUBCELLS), SUBCELLS - 1)
         sub_x = np.minimum(np.floor((fx - ix) * SUBCELLS), SUBCELLS - 1)
-        # and its fine sub-cell in the sub-cell (the same floats scaled by a power of two: consistent)
-        fine_y = np.floor((fy - iy) * (SUBCELLS * FINE)) - sub_y * FINE
-        fine_x = np.floor((fx - ix) * (SUBCELLS * FINE)) - sub_x * FINE
-        sub_q = ((sub_y * SUBCELLS + sub_x) * (FINE * FINE) + fine_y * FINE + fine_x).astype(np.int16)
         cell = iy.astype(np.int64) * self.nx + ix.astype(np.int64)
         self.build_sub_cells(cell)
         if self.extents is not None and self.dense > 0:  # the cells dense in queries: their fine sub-cells
@@ -336,6 +332,13 @@ class PairTable:
             many = many[~self._fine_built.take(many)]
             if many.size:
                 self.build_fine_cells(many)
+        fine_on = self.fine_code.size > 0  # else every query takes its sub-cell's code (also exact)
+        if fine_on:  # and its fine sub-cell (these floats scaled by a power of two: consistent)
+            fine_y = np.floor((fy - iy) * (SUBCELLS * FINE)) - sub_y * FINE
+            fine_x = np.floor((fx - ix) * (SUBCELLS * FINE)) - sub_x * FINE
+            sub_q = ((sub_y * SUBCELLS + sub_x) * (FINE * FINE) + fine_y * FINE + fine_x).astype(np.int16)
+        else:
+            sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
         if group is not None:
             cell += group[first + rows]
         lo, lens = self.start[cell], self.start[cell + 1] - self.start[cell]
@@ -354,12 +357,12 @@ class PairTable:
             edged = np.flatnonzero(self.edged.take(tg))
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
                 listed = self.listed.take(e.take(edged))
-                sub, fine_q = np.divmod(np.repeat(sub_q[a:b], n).take(edged), FINE * FINE)
-                slot = listed * (SUBCELLS * SUBCELLS) + sub
+                where = np.repeat(sub_q[a:b], n).take(edged)
+                if fine_on:
+                    where, fine_q = np.divmod(where, FINE * FINE)
+                slot = listed * (SUBCELLS * SUBCELLS) + where
                 code = self.sub_code.take(slot)
-                if (
-                    self.fine_code.size
-                ):  # sub-cells cut again: the fine one's code (fine_code read after fine_base)
+                if fine_on:  # sub-cells cut again: the fine one's code (fine_code read after fine_base)
                     cut = np.flatnonzero(code < 0)
                     base = self.fine_base.take(slot.take(cut))
                     fine = np.flatnonzero(base >= 0)
