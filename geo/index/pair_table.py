@@ -18,7 +18,9 @@ centre at most ``r + rho`` plus ``EXTENT_SLACK_KM``), and a candidate's distance
 a certified nearest vertex take its haversine; the others look up the query's sub-cell (``SUBCELLS`` per side),
 which has either a certified vertex or an edge list of its own (:class:`geo.index.edge_lists.EdgeLists`,
 measured once per chunk of queries): the same floats in every case. Sub-cells are built per cell the first
-time a query falls in it (:meth:`PairTable.build_sub_cells`).
+time a query falls in it (:meth:`PairTable.build_sub_cells`); in the cells where at least ``DENSE`` queries of
+one chunk fall, the sub-cells without a vertex are cut again into ``FINE`` x ``FINE`` fine sub-cells, each with
+its own vertex or edge list (:meth:`PairTable.build_fine_cells`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CELLS_PER_RADIUS = 8
 SUBCELLS = 4  # per side of a cell, for the vertex certificates of the entries without one
+FINE = 4  # per side of a sub-cell without a vertex, in the cells many queries fall in (build_fine_cells)
+DENSE = 16  # queries of one chunk in a cell that make its fine sub-cells worth building
 MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
@@ -90,6 +94,8 @@ class PairTable:
             return
         groups = np.zeros(ok.size, dtype=np.intp) if group is None else np.asarray(group, dtype=np.intp)
         self._build(lat, lng, np.asarray(rank)[ok], groups[ok], reach, lng_reach)
+        self._fine_built = self._sub_built.copy()
+        self.dense = DENSE  # queries of one chunk in a cell that build its fine sub-cells
 
     def _build(self, lat, lng, rank, group, reach, lng_reach):
         """Cell lists: for each point the cells whose centre lies within ``r + rho`` (+ its extent's reach)
@@ -151,6 +157,8 @@ class PairTable:
         self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
         self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
         self._lock = threading.Lock()
+        self.fine_code = np.zeros(0, dtype=np.int32)  # FINE x FINE codes per sub-cell cut again
+        self.fine_base = np.zeros(0, dtype=np.int32)  # per sub-cell: its first fine code, -1 if not cut
         self.edged = np.zeros(n_k, dtype=bool)
         listed = np.full(point.size, -1, dtype=np.int64)
         if self.extents is None:
@@ -171,6 +179,7 @@ class PairTable:
         # the sub-cell's edge list; built per cell the first time a query falls in it (build_sub_cells)
         self._grid, self._sub_row, self._sub_cell = grid, self.k[point[edged]], cell[edged]  # by cell
         self.sub_code = np.zeros(edged.size * SUBCELLS * SUBCELLS, dtype=np.int32)
+        self.fine_base = np.full(self.sub_code.size, -1, dtype=np.int32)
         self.lists = EdgeLists.empty(ex)
         self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
         self._sub_built[self._sub_cell] = False
@@ -185,12 +194,9 @@ class PairTable:
         if built.take(cells).all():
             return
         with self._lock:
-            todo = np.unique(cells[~built.take(cells)])
+            todo, at = self._todo(built, cells)
             if todo.size == 0:
                 return
-            lo = np.searchsorted(self._sub_cell, todo, side="left")
-            n = np.searchsorted(self._sub_cell, todo, side="right") - lo
-            at = np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))  # the cells' entries
             grid, s = self._grid, SUBCELLS
             iy, ix = np.divmod(self._sub_cell.take(at), grid.nx)
             sy, sx = np.divmod(np.arange(s * s), s)
@@ -206,6 +212,55 @@ class PairTable:
             self.sub_code[(at[:, None] * (s * s) + np.arange(s * s)).ravel()] = code
             self.lists = self.lists.extend(lists)  # earlier lists keep their numbers
             built[todo] = True  # last: a thread that sees the flag finds the codes and lists
+
+    def _todo(self, built, cells):
+        """(the distinct ``cells`` not ``built`` yet, the positions of their entries in ``_sub_cell``)."""
+        todo = np.unique(cells[~built.take(cells)])
+        lo = np.searchsorted(self._sub_cell, todo, side="left")
+        n = np.searchsorted(self._sub_cell, todo, side="right") - lo
+        return todo, np.repeat(lo - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+
+    def build_fine_cells(self, cells=None) -> None:
+        """Cut the sub-cells without a certified vertex of ``cells`` (default every cell) into ``FINE`` x
+        ``FINE`` fine sub-cells, each with its own vertex or edge list (``fine_code``, from ``fine_base`` per
+        sub-cell), as :meth:`build_sub_cells` does for a cell; builds their sub-cells first. Thread-safe: the
+        fine codes and lists are published before ``fine_base``, each cell is cut once."""
+        built = self._fine_built
+        cells = np.flatnonzero(~built) if cells is None else np.asarray(cells, dtype=np.int64)
+        if built.take(cells).all():
+            return
+        self.build_sub_cells(cells)
+        with self._lock:
+            todo, at = self._todo(built, cells)
+            if todo.size == 0:
+                return
+            s2, f2, grid = SUBCELLS * SUBCELLS, FINE * FINE, self._grid
+            slots = (at[:, None] * s2 + np.arange(s2)).ravel()
+            slots = slots[self.sub_code.take(slots) < 0]  # the sub-cells without a vertex
+            if slots.size:
+                entry, sub = np.divmod(slots, s2)
+                iy, ix = np.divmod(self._sub_cell.take(entry), grid.nx)
+                sy, sx = np.divmod(sub, SUBCELLS)
+                ty, tx = np.divmod(np.arange(f2), FINE)
+                side = SUBCELLS * FINE
+                fine_lat = np.radians(
+                    grid.y0 + (iy[:, None] + (sy[:, None] * FINE + ty + 0.5) / side) * grid.hy
+                )
+                fine_lng = np.radians(
+                    grid.x0 + (ix[:, None] + (sx[:, None] * FINE + tx + 0.5) / side) * grid.hx
+                )
+                fine_rho = (grid.rho - SLACK_KM) / side + SLACK_KM
+                rows = np.repeat(self._sub_row.take(entry), f2)
+                assert self.extents is not None
+                code, lists = EdgeLists.vertex_or_list(
+                    self.extents, rows, fine_lat.ravel(), fine_lng.ravel(), fine_rho
+                )
+                code = np.where(code >= 0, self.k.size + code, code - self.lists.rows.size)
+                base = self.fine_code.size + np.arange(slots.size) * f2
+                self.fine_code = np.r_[self.fine_code, code.astype(np.int32)]
+                self.lists = self.lists.extend(lists)  # earlier lists keep their numbers
+                self.fine_base[slots] = base  # after the codes and lists it points to
+            built[todo] = True
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
@@ -270,9 +325,20 @@ class PairTable:
         # the query's sub-cell in its cell (the position within the cell, as the cell's, from these floats)
         sub_y = np.minimum(np.floor((fy - iy) * SUBCELLS), SUBCELLS - 1)
         sub_x = np.minimum(np.floor((fx - ix) * SUBCELLS), SUBCELLS - 1)
-        sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
         cell = iy.astype(np.int64) * self.nx + ix.astype(np.int64)
         self.build_sub_cells(cell)
+        if self.extents is not None and self.dense > 0:  # the cells dense in queries: their fine sub-cells
+            many = np.flatnonzero(np.bincount(cell, minlength=self.nx * self.ny) >= self.dense)
+            many = many[~self._fine_built.take(many)]
+            if many.size:
+                self.build_fine_cells(many)
+        fine_on = self.fine_code.size > 0  # else every query takes its sub-cell's code (also exact)
+        if fine_on:  # and its fine sub-cell (these floats scaled by a power of two: consistent)
+            fine_y = np.floor((fy - iy) * (SUBCELLS * FINE)) - sub_y * FINE
+            fine_x = np.floor((fx - ix) * (SUBCELLS * FINE)) - sub_x * FINE
+            sub_q = ((sub_y * SUBCELLS + sub_x) * (FINE * FINE) + fine_y * FINE + fine_x).astype(np.int16)
+        else:
+            sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
         if group is not None:
             cell += group[first + rows]
         lo, lens = self.start[cell], self.start[cell + 1] - self.start[cell]
@@ -291,9 +357,18 @@ class PairTable:
             edged = np.flatnonzero(self.edged.take(tg))
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
                 listed = self.listed.take(e.take(edged))
-                code = self.sub_code.take(
-                    listed * (SUBCELLS * SUBCELLS) + np.repeat(sub_q[a:b], n).take(edged)
-                )
+                where = np.repeat(sub_q[a:b], n).take(edged)
+                if fine_on:
+                    where, fine_q = np.divmod(where, FINE * FINE)
+                slot = listed * (SUBCELLS * SUBCELLS) + where
+                code = self.sub_code.take(slot)
+                if fine_on:  # sub-cells cut again: the fine one's code (fine_code read after fine_base)
+                    cut = np.flatnonzero(code < 0)
+                    base = self.fine_base.take(slot.take(cut))
+                    fine = np.flatnonzero(base >= 0)
+                    if fine.size:
+                        cut = cut.take(fine)
+                        code[cut] = self.fine_code.take(base.take(fine) + fine_q.take(cut))
                 vx = np.flatnonzero(code >= 0)
                 tg[edged.take(vx)] = code.take(vx)
                 rest = np.flatnonzero(code < 0)

@@ -14,7 +14,7 @@ from street_shapes import BENT_LINE, L_SHAPE, PARTS_TOUCHING_AT_A_CORNER, RING_W
 
 from geo.index.edge_lists import CROSSING, INSIDE, OUTSIDE, EdgeLists
 from geo.index.extents import Extents
-from geo.index.pair_table import QUERY_CHUNK, SUBCELLS, PairTable
+from geo.index.pair_table import FINE, QUERY_CHUNK, SUBCELLS, PairTable
 from geo.index.spherical import EARTH_RADIUS_KM, haversine_rad
 
 
@@ -188,6 +188,87 @@ def test_sub_cells_built_as_queries_come_give_the_answers_of_a_table_built_at_on
     assert _same(lazy.pairs(lat, lng, threads=2), whole.pairs(lat, lng))
 
 
+def _fine_grid_points(t, lat, lng):
+    """Queries exactly on the lines between the fine sub-cells (and sub-cells, and cells) next to ``lat``,
+    ``lng``: both sides of each line must give the same floats."""
+    side = SUBCELLS * FINE
+    fy = np.floor((lat - t.y0) / t.dlat * side) / side
+    fx = np.floor((lng - t.x0) / t.dlng * side) / side
+    return t.y0 + fy * t.dlat, t.x0 + fx * t.dlng
+
+
+def test_fine_sub_cells_give_their_vertex_or_list_and_equal_brute_force():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(26)
+    t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    t.build_fine_cells()
+    assert t._sub_built.all() and t._fine_built.all()
+    # every sub-cell without a vertex is cut, into fine sub-cells with a vertex or a list of their own
+    cut = t.fine_base >= 0
+    assert (cut == (t.sub_code < 0)).all() and t.fine_code.size == cut.sum() * FINE**2
+    assert 0.01 < (t.fine_code >= 0).mean() < 0.95
+    # a fine sub-cell's code is sure_vertex on its own disc (a quarter of the sub-cell's radius)
+    slots = np.flatnonzero(cut)[:: max(1, cut.sum() // 400)]
+    entry, sub = np.divmod(slots, SUBCELLS**2)
+    g, s = t._grid, SUBCELLS * FINE
+    iy, ix = np.divmod(t._sub_cell[entry], g.nx)
+    sy, sx = np.divmod(sub, SUBCELLS)
+    fy, fx = np.divmod(np.arange(FINE**2), FINE)
+    c_lat = np.radians(g.y0 + (iy[:, None] + (sy[:, None] * FINE + fy + 0.5) / s) * g.hy).ravel()
+    c_lng = np.radians(g.x0 + (ix[:, None] + (sx[:, None] * FINE + fx + 0.5) / s) * g.hx).ravel()
+    rows = np.repeat(t._sub_row[entry], FINE**2)
+    vertex = ex.sure_vertex(rows, c_lat, c_lng, (g.rho - 1e-9) / s + 1e-9)
+    code = t.fine_code[(t.fine_base[slots][:, None] + np.arange(FINE**2)).ravel()]
+    assert ((code >= 0) == (vertex >= 0)).all() and (code[code >= 0] - t.k.size == vertex[vertex >= 0]).all()
+    # queries near the vertices (where cells lie across a corner's lines), on them, on edges, in the hole,
+    # and exactly on the lines between fine sub-cells
+    s_lat, s_lng = _special_points(geoms)
+    at = rng.integers(0, s_lat.size, 12000)
+    lat, lng = s_lat[at] + rng.normal(0, 0.002, at.size), s_lng[at] + rng.normal(0, 0.003, at.size)
+    g_lat, g_lng = _fine_grid_points(t, lat[:3000], lng[:3000])
+    lat, lng = np.r_[lat, g_lat, g_lat, s_lat], np.r_[lng, g_lng, lng[:3000], s_lng]
+    q, k, km = t.pairs(lat, lng)
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == _brute(ex, lat, lng, 0.5)
+    special = np.flatnonzero(q >= lat.size - s_lat.size)
+    assert (km[special] == 0.0).sum() > 20  # on vertices and edges (and not in the hole)
+    for i in special[:: max(1, special.size // 30)].tolist():
+        got = oracle_km(geoms[k[i]], ex.lat[k[i]], ex.lng[k[i]], lat[q[i]], lng[q[i]])
+        assert abs(km[i] - got) < 1e-6, (i, k[i], lat[q[i]], lng[q[i]])
+
+
+def test_fine_sub_cells_cut_where_queries_are_dense_give_the_answers_of_a_table_built_at_once():
+    ex, geoms = _extents()
+    rng = np.random.default_rng(27)
+    s_lat, s_lng = _special_points(geoms)
+    whole = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    whole.build_fine_cells()
+    never = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    never.dense = 0  # sub-cells only
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    # sparse queries (fewer than DENSE per cell) cut nothing; dense ones cut their own cells only
+    sparse = rng.integers(0, s_lat.size, 40)
+    lat, lng = s_lat[sparse] + rng.normal(0, 0.01, 40), s_lng[sparse] + rng.normal(0, 0.015, 40)
+    assert _same(lazy.pairs(lat, lng), whole.pairs(lat, lng)) and lazy.fine_code.size == 0
+    at = rng.integers(0, s_lat.size, 6000)
+    lat, lng = s_lat[at] + rng.normal(0, 0.0004, at.size), s_lng[at] + rng.normal(0, 0.0006, at.size)
+    g_lat, g_lng = _fine_grid_points(whole, lat, lng)
+    lat, lng = np.r_[lat, g_lat], np.r_[lng, g_lng]
+    assert _same(lazy.pairs(lat[:3000], lng[:3000]), whole.pairs(lat[:3000], lng[:3000]))
+    assert (
+        0 < lazy._fine_built.sum() < whole._fine_built.sum()
+        and 0 < lazy.fine_code.size < whole.fine_code.size
+    )
+    for i in range(3):
+        assert _same(lazy.pairs(lat[i::3], lng[i::3]), whole.pairs(lat[i::3], lng[i::3]))
+    assert _same(lazy.pairs(lat, lng), whole.pairs(lat, lng))
+    assert _same(never.pairs(lat, lng), whole.pairs(lat, lng)) and never.fine_code.size == 0
+    # two threads cutting their own cells at once (each gets more than one chunk of queries)
+    many = rng.integers(0, s_lat.size, 2 * QUERY_CHUNK + 5000)
+    lat, lng = s_lat[many] + rng.normal(0, 0.002, many.size), s_lng[many] + rng.normal(0, 0.003, many.size)
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    assert _same(lazy.pairs(lat, lng, threads=2), whole.pairs(lat, lng)) and lazy.fine_code.size > 0
+
+
 def test_a_distance_exactly_at_the_radius_is_within():
     ex, geoms = _extents()
     rng = np.random.default_rng(23)
@@ -195,8 +276,10 @@ def test_a_distance_exactly_at_the_radius_is_within():
     near = _brute(ex, lat, lng, 0.7)
     # pairs measured to an edge or a vertex of an extent (not to its point)
     (qi, row), d = next(((p, d) for p, d in near.items() if ex.has[p[1]] and d > 0.3))
-    for radius, listed in ((d, True), (np.nextafter(d, 0.0), False)):
+    for radius, listed, fine in ((d, True, False), (np.nextafter(d, 0.0), False, False), (d, True, True)):
         t = PairTable(ex.lat, ex.lng, np.arange(ex.size), radius, extents=ex)
+        if fine:  # through its fine sub-cell
+            t.build_fine_cells()
         q, k, km = t.pairs(lat[qi : qi + 1], lng[qi : qi + 1])
         assert (row in k.tolist()) is listed
         if listed:
