@@ -40,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
@@ -164,6 +165,12 @@ class Destination:
     tls: bool
     target: str
     addresses: tuple[IPAddress, ...]
+
+    @cached_property
+    def key(self) -> tuple:
+        """What its kept connections are filed under: (host, checked addresses, port, TLS), as text (cheap
+        to hash on every POST, where address objects hash in Python)."""
+        return (self.host, tuple(str(ip) for ip in self.addresses), self.port, self.tls)
 
     @property
     def host_header(self) -> str:
@@ -462,6 +469,20 @@ def post(
         sock.close()
 
 
+def _send(sock: socket.socket, request: bytes, deadline: _Deadline) -> None:
+    """Send ``request`` within the deadline: first as much as the socket takes without waiting (a kept
+    connection's send buffer is empty: the whole request, with no wait for writability first), then the
+    rest with the time left as the timeout."""
+    deadline.left()
+    sock.settimeout(0.0)
+    try:
+        sent = sock.send(request)
+    except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
+        sent = 0
+    if sent < len(request):
+        deadline.arm(sock).sendall(memoryview(request)[sent:])
+
+
 def _idle(sock: socket.socket) -> bool:
     """Whether a kept connection is still open with nothing to read (a close or stray bytes end it)."""
     try:
@@ -520,8 +541,7 @@ class Connections:
 
     def destination(self, url: str, deadline: _Deadline) -> Destination:
         """``url`` checked, its host's addresses as looked up the first time in this round."""
-        with self._lock:
-            dest = self._checked.get(url)
+        dest = self._checked.get(url)  # one dict read: atomic, only ever set once per URL (below)
         if dest is not None:
             return dest
         host, port, tls = ascii_host(url)
@@ -560,7 +580,7 @@ class Connections:
         deadline = _Deadline(self.timeout, self.clock)
         dest = self.destination(url, deadline)
         request = _request(dest, headers, body, keep=True)
-        key = (dest.host, dest.addresses, dest.port, dest.tls)
+        key = dest.key
         sock = self._take(key)
         while True:
             kept = sock is not None
@@ -572,7 +592,7 @@ class Connections:
             try:
                 with _as_webhook_error(deadline):
                     try:
-                        deadline.arm(sock).sendall(request)
+                        _send(sock, request, deadline)
                         status = _final_status(answer)
                     except (ConnectionResetError, BrokenPipeError):
                         if answer.total:
