@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 from queue import SimpleQueue
 from zoneinfo import ZoneInfo
@@ -335,7 +334,7 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
 
     with (
         round_connections(config) as connections,
-        _senders(min(SENDERS, len(sendable)), send) as jobs,
+        _Senders(SENDERS, send) as senders,
     ):
         sending = 0  # rows being sent
         ended: list = []  # (row, error) sent, not yet settled
@@ -352,7 +351,7 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
                     if batch:
                         claimed = _claim_batch(conn, batch, now, failed_webhooks, counts)
                         for r in claimed:
-                            jobs.put(r)
+                            senders.put(r)
                             if r["channel"] == "webhook" and r["account_id"] not in proven:
                                 busy.add(r["account_id"])
                         sending += len(claimed)
@@ -385,30 +384,40 @@ def deliver(app, conn, mail, config, base_url: str, *, now: float) -> dict:
     return counts
 
 
-@contextmanager
-def _senders(count: int, send):
-    """``count`` threads calling ``send(row)`` for each row put on the queue this yields, in turn as they
-    are free; at the end of the block, the rows put are still sent and the threads are waited for. (A
-    thread pool's ``submit`` made a future, a work item and a lock round per row: a third of the round's
-    own CPU time per row.)"""
-    jobs: SimpleQueue = SimpleQueue()
+class _Senders:
+    """Up to ``count`` threads calling ``send(row)`` for each row :meth:`put`, in turn as they are free; a
+    thread is started with each of the first ``count`` rows (none for a round without rows). ``with``: at
+    the end of the block, the rows put are still sent and the threads are waited for. (A thread pool's
+    ``submit`` made a future, a work item and a lock round per row: a third of the round's own CPU time.)"""
 
-    def work() -> None:
-        while (row := jobs.get()) is not None:
+    def __init__(self, count: int, send):
+        self.count, self.send = count, send
+        self.jobs: SimpleQueue = SimpleQueue()
+        self.threads: list[threading.Thread] = []
+
+    def put(self, row) -> None:
+        self.jobs.put(row)
+        if len(self.threads) < self.count:
+            thread = threading.Thread(
+                target=self._work, name=f"change-delivery_{len(self.threads)}", daemon=True
+            )
+            self.threads.append(thread)
+            thread.start()
+
+    def _work(self) -> None:
+        while (row := self.jobs.get()) is not None:
             try:
-                send(row)
+                self.send(row)
             except Exception:  # send reports each row's outcome itself; a sender thread never dies of one
                 log.exception("change delivery: sending a row failed")
 
-    threads = [threading.Thread(target=work, name=f"change-delivery_{i}", daemon=True) for i in range(count)]
-    for thread in threads:
-        thread.start()
-    try:
-        yield jobs
-    finally:
-        for _thread in threads:
-            jobs.put(None)
-        for thread in threads:
+    def __enter__(self) -> _Senders:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for _thread in self.threads:
+            self.jobs.put(None)
+        for thread in self.threads:
             thread.join()
 
 

@@ -13,6 +13,7 @@ redirects are not followed. How it is sent (public addresses only, one deadline,
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import time
 from collections import OrderedDict, deque
@@ -34,7 +35,8 @@ def sign(secret: str, timestamp: int, body: bytes) -> str:
     >>> sign("whsec_x", 1700000000, b'{}')[:7]
     'sha256='
     """
-    return "sha256=" + hmac.digest(secret.encode(), b"%d." % timestamp + body, "sha256").hex()
+    mac = hmac.new(secret.encode(), str(timestamp).encode() + b"." + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
 
 
 def post_webhook(

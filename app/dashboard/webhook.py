@@ -30,6 +30,7 @@ so a receiver trickling bytes keeps them reading; a watchdog would need their pr
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import select
 import socket
@@ -310,7 +311,7 @@ class _Answer:
     def fill(self, limit: int) -> None:
         if self.total >= limit:
             raise WebhookError(f"the webhook answer is longer than {limit} bytes")
-        chunk = self.deadline.arm(self.sock).recv(limit - self.total)
+        chunk = _recv(self.sock, limit - self.total, self.deadline)
         if not chunk:
             raise (_Gone if self.total == 0 else WebhookError)(
                 "the webhook closed the connection before answering"
@@ -469,18 +470,44 @@ def post(
         sock.close()
 
 
+def _wait(sock: socket.socket, event: int, deadline: _Deadline) -> None:
+    """Wait until ``sock`` is ready for ``event`` (``select.POLLIN``/``POLLOUT``), at most the time left."""
+    poller = select.poll()
+    poller.register(sock, event)
+    if not poller.poll(math.ceil(deadline.left() * 1000)):
+        raise WebhookError(f"the webhook did not answer within {deadline.seconds:g} s")
+
+
 def _send(sock: socket.socket, request: bytes, deadline: _Deadline) -> None:
-    """Send ``request`` within the deadline: first as much as the socket takes without waiting (a kept
-    connection's send buffer is empty: the whole request, with no wait for writability first), then the
-    rest with the time left as the timeout."""
+    """Send ``request`` within the deadline. A kept plain-TCP connection is made non-blocking once and waited
+    on here, the time left as each wait's bound, as a socket timeout would: the request goes out in one
+    ``send`` (an idle connection's buffer is empty) and an answer is one wait and one ``recv``, without a
+    timeout switch (a system call) before every operation and a wait for writability first. TLS: the
+    socket's own timeout, set to the time left before every operation."""
+    if isinstance(sock, ssl.SSLSocket):
+        deadline.arm(sock).sendall(request)
+        return
     deadline.left()
-    sock.settimeout(0.0)
-    try:
-        sent = sock.send(request)
-    except (BlockingIOError, ssl.SSLWantWriteError, ssl.SSLWantReadError):
-        sent = 0
-    if sent < len(request):
-        deadline.arm(sock).sendall(memoryview(request)[sent:])
+    if sock.gettimeout() != 0.0:
+        sock.setblocking(False)
+    view, sent = memoryview(request), 0
+    while sent < len(request):
+        try:
+            sent += sock.send(view[sent:])
+        except BlockingIOError:
+            _wait(sock, select.POLLOUT, deadline)
+
+
+def _recv(sock: socket.socket, size: int, deadline: _Deadline) -> bytes:
+    """At most ``size`` bytes within the time left (:func:`_send`: a non-blocking socket is waited on)."""
+    if sock.gettimeout() != 0.0:
+        return deadline.arm(sock).recv(size)
+    while True:
+        _wait(sock, select.POLLIN, deadline)
+        try:
+            return sock.recv(size)
+        except BlockingIOError:  # ready, then not: wait again
+            continue
 
 
 def _idle(sock: socket.socket) -> bool:
