@@ -30,6 +30,7 @@ so a receiver trickling bytes keeps them reading; a watchdog would need their pr
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 import select
 import socket
@@ -40,6 +41,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
@@ -164,6 +166,12 @@ class Destination:
     tls: bool
     target: str
     addresses: tuple[IPAddress, ...]
+
+    @cached_property
+    def key(self) -> tuple:
+        """What its kept connections are filed under: (host, checked addresses, port, TLS), as text (cheap
+        to hash on every POST, where address objects hash in Python)."""
+        return (self.host, tuple(str(ip) for ip in self.addresses), self.port, self.tls)
 
     @property
     def host_header(self) -> str:
@@ -303,7 +311,7 @@ class _Answer:
     def fill(self, limit: int) -> None:
         if self.total >= limit:
             raise WebhookError(f"the webhook answer is longer than {limit} bytes")
-        chunk = self.deadline.arm(self.sock).recv(limit - self.total)
+        chunk = _recv(self.sock, limit - self.total, self.deadline)
         if not chunk:
             raise (_Gone if self.total == 0 else WebhookError)(
                 "the webhook closed the connection before answering"
@@ -462,6 +470,46 @@ def post(
         sock.close()
 
 
+def _wait(sock: socket.socket, event: int, deadline: _Deadline) -> None:
+    """Wait until ``sock`` is ready for ``event`` (``select.POLLIN``/``POLLOUT``), at most the time left."""
+    poller = select.poll()
+    poller.register(sock, event)
+    if not poller.poll(math.ceil(deadline.left() * 1000)):
+        raise WebhookError(f"the webhook did not answer within {deadline.seconds:g} s")
+
+
+def _send(sock: socket.socket, request: bytes, deadline: _Deadline) -> None:
+    """Send ``request`` within the deadline. A kept plain-TCP connection is made non-blocking once and waited
+    on here, the time left as each wait's bound, as a socket timeout would: the request goes out in one
+    ``send`` (an idle connection's buffer is empty) and an answer is one wait and one ``recv``, without a
+    timeout switch (a system call) before every operation and a wait for writability first. TLS: the
+    socket's own timeout, set to the time left before every operation."""
+    if isinstance(sock, ssl.SSLSocket):
+        deadline.arm(sock).sendall(request)
+        return
+    deadline.left()
+    if sock.gettimeout() != 0.0:
+        sock.setblocking(False)
+    view, sent = memoryview(request), 0
+    while sent < len(request):
+        try:
+            sent += sock.send(view[sent:])
+        except BlockingIOError:
+            _wait(sock, select.POLLOUT, deadline)
+
+
+def _recv(sock: socket.socket, size: int, deadline: _Deadline) -> bytes:
+    """At most ``size`` bytes within the time left (:func:`_send`: a non-blocking socket is waited on)."""
+    if sock.gettimeout() != 0.0:
+        return deadline.arm(sock).recv(size)
+    while True:
+        _wait(sock, select.POLLIN, deadline)
+        try:
+            return sock.recv(size)
+        except BlockingIOError:  # ready, then not: wait again
+            continue
+
+
 def _idle(sock: socket.socket) -> bool:
     """Whether a kept connection is still open with nothing to read (a close or stray bytes end it)."""
     try:
@@ -520,8 +568,7 @@ class Connections:
 
     def destination(self, url: str, deadline: _Deadline) -> Destination:
         """``url`` checked, its host's addresses as looked up the first time in this round."""
-        with self._lock:
-            dest = self._checked.get(url)
+        dest = self._checked.get(url)  # one dict read: atomic, only ever set once per URL (below)
         if dest is not None:
             return dest
         host, port, tls = ascii_host(url)
@@ -560,7 +607,7 @@ class Connections:
         deadline = _Deadline(self.timeout, self.clock)
         dest = self.destination(url, deadline)
         request = _request(dest, headers, body, keep=True)
-        key = (dest.host, dest.addresses, dest.port, dest.tls)
+        key = dest.key
         sock = self._take(key)
         while True:
             kept = sock is not None
@@ -572,7 +619,7 @@ class Connections:
             try:
                 with _as_webhook_error(deadline):
                     try:
-                        deadline.arm(sock).sendall(request)
+                        _send(sock, request, deadline)
                         status = _final_status(answer)
                     except (ConnectionResetError, BrokenPipeError):
                         if answer.total:

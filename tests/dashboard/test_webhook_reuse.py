@@ -236,3 +236,30 @@ def test_post_webhook_on_kept_connections_signs_and_keeps_the_connection(receivi
     head, body = rcv.requests[1]
     assert receivers.header(head, "Connection") is None and receivers.header(head, "Content-Length") == "7"
     assert receivers.header(head, "X-Urban-Signature") == delivery.sign("whsec_x", 1700000001, body)
+
+
+class SlowReader(KeepAlive):
+    """A :class:`KeepAlive` receiver that lets each request wait a moment before reading it, so a large one
+    fills the socket buffers and the sender must wait to write the rest."""
+
+    def _serve(self, conn: socket.socket):
+        import time
+
+        time.sleep(0.2)
+        super()._serve(conn)
+
+
+def test_a_request_larger_than_the_socket_buffers_goes_out_whole_on_a_kept_connection(receiving, monkeypatch):
+    waited = []
+    wait = webhook._wait
+    monkeypatch.setattr(
+        webhook, "_wait", lambda sock, event, deadline: (waited.append(event), wait(sock, event, deadline))
+    )
+    rcv = receiving(answers(OK), kind=SlowReader)
+    body = bytes(range(256)) * (4 * 4096)  # 4 MiB
+    with connections() as pool:
+        assert [pool.post(rcv.url(), {}, body) for _ in range(2)] == [204, 204]
+    assert rcv.connections == 1 and [b == body for _head, b in rcv.requests] == [True, True]
+    import select
+
+    assert select.POLLOUT in waited  # the request did not fit at once: the sender waited to write the rest
