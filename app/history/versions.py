@@ -49,7 +49,7 @@ CONCATENATED = 4
 VERSIONS_LIMIT = 4_000_000
 #: publishes on either side of the one asked whose rows not held yet are decoded with its own (one addition,
 #: one conversion: each costs a few ms however few its rows)
-NEIGHBOURS = 6
+NEIGHBOURS = 3
 
 _lock = threading.Lock()
 _versions: dict[tuple[str, str], LayerVersions] = {}
