@@ -422,6 +422,16 @@ class HistoryStore:
             raise HistoryError(f"no publish {seq} is recorded")
         return json.loads(_unpack(row[0]))
 
+    def layer_schemas(self, layer: str, first: int, last: int) -> dict[int, str | None]:
+        """``seq -> schema hash`` of ``layer`` (None: not in that publish) for the recorded publishes
+        ``first..last`` (one read)."""
+        return {
+            int(seq): (json.loads(_unpack(data))["history"].get(layer) or {}).get("schema")
+            for seq, data in self.execute(
+                "SELECT seq, manifest FROM history_publish WHERE seq >= ? AND seq <= ?", (first, last)
+            )
+        }
+
     def _blob(self, hashed: str) -> bytes:
         row = self.execute("SELECT data FROM history_blob WHERE hash = ?", (hashed,)).fetchone()
         if row is None:

@@ -47,6 +47,9 @@ PLAIN_TYPES = (
 CONCATENATED = 4
 #: versions of one layer above which the layer is read per publish from the store instead
 VERSIONS_LIMIT = 4_000_000
+#: publishes on either side of the one asked whose rows not held yet are decoded with its own (one addition,
+#: one conversion: each costs a few ms however few its rows)
+NEIGHBOURS = 3
 
 _lock = threading.Lock()
 _versions: dict[tuple[str, str], LayerVersions] = {}
@@ -68,6 +71,8 @@ class LayerVersions:
         #: per Arrow schema (its hash): the :class:`RowTable` holding this layer's rows and, per version, its
         #: row there (-1 while not looked up)
         self.rows: dict[str, tuple[RowTable, np.ndarray]] = {}
+        #: per publish read so far: this layer's schema hash there (None: not carried, or no such publish)
+        self.schemas: dict[int, str | None] = {}
 
     def refresh(self, history, seq: int) -> None:
         """Make the versions complete up to publish ``seq`` (reads only those open at ``known``)."""
@@ -105,6 +110,23 @@ class LayerVersions:
             position = {k: i for i, k in enumerate(keys.tolist())}
             rank = np.array([position[k.encode()] for k in order], dtype=np.int64)
         return open_at[rank]
+
+    def around(self, history, seq: int, schema: str, reach: int) -> np.ndarray:
+        """The versions open at some publish of the run around ``seq`` (at most ``reach`` publishes on either
+        side, up to :attr:`known`) whose layer has the schema ``schema``, as publish ``seq``'s has: rows
+        encoded under that schema only, so they decode under it."""
+        first, last = max(seq - reach, 1), min(seq + reach, self.known)
+        missing = [q for q in range(first, last + 1) if q not in self.schemas]
+        if missing:
+            found = history.layer_schemas(self.layer, missing[0], missing[-1])
+            self.schemas.update((q, found.get(q)) for q in range(missing[0], missing[-1] + 1))
+        self.schemas[seq] = schema
+        low = high = seq
+        while low > first and self.schemas[low - 1] == schema:
+            low -= 1
+        while high < last and self.schemas[high + 1] == schema:
+            high += 1
+        return np.flatnonzero((self.rec_from <= high) & (low < self.rec_to))
 
     def rows_in(self, schema: str, table: RowTable, at: np.ndarray) -> np.ndarray:
         """The rows of ``table`` (of Arrow schema ``schema``) holding the versions ``at`` (-1: its content is
@@ -230,7 +252,10 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, defe
     schema and order hashes from the publish's manifest; ``records``: its row count there) and where its rows
     lie in a :class:`geo.data.rows.RowSource` (``Engine.from_layers(rows=…)``); None when the versions held
     disagree with the manifest (the caller then reads the layer from the store). ``deferred``: the frame as a
-    :class:`geo.data.rows.Deferred`, taken when first read."""
+    :class:`geo.data.rows.Deferred`, taken when first read. Rows not held yet are decoded with those of
+    the publishes around (:data:`NEIGHBOURS`): one addition for several publishes."""
+    from .store import HistoryError  # here: the store imports this module
+
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)
@@ -247,10 +272,20 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, defe
             table = _tables[key] = RowTable(history._blob(info["schema"]))
         positions = held.rows_in(info["schema"], table, at)
         if (positions < 0).any():
-            if table.size > TABLE_LIMIT:
+            wanted = at[positions < 0]
+            if table.size > TABLE_LIMIT:  # started again from this publish's rows alone
                 table = _tables[key] = RowTable(table.schema)
-                positions = held.rows_in(info["schema"], table, at)
-            table.add(list(dict.fromkeys(held.hashes[at[positions < 0]].tolist())), history._blobs)
+                wanted = at
+            elif NEIGHBOURS and table.size:  # with the rows the publishes around it add (one addition for
+                # several; not the first, which holds a whole layer already)
+                near = held.around(history, seq, info["schema"], NEIGHBOURS)
+                wanted = near[held.rows_in(info["schema"], table, near) < 0]
+            try:
+                table.add(list(dict.fromkeys(held.hashes[wanted].tolist())), history._blobs)
+            except HistoryError:  # a neighbour pruned since its schema was read: this publish's rows alone
+                held.schemas.clear()
+                own = at[held.rows_in(info["schema"], table, at) < 0]
+                table.add(list(dict.fromkeys(held.hashes[own].tolist())), history._blobs)
             positions = held.rows_in(info["schema"], table, at)
         if deferred:
             first = table.source.chunks[0]
