@@ -33,6 +33,7 @@ from pathlib import Path
 
 from . import rows as rowcodec
 from . import versions
+from .failures import HistoryError
 
 OPEN = 2**62  # rec_to of a row version that is still current
 DAY_MS = 86_400_000
@@ -97,10 +98,6 @@ class _OpenVersions:
 #: per store (its identity), the open versions this process left in it
 _OPEN: dict[str, _OpenVersions] = {}
 _OPEN_LOCK = threading.Lock()
-
-
-class HistoryError(RuntimeError):
-    """The store cannot do what was asked (message says why)."""
 
 
 @dataclass(frozen=True)

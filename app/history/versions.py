@@ -29,6 +29,7 @@ import pyarrow as pa
 from geo.data.rows import Deferred
 
 from . import rows as rowcodec
+from .failures import HistoryError
 
 #: decoded rows held per process, in bytes (Arrow buffers plus an estimate of the parsed geometries)
 TABLE_LIMIT = 128 << 20
@@ -254,8 +255,6 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, defe
     disagree with the manifest (the caller then reads the layer from the store). ``deferred``: the frame as a
     :class:`geo.data.rows.Deferred`, taken when first read. Rows not held yet are decoded with those of
     the publishes around (:data:`NEIGHBOURS`): one addition for several publishes."""
-    from .store import HistoryError  # here: the store imports this module
-
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)

@@ -482,12 +482,17 @@ def test_a_failing_limit_storage_is_503_not_an_unlimited_build(config, clock, en
     app = create_app(
         {**config, "WALL_CLOCK": lambda: clock["now"], "RATELIMIT_STORAGE_URI": "redis://127.0.0.1:1/0"}
     )
-    store = connect(app.config["DATABASE"])
-    migrate(store)
-    account, _ = accounts.create_account(store, "down@stad.be", "pro")
-    loc = add_location(store, account["id"], name="X", address="", lat=SAVED[0], lng=SAVED[1])["id"]
-    resp = report(signed_in(app, account["id"]), loc)
-    assert resp.status_code == 503 and "the report limits cannot be read right now" in resp.get_data(
-        as_text=True
-    )
-    store.close()
+    try:
+        store = connect(app.config["DATABASE"])
+        migrate(store)
+        account, _ = accounts.create_account(store, "down@stad.be", "pro")
+        loc = add_location(store, account["id"], name="X", address="", lat=SAVED[0], lng=SAVED[1])["id"]
+        resp = report(signed_in(app, account["id"]), loc)
+        assert resp.status_code == 503 and "the report limits cannot be read right now" in resp.get_data(
+            as_text=True
+        )
+        store.close()
+    finally:
+        # the limiter is process-wide (app/web/ratelimit.py): leave it on a storage that works, not on the
+        # dead Redis, for the apps of later tests in this worker
+        create_app(config)
