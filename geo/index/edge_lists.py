@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .extents import EDGE_BLOCK, Extents
+from .extents import EDGE_BLOCK, Extents, to_edges
 from .spherical import EARTH_RADIUS_KM, haversine_rad
 
 CROSSING, OUTSIDE, INSIDE = 0, 1, 2  # the side of an entry's disc
@@ -223,16 +223,7 @@ def _nearest_columns(x, y, slot, columns):
         dx_k, dy_k = dx[k].take(slot), dy[k].take(slot)
         rx = x - ax[k].take(slot)  # from the edge's start to the query
         ry = y - ay[k].take(slot)
-        t = rx * dx_k
-        t += ry * dy_k
-        t *= inv[k].take(slot)
-        np.clip(t, 0.0, 1.0, out=t)
-        px = t * dx_k
-        px -= rx  # from the query to the edge's nearest point
-        py = t * dy_k
-        py -= ry
-        m2 = px * px
-        m2 += py * py
+        t, px, py, m2 = to_edges(rx, ry, dx_k, dy_k, inv[k].take(slot))
         if k == 0:
             best, bx, by, tj, jk = m2, px, py, t, np.zeros(x.size, dtype=np.intp)
             continue

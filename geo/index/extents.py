@@ -555,6 +555,23 @@ class Extents:
         return bucket_of, slot_of, pad
 
 
+def to_edges(rx, ry, dx, dy, inv):
+    """(t, px, py, m2) from queries at ``(rx, ry)`` relative to edges' starts, edges ``(dx, dy)`` with ``inv``
+    their inverse squared length: each edge's clipped position of the nearest point, the vector from the query
+    to it and its squared length."""
+    t = rx * dx
+    t += ry * dy
+    t *= inv
+    np.clip(t, 0.0, 1.0, out=t)
+    px = t * dx
+    px -= rx  # from the query to the edge's nearest point
+    py = t * dy
+    py -= ry
+    m2 = px * px
+    m2 += py * py
+    return t, px, py, m2
+
+
 def _nearest(x, y, slot, columns):
     """(great-circle km, vertex) from each query (x, y) to the nearest point of the edges of its row, all in
     the row's gnomonic plane: ``columns`` (ax, ay, dx, dy, 1 / length^2, start vertex) as (bucket rows,
@@ -567,16 +584,7 @@ def _nearest_in(x, y, ax, ay, dx, dy, inv, vs):
     """:func:`_nearest` with each query's edges given as (queries, width) arrays."""
     rx = x[:, None] - ax  # from the edge's start to the query
     ry = y[:, None] - ay
-    t = rx * dx
-    t += ry * dy
-    t *= inv
-    np.clip(t, 0.0, 1.0, out=t)
-    px = t * dx
-    px -= rx  # from the query to the edge's nearest point
-    py = t * dy
-    py -= ry
-    m2 = px * px
-    m2 += py * py
+    t, px, py, m2 = to_edges(rx, ry, dx, dy, inv)
     j = m2.argmin(axis=1)  # the first nearest edge
     j += np.arange(0, m2.size, m2.shape[1])
     best, bx, by, tj = m2.take(j), px.take(j), py.take(j), t.take(j)
