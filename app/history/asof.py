@@ -26,6 +26,7 @@ from app.web.redact import echo
 from .errors import AsOfInFuture, AsOfOutOfWindow, HistoryUnavailable, InvalidAsOf
 from .recorder import history_url
 from .store import HistoryError, HistoryStore, Publish, ms, open_store
+from .versions import no_collection
 
 PLANS = ("enterprise",)
 RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})")
@@ -205,10 +206,16 @@ def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: 
 
         donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
         sources: dict = {}
-        layers, manifest = history.snapshot(
-            publish.seq, held_layers(donors), in_memory=in_memory, sources=sources, deferred=True
-        )
-        engine = rebuild(layers, manifest, donors, sources)
+        with no_collection():  # the decoded rows are many small acyclic objects (docs/history.md)
+            layers, manifest = history.snapshot(
+                publish.seq,
+                held_layers(donors),
+                in_memory=in_memory,
+                sources=sources,
+                deferred=True,
+                donors=donors,
+            )
+            engine = rebuild(layers, manifest, donors, sources)
         _engines[key] = engine
         while len(_engines) > ENGINES_KEPT:
             _engines.popitem(last=False)

@@ -454,6 +454,7 @@ class HistoryStore:
         in_memory: bool = False,
         sources: dict | None = None,
         deferred: bool = False,
+        donors=(),
     ) -> tuple[dict, dict]:
         """``(layers, manifest)`` of publish ``seq``: the GeoDataFrames and manifest its snapshot held.
 
@@ -462,6 +463,8 @@ class HistoryStore:
         masks over the versions this process holds (:mod:`app.history.versions`), read once; ``sources``
         (a dict) then receives, per such layer, its ``(RowSource, positions)`` for ``Engine.from_layers``;
         ``deferred``: those layers' frames as :class:`geo.data.rows.Deferred` (made when an engine reads them).
+        ``donors``: engines in memory (e.g. the live one) whose layer frames seed a layer's decoded rows when
+        they are the files of a recorded publish (:meth:`seeds`).
         """
         stored = self.manifest(seq)
         meta = stored.pop("history")
@@ -470,7 +473,13 @@ class HistoryStore:
             found = None if held is None else held(layer, stored["layers"][layer]["sha256"])
             if found is None and in_memory:
                 taken = versions.layer_frame(
-                    self, seq, layer, info, stored["layers"][layer]["records"], deferred=deferred
+                    self,
+                    seq,
+                    layer,
+                    info,
+                    stored["layers"][layer]["records"],
+                    deferred=deferred,
+                    seeds=lambda layer=layer: self.seeds(donors, layer),
                 )
                 if taken is not None:
                     found = taken[0]
@@ -485,6 +494,27 @@ class HistoryStore:
             rows = ROWS.rows([hashes[k] for k in keys], self._blobs)
             layers[layer] = rowcodec.decode_layer(self._blob(info["schema"]), rows)
         return layers, stored
+
+    def seeds(self, engines, layer: str) -> list[tuple[int, dict, int, object]]:
+        """``(seq, info, records, frame)`` per engine of ``engines`` holding ``layer`` as a frame (not deferred)
+        whose snapshot is recorded here with that very file (same sha256): ``info`` is the publish's schema and
+        order of the layer, ``records`` its row count."""
+        out = []
+        for engine in engines:
+            frame = engine.layer_object(layer)
+            manifest = getattr(engine, "manifest", None) or {}
+            entry = (manifest.get("layers") or {}).get(layer) or {}
+            if frame is None or not hasattr(frame, "geometry") or "asOf" not in manifest:
+                continue
+            publish = self.find(str(manifest.get("snapshotId", "")), ms(manifest["asOf"]))
+            if publish is None:
+                continue
+            stored = self.manifest(publish.seq)
+            recorded = stored["layers"].get(layer) or {}
+            info = stored["history"].get(layer)
+            if info is not None and recorded.get("sha256") == entry.get("sha256") is not None:
+                out.append((publish.seq, info, int(recorded["records"]), frame))
+        return out
 
     def layer_hashes(self, seq: int, layer: str) -> dict[str, str]:
         """``key -> row hash`` of ``layer`` as publish ``seq`` carried it."""

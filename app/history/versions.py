@@ -19,8 +19,11 @@ asked). Nothing here knows SQL beyond :class:`app.history.store.HistoryStore`'s 
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -69,7 +72,7 @@ class LayerVersions:
         self.hashes = np.empty(0, dtype="V32")
         self.rec_from = np.empty(0, dtype=np.int64)
         self.rec_to = np.empty(0, dtype=np.int64)
-        #: per Arrow schema (its hash): the :class:`RowTable` holding this layer's rows and, per version, its
+        #: per Arrow schema (its :func:`table_key`): the :class:`RowTable` holding this layer's rows and, per version, its
         #: row there (-1 while not looked up)
         self.rows: dict[str, tuple[RowTable, np.ndarray]] = {}
         #: per publish read so far: this layer's schema hash there (None: not carried, or no such publish)
@@ -114,18 +117,22 @@ class LayerVersions:
 
     def around(self, history, seq: int, schema: str, reach: int) -> np.ndarray:
         """The versions open at some publish of the run around ``seq`` (at most ``reach`` publishes on either
-        side, up to :attr:`known`) whose layer has the schema ``schema``, as publish ``seq``'s has: rows
-        encoded under that schema only, so they decode under it."""
+        side, up to :attr:`known`) whose layer has a schema of the :func:`table_key` ``schema``, as publish
+        ``seq``'s has: rows encoded under such a schema only, so they decode under it."""
         first, last = max(seq - reach, 1), min(seq + reach, self.known)
         missing = [q for q in range(first, last + 1) if q not in self.schemas]
         if missing:
             found = history.layer_schemas(self.layer, missing[0], missing[-1])
             self.schemas.update((q, found.get(q)) for q in range(missing[0], missing[-1] + 1))
-        self.schemas[seq] = schema
+
+        def kind(q: int) -> str | None:
+            found = self.schemas[q]
+            return None if found is None else table_key(history, found)
+
         low = high = seq
-        while low > first and self.schemas[low - 1] == schema:
+        while low > first and kind(low - 1) == schema:
             low -= 1
-        while high < last and self.schemas[high + 1] == schema:
+        while high < last and kind(high + 1) == schema:
             high += 1
         return np.flatnonzero((self.rec_from <= high) & (low < self.rec_to))
 
@@ -179,6 +186,60 @@ class RowTable:
         self.geometries.append(frame.geometry.values)
         self.size += chunk.nbytes + GEOMETRY_BYTES * len(chunk)
         self._table = self._geometry = None
+
+    def seed(self, hashes: list[bytes], frame) -> bool:
+        """Hold the rows of ``frame`` (a layer as read from its file: a frame of this schema's plain columns,
+        e.g. the live engine's) as the contents ``hashes``, in order, without fetching or decoding them; False
+        (nothing held) when the frame could convert differently from decoded rows (see :meth:`_arrow_of`)."""
+        if self.size or len(hashes) != len(frame):
+            return False
+        table = self._arrow_of(frame)
+        if table is None:
+            return False
+        start = self.source.append(frame)
+        self.position.update((h, start + i) for i, h in enumerate(hashes))
+        self.chunks.append(table)
+        self.geometries.append(frame.geometry.values)
+        self.size += table.nbytes + GEOMETRY_BYTES * len(table)
+        self._table = self._geometry = None
+        return True
+
+    def _arrow_of(self, frame) -> pa.Table | None:
+        """The Arrow table decoding ``frame``'s rows would give, made from the frame; None unless that is
+        exact: the frame has this schema's columns and geometry CRS, every column is of a plain type (strings,
+        floats, times: equal after a round trip; a float NaN read back as null converts to NaN again) and
+        every integer or boolean column kept its type (a null made it float or object: not exact). The
+        geometry column holds the frame's geometries as WKB (never read: frames take the parsed ones)."""
+        from geo.data.snapshot import layer_from_table
+
+        schema = pa.ipc.read_schema(pa.py_buffer(self.schema))
+        primary = json.loads((schema.metadata or {}).get(b"geo") or b"{}").get("primary_column")
+        meta = json.loads((schema.metadata or {}).get(b"pandas") or b"{}")
+        if meta.get("index_columns") or primary not in schema.names:
+            return None
+        empty = layer_from_table(schema.empty_table())
+        if empty is None or list(empty.columns) != list(frame.columns) or empty.crs != frame.crs:
+            return None
+        arrays = []
+        for field in schema:
+            if field.name == primary:
+                import shapely
+
+                wkb = shapely.to_wkb(np.asarray(frame.geometry.values, dtype=object))
+                arrays.append(pa.array(wkb, type=field.type))
+                continue
+            column = frame[field.name]
+            if not any(kind(field.type) for kind in PLAIN_TYPES):
+                return None
+            if (pa.types.is_integer(field.type) and column.dtype.kind not in "iu") or (
+                pa.types.is_boolean(field.type) and column.dtype.kind != "b"
+            ):
+                return None
+            try:
+                arrays.append(pa.Array.from_pandas(column, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+                return None
+        return pa.Table.from_arrays(arrays, schema=schema)
 
     def _combined(self) -> pa.Table:
         if self._table is None:
@@ -248,13 +309,58 @@ class RowTable:
         return self._whole
 
 
-def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, deferred: bool = False):
+#: schema hash -> :func:`table_key`
+_table_keys: dict[str, str] = {}
+
+
+def table_key(history, schema: str) -> str:
+    """What decides a :class:`RowTable`: the hash of the schema ``schema`` (a blob of ``history``) without its
+    per-file parts, the GeoParquet ``bbox`` of each geometry column, which neither decoding nor the frame reads:
+    publishes whose works differ only in extent share one table."""
+    found = _table_keys.get(schema)
+    if found is None:
+        parsed = pa.ipc.read_schema(pa.py_buffer(history._blob(schema)))
+        metadata = dict(parsed.metadata or {})
+        geo = json.loads(metadata.get(b"geo") or b"{}")
+        for column in (geo.get("columns") or {}).values():
+            if isinstance(column, dict):
+                column.pop("bbox", None)
+        if geo:
+            metadata[b"geo"] = json.dumps(geo, sort_keys=True).encode()
+        found = _table_keys[schema] = rowcodec.digest(parsed.with_metadata(metadata).serialize().to_pybytes())
+    return found
+
+
+def _seed(history, held: LayerVersions, table: RowTable, schema: str, seeds) -> None:
+    """Fill a new ``table`` with the first of ``seeds`` (``(seq, info, records, frame)``: a frame of the
+    layer's very file as publish ``seq`` recorded it, e.g. the live engine's) under its schema: that
+    publish's versions are the frame's rows, in its order, so their contents need no fetch and no decode."""
+    for seq, info, records, frame in seeds:
+        if table_key(history, info["schema"]) != schema or len(frame) != records or seq > held.known:
+            continue
+        order = rowcodec.unpack_order(history._blob(info["order"])) if info["order"] else None
+        at = held.versions_at(seq, order)
+        if len(at) == records and table.seed(held.hashes[at].tolist(), frame):
+            return
+
+
+def layer_frame(
+    history,
+    seq: int,
+    layer: str,
+    info: dict,
+    records: int,
+    *,
+    deferred: bool = False,
+    seeds: Callable[[], list] | None = None,
+):
     """``(frame, (source, positions))``: the frame of ``layer`` as publish ``seq`` carried it (``info``: its
     schema and order hashes from the publish's manifest; ``records``: its row count there) and where its rows
     lie in a :class:`geo.data.rows.RowSource` (``Engine.from_layers(rows=…)``); None when the versions held
     disagree with the manifest (the caller then reads the layer from the store). ``deferred``: the frame as a
     :class:`geo.data.rows.Deferred`, taken when first read. Rows not held yet are decoded with those of
-    the publishes around (:data:`NEIGHBOURS`): one addition for several publishes."""
+    the publishes around (:data:`NEIGHBOURS`): one addition for several publishes. ``seeds()``: frames of
+    this layer's file at recorded publishes (:func:`_seed`), asked when a table is started: its first rows."""
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)
@@ -265,11 +371,14 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, defe
         if len(at) != records:  # not this store's versions (e.g. pruned and recorded again): read again
             del _versions[(history.identity, layer)]
             return None
-        key = (layer, info["schema"])
+        schema = table_key(history, info["schema"])
+        key = (layer, schema)
         table = _tables.get(key)
         if table is None:
             table = _tables[key] = RowTable(history._blob(info["schema"]))
-        positions = held.rows_in(info["schema"], table, at)
+            if seeds is not None:
+                _seed(history, held, table, schema, seeds())
+        positions = held.rows_in(schema, table, at)
         if (positions < 0).any():
             wanted = at[positions < 0]
             if table.size > TABLE_LIMIT:  # started again from this publish's rows alone
@@ -277,15 +386,15 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, defe
                 wanted = at
             elif NEIGHBOURS and table.size:  # with the rows the publishes around it add (one addition for
                 # several; not the first, which holds a whole layer already)
-                near = held.around(history, seq, info["schema"], NEIGHBOURS)
-                wanted = near[held.rows_in(info["schema"], table, near) < 0]
+                near = held.around(history, seq, schema, NEIGHBOURS)
+                wanted = near[held.rows_in(schema, table, near) < 0]
             try:
                 table.add(list(dict.fromkeys(held.hashes[wanted].tolist())), history._blobs)
             except HistoryError:  # a neighbour pruned since its schema was read: this publish's rows alone
                 held.schemas.clear()
-                own = at[held.rows_in(info["schema"], table, at) < 0]
+                own = at[held.rows_in(schema, table, at) < 0]
                 table.add(list(dict.fromkeys(held.hashes[own].tolist())), history._blobs)
-            positions = held.rows_in(info["schema"], table, at)
+            positions = held.rows_in(schema, table, at)
         if deferred:
             first = table.source.chunks[0]
             frame = Deferred(lambda: table.frame_at(positions), first.crs, first.columns, len(positions))
@@ -293,8 +402,23 @@ def layer_frame(history, seq: int, layer: str, info: dict, records: int, *, defe
         return table.frame_at(positions), (table.source, positions)
 
 
+@contextmanager
+def no_collection() -> Iterator[None]:
+    """No cyclic garbage collection while a rebuild decodes rows and derives their values: they are many small
+    acyclic objects, and each full collection walks every object of the process again (the live engine's
+    included; measured, a fifth to a third of a process's first ``asOf`` answer). Collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def clear() -> None:
     """Forget every version and decoded row (benches: a fresh process)."""
     with _lock:
         _versions.clear()
         _tables.clear()
+        _table_keys.clear()

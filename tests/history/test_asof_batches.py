@@ -5,6 +5,7 @@ taken along, and a neighbour pruned since falls back to the publish's own rows."
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 from pandas.testing import assert_frame_equal
 
@@ -93,6 +94,10 @@ class _History:
     def first_last(self):
         return Publish(1, "x", 0), Publish(12, "y", 0)
 
+    @staticmethod
+    def _blob(name: str) -> bytes:
+        return pa.schema([("id", pa.int64() if name == "B" else pa.string())]).serialize().to_pybytes()
+
     def versions_since(self, _layer, _after):
         spans = [(1, 3), (3, 5), (5, 7), (2, 2**62), (8, 9), (10, 11)]
         return [(f"k{i}", f"{i:02x}" * 32, f, t) for i, (f, t) in enumerate(spans)]
@@ -108,12 +113,13 @@ def test_only_the_publishes_of_the_same_schema_are_taken_along():
     history = _History()
     held = versions.LayerVersions("works")
     held.refresh(history, 12)
-    assert held.around(history, 3, "A", 3).tolist() == [0, 1, 3]  # publish 4's schema B stops the run
-    assert held.around(history, 6, "A", 1).tolist() == [2, 3]  # 5..7: publish 4 out of reach
-    assert held.around(history, 10, "A", 2).tolist() == [3, 5]  # 9 not recorded: 10..12
-    assert held.around(history, 2, "A", 0).tolist() == [0, 3]  # publish 2 alone
+    a = versions.table_key(history, "A")
+    assert held.around(history, 3, a, 3).tolist() == [0, 1, 3]  # publish 4's schema B stops the run
+    assert held.around(history, 6, a, 1).tolist() == [2, 3]  # 5..7: publish 4 out of reach
+    assert held.around(history, 10, a, 2).tolist() == [3, 5]  # 9 not recorded: 10..12
+    assert held.around(history, 2, a, 0).tolist() == [0, 3]  # publish 2 alone
     reads = len(history.reads)
-    held.around(history, 5, "A", 3)  # every schema read already
+    held.around(history, 5, a, 3)  # every schema read already
     assert len(history.reads) == reads
 
 
