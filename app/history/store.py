@@ -495,10 +495,11 @@ class HistoryStore:
             layers[layer] = rowcodec.decode_layer(self._blob(info["schema"]), rows)
         return layers, stored
 
-    def seeds(self, engines, layer: str) -> list[tuple[int, dict, int, object]]:
-        """``(seq, info, records, frame)`` per engine of ``engines`` holding ``layer`` as a frame (not deferred)
-        whose snapshot is recorded here with that very file (same sha256): ``info`` is the publish's schema and
-        order of the layer, ``records`` its row count."""
+    def seeds(self, engines, layer: str) -> list[tuple[int, dict, int, object, dict]]:
+        """``(seq, info, records, frame, known)`` per engine of ``engines`` holding ``layer`` as a frame (not
+        deferred) whose snapshot is recorded here with that very file (same sha256): ``info`` is the publish's
+        schema and order of the layer, ``records`` its row count, ``known`` the engine's row-wise values of
+        it (``Engine.row_values``)."""
         out = []
         for engine in engines:
             frame = engine.layer_object(layer)
@@ -513,7 +514,7 @@ class HistoryStore:
             recorded = stored["layers"].get(layer) or {}
             info = stored["history"].get(layer)
             if info is not None and recorded.get("sha256") == entry.get("sha256") is not None:
-                out.append((publish.seq, info, int(recorded["records"]), frame))
+                out.append((publish.seq, info, int(recorded["records"]), frame, engine.row_values(layer)))
         return out
 
     def layer_hashes(self, seq: int, layer: str) -> dict[str, str]:
@@ -526,14 +527,12 @@ class HistoryStore:
         )
 
     def versions_since(self, layer: str, after: int) -> list[tuple[str, str, int, int]]:
-        """``(key, hash, rec_from, rec_to)`` of the versions of ``layer`` still open at publish ``after``."""
-        return [
-            (str(k), str(h), int(f), int(t))
-            for k, h, f, t in self.execute(
-                "SELECT key, hash, rec_from, rec_to FROM history_row WHERE layer = ? AND rec_to > ?",
-                (layer, after),
-            )
-        ]
+        """``(key, hash, rec_from, rec_to)`` of the versions of ``layer`` still open at publish ``after`` (the
+        columns' own types: text, hex text, integers)."""
+        return self.execute(
+            "SELECT key, hash, rec_from, rec_to FROM history_row WHERE layer = ? AND rec_to > ?",
+            (layer, after),
+        ).fetchall()
 
     def _blobs(self, hashes: list[str]) -> dict[str, bytes]:
         """The blobs ``hashes`` (each must exist), by hash."""

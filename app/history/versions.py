@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from geo.data.rows import Deferred
+from geo.data.snapshot import pandas_dtypes
 
 from . import rows as rowcodec
 from .failures import HistoryError
@@ -85,16 +86,16 @@ class LayerVersions:
         _first, newest = history.first_last()  # before the versions: they are complete up to it
         found = history.versions_since(self.layer, self.known)
         kept = self.rec_to <= self.known
-        keys = np.array([k.encode() for k, _h, _f, _t in found]) if found else np.empty(0, dtype="S1")
-        hashes = np.array([bytes.fromhex(h) for _k, h, _f, _t in found], dtype="V32")
+        if found:
+            texts, hexes, starts, ends = zip(*found)
+            keys = np.array([k.encode() for k in texts])
+            hashes = np.frombuffer(bytes.fromhex("".join(hexes)), dtype="V32")
+        else:
+            keys, hashes, starts, ends = np.empty(0, dtype="S1"), np.empty(0, dtype="V32"), (), ()
         self.keys = np.concatenate([self.keys[kept], keys])
         self.hashes = np.concatenate([self.hashes[kept], hashes])
-        self.rec_from = np.concatenate(
-            [self.rec_from[kept], np.array([f for _k, _h, f, _t in found], dtype=np.int64)]
-        )
-        self.rec_to = np.concatenate(
-            [self.rec_to[kept], np.array([t for _k, _h, _f, t in found], dtype=np.int64)]
-        )
+        self.rec_from = np.concatenate([self.rec_from[kept], np.array(starts, dtype=np.int64)])
+        self.rec_to = np.concatenate([self.rec_to[kept], np.array(ends, dtype=np.int64)])
         unknown = np.full(len(found), -1, dtype=np.int64)
         self.rows = {s: (t, np.concatenate([rows[kept], unknown])) for s, (t, rows) in self.rows.items()}
         self.known = newest.seq if newest is not None else 0
@@ -158,6 +159,8 @@ class RowTable:
         from geo.data.rows import RowSource
 
         self.schema = schema
+        #: the schemas (hashes) whose rows this table holds: its own, and those found to convert alike
+        self.schemas: set[str] = set()
         self.position: dict[bytes, int] = {}
         self.chunks: list[pa.Table] = []
         self.geometries: list = []
@@ -187,16 +190,17 @@ class RowTable:
         self.size += chunk.nbytes + GEOMETRY_BYTES * len(chunk)
         self._table = self._geometry = None
 
-    def seed(self, hashes: list[bytes], frame) -> bool:
+    def seed(self, hashes: list[bytes], frame, known: dict | None = None) -> bool:
         """Hold the rows of ``frame`` (a layer as read from its file: a frame of this schema's plain columns,
         e.g. the live engine's) as the contents ``hashes``, in order, without fetching or decoding them; False
-        (nothing held) when the frame could convert differently from decoded rows (see :meth:`_arrow_of`)."""
+        (nothing held) when the frame could convert differently from decoded rows (see :meth:`_arrow_of`).
+        ``known``: the values derived row by row over that frame so far (``Engine.row_values``)."""
         if self.size or len(hashes) != len(frame):
             return False
         table = self._arrow_of(frame)
         if table is None:
             return False
-        start = self.source.append(frame)
+        start = self.source.append(frame, known)
         self.position.update((h, start + i) for i, h in enumerate(hashes))
         self.chunks.append(table)
         self.geometries.append(frame.geometry.values)
@@ -209,24 +213,23 @@ class RowTable:
         exact: the frame has this schema's columns and geometry CRS, every column is of a plain type (strings,
         floats, times: equal after a round trip; a float NaN read back as null converts to NaN again) and
         every integer or boolean column kept its type (a null made it float or object: not exact). The
-        geometry column holds the frame's geometries as WKB (never read: frames take the parsed ones)."""
-        from geo.data.snapshot import layer_from_table
+        geometry column is left null: frames take the parsed geometries, never its WKB."""
+        from geo.data.snapshot import layer_crs
 
         schema = pa.ipc.read_schema(pa.py_buffer(self.schema))
         primary = json.loads((schema.metadata or {}).get(b"geo") or b"{}").get("primary_column")
         meta = json.loads((schema.metadata or {}).get(b"pandas") or b"{}")
         if meta.get("index_columns") or primary not in schema.names:
             return None
-        empty = layer_from_table(schema.empty_table())
-        if empty is None or list(empty.columns) != list(frame.columns) or empty.crs != frame.crs:
+        if [c for c, _t in pandas_dtypes(self.schema)] != [str(c) for c in frame.columns]:
+            return None
+        crs = layer_crs(schema)
+        if not (crs is None if frame.crs is None else frame.crs == crs):
             return None
         arrays = []
         for field in schema:
             if field.name == primary:
-                import shapely
-
-                wkb = shapely.to_wkb(np.asarray(frame.geometry.values, dtype=object))
-                arrays.append(pa.array(wkb, type=field.type))
+                arrays.append(pa.nulls(len(frame), field.type))
                 continue
             column = frame[field.name]
             if not any(kind(field.type) for kind in PLAIN_TYPES):
@@ -314,9 +317,13 @@ _table_keys: dict[str, str] = {}
 
 
 def table_key(history, schema: str) -> str:
-    """What decides a :class:`RowTable`: the hash of the schema ``schema`` (a blob of ``history``) without its
-    per-file parts, the GeoParquet ``bbox`` of each geometry column, which neither decoding nor the frame reads:
-    publishes whose works differ only in extent share one table."""
+    """What decides a :class:`RowTable`: the hash of the schema ``schema`` (a blob of ``history``) without what
+    depends on the file rather than on its rows' values and columns: the GeoParquet ``bbox`` of each geometry
+    column, and whether a text or binary column is stored with 32- or 64-bit offsets (``string`` or
+    ``large_string``, with the pandas type names that come with it). Rows decoded under one such schema have
+    the values they have under another; their frame too where both schemas convert to the same pandas
+    dtypes (``geo.data.snapshot.pandas_dtypes``), which :func:`_table_of` checks before a table is shared: publishes whose works differ only in
+    extent share one table."""
     found = _table_keys.get(schema)
     if found is None:
         parsed = pa.ipc.read_schema(pa.py_buffer(history._blob(schema)))
@@ -325,22 +332,59 @@ def table_key(history, schema: str) -> str:
         for column in (geo.get("columns") or {}).values():
             if isinstance(column, dict):
                 column.pop("bbox", None)
-        if geo:
-            metadata[b"geo"] = json.dumps(geo, sort_keys=True).encode()
-        found = _table_keys[schema] = rowcodec.digest(parsed.with_metadata(metadata).serialize().to_pybytes())
+        texts = {f.name for f in parsed if _LARGE.get(str(f.type), f.type) in _LARGE.values()}
+        frame = json.loads(metadata.get(b"pandas") or b"{}")
+        for column in frame.get("columns") or []:
+            if isinstance(column, dict) and column.get("field_name") in texts:
+                column.pop("pandas_type", None)
+                column.pop("numpy_type", None)
+        metadata[b"geo"], metadata[b"pandas"] = (
+            json.dumps(part, sort_keys=True).encode() for part in (geo, frame)
+        )
+        fields = [f.with_type(_LARGE.get(str(f.type), f.type)) for f in parsed]
+        normal = pa.schema(fields, metadata=metadata).serialize().to_pybytes()
+        found = _table_keys[schema] = rowcodec.digest(normal)
     return found
 
 
+def _table_of(history, layer: str, schema: str) -> tuple[str, RowTable, bool]:
+    """``(key, table, new)``: the :class:`RowTable` of ``layer`` holding the rows of schema ``schema`` (a
+    hash): the table of its :func:`table_key` when that table's schema converts to the same pandas dtypes,
+    else one of that very schema (its key the hash itself). Under :data:`_lock`."""
+    key = table_key(history, schema)
+    table = _tables.get((layer, key))
+    if table is not None and schema not in table.schemas:
+        if pandas_dtypes(history._blob(schema)) != pandas_dtypes(table.schema):
+            key = schema
+            table = _tables.get((layer, key))
+        else:
+            table.schemas.add(schema)
+    if table is None:
+        table = _tables[(layer, key)] = RowTable(history._blob(schema))
+        table.schemas.add(schema)
+        return key, table, True
+    return key, table, False
+
+
+#: the 64-bit offset type of each 32-bit one (by the type's text)
+_LARGE = {"string": pa.large_string(), "binary": pa.large_binary()}
+
+
 def _seed(history, held: LayerVersions, table: RowTable, schema: str, seeds) -> None:
-    """Fill a new ``table`` with the first of ``seeds`` (``(seq, info, records, frame)``: a frame of the
-    layer's very file as publish ``seq`` recorded it, e.g. the live engine's) under its schema: that
-    publish's versions are the frame's rows, in its order, so their contents need no fetch and no decode."""
-    for seq, info, records, frame in seeds:
+    """Fill a new ``table`` with the first of ``seeds`` (``(seq, info, records, frame, known)``: a frame of
+    the layer's very file as publish ``seq`` recorded it, e.g. the live engine's, and the values derived over
+    it row by row) under its schema: that publish's versions are the frame's rows, in its order, so their
+    contents need no fetch and no decode, and their row-wise values are not derived again."""
+    for seq, info, records, frame, known in seeds:
         if table_key(history, info["schema"]) != schema or len(frame) != records or seq > held.known:
             continue
+        if info["schema"] not in table.schemas:
+            if pandas_dtypes(history._blob(info["schema"])) != pandas_dtypes(table.schema):
+                continue
+            table.schemas.add(info["schema"])
         order = rowcodec.unpack_order(history._blob(info["order"])) if info["order"] else None
         at = held.versions_at(seq, order)
-        if len(at) == records and table.seed(held.hashes[at].tolist(), frame):
+        if len(at) == records and table.seed(held.hashes[at].tolist(), frame, known):
             return
 
 
@@ -371,21 +415,19 @@ def layer_frame(
         if len(at) != records:  # not this store's versions (e.g. pruned and recorded again): read again
             del _versions[(history.identity, layer)]
             return None
-        schema = table_key(history, info["schema"])
-        key = (layer, schema)
-        table = _tables.get(key)
-        if table is None:
-            table = _tables[key] = RowTable(history._blob(info["schema"]))
-            if seeds is not None:
-                _seed(history, held, table, schema, seeds())
+        schema, table, new = _table_of(history, layer, info["schema"])
+        if new and seeds is not None:
+            _seed(history, held, table, schema, seeds())
         positions = held.rows_in(schema, table, at)
         if (positions < 0).any():
             wanted = at[positions < 0]
             if table.size > TABLE_LIMIT:  # started again from this publish's rows alone
-                table = _tables[key] = RowTable(table.schema)
+                table = _tables[(layer, schema)] = RowTable(table.schema)
+                table.schemas.add(info["schema"])
                 wanted = at
-            elif NEIGHBOURS and table.size:  # with the rows the publishes around it add (one addition for
-                # several; not the first, which holds a whole layer already)
+            elif NEIGHBOURS and table.size and not new:  # with the rows the publishes around it add (one
+                # addition for several; not the first, which holds a whole layer already, nor the first after
+                # a table was seeded: a process's first answer)
                 near = held.around(history, seq, schema, NEIGHBOURS)
                 wanted = near[held.rows_in(schema, table, near) < 0]
             try:

@@ -143,6 +143,8 @@ class Engine:
         self._rows: dict = {}
         #: layer -> its frame made on first use (geo.data.rows.Deferred; ``engine.<layer>`` makes it)
         self._deferred: dict[str, Deferred] = {}
+        #: layer -> the row-wise values derived over its own frame (per_row), by name
+        self._row_wise: dict[str, dict] = {}
         for name in (layer.name for layer in DECLARED):
             frame = layers.get(name)
             donor = next((e for e in reuse if frame is not None and e.layer_object(name) is frame), None)
@@ -250,12 +252,20 @@ class Engine:
         source's value at the layer's rows."""
         found = self._rows.get(name)
         if found is None:
-            return self.per_layer(name, what, factory)
+            value = self.per_layer(name, what, factory)
+            self._row_wise.setdefault(name, {})[what] = value
+            return value
         source, positions = found
         memo = self._memo.setdefault(name, {})
         if what not in memo:  # the source's values at the layer's rows: the frame itself is not read
             memo[what] = take(source.derived(what, factory), positions)
         return memo[what]
+
+    def row_values(self, name: str) -> dict:
+        """The values :meth:`per_row` derived so far over layer ``name``'s own frame, by name (this engine's:
+        later ones are added to it): what a :class:`geo.data.rows.RowSource` holding that very frame as a chunk
+        need not derive again."""
+        return self._row_wise.setdefault(name, {})
 
     def id_texts(self, name: str):
         """The ``id`` column of layer ``name`` as text (``astype(str)``, row-wise: once per row of a row
@@ -323,8 +333,8 @@ class Engine:
             if "works" in self._rows:  # the extents of its source's rows; the index on its first query
                 ids = self.id_texts("works")
                 self._works = ExtentIndex(self.per_row("works", "extents", _extents), ids, lazy=True)
-            else:
-                self._works = self._extent_index(self.works, *self.layer_points("works"))
+            else:  # row-wise values of its own frame: a row source holding that frame takes them (row_values)
+                self._works = ExtentIndex(self.per_row("works", "extents", _extents), self.id_texts("works"))
         if "stops" not in donors:
             self._stops = self._point_index(self.stops, *self.layer_points("stops"))
         if "stations" not in donors:

@@ -59,16 +59,20 @@ class RowSource:
 
     def __init__(self):
         self.chunks: list = []
+        self._known: list[dict] = []  # per chunk: values derived over its rows before it was appended
         self.size = 0
         self._memo: dict[str, tuple[list, object]] = {}
         self._grown: dict[str, tuple[object, int]] = {}
         self._lock = threading.RLock()
 
-    def append(self, frame) -> int:
-        """Add a chunk of rows; returns the number of its first row."""
+    def append(self, frame, known: dict | None = None) -> int:
+        """Add a chunk of rows; returns the number of its first row. ``known``: values already derived over
+        this very frame by name (an engine's :meth:`geo.data.engine.Engine.row_values`), taken instead of
+        deriving them again (read when first asked, so values added to it later count too)."""
         with self._lock:
             start = self.size
             self.chunks.append(frame)
+            self._known.append({} if known is None else known)
             self.size += len(frame)
             return start
 
@@ -78,7 +82,10 @@ class RowSource:
             parts, whole = self._memo.get(what, ([], None))
             if len(parts) == len(self.chunks) and whole is not None:
                 return whole
-            parts = parts + [factory(chunk) for chunk in self.chunks[len(parts) :]]
+            parts = parts + [
+                known[what] if what in known else factory(chunk)
+                for chunk, known in zip(self.chunks[len(parts) :], self._known[len(parts) :])
+            ]
             whole = concat(parts)
             self._memo[what] = (parts, whole)
             return whole

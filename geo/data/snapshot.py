@@ -265,11 +265,18 @@ def layer_from_table(table, geometry=None):
         return None
     if geometry is not None:
         return _with_geometry(table, col, geometry)
-    crs = info.get("crs", "OGC:CRS84")  # a missing CRS means OGC:CRS84 (GeoParquet); null means none
-    if isinstance(crs, dict):
-        crs = _crs(json.dumps(crs, sort_keys=True))
+    crs = layer_crs(table.schema)  # a missing CRS means OGC:CRS84 (GeoParquet); null means none
     wkb = table[col].to_numpy(zero_copy_only=False)
     return _with_geometry(table, col, gpd.GeoSeries.from_wkb(wkb, crs=crs).values)
+
+
+def layer_crs(schema):
+    """The CRS :func:`layer_from_table` gives a table of ``schema`` (a ``pyarrow.Schema`` with its GeoParquet
+    metadata): a pyproj CRS, ``"OGC:CRS84"`` when the file names none, or None (null: no CRS)."""
+    meta = json.loads((schema.metadata or {}).get(b"geo", b"{}"))
+    info = (meta.get("columns") or {}).get(meta.get("primary_column")) or {}
+    crs = info.get("crs", "OGC:CRS84")
+    return _crs(json.dumps(crs, sort_keys=True)) if isinstance(crs, dict) else crs
 
 
 def _with_geometry(table, col, geometry):
@@ -288,11 +295,22 @@ def _pandas_columns(schema) -> list:
     return list(_columns_of(schema.serialize().to_pybytes()))
 
 
-@functools.lru_cache(maxsize=64)
+def pandas_dtypes(serialised: bytes) -> tuple:
+    """``(column, dtype text)`` of each column of a table of the serialised schema read into pandas (once per
+    schema, with :func:`_pandas_columns`)."""
+    return _empty_of(serialised)[1]
+
+
 def _columns_of(serialised: bytes) -> tuple:
+    return _empty_of(serialised)[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_of(serialised: bytes) -> tuple:
     import pyarrow as pa
 
-    return tuple(pa.ipc.read_schema(pa.py_buffer(serialised)).empty_table().to_pandas().columns)
+    empty = pa.ipc.read_schema(pa.py_buffer(serialised)).empty_table().to_pandas()
+    return tuple(empty.columns), tuple((str(c), str(t)) for c, t in empty.dtypes.items())
 
 
 @functools.lru_cache(maxsize=8)
