@@ -179,7 +179,8 @@ class RowTable:
         from geo.data.snapshot import layer_from_table
 
         texts = fetch([h.hex() for h in hashes])
-        chunk = rowcodec.decode_table(self.schema, [json.loads(texts[h.hex()]) for h in hashes])
+        rows = json.loads(b"[" + b",".join(texts[h.hex()] for h in hashes) + b"]")  # one parse, not one a row
+        chunk = rowcodec.decode_table(self.schema, rows)
         frame = layer_from_table(chunk)
         if frame is None:
             raise ValueError("a layer the GeoParquet fast path does not cover")
