@@ -20,6 +20,7 @@ that changed are written: an unchanged row costs nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -479,7 +480,7 @@ class HistoryStore:
                     info,
                     stored["layers"][layer]["records"],
                     deferred=deferred,
-                    seeds=lambda layer=layer: self.seeds(donors, layer),
+                    seeds=functools.partial(self.seeds, donors, layer),
                 )
                 if taken is not None:
                     found = taken[0]
