@@ -73,8 +73,8 @@ class LayerVersions:
         self.hashes = np.empty(0, dtype="V32")
         self.rec_from = np.empty(0, dtype=np.int64)
         self.rec_to = np.empty(0, dtype=np.int64)
-        #: per Arrow schema (its :func:`table_key`): the :class:`RowTable` holding this layer's rows and, per version, its
-        #: row there (-1 while not looked up)
+        #: per Arrow schema (its :func:`table_key`): the :class:`RowTable` holding this layer's rows and, per
+        #: version, its row there (-1 while not looked up)
         self.rows: dict[str, tuple[RowTable, np.ndarray]] = {}
         #: per publish read so far: this layer's schema hash there (None: not carried, or no such publish)
         self.schemas: dict[int, str | None] = {}
@@ -318,13 +318,13 @@ _table_keys: dict[str, str] = {}
 
 
 def table_key(history, schema: str) -> str:
-    """What decides a :class:`RowTable`: the hash of the schema ``schema`` (a blob of ``history``) without what
-    depends on the file rather than on its rows' values and columns: the GeoParquet ``bbox`` of each geometry
-    column, and whether a text or binary column is stored with 32- or 64-bit offsets (``string`` or
+    """What decides a :class:`RowTable`: the hash of the schema ``schema`` (a blob of ``history``) without
+    what depends on the file rather than on its rows' values and columns: the GeoParquet ``bbox`` of each
+    geometry column, and whether a text or binary column is stored with 32- or 64-bit offsets (``string`` or
     ``large_string``, with the pandas type names that come with it). Rows decoded under one such schema have
     the values they have under another; their frame too where both schemas convert to the same pandas
-    dtypes (``geo.data.snapshot.pandas_dtypes``), which :func:`_table_of` checks before a table is shared: publishes whose works differ only in
-    extent share one table."""
+    dtypes (``geo.data.snapshot.pandas_dtypes``), which :func:`_table_of` checks before a table is shared:
+    publishes whose works differ only in extent share one table."""
     found = _table_keys.get(schema)
     if found is None:
         parsed = pa.ipc.read_schema(pa.py_buffer(history._blob(schema)))
