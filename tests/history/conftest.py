@@ -34,6 +34,24 @@ def year_dirs(year, build_once):
     return [(instant, root / f"{k:03d}") for k, instant in enumerate(instants)]
 
 
+@pytest.fixture(scope="session")
+def year_engine(year_dirs):
+    """``year_engine(k)``: ``geo.load`` of the year's publish ``k`` (a snapshot directory), loaded once per
+    worker and shared by every module (read-only: an engine loaded from its directory builds its prepared
+    data from scratch; ``asOf`` rebuilds only take from it, never give to it)."""
+    import geo
+
+    loaded: dict[int, geo.Engine] = {}
+
+    def of(k: int):
+        k = range(len(year_dirs))[k]  # -1 is the newest publish
+        if k not in loaded:
+            loaded[k] = geo.load(year_dirs[k][1])
+        return loaded[k]
+
+    return of
+
+
 def pg_schema_url(postgres_server) -> str:
     import psycopg
 

@@ -9,7 +9,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-import geo
 from app.history import asof, versions
 from app.history.store import open_store
 from geo.rules import works as wk
@@ -37,22 +36,25 @@ def assert_same_works(rebuilt, fresh):
             assert _equal(a, b), field.name
 
 
-def _year(store, year_dirs, order):
-    """Per publish, in ``order`` (indexes into the year): the rebuilt engine and a fresh load of its snapshot."""
+def _year(store, year_engine, order):
+    """Per publish, in ``order`` (indexes into the year): the rebuilt engine and a load of its snapshot from
+    its directory (built from scratch; ``year_engine``: once per worker)."""
     publishes = store.publishes()
-    live = geo.load(year_dirs[-1][1])
+    live = year_engine(-1)
     for k in order:
         publish = publishes[k]
-        yield publish, asof.engine_of(store, publish, live), geo.load(year_dirs[k][1])
+        yield publish, asof.engine_of(store, publish, live), year_engine(k)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("newest_first", [True, False])
-def test_the_works_clusters_of_every_publish_equal_a_build_from_scratch(year_sqlite, year_dirs, newest_first):
+def test_the_works_clusters_of_every_publish_equal_a_build_from_scratch(
+    year_sqlite, year_dirs, year_engine, newest_first
+):
     store = open_store(year_sqlite)
     order = range(len(year_dirs))
     grown = 0
-    for publish, rebuilt, fresh in _year(store, year_dirs, reversed(order) if newest_first else order):
+    for publish, rebuilt, fresh in _year(store, year_engine, reversed(order) if newest_first else order):
         assert rebuilt.snapshot_id == fresh.snapshot_id == publish.snapshot_id
         if rebuilt.row_source("works") is None:
             continue  # the live engine's very layer: nothing rebuilt
@@ -64,11 +66,13 @@ def test_the_works_clusters_of_every_publish_equal_a_build_from_scratch(year_sql
 
 
 @pytest.mark.slow
-def test_the_collapse_links_give_the_clusters_of_collapse_labels_at_every_publish(year_sqlite, year_dirs):
+def test_the_collapse_links_give_the_clusters_of_collapse_labels_at_every_publish(
+    year_sqlite, year_dirs, year_engine
+):
     """The links grown over every version held, restricted to one publish's listed works, are that publish's
     clusters (checked on the labels themselves, before representatives are chosen)."""
     store = open_store(year_sqlite)
-    for _publish, rebuilt, _fresh in _year(store, year_dirs, range(len(year_dirs))):
+    for _publish, rebuilt, _fresh in _year(store, year_engine, range(len(year_dirs))):
         found = rebuilt.row_source("works")
         if found is None:
             continue

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from pandas.testing import assert_frame_equal
 
-import geo
 from app.history import asof
 from app.history.store import ROWS, open_store
 from geo.data.layers import DECLARED
@@ -30,11 +29,11 @@ def _sha(manifest, name):
     return manifest["layers"][name]["sha256"]
 
 
-def test_a_rebuild_shares_the_unchanged_layers_and_reads_the_others(history, year_dirs):
-    live = geo.load(year_dirs[-1][1])
+def test_a_rebuild_shares_the_unchanged_layers_and_reads_the_others(history, year_engine):
+    live = year_engine(-1)
     publish = history.publishes()[-2]
     engine = asof.engine_of(history, publish, live)
-    fresh = geo.load(year_dirs[-2][1])
+    fresh = year_engine(-2)
     same = [n for n in NAMES if _sha(fresh.manifest, n) == _sha(live.manifest, n)]
     changed = [n for n in NAMES if n not in same]
     assert "stations" in same and "works" in changed  # the simulated year changes works, not stations
@@ -45,11 +44,11 @@ def test_a_rebuild_shares_the_unchanged_layers_and_reads_the_others(history, yea
     assert engine.snapshot_id == fresh.snapshot_id
 
 
-def test_a_rebuild_shares_layers_with_the_engines_kept_too(history, year_dirs):
+def test_a_rebuild_shares_layers_with_the_engines_kept_too(history, year_engine):
     first, second = history.publishes()[:2]
     one = asof.engine_of(history, first)  # nothing to share with
     two = asof.engine_of(history, second)
-    m1, m2 = geo.load(year_dirs[0][1]).manifest, geo.load(year_dirs[1][1]).manifest
+    m1, m2 = year_engine(0).manifest, year_engine(1).manifest
     for name in NAMES:
         assert (getattr(two, name) is getattr(one, name)) == (_sha(m1, name) == _sha(m2, name)), name
 

@@ -9,7 +9,6 @@ from datetime import timedelta
 
 import pytest
 
-import geo
 from app import create_app
 from app.history import changes as feed
 from app.history.store import open_store
@@ -77,20 +76,19 @@ def test_replaying_the_simulated_year_gives_the_same_events_byte_for_byte(
     assert all(e.recorded_at <= f.recorded_at for (_p, e), (_q, f) in zip(new, new[1:]))
 
 
-def test_events_match_the_answers_of_the_two_publishes(derived, year_dirs, places):
+def test_events_match_the_answers_of_the_two_publishes(derived, year_engine, places):
     """Each work event agrees with /disruptions of the publishes around it (the listed items)."""
     from geo.service.disruptions import disruptions
 
     url, new = derived
-    by_seq = {k + 1: path for k, (_i, path) in enumerate(year_dirs)}
     checked = 0
     for _p, e in new:
         if not e.type.startswith("work.") or checked >= 6:
             continue
         wid = e.subject.split(":")[1]
         loc = next(p for p in places if p[0] == e.location_id)
-        now_eng = geo.load(by_seq[e.publish])
-        before_eng = geo.load(by_seq[e.publish - 1])
+        now_eng = year_engine(e.publish - 1)  # publish seq n is the year's publish n - 1
+        before_eng = year_engine(e.publish - 2)
         listed_now = {w["id"]: w for w in disruptions(now_eng, loc[1], loc[2], now_eng.as_of)["construction"]}
         listed_before = {
             w["id"]: w for w in disruptions(before_eng, loc[1], loc[2], before_eng.as_of)["construction"]
@@ -112,7 +110,7 @@ def bearer(key: str) -> dict:
 
 
 @pytest.fixture
-def api(derived, year_dirs, places, tmp_path):
+def api(derived, year_dirs, year_engine, places, tmp_path):
     """(client, app, account key, other key): an app on the derived store; the places saved by one
     developer account (the feed is on every API plan)."""
     url = _copy(derived[0], tmp_path, "served.sqlite")
@@ -121,7 +119,7 @@ def api(derived, year_dirs, places, tmp_path):
         {
             "TESTING": True,
             "INSTANCE_PATH": str(tmp_path / "instance"),
-            "ENGINE": geo.load(year_dirs[-1][1]),
+            "ENGINE": year_engine(-1),
             "HISTORY_URL": url,
             "CLOCK": "system",
             "WALL_CLOCK": lambda: wall,
@@ -251,7 +249,9 @@ def test_postgresql_store_derives_the_same_events(derived, year_dirs, places, po
     assert [(p, e.text()) for p, e in page] == expected
 
 
-def test_each_published_refresh_derives_the_feed_of_every_saved_location(year_dirs, places, tmp_path):
+def test_each_published_refresh_derives_the_feed_of_every_saved_location(
+    year_dirs, year_engine, places, tmp_path
+):
     """The publish hook: the first refresh after the feed is deployed is everyone's baseline (no event);
     each later one derives the events of what was recorded for the saved locations of every account;
     a failure is logged, never raised."""
@@ -263,7 +263,7 @@ def test_each_published_refresh_derives_the_feed_of_every_saved_location(year_di
         {
             "TESTING": True,
             "INSTANCE_PATH": str(tmp_path / "instance"),
-            "ENGINE": geo.load(year_dirs[2][1]),
+            "ENGINE": year_engine(2),
             "HISTORY_URL": url,
         }
     )

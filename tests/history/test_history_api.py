@@ -17,7 +17,6 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-import geo
 from app import create_app
 from app.api import history as api
 from app.history import query as q
@@ -68,8 +67,8 @@ def account(app, plan: str, email: str | None = None) -> str:
 
 
 @pytest.fixture(scope="module")
-def latest(year_dirs):
-    return geo.load(year_dirs[-1][1])
+def latest(year_engine):
+    return year_engine(-1)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from app.history import query as q
 from app.history.store import open_store
 from geo.data.engine import Engine
 from geo.service.disruptions import find
-from geo.service.loaded import loaded, prepare
+from geo.service.loaded import prepare
 
 #: the session fixtures record a simulated year: minutes on a shared 2-core machine, not the default 5
 pytestmark = pytest.mark.timeout(1800)
@@ -32,18 +32,11 @@ def store(year_store_url):
     opened.close()
 
 
-_ENGINES: dict[int, Engine] = {}
-
-
-def engine_of(store, seq: int) -> Engine:
-    """The live engine of publish ``seq`` (rebuilt from the store once per session: both backends rebuild
-    the same snapshot, tests/history/test_store.py)."""
-    if seq not in _ENGINES:
-        layers, manifest = store.snapshot(seq)
-        engine = Engine.from_layers(layers, manifest)
-        loaded(engine)
-        _ENGINES[seq] = engine
-    return _ENGINES[seq]
+@pytest.fixture(scope="module")
+def engine_of(year_engine):
+    """``engine_of(seq)``: the live engine of publish ``seq``, its snapshot directory loaded (``year_engine``:
+    once per worker; the store rebuilds that very snapshot on both backends, tests/history/test_store.py)."""
+    return lambda seq: year_engine(seq - 1)
 
 
 @pytest.fixture(scope="module")
@@ -98,17 +91,17 @@ def work_state(engine: Engine) -> dict:
     }
 
 
-def test_works_within_2_km_and_their_change_logs_are_the_oracles(store, points):
+def test_works_within_2_km_and_their_change_logs_are_the_oracles(store, points, engine_of):
     pubs = publishes(store)
     as_of = {p.seq: p.as_of_ms for p in pubs}
-    states = {p.seq: work_state(engine_of(store, p.seq)) for p in pubs}
+    states = {p.seq: work_state(engine_of(p.seq)) for p in pubs}
     checked = 0
     for lat, lng in points:
         for start, end in windows(store):
             seqs = served_seqs(pubs, start, end)
             best: dict[str, float] = {}
             for seq in seqs:
-                engine = engine_of(store, seq)
+                engine = engine_of(seq)
                 idx, km = engine.works_near(lat, lng, 2.0)
                 for i, k in zip(idx.tolist(), km.tolist()):
                     wid = str(engine.works["id"].iat[i])
@@ -153,11 +146,11 @@ def test_the_works_logs_show_slips_and_status_changes(store, points):
     assert {("appeared", None), ("changed", "status"), ("changed", "start")} <= kinds
 
 
-def test_no2_series_is_the_nearest_stations_measured_value_per_hour(store, points):
+def test_no2_series_is_the_nearest_stations_measured_value_per_hour(store, points, engine_of):
     pubs = publishes(store)
     latest: dict[tuple[str, int], float | None] = {}  # (station, hour) -> value of its latest version
     for p in pubs:
-        n = engine_of(store, p.seq).no2
+        n = engine_of(p.seq).no2
         for sid, t, v, kind in zip(n["station_id"], n["timestamp"], n["value"], n["kind"]):
             ok = isinstance(kind, str) and kind.strip().lower() == "measured" and np.isfinite(v)
             latest[(str(sid), ms(t))] = float(v) if ok else None
@@ -170,7 +163,7 @@ def test_no2_series_is_the_nearest_stations_measured_value_per_hour(store, point
             for v in got:
                 at = [p for p in pubs if p.as_of_ms <= v.t]
                 seq = at[-1].seq if at else pubs[0].seq  # before the first: its stations
-                engine = engine_of(store, seq)
+                engine = engine_of(seq)
                 row, km = engine.nearest_station(lat, lng, "no2")
                 sid = str(engine.stations["id"].iat[int(row[0])])
                 assert (v.station_id, v.station_km) == (sid, pytest.approx(float(km[0])))
@@ -180,11 +173,11 @@ def test_no2_series_is_the_nearest_stations_measured_value_per_hour(store, point
     assert nulls and values  # unknown hours are None (never 0), measured ones carry their value
 
 
-def test_no2_series_before_the_first_publish(store):
+def test_no2_series_before_the_first_publish(store, engine_of):
     """Hours long before anything was recorded are unknown; the hours the first publish carried (its last
     48) are known, with its nearest station, though no publish was served then."""
     first = publishes(store)[0].as_of_ms
-    engine = engine_of(store, publishes(store)[0].seq)
+    engine = engine_of(publishes(store)[0].seq)
     row, _km = engine.nearest_station(51.2194, 4.4025, "no2")
     nearest = str(engine.stations["id"].iat[int(row[0])])
     got = q.no2_series(store, 51.2194, 4.4025, first - 400 * DAY, first - 399 * DAY)
@@ -197,7 +190,7 @@ def test_no2_series_before_the_first_publish(store):
     ]
 
 
-def test_detours_hitting_a_point_are_those_the_live_answer_listed(store, points):
+def test_detours_hitting_a_point_are_those_the_live_answer_listed(store, points, engine_of):
     pubs = publishes(store)
     checked = 0
     for lat, lng in points[:4]:
@@ -212,14 +205,14 @@ def test_detours_hitting_a_point_are_those_the_live_answer_listed(store, points)
             # a local midnight (22:00 or 23:00 UTC)
             moments = set()
             for seq, a, b in spans:
-                d = prepare(engine_of(store, seq)).detours
+                d = prepare(engine_of(seq)).detours
                 cuts = {a} | {int(t) for t in np.r_[d.start_ms, d.end_ms] if a < t < b}
                 cuts |= {h for h in range(-(-a // HOUR) * HOUR, b, HOUR) if (h // HOUR) % 24 in (22, 23)}
                 moments |= {(t, seq) for t in cuts}
             ordered = sorted(moments)
             listed_at = []
             for t, seq in ordered:
-                engine = engine_of(store, seq)
+                engine = engine_of(seq)
                 found = find(engine, lat, lng, pd.Timestamp(t, unit="ms", tz="UTC").to_pydatetime())
                 listed_at.append({str(x) for x in prepare(engine).detours.ids[found.detours]})
             expected: dict[str, list[int]] = {}
