@@ -141,6 +141,10 @@ def _unchanged(new, old) -> np.ndarray:
     ``0.0`` and ``-0.0`` differ; nulls: both null). Conservative: a type not compared here is all changed."""
     n = len(new)
     try:
+        kind = new.type
+        exact = not (pa.types.is_floating(kind) or pa.types.is_nested(kind) or pa.types.is_dictionary(kind))
+        if exact and kind == old.type and new.equals(old):  # floats: 0.0 equals -0.0 but encodes apart
+            return np.ones(n, dtype=bool)
         new_null = new.is_null().to_numpy(zero_copy_only=False)
         old_null = old.is_null().to_numpy(zero_copy_only=False)
         if pa.types.is_floating(new.type):

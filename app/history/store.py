@@ -25,15 +25,19 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import rows as rowcodec
 from . import versions
 from .failures import HistoryError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 OPEN = 2**62  # rec_to of a row version that is still current
 DAY_MS = 86_400_000
@@ -167,6 +171,41 @@ class HistoryStore:
         else:
             self.conn.executemany(sql, seq)
 
+    def _insert(self, table: str, columns: str, types: str, rows: list[tuple], *, unique: str = "") -> None:
+        """Insert ``rows`` (values of ``columns``, comma-separated; ``types`` their PostgreSQL types) into
+        ``table``; with ``unique``, a row whose ``unique`` column clashes is skipped. PostgreSQL: one
+        statement, the rows as one array per column (a round trip per statement would cost more than the
+        rows)."""
+        if not rows:
+            return
+        conflict = f" ON CONFLICT ({unique}) DO NOTHING" if unique else ""
+        if self.postgres:
+            arrays = ", ".join(f"%s::{kind}[]" for kind in types.split(","))
+            self.conn.execute(
+                f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays}){conflict}",  # noqa: S608
+                [list(values) for values in zip(*rows)],
+            )
+        else:
+            marks = ", ".join("?" * len(columns.split(",")))
+            self.conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}){conflict}", rows)  # noqa: S608
+
+    def _close(self, layer: str, seq: int, keys: list[tuple[str, int]]) -> None:
+        """Close the open versions ``(key, rec_from)`` of ``layer`` at publish ``seq``, by the primary key
+        (SQLite would otherwise pick ``(layer, rec_to)`` and scan every open row per update)."""
+        if not keys:
+            return
+        if self.postgres:
+            self.conn.execute(
+                "UPDATE history_row SET rec_to = %s FROM unnest(%s::text[], %s::bigint[]) AS c(key, rec_from) "
+                "WHERE history_row.layer = %s AND history_row.key = c.key AND history_row.rec_from = c.rec_from",
+                (seq, [k for k, _f in keys], [f for _k, f in keys], layer),
+            )
+        else:
+            self.conn.executemany(
+                "UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_from = ?",
+                [(seq, layer, k, f) for k, f in keys],
+            )
+
     def _create(self) -> None:
         blob = "BYTEA" if self.postgres else "BLOB"
         with self.transaction():
@@ -194,8 +233,18 @@ class HistoryStore:
         self.conn.close()
 
     # --- recording -----------------------------------------------------------------------------------
-    def record_dir(self, snapshot_dir, *, checkpoint: Callable[[str], None] | None = None) -> Recorded:
-        """Record the published snapshot at ``snapshot_dir`` (a pointer is resolved first)."""
+    def record_dir(
+        self,
+        snapshot_dir,
+        *,
+        checkpoint: Callable[[str], None] | None = None,
+        tables: Mapping[str, pa.Table] | None = None,
+    ) -> Recorded:
+        """Record the published snapshot at ``snapshot_dir`` (a pointer is resolved first).
+
+        A layer file is read (and checked against its manifest hash) only when its rows are encoded: not
+        when the previous publish carried the same file, nor when ``tables`` (Arrow tables this process
+        parsed from layer files, by the file's sha256: :func:`geo.data.snapshot.tables_read`) holds it."""
         from geo.data.snapshot import read_manifest
 
         root = Path(os.path.realpath(snapshot_dir))
@@ -203,20 +252,22 @@ class HistoryStore:
         known = self.find(manifest["snapshotId"], ms(manifest["asOf"]))
         if known is not None:
             return Recorded(known.seq, False, "already recorded")
-        files = {}
-        for layer, entry in manifest["layers"].items():
-            data = (root / entry["file"]).read_bytes()
-            if rowcodec.digest(data) != entry["sha256"]:
-                raise HistoryError(f"{root / entry['file']} differs from its manifest: not recorded")
-            files[layer] = data
-        return self.record(manifest, files, checkpoint=checkpoint)
+        return self.record(manifest, _LayerFiles(root, manifest), checkpoint=checkpoint, tables=tables)
 
-    def record(self, manifest: dict, files: dict[str, bytes], *, checkpoint=None) -> Recorded:
+    def record(
+        self,
+        manifest: dict,
+        files: Mapping[str, bytes],
+        *,
+        checkpoint=None,
+        tables: Mapping[str, pa.Table] | None = None,
+    ) -> Recorded:
         """Record one publish: its manifest and its layer files (GeoParquet bytes by layer name).
 
         Idempotent: a publish already recorded (same ``snapshotId`` and ``asOf``) is not recorded again. A
         publish whose ``asOf`` is not after the latest recorded one is refused (recorded time only grows).
         ``checkpoint(layer)`` runs inside the transaction after each layer (tests use it to crash there).
+        ``tables``: Arrow tables of layer files by the file's sha256, taken instead of parsing that file.
         """
         as_of_ms = ms(manifest["asOf"])
         with self.transaction():
@@ -237,16 +288,20 @@ class HistoryStore:
             open_layers = held.layers if held is not None and held.latest == latest else {}
             previous = self.manifest(seq - 1) if seq > 1 else {"layers": {}, "history": {}}
             layers_meta = {}
-            for layer, data in sorted(files.items()):
+            for layer in sorted(files):
+                sha256 = manifest["layers"][layer]["sha256"]
                 before = previous["layers"].get(layer) or {}
-                if (
-                    before.get("sha256") == manifest["layers"][layer]["sha256"]
-                    and layer in previous["history"]
-                ):
+                if before.get("sha256") == sha256 and layer in previous["history"]:
                     layers_meta[layer] = previous["history"][layer]  # the same file: not one row changed
                 else:
-                    enc = rowcodec.encode_file(layer, data)
-                    layers_meta[layer] = self._record_layer(seq, layer, enc, open_layers)
+                    table = None if tables is None else tables.get(sha256)
+                    enc = (
+                        rowcodec.encode_file(layer, files[layer])
+                        if table is None
+                        else rowcodec.encode_table(layer, table)
+                    )
+                    known = previous["history"].get(layer) or {}
+                    layers_meta[layer] = self._record_layer(seq, layer, enc, open_layers, known)
                 if checkpoint is not None:
                     checkpoint(layer)
             stored = {**manifest, "history": layers_meta}
@@ -281,9 +336,12 @@ class HistoryStore:
             (hashed, _pack(data)),
         )
 
-    def _record_layer(self, seq: int, layer: str, enc: rowcodec.EncodedLayer, open_layers: dict) -> dict:
+    def _record_layer(
+        self, seq: int, layer: str, enc: rowcodec.EncodedLayer, open_layers: dict, known: dict
+    ) -> dict:
         """Write the versions of ``layer`` that publish ``seq`` changes; ``open_layers`` (the open versions
-        held in this process, per layer) is read and updated."""
+        held in this process, per layer) is read and updated; ``known``: the layer's schema and order blobs
+        of the previous publish (stored already)."""
         token, current = open_layers.get(layer) or (None, None)
         if current is None:
             current = {
@@ -296,7 +354,7 @@ class HistoryStore:
         if token is not None and enc.changed is not None and enc.base == token:
             # diffed against the very rows open here: only the keys it names can differ
             closed = [
-                (seq, layer, key, current[key][1])
+                (key, current[key][1])
                 for key in enc.changed
                 if key in current and enc.rows.get(key, (None,))[0] != current[key][0]
             ]
@@ -307,48 +365,57 @@ class HistoryStore:
             ]
         else:
             closed = [
-                (seq, layer, key, rec_from)
+                (key, rec_from)
                 for key, (h, rec_from) in current.items()
                 if enc.rows.get(key, (None,))[0] != h
             ]
             fresh = [(key, row) for key, row in enc.rows.items() if current.get(key, (None,))[0] != row[0]]
-        for _seq, _layer, key, _rec_from in closed:
+        for key, _rec_from in closed:
             del current[key]
         current.update((key, (row[0], seq)) for key, row in fresh)
         open_layers[layer] = (enc.token, current)
-        # by the primary key: SQLite would otherwise pick (layer, rec_to) and scan every open row per update
-        self._many("UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_from = ?", closed)
-        self._many(
-            "INSERT INTO history_blob (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
-            {h: (h, _pack(data)) for _key, (h, data, _f, _t) in fresh}.values(),
+        self._close(layer, seq, closed)
+        self._insert(
+            "history_blob",
+            "hash, data",
+            "text,bytea",
+            list({h: (h, _pack(data)) for _key, (h, data, _f, _t) in fresh}.values()),
+            unique="hash",
         )
-        self._many(
-            "INSERT INTO history_row (layer, key, hash, valid_from, valid_to, rec_from, rec_to) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        self._insert(
+            "history_row",
+            "layer, key, hash, valid_from, valid_to, rec_from, rec_to",
+            "text,text,text,bigint,bigint,bigint,bigint",
             [(layer, key, h, vf, vt, seq, OPEN) for key, (h, _d, vf, vt) in fresh],
         )
         self._index(layer, seq, enc, [key for key, _row in fresh])
         schema_hash = rowcodec.digest(enc.schema)
-        self._put_blob(schema_hash, enc.schema)
+        if schema_hash != known.get("schema"):
+            self._put_blob(schema_hash, enc.schema)
         order_hash = None
         if enc.order is not None:
             packed = rowcodec.pack_order(enc.order)
             order_hash = rowcodec.digest(packed)
-            self._put_blob(order_hash, packed)
+            if order_hash != known.get("order"):
+                self._put_blob(order_hash, packed)
         return {"schema": schema_hash, "order": order_hash}
 
     def _index(self, layer: str, seq: int, enc: rowcodec.EncodedLayer, keys: list[str]) -> None:
         """The read-index rows of the versions of ``keys`` that publish ``seq`` writes."""
-        self._many(
-            "INSERT INTO history_series (layer, key, rec_from, series, t, value) VALUES (?, ?, ?, ?, ?, ?)",
+        self._insert(
+            "history_series",
+            "layer, key, rec_from, series, t, value",
+            "text,text,bigint,text,bigint,float8",
             [(layer, k, seq, *rest) for k, *rest in enc.series_of(keys)],
         )
         if keys:  # measured only for the contents this publish writes
             boxes = enc.boxes_of(keys)
-            self._many(
-                "INSERT INTO history_extent (hash, min_lat, min_lng, max_lat, max_lng) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (hash) DO NOTHING",
+            self._insert(
+                "history_extent",
+                "hash, min_lat, min_lng, max_lat, max_lng",
+                "text,float8,float8,float8,float8",
                 [(h, *(None if v != v else v for v in box)) for h, box in boxes.items()],
+                unique="hash",
             )
 
     def _reindex(self) -> None:
@@ -558,6 +625,27 @@ class HistoryStore:
             stale = [(h,) for (h,) in self.execute("SELECT hash FROM history_blob") if h not in used]
             self._many("DELETE FROM history_blob WHERE hash = ?", stale)
         return {"publishes": max(pubs, 0), "rows": max(rows, 0), "blobs": len(stale)}
+
+
+class _LayerFiles(Mapping):
+    """The layer files of a snapshot directory, by layer: each read, and checked against the manifest's
+    hash, when it is asked for."""
+
+    def __init__(self, root: Path, manifest: dict):
+        self.root, self.entries = root, manifest["layers"]
+
+    def __getitem__(self, layer: str) -> bytes:
+        path = self.root / self.entries[layer]["file"]
+        data = path.read_bytes()
+        if rowcodec.digest(data) != self.entries[layer]["sha256"]:
+            raise HistoryError(f"{path} differs from its manifest: not recorded")
+        return data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
 
 def connect_sqlite(path) -> sqlite3.Connection:
