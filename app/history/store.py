@@ -144,6 +144,26 @@ def _unpack(data) -> bytes:
     return zlib.decompress(bytes(data))
 
 
+#: a manifest stored against a template: this mark, the template blob's hash, then zlib with the template
+#: as its preset dictionary (a manifest repeats most of the one before: sources, licences, unchanged hashes)
+_AGAINST = b"T"
+#: a template is replaced when a manifest packed against it exceeds this share of its plain zlib size
+_TEMPLATE_SHARE = 0.25
+#: templates read by this process, by hash (content-addressed: never stale)
+_TEMPLATES: dict[str, bytes] = {}
+
+
+def _pack_against(data: bytes, hashed: str, template: bytes) -> bytes:
+    packer = zlib.compressobj(6, zdict=template)
+    return _AGAINST + hashed.encode() + packer.compress(data) + packer.flush()
+
+
+def _template_of(stored) -> str | None:
+    """The template hash of a stored manifest (None: packed alone)."""
+    stored = bytes(stored)
+    return stored[1:65].decode() if stored[:1] == _AGAINST else None
+
+
 class HistoryStore:
     """One history store (SQLite file or PostgreSQL schema). Not shared between threads."""
 
@@ -286,7 +306,12 @@ class HistoryStore:
             with _OPEN_LOCK:  # taken: put back only once this publish is committed
                 held = _OPEN.pop(self.identity, None)
             open_layers = held.layers if held is not None and held.latest == latest else {}
-            previous = self.manifest(seq - 1) if seq > 1 else {"layers": {}, "history": {}}
+            previous_stored = self._stored_manifest(seq - 1) if seq > 1 else None
+            previous = (
+                json.loads(self.manifest_json(previous_stored))
+                if previous_stored is not None
+                else {"layers": {}, "history": {}}
+            )
             layers_meta = {}
             for layer in sorted(files):
                 sha256 = manifest["layers"][layer]["sha256"]
@@ -314,7 +339,7 @@ class HistoryStore:
                     manifest["snapshotId"],
                     as_of_ms,
                     recorded_at,
-                    _pack(json.dumps(stored, separators=(",", ":")).encode()),
+                    self._pack_manifest(json.dumps(stored, separators=(",", ":")).encode(), previous_stored),
                 ),
             )
         with _OPEN_LOCK:
@@ -322,6 +347,42 @@ class HistoryStore:
                 (seq, manifest["snapshotId"], as_of_ms, recorded_at), open_layers
             )
         return Recorded(seq, True)
+
+    def _pack_manifest(self, data: bytes, previous) -> bytes:
+        """``data`` (a manifest's JSON) packed against the previous publish's template while that stays
+        small, else against itself as a new template (stored as a blob)."""
+        hashed = None if previous is None else _template_of(previous)
+        if hashed is not None:
+            packed = _pack_against(data, hashed, self._template(hashed))
+            if len(packed) <= _TEMPLATE_SHARE * len(_pack(data)):
+                return packed
+        hashed = rowcodec.digest(data)
+        self._put_blob(hashed, data)
+        return _pack_against(data, hashed, data)
+
+    def _template(self, hashed: str) -> bytes:
+        template = _TEMPLATES.get(hashed)
+        if template is None:
+            template = self._blob(hashed)
+            if len(_TEMPLATES) >= 64:
+                _TEMPLATES.clear()
+            _TEMPLATES[hashed] = template
+        return template
+
+    def manifest_json(self, stored) -> bytes:
+        """The JSON text of a stored manifest (``history_publish.manifest``)."""
+        stored = bytes(stored)
+        hashed = _template_of(stored)
+        if hashed is None:
+            return _unpack(stored)
+        unpacker = zlib.decompressobj(zdict=self._template(hashed))
+        return unpacker.decompress(stored[65:]) + unpacker.flush()
+
+    def _stored_manifest(self, seq: int):
+        row = self.execute("SELECT manifest FROM history_publish WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            raise HistoryError(f"no publish {seq} is recorded")
+        return row[0]
 
     def _latest(self) -> tuple[int, str, int, str] | None:
         """``(seq, snapshot_id, as_of_ms, recorded_at)`` of the latest recorded publish."""
@@ -481,16 +542,13 @@ class HistoryStore:
         return None if row is None else Publish(int(row[0]), str(row[1]), int(row[2]))
 
     def manifest(self, seq: int) -> dict:
-        row = self.execute("SELECT manifest FROM history_publish WHERE seq = ?", (seq,)).fetchone()
-        if row is None:
-            raise HistoryError(f"no publish {seq} is recorded")
-        return json.loads(_unpack(row[0]))
+        return json.loads(self.manifest_json(self._stored_manifest(seq)))
 
     def layer_schemas(self, layer: str, first: int, last: int) -> dict[int, str | None]:
         """``seq -> schema hash`` of ``layer`` (None: not in that publish) for the recorded publishes
         ``first..last`` (one read)."""
         return {
-            int(seq): (json.loads(_unpack(data))["history"].get(layer) or {}).get("schema")
+            int(seq): (json.loads(self.manifest_json(data))["history"].get(layer) or {}).get("schema")
             for seq, data in self.execute(
                 "SELECT seq, manifest FROM history_publish WHERE seq >= ? AND seq <= ?", (first, last)
             )
@@ -620,7 +678,8 @@ class HistoryStore:
             )
             used = {h for (h,) in self.execute("SELECT DISTINCT hash FROM history_row")}
             for (data,) in self.execute("SELECT manifest FROM history_publish").fetchall():
-                for info in json.loads(_unpack(data))["history"].values():
+                used.add(_template_of(data) or "")
+                for info in json.loads(self.manifest_json(data))["history"].values():
                     used.update(h for h in (info["schema"], info["order"]) if h)
             stale = [(h,) for (h,) in self.execute("SELECT hash FROM history_blob") if h not in used]
             self._many("DELETE FROM history_blob WHERE hash = ?", stale)
