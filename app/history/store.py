@@ -85,6 +85,8 @@ DDL = (
 )
 
 
+TABLES = ("history_publish", "history_row", "history_blob", "history_series", "history_extent")
+
 #: rows decoded by this process, by content hash (shared by every store: a hash names its content)
 ROWS = rowcodec.RowCache(64 << 20)
 
@@ -659,7 +661,16 @@ class HistoryStore:
     # --- retention -----------------------------------------------------------------------------------
     def prune(self, now: datetime, days: int) -> dict:
         """Drop what no instant of the last ``days`` days needs: publishes replaced before the cutoff, the
-        row versions only they carried, and blobs nothing refers to any more. Returns counts."""
+        row versions only they carried, and blobs nothing refers to any more. Returns counts.
+
+        PostgreSQL: then ``VACUUM (ANALYZE)`` the history tables, so the row versions a recording closed
+        (an update leaves the old one dead) and those dropped here make room for the next day's."""
+        counts = self._prune(now, days)
+        if self.postgres:  # outside any transaction (the connection is in autocommit)
+            self.execute(f"VACUUM (ANALYZE) {', '.join(TABLES)}")
+        return counts
+
+    def _prune(self, now: datetime, days: int) -> dict:
         cutoff = ms(now) - days * DAY_MS
         with self.transaction():
             keep = self.publish_at(cutoff)
