@@ -14,7 +14,8 @@ round is one kind, as the deployed refresher (a round every 300 s, docs/operatio
 - ``all``: the three at once (the costliest usual round: every live layer a new file).
 
 Recording overhead (same run, ``URBAN_BENCH_SCALE_ROUNDS`` rounds of each kind, default 3, the median
-share): ``store.record_dir`` of the published version against publishing it
+share): ``store.record_dir`` of the published version (handed the tables its verifying load parsed, as the
+refresher does: ``geo.data.snapshot.tables_read``) against publishing it
 without history, i.e. what the refresher does after fetching: write the version and load the full engine
 that verifies it (``write_snapshot`` + ``verify_loadable``). The upstream fetches are not in the baseline,
 so the share is an upper bound of what recording adds to a refresh.
