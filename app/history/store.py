@@ -228,6 +228,16 @@ class HistoryStore:
                 [(seq, layer, k, f) for k, f in keys],
             )
 
+    @contextmanager
+    def _pipeline(self) -> Iterator:
+        """PostgreSQL: statements sent without waiting for each one's answer (a read still waits for those
+        before it; an error surfaces at the latest when the block ends, inside the transaction); SQLite: None."""
+        if not self.postgres:
+            yield None
+            return
+        with self.conn.pipeline() as pipe:
+            yield pipe
+
     def _create(self) -> None:
         blob = "BYTEA" if self.postgres else "BLOB"
         with self.transaction():
@@ -315,35 +325,40 @@ class HistoryStore:
                 else {"layers": {}, "history": {}}
             )
             layers_meta = {}
-            for layer in sorted(files):
-                sha256 = manifest["layers"][layer]["sha256"]
-                before = previous["layers"].get(layer) or {}
-                if before.get("sha256") == sha256 and layer in previous["history"]:
-                    layers_meta[layer] = previous["history"][layer]  # the same file: not one row changed
-                else:
-                    table = None if tables is None else tables.get(sha256)
-                    enc = (
-                        rowcodec.encode_file(layer, files[layer])
-                        if table is None
-                        else rowcodec.encode_table(layer, table)
-                    )
-                    known = previous["history"].get(layer) or {}
-                    layers_meta[layer] = self._record_layer(seq, layer, enc, open_layers, known)
-                if checkpoint is not None:
-                    checkpoint(layer)
-            stored = {**manifest, "history": layers_meta}
-            recorded_at = datetime.now(UTC).isoformat(timespec="milliseconds")
-            self.execute(
-                "INSERT INTO history_publish (seq, snapshot_id, as_of_ms, recorded_at, manifest) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (
-                    seq,
-                    manifest["snapshotId"],
-                    as_of_ms,
-                    recorded_at,
-                    self._pack_manifest(json.dumps(stored, separators=(",", ":")).encode(), previous_stored),
-                ),
-            )
+            with self._pipeline() as pipe:
+                for layer in sorted(files):
+                    sha256 = manifest["layers"][layer]["sha256"]
+                    before = previous["layers"].get(layer) or {}
+                    if before.get("sha256") == sha256 and layer in previous["history"]:
+                        layers_meta[layer] = previous["history"][layer]  # the same file: not one row changed
+                    else:
+                        table = None if tables is None else tables.get(sha256)
+                        enc = (
+                            rowcodec.encode_file(layer, files[layer])
+                            if table is None
+                            else rowcodec.encode_table(layer, table)
+                        )
+                        known = previous["history"].get(layer) or {}
+                        layers_meta[layer] = self._record_layer(seq, layer, enc, open_layers, known)
+                    if checkpoint is not None:
+                        if pipe is not None:
+                            pipe.sync()  # what the checkpoint sees is written
+                        checkpoint(layer)
+                stored = {**manifest, "history": layers_meta}
+                recorded_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+                self.execute(
+                    "INSERT INTO history_publish (seq, snapshot_id, as_of_ms, recorded_at, manifest) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        seq,
+                        manifest["snapshotId"],
+                        as_of_ms,
+                        recorded_at,
+                        self._pack_manifest(
+                            json.dumps(stored, separators=(",", ":")).encode(), previous_stored
+                        ),
+                    ),
+                )
         with _OPEN_LOCK:
             _OPEN[self.identity] = _OpenVersions(
                 (seq, manifest["snapshotId"], as_of_ms, recorded_at), open_layers
