@@ -14,13 +14,16 @@ round is one kind, as the deployed refresher (a round every 300 s, docs/operatio
 - ``all``: the three at once (the costliest usual round: every live layer a new file).
 
 Recording overhead (same run, ``URBAN_BENCH_SCALE_ROUNDS`` rounds of each kind, default 3, the median
-share): ``store.record_dir`` of the published version against publishing it
+share): ``store.record_dir`` of the published version (handed the tables its verifying load parsed, as the
+refresher does: ``geo.data.snapshot.tables_read``) against publishing it
 without history, i.e. what the refresher does after fetching: write the version and load the full engine
 that verifies it (``write_snapshot`` + ``verify_loadable``). The upstream fetches are not in the baseline,
 so the share is an upper bound of what recording adds to a refresh.
 
 Storage, measured: the store's size after the first publish, then its growth over one day of rounds at the
-deployed cadences, recorded (in memory, through ``HistoryStore.record``): 288 rounds (one every 300 s), a new
+deployed cadences (the second day recorded, after the first and the daily ``prune``, which on PostgreSQL
+ends with a ``VACUUM``; autovacuum off on the history tables so that only that one reclaims: an upper
+bound), recorded (in memory, through ``HistoryStore.record``): 288 rounds (one every 300 s), a new
 NO2 hour every 12th, 7 works changed every 3rd (GIPOD every 15 minutes: 672 work versions a day, about what
 30,000 works listed over the open data's six months with four versions each give), one detour changed every
 8th (36 a day); a year is the first publish plus 365 such days. ``URBAN_BENCH_SCALE_BACKENDS`` (default
@@ -149,10 +152,10 @@ def _size(store) -> int:
 
 
 def run(engine) -> list[Row]:
-    from app.history.store import open_store
+    from app.history.store import TABLES, open_store
     from bench.services import Postgres
     from geo.data.publish import verify_loadable
-    from geo.data.snapshot import write_snapshot
+    from geo.data.snapshot import tables_read, write_snapshot
 
     reference = os.environ.get("URBAN_REFERENCE_DIR", "../shared/data")
     n_works = int(os.environ.get("URBAN_BENCH_SCALE_WORKS", "30000"))
@@ -185,11 +188,12 @@ def run(engine) -> list[Row]:
                         out = root / f"{label}-{rounds.step}"
                         t0 = time.perf_counter()
                         write_snapshot(layers, round_metas, as_of, out)
-                        verify_loadable(out)
+                        with tables_read() as tables:  # as the refresher: handed to the recorder
+                            verify_loadable(out)
                         publish[kind].append(time.perf_counter() - t0)
                         before = _size(store)
                         t0 = time.perf_counter()
-                        assert store.record_dir(out).new
+                        assert store.record_dir(out, tables=tables).new
                         record[kind].append(time.perf_counter() - t0)
                         growth[kind].append(_size(store) - before)
                         shutil.rmtree(out)
@@ -207,6 +211,11 @@ def run(engine) -> list[Row]:
                             met=share <= 0.05,
                         )
                     )
+                if store.postgres:  # the measured day's figure: only the daily prune's VACUUM reclaims
+                    for table in TABLES:
+                        store.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = false)")
+                _record_day(store, rounds)  # a first day, then the daily prune (PostgreSQL: its VACUUM)
+                store.prune(rounds.as_of.to_pydatetime(), 365)
                 before = _size(store)
                 t0 = time.perf_counter()
                 n_publishes = _record_day(store, rounds)

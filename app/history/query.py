@@ -206,7 +206,7 @@ def _schema_of(store: HistoryStore, seqs, layer: str) -> dict[int, tuple[list[st
             f"SELECT seq, manifest FROM history_publish WHERE seq IN ({marks})",  # noqa: S608
             part,
         ).fetchall():
-            schema_hash = json.loads(_unpack(data))["history"][layer]["schema"]
+            schema_hash = json.loads(store.manifest_json(data))["history"][layer]["schema"]
             with _schemas_lock:
                 known = _schemas.get(schema_hash)
             if known is None:

@@ -23,9 +23,13 @@ def history_url(data_dir, configured: str | None = None) -> str:
     return configured or os.environ.get("URBAN_HISTORY_URL") or default_url(data_dir)
 
 
-def record_published(data_dir, url: str | None = None, *, live_only: bool = False) -> Recorded | None:
+def record_published(
+    data_dir, url: str | None = None, *, live_only: bool = False, tables: dict | None = None
+) -> Recorded | None:
     """Record the snapshot ``data_dir`` points at (idempotent); None when it could not be recorded (or,
-    with ``live_only``, when no layer of it came from a live or recorded source)."""
+    with ``live_only``, when no layer of it came from a live or recorded source). ``tables``: the Arrow
+    tables this process parsed from layer files, by sha256 (``geo.data.snapshot.tables_read``), taken
+    instead of parsing those files again."""
     if live_only and not _has_live_layer(data_dir):
         return None
     try:
@@ -34,7 +38,7 @@ def record_published(data_dir, url: str | None = None, *, live_only: bool = Fals
         log.error("history: cannot open the store for %s: %s", data_dir, exc)
         return None
     try:
-        outcome = store.record_dir(data_dir)
+        outcome = store.record_dir(data_dir, tables=tables)
     except (HistoryError, OSError, ValueError, KeyError) as exc:
         log.error("history: the snapshot at %s was not recorded: %s", data_dir, exc)
         return None

@@ -141,6 +141,10 @@ def _unchanged(new, old) -> np.ndarray:
     ``0.0`` and ``-0.0`` differ; nulls: both null). Conservative: a type not compared here is all changed."""
     n = len(new)
     try:
+        kind = new.type
+        exact = not (pa.types.is_floating(kind) or pa.types.is_nested(kind) or pa.types.is_dictionary(kind))
+        if exact and kind == old.type and new.equals(old):  # floats: 0.0 equals -0.0 but encodes apart
+            return np.ones(n, dtype=bool)
         new_null = new.is_null().to_numpy(zero_copy_only=False)
         old_null = old.is_null().to_numpy(zero_copy_only=False)
         if pa.types.is_floating(new.type):
@@ -192,11 +196,13 @@ def _key_array(table: pa.Table, key_idx: list[int]) -> pa.Array | None:
         return joined
     if pc.any(pc.match_substring(joined, DUP)).as_py():
         return None  # a key part holding the ordinal mark: the Python rule decides
-    # a repeated key's ordinal: its occurrence among the rows of that key, in row order (a stable sort)
-    order = pc.sort_indices(joined).to_numpy()
-    ranked = joined.take(pa.array(order))
+    # a repeated key's ordinal: its occurrence among the rows of that key, in row order (a stable sort of
+    # the keys' dictionary codes)
+    codes = np.asarray(pc.dictionary_encode(joined).indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    order = np.argsort(codes, kind="stable")
+    ranked = codes[order]
     first = np.ones(len(order), dtype=bool)
-    first[1:] = ~np.asarray(pc.equal(ranked[1:], ranked[:-1]).to_numpy(zero_copy_only=False), dtype=bool)
+    first[1:] = ranked[1:] != ranked[:-1]
     starts = np.flatnonzero(first)
     ordinal = np.empty(len(order), dtype=np.int64)
     ordinal[order] = np.arange(len(order)) - starts[np.cumsum(first) - 1] + 1

@@ -26,15 +26,19 @@ import os
 import sqlite3
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import rows as rowcodec
 from . import versions
 from .failures import HistoryError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 OPEN = 2**62  # rec_to of a row version that is still current
 DAY_MS = 86_400_000
@@ -81,6 +85,8 @@ DDL = (
     ),
 )
 
+
+TABLES = ("history_publish", "history_row", "history_blob", "history_series", "history_extent")
 
 #: rows decoded by this process, by content hash (shared by every store: a hash names its content)
 ROWS = rowcodec.RowCache(64 << 20)
@@ -141,6 +147,26 @@ def _unpack(data) -> bytes:
     return zlib.decompress(bytes(data))
 
 
+#: a manifest stored against a template: this mark, the template blob's hash, then zlib with the template
+#: as its preset dictionary (a manifest repeats most of the one before: sources, licences, unchanged hashes)
+_AGAINST = b"T"
+#: a template is replaced when a manifest packed against it exceeds this share of its plain zlib size
+_TEMPLATE_SHARE = 0.25
+#: templates read by this process, by hash (content-addressed: never stale)
+_TEMPLATES: dict[str, bytes] = {}
+
+
+def _pack_against(data: bytes, hashed: str, template: bytes) -> bytes:
+    packer = zlib.compressobj(6, zdict=template)
+    return _AGAINST + hashed.encode() + packer.compress(data) + packer.flush()
+
+
+def _template_of(stored) -> str | None:
+    """The template hash of a stored manifest (None: packed alone)."""
+    stored = bytes(stored)
+    return stored[1:65].decode() if stored[:1] == _AGAINST else None
+
+
 class HistoryStore:
     """One history store (SQLite file or PostgreSQL schema). Not shared between threads."""
 
@@ -167,6 +193,51 @@ class HistoryStore:
                 cur.executemany(self._sql(sql), seq)
         else:
             self.conn.executemany(sql, seq)
+
+    def _insert(self, table: str, columns: str, types: str, rows: list[tuple], *, unique: str = "") -> None:
+        """Insert ``rows`` (values of ``columns``, comma-separated; ``types`` their PostgreSQL types) into
+        ``table``; with ``unique``, a row whose ``unique`` column clashes is skipped. PostgreSQL: one
+        statement, the rows as one array per column (a round trip per statement would cost more than the
+        rows)."""
+        if not rows:
+            return
+        conflict = f" ON CONFLICT ({unique}) DO NOTHING" if unique else ""
+        if self.postgres:
+            arrays = ", ".join(f"%s::{kind}[]" for kind in types.split(","))
+            self.conn.execute(
+                f"INSERT INTO {table} ({columns}) SELECT * FROM unnest({arrays}){conflict}",  # noqa: S608
+                [list(values) for values in zip(*rows)],
+            )
+        else:
+            marks = ", ".join("?" * len(columns.split(",")))
+            self.conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks}){conflict}", rows)  # noqa: S608
+
+    def _close(self, layer: str, seq: int, keys: list[tuple[str, int]]) -> None:
+        """Close the open versions ``(key, rec_from)`` of ``layer`` at publish ``seq``, by the primary key
+        (SQLite would otherwise pick ``(layer, rec_to)`` and scan every open row per update)."""
+        if not keys:
+            return
+        if self.postgres:
+            self.conn.execute(
+                "UPDATE history_row SET rec_to = %s FROM unnest(%s::text[], %s::bigint[]) AS c(key, rec_from) "
+                "WHERE history_row.layer = %s AND history_row.key = c.key AND history_row.rec_from = c.rec_from",
+                (seq, [k for k, _f in keys], [f for _k, f in keys], layer),
+            )
+        else:
+            self.conn.executemany(
+                "UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_from = ?",
+                [(seq, layer, k, f) for k, f in keys],
+            )
+
+    @contextmanager
+    def _pipeline(self) -> Iterator:
+        """PostgreSQL: statements sent without waiting for each one's answer (a read still waits for those
+        before it; an error surfaces at the latest when the block ends, inside the transaction); SQLite: None."""
+        if not self.postgres:
+            yield None
+            return
+        with self.conn.pipeline() as pipe:
+            yield pipe
 
     def _create(self) -> None:
         blob = "BYTEA" if self.postgres else "BLOB"
@@ -195,8 +266,18 @@ class HistoryStore:
         self.conn.close()
 
     # --- recording -----------------------------------------------------------------------------------
-    def record_dir(self, snapshot_dir, *, checkpoint: Callable[[str], None] | None = None) -> Recorded:
-        """Record the published snapshot at ``snapshot_dir`` (a pointer is resolved first)."""
+    def record_dir(
+        self,
+        snapshot_dir,
+        *,
+        checkpoint: Callable[[str], None] | None = None,
+        tables: Mapping[str, pa.Table] | None = None,
+    ) -> Recorded:
+        """Record the published snapshot at ``snapshot_dir`` (a pointer is resolved first).
+
+        A layer file is read (and checked against its manifest hash) only when its rows are encoded: not
+        when the previous publish carried the same file, nor when ``tables`` (Arrow tables this process
+        parsed from layer files, by the file's sha256: :func:`geo.data.snapshot.tables_read`) holds it."""
         from geo.data.snapshot import read_manifest
 
         root = Path(os.path.realpath(snapshot_dir))
@@ -204,20 +285,22 @@ class HistoryStore:
         known = self.find(manifest["snapshotId"], ms(manifest["asOf"]))
         if known is not None:
             return Recorded(known.seq, False, "already recorded")
-        files = {}
-        for layer, entry in manifest["layers"].items():
-            data = (root / entry["file"]).read_bytes()
-            if rowcodec.digest(data) != entry["sha256"]:
-                raise HistoryError(f"{root / entry['file']} differs from its manifest: not recorded")
-            files[layer] = data
-        return self.record(manifest, files, checkpoint=checkpoint)
+        return self.record(manifest, _LayerFiles(root, manifest), checkpoint=checkpoint, tables=tables)
 
-    def record(self, manifest: dict, files: dict[str, bytes], *, checkpoint=None) -> Recorded:
+    def record(
+        self,
+        manifest: dict,
+        files: Mapping[str, bytes],
+        *,
+        checkpoint=None,
+        tables: Mapping[str, pa.Table] | None = None,
+    ) -> Recorded:
         """Record one publish: its manifest and its layer files (GeoParquet bytes by layer name).
 
         Idempotent: a publish already recorded (same ``snapshotId`` and ``asOf``) is not recorded again. A
         publish whose ``asOf`` is not after the latest recorded one is refused (recorded time only grows).
         ``checkpoint(layer)`` runs inside the transaction after each layer (tests use it to crash there).
+        ``tables``: Arrow tables of layer files by the file's sha256, taken instead of parsing that file.
         """
         as_of_ms = ms(manifest["asOf"])
         with self.transaction():
@@ -236,38 +319,88 @@ class HistoryStore:
             with _OPEN_LOCK:  # taken: put back only once this publish is committed
                 held = _OPEN.pop(self.identity, None)
             open_layers = held.layers if held is not None and held.latest == latest else {}
-            previous = self.manifest(seq - 1) if seq > 1 else {"layers": {}, "history": {}}
-            layers_meta = {}
-            for layer, data in sorted(files.items()):
-                before = previous["layers"].get(layer) or {}
-                if (
-                    before.get("sha256") == manifest["layers"][layer]["sha256"]
-                    and layer in previous["history"]
-                ):
-                    layers_meta[layer] = previous["history"][layer]  # the same file: not one row changed
-                else:
-                    enc = rowcodec.encode_file(layer, data)
-                    layers_meta[layer] = self._record_layer(seq, layer, enc, open_layers)
-                if checkpoint is not None:
-                    checkpoint(layer)
-            stored = {**manifest, "history": layers_meta}
-            recorded_at = datetime.now(UTC).isoformat(timespec="milliseconds")
-            self.execute(
-                "INSERT INTO history_publish (seq, snapshot_id, as_of_ms, recorded_at, manifest) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (
-                    seq,
-                    manifest["snapshotId"],
-                    as_of_ms,
-                    recorded_at,
-                    _pack(json.dumps(stored, separators=(",", ":")).encode()),
-                ),
+            previous_stored = self._stored_manifest(seq - 1) if seq > 1 else None
+            previous = (
+                json.loads(self.manifest_json(previous_stored))
+                if previous_stored is not None
+                else {"layers": {}, "history": {}}
             )
+            layers_meta = {}
+            with self._pipeline() as pipe:
+                for layer in sorted(files):
+                    sha256 = manifest["layers"][layer]["sha256"]
+                    before = previous["layers"].get(layer) or {}
+                    if before.get("sha256") == sha256 and layer in previous["history"]:
+                        layers_meta[layer] = previous["history"][layer]  # the same file: not one row changed
+                    else:
+                        table = None if tables is None else tables.get(sha256)
+                        enc = (
+                            rowcodec.encode_file(layer, files[layer])
+                            if table is None
+                            else rowcodec.encode_table(layer, table)
+                        )
+                        known = previous["history"].get(layer) or {}
+                        layers_meta[layer] = self._record_layer(seq, layer, enc, open_layers, known)
+                    if checkpoint is not None:
+                        if pipe is not None:
+                            pipe.sync()  # what the checkpoint sees is written
+                        checkpoint(layer)
+                stored = {**manifest, "history": layers_meta}
+                recorded_at = datetime.now(UTC).isoformat(timespec="milliseconds")
+                self.execute(
+                    "INSERT INTO history_publish (seq, snapshot_id, as_of_ms, recorded_at, manifest) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (
+                        seq,
+                        manifest["snapshotId"],
+                        as_of_ms,
+                        recorded_at,
+                        self._pack_manifest(
+                            json.dumps(stored, separators=(",", ":")).encode(), previous_stored
+                        ),
+                    ),
+                )
         with _OPEN_LOCK:
             _OPEN[self.identity] = _OpenVersions(
                 (seq, manifest["snapshotId"], as_of_ms, recorded_at), open_layers
             )
         return Recorded(seq, True)
+
+    def _pack_manifest(self, data: bytes, previous) -> bytes:
+        """``data`` (a manifest's JSON) packed against the previous publish's template while that stays
+        small, else against itself as a new template (stored as a blob)."""
+        hashed = None if previous is None else _template_of(previous)
+        if hashed is not None:
+            packed = _pack_against(data, hashed, self._template(hashed))
+            if len(packed) <= _TEMPLATE_SHARE * len(_pack(data)):
+                return packed
+        hashed = rowcodec.digest(data)
+        self._put_blob(hashed, data)
+        return _pack_against(data, hashed, data)
+
+    def _template(self, hashed: str) -> bytes:
+        template = _TEMPLATES.get(hashed)
+        if template is None:
+            template = self._blob(hashed)
+            if len(_TEMPLATES) >= 64:
+                _TEMPLATES.clear()
+            _TEMPLATES[hashed] = template
+        return template
+
+    def manifest_json(self, stored) -> bytes:
+        """The JSON text of a stored manifest (``history_publish.manifest``)."""
+        stored = bytes(stored)
+        hashed = _template_of(stored)
+        if hashed is None:
+            return _unpack(stored)
+        unpacker = zlib.decompressobj(zdict=self._template(hashed))
+        return unpacker.decompress(stored[65:]) + unpacker.flush()
+
+    def _stored_manifest(self, seq: int):
+        row = self.execute("SELECT manifest FROM history_publish WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            raise HistoryError(f"no publish {seq} is recorded")
+        return row[0]
 
     def _latest(self) -> tuple[int, str, int, str] | None:
         """``(seq, snapshot_id, as_of_ms, recorded_at)`` of the latest recorded publish."""
@@ -282,9 +415,12 @@ class HistoryStore:
             (hashed, _pack(data)),
         )
 
-    def _record_layer(self, seq: int, layer: str, enc: rowcodec.EncodedLayer, open_layers: dict) -> dict:
+    def _record_layer(
+        self, seq: int, layer: str, enc: rowcodec.EncodedLayer, open_layers: dict, known: dict
+    ) -> dict:
         """Write the versions of ``layer`` that publish ``seq`` changes; ``open_layers`` (the open versions
-        held in this process, per layer) is read and updated."""
+        held in this process, per layer) is read and updated; ``known``: the layer's schema and order blobs
+        of the previous publish (stored already)."""
         token, current = open_layers.get(layer) or (None, None)
         if current is None:
             current = {
@@ -297,7 +433,7 @@ class HistoryStore:
         if token is not None and enc.changed is not None and enc.base == token:
             # diffed against the very rows open here: only the keys it names can differ
             closed = [
-                (seq, layer, key, current[key][1])
+                (key, current[key][1])
                 for key in enc.changed
                 if key in current and enc.rows.get(key, (None,))[0] != current[key][0]
             ]
@@ -308,48 +444,57 @@ class HistoryStore:
             ]
         else:
             closed = [
-                (seq, layer, key, rec_from)
+                (key, rec_from)
                 for key, (h, rec_from) in current.items()
                 if enc.rows.get(key, (None,))[0] != h
             ]
             fresh = [(key, row) for key, row in enc.rows.items() if current.get(key, (None,))[0] != row[0]]
-        for _seq, _layer, key, _rec_from in closed:
+        for key, _rec_from in closed:
             del current[key]
         current.update((key, (row[0], seq)) for key, row in fresh)
         open_layers[layer] = (enc.token, current)
-        # by the primary key: SQLite would otherwise pick (layer, rec_to) and scan every open row per update
-        self._many("UPDATE history_row SET rec_to = ? WHERE layer = ? AND key = ? AND rec_from = ?", closed)
-        self._many(
-            "INSERT INTO history_blob (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
-            {h: (h, _pack(data)) for _key, (h, data, _f, _t) in fresh}.values(),
+        self._close(layer, seq, closed)
+        self._insert(
+            "history_blob",
+            "hash, data",
+            "text,bytea",
+            list({h: (h, _pack(data)) for _key, (h, data, _f, _t) in fresh}.values()),
+            unique="hash",
         )
-        self._many(
-            "INSERT INTO history_row (layer, key, hash, valid_from, valid_to, rec_from, rec_to) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        self._insert(
+            "history_row",
+            "layer, key, hash, valid_from, valid_to, rec_from, rec_to",
+            "text,text,text,bigint,bigint,bigint,bigint",
             [(layer, key, h, vf, vt, seq, OPEN) for key, (h, _d, vf, vt) in fresh],
         )
         self._index(layer, seq, enc, [key for key, _row in fresh])
         schema_hash = rowcodec.digest(enc.schema)
-        self._put_blob(schema_hash, enc.schema)
+        if schema_hash != known.get("schema"):
+            self._put_blob(schema_hash, enc.schema)
         order_hash = None
         if enc.order is not None:
             packed = rowcodec.pack_order(enc.order)
             order_hash = rowcodec.digest(packed)
-            self._put_blob(order_hash, packed)
+            if order_hash != known.get("order"):
+                self._put_blob(order_hash, packed)
         return {"schema": schema_hash, "order": order_hash}
 
     def _index(self, layer: str, seq: int, enc: rowcodec.EncodedLayer, keys: list[str]) -> None:
         """The read-index rows of the versions of ``keys`` that publish ``seq`` writes."""
-        self._many(
-            "INSERT INTO history_series (layer, key, rec_from, series, t, value) VALUES (?, ?, ?, ?, ?, ?)",
+        self._insert(
+            "history_series",
+            "layer, key, rec_from, series, t, value",
+            "text,text,bigint,text,bigint,float8",
             [(layer, k, seq, *rest) for k, *rest in enc.series_of(keys)],
         )
         if keys:  # measured only for the contents this publish writes
             boxes = enc.boxes_of(keys)
-            self._many(
-                "INSERT INTO history_extent (hash, min_lat, min_lng, max_lat, max_lng) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (hash) DO NOTHING",
+            self._insert(
+                "history_extent",
+                "hash, min_lat, min_lng, max_lat, max_lng",
+                "text,float8,float8,float8,float8",
                 [(h, *(None if v != v else v for v in box)) for h, box in boxes.items()],
+                unique="hash",
             )
 
     def _reindex(self) -> None:
@@ -415,16 +560,13 @@ class HistoryStore:
         return None if row is None else Publish(int(row[0]), str(row[1]), int(row[2]))
 
     def manifest(self, seq: int) -> dict:
-        row = self.execute("SELECT manifest FROM history_publish WHERE seq = ?", (seq,)).fetchone()
-        if row is None:
-            raise HistoryError(f"no publish {seq} is recorded")
-        return json.loads(_unpack(row[0]))
+        return json.loads(self.manifest_json(self._stored_manifest(seq)))
 
     def layer_schemas(self, layer: str, first: int, last: int) -> dict[int, str | None]:
         """``seq -> schema hash`` of ``layer`` (None: not in that publish) for the recorded publishes
         ``first..last`` (one read)."""
         return {
-            int(seq): (json.loads(_unpack(data))["history"].get(layer) or {}).get("schema")
+            int(seq): (json.loads(self.manifest_json(data))["history"].get(layer) or {}).get("schema")
             for seq, data in self.execute(
                 "SELECT seq, manifest FROM history_publish WHERE seq >= ? AND seq <= ?", (first, last)
             )
@@ -564,7 +706,16 @@ class HistoryStore:
     # --- retention -----------------------------------------------------------------------------------
     def prune(self, now: datetime, days: int) -> dict:
         """Drop what no instant of the last ``days`` days needs: publishes replaced before the cutoff, the
-        row versions only they carried, and blobs nothing refers to any more. Returns counts."""
+        row versions only they carried, and blobs nothing refers to any more. Returns counts.
+
+        PostgreSQL: then ``VACUUM (ANALYZE)`` the history tables, so the row versions a recording closed
+        (an update leaves the old one dead) and those dropped here make room for the next day's."""
+        counts = self._prune(now, days)
+        if self.postgres:  # outside any transaction (the connection is in autocommit)
+            self.execute(f"VACUUM (ANALYZE) {', '.join(TABLES)}")
+        return counts
+
+    def _prune(self, now: datetime, days: int) -> dict:
         cutoff = ms(now) - days * DAY_MS
         with self.transaction():
             keep = self.publish_at(cutoff)
@@ -577,17 +728,40 @@ class HistoryStore:
                 "r.layer = history_series.layer AND r.key = history_series.key "
                 "AND r.rec_from = history_series.rec_from)"
             )
-            self.execute(
-                "DELETE FROM history_extent WHERE NOT EXISTS "
-                "(SELECT 1 FROM history_row r WHERE r.hash = history_extent.hash)"
+            unused = " AND ".join(  # by layer (a constant): that layer's partial hash index answers it
+                f"NOT EXISTS (SELECT 1 FROM history_row r WHERE r.layer = '{layer}' AND r.hash = history_extent.hash)"
+                for layer in rowcodec.EXTENT_INDEXED
             )
+            self.execute(f"DELETE FROM history_extent WHERE {unused}")  # noqa: S608 - constants only
             used = {h for (h,) in self.execute("SELECT DISTINCT hash FROM history_row")}
             for (data,) in self.execute("SELECT manifest FROM history_publish").fetchall():
-                for info in json.loads(_unpack(data))["history"].values():
+                used.add(_template_of(data) or "")
+                for info in json.loads(self.manifest_json(data))["history"].values():
                     used.update(h for h in (info["schema"], info["order"]) if h)
             stale = [(h,) for (h,) in self.execute("SELECT hash FROM history_blob") if h not in used]
             self._many("DELETE FROM history_blob WHERE hash = ?", stale)
         return {"publishes": max(pubs, 0), "rows": max(rows, 0), "blobs": len(stale)}
+
+
+class _LayerFiles(Mapping):
+    """The layer files of a snapshot directory, by layer: each read, and checked against the manifest's
+    hash, when it is asked for."""
+
+    def __init__(self, root: Path, manifest: dict):
+        self.root, self.entries = root, manifest["layers"]
+
+    def __getitem__(self, layer: str) -> bytes:
+        path = self.root / self.entries[layer]["file"]
+        data = path.read_bytes()
+        if rowcodec.digest(data) != self.entries[layer]["sha256"]:
+            raise HistoryError(f"{path} differs from its manifest: not recorded")
+        return data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
 
 
 def connect_sqlite(path) -> sqlite3.Connection:

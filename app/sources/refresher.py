@@ -21,7 +21,7 @@ from typing import Callable
 from app.history.recorder import record_published
 from geo.errors import SnapshotError
 from geo.data.publish import verify_loadable
-from geo.data.snapshot import DEFAULT_SEED, build_layers, read_snapshot, write_snapshot
+from geo.data.snapshot import DEFAULT_SEED, build_layers, read_snapshot, tables_read, write_snapshot
 
 from . import boundary, delijn, gipod, ircel, lez, store
 from .catalog import SOURCES
@@ -150,7 +150,8 @@ def refresh(
     version = store.new_version_dir(data_dir, now)
     try:
         manifest = write_snapshot(layers, metas, now, version)
-        verify_loadable(version)  # a full engine load: never switch to something the workers cannot load
+        with tables_read() as tables:  # handed to the recorder: it need not parse the files again
+            verify_loadable(version)  # a full engine load: never switch to something the workers cannot load
         store.switch(data_dir, version)
     except SnapshotError as exc:
         shutil.rmtree(version, ignore_errors=True)
@@ -160,7 +161,8 @@ def refresh(
     except BaseException:
         shutil.rmtree(version, ignore_errors=True)
         raise
-    record_published(data_dir, settings.history_url)  # after the switch: a failed round records nothing
+    # after the switch: a failed round records nothing
+    record_published(data_dir, settings.history_url, tables=tables)
     store.prune(data_dir, settings.keep_versions)
     report.published, report.path = True, version
     report.snapshot_id, report.as_of = manifest["snapshotId"], manifest["asOf"]

@@ -15,7 +15,10 @@ import functools
 import hashlib
 import io
 import json
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -236,11 +239,42 @@ def read_layer(data: bytes):
     >>> read_layer(buf.getvalue()).crs.to_string(), read_layer(buf.getvalue()).geometry.x.tolist()
     ('EPSG:4326', [4.4])
     """
+    return _read_layer(data)[0]
+
+
+def _read_layer(data: bytes):
+    """``(frame, Arrow table)`` of :func:`read_layer`."""
     import geopandas as gpd
     import pyarrow.parquet as pq
 
-    frame = layer_from_table(pq.read_table(io.BytesIO(data)))
-    return gpd.read_parquet(io.BytesIO(data)) if frame is None else frame
+    table = pq.read_table(io.BytesIO(data))
+    frame = layer_from_table(table)
+    return (gpd.read_parquet(io.BytesIO(data)) if frame is None else frame), table
+
+
+_COLLECTING = threading.local()
+
+
+@contextmanager
+def tables_read() -> Iterator[dict]:
+    """Collect, in this thread, the Arrow table of every layer file :func:`read_snapshot` parses, by the
+    file's sha256 (e.g. while a refresher verifies a version, for the history recorder that follows: the
+    same bytes give the same table, so it need not parse the files again).
+
+    Examples
+    --------
+    >>> with tables_read() as tables:
+    ...     pass
+    >>> tables
+    {}
+    """
+    tables: dict = {}
+    outer = getattr(_COLLECTING, "tables", None)
+    _COLLECTING.tables = tables
+    try:
+        yield tables
+    finally:
+        _COLLECTING.tables = outer
 
 
 def layer_from_table(table, geometry=None):
@@ -360,7 +394,7 @@ def read_snapshot(path):
                 f"{fpath} is corrupt or truncated (sha256 differs from {root / MANIFEST}); {fix_hint(root)}"
             )
         try:
-            layer = read_layer(data)
+            layer, table = _read_layer(data)
         except Exception as exc:  # pyarrow/geopandas raise many types for unreadable files
             raise SnapshotError(
                 f"{fpath} is not a readable GeoParquet file ({exc}); {fix_hint(root)}"
@@ -374,6 +408,9 @@ def read_snapshot(path):
                 f"{fpath} has {len(layer)} records, the manifest says {entry['records']}; {fix_hint(root)}"
             )
         files[name], layers[name] = data, layer
+        collecting = getattr(_COLLECTING, "tables", None)
+        if collecting is not None:
+            collecting[entry["sha256"]] = table
     if snapshot_id(files) != manifest["snapshotId"]:
         raise SnapshotError(f"{root / MANIFEST}: snapshotId does not match the layer files; {fix_hint(root)}")
     return layers, manifest

@@ -173,7 +173,7 @@ def dump(url: str) -> dict:
         q = store.execute
         return {
             "publish": sorted(
-                (s, i, t, json.loads(zlib.decompress(bytes(m))))
+                (s, i, t, json.loads(store.manifest_json(m)))
                 for s, i, t, m in q("SELECT seq, snapshot_id, as_of_ms, manifest FROM history_publish")
             ),
             "row": sorted(

@@ -62,3 +62,23 @@ def test_replay_of_a_recording_is_recorded(fake, upstream, settings, tmp_path, r
     assert recorded(out) == [replayed["snapshotId"]]
     replay(tmp_path / "rec", out, reference_dir)  # the same recording again: the same publish, once
     assert recorded(out) == [replayed["snapshotId"]]
+
+
+def test_the_refresher_records_from_the_tables_its_verifying_load_parsed(
+    fake, upstream, settings, tmp_path, reference_dir, monkeypatch
+):
+    from app.history import rows
+
+    def never(layer, data):
+        raise AssertionError(f"the recorder parsed {layer}'s file again")
+
+    monkeypatch.setattr(rows, "encode_file", never)  # every layer must come from a handed table
+    data_dir = tmp_path / "data" / "snapshot"
+    report = refresh(data_dir, reference_dir, upstream, settings, now=NOW)
+    assert report.published
+    assert recorded(data_dir) == [report.snapshot_id]
+    store = open_store(history_url(data_dir))
+    try:
+        assert store.manifest(1)["snapshotId"] == report.snapshot_id
+    finally:
+        store.close()
