@@ -150,21 +150,21 @@ class PairTable:
         """Per (cell, point) entry, the location whose haversine the kernel takes first: the point itself, or
         (``target >= k.size``) the vertex of its extent that is the nearest part of it from the whole cell
         (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). The
-        entries whose target is the point and whose point has an extent get ``listed`` (their position among
-        them; -1 for the others): their ``SUBCELLS`` x ``SUBCELLS`` codes in ``self.sub_code`` (the target of
-        a certified vertex, or ``-1 - L`` for list ``L`` of ``self.lists``), built per cell on first use."""
+        entries whose point has an extent and no such vertex get ``listed`` (their position among them; -1 for
+        the others) and the target ``-1 - listed`` (their point: ``listed_point``): their ``SUBCELLS`` x
+        ``SUBCELLS`` codes in ``self.sub_code`` (the target of a certified vertex, or ``-1 - L`` for list ``L``
+        of ``self.lists``), built per cell on first use. The kernel reads one target per candidate."""
         n_k = self.k.size
         self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
         self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
         self._lock = threading.Lock()
         self.fine_code = np.zeros(0, dtype=np.int32)  # FINE x FINE codes per sub-cell cut again
         self.fine_base = np.zeros(0, dtype=np.int32)  # per sub-cell: its first fine code, -1 if not cut
-        self.edged = np.zeros(n_k, dtype=bool)
         listed = np.full(point.size, -1, dtype=np.int64)
+        self.listed_point = np.zeros(0, dtype=np.int64)
         if self.extents is None:
             return point, listed
         ex = self.extents
-        self.edged = ex.has[self.k]
         iy, ix = np.divmod(cell, grid.nx)
         c_lat = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
         c_lng = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
@@ -172,9 +172,9 @@ class PairTable:
         self.t_lat_r, self.t_lng_r, self.t_cos = (
             np.r_[a, v] for a, v in zip((self.lat_r, self.lng_r, self.cos_lat), ex.vertex)
         )
-        self.edged = np.r_[self.edged, np.zeros(ex.vertex.shape[1], dtype=bool)]
         edged = np.flatnonzero((vertex < 0) & ex.has[self.k[point]])
         listed[edged] = np.arange(edged.size)
+        self.listed_point = point[edged]
         # per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one: the same certificate, else
         # the sub-cell's edge list; built per cell the first time a query falls in it (build_sub_cells)
         self._grid, self._sub_row, self._sub_cell = grid, self.k[point[edged]], cell[edged]  # by cell
@@ -183,7 +183,7 @@ class PairTable:
         self.lists = EdgeLists.empty(ex)
         self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
         self._sub_built[self._sub_cell] = False
-        return np.where(vertex >= 0, n_k + vertex, point), listed
+        return np.where(vertex >= 0, n_k + vertex, np.where(listed >= 0, -1 - listed, point)), listed
 
     def build_sub_cells(self, cells=None) -> None:
         """Build the sub-cells (vertex or edge list per sub-cell of the entries without a cell certificate) of
@@ -354,9 +354,9 @@ class PairTable:
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
             tg = self.target.take(e)  # then the targets' own (small, cached) columns
-            edged = np.flatnonzero(self.edged.take(tg))
+            edged = np.flatnonzero(tg < 0)
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
-                listed = self.listed.take(e.take(edged))
+                listed = -1 - tg.take(edged)
                 where = np.repeat(sub_q[a:b], n).take(edged)
                 if fine_on:
                     where, fine_q = np.divmod(where, FINE * FINE)
@@ -372,7 +372,9 @@ class PairTable:
                 vx = np.flatnonzero(code >= 0)
                 tg[edged.take(vx)] = code.take(vx)
                 rest = np.flatnonzero(code < 0)
-                edged, listed = edged.take(rest), -1 - code.take(rest)
+                edged = edged.take(rest)
+                tg[edged] = self.listed_point.take(listed.take(rest))  # the point: the bracket's haversine
+                listed = -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
