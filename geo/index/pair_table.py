@@ -279,23 +279,43 @@ class PairTable:
         the groups that row allows.
         ``threads`` splits the queries into that many contiguous runs scored at once (NumPy releases the
         GIL); the result does not depend on it.
+
+        The pairs are written straight into arrays sized by the queries' candidates (an upper bound known
+        before any distance); the result is their first part (views: no copy of the pairs).
         """
         lat_d, lng_d = np.asarray(lat_d, dtype=np.float64), np.asarray(lng_d, dtype=np.float64)
         if group is not None:  # the first cell of each query's lists
             group = np.asarray(group, dtype=np.intp) * (self.nx * self.ny)
         spans = self._spans(lat_d.size, max(int(threads), 1))
-        run = lambda span: self._run(lat_d, lng_d, group, *span)  # noqa: E731
+        bound = [
+            self._candidates(lat_d[a:b], lng_d[a:b], None if group is None else group[a:b]) for a, b in spans
+        ]
+        at = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64).tolist()
+        out = (np.empty(at[-1], dtype=np.int64), np.empty(at[-1], dtype=np.int64), np.empty(at[-1]))
+        run = lambda i: self._run(lat_d, lng_d, group, *spans[i], out, at[i])  # noqa: E731
         if len(spans) == 1:
-            blocks = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
-            return tuple(np.concatenate(a) for a in zip(*blocks + run(spans[0])))
-        with ThreadPoolExecutor(len(spans)) as pool:
-            parts = list(pool.map(run, spans))
-            # each thread copies its own blocks into the result (the copy and its page faults in parallel)
-            sizes = [sum(b[0].size for b in part) for part in parts]
-            at = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-            out = (np.empty(at[-1], dtype=np.int64), np.empty(at[-1], dtype=np.int64), np.empty(at[-1]))
-            list(pool.map(lambda i: _fill(out, parts[i], at[i]), range(len(parts))))
-        return out
+            ends = [run(0)]
+        else:
+            with ThreadPoolExecutor(len(spans)) as pool:
+                ends = list(pool.map(run, range(len(spans))))
+        used = ends[0]
+        for start, end in zip(at[1:], ends[1:]):  # each run's pairs moved down after the previous run's
+            if start > used:
+                for a in out:
+                    a[used : used + end - start] = a[start:end]  # NumPy copies overlapping ranges correctly
+            used += end - start
+        return tuple(a[:used] for a in out)
+
+    def _candidates(self, lat_d, lng_d, group) -> int:
+        """The number of candidates (cell entries) of the queries: at least their pairs. The cells from the
+        floats :meth:`_chunk` uses."""
+        iy, ix = np.floor((lat_d - self.y0) / self.dlat), np.floor((lng_d - self.x0) / self.dlng)
+        inside = (iy >= 0) & (iy < self.ny) & (ix >= 0) & (ix < self.nx)
+        cell = np.where(inside, iy * self.nx + ix, 0).astype(np.int64)
+        if group is not None:
+            cell += group
+        lens = self.start.take(cell + 1) - self.start.take(cell)
+        return int(lens.sum(where=inside))
 
     @staticmethod
     def _spans(n: int, threads: int) -> list[tuple[int, int]]:
@@ -304,17 +324,17 @@ class PairTable:
         cuts = [n * t // threads for t in range(threads + 1)]
         return list(zip(cuts[:-1], cuts[1:]))
 
-    def _run(self, lat_d, lng_d, group, lo: int, hi: int) -> list:
-        """The (query, point, km) blocks of the queries ``lo:hi``, in order."""
-        found: list = []
+    def _run(self, lat_d, lng_d, group, lo: int, hi: int, out, at: int) -> int:
+        """Write the (query, point, km) pairs of the queries ``lo:hi`` into ``out`` from ``at`` on, in order;
+        returns where they end."""
         for s in range(lo, hi, QUERY_CHUNK):
             e = min(s + QUERY_CHUNK, hi)
-            found += self._chunk(lat_d[s:e], lng_d[s:e], group, s)
-        return found
+            at = self._chunk(lat_d[s:e], lng_d[s:e], group, s, out, at)
+        return at
 
-    def _chunk(self, lat_d, lng_d, group, first):
-        """The (query, point, km) blocks of up to QUERY_CHUNK queries, their candidates taken about
-        PAIR_BLOCK at a time so that every temporary array of the distance stays in cache."""
+    def _chunk(self, lat_d, lng_d, group, first, out, at: int) -> int:
+        """:meth:`_run` of up to QUERY_CHUNK queries, their candidates taken about PAIR_BLOCK at a time so that
+        every temporary array of the distance stays in cache."""
         fy = (lat_d - self.y0) / self.dlat
         fx = (lng_d - self.x0) / self.dlng
         iy, ix = np.floor(fy), np.floor(fx)
@@ -392,22 +412,16 @@ class PairTable:
             near, d = self.lists.within(listed, *q, rep, self.radius)
             measured = np.full(listed.size, np.inf)
             measured[near] = d
-            at = 0
+            done = 0
             for km, edged, *_ in listed_pairs:
-                km[edged] = measured[at : at + edged.size]
-                at += edged.size
-        found = []
+                km[edged] = measured[done : done + edged.size]
+                done += edged.size
         for a, b, n, e, km in blocks:
             hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
-            query = np.repeat(rows[a:b] + first, n)
-            found.append((query.take(hit), self.entries.take(e.take(hit)), km.take(hit)))
-        return found
-
-
-def _fill(out, blocks, at: int) -> None:
-    """Copy the (query, point, km) ``blocks`` into the arrays ``out`` from position ``at`` on."""
-    for block in blocks:
-        end = at + block[0].size
-        for target, values in zip(out, block):
-            target[at:end] = values
-        at = end
+            end = at + hit.size
+            # written in place ("clip": valid positions, and no buffered copy of the output)
+            np.repeat(rows[a:b] + first, n).take(hit, out=out[0][at:end], mode="clip")
+            self.entries.take(e.take(hit), out=out[1][at:end], mode="clip")
+            km.take(hit, out=out[2][at:end], mode="clip")
+            at = end
+        return at
