@@ -33,6 +33,7 @@ def _base_table_class(ref: str, into: Path):
     spec = importlib.util.spec_from_file_location(
         "geo_base", into / "geo" / "__init__.py", submodule_search_locations=[str(into / "geo")]
     )
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["geo_base"] = module
     spec.loader.exec_module(module)

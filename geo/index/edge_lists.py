@@ -221,23 +221,17 @@ class EdgeLists:
 def _nearest_records(x, y, records):
     """:func:`geo.index.extents._nearest` (the same floats and the same first nearest edge) from each query's
     list record (a (queries, 6 w) array, :class:`EdgeLists`), one edge position of every query at a time: a
-    branch-free running first minimum (strict ``<``), then the nearest edge's foot computed once more."""
-    n, w = x.size, records.shape[1] // 6
+    branch-free running first minimum (``np.where`` on a strict ``<``; a masked copy mispredicts a branch per
+    element)."""
+    w = records.shape[1] // 6
     c = np.ascontiguousarray(records.T)  # (6 w, queries): field f of edge k is row f w + k
     tj, bx, by, best = to_edges(x - c[0], y - c[w], c[2 * w], c[3 * w], c[4 * w])
-    if w > 1:
-        jk = np.zeros(n, dtype=np.intp)
-        for k in range(1, w):
-            m2 = to_edges(x - c[k], y - c[w + k], c[2 * w + k], c[3 * w + k], c[4 * w + k])[3]
-            nearer = m2 < best  # strictly: the first nearest edge stays
-            best = np.where(nearer, m2, best)
-            jk = np.where(nearer, k, jk)
-        at = jk * n + np.arange(n)  # the nearest edge's fields: row f w + jk, column i
-        ax, ay, dx, dy, inv = (c.take(at + f * w * n) for f in range(5))
-        tj, bx, by, best = to_edges(x - ax, y - ay, dx, dy, inv)
-        vs = c.take(at + 5 * w * n)
-    else:
-        vs = c[5]
+    vs = c[5 * w]
+    for k in range(1, w):
+        t, px, py, m2 = to_edges(x - c[k], y - c[w + k], c[2 * w + k], c[3 * w + k], c[4 * w + k])
+        nearer = m2 < best  # strictly: the first nearest edge stays
+        best, tj = np.where(nearer, m2, best), np.where(nearer, t, tj)
+        bx, by, vs = np.where(nearer, px, bx), np.where(nearer, py, by), np.where(nearer, c[5 * w + k], vs)
     vj = vs.astype(np.int64)  # the nearest edge's start vertex
     vertex = np.where(tj == 0.0, vj, np.where(tj == 1.0, vj + 1, -1))
     cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)

@@ -408,8 +408,8 @@ class PairTable:
                 listed_pairs.append((km, edged, listed, *q, km.take(edged)))
             blocks.append((a, b, n, e, km))
         if listed_pairs:
-            listed, *q, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
-            near, d = self.lists.within(listed, *q, rep, self.radius)
+            listed, *q_listed, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
+            near, d = self.lists.within(listed, *q_listed, rep, self.radius)
             measured = np.full(listed.size, np.inf)
             measured[near] = d
             done = 0
