@@ -280,42 +280,23 @@ class PairTable:
         ``threads`` splits the queries into that many contiguous runs scored at once (NumPy releases the
         GIL); the result does not depend on it.
 
-        The pairs are written straight into arrays sized by the queries' candidates (an upper bound known
-        before any distance); the result is their first part (views: no copy of the pairs).
+        The pairs are written straight into arrays with room for each chunk's candidates (an upper bound known
+        before any distance), sized from the first chunk; the result is their first part (views).
         """
         lat_d, lng_d = np.asarray(lat_d, dtype=np.float64), np.asarray(lng_d, dtype=np.float64)
         if group is not None:  # the first cell of each query's lists
             group = np.asarray(group, dtype=np.intp) * (self.nx * self.ny)
         spans = self._spans(lat_d.size, max(int(threads), 1))
-        bound = [
-            self._candidates(lat_d[a:b], lng_d[a:b], None if group is None else group[a:b]) for a, b in spans
-        ]
-        at = np.concatenate([[0], np.cumsum(bound)]).astype(np.int64).tolist()
-        out = (np.empty(at[-1], dtype=np.int64), np.empty(at[-1], dtype=np.int64), np.empty(at[-1]))
-        run = lambda i: self._run(lat_d, lng_d, group, *spans[i], out, at[i])  # noqa: E731
+        run = lambda span: self._run(lat_d, lng_d, group, *span)  # noqa: E731
         if len(spans) == 1:
-            ends = [run(0)]
-        else:
-            with ThreadPoolExecutor(len(spans)) as pool:
-                ends = list(pool.map(run, range(len(spans))))
-        used = ends[0]
-        for start, end in zip(at[1:], ends[1:]):  # each run's pairs moved down after the previous run's
-            if start > used:
-                for a in out:
-                    a[used : used + end - start] = a[start:end]  # NumPy copies overlapping ranges correctly
-            used += end - start
-        return tuple(a[:used] for a in out)
-
-    def _candidates(self, lat_d, lng_d, group) -> int:
-        """The number of candidates (cell entries) of the queries: at least their pairs. The cells from the
-        floats :meth:`_chunk` uses."""
-        iy, ix = np.floor((lat_d - self.y0) / self.dlat), np.floor((lng_d - self.x0) / self.dlng)
-        inside = (iy >= 0) & (iy < self.ny) & (ix >= 0) & (ix < self.nx)
-        cell = np.where(inside, iy * self.nx + ix, 0).astype(np.int64)
-        if group is not None:
-            cell += group
-        lens = self.start.take(cell + 1) - self.start.take(cell)
-        return int(lens.sum(where=inside))
+            return run(spans[0]).result()
+        with ThreadPoolExecutor(len(spans)) as pool:
+            parts = [p.result() for p in pool.map(run, spans)]
+            at = np.concatenate([[0], np.cumsum([p[0].size for p in parts])]).astype(np.int64).tolist()
+            out = (np.empty(at[-1], dtype=np.int64), np.empty(at[-1], dtype=np.int64), np.empty(at[-1]))
+            # each thread copies its own run into the result (the copy and its page faults in parallel)
+            list(pool.map(lambda i: _fill(out, parts[i], at[i]), range(len(parts))))
+        return out
 
     @staticmethod
     def _spans(n: int, threads: int) -> list[tuple[int, int]]:
@@ -324,17 +305,18 @@ class PairTable:
         cuts = [n * t // threads for t in range(threads + 1)]
         return list(zip(cuts[:-1], cuts[1:]))
 
-    def _run(self, lat_d, lng_d, group, lo: int, hi: int, out, at: int) -> int:
-        """Write the (query, point, km) pairs of the queries ``lo:hi`` into ``out`` from ``at`` on, in order;
-        returns where they end."""
+    def _run(self, lat_d, lng_d, group, lo: int, hi: int) -> _Found:
+        """The (query, point, km) pairs of the queries ``lo:hi``, in order."""
+        out = _Found()
         for s in range(lo, hi, QUERY_CHUNK):
             e = min(s + QUERY_CHUNK, hi)
-            at = self._chunk(lat_d[s:e], lng_d[s:e], group, s, out, at)
-        return at
+            self._chunk(lat_d[s:e], lng_d[s:e], group, s, out, (hi - s) / (e - s))
+        return out
 
-    def _chunk(self, lat_d, lng_d, group, first, out, at: int) -> int:
-        """:meth:`_run` of up to QUERY_CHUNK queries, their candidates taken about PAIR_BLOCK at a time so that
-        every temporary array of the distance stays in cache."""
+    def _chunk(self, lat_d, lng_d, group, first, out: _Found, left: float) -> None:
+        """Append the pairs of up to QUERY_CHUNK queries to ``out`` (``left``: the run's queries from these on,
+        in chunks like this one), their candidates taken about PAIR_BLOCK at a time so that every temporary
+        array of the distance stays in cache."""
         fy = (lat_d - self.y0) / self.dlat
         fx = (lng_d - self.x0) / self.dlng
         iy, ix = np.floor(fy), np.floor(fx)
@@ -366,6 +348,7 @@ class PairTable:
         lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
         cos_lat = np.cos(lat_r)
         total = int(ends[-1]) if ends.size else 0
+        out.room(total, left)
         cuts = np.searchsorted(ends, np.arange(PAIR_BLOCK, total, PAIR_BLOCK), side="left") + 1
         bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
         blocks, listed_pairs = [], []
@@ -416,12 +399,43 @@ class PairTable:
             for km, edged, *_ in listed_pairs:
                 km[edged] = measured[done : done + edged.size]
                 done += edged.size
+        q_out, k_out, km_out = out.arrays
+        at = out.size
         for a, b, n, e, km in blocks:
             hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
             end = at + hit.size
             # written in place ("clip": valid positions, and no buffered copy of the output)
-            np.repeat(rows[a:b] + first, n).take(hit, out=out[0][at:end], mode="clip")
-            self.entries.take(e.take(hit), out=out[1][at:end], mode="clip")
-            km.take(hit, out=out[2][at:end], mode="clip")
+            np.repeat(rows[a:b] + first, n).take(hit, out=q_out[at:end], mode="clip")
+            self.entries.take(e.take(hit), out=k_out[at:end], mode="clip")
+            km.take(hit, out=km_out[at:end], mode="clip")
             at = end
-        return at
+        out.size = at
+
+
+class _Found:
+    """The (query, point, km) pairs of one run, written in place into arrays with room to spare."""
+
+    def __init__(self):
+        self.arrays = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0))
+        self.size = 0
+
+    def room(self, candidates: int, left: float) -> None:
+        """Room for ``candidates`` more pairs; when it must grow, for ``left`` times as many (the run's
+        chunks to come, at this chunk's rate), so that a run grows about once."""
+        if self.size + candidates > self.arrays[0].size:
+            size = self.size + max(candidates, int(candidates * left * 1.1))
+            grown = tuple(np.empty(size, dtype=a.dtype) for a in self.arrays)
+            for new, old in zip(grown, self.arrays):
+                new[: self.size] = old[: self.size]
+            self.arrays = grown
+
+    def result(self):
+        """(query, point, km): views of the written part."""
+        return tuple(a[: self.size] for a in self.arrays)
+
+
+def _fill(out, found, at: int) -> None:
+    """Copy the (query, point, km) arrays ``found`` into the arrays ``out`` from position ``at`` on."""
+    end = at + found[0].size
+    for target, values in zip(out, found):
+        target[at:end] = values
