@@ -20,7 +20,7 @@ all its area edges. A cell table knows, at build, the disc of radius ``rho`` tha
 
 The margins and the disc's radius in the plane are those of :meth:`geo.index.extents.Extents.sure_vertex`.
 :meth:`EdgeLists.km` then gives, per pair, the float :meth:`Extents.km` gives (tested bit for bit against it),
-taking the kept edges one position at a time over all its pairs (``_nearest_columns``). The pair table's
+taking the kept edges one position at a time over all its pairs (``_nearest_records``). The pair table's
 sub-cells use :meth:`EdgeLists.vertex_or_list`: one disc scan gives a sub-cell's certified vertex or, failing
 that, its list; lists are shared by every disc with the same (row, side, kept edges).
 """
@@ -37,8 +37,10 @@ CROSSING, OUTSIDE, INSIDE = 0, 1, 2  # the side of an entry's disc
 
 class EdgeLists:
     """Per entry: its extent's row, the side of its disc (``CROSSING``, ``OUTSIDE``, ``INSIDE``) and the edges
-    that can be its nearest, as padded (entries of a bucket, width) index arrays into the extent's edges (a list
-    shorter than its bucket repeats its last edge, which changes no first minimum).
+    that can be its nearest. ``index`` holds per bucket of lists of one width ``w`` one record per list, a
+    (lists, 6 w) float array: the ``w`` edges' ``ax``, then ``ay``, ``dx``, ``dy``, ``1 / length^2`` and start
+    vertex (exact in a float), field after field, so that one pair reads one contiguous record (a list shorter
+    than its bucket repeats its last edge, which changes no first minimum).
 
     Examples
     --------
@@ -81,18 +83,18 @@ class EdgeLists:
     def extend(self, other: EdgeLists) -> EdgeLists:
         """These lists, then ``other`` 's (numbered from ``self.rows.size`` on); the numbers, buckets and slots
         of these lists stay."""
-        index, widths = list(self.index), [c[0].shape[0] for c in self.index]
+        index, widths = list(self.index), [r.shape[1] for r in self.index]
         bucket, slot = other.bucket.copy(), other.slot.copy()
-        for b, columns in enumerate(other.index):
+        for b, records in enumerate(other.index):
             at = np.flatnonzero(other.bucket == b)
-            w = columns[0].shape[0]
+            w = records.shape[1]
             if w in widths:
                 i = widths.index(w)
-                slot[at] += index[i][0].shape[1]
-                index[i] = tuple(np.concatenate([x, y], axis=1) for x, y in zip(index[i], columns))
+                slot[at] += index[i].shape[0]
+                index[i] = np.concatenate([index[i], records])
             else:
                 i = len(index)
-                index.append(columns)
+                index.append(records)
                 widths.append(w)
             bucket[at] = i
         rows, side = np.r_[self.rows, other.rows], np.r_[self.side, other.side]
@@ -158,9 +160,8 @@ class EdgeLists:
             at = np.flatnonzero(width == w)
             bucket[at], slot[at] = b, np.arange(at.size)
             e_at = kept.take(kept_first[at, None] + np.minimum(np.arange(w), n_kept[at, None] - 1))
-            index.append(
-                tuple(np.ascontiguousarray(c.take(e_at).T) for c in (*extents.edges[:5], extents.vs))
-            )
+            fields = (*extents.edges[:5], extents.vs.astype(np.float64))
+            index.append(np.concatenate([c.take(e_at) for c in fields], axis=1))
         lists = EdgeLists(extents, rows.take(one), side.take(one), n_kept, bucket, slot, index)
         return lists, of
 
@@ -184,12 +185,15 @@ class EdgeLists:
         else:
             x, y = ex._plane(rows, lat_r, lng_r, cos_lat)
             bucket, slot = self.bucket.take(entry), self.slot.take(entry)
-        for b, columns in enumerate(self.index):
+        for b, records in enumerate(self.index):
             sel = np.flatnonzero(bucket == b) if len(self.index) > 1 else np.arange(measure.size)
-            for s in range(0, sel.size, EDGE_BLOCK):
-                at = sel[s : s + EDGE_BLOCK]
+            step = max(1, EDGE_BLOCK // records.shape[1])
+            for s in range(0, sel.size, step):
+                at = sel[s : s + step]
                 i = measure.take(at) if measure.size < rows.size else at
-                out[i], vertex[i] = _nearest_columns(x.take(at), y.take(at), slot.take(at), columns)
+                out[i], vertex[i] = _nearest_records(
+                    x.take(at), y.take(at), records.take(slot.take(at), axis=0)
+                )
         at = np.flatnonzero(vertex >= 0)  # the nearest point is a vertex: its haversine
         if at.size:
             v = vertex.take(at)
@@ -214,24 +218,21 @@ class EdgeLists:
         return keep, d.take(keep)
 
 
-def _nearest_columns(x, y, slot, columns):
-    """:func:`geo.index.extents._nearest` (the same floats and the same first nearest edge) with the edges as
-    (width, lists) columns, one edge position of every query at a time: no 2-D gather, no ``argmin`` per row."""
-    ax, ay, dx, dy, inv, vs = columns
-    best = bx = by = tj = jk = np.zeros(0)
-    for k in range(ax.shape[0]):
-        dx_k, dy_k = dx[k].take(slot), dy[k].take(slot)
-        rx = x - ax[k].take(slot)  # from the edge's start to the query
-        ry = y - ay[k].take(slot)
-        t, px, py, m2 = to_edges(rx, ry, dx_k, dy_k, inv[k].take(slot))
-        if k == 0:
-            best, bx, by, tj, jk = m2, px, py, t, np.zeros(x.size, dtype=np.intp)
-            continue
+def _nearest_records(x, y, records):
+    """:func:`geo.index.extents._nearest` (the same floats and the same first nearest edge) from each query's
+    list record (a (queries, 6 w) array, :class:`EdgeLists`), one edge position of every query at a time: a
+    branch-free running first minimum (``np.where`` on a strict ``<``; a masked copy mispredicts a branch per
+    element)."""
+    w = records.shape[1] // 6
+    c = np.ascontiguousarray(records.T)  # (6 w, queries): field f of edge k is row f w + k
+    tj, bx, by, best = to_edges(x - c[0], y - c[w], c[2 * w], c[3 * w], c[4 * w])
+    vs = c[5 * w]
+    for k in range(1, w):
+        t, px, py, m2 = to_edges(x - c[k], y - c[w + k], c[2 * w + k], c[3 * w + k], c[4 * w + k])
         nearer = m2 < best  # strictly: the first nearest edge stays
-        for kept, new in ((best, m2), (bx, px), (by, py), (tj, t)):
-            np.copyto(kept, new, where=nearer)
-        np.copyto(jk, k, where=nearer)
-    vj = vs.take(jk * vs.shape[1] + slot)  # the nearest edge's start vertex
+        best, tj = np.where(nearer, m2, best), np.where(nearer, t, tj)
+        bx, by, vs = np.where(nearer, px, bx), np.where(nearer, py, by), np.where(nearer, c[5 * w + k], vs)
+    vj = vs.astype(np.int64)  # the nearest edge's start vertex
     vertex = np.where(tj == 0.0, vj, np.where(tj == 1.0, vj + 1, -1))
     cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)
     km = EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))

@@ -150,21 +150,21 @@ class PairTable:
         """Per (cell, point) entry, the location whose haversine the kernel takes first: the point itself, or
         (``target >= k.size``) the vertex of its extent that is the nearest part of it from the whole cell
         (:meth:`geo.index.extents.Extents.sure_vertex`: that haversine is then the pair's distance). The
-        entries whose target is the point and whose point has an extent get ``listed`` (their position among
-        them; -1 for the others): their ``SUBCELLS`` x ``SUBCELLS`` codes in ``self.sub_code`` (the target of
-        a certified vertex, or ``-1 - L`` for list ``L`` of ``self.lists``), built per cell on first use."""
+        entries whose point has an extent and no such vertex get ``listed`` (their position among them; -1 for
+        the others) and the target ``-1 - listed`` (their point: ``listed_point``): their ``SUBCELLS`` x
+        ``SUBCELLS`` codes in ``self.sub_code`` (the target of a certified vertex, or ``-1 - L`` for list ``L``
+        of ``self.lists``), built per cell on first use. The kernel reads one target per candidate."""
         n_k = self.k.size
         self.t_lat_r, self.t_lng_r, self.t_cos = self.lat_r, self.lng_r, self.cos_lat
         self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
         self._lock = threading.Lock()
         self.fine_code = np.zeros(0, dtype=np.int32)  # FINE x FINE codes per sub-cell cut again
         self.fine_base = np.zeros(0, dtype=np.int32)  # per sub-cell: its first fine code, -1 if not cut
-        self.edged = np.zeros(n_k, dtype=bool)
         listed = np.full(point.size, -1, dtype=np.int64)
+        self.listed_point = np.zeros(0, dtype=np.int64)
         if self.extents is None:
             return point, listed
         ex = self.extents
-        self.edged = ex.has[self.k]
         iy, ix = np.divmod(cell, grid.nx)
         c_lat = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
         c_lng = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
@@ -172,9 +172,9 @@ class PairTable:
         self.t_lat_r, self.t_lng_r, self.t_cos = (
             np.r_[a, v] for a, v in zip((self.lat_r, self.lng_r, self.cos_lat), ex.vertex)
         )
-        self.edged = np.r_[self.edged, np.zeros(ex.vertex.shape[1], dtype=bool)]
         edged = np.flatnonzero((vertex < 0) & ex.has[self.k[point]])
         listed[edged] = np.arange(edged.size)
+        self.listed_point = point[edged]
         # per sub-cell (SUBCELLS x SUBCELLS of a cell) of the entries without one: the same certificate, else
         # the sub-cell's edge list; built per cell the first time a query falls in it (build_sub_cells)
         self._grid, self._sub_row, self._sub_cell = grid, self.k[point[edged]], cell[edged]  # by cell
@@ -183,7 +183,7 @@ class PairTable:
         self.lists = EdgeLists.empty(ex)
         self._sub_built = np.ones(grid.nx * grid.ny, dtype=bool)
         self._sub_built[self._sub_cell] = False
-        return np.where(vertex >= 0, n_k + vertex, point), listed
+        return np.where(vertex >= 0, n_k + vertex, np.where(listed >= 0, -1 - listed, point)), listed
 
     def build_sub_cells(self, cells=None) -> None:
         """Build the sub-cells (vertex or edge list per sub-cell of the entries without a cell certificate) of
@@ -279,6 +279,9 @@ class PairTable:
         the groups that row allows.
         ``threads`` splits the queries into that many contiguous runs scored at once (NumPy releases the
         GIL); the result does not depend on it.
+
+        The pairs are written straight into arrays with room for each chunk's candidates (an upper bound known
+        before any distance), sized from the first chunk; the result is their first part (views).
         """
         lat_d, lng_d = np.asarray(lat_d, dtype=np.float64), np.asarray(lng_d, dtype=np.float64)
         if group is not None:  # the first cell of each query's lists
@@ -286,14 +289,12 @@ class PairTable:
         spans = self._spans(lat_d.size, max(int(threads), 1))
         run = lambda span: self._run(lat_d, lng_d, group, *span)  # noqa: E731
         if len(spans) == 1:
-            blocks = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))]
-            return tuple(np.concatenate(a) for a in zip(*blocks + run(spans[0])))
+            return run(spans[0]).result()
         with ThreadPoolExecutor(len(spans)) as pool:
-            parts = list(pool.map(run, spans))
-            # each thread copies its own blocks into the result (the copy and its page faults in parallel)
-            sizes = [sum(b[0].size for b in part) for part in parts]
-            at = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+            parts = [p.result() for p in pool.map(run, spans)]
+            at = np.concatenate([[0], np.cumsum([p[0].size for p in parts])]).astype(np.int64).tolist()
             out = (np.empty(at[-1], dtype=np.int64), np.empty(at[-1], dtype=np.int64), np.empty(at[-1]))
+            # each thread copies its own run into the result (the copy and its page faults in parallel)
             list(pool.map(lambda i: _fill(out, parts[i], at[i]), range(len(parts))))
         return out
 
@@ -304,17 +305,18 @@ class PairTable:
         cuts = [n * t // threads for t in range(threads + 1)]
         return list(zip(cuts[:-1], cuts[1:]))
 
-    def _run(self, lat_d, lng_d, group, lo: int, hi: int) -> list:
-        """The (query, point, km) blocks of the queries ``lo:hi``, in order."""
-        found: list = []
+    def _run(self, lat_d, lng_d, group, lo: int, hi: int) -> _Found:
+        """The (query, point, km) pairs of the queries ``lo:hi``, in order."""
+        out = _Found()
         for s in range(lo, hi, QUERY_CHUNK):
             e = min(s + QUERY_CHUNK, hi)
-            found += self._chunk(lat_d[s:e], lng_d[s:e], group, s)
-        return found
+            self._chunk(lat_d[s:e], lng_d[s:e], group, s, out, (hi - s) / (e - s))
+        return out
 
-    def _chunk(self, lat_d, lng_d, group, first):
-        """The (query, point, km) blocks of up to QUERY_CHUNK queries, their candidates taken about
-        PAIR_BLOCK at a time so that every temporary array of the distance stays in cache."""
+    def _chunk(self, lat_d, lng_d, group, first, out: _Found, left: float) -> None:
+        """Append the pairs of up to QUERY_CHUNK queries to ``out`` (``left``: the run's queries from these on,
+        in chunks like this one), their candidates taken about PAIR_BLOCK at a time so that every temporary
+        array of the distance stays in cache."""
         fy = (lat_d - self.y0) / self.dlat
         fx = (lng_d - self.x0) / self.dlng
         iy, ix = np.floor(fy), np.floor(fx)
@@ -346,6 +348,7 @@ class PairTable:
         lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
         cos_lat = np.cos(lat_r)
         total = int(ends[-1]) if ends.size else 0
+        out.room(total, left)
         cuts = np.searchsorted(ends, np.arange(PAIR_BLOCK, total, PAIR_BLOCK), side="left") + 1
         bounds = np.unique(np.concatenate([[0], cuts, [rows.size]])).tolist()
         blocks, listed_pairs = [], []
@@ -354,9 +357,9 @@ class PairTable:
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
             tg = self.target.take(e)  # then the targets' own (small, cached) columns
-            edged = np.flatnonzero(self.edged.take(tg))
+            edged = np.flatnonzero(tg < 0)
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
-                listed = self.listed.take(e.take(edged))
+                listed = -1 - tg.take(edged)
                 where = np.repeat(sub_q[a:b], n).take(edged)
                 if fine_on:
                     where, fine_q = np.divmod(where, FINE * FINE)
@@ -372,7 +375,9 @@ class PairTable:
                 vx = np.flatnonzero(code >= 0)
                 tg[edged.take(vx)] = code.take(vx)
                 rest = np.flatnonzero(code < 0)
-                edged, listed = edged.take(rest), -1 - code.take(rest)
+                edged = edged.take(rest)
+                tg[edged] = self.listed_point.take(listed.take(rest))  # the point: the bracket's haversine
+                listed = -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
@@ -386,26 +391,51 @@ class PairTable:
                 listed_pairs.append((km, edged, listed, *q, km.take(edged)))
             blocks.append((a, b, n, e, km))
         if listed_pairs:
-            listed, *q, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
-            near, d = self.lists.within(listed, *q, rep, self.radius)
+            listed, *q_listed, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
+            near, d = self.lists.within(listed, *q_listed, rep, self.radius)
             measured = np.full(listed.size, np.inf)
             measured[near] = d
-            at = 0
+            done = 0
             for km, edged, *_ in listed_pairs:
-                km[edged] = measured[at : at + edged.size]
-                at += edged.size
-        found = []
+                km[edged] = measured[done : done + edged.size]
+                done += edged.size
+        q_out, k_out, km_out = out.arrays
+        at = out.size
         for a, b, n, e, km in blocks:
             hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
-            query = np.repeat(rows[a:b] + first, n)
-            found.append((query.take(hit), self.entries.take(e.take(hit)), km.take(hit)))
-        return found
+            end = at + hit.size
+            # written in place ("clip": valid positions, and no buffered copy of the output)
+            np.repeat(rows[a:b] + first, n).take(hit, out=q_out[at:end], mode="clip")
+            self.entries.take(e.take(hit), out=k_out[at:end], mode="clip")
+            km.take(hit, out=km_out[at:end], mode="clip")
+            at = end
+        out.size = at
 
 
-def _fill(out, blocks, at: int) -> None:
-    """Copy the (query, point, km) ``blocks`` into the arrays ``out`` from position ``at`` on."""
-    for block in blocks:
-        end = at + block[0].size
-        for target, values in zip(out, block):
-            target[at:end] = values
-        at = end
+class _Found:
+    """The (query, point, km) pairs of one run, written in place into arrays with room to spare."""
+
+    def __init__(self):
+        self.arrays = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64), np.empty(0))
+        self.size = 0
+
+    def room(self, candidates: int, left: float) -> None:
+        """Room for ``candidates`` more pairs; when it must grow, for ``left`` times as many (the run's
+        chunks to come, at this chunk's rate), so that a run grows about once."""
+        if self.size + candidates > self.arrays[0].size:
+            size = self.size + max(candidates, int(candidates * left * 1.1))
+            grown = tuple(np.empty(size, dtype=a.dtype) for a in self.arrays)
+            for new, old in zip(grown, self.arrays):
+                new[: self.size] = old[: self.size]
+            self.arrays = grown
+
+    def result(self):
+        """(query, point, km): views of the written part."""
+        return tuple(a[: self.size] for a in self.arrays)
+
+
+def _fill(out, found, at: int) -> None:
+    """Copy the (query, point, km) arrays ``found`` into the arrays ``out`` from position ``at`` on."""
+    end = at + found[0].size
+    for target, values in zip(out, found):
+        target[at:end] = values

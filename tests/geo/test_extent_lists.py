@@ -14,6 +14,7 @@ from street_shapes import BENT_LINE, L_SHAPE, PARTS_TOUCHING_AT_A_CORNER, RING_W
 
 from geo.index.edge_lists import CROSSING, INSIDE, OUTSIDE, EdgeLists
 from geo.index.extents import Extents
+from geo.index import pair_table
 from geo.index.pair_table import FINE, QUERY_CHUNK, SUBCELLS, PairTable
 from geo.index.spherical import EARTH_RADIUS_KM, haversine_rad
 
@@ -284,3 +285,102 @@ def test_a_distance_exactly_at_the_radius_is_within():
         assert (row in k.tolist()) is listed
         if listed:
             assert km[k == row][0] == d
+
+
+def _many_edged():
+    """Extents whose edge lists are long: a 48-gon with a 24-gon hole (its centre equidistant from every
+    edge of the hole), a zig-zag line with repeated vertices (zero-length edges), two 40-gons touching at a
+    vertex, and a thin box."""
+    turn = np.linspace(0, 2 * np.pi, 49)[:-1]
+    k_lat = 1 / 111.2
+    k_lng = k_lat / np.cos(np.radians(51.2))
+
+    def ring(lat, lng, km, n):
+        t = turn[:: 48 // n] if 48 % n == 0 else np.linspace(0, 2 * np.pi, n + 1)[:-1]
+        return list(zip(lng + km * k_lng * np.cos(t), lat + km * k_lat * np.sin(t)))
+
+    zig = [(4.45 + 0.0004 * i, 51.25 + 0.0003 * (i % 2)) for i in range(30)]
+    zig = zig[:10] + [zig[9]] + zig[10:20] + [zig[19], zig[19]] + zig[20:]
+    touching = MultiPolygon(
+        [Polygon(ring(51.26, 4.40, 0.1, 40)), Polygon(ring(51.26, 4.40 + 0.2 * k_lng, 0.1, 40))]
+    )
+    return [
+        Polygon(ring(51.24, 4.42, 0.3, 48), [ring(51.24, 4.42, 0.12, 24)]),
+        LineString(zig),
+        touching,
+        THIN_BOX,
+    ]
+
+
+def test_long_edge_lists_give_the_extent_distance_bit_for_bit():
+    geoms = _many_edged()
+    reps = shapely.point_on_surface(np.array(geoms, dtype=object))
+    ex = Extents(shapely.get_y(reps), shapely.get_x(reps), geoms)
+    rng = np.random.default_rng(28)
+    s_lat, s_lng = _special_points(geoms)
+    centres = np.array([[51.24, 4.42], [51.26, 4.40 + 0.1 / 111.2 / np.cos(np.radians(51.26))]])
+    s_lat, s_lng = np.r_[s_lat, centres[:, 0]], np.r_[s_lng, centres[:, 1]]
+    n = 500
+    rows = rng.integers(0, ex.size, n)
+    c_lat = np.r_[ex.lat[rows] + rng.normal(0, 0.004, n), s_lat]
+    c_lng = np.r_[ex.lng[rows] + rng.normal(0, 0.006, n), s_lng]
+    rows = np.r_[rows, np.repeat(np.arange(ex.size), s_lat.size // ex.size + 1)[: s_lat.size]]
+    rows[-2:] = [0, 2]  # the hole's centre, the point where the two 40-gons touch
+    widths = set()
+    for rho in (0.02, 0.2, 0.6):
+        lists = EdgeLists.build(ex, rows, np.radians(c_lat), np.radians(c_lng), rho)
+        widths |= {r.shape[1] // 6 for r in lists.index}
+        entry = np.repeat(np.arange(rows.size), 8)
+        lat, lng = _disc_points(c_lat[entry], c_lng[entry], rho, rng, entry.size)
+        lat, lng = np.r_[lat, c_lat], np.r_[lng, c_lng]  # the centres: on vertices and edges, in the hole
+        entry = np.r_[entry, np.arange(rows.size)]
+        lat_r, lng_r, cos, rep, want = _km(ex, rows[entry], lat, lng)
+        assert lists.km(entry, lat_r, lng_r, cos, rep).tobytes() == want.tobytes()
+        assert (want == 0.0).sum() > 20 and (want > 0.0).sum() > entry.size // 3
+    assert 1 in widths and len(widths) >= 4 and max(widths) >= 16  # every path of the running minimum
+    # the hole's centre: every edge of the hole about equally near; the first nearest one decides
+    q = np.radians(centres[:1])
+    lists = EdgeLists.build(ex, np.array([0]), q[:, 0], q[:, 1], 0.01)
+    assert lists.count[0] >= 8
+    lat_r, lng_r, cos, rep, want = _km(ex, np.array([0]), centres[:1, 0], centres[:1, 1])
+    assert lists.km(np.array([0]), lat_r, lng_r, cos, rep).tobytes() == want.tobytes()
+    assert abs(want[0] - oracle_km(geoms[0], ex.lat[0], ex.lng[0], *centres[0])) < 1e-6
+
+
+def test_pairs_written_in_place_equal_brute_force_for_any_thread_count(monkeypatch):
+    """Each run of queries writes its pairs in place into arrays sized from its first chunk, grown when a
+    later chunk has more candidates than room: a first chunk with few hits, then chunks dense with hits (the
+    arrays grow, some several times), queries outside the grid, and an empty input. Small chunks: many chunks
+    per run; the threads' runs are then copied into one result."""
+    monkeypatch.setattr(pair_table, "QUERY_CHUNK", 700)
+    grown, room = [], pair_table._Found.room
+
+    def watched(found, candidates, left):
+        before = found.arrays[0].size
+        room(found, candidates, left)
+        grown.append(found.arrays[0].size > before > 0)
+
+    monkeypatch.setattr(pair_table._Found, "room", watched)
+    geoms = _many_edged() + _works()
+    reps = shapely.point_on_surface(np.array(geoms, dtype=object))
+    ex = Extents(shapely.get_y(reps), shapely.get_x(reps), geoms)
+    rng = np.random.default_rng(29)
+    t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    s_lat, s_lng = _special_points(geoms)
+    n = 4 * 700 + 333
+    # the first run: around the extents, about half the candidates beyond the radius
+    lat, lng = rng.normal(51.23, 0.03, n), rng.normal(4.41, 0.045, n)
+    at = rng.integers(0, s_lat.size, n)  # then dense around vertices and edges
+    lat[n // 3 :] = s_lat[at[n // 3 :]] + rng.normal(0, 0.0005, n - n // 3)
+    lng[n // 3 :] = s_lng[at[n // 3 :]] + rng.normal(0, 0.0008, n - n // 3)
+    lat[::97] = 60.0  # outside the grid: no pair
+    one = t.pairs(lat, lng)
+    assert one[0].size > 2000 and (np.diff(one[0]) >= 0).all() and any(grown)  # grown after a first chunk
+    for threads in (2, 3, 4):
+        assert _same(t.pairs(lat, lng, threads=threads), one)
+    sub = rng.choice(n, 2000, replace=False)
+    q, k, km = t.pairs(lat[sub], lng[sub], threads=2)
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == _brute(ex, lat[sub], lng[sub], 0.5)
+    assert not np.isin(np.flatnonzero(lat == 60.0), one[0]).any()
+    empty = t.pairs(np.zeros(0), np.zeros(0), threads=3)
+    assert [a.size for a in empty] == [0, 0, 0] and [a.dtype.kind for a in empty] == ["i", "i", "f"]
