@@ -2,10 +2,10 @@
 
 A connection (:class:`SQLiteStore`) runs in autocommit mode: writes take ``BEGIN IMMEDIATE`` through
 :meth:`SQLiteStore.transaction`; account and key changes pass ``durable=True`` (``synchronous=FULL``), usage
-counts rely on WAL with ``synchronous=NORMAL``, which loses nothing when a worker is killed. A statement that
-finds the store locked is retried in short pauses until the connection's timeout (:func:`_retried`; SQLite's
-own busy handler is off). SQLite's errors leave it as the store's (:class:`app.store.base.StoreUnavailable`,
-:class:`~app.store.base.StoreIntegrityError`).
+counts rely on WAL with ``synchronous=NORMAL``, which loses nothing when a worker is killed. A single
+statement that finds the store locked is retried in short pauses until the connection's timeout
+(:func:`_retried`, SQLite's busy handler off); a transaction waits with SQLite's busy handler. SQLite's errors
+leave it as the store's (:class:`app.store.base.StoreUnavailable`, :class:`~app.store.base.StoreIntegrityError`).
 """
 
 from __future__ import annotations
@@ -45,9 +45,11 @@ class SQLiteStore:
 
     def __init__(self, path: str, timeout: float = 5.0):
         try:
-            raw = sqlite3.connect(path, timeout=0, isolation_level=None)  # busy: _retried waits
+            raw = sqlite3.connect(path, timeout=timeout, isolation_level=None)
             raw.row_factory = sqlite3.Row
             self.busy_timeout_ms = int(timeout * 1000)
+            self._handler_on = True  # SQLite's busy handler (see _handler)
+            raw.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
             raw.execute("PRAGMA foreign_keys = ON")
             raw.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
@@ -58,6 +60,13 @@ class SQLiteStore:
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
+    def _handler(self, on: bool) -> None:
+        """SQLite's busy handler on (waiting up to the timeout: transactions) or off (single statements,
+        :func:`_retried`); one ``PRAGMA`` when the state changes, none while it stays (the data calls)."""
+        if self._handler_on != on:
+            self._raw.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms if on else 0}")
+            self._handler_on = on
+
     def execute(self, sql: str, params: Any = ()) -> Cursor:
         """Run one statement and return its rows; outside a transaction a locked store is waited out
         (:func:`_retried`)."""
@@ -66,6 +75,7 @@ class SQLiteStore:
             if raw.in_transaction:
                 cur = raw.execute(sql, params)
             else:
+                self._handler(False)
                 cur = _retried(raw.execute, sql, params, self.busy_timeout_ms)
             rows = cur.fetchall() if cur.description is not None else None
         except sqlite3.Error as exc:
@@ -87,6 +97,7 @@ class SQLiteStore:
         if raw.in_transaction:
             return self.execute(sql, params).fetchone()
         try:
+            self._handler(False)
             return _retried(raw.execute, sql, params, self.busy_timeout_ms).fetchone()
         except sqlite3.Error as exc:
             raise _store_error(exc) from exc
@@ -122,7 +133,11 @@ class SQLiteStore:
         if durable:
             self.execute("PRAGMA synchronous = FULL")
         try:
-            self.execute("BEGIN IMMEDIATE")
+            try:
+                self._handler(True)  # statements inside a transaction wait as SQLite does (e.g. a COMMIT)
+                self._raw.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _store_error(exc) from exc
             try:
                 yield self
             except BaseException:
@@ -205,8 +220,7 @@ def _retried(run, sql: str, params: Any, timeout_ms: int):
     again is safe.
 
     SQLite's own busy handler sleeps at least 1 ms before its first retry, far longer than the write lock
-    of one admission is held (docs/operations.md), so the connection runs without it (no ``PRAGMA`` to
-    switch it off and on around each admission).
+    of one admission is held (docs/operations.md), so single statements run without it.
     """
     try:
         return run(sql, params)
