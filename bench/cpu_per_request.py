@@ -49,6 +49,7 @@ RECORDED = (
     ("s35: kept per-IP windows, sources plan", 315_689, 515_550, 2_434_776),
     ("s36: main 20a7604, mixed warmed past the nearest grid", 316_794, 516_270, 2_467_461),
     ("s36: works and stops search in Python floats", 315_552, 513_730, 1_638_973),
+    ("s37: admission without an IN list or PRAGMAs (load mix 1,703,270)", 315_581, 512_361, 1_554_434),
 )
 
 
