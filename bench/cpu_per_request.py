@@ -10,7 +10,9 @@ free of start-up and imports. Cases, in the same run:
 - ``ping``: the service's ``/_bench/ping`` (production settings plus ``BENCH_ROUTES``): every hook of ours;
 - ``mixed``: the data endpoints of ``make loadtest``'s mix in a fixed rotation (``/disruptions``,
   ``/air-quality``, ``/briefing`` by point and by ``locationId``, ``/locations``), Enterprise keys
-  (authentication and the quota write on every call), the same settings: per request, the mix's mean.
+  (authentication and the quota write on every call), the same settings: per request, the mix's mean;
+- ``load``: ``make loadtest``'s own mix (``bench.loadtest.mix_script``: its 40 keys, 120 saved locations
+  and 200 points, each request drawn as its wrk script draws it, from a fixed seed), the same settings.
 
 Prints instructions per request and the bare app's share of each (``bare / case``: the throughput share the
 case would reach if only the WSGI call cost CPU; gunicorn, the kernel and the access log, the same or nearly
@@ -34,9 +36,11 @@ WARM = 30
 #: queries (the nearest-station grid after ``geo.index.point_index.FEW_QUERIES`` look-ups) are built before
 #: the count starts, in the ``n`` run as in the ``2n`` one
 WARM_MIXED = 100
+#: requests of the ``load`` mix made before the count starts (past the nearest-station grid's build)
+WARM_LOAD = 1000
 
 #: issue 29's targets for ``bare / case`` (set on ``make loadtest``'s requests per second, same run)
-TARGETS = {"ping": 0.75, "mixed": 0.40}
+TARGETS = {"ping": 0.75, "mixed": 0.40, "load": 0.40}
 
 #: instructions per request recorded in docs/architecture.md (n = 200): (commit, bare, ping, mixed)
 RECORDED = (
@@ -45,6 +49,7 @@ RECORDED = (
     ("s35: kept per-IP windows, sources plan", 315_689, 515_550, 2_434_776),
     ("s36: main 20a7604, mixed warmed past the nearest grid", 316_794, 516_270, 2_467_461),
     ("s36: works and stops search in Python floats", 315_552, 513_730, 1_638_973),
+    ("s37: admission without an IN list or PRAGMAs (load mix 1,703,270)", 315_581, 512_361, 1_554_434),
 )
 
 
@@ -61,13 +66,41 @@ MIX = (
 )
 
 
-def _requests(case: str, instance: Path, data_dir: str) -> list[tuple[str, str, dict[str, str]]]:
+def _load_requests(instance: Path, data_dir: str, count: int) -> list[tuple[str, str, dict[str, str]]]:
+    """``count`` requests of ``make loadtest``'s mix, drawn as ``bench.loadtest.mix_script`` draws them (a
+    key; one of the three data endpoints or ``/locations``; by saved location or by point, half each)."""
+    import random
+
+    from bench.deploy import prepare
+
+    fx = prepare(instance, data_dir)
+    rng = random.Random(20261116)
+    data = ("/api/v1/disruptions", "/api/v1/air-quality", "/api/v1/briefing")
+    out = []
+    for _ in range(count):
+        key = rng.randrange(len(fx.keys))
+        kind = rng.randrange(4)
+        if kind == 3:
+            path, query = "/api/v1/locations", ""
+        elif rng.randrange(2) == 0:
+            path, query = data[kind], f"locationId={rng.choice(fx.locations[key])}"
+        else:
+            lat, lng = rng.choice(fx.points)
+            path, query = data[kind], f"lat={lat:.6f}&lng={lng:.6f}"
+        headers = {"Host": "127.0.0.1:8000", "Authorization": f"Bearer {fx.keys[key]}"}
+        out.append((path, query, headers))
+    return out
+
+
+def _requests(case: str, instance: Path, data_dir: str, n: int = 0) -> list[tuple[str, str, dict[str, str]]]:
     """The requests of ``case`` in the order they are made (path, query string, headers)."""
     host = {"Host": "127.0.0.1:8000"}
     if case == "bare":
         return [("/", "", host)]
     if case == "ping":
         return [("/_bench/ping", "", host)]
+    if case == "load":
+        return _load_requests(instance, data_dir, WARM_LOAD + n)
     from bench.deploy import prepare
 
     fx = prepare(instance, data_dir, accounts=4, locations_per_account=2, points=len(MIX))
@@ -109,7 +142,7 @@ def child(case: str, n: int) -> None:
 
     instance = Path(tempfile.mkdtemp(prefix="cpu-per-request-"))
     templates = []
-    for path, query, headers in _requests(case, instance, _data_dir()):
+    for path, query, headers in _requests(case, instance, _data_dir(), n):
         environ = EnvironBuilder(path=path, query_string=query, headers=headers).get_environ()
         environ["REMOTE_ADDR"] = "127.0.0.1"
         templates.append(environ)
@@ -131,7 +164,8 @@ def child(case: str, n: int) -> None:
         finally:
             getattr(body, "close", lambda: None)()
 
-    for _ in range((WARM_MIXED if case == "mixed" else WARM) * len(templates)):
+    warm = {"mixed": WARM_MIXED * len(templates), "load": WARM_LOAD}.get(case, WARM * len(templates))
+    for _ in range(warm):
         call()
     # instrument from here on: start-up and warm-up run uninstrumented (several times faster)
     subprocess.run(
@@ -185,7 +219,9 @@ def per_request(case: str, n: int, out_dir: Path) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("-n", type=int, default=200, help="requests of the shorter run (the longer makes 2n)")
-    p.add_argument("--cases", nargs="+", default=["bare", "ping", "mixed"], choices=["bare", "ping", "mixed"])
+    p.add_argument(
+        "--cases", nargs="+", default=["bare", "ping", "mixed"], choices=["bare", "ping", "mixed", "load"]
+    )
     p.add_argument("--child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:

@@ -20,8 +20,9 @@ Same snapshot, same clock and same settings give the same objects (answers stay 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 from .catalog import LAYER_SOURCE, SOURCES
 from .settings import SourceSettings
@@ -72,6 +73,23 @@ class _Source:
     next_update: str | None  # without NO2 (no live NO2 layer), the answer's nextUpdateAt
     observed_at: str | None  # without NO2, the answer's observedAt (its newest retrieval)
     retrieved_at: str | None
+    #: the answer's object as far as the clock does not change it, in the answer's key order (copied per
+    #: answer; ``observedAt``, ``nextUpdateAt`` and ``stale`` are replaced where the clock decides them)
+    fixed: dict = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        source = SOURCES[self.name]
+        fixed = {
+            "source": self.name,
+            "attribution": source.attribution,
+            "licence": source.licence,
+            "kind": self.kind,
+            "observedAt": self.observed_at,
+            "retrievedAt": self.retrieved_at,
+            "nextUpdateAt": self.next_update,
+            "stale": False,
+        }
+        object.__setattr__(self, "fixed", fixed)
 
 
 def _plan(manifest: dict, layers: tuple[str, ...], settings: SourceSettings) -> list[_Source]:
@@ -144,31 +162,35 @@ def answer_sources(engine, layers, now: datetime, settings: SourceSettings | Non
     manifest = getattr(engine, "manifest", None) or {}
     out = []
     for plan in _planned(manifest, tuple(layers), settings):
-        observed: dict[str, datetime | None] = dict(plan.retrieved)
-        next_update, observed_at = plan.next_update, plan.observed_at
-        if "no2" in observed:
+        answer = plan.fixed.copy()
+        retrieved = plan.retrieved
+        no2 = None
+        if "no2" in retrieved:
             from geo.service.air import latest_measured_ms
 
             ms = latest_measured_ms(engine, now)
-            no2 = observed["no2"] = None if ms is None else datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-            observed_at = _iso(no2)
+            no2 = None if ms is None else _measured_at(ms)
+            answer["observedAt"] = None if no2 is None else _iso_measured(ms)
             due_at = None
             for layer, due in plan.dues:
                 if layer == "no2" and no2 is not None:
                     due = max(due, no2 + HOUR)
                 due_at = due if due_at is None else min(due_at, due)
-            next_update = _iso(due_at)
-        source = SOURCES[plan.name]
-        out.append(
-            {
-                "source": plan.name,
-                "attribution": source.attribution,
-                "licence": source.licence,
-                "kind": plan.kind,
-                "observedAt": observed_at,
-                "retrievedAt": plan.retrieved_at,
-                "nextUpdateAt": next_update,
-                "stale": any(_too_old(observed[layer], now, limit) for layer, limit in plan.limits),
-            }
-        )
+            answer["nextUpdateAt"] = _iso(due_at)
+        if plan.limits:
+            answer["stale"] = any(
+                _too_old(no2 if layer == "no2" else retrieved[layer], now, limit)
+                for layer, limit in plan.limits
+            )
+        out.append(answer)
     return out
+
+
+def _measured_at(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+@lru_cache(maxsize=256)
+def _iso_measured(ms: int) -> str | None:
+    """``observedAt`` of the NO2 hour ending at ``ms`` (the same few hours are reported all day)."""
+    return _iso(_measured_at(ms))

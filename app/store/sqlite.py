@@ -2,7 +2,9 @@
 
 A connection (:class:`SQLiteStore`) runs in autocommit mode: writes take ``BEGIN IMMEDIATE`` through
 :meth:`SQLiteStore.transaction`; account and key changes pass ``durable=True`` (``synchronous=FULL``), usage
-counts rely on WAL with ``synchronous=NORMAL``, which loses nothing when a worker is killed. SQLite's errors
+counts rely on WAL with ``synchronous=NORMAL``, which loses nothing when a worker is killed. A single
+statement that finds the store locked is retried in short pauses until the connection's timeout
+(:func:`_retried`, SQLite's busy handler off); a transaction waits with SQLite's busy handler. SQLite's errors
 leave it as the store's (:class:`app.store.base.StoreUnavailable`, :class:`~app.store.base.StoreIntegrityError`).
 """
 
@@ -46,6 +48,7 @@ class SQLiteStore:
             raw = sqlite3.connect(path, timeout=timeout, isolation_level=None)
             raw.row_factory = sqlite3.Row
             self.busy_timeout_ms = int(timeout * 1000)
+            self._handler_on = True  # SQLite's busy handler (see _handler)
             raw.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
             raw.execute("PRAGMA foreign_keys = ON")
             raw.execute("PRAGMA synchronous = NORMAL")
@@ -57,22 +60,31 @@ class SQLiteStore:
     def in_transaction(self) -> bool:
         return self._raw.in_transaction
 
+    def _handler(self, on: bool) -> None:
+        """SQLite's busy handler on (waiting up to the timeout: transactions) or off (single statements,
+        :func:`_retried`); one ``PRAGMA`` when the state changes, none while it stays (the data calls)."""
+        if self._handler_on != on:
+            self._raw.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms if on else 0}")
+            self._handler_on = on
+
     def execute(self, sql: str, params: Any = ()) -> Cursor:
+        """Run one statement and return its rows; outside a transaction a locked store is waited out
+        (:func:`_retried`)."""
+        raw = self._raw
         try:
-            cur = self._raw.execute(sql, params)
+            if raw.in_transaction:
+                cur = raw.execute(sql, params)
+            else:
+                self._handler(False)
+                cur = _retried(raw.execute, sql, params, self.busy_timeout_ms)
             rows = cur.fetchall() if cur.description is not None else None
         except sqlite3.Error as exc:
             raise _store_error(exc) from exc
         return Cursor(rows, cur.rowcount)
 
     def execute_write(self, sql: str, params: Any = ()) -> Any:
-        """Run one autocommit write statement and return its first row, waiting out a busy store in short
-        pauses.
-
-        SQLite's own busy handler sleeps at least 1 ms before its first retry, far longer than the write
-        lock of one admission is held (docs/operations.md); here a busy statement is retried after 20 µs,
-        doubling up to 1 ms, until the connection's busy timeout has passed, and then "database is locked"
-        is :class:`StoreUnavailable` (503). Inside an open transaction it is a plain :meth:`execute`.
+        """Run one autocommit write statement and return its first row, waiting out a busy store
+        (:func:`_retried`). Inside an open transaction it is a plain :meth:`execute`.
 
         Examples
         --------
@@ -84,25 +96,9 @@ class SQLiteStore:
         raw = self._raw
         if raw.in_transaction:
             return self.execute(sql, params).fetchone()
-        limit = self.busy_timeout_ms
         try:
-            raw.execute("PRAGMA busy_timeout = 0")
-            try:
-                deadline, pause = None, 20e-6
-                while True:
-                    try:
-                        return raw.execute(sql, params).fetchone()
-                    except sqlite3.OperationalError as exc:
-                        if not _busy(exc):
-                            raise
-                        now = time.monotonic()
-                        deadline = now + limit / 1000 if deadline is None else deadline
-                        if now >= deadline:
-                            raise
-                        time.sleep(min(pause, deadline - now))
-                        pause = min(pause * 2, 1e-3)
-            finally:
-                raw.execute(f"PRAGMA busy_timeout = {limit}")
+            self._handler(False)
+            return _retried(raw.execute, sql, params, self.busy_timeout_ms).fetchone()
         except sqlite3.Error as exc:
             raise _store_error(exc) from exc
 
@@ -137,7 +133,11 @@ class SQLiteStore:
         if durable:
             self.execute("PRAGMA synchronous = FULL")
         try:
-            self.execute("BEGIN IMMEDIATE")
+            try:
+                self._handler(True)  # statements inside a transaction wait as SQLite does (e.g. a COMMIT)
+                self._raw.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise _store_error(exc) from exc
             try:
                 yield self
             except BaseException:
@@ -211,6 +211,34 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._raw.close()
+
+
+def _retried(run, sql: str, params: Any, timeout_ms: int):
+    """``run(sql, params)``, retried while SQLite answers "database is locked" (another connection holds
+    the write lock), after 20 µs, doubling up to 1 ms, until ``timeout_ms`` have passed; then SQLite's
+    error. A statement outside a transaction that finds the store busy has done nothing, so running it
+    again is safe.
+
+    SQLite's own busy handler sleeps at least 1 ms before its first retry, far longer than the write lock
+    of one admission is held (docs/operations.md), so single statements run without it.
+    """
+    try:
+        return run(sql, params)
+    except sqlite3.OperationalError as exc:
+        if not _busy(exc):
+            raise
+    deadline, pause = time.monotonic() + timeout_ms / 1000, 20e-6
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return run(sql, params)  # a last try: its error is the caller's
+        time.sleep(min(pause, deadline - now))
+        pause = min(pause * 2, 1e-3)
+        try:
+            return run(sql, params)
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise
 
 
 def connect(path: str, timeout: float = 5.0) -> SQLiteStore:

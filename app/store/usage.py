@@ -48,7 +48,9 @@ def _admit_key_sql(plans, location: bool = False) -> str:
     """The statement of :func:`admit_key` for these plans (their quotas become SQL literals); with
     ``location``, it also reads the saved location ``:location`` of the admitted account."""
     callable_plans = [p for p in plans if p.api_access and (p.daily_quota is None or p.daily_quota > 0)]
-    names = ", ".join(_quote(p.name) for p in callable_plans)
+    # one comparison per plan, not ``plan IN (...)``: SQLite builds an IN list's look-up table on every
+    # execution of the statement, which cost more than the rest of the key check
+    any_plan = " OR ".join(f"a.plan = {_quote(p.name)}" for p in callable_plans) or "FALSE"
     cases = " ".join(
         f"WHEN {_quote(p.name)} THEN {int(p.daily_quota)}"
         for p in callable_plans
@@ -65,7 +67,7 @@ def _admit_key_sql(plans, location: bool = False) -> str:
     return (
         "INSERT INTO usage (account_id, day, count)"
         " SELECT k.account_id, :day, 1 FROM api_keys k JOIN accounts a ON a.id = k.account_id"
-        f" WHERE k.digest = :digest AND k.revoked_at IS NULL AND a.plan IN ({names})"
+        f" WHERE k.digest = :digest AND k.revoked_at IS NULL AND ({any_plan})"
         " ON CONFLICT (account_id, day) DO UPDATE SET count = usage.count + 1"
         f" WHERE usage.count < IFNULL({limit}, usage.count + 1)"
         " RETURNING account_id AS id,"

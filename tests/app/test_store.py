@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from app.store import accounts, postgres as db_postgres, usage
+from app.store import accounts, apikeys, postgres as db_postgres, usage
 from app.store.sqlite import connect
 from app.store import db
 from app.store.db import migrate
@@ -347,39 +347,88 @@ def test_sqlite_limits_storage_fixed_window(tmp_path, monkeypatch):
     assert other.get("k") == 0
 
 
-def test_execute_write_waits_out_a_short_lock_and_restores_the_busy_timeout(tmp_path):
-    path = str(tmp_path / "w.sqlite")
+def _locked_for(path: str, seconds: float) -> threading.Timer:
+    """Another connection takes the write lock of ``path`` now and releases it after ``seconds``."""
     holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    holder.execute("PRAGMA journal_mode = WAL")
-    holder.execute("CREATE TABLE t (x)")
-    writer = connect(path, timeout=5)
     holder.execute("BEGIN IMMEDIATE")
-    release = threading.Timer(0.05, lambda: holder.execute("COMMIT"))
+    release = threading.Timer(seconds, lambda: (holder.execute("COMMIT"), holder.close()))
     release.start()
+    return release
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda conn: conn.execute_write("INSERT INTO t VALUES (7) RETURNING x")[0],
+        lambda conn: conn.execute("INSERT INTO t VALUES (7) RETURNING x").fetchone()[0],
+        lambda conn: _in_transaction(conn, "INSERT INTO t VALUES (7) RETURNING x"),
+    ],
+    ids=["execute_write", "execute", "transaction"],
+)
+def test_a_statement_waits_out_a_short_lock(tmp_path, write):
+    """Every way of writing outside a transaction waits for another connection's write lock (the
+    connection's own retries, SQLite's busy handler being off), within the connection's timeout."""
+    path = str(tmp_path / "w.sqlite")
+    setup = connect(path)
+    setup.execute("PRAGMA journal_mode = WAL")
+    setup.execute("CREATE TABLE t (x)")
+    writer = connect(path, timeout=5)
+    release = _locked_for(path, 0.05)
     try:
-        row = writer.execute_write("INSERT INTO t VALUES (7) RETURNING x")
+        assert write(writer) == 7
     finally:
         release.join()
-    assert row[0] == 7
-    assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
-    assert [r[0] for r in holder.execute("SELECT x FROM t")] == [7]
+    assert [r[0] for r in setup.execute("SELECT x FROM t")] == [7]
 
 
-def test_execute_write_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_path):
+def _in_transaction(conn, sql: str):
+    with conn.transaction():
+        return conn.execute(sql).fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda conn: conn.execute_write("INSERT INTO t VALUES (1) RETURNING x"),
+        lambda conn: conn.execute("INSERT INTO t VALUES (1)"),
+        lambda conn: _in_transaction(conn, "INSERT INTO t VALUES (1) RETURNING x"),
+    ],
+    ids=["execute_write", "execute", "transaction"],
+)
+def test_a_statement_gives_up_after_the_busy_timeout_and_writes_nothing(tmp_path, write):
     path = str(tmp_path / "w.sqlite")
     holder = connect(path)
     holder.execute("PRAGMA journal_mode = WAL")
     holder.execute("CREATE TABLE t (x)")
     writer = connect(path, timeout=0.1)
     holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
     try:
         with pytest.raises(StoreUnavailable, match="locked"):
-            writer.execute_write("INSERT INTO t VALUES (1) RETURNING x")
+            write(writer)
+        assert time.monotonic() - started >= 0.1  # it waited its timeout first
     finally:
         holder.execute("COMMIT")
-    assert writer.execute("PRAGMA busy_timeout").fetchone()[0] == 100
     assert holder.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
     assert not writer.in_transaction
+
+
+def test_an_admission_is_one_statement(tmp_path):
+    """Authentication and the quota's count are the one statement the store runs for an admitted call, by
+    point and by saved location: no ``PRAGMA`` around it."""
+    conn = connect(str(tmp_path / "a.sqlite"))
+    migrate(conn)
+    row, key = accounts.create_account(conn, "one@stad.gent.be", "developer")
+    add_location(conn, row["id"], name="Werf", address="", lat=51.2194, lng=4.4025, location_id="loc_a")
+    ran: list[str] = []
+    conn.trace(ran.append)
+    try:
+        assert usage.admit_key(conn, apikeys.digest(key), "2026-11-28")["count"] == 1
+        at = usage.admit_key(conn, apikeys.digest(key), "2026-11-28", "loc_a")
+    finally:
+        conn.trace(None)
+    assert at["count"] == 2 and at["location_name"] == "Werf"
+    assert len(ran) == 2 and all(sql.lstrip().startswith("INSERT INTO usage") for sql in ran), ran
 
 
 def test_change_alerts_on_either_backend(store, account):
