@@ -6,7 +6,9 @@ letters and the dashboard's failed deliveries with retry and dismiss."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 from datetime import UTC, datetime
 
 import jsonschema
@@ -16,6 +18,7 @@ from app import create_app
 from app.api.changes_schemas import schemas as api_schemas
 from app.dashboard import changealerts, changedelivery, run
 from app.dashboard.delivery import MAX_ATTEMPTS, RETRY_DELAYS, sign
+from app.history.store import open_store as open_history
 from app.store.db import open_store
 from geo.rules.changes import EVENT_TYPES
 
@@ -30,7 +33,30 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module")
 def dirs(snapshot_dir, engine, build_once):
-    return shared_variant_dirs(snapshot_dir, engine, build_once)
+    """The variant snapshots, and ``recorded``: a history store holding the "before" publish, recorded once
+    per run (read-only: :func:`publish_before` copies it)."""
+    variants = shared_variant_dirs(snapshot_dir, engine, build_once)
+
+    def build(root):
+        history = open_history(str(root / "history.sqlite"))
+        try:
+            assert history.record_dir(variants["before"]).seq is not None
+        finally:
+            history.close()
+
+    return {**variants, "recorded": build_once("change-delivery-before", build) / "history.sqlite"}
+
+
+def publish_before(app, dirs) -> list:
+    """``publish(app, dirs["before"])`` as the app's first publish, its records copied from ``dirs["recorded"]``
+    instead of encoded again: the same derivation for the saved locations (record_dir finds it recorded)."""
+    shutil.copyfile(dirs["recorded"], _fresh(app.config["HISTORY_URL"]))
+    return publish(app, dirs["before"])
+
+
+def _fresh(path: str) -> str:
+    assert not any(os.path.exists(path + suffix) for suffix in ("", "-wal", "-shm")), path
+    return path
 
 
 @pytest.fixture
@@ -91,7 +117,7 @@ def test_each_event_is_mailed_and_posted_once_across_a_restart_of_the_sender(
 ):
     app = create_app(feed_config)
     account, loc = pro_location(app, "ops@stad.be")
-    publish(app, dirs["before"])  # the location's stream starts here: what holds now is no event
+    publish_before(app, dirs)  # the location's stream starts here: what holds now is no event
     assert publish(app, dirs["before"]) == []  # the same publish again: nothing new
     client = signed_in(app, account["id"])
     resp = client.post(
@@ -157,7 +183,7 @@ def test_a_sender_that_died_mid_round_is_taken_over_without_sending_twice(
     then the rows go out once. Rows it had settled are never sent again."""
     app = create_app(feed_config)
     account, loc = pro_location(app, "crash@stad.be")
-    publish(app, dirs["before"])
+    publish_before(app, dirs)
     subscribe(app, account, loc, email=False, webhook_url=good.url())
     publish(app, dirs["after"])
     assert run.enqueue_changes(app) > 1
@@ -176,7 +202,7 @@ def test_only_the_chosen_event_types_are_sent(feed_config, dirs, smtp_server, go
     app = create_app(feed_config)
     account, loc = pro_location(app, "filter@stad.be")
     other, other_loc = pro_location(app, "nothing@stad.be", name="Elders")
-    publish(app, dirs["before"])
+    publish_before(app, dirs)
     subscribe(app, account, loc, types=["detour.started"], webhook_url=good.url())
     subscribe(app, other, other_loc, types=["source.stale"])
     publish(app, dirs["after"])
@@ -198,7 +224,7 @@ def test_quiet_hours_hold_mail_until_they_end_in_brussels_time(
     clock.now = datetime(2026, 11, 16, utc_hour, 30, tzinfo=UTC)
     app = create_app(feed_config)
     account, loc = pro_location(app, "quiet@stad.be")
-    publish(app, dirs["before"])
+    publish_before(app, dirs)
     subscribe(app, account, loc, types=["work.started"], webhook_url=good.url(), quiet_start=23, quiet_end=7)
     publish(app, dirs["after"])
     counts = round_(app)
@@ -219,7 +245,7 @@ def test_quiet_hours_hold_mail_until_they_end_in_brussels_time(
 def test_the_daily_digest_folds_the_days_mails_into_one(feed_config, dirs, smtp_server, good, clock):
     app = create_app(feed_config)
     account, loc = pro_location(app, "digest@stad.be")
-    publish(app, dirs["before"])
+    publish_before(app, dirs)
     subscribe(app, account, loc, digest=True, webhook_url=good.url())
     events = [e for e in publish(app, dirs["after"]) if e.location_id == loc["id"]]
     assert round_(app)["mail"] == 0 and len(good.requests) == len(events)  # webhooks at once
@@ -243,7 +269,7 @@ def test_a_failing_webhook_is_retried_given_up_and_shown_with_retry_and_dismiss(
     try:
         app = create_app(feed_config)
         account, loc = pro_location(app, "dead@stad.be")
-        publish(app, dirs["before"])
+        publish_before(app, dirs)
         subscribe(
             app,
             account,
@@ -307,7 +333,7 @@ def test_a_failing_webhook_is_retried_given_up_and_shown_with_retry_and_dismiss(
 def test_an_account_without_alerts_moves_past_events_without_sending(feed_config, dirs, smtp_server, good):
     app = create_app(feed_config)
     account, loc = pro_location(app, "down@stad.be")
-    publish(app, dirs["before"])
+    publish_before(app, dirs)
     subscribe(app, account, loc, webhook_url=good.url())
     conn = open_store(app)
     conn.execute("UPDATE accounts SET plan = 'developer' WHERE id = ?", (account["id"],))
@@ -353,7 +379,7 @@ def test_the_mail_unsubscribe_link_stops_the_mails_and_keeps_the_webhook(
 ):
     app = create_app(feed_config)
     account, loc = pro_location(app, "unsub@stad.be")
-    publish(app, dirs["before"])
+    publish_before(app, dirs)
     subscribe(app, account, loc, types=["work.started"], webhook_url=good.url())
     publish(app, dirs["after"])
     round_(app)
