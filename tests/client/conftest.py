@@ -130,6 +130,8 @@ def serve_app(data_dir, instance):
     from werkzeug.serving import WSGIRequestHandler, make_server
 
     class QuietHandler(WSGIRequestHandler):
+        disable_nagle_algorithm = True  # no delayed-ACK wait between an answer's headers and body
+
         def log_request(self, *args, **kwargs):
             pass
 

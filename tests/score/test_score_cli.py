@@ -270,7 +270,7 @@ def test_a_failing_run_exits_cleanly_with_its_message(
     cmd = [sys.executable, "-m", "geo.batch.cli", str(large_csv), "-o", str(out), "--data", data]
     # Dask retries a refused connect until its connect timeout (30 s by default) fires: this test is about that
     # timeout firing, so it sets a short one (the outcome is the same message however loaded the machine is)
-    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}
+    env = {**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"}
     proc = subprocess.run(
         [*cmd, "--no-progress", "--chunk-size", "20000", *extra],
         capture_output=True,

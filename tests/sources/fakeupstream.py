@@ -591,6 +591,9 @@ class FakeUpstream:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out as two writes: without TCP_NODELAY, Nagle holds the body back until the
+    # client's delayed ACK (~40 ms) on every answer of a kept-alive connection
+    disable_nagle_algorithm = True
 
     def log_message(self, *args):  # quiet
         pass

@@ -70,6 +70,8 @@ def test_live_mode_end_to_end(tmp_path, reference_dir):
             "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}",
         }
         out = run(["snapshot", "refresh"], env)
+        # the 1 s works expiry of this run has passed by then (requests-cache rounds it to the second)
+        expired_at = time.monotonic() + 2.1
         assert out.returncode == 0, out.stdout + out.stderr
         assert "published snapshot" in out.stdout
         created = run(["accounts", "create", "--email", "e2e@antwerpen.example", "--plan", "enterprise"], env)
@@ -111,7 +113,7 @@ def test_live_mode_end_to_end(tmp_path, reference_dir):
 
             # the register changes upstream; a new refresh is switched in and every worker picks it up
             fake.data["works"] = fake.data["works"][:3]
-            time.sleep(2.1)  # past the 1 s works expiry of this run (requests-cache rounds it to the second)
+            time.sleep(max(0.0, expired_at - time.monotonic()))  # the first refresh's entries have expired
             out = run(["snapshot", "refresh"], env)
             assert out.returncode == 0, out.stdout + out.stderr
             after = {w["id"] for w in fake.data["works"][:3]}
