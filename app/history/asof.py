@@ -174,21 +174,6 @@ def publish_index(history: HistoryStore) -> PublishIndex:
         return _indexes.setdefault(history.identity, PublishIndex())
 
 
-def held_layers(engines):
-    """``held(layer, sha256)`` for :meth:`HistoryStore.snapshot`: the frame (or the deferred frame, not made
-    here) of the first of ``engines`` whose snapshot carried that very layer file (same sha256 in its
-    manifest), else None."""
-
-    def held(layer: str, sha256: str):
-        for engine in engines:
-            entry = ((getattr(engine, "manifest", None) or {}).get("layers") or {}).get(layer) or {}
-            if entry.get("sha256") == sha256:
-                return engine.layer_object(layer)
-        return None
-
-    return held
-
-
 def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: bool = True):
     """The engine of a recorded publish (rebuilt once, then kept among the last few used).
 
@@ -202,7 +187,7 @@ def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: 
         if key in _engines:
             _engines.move_to_end(key)
             return _engines[key]
-        from geo.service.loaded import rebuild
+        from geo.service.loaded import held_layers, rebuild
 
         donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
         sources: dict = {}

@@ -212,17 +212,16 @@ _engines_lock = threading.Lock()
 
 def _engine(history: HistoryStore, publish: Publish):
     """The engine of a recorded publish, rebuilt from the store (the last two kept: the next derivation
-    starts from the engine this one ended with)."""
-    from geo.data.engine import Engine
-    from geo.service.loaded import loaded
+    starts from the engine this one ended with, and shares with it every layer whose file did not change)."""
+    from geo.service.loaded import held_layers, rebuild
 
     key = (history.identity, publish.seq, publish.snapshot_id)
     with _engines_lock:
         if key in _engines:
             return _engines[key]
-    layers, manifest = history.snapshot(publish.seq)
-    engine = Engine.from_layers(layers, manifest)
-    loaded(engine)
+        donors = list(reversed(_engines.values()))
+    layers, manifest = history.snapshot(publish.seq, held_layers(donors))
+    engine = rebuild(layers, manifest, donors)
     with _engines_lock:
         _engines[key] = engine
         while len(_engines) > 2:

@@ -119,6 +119,21 @@ def moment(engine, now) -> Moment:
     return loaded(engine).moment(now)
 
 
+def held_layers(engines):
+    """``held(layer, sha256)`` for a history store's ``snapshot``: the frame (or the deferred frame, not made
+    here) of the first of ``engines`` whose snapshot carried that very layer file (same sha256 in its
+    manifest), else None."""
+
+    def held(layer: str, sha256: str):
+        for engine in engines:
+            entry = ((getattr(engine, "manifest", None) or {}).get("layers") or {}).get(layer) or {}
+            if entry.get("sha256") == sha256:
+                return engine.layer_object(layer)
+        return None
+
+    return held
+
+
 def rebuild(layers: dict, manifest: dict, previous=(), rows=None) -> Engine:
     """``Engine.from_layers(layers, manifest, reuse=previous, rows=rows)`` plus its :class:`LoadedSnapshot`,
     built now.
