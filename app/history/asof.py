@@ -21,12 +21,12 @@ from datetime import UTC, datetime, timedelta
 from flask import current_app, g, request
 
 from app.web.clock import wall_now
+from geo.data.rows import no_collection
 from app.web.errors import ApiError, InvalidRequest, PlanRequired
 from app.web.redact import echo
 from .errors import AsOfInFuture, AsOfOutOfWindow, HistoryUnavailable, InvalidAsOf
 from .recorder import history_url
 from .store import HistoryError, HistoryStore, Publish, ms, open_store
-from .versions import no_collection
 
 PLANS = ("enterprise",)
 RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})")
@@ -191,7 +191,8 @@ def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: 
 
         donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
         sources: dict = {}
-        with no_collection():  # the decoded rows are many small acyclic objects (docs/history.md)
+        # the decoded rows are many small acyclic objects (docs/history.md)
+        with no_collection(collect_young=True):
             layers, manifest = history.snapshot(
                 publish.seq,
                 held_layers(donors),

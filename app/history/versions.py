@@ -19,11 +19,9 @@ asked). Nothing here knows SQL beyond :class:`app.history.store.HistoryStore`'s 
 
 from __future__ import annotations
 
-import gc
 import json
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -443,22 +441,6 @@ def layer_frame(
             frame = Deferred(lambda: table.frame_at(positions), first.crs, first.columns, len(positions))
             return frame, (table.source, positions)
         return table.frame_at(positions), (table.source, positions)
-
-
-@contextmanager
-def no_collection() -> Iterator[None]:
-    """No cyclic garbage collection while a rebuild decodes rows and derives their values: they are many small
-    acyclic objects, and each full collection walks every object of the process again (the live engine's
-    included; measured, a fifth to a third of a process's first ``asOf`` answer). After it, the youngest
-    generation is collected once here, so the next request (a warm answer) does not pay for it."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-            gc.collect(0)
 
 
 def clear() -> None:

@@ -17,13 +17,12 @@ Brussels midnight (:func:`geo.rules.transit.turned_at`). See docs/changes.md.
 
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..data.rows import no_collection
 from ..rules import changes as ch
 from ..rules import transit as tr
 from ..rules.selection import far_side
@@ -368,19 +367,6 @@ def _source_changes(before: Side, after: Side, points: np.ndarray, out: list) ->
             out.append((point, kind, f"source:{source}", {"stale": was}, {"stale": now}, None))
 
 
-@contextmanager
-def _no_collection():
-    """No cyclic garbage collection while the many small, acyclic event rows are made (the collector would
-    walk the engines' objects again and again: measured, a third to half of the time at 100,000 points)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def publish_changes(before: Side, after: Side, lat, lng, crossings: dict) -> list[Change]:
     """Every change of the answers at the points (float64 degree arrays) from publish ``before`` to
     ``after``, ordered by (point, event type, subject, valid time); ``crossings``: those
@@ -391,7 +377,7 @@ def publish_changes(before: Side, after: Side, lat, lng, crossings: dict) -> lis
     --------
     >>> changes = publish_changes(before, after, lat, lng, crossings)  # doctest: +SKIP
     """
-    with _no_collection():
+    with no_collection():
         return _publish_changes(before, after, lat, lng, crossings)
 
 

@@ -12,7 +12,10 @@ layer's own frame (tests/geo/test_row_source.py). What links rows (the works' co
 
 from __future__ import annotations
 
+import gc
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -125,3 +128,20 @@ class Deferred:
                     self._frame = self._make()
                     self._make = None
         return self._frame
+
+
+@contextmanager
+def no_collection(*, collect_young: bool = False) -> Iterator[None]:
+    """No cyclic garbage collection inside the block: for code that makes many small acyclic objects, each
+    full collection of which would walk every object of the process again (docs/history.md, docs/changes.md).
+    ``collect_young``: collect the youngest generation once at the end, so the next caller does not pay
+    for what the block left."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+            if collect_young:
+                gc.collect(0)
