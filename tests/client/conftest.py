@@ -12,6 +12,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -209,13 +210,19 @@ def client_env(tmp_path):
 
 @pytest.fixture
 def run_urban(client_env):
-    """Run `urban ARGS` as a subprocess; returns CompletedProcess with bytes stdout/stderr."""
+    """Run `urban ARGS` in its own process (forked from a warm one where Python's start-up is the same,
+    tests/client/cli_forkserver.py; else a subprocess); returns CompletedProcess with bytes stdout/stderr."""
 
     def run(*args, env=None, input=None, timeout=60):
         full_env = dict(client_env, **(env or {}))
         full_env = {k: v for k, v in full_env.items() if v is not None}
+        command = urban_command()
+        server = _cli_fork_server()
+        if server.can_run(full_env):
+            argv = [command[0] if len(command) == 1 else "urban", *map(str, args)]
+            return server.run(argv, full_env, os.getcwd(), input, timeout)
         return subprocess.run(
-            urban_command() + [str(a) for a in args],
+            command + [str(a) for a in args],
             env=full_env,
             input=input,
             capture_output=True,
@@ -223,6 +230,19 @@ def run_urban(client_env):
         )
 
     return run
+
+
+_fork_server = None
+
+
+def _cli_fork_server():
+    """This test process's `urban` fork server (tests/client/cli_forkserver.py), started on first use."""
+    global _fork_server
+    if _fork_server is None:
+        from tests.client.cli_forkserver import ForkServer
+
+        _fork_server = ForkServer(client_environment(Path(tempfile.gettempdir())), ROOT)
+    return _fork_server
 
 
 def free_port() -> int:

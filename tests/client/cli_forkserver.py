@@ -1,0 +1,174 @@
+"""Run the `urban` command in a fresh process forked from one that has already imported it.
+
+Each run is still its own process (its own environment, working directory, standard streams, exit code),
+talking HTTP to the server under test; only the interpreter's start and the client's imports (~0.3 s of
+CPU a run) are paid once per test process. Runs whose environment changes how Python itself starts
+(locale, ``PYTHON*`` variables) go through a real subprocess instead, and so does anything that needs the
+installed console script itself (tests/client/test_distribution.py, and the direct ``urban_command()``
+calls in the tests).
+
+The server is this file run as a script: single-threaded, it accepts one connection per run and forks a
+child that reports its pid, runs ``urban_client.cli.main`` as the console script would, and reports its
+exit code before it exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: environment variables read when Python starts (stream encodings, paths, modes): a run that sets any of
+#: them differently from the server's gets a real subprocess
+STARTUP_VARIABLES = (
+    "LC_ALL",
+    "LC_CTYPE",
+    "LANG",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "PYTHONPATH",
+    "PYTHONHOME",
+)
+
+
+def _exit_code(code) -> int:
+    """What the interpreter does with ``sys.exit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _run_child(conn: socket.socket, request: dict) -> None:
+    """In the forked child: become the `urban` process the request describes, run it, report, exit."""
+    import atexit as child_atexit
+    import traceback
+
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
+    code = 1
+    try:
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        for fd, (path, flags) in enumerate(
+            (
+                (request["stdin"], os.O_RDONLY),
+                (request["stdout"], os.O_WRONLY | os.O_TRUNC),
+                (request["stderr"], os.O_WRONLY | os.O_TRUNC),
+            )
+        ):
+            opened = os.open(path, flags)
+            os.dup2(opened, fd)
+            os.close(opened)
+        sys.argv = request["argv"]
+        from urban_client.cli import main
+
+        try:
+            code = _exit_code(main())
+        except SystemExit as stop:
+            code = _exit_code(stop.code)
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        child_atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # a closed or broken stream: what the interpreter ignores at exit too
+                code = code or 120
+    finally:
+        try:
+            conn.sendall(json.dumps({"code": code}).encode() + b"\n")
+        finally:
+            os._exit(code)
+
+
+def serve(path: str) -> None:
+    """The fork server's loop (single-threaded: every run is forked from a process without threads)."""
+    import urban_client.cli  # noqa: F401  (the imports every run would pay)
+    import urban_client.history_cli  # noqa: F401
+    import urban_client.render  # noqa: F401
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children reaped by the kernel
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    print("ready", flush=True)
+    while True:
+        conn, _ = listener.accept()
+        with conn:
+            request = json.loads(conn.makefile("rb").readline())
+            if os.fork() == 0:
+                listener.close()
+                _run_child(conn, request)
+
+
+class ForkServer:
+    """The client side: one server per test process, started on first use."""
+
+    def __init__(self, env: dict, cwd: Path):
+        self.env = dict(env)
+        self.dir = Path(tempfile.mkdtemp(prefix="urban-fork-"))
+        self.path = str(self.dir / "server.sock")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, self.path],
+            env=self.env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+        )
+        ready = self.proc.stdout.readline()
+        if ready.strip() != b"ready":
+            raise RuntimeError(f"the CLI fork server did not start: {ready!r}")
+        atexit.register(self.close)
+
+    def can_run(self, env: dict) -> bool:
+        return all(env.get(name) == self.env.get(name) for name in STARTUP_VARIABLES)
+
+    def run(self, argv: list[str], env: dict, cwd: str, input: bytes | None, timeout: float):
+        """Like ``subprocess.run(argv, env=env, input=input, capture_output=True, timeout=timeout)``."""
+        with tempfile.TemporaryDirectory(dir=self.dir) as work:
+            streams = {name: Path(work) / name for name in ("stdin", "stdout", "stderr")}
+            streams["stdin"].write_bytes(input or b"")
+            streams["stdout"].touch()
+            streams["stderr"].touch()
+            request = {"argv": argv, "env": env, "cwd": cwd, **{k: str(v) for k, v in streams.items()}}
+            deadline = time.monotonic() + timeout
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.connect(self.path)
+                conn.sendall(json.dumps(request).encode() + b"\n")
+                replies = conn.makefile("rb")
+                pid = json.loads(replies.readline())["pid"]
+                conn.settimeout(max(0.0, deadline - time.monotonic()))
+                try:
+                    line = replies.readline()
+                except TimeoutError:
+                    os.kill(pid, signal.SIGKILL)
+                    raise subprocess.TimeoutExpired(argv, timeout) from None
+            code = json.loads(line)["code"] if line else -signal.SIGKILL
+            return subprocess.CompletedProcess(
+                argv, code, streams["stdout"].read_bytes(), streams["stderr"].read_bytes()
+            )
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        for leftover in self.dir.glob("*"):
+            leftover.unlink(missing_ok=True)
+        self.dir.rmdir()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
