@@ -14,7 +14,13 @@ from app.store import accounts
 from tests.dashboard.test_as_of_control import POINT, config, demo_history  # noqa: F401
 from tests.dashboard.test_dashboard_browser import wait_ready
 from tests.portal.helpers import link_in
-from tests.portal.test_portal_browser import browser, check_accessible, click_and_wait, shoot  # noqa: F401
+from tests.portal.test_portal_browser import (  # noqa: F401
+    browser,
+    check_accessible,
+    click_and_wait,
+    shoot,
+    visible_texts,
+)
 
 
 @pytest.mark.slow
@@ -34,7 +40,7 @@ def test_enterprise_account_looks_at_the_map_as_of_a_past_moment(  # noqa: F811
 
     browser.get(f"{base}/dashboard/map?lat={POINT[0]}&lng={POINT[1]}")
     wait_ready(browser)
-    live_rows = [r.text for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid=work]")]
+    live_rows = visible_texts(browser, "[data-testid=work]")
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid=as-of-banner]")
 
     # pick a moment: two hours after the second recorded snapshot, in Brussels time (CET: UTC+1)
@@ -60,10 +66,10 @@ def test_enterprise_account_looks_at_the_map_as_of_a_past_moment(  # noqa: F811
         for name in ("disruptions", "air-quality")
     }
     rows = browser.find_elements(By.CSS_SELECTOR, "[data-testid=work]")
-    assert [r.find_element(By.CSS_SELECTOR, "td[data-label=Status]").text for r in rows] == [
+    assert visible_texts(browser, "[data-testid=work] td[data-label=Status]") == [
         w["status"] for w in api["disruptions"]["construction"]
     ]
-    assert [r.text for r in rows] != live_rows  # the past, not today's answer
+    assert visible_texts(browser, "[data-testid=work]") != live_rows  # the past, not today's answer
     reading = api["air-quality"]["reading"]
     assert (
         browser.find_element(By.CSS_SELECTOR, "[data-testid=no2-value]").text == f"{reading['value']} µg/m³"
@@ -77,7 +83,7 @@ def test_enterprise_account_looks_at_the_map_as_of_a_past_moment(  # noqa: F811
     click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "[data-testid=as-of-now]"))
     wait_ready(browser)
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid=as-of-banner]")
-    assert [r.text for r in browser.find_elements(By.CSS_SELECTOR, "[data-testid=work]")] == live_rows
+    assert visible_texts(browser, "[data-testid=work]") == live_rows
 
     # a moment still to come: a friendly message, no figures, the way back
     browser.get(f"{base}/dashboard/map?lat={POINT[0]}&lng={POINT[1]}&asOf=2026-12-24T18:00:00%2B01:00")

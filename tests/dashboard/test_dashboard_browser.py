@@ -12,7 +12,13 @@ import requests
 from app.dashboard.changealerts import DEFAULT_TYPES
 from app.store import accounts
 from tests.portal.helpers import link_in
-from tests.portal.test_portal_browser import browser, check_accessible, click_and_wait, shoot  # noqa: F401
+from tests.portal.test_portal_browser import (  # noqa: F401
+    browser,
+    check_accessible,
+    click_and_wait,
+    shoot,
+    visible_texts,
+)
 
 
 def wait_ready(driver, timeout=20):
@@ -77,7 +83,7 @@ def test_pro_account_walks_the_dashboard(browser, live_server, smtp_server, stor
     }
     rows = browser.find_elements(By.CSS_SELECTOR, "[data-testid=work]")
     assert len(rows) == len(api["disruptions"]["construction"]) > 0
-    assert [r.find_element(By.CSS_SELECTOR, "td[data-label=Status]").text for r in rows] == [
+    assert visible_texts(browser, "[data-testid=work] td[data-label=Status]") == [
         w["status"] for w in api["disruptions"]["construction"]
     ]
     reading = api["air-quality"]["reading"]

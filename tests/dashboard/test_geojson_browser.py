@@ -54,10 +54,11 @@ def open_file(driver, path):
 def rows(driver):
     from selenium.webdriver.common.by import By
 
-    return [
-        {td.get_attribute("data-label"): td.text for td in tr.find_elements(By.TAG_NAME, "td")}
-        for tr in driver.find_elements(By.CSS_SELECTOR, "[data-testid=geojson-feature]")
-    ]
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('[data-testid=geojson-feature]')).map(function (tr) {"
+        " var row = {}; Array.from(tr.querySelectorAll('td')).forEach(function (td) {"
+        " row[td.dataset.label] = td.getClientRects().length ? td.innerText.trim() : ''; }); return row; })"
+    )
 
 
 def drawn_markers(driver):

@@ -13,7 +13,12 @@ from app.store.saved_locations import add_location
 
 from tests.dashboard.test_dashboard_browser import wait_ready
 from tests.dashboard.test_geojson_browser import sign_in_browser
-from tests.portal.test_portal_browser import check_accessible, module_chromium, shared_browser  # noqa: F401
+from tests.portal.test_portal_browser import (  # noqa: F401
+    check_accessible,
+    module_chromium,
+    shared_browser,
+    visible_texts,
+)
 
 #: every kind of thing the map page draws, as the legend names it (legend.html's data-legend)
 LEGEND = {
@@ -174,8 +179,8 @@ def test_the_legend_is_complete_with_a_scale_and_names(located):
     wait_ready(driver)
     legend = {e.get_attribute("data-legend") for e in driver.find_elements(By.CSS_SELECTOR, "[data-legend]")}
     assert legend == LEGEND
-    for item in driver.find_elements(By.CSS_SELECTOR, "[data-legend]"):
-        assert item.text.strip(), item.get_attribute("data-legend")
+    assert len(visible_texts(driver, "[data-legend]")) == len(LEGEND)
+    assert all(visible_texts(driver, "[data-legend]")), visible_texts(driver, "[data-legend]")
     # every kind of marker drawn has its legend entry
     drawn = _js(
         driver,
@@ -197,7 +202,7 @@ def test_the_legend_is_complete_with_a_scale_and_names(located):
     # a metric scale, names of municipalities and of the river on the base map
     scale = driver.find_element(By.CSS_SELECTOR, ".leaflet-control-scale-line").text
     assert scale.endswith(" m") or scale.endswith(" km"), scale
-    names = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#map .map-name.municipality")]
+    names = visible_texts(driver, "#map .map-name.municipality")
     assert "Antwerpen" in names
     assert driver.find_elements(By.CSS_SELECTOR, "#map .map-name.river")
     # the demo's clock is said, times carry their zone
@@ -260,7 +265,7 @@ def test_the_language_switch_is_remembered(located):
         "modéré",
         "élevé",
     }
-    statuses = {e.text for e in driver.find_elements(By.CSS_SELECTOR, "[data-testid=work] [data-col=status]")}
+    statuses = set(visible_texts(driver, "[data-testid=work] [data-col=status]"))
     assert statuses & {"In uitvoering", "Concreet gepland"}
     # the details of a work speak French too
     driver.find_elements(By.CSS_SELECTOR, "#map .mk.work")[0].click()
@@ -283,10 +288,16 @@ def test_a_works_details_show_its_hindrance(located):
     driver, url, _loc = located
     driver.get(url)
     wait_ready(driver)
-    cells = {
-        r.get_attribute("data-feature"): r.find_element(By.CSS_SELECTOR, "[data-col=hindrance]").text
-        for r in driver.find_elements(By.CSS_SELECTOR, "[data-testid=work]")
-    }
+    cells = dict(
+        zip(
+            _js(
+                driver,
+                "return Array.from(document.querySelectorAll('[data-testid=work]')).map(function (r) { return r.dataset.feature; })",
+            ),
+            visible_texts(driver, "[data-testid=work] [data-col=hindrance]"),
+            strict=True,
+        )
+    )
     severe = next(k for k, v in cells.items() if v.startswith("severe hindrance: "))
     none = next(k for k, v in cells.items() if v == "none reported")
     for key in (severe, none):
