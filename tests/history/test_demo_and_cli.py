@@ -26,16 +26,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_the_simulation_is_deterministic_and_ends_at_the_demo_snapshot(reference_dir, snapshot_dir, tmp_path):
+def test_the_simulation_is_deterministic_and_ends_at_the_demo_snapshot(
+    reference_dir, engine, demo_layers, tmp_path
+):
+    """Two simulations give the same refreshes: one built here, one on the run's shared demo layers (built
+    by another ``build_layers`` call, maybe in another process); the last is the demo snapshot itself."""
     sim = SimulatedHistory(reference_dir, days=1, cadence_min=360)
-    again = SimulatedHistory(reference_dir, days=1, cadence_min=360)
+    with demo_layers():
+        again = SimulatedHistory(reference_dir, days=1, cadence_min=360)
     instants = sim.instants()
-    assert len(instants) == 5 and instants[-1] == geo.load(snapshot_dir).as_of
+    assert len(instants) == 5 and instants[-1] == engine.as_of
     ids = [sim.write_at(t, tmp_path / f"a{k}")["snapshotId"] for k, t in enumerate(instants)]
     assert [
         again.write_at(t, tmp_path / f"b{k}")["snapshotId"] for k, t in reversed(list(enumerate(instants)))
     ] == ids[::-1]
-    assert ids[-1] == geo.load(snapshot_dir).snapshot_id
+    assert ids[-1] == engine.snapshot_id
     assert len(set(ids)) == len(ids)  # every refresh changed something (NO2 every hour)
 
 
@@ -54,11 +59,12 @@ def test_the_simulation_evolves_works_detours_and_no2(year):
 
 @pytest.mark.slow
 def test_seed_demo_records_the_days_before_the_clock_and_the_demo_answers_as_of(
-    reference_dir, snapshot_dir, tmp_path
+    reference_dir, snapshot_dir, demo_layers, tmp_path
 ):
     url = str(tmp_path / "demo.history.sqlite")
     store = open_store(url)
-    assert seed_demo(store, reference_dir, snapshot_dir, days=0.5, cadence_min=180) == 5
+    with demo_layers():
+        assert seed_demo(store, reference_dir, snapshot_dir, days=0.5, cadence_min=180) == 5
     publishes = store.publishes()
     engine = geo.load(snapshot_dir)
     assert publishes[-1].snapshot_id == engine.snapshot_id and publishes[-1].as_of == engine.as_of
