@@ -279,8 +279,11 @@ class HistoryStore:
                         f"ALTER TABLE {table} ALTER COLUMN hash TYPE bytea USING decode(hash, 'hex')"
                     )
             self.execute("ALTER TABLE history_series DROP CONSTRAINT IF EXISTS history_series_pkey")
-        elif any(index[3] == "pk" for index in self.execute("PRAGMA index_list(history_series)")):
-            # SQLite cannot drop a primary key: the table is copied without it
+            return
+        (created,) = self.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'history_series'"
+        ).fetchone()
+        if "PRIMARY KEY" in created.upper():  # SQLite cannot drop one: the table is copied without it
             self.execute(SERIES_TABLE.replace("history_series", "history_series_new", 1))
             self.execute(
                 "INSERT INTO history_series_new (layer, key, rec_from, series, t, value) "
