@@ -1,6 +1,7 @@
 """The bitemporal history store: every recorded publish, and each row version with its valid and recorded time.
 
-Tables (the same on SQLite and PostgreSQL; ``HISTORY_URL`` chooses, see :func:`open_store`):
+Tables (the same on SQLite and PostgreSQL but for a content hash's type: 32 bytes on PostgreSQL, hex text on
+SQLite; ``HISTORY_URL`` chooses, see :func:`open_store`):
 
 - ``history_publish``: one row per recorded publish: ``seq`` (1, 2, … in recorded-time order), its
   ``snapshot_id``, ``as_of_ms`` (the snapshot's ``asOf``: from then on it was the data being served) and its
