@@ -279,7 +279,12 @@ class HistoryStore:
                     self.execute(
                         f"ALTER TABLE {table} ALTER COLUMN hash TYPE bytea USING decode(hash, 'hex')"
                     )
-            self.execute("ALTER TABLE history_series DROP CONSTRAINT IF EXISTS history_series_pkey")
+            # looked up first: an ALTER TABLE locks the table out even when it has nothing to do
+            key = self.execute(
+                "SELECT conname FROM pg_constraint WHERE conrelid = 'history_series'::regclass AND contype = 'p'"
+            ).fetchone()
+            if key is not None:
+                self.execute(f'ALTER TABLE history_series DROP CONSTRAINT "{key[0]}"')
             return
         (created,) = self.execute(
             "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'history_series'"
