@@ -1,6 +1,7 @@
 """The bitemporal history store: every recorded publish, and each row version with its valid and recorded time.
 
-Tables (the same on SQLite and PostgreSQL; ``HISTORY_URL`` chooses, see :func:`open_store`):
+Tables (the same on SQLite and PostgreSQL but for a content hash's type: 32 bytes on PostgreSQL, hex text on
+SQLite; ``HISTORY_URL`` chooses, see :func:`open_store`):
 
 - ``history_publish``: one row per recorded publish: ``seq`` (1, 2, … in recorded-time order), its
   ``snapshot_id``, ``as_of_ms`` (the snapshot's ``asOf``: from then on it was the data being served) and its
@@ -43,6 +44,20 @@ if TYPE_CHECKING:
 OPEN = 2**62  # rec_to of a row version that is still current
 DAY_MS = 86_400_000
 
+SERIES_TABLE = """CREATE TABLE IF NOT EXISTS history_series (
+        layer TEXT NOT NULL,
+        key TEXT NOT NULL,
+        rec_from BIGINT NOT NULL,
+        series TEXT NOT NULL,
+        t BIGINT,
+        value DOUBLE PRECISION)"""
+# covering: a series over a window is one ordered index range, no table lookups
+SERIES_READ = (
+    "CREATE INDEX IF NOT EXISTS history_series_read ON history_series (layer, series, t, rec_from, value)"
+)
+
+#: ``{hash}``: a content hash, 32 bytes on PostgreSQL (half its hex text, in the rows, blobs and their
+#: indexes), hex text on SQLite; ``{blob}``: binary
 DDL = (
     """CREATE TABLE IF NOT EXISTS history_publish (
         seq BIGINT PRIMARY KEY,
@@ -53,28 +68,20 @@ DDL = (
     """CREATE TABLE IF NOT EXISTS history_row (
         layer TEXT NOT NULL,
         key TEXT NOT NULL,
-        hash TEXT NOT NULL,
+        hash {hash} NOT NULL,
         valid_from BIGINT,
         valid_to BIGINT,
         rec_from BIGINT NOT NULL,
         rec_to BIGINT NOT NULL,
         PRIMARY KEY (layer, key, rec_from))""",
     "CREATE INDEX IF NOT EXISTS history_row_current ON history_row (layer, rec_to, rec_from)",
-    "CREATE INDEX IF NOT EXISTS history_row_valid ON history_row (layer, valid_from)",
-    "CREATE TABLE IF NOT EXISTS history_blob (hash TEXT PRIMARY KEY, data {blob} NOT NULL)",
-    # read indexes of the history resources (app.history.query), written with the row versions
-    """CREATE TABLE IF NOT EXISTS history_series (
-        layer TEXT NOT NULL,
-        key TEXT NOT NULL,
-        rec_from BIGINT NOT NULL,
-        series TEXT NOT NULL,
-        t BIGINT,
-        value DOUBLE PRECISION,
-        PRIMARY KEY (layer, key, rec_from))""",
-    # covering: a series over a window is one ordered index range, no table lookups
-    "CREATE INDEX IF NOT EXISTS history_series_read ON history_series (layer, series, t, rec_from, value)",
+    "CREATE TABLE IF NOT EXISTS history_blob (hash {hash} PRIMARY KEY, data {blob} NOT NULL)",
+    # read indexes of the history resources (app.history.query), written with the row versions; a series
+    # row is unique by its version's (layer, key, rec_from) (history_row's primary key): no index of its own
+    SERIES_TABLE,
+    SERIES_READ,
     """CREATE TABLE IF NOT EXISTS history_extent (
-        hash TEXT PRIMARY KEY,
+        hash {hash} PRIMARY KEY,
         min_lat DOUBLE PRECISION,
         min_lng DOUBLE PRECISION,
         max_lat DOUBLE PRECISION,
@@ -184,6 +191,14 @@ class HistoryStore:
     def execute(self, sql: str, params=()):
         return self.conn.execute(self._sql(sql), params)
 
+    def _hash(self, hexed: str):
+        """A content hash (hex text) as its column holds it: the parameter of a comparison or an insert."""
+        return bytes.fromhex(hexed) if self.postgres else hexed
+
+    def _hex(self, column: str) -> str:
+        """SQL of the content hash ``column`` as hex text (what every method here returns)."""
+        return f"encode({column}, 'hex')" if self.postgres else column
+
     def _many(self, sql: str, seq) -> None:
         seq = list(seq)
         if not seq:
@@ -240,11 +255,49 @@ class HistoryStore:
             yield pipe
 
     def _create(self) -> None:
-        blob = "BYTEA" if self.postgres else "BLOB"
+        kinds = {"blob": "BYTEA", "hash": "BYTEA"} if self.postgres else {"blob": "BLOB", "hash": "TEXT"}
         with self.transaction():
             for statement in DDL:
-                self.execute(statement.format(blob=blob))
+                self.execute(statement.format(**kinds))
+            self._migrate()
             self._reindex()
+
+    def _migrate(self) -> None:
+        """Bring a store created by an earlier version to the tables of :data:`DDL` (inside :meth:`_create`'s
+        transaction, under the write lock; each step a no-op once done): no index on valid time (no query
+        reads by it), no primary key of ``history_series`` (its version's is the one), and on PostgreSQL the
+        content hashes as 32 bytes (the tables are rewritten once: their readers wait on the lock)."""
+        self.execute("DROP INDEX IF EXISTS history_row_valid")
+        if self.postgres:
+            for table in ("history_row", "history_blob", "history_extent"):
+                (kind,) = self.execute(
+                    "SELECT data_type FROM information_schema.columns WHERE table_schema = current_schema() "
+                    "AND table_name = ? AND column_name = 'hash'",
+                    (table,),
+                ).fetchone()
+                if kind != "bytea":
+                    self.execute(
+                        f"ALTER TABLE {table} ALTER COLUMN hash TYPE bytea USING decode(hash, 'hex')"
+                    )
+            # looked up first: an ALTER TABLE locks the table out even when it has nothing to do
+            key = self.execute(
+                "SELECT conname FROM pg_constraint WHERE conrelid = 'history_series'::regclass AND contype = 'p'"
+            ).fetchone()
+            if key is not None:
+                self.execute(f'ALTER TABLE history_series DROP CONSTRAINT "{key[0]}"')
+            return
+        (created,) = self.execute(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'history_series'"
+        ).fetchone()
+        if "PRIMARY KEY" in created.upper():  # SQLite cannot drop one: the table is copied without it
+            self.execute(SERIES_TABLE.replace("history_series", "history_series_new", 1))
+            self.execute(
+                "INSERT INTO history_series_new (layer, key, rec_from, series, t, value) "
+                "SELECT layer, key, rec_from, series, t, value FROM history_series"
+            )
+            self.execute("DROP TABLE history_series")
+            self.execute("ALTER TABLE history_series_new RENAME TO history_series")
+            self.execute(SERIES_READ)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -412,7 +465,7 @@ class HistoryStore:
     def _put_blob(self, hashed: str, data: bytes) -> None:
         self.execute(
             "INSERT INTO history_blob (hash, data) VALUES (?, ?) ON CONFLICT (hash) DO NOTHING",
-            (hashed, _pack(data)),
+            (self._hash(hashed), _pack(data)),
         )
 
     def _record_layer(
@@ -426,7 +479,8 @@ class HistoryStore:
             current = {
                 key: (hashed, rec_from)
                 for key, hashed, rec_from in self.execute(
-                    "SELECT key, hash, rec_from FROM history_row WHERE layer = ? AND rec_to = ?",
+                    f"SELECT key, {self._hex('hash')}, rec_from FROM history_row "  # noqa: S608
+                    "WHERE layer = ? AND rec_to = ?",
                     (layer, OPEN),
                 )
             }
@@ -457,15 +511,15 @@ class HistoryStore:
         self._insert(
             "history_blob",
             "hash, data",
-            "text,bytea",
-            list({h: (h, _pack(data)) for _key, (h, data, _f, _t) in fresh}.values()),
+            "bytea,bytea",
+            list({h: (self._hash(h), _pack(data)) for _key, (h, data, _f, _t) in fresh}.values()),
             unique="hash",
         )
         self._insert(
             "history_row",
             "layer, key, hash, valid_from, valid_to, rec_from, rec_to",
-            "text,text,text,bigint,bigint,bigint,bigint",
-            [(layer, key, h, vf, vt, seq, OPEN) for key, (h, _d, vf, vt) in fresh],
+            "text,text,bytea,bigint,bigint,bigint,bigint",
+            [(layer, key, self._hash(h), vf, vt, seq, OPEN) for key, (h, _d, vf, vt) in fresh],
         )
         self._index(layer, seq, enc, [key for key, _row in fresh])
         schema_hash = rowcodec.digest(enc.schema)
@@ -492,8 +546,8 @@ class HistoryStore:
             self._insert(
                 "history_extent",
                 "hash, min_lat, min_lng, max_lat, max_lng",
-                "text,float8,float8,float8,float8",
-                [(h, *(None if v != v else v for v in box)) for h, box in boxes.items()],
+                "bytea,float8,float8,float8,float8",
+                [(self._hash(h), *(None if v != v else v for v in box)) for h, box in boxes.items()],
                 unique="hash",
             )
 
@@ -573,7 +627,7 @@ class HistoryStore:
         }
 
     def _blob(self, hashed: str) -> bytes:
-        row = self.execute("SELECT data FROM history_blob WHERE hash = ?", (hashed,)).fetchone()
+        row = self.execute("SELECT data FROM history_blob WHERE hash = ?", (self._hash(hashed),)).fetchone()
         if row is None:
             raise HistoryError(f"blob {hashed} is missing from the history store")
         return _unpack(row[0])
@@ -664,7 +718,8 @@ class HistoryStore:
         """``key -> row hash`` of ``layer`` as publish ``seq`` carried it."""
         return dict(
             self.execute(
-                "SELECT key, hash FROM history_row WHERE layer = ? AND rec_to > ? AND rec_from <= ?",
+                f"SELECT key, {self._hex('hash')} FROM history_row "  # noqa: S608 - constants only
+                "WHERE layer = ? AND rec_to > ? AND rec_from <= ?",
                 (layer, seq, seq),
             )
         )
@@ -673,7 +728,8 @@ class HistoryStore:
         """``(key, hash, rec_from, rec_to)`` of the versions of ``layer`` still open at publish ``after`` (the
         columns' own types: text, hex text, integers)."""
         return self.execute(
-            "SELECT key, hash, rec_from, rec_to FROM history_row WHERE layer = ? AND rec_to > ?",
+            f"SELECT key, {self._hex('hash')}, rec_from, rec_to FROM history_row "  # noqa: S608
+            "WHERE layer = ? AND rec_to > ?",
             (layer, after),
         ).fetchall()
 
@@ -684,8 +740,8 @@ class HistoryStore:
             chunk = hashes[i : i + 500]
             marks = ",".join("?" * len(chunk))
             for hashed, data in self.execute(
-                f"SELECT hash, data FROM history_blob WHERE hash IN ({marks})",  # noqa: S608 - marks only
-                chunk,
+                f"SELECT {self._hex('hash')}, data FROM history_blob WHERE hash IN ({marks})",  # noqa: S608
+                [self._hash(h) for h in chunk],
             ):
                 found[hashed] = _unpack(data)
         if len(found) < len(set(hashes)):
@@ -733,11 +789,12 @@ class HistoryStore:
                 for layer in rowcodec.EXTENT_INDEXED
             )
             self.execute(f"DELETE FROM history_extent WHERE {unused}")  # noqa: S608 - constants only
-            used = {h for (h,) in self.execute("SELECT DISTINCT hash FROM history_row")}
+            used = {h for (h,) in self.execute("SELECT DISTINCT hash FROM history_row")}  # as stored
             for (data,) in self.execute("SELECT manifest FROM history_publish").fetchall():
-                used.add(_template_of(data) or "")
+                named = [_template_of(data)]
                 for info in json.loads(self.manifest_json(data))["history"].values():
-                    used.update(h for h in (info["schema"], info["order"]) if h)
+                    named += [info["schema"], info["order"]]
+                used.update(self._hash(h) for h in named if h)
             stale = [(h,) for (h,) in self.execute("SELECT hash FROM history_blob") if h not in used]
             self._many("DELETE FROM history_blob WHERE hash = ?", stale)
         return {"publishes": max(pubs, 0), "rows": max(rows, 0), "blobs": len(stale)}

@@ -36,7 +36,8 @@ def _record_then_hang(url, paths, pipe):
 
 def rows_of(store) -> list[tuple]:
     return sorted(
-        tuple(r) for r in store.execute("SELECT layer, key, hash, rec_from, rec_to FROM history_row")
+        tuple(r)
+        for r in store.execute(f"SELECT layer, key, {store._hex('hash')}, rec_from, rec_to FROM history_row")
     )
 
 

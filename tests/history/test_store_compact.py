@@ -79,7 +79,7 @@ def test_prune_keeps_the_templates_in_use_and_drops_the_others(store_url, snapsh
         store._put_blob(storemod.rowcodec.digest(data), data)  # a blob nothing refers to
     # publish 1 (the template's origin) leaves the window; 2 and 3 still use its template
     store.prune(Publish(0, "", ms(written[1][0]["asOf"]) + 60_000).as_of, 0)
-    blobs = {h for (h,) in store.execute("SELECT hash FROM history_blob")}
+    blobs = {h for (h,) in store.execute(f"SELECT {store._hex('hash')} FROM history_blob")}
     assert template in blobs and storemod.rowcodec.digest(data) not in blobs
     assert [p.seq for p in store.publishes()] == [2, 3]
     storemod._TEMPLATES.clear()
