@@ -447,14 +447,15 @@ class PairTable:
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
-            tg = cand.target.take(e)  # then the targets' own (small, cached) columns
+            # then the targets' own (small, cached) columns; int64 indices (NumPy converts others per take)
+            tg = cand.target.take(e).astype(np.int64)
             edged = np.flatnonzero(tg < 0)
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
                 tg_edged = tg.take(edged)
-                where = np.repeat(sub_q[a:b], n).take(edged)
+                where = np.repeat(sub_q[a:b], n).take(edged).astype(np.int64)
                 if fine_on:
                     where, fine_q = np.divmod(where, FINE * FINE)
-                code = np.empty(edged.size, dtype=np.int32)
+                code = np.empty(edged.size, dtype=np.int64)
                 tabled = np.flatnonzero(tg_edged < -n_listed)  # from a sub-cell table: the fine code
                 if tabled.size:
                     base = -1 - n_listed - tg_edged.take(tabled)
@@ -478,7 +479,7 @@ class PairTable:
                 rest = np.flatnonzero(code < 0)
                 edged = edged.take(rest)
                 # the point: the bracket's haversine
-                tg[edged] = self._row_t.take(cand.entries.take(e.take(edged)))
+                tg[edged] = self._row_t.take(cand.entries.take(e.take(edged)).astype(np.int64))
                 listed = -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
