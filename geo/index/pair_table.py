@@ -148,12 +148,11 @@ class PairTable:
             for g, m in enumerate(self.allowed[:, group[point]])
         ]
         cell = np.concatenate([c for c, _, _, _ in lists])
-        # int32 columns: half the cache lines of int64 in a table read once per candidate
-        self.entries = self.k.take(np.concatenate([p for _, p, _, _ in lists])).astype(np.int32)  # rows
-        self.target = np.concatenate([t for _, _, t, _ in lists]).astype(np.int32)
+        self.entries = self.k.take(np.concatenate([p for _, p, _, _ in lists]))  # the constructor's rows
+        self.target = np.concatenate([t for _, _, t, _ in lists])
         self.listed = np.concatenate([x for _, _, _, x in lists])
         counts = np.bincount(cell, minlength=n_cells * self.allowed.shape[0])
-        self.start = np.zeros(counts.size + 1, dtype=np.int32 if cell.size < 2**31 else np.int64)
+        self.start = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=self.start[1:])
 
     def _targets(self, grid, cell, point):
@@ -329,7 +328,7 @@ class PairTable:
             slots[todo] = (cand.start.size - 1) // s2 + np.arange(todo.size)
             self._cand = _Candidates(
                 np.r_[cand.entries, self.entries.take(pos.take(keep))],
-                np.r_[cand.target, code.take(keep).astype(np.int32)],
+                np.r_[cand.target, code.take(keep)],
                 slots,
                 np.r_[cand.start, cand.start[-1] + np.cumsum(counts)],
             )
@@ -447,8 +446,7 @@ class PairTable:
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
-            # then the targets' own (small, cached) columns; int64 indices (NumPy converts others per take)
-            tg = cand.target.take(e).astype(np.int64)
+            tg = cand.target.take(e)  # then the targets' own (small, cached) columns
             edged = np.flatnonzero(tg < 0)
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
                 tg_edged = tg.take(edged)
@@ -479,7 +477,7 @@ class PairTable:
                 rest = np.flatnonzero(code < 0)
                 edged = edged.take(rest)
                 # the point: the bracket's haversine
-                tg[edged] = self._row_t.take(cand.entries.take(e.take(edged)).astype(np.int64))
+                tg[edged] = self._row_t.take(cand.entries.take(e.take(edged)))
                 listed = -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
@@ -509,7 +507,7 @@ class PairTable:
             end = at + hit.size
             # written in place ("clip": valid positions, and no buffered copy of the output)
             np.repeat(rows[a:b] + first, n).take(hit, out=q_out[at:end], mode="clip")
-            k_out[at:end] = cand.entries.take(e.take(hit))
+            cand.entries.take(e.take(hit), out=k_out[at:end], mode="clip")
             km.take(hit, out=km_out[at:end], mode="clip")
             at = end
         out.size = at
