@@ -455,6 +455,7 @@ class PairTable:
                     where, fine_q = np.divmod(where, FINE * FINE)
                 code = np.empty(edged.size, dtype=np.int64)
                 tabled = np.flatnonzero(tg_edged < -n_listed)  # from a sub-cell table: the fine code
+                own: slice | np.ndarray
                 if tabled.size:
                     base = -1 - n_listed - tg_edged.take(tabled)
                     code[tabled] = self.fine_code.take(base + fine_q.take(tabled))
