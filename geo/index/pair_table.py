@@ -43,7 +43,7 @@ CELLS_PER_RADIUS = 8
 SUBCELLS = 4  # per side of a cell, for the vertex certificates of the entries without one
 FINE = 4  # per side of a sub-cell without a vertex, in the cells many queries fall in (build_fine_cells)
 DENSE = 16  # queries of one chunk in a cell that make its fine sub-cells worth building
-DENSE_BUDGET = 1 << 23  # candidates of the sub-cell tables at most, per table (build_dense_cells)
+DENSE_BUDGET = 1 << 22  # candidates of the sub-cell tables at most (16 bytes each), per table
 MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
@@ -105,6 +105,7 @@ class PairTable:
         self.dense_tables = True  # and, in those cells, a candidate table per sub-cell (build_dense_cells)
         no_slot = np.full(self.start.size - 1, -1, dtype=np.int32)
         self._cand = _Candidates(self.entries, self.target, no_slot, np.array([self.entries.size]))
+        self._room = (self.entries, self.target)  # the arrays _cand's columns are the start of
 
     def _build(self, lat, lng, rank, group, reach, lng_reach):
         """Cell lists: for each point the cells whose centre lies within ``r + rho`` (+ its extent's reach)
@@ -326,12 +327,18 @@ class PairTable:
             counts = np.bincount(owner.take(keep), minlength=n.size)
             slots = cand.slot.copy()
             slots[todo] = (cand.start.size - 1) // s2 + np.arange(todo.size)
-            self._cand = _Candidates(
-                np.r_[cand.entries, self.entries.take(pos.take(keep))],
-                np.r_[cand.target, code.take(keep)],
-                slots,
-                np.r_[cand.start, cand.start[-1] + np.cumsum(counts)],
-            )
+            have, end = cand.entries.size, cand.entries.size + keep.size
+            entries, target = self._room
+            if entries.size < end:  # grown by half at least: each candidate copied a few times at most
+                size = max(end, have + have // 2)
+                entries, target = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+                entries[:have], target[:have] = cand.entries, cand.target
+                self._room = entries, target
+            # written past every published view's end: a thread holding an earlier _Candidates never reads it
+            entries[have:end] = self.entries.take(pos.take(keep))
+            target[have:end] = code.take(keep)
+            start = np.r_[cand.start, cand.start[-1] + np.cumsum(counts)]
+            self._cand = _Candidates(entries[:end], target[:end], slots, start)
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the

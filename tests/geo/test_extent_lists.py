@@ -475,3 +475,31 @@ def test_a_distance_exactly_at_the_radius_is_within_through_a_sub_cell_table(mon
     assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == _brute(
         ex, np.full(40, lat[0]), np.full(40, lng[0]), 0.5
     )
+
+
+def test_sub_cell_tables_built_batch_after_batch_append_in_place_and_give_the_same_pairs():
+    """Each batch of queries dense around another vertex builds new sub-cell tables: the first grows the
+    candidate arrays, later ones are written past the published views' end; every batch's pairs, and those of
+    all batches again at the end, equal the table without sub-cell tables and brute force."""
+    ex, geoms = _extents()
+    rng = np.random.default_rng(33)
+    s_lat, s_lng = _special_points(geoms)
+    t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    plain = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    plain.dense_tables = False
+    grew, in_place, lats, lngs = 0, 0, [], []
+    for i in range(0, s_lat.size, max(1, s_lat.size // 12)):
+        lat, lng = s_lat[i] + rng.normal(0, 0.0005, 300), s_lng[i] + rng.normal(0, 0.0008, 300)
+        room, size = t._room[0], _tabled_candidates(t)
+        earlier = t._cand
+        assert _same(t.pairs(lat, lng), plain.pairs(lat, lng))
+        grew += t._room[0] is not room
+        in_place += t._room[0] is room and _tabled_candidates(t) > size
+        assert earlier.entries.size == t.entries.size + size  # a published view never changes
+        lats.append(lat)
+        lngs.append(lng)
+    assert grew >= 1 and in_place >= 5
+    lat, lng = np.concatenate(lats), np.concatenate(lngs)
+    q, k, km = t.pairs(lat, lng)
+    assert _same((q, k, km), plain.pairs(lat, lng))
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == _brute(ex, lat, lng, 0.5)
