@@ -20,7 +20,9 @@ which has either a certified vertex or an edge list of its own (:class:`geo.inde
 measured once per chunk of queries): the same floats in every case. Sub-cells are built per cell the first
 time a query falls in it (:meth:`PairTable.build_sub_cells`); in the cells where at least ``DENSE`` queries of
 one chunk fall, the sub-cells without a vertex are cut again into ``FINE`` x ``FINE`` fine sub-cells, each with
-its own vertex or edge list (:meth:`PairTable.build_fine_cells`).
+its own vertex or edge list (:meth:`PairTable.build_fine_cells`), and each sub-cell gets a candidate table of
+its own (:meth:`PairTable.build_dense_cells`: the cell's entries with their code for that sub-cell resolved, those
+beyond ``r`` from the whole sub-cell dropped), which the queries there read instead of the cell's list.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
 import numpy as np
 
@@ -40,6 +43,7 @@ CELLS_PER_RADIUS = 8
 SUBCELLS = 4  # per side of a cell, for the vertex certificates of the entries without one
 FINE = 4  # per side of a sub-cell without a vertex, in the cells many queries fall in (build_fine_cells)
 DENSE = 16  # queries of one chunk in a cell that make its fine sub-cells worth building
+DENSE_BUDGET = 1 << 22  # candidates of the sub-cell tables at most (16 bytes each), per table
 MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
@@ -67,6 +71,8 @@ class PairTable:
         self.allowed = np.ones((1, 1), dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
         ok = np.isfinite(lat) & np.isfinite(lng)
         self.k = np.flatnonzero(ok)
+        self._row_t = np.full(ok.size, -1, dtype=np.int64)  # per constructor row, its position in k
+        self._row_t[self.k] = np.arange(self.k.size)
         lat, lng = np.asarray(lat, dtype=np.float64)[ok], np.asarray(lng, dtype=np.float64)[ok]
         self.lat_r, self.lng_r = np.radians(lat), np.radians(lng)
         self.cos_lat = np.cos(self.lat_r)
@@ -96,6 +102,10 @@ class PairTable:
         self._build(lat, lng, np.asarray(rank)[ok], groups[ok], reach, lng_reach)
         self._fine_built = self._sub_built.copy()
         self.dense = DENSE  # queries of one chunk in a cell that build its fine sub-cells
+        self.dense_tables = True  # and, in those cells, a candidate table per sub-cell (build_dense_cells)
+        no_slot = np.full(self.start.size - 1, -1, dtype=np.int32)
+        self._cand = _Candidates(self.entries, self.target, no_slot, np.array([self.entries.size]))
+        self._room = (self.entries, self.target)  # the arrays _cand's columns are the start of
 
     def _build(self, lat, lng, rank, group, reach, lng_reach):
         """Cell lists: for each point the cells whose centre lies within ``r + rho`` (+ its extent's reach)
@@ -262,6 +272,74 @@ class PairTable:
                 self.fine_base[slots] = base  # after the codes and lists it points to
             built[todo] = True
 
+    def build_dense_cells(self, cells) -> None:
+        """A candidate table per sub-cell of ``cells`` (cell numbers with the query group's offset), built
+        once each: the cell's entries in rank order, each with its code for that sub-cell resolved (the
+        target whose haversine is the distance or the bracket, or ``-1 - len(listed_point) - b`` for the fine
+        codes from ``b`` on), without the entries farther than ``r`` from every location of the sub-cell's
+        disc (distance, or the bracket's lower bound, from its centre beyond ``r + rho`` + slack). The fine
+        sub-cells are cut first. Published as one :class:`_Candidates` (the cell table's arrays, then the
+        sub-cell tables); a thread holding an earlier one reads consistent arrays. Stops at
+        ``DENSE_BUDGET`` candidates (those cells keep the cell table)."""
+        cells = np.asarray(cells, dtype=np.int64)
+        if (self._cand.slot.take(cells) >= 0).all():
+            return
+        n_cells = self.nx * self.ny
+        self.build_fine_cells(np.unique(cells % n_cells))
+        with self._lock:
+            cand = self._cand
+            todo = np.unique(cells[cand.slot.take(cells) < 0])
+            s2 = SUBCELLS * SUBCELLS
+            lo = self.start.take(todo).astype(np.int64)
+            n = np.repeat(self.start.take(todo + 1) - lo, s2)  # per (cell, sub-cell): the cell's entries
+            if todo.size == 0 or cand.entries.size + int(n.sum()) > self.entries.size + DENSE_BUDGET:
+                return
+            total = int(n.sum())
+            owner = np.repeat(np.arange(n.size), n)  # per candidate: its (cell, sub-cell)
+            pos = np.repeat(np.repeat(lo, s2) - (np.cumsum(n) - n), n) + np.arange(total)  # its entry
+            sub = owner % s2
+            tg = self.target.take(pos)
+            code, at = tg.astype(np.int64), tg.astype(np.int64)  # the resolved code; its haversine target
+            extra = np.zeros(total)  # the bracket's reach, for the entries through a list
+            listed = np.flatnonzero(tg < 0)
+            if listed.size:
+                entry = -1 - tg.take(listed).astype(np.int64)
+                slot = entry * s2 + sub.take(listed)
+                sub_code = self.sub_code.take(slot)
+                vx = sub_code >= 0
+                code[listed[vx]] = at[listed[vx]] = sub_code[vx]
+                rest, slot, entry = listed[~vx], slot[~vx], entry[~vx]
+                base = self.fine_base.take(slot)  # cut: its fine codes; else the entry's own code
+                code[rest] = np.where(base >= 0, -1 - self.listed_point.size - base, code.take(rest))
+                at[rest] = point = self.listed_point.take(entry)
+                assert self.extents is not None  # only extents have listed entries
+                extra[rest] = self.extents.reach.take(self.k.take(point))
+            grid = self._grid
+            iy, ix = np.divmod(todo % n_cells, grid.nx)
+            sy, sx = np.divmod(np.arange(s2), SUBCELLS)
+            c_lat = np.radians(grid.y0 + (iy[:, None] + (sy + 0.5) / SUBCELLS) * grid.hy).ravel().take(owner)
+            c_lng = np.radians(grid.x0 + (ix[:, None] + (sx + 0.5) / SUBCELLS) * grid.hx).ravel().take(owner)
+            d = haversine_rad(
+                c_lat, c_lng, np.cos(c_lat), self.t_lat_r.take(at), self.t_lng_r.take(at), self.t_cos.take(at)
+            )
+            sub_rho = (grid.rho - SLACK_KM) / SUBCELLS + SLACK_KM
+            keep = np.flatnonzero(d - extra <= self.radius + sub_rho + SLACK_KM)
+            counts = np.bincount(owner.take(keep), minlength=n.size)
+            slots = cand.slot.copy()
+            slots[todo] = (cand.start.size - 1) // s2 + np.arange(todo.size)
+            have, end = cand.entries.size, cand.entries.size + keep.size
+            entries, target = self._room
+            if entries.size < end:  # grown by half at least: each candidate copied a few times at most
+                size = max(end, have + have // 2)
+                entries, target = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
+                entries[:have], target[:have] = cand.entries, cand.target
+                self._room = entries, target
+            # written past every published view's end: a thread holding an earlier _Candidates never reads it
+            entries[have:end] = self.entries.take(pos.take(keep))
+            target[have:end] = code.take(keep)
+            start = np.r_[cand.start, cand.start[-1] + np.cumsum(counts)]
+            self._cand = _Candidates(entries[:end], target[:end], slots, start)
+
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
         centre to the row's point)."""
@@ -329,11 +407,21 @@ class PairTable:
         sub_x = np.minimum(np.floor((fx - ix) * SUBCELLS), SUBCELLS - 1)
         cell = iy.astype(np.int64) * self.nx + ix.astype(np.int64)
         self.build_sub_cells(cell)
+        if group is not None:
+            group_cell = cell + group[first + rows]
+        else:
+            group_cell = cell
         if self.extents is not None and self.dense > 0:  # the cells dense in queries: their fine sub-cells
-            many = np.flatnonzero(np.bincount(cell, minlength=self.nx * self.ny) >= self.dense)
+            n_cells = self.nx * self.ny
+            many = np.flatnonzero(np.bincount(cell, minlength=n_cells) >= self.dense)
+            if self.dense_tables and many.size:  # and their sub-cell tables (which cut them first)
+                hot = np.zeros(n_cells, dtype=bool)
+                hot[many] = True
+                self.build_dense_cells(group_cell.take(np.flatnonzero(hot.take(cell))))
             many = many[~self._fine_built.take(many)]
             if many.size:
                 self.build_fine_cells(many)
+        cand = self._cand  # read before fine_code: its sub-cell tables' fine codes are there
         fine_on = self.fine_code.size > 0  # else every query takes its sub-cell's code (also exact)
         if fine_on:  # and its fine sub-cell (these floats scaled by a power of two: consistent)
             fine_y = np.floor((fy - iy) * (SUBCELLS * FINE)) - sub_y * FINE
@@ -341,9 +429,18 @@ class PairTable:
             sub_q = ((sub_y * SUBCELLS + sub_x) * (FINE * FINE) + fine_y * FINE + fine_x).astype(np.int16)
         else:
             sub_q = (sub_y * SUBCELLS + sub_x).astype(np.int8)
-        if group is not None:
-            cell += group[first + rows]
-        lo, lens = self.start[cell], self.start[cell + 1] - self.start[cell]
+        lo = self.start.take(group_cell)
+        lens = self.start.take(group_cell + 1) - lo
+        n_listed = self.listed_point.size  # codes below -n_listed: fine codes from a sub-cell table
+        if cand.start.size > 1:  # the queries in a cell with sub-cell tables read their sub-cell's
+            slot = cand.slot.take(group_cell)
+            dense = np.flatnonzero(slot >= 0)
+            if dense.size:
+                at = slot.take(dense) * (SUBCELLS * SUBCELLS) + (sub_y * SUBCELLS + sub_x).astype(
+                    np.int64
+                ).take(dense)
+                lo[dense] = cand.start.take(at)
+                lens[dense] = cand.start.take(at + 1) - lo.take(dense)
         ends = np.cumsum(lens)
         lat_r, lng_r = np.radians(lat_d), np.radians(lng_d)
         cos_lat = np.cos(lat_r)
@@ -356,27 +453,39 @@ class PairTable:
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
-            tg = self.target.take(e)  # then the targets' own (small, cached) columns
+            tg = cand.target.take(e)  # then the targets' own (small, cached) columns
             edged = np.flatnonzero(tg < 0)
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
-                listed = -1 - tg.take(edged)
-                where = np.repeat(sub_q[a:b], n).take(edged)
+                tg_edged = tg.take(edged)
+                where = np.repeat(sub_q[a:b], n).take(edged).astype(np.int64)
                 if fine_on:
                     where, fine_q = np.divmod(where, FINE * FINE)
-                slot = listed * (SUBCELLS * SUBCELLS) + where
-                code = self.sub_code.take(slot)
+                code = np.empty(edged.size, dtype=np.int64)
+                tabled = np.flatnonzero(tg_edged < -n_listed)  # from a sub-cell table: the fine code
+                own: slice | np.ndarray
+                if tabled.size:
+                    base = -1 - n_listed - tg_edged.take(tabled)
+                    code[tabled] = self.fine_code.take(base + fine_q.take(tabled))
+                    own = np.flatnonzero(tg_edged >= -n_listed)
+                else:
+                    own = slice(None)
+                listed = -1 - tg_edged[own]
+                slot = listed * (SUBCELLS * SUBCELLS) + where[own]
+                own_code = self.sub_code.take(slot)
                 if fine_on:  # sub-cells cut again: the fine one's code (fine_code read after fine_base)
-                    cut = np.flatnonzero(code < 0)
+                    cut = np.flatnonzero(own_code < 0)
                     base = self.fine_base.take(slot.take(cut))
                     fine = np.flatnonzero(base >= 0)
                     if fine.size:
                         cut = cut.take(fine)
-                        code[cut] = self.fine_code.take(base.take(fine) + fine_q.take(cut))
+                        own_code[cut] = self.fine_code.take(base.take(fine) + fine_q[own].take(cut))
+                code[own] = own_code
                 vx = np.flatnonzero(code >= 0)
                 tg[edged.take(vx)] = code.take(vx)
                 rest = np.flatnonzero(code < 0)
                 edged = edged.take(rest)
-                tg[edged] = self.listed_point.take(listed.take(rest))  # the point: the bracket's haversine
+                # the point: the bracket's haversine
+                tg[edged] = self._row_t.take(cand.entries.take(e.take(edged)))
                 listed = -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
@@ -406,10 +515,21 @@ class PairTable:
             end = at + hit.size
             # written in place ("clip": valid positions, and no buffered copy of the output)
             np.repeat(rows[a:b] + first, n).take(hit, out=q_out[at:end], mode="clip")
-            self.entries.take(e.take(hit), out=k_out[at:end], mode="clip")
+            cand.entries.take(e.take(hit), out=k_out[at:end], mode="clip")
             km.take(hit, out=km_out[at:end], mode="clip")
             at = end
         out.size = at
+
+
+class _Candidates(NamedTuple):
+    """The candidates a query reads: per candidate its point (``entries``, the constructor's row) and code
+    (``target``), first the cell table's then the sub-cell tables'; per (cell, query group) its sub-cell
+    tables' first slot (``slot``, -1 for none), per slot its candidates' start in ``start`` (to the next)."""
+
+    entries: np.ndarray
+    target: np.ndarray
+    slot: np.ndarray
+    start: np.ndarray
 
 
 class _Found:

@@ -384,3 +384,122 @@ def test_pairs_written_in_place_equal_brute_force_for_any_thread_count(monkeypat
     assert not np.isin(np.flatnonzero(lat == 60.0), one[0]).any()
     empty = t.pairs(np.zeros(0), np.zeros(0), threads=3)
     assert [a.size for a in empty] == [0, 0, 0] and [a.dtype.kind for a in empty] == ["i", "i", "f"]
+
+
+def _sub_grid_points(t, lat, lng):
+    """Queries exactly on the lines between the sub-cells (and cells) next to ``lat``, ``lng``."""
+    fy = np.floor((lat - t.y0) / t.dlat * SUBCELLS) / SUBCELLS
+    fx = np.floor((lng - t.x0) / t.dlng * SUBCELLS) / SUBCELLS
+    return t.y0 + fy * t.dlat, t.x0 + fx * t.dlng
+
+
+def _tabled_candidates(t) -> int:
+    return t._cand.entries.size - t.entries.size
+
+
+def test_sub_cell_tables_of_dense_cells_equal_brute_force_and_tables_without_them():
+    """Cells where queries are dense get a candidate table per sub-cell (codes resolved, far entries
+    dropped): the same pairs and floats as the cell table alone and brute force, on vertices, edges, in the
+    hole, on the lines between sub-cells and fine sub-cells, per query group, lazily and on two threads."""
+    ex, geoms = _extents()
+    rng = np.random.default_rng(31)
+    s_lat, s_lng = _special_points(geoms)
+    at = rng.integers(0, s_lat.size, 9000)
+    lat, lng = s_lat[at] + rng.normal(0, 0.002, at.size), s_lng[at] + rng.normal(0, 0.003, at.size)
+    plain = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    plain.dense_tables = False
+    a_lat, a_lng = _sub_grid_points(plain, lat[:2000], lng[:2000])
+    b_lat, b_lng = _fine_grid_points(plain, lat[2000:4000], lng[2000:4000])
+    lat, lng = np.r_[lat, a_lat, a_lat, b_lat, s_lat], np.r_[lng, a_lng, lng[:2000], b_lng, s_lng]
+    want = plain.pairs(lat, lng)
+    assert _tabled_candidates(plain) == 0 and plain.fine_code.size > 0
+    tabled = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    got = tabled.pairs(lat, lng)
+    assert _same(got, want)
+    assert dict(zip(zip(got[0].tolist(), got[1].tolist()), got[2].tolist())) == _brute(ex, lat, lng, 0.5)
+    # tables built, with fine codes and without some far entries (a sub-cell holds fewer than its cell)
+    cand = tabled._cand
+    slots = np.flatnonzero(cand.slot >= 0)
+    per_cell = (tabled.start[slots + 1] - tabled.start[slots]).sum() * SUBCELLS**2
+    assert slots.size > 20 and 0 < _tabled_candidates(tabled) < per_cell
+    assert (cand.target[tabled.entries.size :] < -tabled.listed_point.size).any()
+    # per query group: two groups of works, group 1 may not see group 0's
+    group = np.arange(ex.size) % 2
+    allowed = np.array([[True, True], [False, True]])
+    q_group = rng.integers(0, 2, lat.size)
+    pair = {}
+    for dense_tables in (False, True):
+        t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, group=group, allowed=allowed, extents=ex)
+        t.dense_tables = dense_tables
+        pair[dense_tables] = t.pairs(lat, lng, group=q_group)
+        assert (_tabled_candidates(t) > 0) is dense_tables
+    assert _same(pair[True], pair[False])
+    q, k, km = pair[True]
+    brute = _brute(ex, lat, lng, 0.5)
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == {
+        (i, r): d for (i, r), d in brute.items() if allowed[q_group[i], group[r]]
+    }
+    # lazily (batch after batch) and on two threads with two chunks each
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    for i in range(3):
+        assert _same(lazy.pairs(lat[i::3], lng[i::3]), plain.pairs(lat[i::3], lng[i::3]))
+    many = rng.integers(0, s_lat.size, 2 * QUERY_CHUNK + 5000)
+    lat, lng = s_lat[many] + rng.normal(0, 0.002, many.size), s_lng[many] + rng.normal(0, 0.003, many.size)
+    lazy = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    assert _same(lazy.pairs(lat, lng, threads=2), plain.pairs(lat, lng)) and _tabled_candidates(lazy) > 0
+
+
+def test_a_distance_exactly_at_the_radius_is_within_through_a_sub_cell_table(monkeypatch):
+    ex, geoms = _extents()
+    rng = np.random.default_rng(32)
+    lat, lng = rng.normal(51.21, 0.02, 400), rng.normal(4.39, 0.03, 400)
+    near = _brute(ex, lat, lng, 0.7)
+    found = 0
+    for (qi, row), d in near.items():
+        if found == 6 or d < 0.3:
+            continue
+        found += 1
+        for radius, listed in ((d, True), (np.nextafter(d, 0.0), False)):
+            t = PairTable(ex.lat, ex.lng, np.arange(ex.size), radius, extents=ex)
+            many = pair_table.DENSE  # the same query many times: its cell is dense
+            q, k, km = t.pairs(np.full(many, lat[qi]), np.full(many, lng[qi]))
+            assert _tabled_candidates(t) > 0
+            assert (k == row).sum() == (many if listed else 0)
+            assert (km[k == row] == d).all()
+    assert found == 6
+    # over the budget, no table: the cell table answers
+    monkeypatch.setattr(pair_table, "DENSE_BUDGET", 0)
+    t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    q, k, km = t.pairs(np.full(40, lat[0]), np.full(40, lng[0]))
+    assert _tabled_candidates(t) == 0
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == _brute(
+        ex, np.full(40, lat[0]), np.full(40, lng[0]), 0.5
+    )
+
+
+def test_sub_cell_tables_built_batch_after_batch_append_in_place_and_give_the_same_pairs():
+    """Each batch of queries dense around another vertex builds new sub-cell tables: the first grows the
+    candidate arrays, later ones are written past the published views' end; every batch's pairs, and those of
+    all batches again at the end, equal the table without sub-cell tables and brute force."""
+    ex, geoms = _extents()
+    rng = np.random.default_rng(33)
+    s_lat, s_lng = _special_points(geoms)
+    t = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    plain = PairTable(ex.lat, ex.lng, np.arange(ex.size), 0.5, extents=ex)
+    plain.dense_tables = False
+    grew, in_place, lats, lngs = 0, 0, [], []
+    for i in range(0, s_lat.size, max(1, s_lat.size // 12)):
+        lat, lng = s_lat[i] + rng.normal(0, 0.0005, 300), s_lng[i] + rng.normal(0, 0.0008, 300)
+        room, size = t._room[0], _tabled_candidates(t)
+        earlier = t._cand
+        assert _same(t.pairs(lat, lng), plain.pairs(lat, lng))
+        grew += t._room[0] is not room
+        in_place += t._room[0] is room and _tabled_candidates(t) > size
+        assert earlier.entries.size == t.entries.size + size  # a published view never changes
+        lats.append(lat)
+        lngs.append(lng)
+    assert grew >= 1 and in_place >= 5
+    lat, lng = np.concatenate(lats), np.concatenate(lngs)
+    q, k, km = t.pairs(lat, lng)
+    assert _same((q, k, km), plain.pairs(lat, lng))
+    assert dict(zip(zip(q.tolist(), k.tolist()), km.tolist())) == _brute(ex, lat, lng, 0.5)
