@@ -71,6 +71,9 @@ class LayerVersions:
         self.hashes = np.empty(0, dtype="V32")
         self.rec_from = np.empty(0, dtype=np.int64)
         self.rec_to = np.empty(0, dtype=np.int64)
+        #: per publish up to ``known``: whether every version open there is held (read by :meth:`cover`);
+        #: a version is held only when it is open at some covered publish
+        self.covered = np.zeros(1, dtype=bool)
         #: per Arrow schema (its :func:`table_key`): the :class:`RowTable` holding this layer's rows and, per
         #: version, its row there (-1 while not looked up)
         self.rows: dict[str, tuple[RowTable, np.ndarray]] = {}
@@ -78,25 +81,58 @@ class LayerVersions:
         self.schemas: dict[int, str | None] = {}
 
     def refresh(self, history, seq: int) -> None:
-        """Make the versions complete up to publish ``seq`` (reads only those open at ``known``)."""
+        """Make the versions complete up to publish ``seq`` when it is after :attr:`known` (reads only those
+        open at ``known`` or later; nothing held yet: only which publish is the newest)."""
         if seq <= self.known:
             return
         _first, newest = history.first_last()  # before the versions: they are complete up to it
-        found = history.versions_since(self.layer, self.known)
-        kept = self.rec_to <= self.known
+        last = newest.seq if newest is not None else 0
+        covered = np.zeros(max(last, self.known) + 1, dtype=bool)
+        covered[: self.covered.size] = self.covered
+        if self.known:
+            found = history.versions_since(self.layer, self.known)
+            self._add(found, self.rec_to <= self.known)
+            covered[self.known :] = True
+        self.covered, self.known = covered, max(last, self.known)
+
+    def cover(self, history, first: int, last: int) -> None:
+        """Hold every version open at the publishes ``first..last`` (up to :attr:`known`): only those not
+        held yet are added, read as one range of the store, so what is read follows the publishes asked,
+        not the length of the history."""
+        first, last = max(first, 1), min(last, self.known)
+        if first > last or self.covered[first : last + 1].all():
+            return
+        found = history.versions_between(self.layer, first, last)
+        self._add(found, None)
+        self.covered[first : last + 1] = True
+
+    def _add(self, found: list, kept: np.ndarray | None) -> None:
+        """Keep the versions ``kept`` (a mask; None: all) and add those of ``found`` (``(key, hex hash,
+        rec_from, rec_to)`` rows) not held already (a held version is open at a covered publish)."""
         if found:
             texts, hexes, starts, ends = zip(*found)
-            keys = np.array([k.encode() for k in texts])
-            hashes = np.frombuffer(bytes.fromhex("".join(hexes)), dtype="V32")
+            starts, ends = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+            covered = np.flatnonzero(self.covered)
+            if kept is None and covered.size:
+                after = covered[np.minimum(np.searchsorted(covered, starts), covered.size - 1)]
+                new = (after < starts) | (after >= ends)
+            else:
+                new = np.ones(len(found), dtype=bool)
+            picked = np.flatnonzero(new).tolist()
+            keys = np.array([texts[i].encode() for i in picked], dtype=bytes)
+            hashes = np.frombuffer(bytes.fromhex("".join(hexes[i] for i in picked)), dtype="V32")
+            starts, ends = starts[new], ends[new]
         else:
-            keys, hashes, starts, ends = np.empty(0, dtype="S1"), np.empty(0, dtype="V32"), (), ()
-        self.keys = np.concatenate([self.keys[kept], keys])
+            keys, hashes = np.empty(0, dtype="S1"), np.empty(0, dtype="V32")
+            starts = ends = np.empty(0, dtype=np.int64)
+        if kept is None:
+            kept = np.ones(self.rec_to.size, dtype=bool)
+        self.keys = np.concatenate([self.keys[kept], keys]) if keys.size else self.keys[kept]
         self.hashes = np.concatenate([self.hashes[kept], hashes])
-        self.rec_from = np.concatenate([self.rec_from[kept], np.array(starts, dtype=np.int64)])
-        self.rec_to = np.concatenate([self.rec_to[kept], np.array(ends, dtype=np.int64)])
-        unknown = np.full(len(found), -1, dtype=np.int64)
+        self.rec_from = np.concatenate([self.rec_from[kept], starts])
+        self.rec_to = np.concatenate([self.rec_to[kept], ends])
+        unknown = np.full(len(starts), -1, dtype=np.int64)
         self.rows = {s: (t, np.concatenate([rows[kept], unknown])) for s, (t, rows) in self.rows.items()}
-        self.known = newest.seq if newest is not None else 0
 
     def at(self, seq: int, order: list[str] | None) -> np.ndarray:
         """Content hashes of the layer as publish ``seq`` carried it, in its order (the recorded one, else
@@ -133,6 +169,7 @@ class LayerVersions:
             low -= 1
         while high < last and kind(high + 1) == schema:
             high += 1
+        self.cover(history, low, high)
         return np.flatnonzero((self.rec_from <= high) & (low < self.rec_to))
 
     def rows_in(self, schema: str, table: RowTable, at: np.ndarray) -> np.ndarray:
@@ -382,6 +419,7 @@ def _seed(history, held: LayerVersions, table: RowTable, schema: str, seeds) -> 
                 continue
             table.schemas.add(info["schema"])
         order = rowcodec.unpack_order(history._blob(info["order"])) if info["order"] else None
+        held.cover(history, seq, seq)
         at = held.versions_at(seq, order)
         if len(at) == records and table.seed(held.hashes[at].tolist(), frame, known):
             return
@@ -407,6 +445,7 @@ def layer_frame(
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)
+        held.cover(history, seq, seq)
         if len(held.rec_to) > VERSIONS_LIMIT:
             return None
         order = rowcodec.unpack_order(history._blob(info["order"])) if info["order"] else None

@@ -127,9 +127,9 @@ class _History:
 
         return Publish(1, "x", 0), Publish(5, "y", 0)
 
-    def versions_since(self, _layer, _after):
+    def versions_between(self, _layer, first, last):
         spans = [(1, 2), (2, 3), (3, 4), (4, 5), (5, 2**62)]
-        return [(f"k{i}", f"{i:02x}" * 32, f, t) for i, (f, t) in enumerate(spans)]
+        return [(f"k{i}", f"{i:02x}" * 32, f, t) for i, (f, t) in enumerate(spans) if f <= last and t > first]
 
     def layer_schemas(self, _layer, first, last):
         return {q: s for q, s in self.schema.items() if first <= q <= last}
