@@ -19,6 +19,7 @@ asked). Nothing here knows SQL beyond :class:`app.history.store.HistoryStore`'s 
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable
@@ -53,6 +54,8 @@ VERSIONS_LIMIT = 4_000_000
 #: publishes on either side of the one asked whose rows not held yet are decoded with its own (one addition,
 #: one conversion: each costs a few ms however few its rows)
 NEIGHBOURS = 3
+#: the share of a publish's versions that a frame in memory must carry for a new table to start from it
+SEED_SHARE = 0.5
 
 _lock = threading.Lock()
 _versions: dict[tuple[str, str], LayerVersions] = {}
@@ -118,9 +121,11 @@ class LayerVersions:
                 new = (after < starts) | (after >= ends)
             else:
                 new = np.ones(len(found), dtype=bool)
-            picked = np.flatnonzero(new).tolist()
-            keys = np.array([texts[i].encode() for i in picked], dtype=bytes)
-            hashes = np.frombuffer(bytes.fromhex("".join(hexes[i] for i in picked)), dtype="V32")
+            try:
+                keys = np.array(texts, dtype=bytes)[new]  # ASCII keys: encoded at once
+            except UnicodeEncodeError:
+                keys = np.array([k.encode() for k in texts], dtype=bytes)[new]
+            hashes = np.frombuffer(bytes.fromhex("".join(itertools.compress(hexes, new))), dtype="V32")
             starts, ends = starts[new], ends[new]
         else:
             keys, hashes = np.empty(0, dtype="S1"), np.empty(0, dtype="V32")
@@ -406,13 +411,18 @@ def _table_of(history, layer: str, schema: str) -> tuple[str, RowTable, bool]:
 _LARGE = {"string": pa.large_string(), "binary": pa.large_binary()}
 
 
-def _seed(history, held: LayerVersions, table: RowTable, schema: str, seeds) -> None:
+def _seed(history, held: LayerVersions, table: RowTable, schema: str, seeds, wanted: np.ndarray) -> None:
     """Fill a new ``table`` with the first of ``seeds`` (``(seq, info, records, frame, known)``: a frame of
     the layer's very file as publish ``seq`` recorded it, e.g. the live engine's, and the values derived over
     it row by row) under its schema: that publish's versions are the frame's rows, in its order, so their
-    contents need no fetch and no decode, and their row-wise values are not derived again."""
+    contents need no fetch and no decode, and their row-wise values are not derived again. Only a publish
+    carrying at least :data:`SEED_SHARE` of the versions ``wanted`` (held) seeds: the table is made from all
+    its rows, which would cost more than decoding the few shared."""
     for seq, info, records, frame, known in seeds:
         if table_key(history, info["schema"]) != schema or len(frame) != records or seq > held.known:
+            continue
+        shared = (held.rec_from[wanted] <= seq) & (seq < held.rec_to[wanted])
+        if shared.sum() < SEED_SHARE * max(len(wanted), 1):
             continue
         if info["schema"] not in table.schemas:
             if pandas_dtypes(history._blob(info["schema"])) != pandas_dtypes(table.schema):
@@ -455,7 +465,7 @@ def layer_frame(
             return None
         schema, table, new = _table_of(history, layer, info["schema"])
         if new and seeds is not None:
-            _seed(history, held, table, schema, seeds())
+            _seed(history, held, table, schema, seeds(), at)
         positions = held.rows_in(schema, table, at)
         if (positions < 0).any():
             wanted = at[positions < 0]
