@@ -67,7 +67,7 @@ def copy_to_postgres(sqlite_path: Path, url: str) -> None:
     source = sqlite3.connect(str(sqlite_path))
     with psycopg.connect(url, autocommit=True) as conn:
         for table in TABLES:
-            kinds = dict(
+            kinds: dict[str, str] = dict(
                 conn.execute(
                     "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = %s",
                     (table,),
@@ -98,6 +98,7 @@ def child(url: str, live: str, as_of_pickle: str, seed: int, answers: int) -> No
     end = pickle.loads(Path(as_of_pickle).read_bytes())
     briefing(served, *POINT, end)
     first, _last = history.first_last()
+    assert first is not None, "an empty history store"
     rng = random.Random(seed)
     span = (end - first.as_of).total_seconds()
     out: dict[str, list[float]] = {"cold": [], "warm": [], "live": []}
@@ -106,6 +107,7 @@ def child(url: str, live: str, as_of_pickle: str, seed: int, answers: int) -> No
         for kind in ("cold", "warm"):
             c = time.process_time()
             publish = publish_index(history).at(history, ms(instant))
+            assert publish is not None
             briefing(engine_of(history, publish, served), *POINT, instant)
             out[kind].append(time.process_time() - c)
         c = time.process_time()

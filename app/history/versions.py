@@ -112,24 +112,22 @@ class LayerVersions:
     def _add(self, found: list, kept: np.ndarray | None) -> None:
         """Keep the versions ``kept`` (a mask; None: all) and add those of ``found`` (``(key, hex hash,
         rec_from, rec_to)`` rows) not held already (a held version is open at a covered publish)."""
+        starts = ends = np.empty(0, dtype=np.int64)
+        keys, hashes = np.empty(0, dtype="S1"), np.empty(0, dtype="V32")
         if found:
-            texts, hexes, starts, ends = zip(*found)
-            starts, ends = np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64)
+            texts, hexes, first, last = zip(*found)
+            starts, ends = np.array(first, dtype=np.int64), np.array(last, dtype=np.int64)
             covered = np.flatnonzero(self.covered)
+            new = np.ones(len(found), dtype=bool)
             if kept is None and covered.size:
                 after = covered[np.minimum(np.searchsorted(covered, starts), covered.size - 1)]
                 new = (after < starts) | (after >= ends)
-            else:
-                new = np.ones(len(found), dtype=bool)
             try:
                 keys = np.array(texts, dtype=bytes)[new]  # ASCII keys: encoded at once
             except UnicodeEncodeError:
                 keys = np.array([k.encode() for k in texts], dtype=bytes)[new]
             hashes = np.frombuffer(bytes.fromhex("".join(itertools.compress(hexes, new))), dtype="V32")
             starts, ends = starts[new], ends[new]
-        else:
-            keys, hashes = np.empty(0, dtype="S1"), np.empty(0, dtype="V32")
-            starts = ends = np.empty(0, dtype=np.int64)
         if kept is None:
             kept = np.ones(self.rec_to.size, dtype=bool)
         self.keys = np.concatenate([self.keys[kept], keys]) if keys.size else self.keys[kept]
