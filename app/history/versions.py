@@ -54,6 +54,9 @@ VERSIONS_LIMIT = 4_000_000
 #: publishes on either side of the one asked whose rows not held yet are decoded with its own (one addition,
 #: one conversion: each costs a few ms however few its rows)
 NEIGHBOURS = 3
+#: publishes up to which a history's versions are read whole on the first need (a range per answer costs
+#: more than the whole of a short history)
+WHOLE_HISTORY = 100
 #: the share of a publish's versions that a frame in memory must carry for a new table to start from it
 SEED_SHARE = 0.5
 
@@ -105,6 +108,9 @@ class LayerVersions:
         first, last = max(first, 1), min(last, self.known)
         if first > last or self.covered[first : last + 1].all():
             return
+        if self.known <= WHOLE_HISTORY:  # a short history: every version at once, not a range per answer
+            first = 1
+            last = self.known
         found = history.versions_between(self.layer, first, last)
         self._add(found, None)
         self.covered[first : last + 1] = True

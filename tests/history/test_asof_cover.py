@@ -14,6 +14,13 @@ from app.history.store import open_store
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.usefixtures("fresh_asof_process")]
 
+
+@pytest.fixture(autouse=True)
+def _long_history(monkeypatch):
+    """The simulated year's 14 publishes as a long history: read by ranges, not whole."""
+    monkeypatch.setattr(versions, "WHOLE_HISTORY", 0)
+
+
 CHANGING = ("works", "no2", "detours")
 
 
@@ -126,4 +133,21 @@ def test_publishes_recorded_after_the_first_read_are_read_from_the_newest_known(
     assert held.known == 8 and held.covered[6:9].all()
     for seq in (2, 3, 5, 6, 7, 8):
         _same(store, seq)
+    store.close()
+
+
+def test_a_short_history_is_read_whole_at_once(year_store_url, monkeypatch):
+    store = open_store(year_store_url)
+    monkeypatch.setattr(versions, "WHOLE_HISTORY", 100)
+    seqs = [p.seq for p in store.publishes()]
+    reads = _reads(store, monkeypatch)
+    _same(store, seqs[5])
+    for layer in CHANGING:
+        read = [r for r in reads if r[1] == layer]
+        total = store.execute("SELECT COUNT(*) FROM history_row WHERE layer = ?", (layer,)).fetchone()[0]
+        assert len(read) == 1 and len(read[0][2]) == total
+    reads.clear()
+    for seq in seqs:
+        _same(store, seq)
+    assert not [r for r in reads if r[1] in CHANGING]
     store.close()
