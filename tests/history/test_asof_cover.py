@@ -151,3 +151,12 @@ def test_a_short_history_is_read_whole_at_once(year_store_url, monkeypatch):
         _same(store, seq)
     assert not [r for r in reads if r[1] in CHANGING]
     store.close()
+
+
+def test_every_publish_read_by_ranges_in_any_order_is_the_stores(year_store_url):
+    """The year asked out of order, newest and oldest mixed: each publish's frames are the store's."""
+    store = open_store(year_store_url)
+    seqs = [p.seq for p in store.publishes()]
+    for seq in seqs[1::2][::-1] + seqs[0::2]:
+        _same(store, seq)
+    store.close()
