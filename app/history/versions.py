@@ -3,7 +3,7 @@
 A cold ``asOf`` rebuild reads the layers whose file changed since the engines in memory (works, NO2, detours).
 Instead of asking the store for the rows open at publish ``p`` and decoding them, this module keeps, per store
 and layer, a :class:`LayerVersions`: the key, content hash and recorded-time interval (``rec_from``,
-``rec_to``) of every version, as arrays; the layer at ``p`` is the mask ``rec_from <= p < rec_to``, in the
+``rec_to``) of the versions open at the publishes asked so far (read by ranges, not the whole history), as arrays; the layer at ``p`` is the mask ``rec_from <= p < rec_to``, in the
 publish's order. Recorded time only grows: a version closed at or before the newest publish known never
 changes again, so a refresh re-reads only the versions that were still open then.
 
@@ -68,7 +68,7 @@ _tables: dict[tuple[str, str], RowTable] = {}
 class LayerVersions:
     """The versions of one layer of one store: ``keys`` (UTF-8 bytes: their byte order is the key order),
     ``hashes`` (content sha256, 32 raw bytes: ``V32``, which keeps trailing zero bytes), ``rec_from`` and ``rec_to`` (publish numbers), complete for every
-    publish up to ``known``."""
+    publish :attr:`covered` up to ``known``."""
 
     def __init__(self, layer: str):
         self.layer = layer
