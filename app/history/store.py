@@ -733,6 +733,18 @@ class HistoryStore:
             (layer, after),
         ).fetchall()
 
+    def versions_between(self, layer: str, first: int, last: int) -> list[tuple[str, str, int, int]]:
+        """``(key, hash, rec_from, rec_to)`` of the versions of ``layer`` open at some publish ``first..last``.
+
+        Read through ``(layer, rec_to, rec_from)`` as one index range per publish after ``first`` (a
+        version's ``rec_to`` is a recorded publish or :data:`OPEN`): the rows read are those asked, however
+        long the history, not every version closed since ``first``."""
+        return self.execute(
+            "SELECT key, hash, rec_from, rec_to FROM history_row WHERE layer = ? AND rec_from <= ? AND rec_to IN "
+            "(SELECT seq FROM history_publish WHERE seq > ? UNION ALL SELECT ?)",
+            (layer, last, first, OPEN),
+        ).fetchall()
+
     def _blobs(self, hashes: list[str]) -> dict[str, bytes]:
         """The blobs ``hashes`` (each must exist), by hash."""
         found = {}

@@ -3,7 +3,7 @@
 A cold ``asOf`` rebuild reads the layers whose file changed since the engines in memory (works, NO2, detours).
 Instead of asking the store for the rows open at publish ``p`` and decoding them, this module keeps, per store
 and layer, a :class:`LayerVersions`: the key, content hash and recorded-time interval (``rec_from``,
-``rec_to``) of every version, as arrays; the layer at ``p`` is the mask ``rec_from <= p < rec_to``, in the
+``rec_to``) of the versions open at the publishes asked so far (read by ranges, not the whole history), as arrays; the layer at ``p`` is the mask ``rec_from <= p < rec_to``, in the
 publish's order. Recorded time only grows: a version closed at or before the newest publish known never
 changes again, so a refresh re-reads only the versions that were still open then.
 
@@ -19,6 +19,7 @@ asked). Nothing here knows SQL beyond :class:`app.history.store.HistoryStore`'s 
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable
@@ -53,6 +54,11 @@ VERSIONS_LIMIT = 4_000_000
 #: publishes on either side of the one asked whose rows not held yet are decoded with its own (one addition,
 #: one conversion: each costs a few ms however few its rows)
 NEIGHBOURS = 3
+#: publishes up to which a history's versions are read whole on the first need (a range per answer costs
+#: more than the whole of a short history)
+WHOLE_HISTORY = 100
+#: the share of a publish's versions that a frame in memory must carry for a new table to start from it
+SEED_SHARE = 0.5
 
 _lock = threading.Lock()
 _versions: dict[tuple[str, str], LayerVersions] = {}
@@ -62,7 +68,7 @@ _tables: dict[tuple[str, str], RowTable] = {}
 class LayerVersions:
     """The versions of one layer of one store: ``keys`` (UTF-8 bytes: their byte order is the key order),
     ``hashes`` (content sha256, 32 raw bytes: ``V32``, which keeps trailing zero bytes), ``rec_from`` and ``rec_to`` (publish numbers), complete for every
-    publish up to ``known``."""
+    publish :attr:`covered` up to ``known``."""
 
     def __init__(self, layer: str):
         self.layer = layer
@@ -71,6 +77,9 @@ class LayerVersions:
         self.hashes = np.empty(0, dtype="V32")
         self.rec_from = np.empty(0, dtype=np.int64)
         self.rec_to = np.empty(0, dtype=np.int64)
+        #: per publish up to ``known``: whether every version open there is held (read by :meth:`cover`);
+        #: a version is held only when it is open at some covered publish
+        self.covered = np.zeros(1, dtype=bool)
         #: per Arrow schema (its :func:`table_key`): the :class:`RowTable` holding this layer's rows and, per
         #: version, its row there (-1 while not looked up)
         self.rows: dict[str, tuple[RowTable, np.ndarray]] = {}
@@ -78,25 +87,61 @@ class LayerVersions:
         self.schemas: dict[int, str | None] = {}
 
     def refresh(self, history, seq: int) -> None:
-        """Make the versions complete up to publish ``seq`` (reads only those open at ``known``)."""
+        """Make the versions complete up to publish ``seq`` when it is after :attr:`known` (reads only those
+        open at ``known`` or later; nothing held yet: only which publish is the newest)."""
         if seq <= self.known:
             return
         _first, newest = history.first_last()  # before the versions: they are complete up to it
-        found = history.versions_since(self.layer, self.known)
-        kept = self.rec_to <= self.known
+        last = newest.seq if newest is not None else 0
+        covered = np.zeros(max(last, self.known) + 1, dtype=bool)
+        covered[: self.covered.size] = self.covered
+        if self.known:
+            found = history.versions_since(self.layer, self.known)
+            self._add(found, self.rec_to <= self.known)
+            covered[self.known :] = True
+        self.covered, self.known = covered, max(last, self.known)
+
+    def cover(self, history, first: int, last: int) -> None:
+        """Hold every version open at the publishes ``first..last`` (up to :attr:`known`): only those not
+        held yet are added, read as one range of the store, so what is read follows the publishes asked,
+        not the length of the history."""
+        first, last = max(first, 1), min(last, self.known)
+        if first > last or self.covered[first : last + 1].all():
+            return
+        if self.known <= WHOLE_HISTORY:  # a short history: every version at once, not a range per answer
+            first = 1
+            last = self.known
+        found = history.versions_between(self.layer, first, last)
+        self._add(found, None)
+        self.covered[first : last + 1] = True
+
+    def _add(self, found: list, kept: np.ndarray | None) -> None:
+        """Keep the versions ``kept`` (a mask; None: all) and add those of ``found`` (``(key, hex hash,
+        rec_from, rec_to)`` rows) not held already (a held version is open at a covered publish)."""
+        starts = ends = np.empty(0, dtype=np.int64)
+        keys, hashes = np.empty(0, dtype="S1"), np.empty(0, dtype="V32")
         if found:
-            texts, hexes, starts, ends = zip(*found)
-            keys = np.array([k.encode() for k in texts])
-            hashes = np.frombuffer(bytes.fromhex("".join(hexes)), dtype="V32")
-        else:
-            keys, hashes, starts, ends = np.empty(0, dtype="S1"), np.empty(0, dtype="V32"), (), ()
-        self.keys = np.concatenate([self.keys[kept], keys])
+            texts, hexes, first, last = zip(*found)
+            starts, ends = np.array(first, dtype=np.int64), np.array(last, dtype=np.int64)
+            covered = np.flatnonzero(self.covered)
+            new = np.ones(len(found), dtype=bool)
+            if kept is None and covered.size:
+                after = covered[np.minimum(np.searchsorted(covered, starts), covered.size - 1)]
+                new = (after < starts) | (after >= ends)
+            try:
+                keys = np.array(texts, dtype=bytes)[new]  # ASCII keys: encoded at once
+            except UnicodeEncodeError:
+                keys = np.array([k.encode() for k in texts], dtype=bytes)[new]
+            hashes = np.frombuffer(bytes.fromhex("".join(itertools.compress(hexes, new))), dtype="V32")
+            starts, ends = starts[new], ends[new]
+        if kept is None:
+            kept = np.ones(self.rec_to.size, dtype=bool)
+        self.keys = np.concatenate([self.keys[kept], keys]) if keys.size else self.keys[kept]
         self.hashes = np.concatenate([self.hashes[kept], hashes])
-        self.rec_from = np.concatenate([self.rec_from[kept], np.array(starts, dtype=np.int64)])
-        self.rec_to = np.concatenate([self.rec_to[kept], np.array(ends, dtype=np.int64)])
-        unknown = np.full(len(found), -1, dtype=np.int64)
+        self.rec_from = np.concatenate([self.rec_from[kept], starts])
+        self.rec_to = np.concatenate([self.rec_to[kept], ends])
+        unknown = np.full(len(starts), -1, dtype=np.int64)
         self.rows = {s: (t, np.concatenate([rows[kept], unknown])) for s, (t, rows) in self.rows.items()}
-        self.known = newest.seq if newest is not None else 0
 
     def at(self, seq: int, order: list[str] | None) -> np.ndarray:
         """Content hashes of the layer as publish ``seq`` carried it, in its order (the recorded one, else
@@ -133,6 +178,7 @@ class LayerVersions:
             low -= 1
         while high < last and kind(high + 1) == schema:
             high += 1
+        self.cover(history, low, high)
         return np.flatnonzero((self.rec_from <= high) & (low < self.rec_to))
 
     def rows_in(self, schema: str, table: RowTable, at: np.ndarray) -> np.ndarray:
@@ -369,19 +415,25 @@ def _table_of(history, layer: str, schema: str) -> tuple[str, RowTable, bool]:
 _LARGE = {"string": pa.large_string(), "binary": pa.large_binary()}
 
 
-def _seed(history, held: LayerVersions, table: RowTable, schema: str, seeds) -> None:
+def _seed(history, held: LayerVersions, table: RowTable, schema: str, seeds, wanted: np.ndarray) -> None:
     """Fill a new ``table`` with the first of ``seeds`` (``(seq, info, records, frame, known)``: a frame of
     the layer's very file as publish ``seq`` recorded it, e.g. the live engine's, and the values derived over
     it row by row) under its schema: that publish's versions are the frame's rows, in its order, so their
-    contents need no fetch and no decode, and their row-wise values are not derived again."""
+    contents need no fetch and no decode, and their row-wise values are not derived again. Only a publish
+    carrying at least :data:`SEED_SHARE` of the versions ``wanted`` (held) seeds: the table is made from all
+    its rows, which would cost more than decoding the few shared."""
     for seq, info, records, frame, known in seeds:
         if table_key(history, info["schema"]) != schema or len(frame) != records or seq > held.known:
+            continue
+        shared = (held.rec_from[wanted] <= seq) & (seq < held.rec_to[wanted])
+        if shared.sum() < SEED_SHARE * max(len(wanted), 1):
             continue
         if info["schema"] not in table.schemas:
             if pandas_dtypes(history._blob(info["schema"])) != pandas_dtypes(table.schema):
                 continue
             table.schemas.add(info["schema"])
         order = rowcodec.unpack_order(history._blob(info["order"])) if info["order"] else None
+        held.cover(history, seq, seq)
         at = held.versions_at(seq, order)
         if len(at) == records and table.seed(held.hashes[at].tolist(), frame, known):
             return
@@ -407,6 +459,7 @@ def layer_frame(
     with _lock:
         held = _versions.setdefault((history.identity, layer), LayerVersions(layer))
         held.refresh(history, seq)
+        held.cover(history, seq, seq)
         if len(held.rec_to) > VERSIONS_LIMIT:
             return None
         order = rowcodec.unpack_order(history._blob(info["order"])) if info["order"] else None
@@ -416,7 +469,7 @@ def layer_frame(
             return None
         schema, table, new = _table_of(history, layer, info["schema"])
         if new and seeds is not None:
-            _seed(history, held, table, schema, seeds())
+            _seed(history, held, table, schema, seeds(), at)
         positions = held.rows_in(schema, table, at)
         if (positions < 0).any():
             wanted = at[positions < 0]

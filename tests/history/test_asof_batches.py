@@ -98,9 +98,9 @@ class _History:
     def _blob(name: str) -> bytes:
         return pa.schema([("id", pa.int64() if name == "B" else pa.string())]).serialize().to_pybytes()
 
-    def versions_since(self, _layer, _after):
+    def versions_between(self, _layer, first, last):
         spans = [(1, 3), (3, 5), (5, 7), (2, 2**62), (8, 9), (10, 11)]
-        return [(f"k{i}", f"{i:02x}" * 32, f, t) for i, (f, t) in enumerate(spans)]
+        return [(f"k{i}", f"{i:02x}" * 32, f, t) for i, (f, t) in enumerate(spans) if f <= last and t > first]
 
     def layer_schemas(self, _layer, first, last):
         self.reads.append((first, last))
@@ -113,6 +113,7 @@ def test_only_the_publishes_of_the_same_schema_are_taken_along():
     history = _History()
     held = versions.LayerVersions("works")
     held.refresh(history, 12)
+    held.cover(history, 1, 12)
     a = versions.table_key(history, "A")
     assert held.around(history, 3, a, 3).tolist() == [0, 1, 3]  # publish 4's schema B stops the run
     assert held.around(history, 6, a, 1).tolist() == [2, 3]  # 5..7: publish 4 out of reach

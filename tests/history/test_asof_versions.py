@@ -116,10 +116,11 @@ def test_a_hash_ending_in_a_zero_byte_keeps_its_32_bytes():
         def first_last(self):
             return None, Publish(1, "x", 0)
 
-        def versions_since(self, _layer, _after):
+        def versions_between(self, _layer, _first, _last):
             return [("b", "ab" * 31 + "00", 1, 2**62), ("a", "00" * 32, 1, 2**62)]
 
     held = versions.LayerVersions("works")
     held.refresh(History(), 1)
+    held.cover(History(), 1, 1)
     assert [h.hex() for h in held.at(1, None).tolist()] == ["00" * 32, "ab" * 31 + "00"]
     assert [h.hex() for h in held.at(1, ["b", "a"]).tolist()] == ["ab" * 31 + "00", "00" * 32]
