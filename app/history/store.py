@@ -740,7 +740,8 @@ class HistoryStore:
         version's ``rec_to`` is a recorded publish or :data:`OPEN`): the rows read are those asked, however
         long the history, not every version closed since ``first``."""
         return self.execute(
-            "SELECT key, hash, rec_from, rec_to FROM history_row WHERE layer = ? AND rec_from <= ? AND rec_to IN "
+            f"SELECT key, {self._hex('hash')}, rec_from, rec_to FROM history_row "  # noqa: S608
+            "WHERE layer = ? AND rec_from <= ? AND rec_to IN "
             "(SELECT seq FROM history_publish WHERE seq > ? UNION ALL SELECT ?)",
             (layer, last, first, OPEN),
         ).fetchall()
