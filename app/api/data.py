@@ -19,7 +19,7 @@ from functools import wraps
 from flask import Blueprint, g
 
 from app.history.asof import resolve as history_as_of
-from app.sources.provenance import answer_sources
+from app.sources.provenance import answer_sources, sources_text
 from app.sources.serving import served_engine
 from app.web.db import get_db
 from app.store.saved_locations import as_json, list_locations
@@ -28,8 +28,9 @@ from geo.service.air import air_quality_for
 from geo.service.briefing import briefing_for
 from geo.service.disruptions import disruptions_for
 
+from .answers import answer_text
 from .auth import require_api_access, settle
-from .negotiation import data_response, negotiate
+from .negotiation import data_response, data_text_response, negotiate, representation
 from .targeting import resolve_target
 
 bp = Blueprint("data", __name__)
@@ -89,6 +90,9 @@ def data_view(endpoint: DataEndpoint):
             if stale is not None:
                 raise stale
             body = answer(engine, target, now)
+            if representation() is None:  # JSON: the snapshot's parts of the text are encoded once
+                sources = sources_text(engine, endpoint.layers, now)
+                return finish(data_text_response(answer_text(engine, body, sources)))
             body["sources"] = answer_sources(engine, endpoint.layers, now)
             return finish(data_response(body))
 

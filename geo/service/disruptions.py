@@ -164,11 +164,28 @@ def summary(engine, found: Found) -> dict:
     return summary_of(tally(lookups(engine), found), found)
 
 
+class WorkItem(dict):
+    """A ``construction`` item: the template of works cluster ``cluster`` (``Lookups.work_items``, its
+    ``hindrance`` as :func:`geo.rules.works.hindrance_json` makes it) with its own ``distanceKm``. A caller
+    may read it as the dict it is; whoever changes it other than through a copy makes it no longer its
+    template's (the API encodes everything but ``distanceKm`` once per snapshot: ``app.api.answers``)."""
+
+    __slots__ = ("cluster",)
+
+
+class DetourItem(dict):
+    """A ``transit`` item: a copy of detour ``detour``'s template (``Lookups.detour_items``); the same rule
+    as :class:`WorkItem`."""
+
+    __slots__ = ("detour",)
+
+
 def _construction_items(lk, clusters, km) -> list:
     templates = lk.work_items
     out = []
     for c, k in zip(clusters.tolist(), km.tolist()):
-        item = templates[c].copy()  # keeps the key order; distanceKm is filled in its place
+        item = WorkItem(templates[c])  # keeps the key order; distanceKm is filled in its place
+        item.cluster = c
         item["distanceKm"] = round(k, 3) + 0.0
         item["hindrance"] = wk.hindrance_json(item["hindrance"])  # an object of its own per response
         out.append(item)
@@ -179,7 +196,8 @@ def _transit_items(lk, detours) -> list:
     templates = lk.detour_items
     out = []
     for j in detours.tolist():
-        item = templates[j].copy()
+        item = DetourItem(templates[j])
+        item.detour = j
         item["lines"] = list(item["lines"])  # lists and objects of its own per response
         item["lineDetails"] = [dict(x) for x in item["lineDetails"]]
         out.append(item)
