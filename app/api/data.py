@@ -122,7 +122,7 @@ DISRUPTIONS = DataEndpoint(
 
 @data_view(DISRUPTIONS)
 def disruptions(engine, target, now) -> dict:
-    return {"location": target.location_json(), **disruptions_for(engine, target.point, now)}
+    return {"location": target.location_json(), **disruptions_for(engine, target.point, now, target.around)}
 
 
 AIR_QUALITY = DataEndpoint(
@@ -137,7 +137,7 @@ AIR_QUALITY = DataEndpoint(
 
 @data_view(AIR_QUALITY)
 def air_quality(engine, target, now) -> dict:
-    return air_quality_for(engine, target.point, now, g.language)
+    return air_quality_for(engine, target.point, now, g.language, target.around)
 
 
 BRIEFING = DataEndpoint(
@@ -152,7 +152,7 @@ BRIEFING = DataEndpoint(
 
 @data_view(BRIEFING)
 def briefing(engine, target, now) -> dict:
-    return briefing_for(engine, target.point, now, g.language)
+    return briefing_for(engine, target.point, now, g.language, target.around)
 
 
 ENDPOINTS: tuple[DataEndpoint, ...] = (DISRUPTIONS, AIR_QUALITY, BRIEFING)

@@ -85,10 +85,25 @@ def read(engine, lat: float, lng: float, now) -> Reading:
     return read_at(engine, lat, lng, moment(engine, now))
 
 
-def read_at(engine, lat: float, lng: float, m) -> Reading:
-    """:func:`read` with the per-instant station readings of a :class:`geo.service.moment.Moment`."""
+class Placed(NamedTuple):
+    """What :func:`read_at` owes to the snapshot and the point alone, not to the clock."""
+
+    station: int  # row of the nearest NO2 station, -1 when there is none
+    station_km: float
+    in_lez: bool
+
+
+def placed_at(engine, lat: float, lng: float) -> Placed:
+    """The clock-free part of :func:`read_at` for a checked point."""
     station, station_km = nearest_no2_station(engine, lat, lng)
-    in_lez = bool(engine.in_lez(lat, lng)[0])
+    return Placed(station, station_km, bool(engine.in_lez(lat, lng)[0]))
+
+
+def read_at(engine, lat: float, lng: float, m, around=None) -> Reading:
+    """:func:`read` with the per-instant station readings of a :class:`geo.service.moment.Moment`; with
+    ``around`` (a :class:`geo.service.around.Around` of this very point and snapshot), its clock-free part
+    is not computed again."""
+    station, station_km, in_lez = placed_at(engine, lat, lng) if around is None else around.placed
     if station < 0:
         return Reading(station, station_km, _NAN, _NAN, -1, 0, ar.UNKNOWN, in_lez)
     s = m.reading(station)
@@ -202,7 +217,8 @@ def air_quality(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     return air_quality_for(engine, checked_point(engine, lat, lng), now, lang)
 
 
-def air_quality_for(engine, point: Point, now, lang: str = DEFAULT) -> dict:
-    """:func:`air_quality` at a point already checked by :func:`geo.service.point.checked_point`."""
+def air_quality_for(engine, point: Point, now, lang: str = DEFAULT, around=None) -> dict:
+    """:func:`air_quality` at a point already checked by :func:`geo.service.point.checked_point` (``around``:
+    its :class:`geo.service.around.Around`, when the caller keeps one)."""
     m = moment(engine, now)
-    return build_at(read_at(engine, point.lat, point.lng, m), m, lang)
+    return build_at(read_at(engine, point.lat, point.lng, m, around), m, lang)
