@@ -20,6 +20,7 @@ Same snapshot, same clock and same settings give the same objects (answers stay 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -53,12 +54,13 @@ def _too_old(observed: datetime | None, now: datetime, limit_s: float) -> bool:
 
 def current_settings() -> SourceSettings:
     """The running app's source settings, else the ones of the environment (a script without an app)."""
-    try:
-        from flask import current_app
-
-        return current_app.extensions["urban_sources"]["settings"]
-    except (RuntimeError, KeyError):
-        return SourceSettings.from_mapping({})
+    flask = sys.modules.get("flask")  # not imported: there is no app
+    if flask is not None:
+        try:
+            return flask.current_app.extensions["urban_sources"]["settings"]
+        except (RuntimeError, KeyError):
+            pass
+    return SourceSettings.from_mapping({})
 
 
 @dataclass(frozen=True)
@@ -133,11 +135,14 @@ class _Planned:
     """The plan of one (manifest, settings, layers) and the texts of its answers made so far, keyed by what
     the clock decides in them (the NO2 hour, each source's staleness)."""
 
-    __slots__ = ("manifest", "settings", "sources", "texts")
+    __slots__ = ("manifest", "settings", "sources", "texts", "no2", "limited", "fresh")
 
     def __init__(self, manifest: dict, settings: SourceSettings, sources: list[_Source]):
         self.manifest, self.settings, self.sources = manifest, settings, sources
         self.texts: dict[tuple, str] = {}
+        self.no2 = any("no2" in plan.retrieved for plan in sources)  # the NO2 hour matters
+        self.limited = any(plan.limits for plan in sources)  # the clock may make a source stale
+        self.fresh = (False,) * len(sources)  # the stale flags when it may not
 
 
 #: (id(manifest), id(settings), layers) → its :class:`_Planned`; the objects are held so their ids stay
@@ -166,18 +171,18 @@ def _clocked(engine, layers, now: datetime, settings: SourceSettings | None):
     settings = settings or current_settings()
     planned = _planned(getattr(engine, "manifest", None) or {}, tuple(layers), settings)
     ms = None
-    if any("no2" in plan.retrieved for plan in planned.sources):
+    if planned.no2:
         from geo.service.air import latest_measured_ms
 
         ms = latest_measured_ms(engine, now)
+    if not planned.limited:
+        return planned, ms, planned.fresh
     no2 = None if ms is None else _measured_at(ms)
     stale = tuple(
         any(
             _too_old(no2 if layer == "no2" else plan.retrieved[layer], now, limit)
             for layer, limit in plan.limits
         )
-        if plan.limits
-        else False
         for plan in planned.sources
     )
     return planned, ms, stale

@@ -48,30 +48,16 @@ def nearest_no2_station(engine, lat: float, lng: float) -> tuple:
     return int(idx[0]), float(km[0])
 
 
-def _measured_times(engine):
-    """Sorted end-of-hour instants (ms) with at least one measured, non-null NO2 value in the snapshot."""
-    import numpy as np
-
-    from .loaded import prepare
-
-    a = prepare(engine).air
-    return np.unique(a.times_ms[np.isfinite(a.values)])
-
-
 def latest_measured_ms(engine, now) -> int | None:
-    """End of the newest hour, at or before ``now``, with a measured NO2 value at any station (None: none).
+    """End of the newest hour, at or before ``now``, with a measured NO2 value at any station (None: none);
+    kept per instant (:attr:`geo.service.moment.Moment.latest_measured_ms`).
 
     Examples
     --------
     >>> latest_measured_ms(engine, now)  # doctest: +SKIP
     1795158000000
     """
-    from .loaded import loaded
-    from ..rules.timefmt import to_ms
-
-    times = loaded(engine).derived("no2_measured_times", _measured_times)
-    k = int(times.searchsorted(to_ms(now), side="right"))
-    return int(times[k - 1]) if k else None
+    return moment(engine, now).latest_measured_ms
 
 
 def read(engine, lat: float, lng: float, now) -> Reading:
