@@ -23,7 +23,13 @@ TRICKY = 'Werken "Kerkstraat" \\ fase 2 – Hélène\x01\u2028 ✓'
 @pytest.mark.parametrize(
     "template",
     [
-        {"id": "1", "description": TRICKY, "lat": 51.2, "distanceKm": None, "hindrance": (True, ("a", TRICKY))},
+        {
+            "id": "1",
+            "description": TRICKY,
+            "lat": 51.2,
+            "distanceKm": None,
+            "hindrance": (True, ("a", TRICKY)),
+        },
         {"distanceKm": None, "id": "2", "hindrance": None},
         {"id": "3", "status": "Concreet gepland", "occurrences": 2, "distanceKm": None},
     ],
