@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from flask import current_app, g, request
 
@@ -27,9 +28,10 @@ from app.web.errors import (
 )
 from app.web.redact import echo
 from geo.errors import GeoError
-from geo.service.around import Around, around
-from geo.service.loaded import loaded
 from geo.service.point import Point, checked_point
+
+if TYPE_CHECKING:
+    from geo.service.around import Around
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,11 @@ def saved_point(engine, location_id: str, lat: float, lng: float) -> tuple[Point
     limit = current_app.config["SAVED_LOCATION_CACHE"]
     if engine is None or limit <= 0:
         return inside_service_area(engine, lat, lng), None
+    from geo.service.around import (
+        around,
+    )  # the engine's modules: not for the processes that only check points
+    from geo.service.loaded import loaded
+
     table = loaded(engine).derived(_SAVED, _new_table)
     key = (location_id, lat, lng)
     found = table.get(key)
