@@ -54,7 +54,8 @@ class SnapshotTexts:
 
 def _halves(template: dict) -> tuple[str, str]:
     """The item's text before its ``distanceKm`` value (``{…,"distanceKm":``) and after it (``,…}``)."""
-    parts, head = [], None
+    parts: list[str] = []
+    head = None
     for name, value in template.items():
         if name == "hindrance":
             value = hindrance_json(value)

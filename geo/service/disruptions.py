@@ -191,6 +191,7 @@ class WorkItem(dict):
     template's (the API encodes everything but ``distanceKm`` once per snapshot: ``app.api.answers``)."""
 
     __slots__ = ("cluster",)
+    cluster: int
 
 
 class DetourItem(dict):
@@ -198,6 +199,7 @@ class DetourItem(dict):
     as :class:`WorkItem`."""
 
     __slots__ = ("detour",)
+    detour: int
 
 
 def _construction_items(lk, clusters, km) -> list:
