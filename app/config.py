@@ -53,6 +53,10 @@ SETTINGS: dict[str, tuple[object, str]] = {
         "failed authentications allowed per client IP (then 429 rate_limited)",
     ),
     "MAX_LOCATIONS": (100, "saved locations per account"),
+    "SAVED_LOCATION_CACHE": (
+        4096,
+        "saved locations whose clock-free answer parts each worker keeps per snapshot (0: none)",
+    ),
     "MAX_CONTENT_LENGTH": (16384, "largest accepted request body in bytes (413 payload_too_large)"),
     "CACHE_MAX_AGE": (60, "seconds in Cache-Control: private, max-age=N on data responses"),
     "CORS_ALLOW_ORIGIN": ("*", "Access-Control-Allow-Origin on API responses"),

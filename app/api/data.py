@@ -19,7 +19,7 @@ from functools import wraps
 from flask import Blueprint, g
 
 from app.history.asof import resolve as history_as_of
-from app.sources.provenance import answer_sources
+from app.sources.provenance import answer_sources, sources_text
 from app.sources.serving import served_engine
 from app.web.db import get_db
 from app.store.saved_locations import as_json, list_locations
@@ -28,8 +28,9 @@ from geo.service.air import air_quality_for
 from geo.service.briefing import briefing_for
 from geo.service.disruptions import disruptions_for
 
+from .answers import answer_text
 from .auth import require_api_access, settle
-from .negotiation import data_response, negotiate
+from .negotiation import data_response, data_text_response, negotiate, representation
 from .targeting import resolve_target
 
 bp = Blueprint("data", __name__)
@@ -89,6 +90,9 @@ def data_view(endpoint: DataEndpoint):
             if stale is not None:
                 raise stale
             body = answer(engine, target, now)
+            if representation() is None:  # JSON: the snapshot's parts of the text are encoded once
+                sources = sources_text(engine, endpoint.layers, now)
+                return finish(data_text_response(answer_text(engine, body, sources)))
             body["sources"] = answer_sources(engine, endpoint.layers, now)
             return finish(data_response(body))
 
@@ -118,7 +122,7 @@ DISRUPTIONS = DataEndpoint(
 
 @data_view(DISRUPTIONS)
 def disruptions(engine, target, now) -> dict:
-    return {"location": target.location_json(), **disruptions_for(engine, target.point, now)}
+    return {"location": target.location_json(), **disruptions_for(engine, target.point, now, target.around)}
 
 
 AIR_QUALITY = DataEndpoint(
@@ -133,7 +137,7 @@ AIR_QUALITY = DataEndpoint(
 
 @data_view(AIR_QUALITY)
 def air_quality(engine, target, now) -> dict:
-    return air_quality_for(engine, target.point, now, g.language)
+    return air_quality_for(engine, target.point, now, g.language, target.around)
 
 
 BRIEFING = DataEndpoint(
@@ -148,7 +152,7 @@ BRIEFING = DataEndpoint(
 
 @data_view(BRIEFING)
 def briefing(engine, target, now) -> dict:
-    return briefing_for(engine, target.point, now, g.language)
+    return briefing_for(engine, target.point, now, g.language, target.around)
 
 
 ENDPOINTS: tuple[DataEndpoint, ...] = (DISRUPTIONS, AIR_QUALITY, BRIEFING)

@@ -233,9 +233,14 @@ def negotiate(resource: str, translated: bool = False) -> None:
         g.representation = Representation(GEOJSON, lambda body: render_geojson(resource, body))
 
 
+def representation() -> Representation | None:
+    """The representation :func:`negotiate` chose, None for JSON."""
+    return g.get("representation")
+
+
 def render(body: dict) -> tuple[str, str]:
     """``(text, media type)`` of a data body in the negotiated representation (JSON when none was)."""
-    rep = g.get("representation")
+    rep = representation()
     if rep is None:
         return json_text(body), JSON
     return rep.render(body), rep.media_type
@@ -245,7 +250,11 @@ def data_response(body: dict):
     """A cacheable data response in the negotiated representation: ``Cache-Control: private, max-age=N``
     and ``Vary: Authorization, Accept``; an answer with translated texts also ``Content-Language`` and
     ``Accept-Language`` in ``Vary``."""
-    text, media_type = render(body)
+    return data_text_response(*render(body))
+
+
+def data_text_response(text: str, media_type: str = JSON):
+    """:func:`data_response` of a body already rendered as ``text``."""
     language = g.get("language")
     headers = [
         ("Cache-Control", f"private, max-age={current_app.config['CACHE_MAX_AGE']}"),

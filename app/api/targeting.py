@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from flask import g, request
+from flask import current_app, g, request
 
 from app.web.db import get_db
 from app.store.saved_locations import get_location
@@ -29,15 +30,20 @@ from app.web.redact import echo
 from geo.errors import GeoError
 from geo.service.point import Point, checked_point
 
+if TYPE_CHECKING:
+    from geo.service.around import Around
+
 
 @dataclass(frozen=True)
 class Target:
-    """The point to compute for; ``id``/``name`` are set when it came from a saved location."""
+    """The point to compute for; ``id``/``name`` are set when it came from a saved location, ``around``
+    when the clock-free parts of its answers are kept (:func:`saved_point`)."""
 
     lat: float
     lng: float
     id: str | None = None
     name: str | None = None
+    around: Around | None = field(default=None, compare=False, repr=False)
 
     @property
     def point(self) -> Point:
@@ -131,8 +137,8 @@ def resolve_target(engine) -> Target:
             row = get_location(get_db(), g.account["id"], location_id)
         if row is None:
             raise LocationNotFound(f"no location {echo(location_id)} in your account")
-        lat, lng = inside_service_area(engine, row["lat"], row["lng"])
-        target = Target(lat, lng, row["id"], row["name"])
+        (lat, lng), kept = saved_point(engine, row["id"], row["lat"], row["lng"])
+        target = Target(lat, lng, row["id"], row["name"], kept)
     g.target = target  # for a representation that places the point (GeoJSON)
     return target
 
@@ -147,3 +153,36 @@ def inside_service_area(engine, lat: float, lng: float) -> Point:
         return checked_point(engine, lat, lng)
     except GeoError as exc:
         raise to_api_error(exc) from None
+
+
+#: the per-snapshot table of :func:`saved_point` (``LoadedSnapshot.derived`` key)
+_SAVED = "app.api.targeting.saved"
+
+
+def saved_point(engine, location_id: str, lat: float, lng: float) -> tuple[Point, Around | None]:
+    """A saved location's point, checked by :func:`inside_service_area`, and the clock-free parts of its
+    answers (:func:`geo.service.around.around`), kept per loaded snapshot for ``SAVED_LOCATION_CACHE``
+    saved locations (by id and stored coordinates: an edited location is another entry; a new snapshot
+    starts an empty table). A request's own ``lat``/``lng`` never come here. A point outside the service
+    area raises every time (nothing is kept for it)."""
+    limit = current_app.config["SAVED_LOCATION_CACHE"]
+    if engine is None or limit <= 0:
+        return inside_service_area(engine, lat, lng), None
+    from geo.service.around import (
+        around,
+    )  # the engine's modules: not for the processes that only check points
+    from geo.service.loaded import loaded
+
+    table = loaded(engine).derived(_SAVED, _new_table)
+    key = (location_id, lat, lng)
+    found = table.get(key)
+    if found is None:
+        point = inside_service_area(engine, lat, lng)
+        if len(table) >= limit:
+            table.clear()
+        found = table[key] = (point, around(engine, point))
+    return found
+
+
+def _new_table(_engine) -> dict:
+    return {}

@@ -20,6 +20,7 @@ Same snapshot, same clock and same settings give the same objects (answers stay 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -53,12 +54,13 @@ def _too_old(observed: datetime | None, now: datetime, limit_s: float) -> bool:
 
 def current_settings() -> SourceSettings:
     """The running app's source settings, else the ones of the environment (a script without an app)."""
-    try:
-        from flask import current_app
-
-        return current_app.extensions["urban_sources"]["settings"]
-    except (RuntimeError, KeyError):
-        return SourceSettings.from_mapping({})
+    flask = sys.modules.get("flask")  # not imported: there is no app
+    if flask is not None:
+        try:
+            return flask.current_app.extensions["urban_sources"]["settings"]
+        except (RuntimeError, KeyError):
+            pass
+    return SourceSettings.from_mapping({})
 
 
 @dataclass(frozen=True)
@@ -129,25 +131,80 @@ def _plan(manifest: dict, layers: tuple[str, ...], settings: SourceSettings) -> 
     return out
 
 
-#: (id(manifest), id(settings), layers) → (manifest, settings, plan); the objects are held so their ids
-#: stay theirs while cached
-_PLANS: dict[tuple, tuple[dict, SourceSettings, list[_Source]]] = {}
+class _Planned:
+    """The plan of one (manifest, settings, layers) and the texts of its answers made so far, keyed by what
+    the clock decides in them (the NO2 hour, each source's staleness)."""
+
+    __slots__ = ("manifest", "settings", "sources", "texts", "no2", "limited", "fresh")
+
+    def __init__(self, manifest: dict, settings: SourceSettings, sources: list[_Source]):
+        self.manifest, self.settings, self.sources = manifest, settings, sources
+        self.texts: dict[tuple, str] = {}
+        self.no2 = any("no2" in plan.retrieved for plan in sources)  # the NO2 hour matters
+        self.limited = any(plan.limits for plan in sources)  # the clock may make a source stale
+        self.fresh = (False,) * len(sources)  # the stale flags when it may not
+
+
+#: (id(manifest), id(settings), layers) → its :class:`_Planned`; the objects are held so their ids stay
+#: theirs while cached
+_PLANS: dict[tuple, _Planned] = {}
 _PLANS_MAX = 64
+_TEXTS_MAX = 256  # texts per plan (a full dict is emptied and refilled)
 
 
-def _planned(manifest: dict, layers: tuple[str, ...], settings: SourceSettings) -> list[_Source]:
+def _planned(manifest: dict, layers: tuple[str, ...], settings: SourceSettings) -> _Planned:
     """:func:`_plan`, kept per (manifest, settings, layers) object. Rule that keeps it true: a loaded
     snapshot's manifest and an app's source settings are never changed in place (a reload or a refreshed
     snapshot is a new engine with its own manifest; settings are built once per app)."""
     key = (id(manifest), id(settings), layers)
     hit = _PLANS.get(key)
-    if hit is not None and hit[0] is manifest and hit[1] is settings:
-        return hit[2]
+    if hit is not None and hit.manifest is manifest and hit.settings is settings:
+        return hit
     if len(_PLANS) >= _PLANS_MAX:
         _PLANS.clear()
-    plan = _plan(manifest, layers, settings)
-    _PLANS[key] = (manifest, settings, plan)
-    return plan
+    planned = _PLANS[key] = _Planned(manifest, settings, _plan(manifest, layers, settings))
+    return planned
+
+
+def _clocked(engine, layers, now: datetime, settings: SourceSettings | None):
+    """``(planned, NO2 hour in ms or None, each source's stale flag)``: all that the clock decides."""
+    settings = settings or current_settings()
+    planned = _planned(getattr(engine, "manifest", None) or {}, tuple(layers), settings)
+    ms = None
+    if planned.no2:
+        from geo.service.air import latest_measured_ms
+
+        ms = latest_measured_ms(engine, now)
+    if not planned.limited:
+        return planned, ms, planned.fresh
+    no2 = None if ms is None else _measured_at(ms)
+    stale = tuple(
+        any(
+            _too_old(no2 if layer == "no2" else plan.retrieved[layer], now, limit)
+            for layer, limit in plan.limits
+        )
+        for plan in planned.sources
+    )
+    return planned, ms, stale
+
+
+def _answers(planned: _Planned, ms: int | None, stale: tuple) -> list[dict]:
+    no2 = None if ms is None else _measured_at(ms)
+    out = []
+    for plan, is_stale in zip(planned.sources, stale):
+        answer = plan.fixed.copy()
+        if "no2" in plan.retrieved:
+            answer["observedAt"] = None if no2 is None else _iso_measured(ms)
+            due_at = None
+            for layer, due in plan.dues:
+                if layer == "no2" and no2 is not None:
+                    due = max(due, no2 + HOUR)
+                due_at = due if due_at is None else min(due_at, due)
+            answer["nextUpdateAt"] = _iso(due_at)
+        if plan.limits:
+            answer["stale"] = is_stale
+        out.append(answer)
+    return out
 
 
 def answer_sources(engine, layers, now: datetime, settings: SourceSettings | None = None) -> list[dict]:
@@ -158,32 +215,22 @@ def answer_sources(engine, layers, now: datetime, settings: SourceSettings | Non
     >>> answer_sources(engine, ("stations", "no2", "lez"), now)  # doctest: +SKIP
     [{'source': 'ircel', 'attribution': 'Bron: IRCEL-CELINE', 'licence': 'CC BY 4.0', 'kind': 'demo', ...}]
     """
-    settings = settings or current_settings()
-    manifest = getattr(engine, "manifest", None) or {}
-    out = []
-    for plan in _planned(manifest, tuple(layers), settings):
-        answer = plan.fixed.copy()
-        retrieved = plan.retrieved
-        no2 = None
-        if "no2" in retrieved:
-            from geo.service.air import latest_measured_ms
+    return _answers(*_clocked(engine, layers, now, settings))
 
-            ms = latest_measured_ms(engine, now)
-            no2 = None if ms is None else _measured_at(ms)
-            answer["observedAt"] = None if no2 is None else _iso_measured(ms)
-            due_at = None
-            for layer, due in plan.dues:
-                if layer == "no2" and no2 is not None:
-                    due = max(due, no2 + HOUR)
-                due_at = due if due_at is None else min(due_at, due)
-            answer["nextUpdateAt"] = _iso(due_at)
-        if plan.limits:
-            answer["stale"] = any(
-                _too_old(no2 if layer == "no2" else retrieved[layer], now, limit)
-                for layer, limit in plan.limits
-            )
-        out.append(answer)
-    return out
+
+def sources_text(engine, layers, now: datetime, settings: SourceSettings | None = None) -> str:
+    """The JSON text of :func:`answer_sources` (:func:`app.web.conventions.json_dumps`), made once per plan,
+    NO2 hour and staleness: the same few texts are answered all day."""
+    planned, ms, stale = _clocked(engine, layers, now, settings)
+    key = (ms, stale)
+    text = planned.texts.get(key)
+    if text is None:
+        from app.web.conventions import json_dumps
+
+        if len(planned.texts) >= _TEXTS_MAX:
+            planned.texts.clear()
+        text = planned.texts[key] = json_dumps(_answers(planned, ms, stale))
+    return text
 
 
 def _measured_at(ms: int) -> datetime:

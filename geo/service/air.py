@@ -48,30 +48,16 @@ def nearest_no2_station(engine, lat: float, lng: float) -> tuple:
     return int(idx[0]), float(km[0])
 
 
-def _measured_times(engine):
-    """Sorted end-of-hour instants (ms) with at least one measured, non-null NO2 value in the snapshot."""
-    import numpy as np
-
-    from .loaded import prepare
-
-    a = prepare(engine).air
-    return np.unique(a.times_ms[np.isfinite(a.values)])
-
-
 def latest_measured_ms(engine, now) -> int | None:
-    """End of the newest hour, at or before ``now``, with a measured NO2 value at any station (None: none).
+    """End of the newest hour, at or before ``now``, with a measured NO2 value at any station (None: none);
+    kept per instant (:attr:`geo.service.moment.Moment.latest_measured_ms`).
 
     Examples
     --------
     >>> latest_measured_ms(engine, now)  # doctest: +SKIP
     1795158000000
     """
-    from .loaded import loaded
-    from ..rules.timefmt import to_ms
-
-    times = loaded(engine).derived("no2_measured_times", _measured_times)
-    k = int(times.searchsorted(to_ms(now), side="right"))
-    return int(times[k - 1]) if k else None
+    return moment(engine, now).latest_measured_ms
 
 
 def read(engine, lat: float, lng: float, now) -> Reading:
@@ -85,10 +71,25 @@ def read(engine, lat: float, lng: float, now) -> Reading:
     return read_at(engine, lat, lng, moment(engine, now))
 
 
-def read_at(engine, lat: float, lng: float, m) -> Reading:
-    """:func:`read` with the per-instant station readings of a :class:`geo.service.moment.Moment`."""
+class Placed(NamedTuple):
+    """What :func:`read_at` owes to the snapshot and the point alone, not to the clock."""
+
+    station: int  # row of the nearest NO2 station, -1 when there is none
+    station_km: float
+    in_lez: bool
+
+
+def placed_at(engine, lat: float, lng: float) -> Placed:
+    """The clock-free part of :func:`read_at` for a checked point."""
     station, station_km = nearest_no2_station(engine, lat, lng)
-    in_lez = bool(engine.in_lez(lat, lng)[0])
+    return Placed(station, station_km, bool(engine.in_lez(lat, lng)[0]))
+
+
+def read_at(engine, lat: float, lng: float, m, around=None) -> Reading:
+    """:func:`read` with the per-instant station readings of a :class:`geo.service.moment.Moment`; with
+    ``around`` (a :class:`geo.service.around.Around` of this very point and snapshot), its clock-free part
+    is not computed again."""
+    station, station_km, in_lez = placed_at(engine, lat, lng) if around is None else around.placed
     if station < 0:
         return Reading(station, station_km, _NAN, _NAN, -1, 0, ar.UNKNOWN, in_lez)
     s = m.reading(station)
@@ -202,7 +203,8 @@ def air_quality(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     return air_quality_for(engine, checked_point(engine, lat, lng), now, lang)
 
 
-def air_quality_for(engine, point: Point, now, lang: str = DEFAULT) -> dict:
-    """:func:`air_quality` at a point already checked by :func:`geo.service.point.checked_point`."""
+def air_quality_for(engine, point: Point, now, lang: str = DEFAULT, around=None) -> dict:
+    """:func:`air_quality` at a point already checked by :func:`geo.service.point.checked_point` (``around``:
+    its :class:`geo.service.around.Around`, when the caller keeps one)."""
     m = moment(engine, now)
-    return build_at(read_at(engine, point.lat, point.lng, m), m, lang)
+    return build_at(read_at(engine, point.lat, point.lng, m, around), m, lang)

@@ -161,14 +161,15 @@ def briefing(engine, lat, lng, now, lang: str = DEFAULT) -> dict:
     return briefing_for(engine, checked_point(engine, lat, lng), now, lang)
 
 
-def briefing_for(engine, point: Point, now, lang: str = DEFAULT) -> dict:
-    """:func:`briefing` at a point already checked by :func:`geo.service.point.checked_point`."""
+def briefing_for(engine, point: Point, now, lang: str = DEFAULT, around=None) -> dict:
+    """:func:`briefing` at a point already checked by :func:`geo.service.point.checked_point` (``around``:
+    its :class:`geo.service.around.Around`, when the caller keeps one)."""
     lat, lng = point
     m = moment(engine, now)
-    found = dis.find_at(engine, lat, lng, m)
+    found = dis.find_at(engine, lat, lng, m, around)
     t = dis.tally(m.lookups, found, NEAR_WORK_KM)
     counts = dis.summary_of(t, found)
-    reading = air_mod.read_at(engine, lat, lng, m)
+    reading = air_mod.read_at(engine, lat, lng, m, around)
     _, level = risk_one(*t.risk_args(reading.compliance, found.stops_near))
     b_start, b_end, b_score, w_start, w_end, w_score = _windows_at(m, found, t.running)
     kind, r_start, r_peak, r_end = m.rush()

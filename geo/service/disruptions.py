@@ -71,24 +71,44 @@ def find_by_rules(engine, lat: float, lng: float, now) -> Found:
     return Found(cl, km, wk.upcoming_clusters(w, now)[cl], sel, dkm, bool(stops.size))
 
 
-def find_at(engine, lat: float, lng: float, m) -> Found:
-    """:func:`find` with the clock-dependent data of a :class:`geo.service.moment.Moment` (shared by the endpoints).
+class Fixed(NamedTuple):
+    """What :func:`find_at` owes to the snapshot and the point alone, not to the clock."""
+
+    side: int  # river side of the point
+    clusters: np.ndarray  # works clusters within 2 km not on the far side, by (distance, id)
+    cluster_km: np.ndarray
+    stops_near: bool  # a stop lies within the stop distance
+    served: int  # bit mask of the detours sharing a line with such a stop
+
+
+def fixed_at(engine, lat: float, lng: float) -> Fixed:
+    """The clock-free part of :func:`find_at` for a checked point."""
+    lk = lookups(engine)
+    side = int(engine.river_side(lat, lng)[0])
+    q = query_radians(lat, lng)
+    cl, km = _works_near(engine, lk, lat, lng, side, q)
+    stops_near, served = _stops_near(engine, lk, lat, lng, q)
+    return Fixed(side, cl, km, stops_near, served)
+
+
+def find_at(engine, lat: float, lng: float, m, around=None) -> Found:
+    """:func:`find` with the clock-dependent data of a :class:`geo.service.moment.Moment` (shared by the endpoints);
+    with ``around`` (a :class:`geo.service.around.Around` of this very point and snapshot), its clock-free
+    part is not computed again.
 
     Equivalent to the vectorised rules: works rows within 2 km (of their extent) that represent a cluster not on
     the far river side; detours in force, not on the far side and, when stops lie within the stop distance, sharing a line
     with one of them; detours sorted by (distance, id).
     """
-    lk = m.lookups
-    side = int(engine.river_side(lat, lng)[0])
-    q = query_radians(lat, lng)
-    cl, km = _works_near(engine, lk, lat, lng, side, q)
-    stops_near, served = _stops_near(engine, lk, lat, lng, q)
-    mask = matched(m.active(side), stops_near, served)
-    if mask:
-        sel, dkm = by_distance(lk.prepared.detours, lk.selection(mask), lat, lng)
-    else:
+    f = fixed_at(engine, lat, lng) if around is None else around.fixed
+    mask = matched(m.active(f.side), f.stops_near, f.served)
+    if not mask:
         sel, dkm = np.zeros(0, dtype=np.int64), np.zeros(0)
-    return Found(cl, km, m.upcoming[cl], sel, dkm, stops_near)
+    elif around is None:
+        sel, dkm = by_distance(m.lookups.prepared.detours, m.lookups.selection(mask), lat, lng)
+    else:
+        sel, dkm = around.by_distance(m.lookups, mask)
+    return Found(f.clusters, f.cluster_km, m.upcoming[f.clusters], sel, dkm, f.stops_near)
 
 
 def _works_near(engine, lk, lat: float, lng: float, side: int, q: tuple) -> tuple:
@@ -164,11 +184,30 @@ def summary(engine, found: Found) -> dict:
     return summary_of(tally(lookups(engine), found), found)
 
 
+class WorkItem(dict):
+    """A ``construction`` item: the template of works cluster ``cluster`` (``Lookups.work_items``, its
+    ``hindrance`` as :func:`geo.rules.works.hindrance_json` makes it) with its own ``distanceKm``. A caller
+    may read it as the dict it is; whoever changes it other than through a copy makes it no longer its
+    template's (the API encodes everything but ``distanceKm`` once per snapshot: ``app.api.answers``)."""
+
+    __slots__ = ("cluster",)
+    cluster: int
+
+
+class DetourItem(dict):
+    """A ``transit`` item: a copy of detour ``detour``'s template (``Lookups.detour_items``); the same rule
+    as :class:`WorkItem`."""
+
+    __slots__ = ("detour",)
+    detour: int
+
+
 def _construction_items(lk, clusters, km) -> list:
     templates = lk.work_items
     out = []
     for c, k in zip(clusters.tolist(), km.tolist()):
-        item = templates[c].copy()  # keeps the key order; distanceKm is filled in its place
+        item = WorkItem(templates[c])  # keeps the key order; distanceKm is filled in its place
+        item.cluster = c
         item["distanceKm"] = round(k, 3) + 0.0
         item["hindrance"] = wk.hindrance_json(item["hindrance"])  # an object of its own per response
         out.append(item)
@@ -179,7 +218,8 @@ def _transit_items(lk, detours) -> list:
     templates = lk.detour_items
     out = []
     for j in detours.tolist():
-        item = templates[j].copy()
+        item = DetourItem(templates[j])
+        item.detour = j
         item["lines"] = list(item["lines"])  # lists and objects of its own per response
         item["lineDetails"] = [dict(x) for x in item["lineDetails"]]
         out.append(item)
@@ -206,10 +246,11 @@ def disruptions(engine, lat, lng, now) -> dict:
     return disruptions_for(engine, checked_point(engine, lat, lng), now)
 
 
-def disruptions_for(engine, point: Point, now) -> dict:
-    """:func:`disruptions` at a point already checked by :func:`geo.service.point.checked_point`."""
+def disruptions_for(engine, point: Point, now, around=None) -> dict:
+    """:func:`disruptions` at a point already checked by :func:`geo.service.point.checked_point` (``around``:
+    its :class:`geo.service.around.Around`, when the caller keeps one)."""
     m = moment(engine, now)
-    return body(m.lookups, find_at(engine, point.lat, point.lng, m))
+    return body(m.lookups, find_at(engine, point.lat, point.lng, m, around))
 
 
 def build(engine, found: Found) -> dict:

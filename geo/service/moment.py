@@ -26,6 +26,7 @@ from ..rules.windows import slot_profile
 from ..rules.timefmt import MS_PER_HOUR, day_number, from_ms, iso_local, iso_utc_ms, local_day, to_ms
 
 MAX_ENTRIES = 4096  # per cache; a full cache is emptied and refilled
+_UNSET = object()
 
 
 def _put(cache: dict, key, value):
@@ -65,6 +66,17 @@ class Times:
         self.local_iso: dict = {}
         self.rush: dict = {}
         self.last = None  # the last Moment made (reused for the same instant)
+        self._measured = None
+
+    @property
+    def measured(self) -> list:
+        """Sorted end-of-hour instants (ms) with at least one measured, non-null NO2 value (made on first
+        use)."""
+        found = self._measured
+        if found is None:
+            a = self.lookups.prepared.air
+            found = self._measured = np.unique(a.times_ms[np.isfinite(a.values)]).tolist()
+        return found
 
 
 class Moment:
@@ -84,7 +96,7 @@ class Moment:
     True
     """
 
-    __slots__ = ("now", "now_ms", "instant", "lookups", "_t", "_upcoming", "_active", "_window")
+    __slots__ = ("now", "now_ms", "instant", "lookups", "_t", "_upcoming", "_active", "_window", "_latest")
 
     def __init__(self, snapshot, now):
         self.now_ms = to_ms(now)  # raises ValueError for a naive ``now``, as before
@@ -93,6 +105,17 @@ class Moment:
         self.lookups = snapshot.lookups
         self._t = snapshot.times
         self._upcoming = self._active = self._window = None
+        self._latest = _UNSET  # None: no measurement at or before now
+
+    @property
+    def latest_measured_ms(self) -> int | None:
+        """End of the newest hour at or before ``now`` with a measured NO2 value at any station (None:
+        none)."""
+        if self._latest is _UNSET:
+            times = self._t.measured
+            k = bisect_right(times, self.now_ms)
+            self._latest = int(times[k - 1]) if k else None
+        return self._latest
 
     # --- disruptions --------------------------------------------------------------------------
     @property

@@ -237,3 +237,22 @@ def test_a_reloaded_snapshot_or_other_settings_answer_their_own_sources_and_the_
         False,
         True,
     ]
+
+
+@pytest.mark.parametrize("kind", ["live", "demo"])
+def test_the_sources_text_is_the_json_of_the_sources_at_every_hour_and_staleness(kind):
+    """``sources_text`` (kept per plan, NO2 hour and staleness) is the JSON of ``answer_sources`` at each
+    instant: a new measured hour, a source turning stale and a later plan each get their own text."""
+    from app.sources.provenance import sources_text
+    from app.web.conventions import json_dumps
+
+    engine = engine_with(LAGGING, kind)
+    times = [datetime(2026, 11, 16, h, m, tzinfo=UTC) for h in (2, 3, 4, 6, 7, 9) for m in (0, 30)]
+    for layers in (("works", "stops", "detours"), ("stations", "no2", "lez"), ENDPOINTS[2].layers):
+        texts = {}
+        for now in times + times[::-1]:  # the second pass reads the kept texts
+            text = sources_text(engine, layers, now, SETTINGS)
+            assert text == json_dumps(answer_sources(engine, layers, now, SETTINGS))
+            texts.setdefault(text, now)
+        if kind == "live" and "no2" in layers:
+            assert len(texts) >= 3  # the NO2 hour and the staleness changed the text

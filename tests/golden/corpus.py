@@ -77,11 +77,13 @@ def points(engine, n_random: int = 60) -> list[tuple[float, float]]:
 
 
 def responses(engine):
-    """Yield ``(endpoint, lat, lng, now, status, body_bytes)`` in a fixed order."""
+    """Yield ``(endpoint, lat, lng, now, status, body_bytes)`` in a fixed order. Each 200 is also made as
+    the API makes its JSON text (``app.api.answers.answer_text``), which must give the same bytes."""
     from app import create_app
+    from app.api.answers import answer_text
     from app.api.data import by_path
     from app.api.targeting import Target
-    from app.sources.provenance import answer_sources
+    from app.sources.provenance import answer_sources, sources_text
     from geo.service.air import air_quality
     from geo.service.briefing import briefing
     from geo.service.disruptions import disruptions
@@ -103,11 +105,16 @@ def responses(engine):
                         obj = air_quality(engine, lat, lng, now)
                     else:
                         obj = briefing(engine, lat, lng, now)
-                    obj["sources"] = answer_sources(engine, by_path(endpoint).layers, now, settings)
+                    layers = by_path(endpoint).layers
+                    spliced = answer_text(engine, obj, sources_text(engine, layers, now, settings))
+                    obj["sources"] = answer_sources(engine, layers, now, settings)
                     status = 200
                 except GeoError as exc:
                     obj, status = {"error": type(exc).__name__, "message": str(exc)}, 422
-                yield endpoint, lat, lng, now, status, body(obj).encode()
+                text = body(obj)
+                if status == 200 and spliced != text:
+                    raise AssertionError(f"{endpoint} at {lat}, {lng}, {now}: the API's text differs")
+                yield endpoint, lat, lng, now, status, text.encode()
 
 
 def demo_engine(tmp: Path):
