@@ -21,7 +21,7 @@ from geo.service.disruptions import DetourItem, WorkItem
 from geo.service.loaded import loaded
 from geo.rules.works import hindrance_json
 
-from app.web.conventions import json_dumps
+from app.web.conventions import encode_json as json_dumps
 
 _float_text = float.__repr__
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import wraps
 
-from flask import Blueprint, g
+from flask import Blueprint, g, request
 
 from app.history.asof import resolve as history_as_of
 from app.sources.provenance import answer_sources, sources_text
@@ -69,7 +69,7 @@ def _pinned(layers):
     """The request's ``(engine, stale error or None, data clock, finish(response))``: with ``asOf`` the
     recorded snapshot and clock of that instant, stamped, with no freshness decision of today; else the
     served engine, its freshness for ``layers`` and the data clock."""
-    as_of = history_as_of()
+    as_of = history_as_of() if "asOf" in request.args else None
     if as_of is not None:
         return as_of.engine, None, as_of.now, as_of.stamp
     engine, stale = served_engine(layers)

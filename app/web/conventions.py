@@ -30,7 +30,7 @@ from werkzeug.http import parse_etags
 from werkzeug.sansio.utils import get_content_length
 
 from . import ratelimit
-from .errors import ApiError, InvalidRequest, PayloadTooLarge, refuse_empty_segments
+from .errors import ApiError, InvalidRequest, PayloadTooLarge, empty_segment_not_found
 
 log = logging.getLogger("app.web.conventions")
 
@@ -56,6 +56,8 @@ def json_default(o):
 
 #: :func:`json_dumps` without keyword arguments (one encoder, not one per call)
 _ENCODER = json.JSONEncoder(default=json_default, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+#: ``json_dumps(obj)``: the compact encoder itself, for code that encodes many parts of one answer
+encode_json = _ENCODER.encode
 
 
 def json_dumps(obj, **kwargs) -> str:
@@ -105,7 +107,8 @@ def prepare_request() -> None:
     environ = request.environ
     given = environ.get("HTTP_X_REQUEST_ID", "")
     g.request_id = given if _REQUEST_ID.match(given) else os.urandom(16).hex()
-    refuse_empty_segments()
+    if "//" in environ.get("PATH_INFO", ""):
+        raise empty_segment_not_found()
     declared = environ.get("CONTENT_LENGTH")
     if declared:
         limit = current_app.config.get("MAX_CONTENT_LENGTH")

@@ -216,17 +216,15 @@ def _limiter_breach(exc: HTTPException) -> RateLimited:
     return RateLimited(message, headers={"Retry-After": str(retry_after(info))})
 
 
-def refuse_empty_segments() -> None:
-    """404 ``not_found`` for a path holding an empty segment (``//`` anywhere; ``%2F`` arrives decoded),
-    whatever the method: no route has one, so each resource keeps one URL. Werkzeug would otherwise serve
-    ``//x`` as ``/x`` and redirect ``/x//y`` to ``/x/y``. The answer is the app's JSON, never a blueprint's
-    page (the rule Werkzeug matched after dropping the leading slashes is forgotten)."""
+def empty_segment_not_found() -> NotFound:
+    """404 ``not_found`` for this request's path, which holds an empty segment (``//`` anywhere; ``%2F``
+    arrives decoded), whatever the method: no route has one, so each resource keeps one URL. Werkzeug would
+    otherwise serve ``//x`` as ``/x`` and redirect ``/x//y`` to ``/x/y``. The answer is the app's JSON, never a
+    blueprint's page (the rule Werkzeug matched after dropping the leading slashes is forgotten)."""
     raw = request.environ.get("PATH_INFO", "")
-    if "//" not in raw:
-        return
     request.url_rule = None
     path = raw.encode("latin-1", "replace").decode("utf-8", "replace")  # WSGI: UTF-8 bytes as latin-1
-    raise NotFound(f"no endpoint at {redact_path(path)}: a path has no empty segments")
+    return NotFound(f"no endpoint at {redact_path(path)}: a path has no empty segments")
 
 
 def error_response(err: ApiError):
