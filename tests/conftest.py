@@ -106,7 +106,7 @@ def reference_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def snapshot_dir(reference_dir, build_once, tmp_path_factory) -> Path:
+def snapshot_dir(reference_dir, build_once, demo_layers, tmp_path_factory) -> Path:
     """The demo snapshot, built once per run, seen by each worker through its own link: what an app writes
     beside its ``DATA_DIR`` (the default history store ``<DATA_DIR>.history.sqlite``, refreshed versions)
     stays the worker's."""
@@ -114,11 +114,48 @@ def snapshot_dir(reference_dir, build_once, tmp_path_factory) -> Path:
     from geo.data.snapshot import DEMO_AS_OF, DEFAULT_SEED
 
     def build(root: Path) -> None:
-        build_snapshot(root / "snapshot", reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
+        with demo_layers():
+            build_snapshot(root / "snapshot", reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
 
     link = tmp_path_factory.mktemp("snapshot") / "snapshot"
     link.symlink_to(build_once("snapshot", build) / "snapshot", target_is_directory=True)
     return link
+
+
+@pytest.fixture(scope="session")
+def demo_layers(reference_dir, build_once):
+    """``with demo_layers(): …``: inside, ``build_layers`` of the demo's clock and seed with nothing else
+    given (what the demo snapshot and every ``SimulatedHistory``, hence ``seed_demo``, build first: ~5 s of
+    CPU) is answered from one build per run, unpickled (a copy per call); any other call builds as usual.
+    For tests where those layers are an input, not what is tested."""
+    import pickle
+
+    from app.history import simulate
+    from geo.data import publish
+    from geo.data.snapshot import DEFAULT_SEED, DEMO_AS_OF, build_layers, iso_ms
+
+    def build(root: Path) -> None:
+        built = build_layers(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
+        (root / "layers.pickle").write_bytes(pickle.dumps(built, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def shared(ref, *, as_of=DEMO_AS_OF, seed=DEFAULT_SEED, **others):
+        if (
+            any(v is not None for v in others.values())
+            or seed != DEFAULT_SEED
+            or iso_ms(as_of) != DEMO_AS_OF
+            or Path(ref).resolve() != reference_dir
+        ):
+            return build_layers(ref, as_of=as_of, seed=seed, **others)
+        return pickle.loads((build_once("demo-layers", build) / "layers.pickle").read_bytes())
+
+    @contextmanager
+    def serving():
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(simulate, "build_layers", shared)
+            patch.setattr(publish, "build_layers", shared)
+            yield
+
+    return serving
 
 
 @pytest.fixture(scope="session")

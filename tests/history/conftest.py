@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import shutil
 import time
 import uuid
@@ -17,8 +18,15 @@ YEAR_DAYS, YEAR_CADENCE_MIN = 365, 28 * 24 * 60
 
 
 @pytest.fixture(scope="session")
-def year(reference_dir):
-    return SimulatedHistory(reference_dir, days=YEAR_DAYS, cadence_min=YEAR_CADENCE_MIN)
+def year(reference_dir, build_once, demo_layers):
+    """The simulated year: built once per run (on the run's demo layers) and unpickled by each worker."""
+
+    def build(root):
+        with demo_layers():
+            sim = SimulatedHistory(reference_dir, days=YEAR_DAYS, cadence_min=YEAR_CADENCE_MIN)
+        (root / "year.pickle").write_bytes(pickle.dumps(sim, protocol=pickle.HIGHEST_PROTOCOL))
+
+    return pickle.loads((build_once("year-sim", build) / "year.pickle").read_bytes())
 
 
 @pytest.fixture(scope="session")

@@ -310,13 +310,13 @@ def test_without_as_of_the_answer_is_the_live_one(served):
     assert resp.headers["Cache-Control"] == "private, max-age=60"
 
 
-def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(tmp_path, year_dirs, engine_of):
+def test_an_instant_whose_publish_was_pruned_since_is_out_of_window_not_a_503(
+    tmp_path, year_dirs, engine_of, first_publishes_sqlite
+):
     from app.history.store import open_store
 
-    url = str(tmp_path / "pruned.sqlite")
+    url = first_publishes_sqlite(4, tmp_path / "pruned.sqlite")  # a copy of the year's first 4 publishes
     store = open_store(url)
-    for _instant, path in year_dirs[:4]:
-        store.record_dir(path)
     wall = Clock(year_dirs[3][0] + timedelta(days=1))
     app = make_app(tmp_path / "instance", engine_of(3), url, wall)
     conn = open_accounts(app)

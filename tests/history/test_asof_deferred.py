@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from pandas.testing import assert_frame_equal
 
-import geo
 from app.history import asof
 from app.history.store import open_store
 from geo.data.rows import Deferred
@@ -17,11 +16,11 @@ from geo.service.loaded import loaded
 pytestmark = [pytest.mark.timeout(900), pytest.mark.usefixtures("fresh_asof_process")]
 
 
-def test_a_cold_answer_makes_no_deferred_frame_and_each_is_the_snapshots(year_sqlite, year_dirs):
+def test_a_cold_answer_makes_no_deferred_frame_and_each_is_the_snapshots(year_sqlite, year_dirs, year_engine):
     store = open_store(year_sqlite)
     publishes = store.publishes()
     publish = publishes[-3]
-    engine = asof.engine_of(store, publish, geo.load(year_dirs[-1][1]))
+    engine = asof.engine_of(store, publish, year_engine(-1))
     deferred = dict(engine._deferred)
     assert {"works", "no2"} <= set(deferred) and all(isinstance(d, Deferred) for d in deferred.values())
     briefing(engine, 51.2194, 4.4025, publish.as_of)

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 from pandas.testing import assert_frame_equal
 
-import geo
 from app.history import asof, versions
 from app.history.store import open_store
 
@@ -38,11 +37,11 @@ def _fetched(store, monkeypatch) -> set:
 
 
 def test_the_first_rebuild_takes_the_live_engines_rows_and_decodes_only_the_others(
-    year_store_url, year_dirs, monkeypatch
+    year_store_url, year_engine, monkeypatch
 ):
     store = open_store(year_store_url)
     seqs = [p.seq for p in store.publishes()]
-    live = geo.load(year_dirs[-1][1])
+    live = year_engine(-1)  # the worker's, read-only: a rebuild only takes from it
     newest, seq = seqs[-1], seqs[-2]
     monkeypatch.setattr(versions, "NEIGHBOURS", 0)
     fetched = _fetched(store, monkeypatch)
@@ -74,10 +73,10 @@ def test_without_a_recorded_live_engine_the_first_rebuild_decodes_every_row(year
     assert set(store.layer_hashes(seq, "no2").values()) <= fetched
 
 
-def test_a_live_frame_that_would_convert_otherwise_is_not_taken(year_sqlite, year_dirs):
+def test_a_live_frame_that_would_convert_otherwise_is_not_taken(year_sqlite, year_engine):
     """An integer column whose frame holds floats (a null made it so): decoding gives other values."""
     store = open_store(year_sqlite)
-    live = geo.load(year_dirs[-1][1])
+    live = year_engine(-1)  # the worker's, read-only: a rebuild only takes from it
     newest = [p.seq for p in store.publishes()][-1]
     info = store.manifest(newest)["history"]["works"]
     table = versions.RowTable(store._blob(info["schema"]))
@@ -144,7 +143,7 @@ def test_the_neighbours_of_a_bbox_only_schema_are_taken_along():
     assert held.around(history, 2, key, 3).tolist() == [0, 1, 2]  # 1..3: B is A but for its bbox; C stops
 
 
-def test_no_cyclic_collection_runs_while_an_engine_is_rebuilt(year_sqlite, year_dirs, monkeypatch):
+def test_no_cyclic_collection_runs_while_an_engine_is_rebuilt(year_sqlite, year_engine, monkeypatch):
     from geo.service import loaded
 
     store = open_store(year_sqlite)
@@ -158,6 +157,6 @@ def test_no_cyclic_collection_runs_while_an_engine_is_rebuilt(year_sqlite, year_
 
     monkeypatch.setattr(loaded, "rebuild", watched)
     assert gc.isenabled()
-    asof.engine_of(store, publish, geo.load(year_dirs[-1][1]))
+    asof.engine_of(store, publish, year_engine(-1))
     assert during == [False] and gc.isenabled()
     store.close()

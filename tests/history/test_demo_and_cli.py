@@ -11,7 +11,6 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-import geo
 from app.store import accounts
 from app import create_app
 from app.store.db import open_store as open_accounts
@@ -26,16 +25,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_the_simulation_is_deterministic_and_ends_at_the_demo_snapshot(reference_dir, snapshot_dir, tmp_path):
+def test_the_simulation_is_deterministic_and_ends_at_the_demo_snapshot(
+    reference_dir, engine, demo_layers, tmp_path
+):
+    """Two simulations give the same refreshes: one built here, one on the run's shared demo layers (built
+    by another ``build_layers`` call, maybe in another process); the last is the demo snapshot itself."""
     sim = SimulatedHistory(reference_dir, days=1, cadence_min=360)
-    again = SimulatedHistory(reference_dir, days=1, cadence_min=360)
+    with demo_layers():
+        again = SimulatedHistory(reference_dir, days=1, cadence_min=360)
     instants = sim.instants()
-    assert len(instants) == 5 and instants[-1] == geo.load(snapshot_dir).as_of
+    assert len(instants) == 5 and instants[-1] == engine.as_of
     ids = [sim.write_at(t, tmp_path / f"a{k}")["snapshotId"] for k, t in enumerate(instants)]
     assert [
         again.write_at(t, tmp_path / f"b{k}")["snapshotId"] for k, t in reversed(list(enumerate(instants)))
     ] == ids[::-1]
-    assert ids[-1] == geo.load(snapshot_dir).snapshot_id
+    assert ids[-1] == engine.snapshot_id
     assert len(set(ids)) == len(ids)  # every refresh changed something (NO2 every hour)
 
 
@@ -54,13 +58,13 @@ def test_the_simulation_evolves_works_detours_and_no2(year):
 
 @pytest.mark.slow
 def test_seed_demo_records_the_days_before_the_clock_and_the_demo_answers_as_of(
-    reference_dir, snapshot_dir, tmp_path
+    reference_dir, snapshot_dir, engine, demo_layers, tmp_path
 ):
     url = str(tmp_path / "demo.history.sqlite")
     store = open_store(url)
-    assert seed_demo(store, reference_dir, snapshot_dir, days=0.5, cadence_min=180) == 5
+    with demo_layers():
+        assert seed_demo(store, reference_dir, snapshot_dir, days=0.5, cadence_min=180) == 5
     publishes = store.publishes()
-    engine = geo.load(snapshot_dir)
     assert publishes[-1].snapshot_id == engine.snapshot_id and publishes[-1].as_of == engine.as_of
     assert engine.as_of - publishes[0].as_of == timedelta(hours=12)
     app = create_app(
@@ -115,7 +119,7 @@ def invoke(*args):
     return SimpleNamespace(returncode=result.exit_code, stdout=result.stdout, stderr=result.stderr)
 
 
-def test_record_info_and_prune_commands(year_dirs, tmp_path):
+def test_record_info_and_prune_commands(year_dirs, year_engine, tmp_path):
     url = str(tmp_path / "cli.sqlite")
     for k, (_instant, path) in enumerate(year_dirs[:3]):
         out = (run if k == 0 else invoke)("record", str(path), "--url", url)
@@ -130,5 +134,5 @@ def test_record_info_and_prune_commands(year_dirs, tmp_path):
         pruned.stdout + pruned.stderr
     )
     assert [p.snapshot_id for p in open_store(url).publishes()] == [
-        geo.load(year_dirs[2][1]).snapshot_id
+        year_engine(2).snapshot_id
     ]  # the one still served at the start of the window stays

@@ -24,9 +24,10 @@ pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
-def history(reference_dir, tmp_path_factory):
+def history(reference_dir, demo_layers, tmp_path_factory):
     """``(store URL, [(instant, snapshot dir)])``: 42 days of the simulated history, a refresh every 2 weeks."""
-    sim = SimulatedHistory(reference_dir, days=42, cadence_min=14 * 24 * 60)
+    with demo_layers():
+        sim = SimulatedHistory(reference_dir, days=42, cadence_min=14 * 24 * 60)
     root = tmp_path_factory.mktemp("score-as-of")
     url = str(root / "history.sqlite")
     store = open_store(url)
@@ -40,6 +41,22 @@ def history(reference_dir, tmp_path_factory):
     return url, dirs
 
 
+_LOADED: dict = {}
+
+
+def loaded(path) -> geo.Engine:
+    """``geo.Engine.load(path)``, once per module (read-only: the scoring runs only read it)."""
+    if path not in _LOADED:
+        _LOADED[path] = geo.Engine.load(path)
+    return _LOADED[path]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _forget_loaded():
+    yield
+    _LOADED.clear()
+
+
 @pytest.fixture(scope="module")
 def points_csv(history, tmp_path_factory):
     """Points next to the works of the first and the last snapshot (their counts differ between them)."""
@@ -47,7 +64,7 @@ def points_csv(history, tmp_path_factory):
     rng = np.random.default_rng(26)
     rows = [(51.2194, 4.4025)]
     for _instant, path in (dirs[0], dirs[-1]):
-        works = geo.Engine.load(path).works
+        works = loaded(path).works
         for i in rng.choice(len(works), 60, replace=False):
             p = works.geometry.iloc[i].representative_point()
             rows.append((round(p.y + rng.normal(0, 0.003), 6), round(p.x + rng.normal(0, 0.004), 6)))
@@ -58,7 +75,7 @@ def points_csv(history, tmp_path_factory):
 
 def _expected(snapshot_dir, points_csv, now, out) -> bytes:
     """The output of scoring with the engine loaded from ``snapshot_dir`` at clock ``now``."""
-    run(points_csv, out, data=snapshot_dir, now=now, progress=False, engine=geo.Engine.load(snapshot_dir))
+    run(points_csv, out, data=snapshot_dir, now=now, progress=False, engine=loaded(snapshot_dir))
     return out.read_bytes()
 
 
@@ -72,7 +89,7 @@ def test_as_of_scores_against_the_snapshot_served_then(history, points_csv, tmp_
         [str(points_csv), "-o", str(out), "--as-of", instant.isoformat(), "--history", url, "--no-progress"],
     )
     assert result.exit_code == 0, result.output
-    served = geo.Engine.load(dir1)
+    served = loaded(dir1)
     assert (
         f"snapshot {served.snapshot_id[:12]}" in result.output and "the snapshot served then" in result.output
     )
@@ -89,7 +106,7 @@ def test_as_of_with_forked_workers_and_an_explicit_clock(history, points_csv, tm
     common = dict(history=url, now=clock.isoformat(), progress=False, chunk_size=40)
     s1 = run(points_csv, one, as_of=instant.isoformat(), engine_at=engine_at, **common)
     s2 = run(points_csv, two, as_of=instant, workers=2, engine_at=engine_at, **common)
-    assert s1["snapshot"] == s2["snapshot"] == geo.Engine.load(served).snapshot_id
+    assert s1["snapshot"] == s2["snapshot"] == loaded(served).snapshot_id
     assert s1["now"] == clock.isoformat() and s1["as_of"] == instant.isoformat()
     assert one.read_bytes() == two.read_bytes()
     assert one.read_bytes() == _expected(served, points_csv, clock, tmp_path / "expected.csv")

@@ -23,6 +23,16 @@ def clock(request, engine):
 
 
 @pytest.fixture(scope="session")
+def dask_cluster():
+    """A Dask ``LocalCluster`` (2 worker processes, 1 thread each) for the tests that hand work to a running
+    cluster; one per test process (starting one costs a few seconds of CPU), closed at the end."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1") as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
 def sample(engine):
     """The point sample of :func:`sample_points`."""
     return sample_points(engine)

@@ -15,7 +15,7 @@ def blocks():
 
 
 @pytest.mark.slow
-def test_the_worked_example_runs(snapshot_dir, reference_dir, tmp_path, monkeypatch):
+def test_the_worked_example_runs(snapshot_dir, reference_dir, demo_layers, tmp_path, monkeypatch):
     import matplotlib
 
     from app.history.simulate import seed_demo
@@ -26,7 +26,8 @@ def test_the_worked_example_runs(snapshot_dir, reference_dir, tmp_path, monkeypa
     # the demo's history, as `make snapshot` seeds it, with a publish every 8 days here (3 in all): the worked
     # example reads one past instant (1 November, served by the first publish, 31 October)
     history = str(tmp_path / "history.sqlite")
-    seed_demo(open_store(history), reference_dir, snapshot_dir, days=16, cadence_min=8 * 24 * 60)
+    with demo_layers():
+        seed_demo(open_store(history), reference_dir, snapshot_dir, days=16, cadence_min=8 * 24 * 60)
     monkeypatch.setenv("URBAN_HISTORY_URL", history)
     monkeypatch.chdir(tmp_path)
     code = blocks()

@@ -205,16 +205,15 @@ def test_dask_local_cluster_gives_the_single_process_result(engine, snapshot_dir
 
 
 @pytest.mark.slow
-def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample):
+def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample, dask_cluster):
     import dask.dataframe as dd
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from geo.batch.dask import score_dask
 
     lat, lng, _ = sample
     frame = pd.DataFrame({"lat": lat, "lng": lng, "k": np.arange(lat.size)})
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
-    with cluster, Client(cluster):
+    with Client(dask_cluster):
         got = score_dask(dd.from_pandas(frame, npartitions=5), snapshot_dir).compute()
     expected = frame.join(score(frame, engine, now))
     pd.testing.assert_frame_equal(got, expected)

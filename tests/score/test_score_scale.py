@@ -186,8 +186,10 @@ def test_parquet_directory_equals_the_single_file(engine, snapshot_dir, sample, 
 
 
 @pytest.mark.slow
-def test_one_process_local_workers_and_dask_write_the_same(engine, snapshot_dir, sample, tmp_path):
-    from distributed import Client, LocalCluster
+def test_one_process_local_workers_and_dask_write_the_same(
+    engine, snapshot_dir, sample, tmp_path, dask_cluster
+):
+    from distributed import Client
 
     from geo.batch.dask import PLUGIN
 
@@ -201,8 +203,8 @@ def test_one_process_local_workers_and_dask_write_the_same(engine, snapshot_dir,
     assert pq.read_table(tmp_path / "w2.parquet").equals(expected[True])
     run(src, tmp_path / "w2-dir", workers=2, **kw)
     assert pq.read_table(tmp_path / "w2-dir").equals(expected[False])
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")
-    with cluster, Client(cluster) as client:
+    cluster = dask_cluster
+    with Client(cluster) as client:
         for pairs in (False, True):
             out = tmp_path / f"dask-{pairs}"
             summary = run(src, out, dask=cluster.scheduler_address, pairs=pairs, **kw)

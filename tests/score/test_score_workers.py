@@ -20,8 +20,8 @@ FORK = workers.start_method() == "fork"
 
 @pytest.fixture(scope="module")
 def mixed_csv(tmp_path_factory, sample):
-    """60,000 rows of the sample (every rule, invalid and outside points) with an id and a text column."""
-    lat, lng = (np.resize(v, 60_000) for v in sample[:2])
+    """20,000 rows of the sample (every rule, invalid and outside points) with an id and a text column."""
+    lat, lng = (np.resize(v, 20_000) for v in sample[:2])
     text = pa.array(np.char.mod("%.15g", lat))
     text = pa.array([None if i % 997 == 5 else t for i, t in enumerate(text.to_pylist())], type=pa.string())
     path = tmp_path_factory.mktemp("workers") / "points.csv"
@@ -102,7 +102,7 @@ def test_a_bad_row_mid_file_ends_a_workers_run_cleanly(snapshot_dir, mixed_csv, 
     """The reader fails after the workers scored some chunks: exit 1 with the row named, no hang, no output."""
     bad = tmp_path / "bad.csv"
     text = mixed_csv.read_text(encoding="utf-8").splitlines()
-    text[40_000] += ",extra"
+    text[15_000] += ",extra"
     bad.write_text("\n".join(text) + "\n", encoding="utf-8")
     out = tmp_path / "out.parquet"
     cmd = [sys.executable, "-m", "geo.batch.cli", str(bad), "-o", str(out), "--data", str(snapshot_dir)]
@@ -113,7 +113,7 @@ def test_a_bad_row_mid_file_ends_a_workers_run_cleanly(snapshot_dir, mixed_csv, 
         timeout=120,
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert "line 40001 (data row 40000) has 5 fields, the header has 4" in proc.stderr
+    assert "line 15001 (data row 15000) has 5 fields, the header has 4" in proc.stderr
     assert "Traceback" not in proc.stderr and "Fatal Python error" not in proc.stderr
     assert not out.exists() and not list(tmp_path.glob("out.parquet*"))
 
