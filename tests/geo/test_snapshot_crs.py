@@ -93,3 +93,22 @@ def test_a_process_that_read_the_demo_snapshot_rebuilds_its_reference_layers_byt
 
     rebuilt = _in_fresh_thread(read_then_rebuild)
     assert rebuilt == {name: manifest["layers"][name]["sha256"] for name in builders}
+
+
+def test_a_process_that_read_the_demo_snapshot_writes_the_demo_layers_with_the_same_snapshot_id(
+    snapshot_dir, reference_dir, demo_layers
+):
+    """The failing run's case: a worker that read the shared snapshot first, then encoded (unpickled) demo
+    layers."""
+    from geo.data import publish
+    from geo.data.snapshot import DEFAULT_SEED, DEMO_AS_OF, snapshot_files
+
+    manifest = json.loads((snapshot_dir / "manifest.json").read_text())
+
+    def read_then_write():
+        read_snapshot(snapshot_dir)
+        with demo_layers():
+            layers, metas = publish.build_layers(reference_dir, as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
+        return snapshot_files(layers, metas, DEMO_AS_OF)[0]
+
+    assert _in_fresh_thread(read_then_write) == manifest
