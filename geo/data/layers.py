@@ -16,6 +16,40 @@ if TYPE_CHECKING:
     import pandas as pd
 
 CRS = "EPSG:4326"
+#: the GeoParquet PROJJSON of :data:`CRS` every layer file carries (geopandas drops the ids of the
+#: datum-ensemble members), written whatever CRS object the frame holds (docs/data.md, "Layer CRS")
+CRS_PROJJSON: dict = {
+    "$schema": "https://proj.org/schemas/v0.7/projjson.schema.json",
+    "type": "GeographicCRS",
+    "name": "WGS 84",
+    "datum_ensemble": {
+        "name": "World Geodetic System 1984 ensemble",
+        "members": [
+            {"name": "World Geodetic System 1984 (Transit)"},
+            {"name": "World Geodetic System 1984 (G730)"},
+            {"name": "World Geodetic System 1984 (G873)"},
+            {"name": "World Geodetic System 1984 (G1150)"},
+            {"name": "World Geodetic System 1984 (G1674)"},
+            {"name": "World Geodetic System 1984 (G1762)"},
+            {"name": "World Geodetic System 1984 (G2139)"},
+            {"name": "World Geodetic System 1984 (G2296)"},
+        ],
+        "ellipsoid": {"name": "WGS 84", "semi_major_axis": 6378137, "inverse_flattening": 298.257223563},
+        "accuracy": "2.0",
+        "id": {"authority": "EPSG", "code": 6326},
+    },
+    "coordinate_system": {
+        "subtype": "ellipsoidal",
+        "axis": [
+            {"name": "Geodetic latitude", "abbreviation": "Lat", "direction": "north", "unit": "degree"},
+            {"name": "Geodetic longitude", "abbreviation": "Lon", "direction": "east", "unit": "degree"},
+        ],
+    },
+    "scope": "Horizontal component of 3D system.",
+    "area": "World.",
+    "bbox": {"south_latitude": -90, "west_longitude": -180, "north_latitude": 90, "east_longitude": 180},
+    "id": {"authority": "EPSG", "code": 4326},
+}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import SnapshotError
-from .layers import CRS, LAYER_SOURCE, LAYERS, SCHEMAS
+from .layers import CRS, CRS_PROJJSON, LAYER_SOURCE, LAYERS, SCHEMAS
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
@@ -99,10 +99,16 @@ def layer_bytes(layer) -> bytes:
     """GeoParquet bytes of one layer (deterministic for the same frame and library versions).
 
     The frame's ``attrs`` (build bookkeeping such as ``skipped``, already in the manifest ``note``) are not
-    written, so a layer read back and written again gives the same bytes.
+    written, so a layer read back and written again gives the same bytes. A layer in :data:`CRS` is written
+    with :data:`~geo.data.layers.CRS_PROJJSON` (:func:`layer_crs_object`), whatever its CRS object would
+    serialise to: PROJ may drop the datum ensemble from an ``EPSG:4326`` made in a thread that identified a
+    CRS read from a file before (docs/data.md, "Layer CRS").
     """
     buf = io.BytesIO()
     frame = layer.reset_index(drop=True)
+    canonical = layer_crs_object()
+    if frame.crs is not None and frame.crs is not canonical and frame.crs == canonical:
+        frame = frame.set_crs(canonical, allow_override=True)
     frame.attrs = {}
     frame.to_parquet(buf, index=False, compression="zstd")
     return buf.getvalue()
@@ -345,6 +351,18 @@ def _empty_of(serialised: bytes) -> tuple:
 
     empty = pa.ipc.read_schema(pa.py_buffer(serialised)).empty_table().to_pandas()
     return tuple(empty.columns), tuple((str(c), str(t)) for c, t in empty.dtypes.items())
+
+
+def layer_crs_object():
+    """The pyproj CRS of :data:`~geo.data.layers.CRS_PROJJSON`: one object per process, the one
+    :func:`read_layer` gives a layer file's geometry; it serialises to that PROJJSON in any thread.
+
+    Examples
+    --------
+    >>> layer_crs_object().to_json_dict()["datum_ensemble"]["name"]
+    'World Geodetic System 1984 ensemble'
+    """
+    return _crs(json.dumps(CRS_PROJJSON, sort_keys=True))
 
 
 @functools.lru_cache(maxsize=8)
