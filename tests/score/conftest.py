@@ -22,10 +22,11 @@ def clock(request, engine):
     return engine.as_of + timedelta(days=request.param, hours=5 * bool(request.param))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_cluster():
     """A Dask ``LocalCluster`` (2 worker processes, 1 thread each) for the tests that hand work to a running
-    cluster; one per test process (starting one costs a few seconds of CPU), closed at the end."""
+    cluster; one per module, closed at its end (an idle cluster kept for the whole run costs more CPU in
+    heartbeats than starting one again)."""
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1") as cluster:
