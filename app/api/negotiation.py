@@ -217,10 +217,10 @@ def offers(resource: str) -> tuple[str, ...]:
     return (JSON, GEOJSON) if resource in SERIALISERS else (JSON,)
 
 
-def negotiate(resource: str, translated: bool = False) -> None:
-    """Choose the representation of ``resource``'s answer (``g.representation``) or raise 406
-    ``not_acceptable``; when its texts are ``translated``, choose their language (``g.language``). The
-    data views call it first, so 406 comes before any 400."""
+def negotiate(resource: str, translated: bool = False) -> Representation | None:
+    """Choose the representation of ``resource``'s answer (``g.representation``, also returned: None for
+    JSON) or raise 406 ``not_acceptable``; when its texts are ``translated``, choose their language
+    (``g.language``). The data views call it first, so 406 comes before any 400."""
     if translated:
         g.language = choose_language(request.environ.get("HTTP_ACCEPT_LANGUAGE"))
     offered = offers(resource)
@@ -230,7 +230,9 @@ def negotiate(resource: str, translated: bool = False) -> None:
             f"/{resource} is available as {' or '.join(offered)}; send one of these in Accept (or */*)"
         )
     if media == GEOJSON:
-        g.representation = Representation(GEOJSON, lambda body: render_geojson(resource, body))
+        chosen = g.representation = Representation(GEOJSON, lambda body: render_geojson(resource, body))
+        return chosen
+    return None
 
 
 def representation() -> Representation | None:

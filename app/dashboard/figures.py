@@ -19,7 +19,7 @@ def point_figures(engine, lat: float, lng: float, now, settings=None, lang: str 
     from geo.service.disruptions import disruptions
 
     from app.api.data import by_path
-    from ..sources.provenance import answer_sources, current_settings
+    from ..sources.serving import answer_sources, current_settings
 
     settings = settings or current_settings()
     out = {}

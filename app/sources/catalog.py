@@ -2,7 +2,7 @@
 feeds are those the snapshot's layer declaration names it for (:data:`geo.data.layers.DECLARED`).
 
 This table is the single place ``docs/sources.md``, the freshness check, the error messages and the
-``sources`` member of the data answers (:mod:`app.sources.provenance`) read from.
+``sources`` member of the data answers (:mod:`app.sources.serving`) read from.
 """
 
 from __future__ import annotations

@@ -188,7 +188,7 @@ class WorkItem(dict):
     """A ``construction`` item: the template of works cluster ``cluster`` (``Lookups.work_items``, its
     ``hindrance`` as :func:`geo.rules.works.hindrance_json` makes it) with its own ``distanceKm``. A caller
     may read it as the dict it is; whoever changes it other than through a copy makes it no longer its
-    template's (the API encodes everything but ``distanceKm`` once per snapshot: ``app.api.answers``)."""
+    template's (the API encodes everything but ``distanceKm`` once per snapshot: ``app.api.data``)."""
 
     __slots__ = ("cluster",)
     cluster: int

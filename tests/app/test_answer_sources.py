@@ -18,7 +18,7 @@ from shapely.geometry import Point, box
 
 from app.api.data_schemas import DATA_SCHEMAS
 from app.api.data import ENDPOINTS
-from app.sources.provenance import answer_sources
+from app.sources.serving import answer_sources
 from app.sources.settings import SourceSettings
 from geo import Engine
 from geo.data.layers import frame
@@ -218,7 +218,7 @@ def account():
 
 def test_a_reloaded_snapshot_or_other_settings_answer_their_own_sources_and_the_clock_is_read_each_call():
     """The snapshot- and settings-only half is kept per (manifest, settings, layers) object
-    (app.sources.provenance._planned): a new engine or new settings never get another's."""
+    (app.sources.serving._planned): a new engine or new settings never get another's."""
     layers = ("works", "stops", "detours")
     old = engine_with(LAGGING)
     assert by_source(answer_sources(old, layers, NOW, SETTINGS))["gipod"]["retrievedAt"] == (
@@ -243,7 +243,7 @@ def test_a_reloaded_snapshot_or_other_settings_answer_their_own_sources_and_the_
 def test_the_sources_text_is_the_json_of_the_sources_at_every_hour_and_staleness(kind):
     """``sources_text`` (kept per plan, NO2 hour and staleness) is the JSON of ``answer_sources`` at each
     instant: a new measured hour, a source turning stale and a later plan each get their own text."""
-    from app.sources.provenance import sources_text
+    from app.sources.serving import sources_text
     from app.web.conventions import json_dumps
 
     engine = engine_with(LAGGING, kind)

@@ -1,4 +1,4 @@
-"""The API's JSON text of a data answer (``app.api.answers``): byte for byte ``json_text`` of the answer's
+"""The API's JSON text of a data answer (``app.api.data``): byte for byte ``json_text`` of the answer's
 dict, with the snapshot's parts (construction items around their ``distanceKm``, transit items, the
 ``sources`` member) encoded once per snapshot. The golden corpus also makes every 200 both ways."""
 
@@ -9,9 +9,9 @@ from datetime import timedelta
 
 import pytest
 
-from app.api.answers import SnapshotTexts, _halves, answer_text, texts
+from app.api.data import SnapshotTexts, _halves, answer_text, texts
 from app.api.data import DISRUPTIONS
-from app.sources.provenance import answer_sources, sources_text
+from app.sources.serving import answer_sources, sources_text
 from app.web.conventions import json_dumps, json_text
 from geo.service.disruptions import DetourItem, WorkItem, disruptions
 from geo.service.loaded import loaded, rebuild

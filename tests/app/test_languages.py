@@ -14,7 +14,7 @@ from app.web.clock import data_now
 from app.store.db import open_store
 from app.api.negotiation import choose_language
 from app.api.data import by_path
-from app.sources.provenance import answer_sources
+from app.sources.serving import answer_sources
 from platform_helpers import bearer
 from geo.rules.texts import LANGUAGES
 from geo.service.air import air_quality

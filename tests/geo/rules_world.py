@@ -173,10 +173,10 @@ STATIONS = [
 
 
 def served(eng, path: str, body: dict, now) -> dict:
-    """``body`` as the API serves it: with the ``sources`` member the app adds (``app.sources.provenance``,
+    """``body`` as the API serves it: with the ``sources`` member the app adds (``app.sources.serving``,
     default settings), for the checks against the API's response schemas."""
     from app.api.data import by_path
-    from app.sources.provenance import answer_sources
+    from app.sources.serving import answer_sources
     from app.sources.settings import SourceSettings
 
     settings = SourceSettings.from_mapping({}, {})

@@ -78,12 +78,12 @@ def points(engine, n_random: int = 60) -> list[tuple[float, float]]:
 
 def responses(engine):
     """Yield ``(endpoint, lat, lng, now, status, body_bytes)`` in a fixed order. Each 200 is also made as
-    the API makes its JSON text (``app.api.answers.answer_text``), which must give the same bytes."""
+    the API makes its JSON text (``app.api.data.answer_text``), which must give the same bytes."""
     from app import create_app
-    from app.api.answers import answer_text
+    from app.api.data import answer_text
     from app.api.data import by_path
     from app.api.targeting import Target
-    from app.sources.provenance import answer_sources, sources_text
+    from app.sources.serving import answer_sources, sources_text
     from geo.service.air import air_quality
     from geo.service.briefing import briefing
     from geo.service.disruptions import disruptions
