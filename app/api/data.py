@@ -33,7 +33,7 @@ from functools import wraps
 
 from flask import Blueprint, g, request
 
-from app.history.asof import resolve as history_as_of
+from app.history.asof import PARAMETER as AS_OF, resolve as history_as_of
 from app.sources.serving import answer_sources, served_engine, sources_text
 from app.web.db import get_db
 from app.store.saved_locations import as_json, list_locations
@@ -174,7 +174,7 @@ def _pinned(layers):
     """The request's ``(engine, stale error or None, data clock, finish(response))``: with ``asOf`` the
     recorded snapshot and clock of that instant, stamped, with no freshness decision of today; else the
     served engine, its freshness for ``layers`` and the data clock."""
-    as_of = history_as_of() if "asOf" in request.args else None
+    as_of = history_as_of() if AS_OF in request.args else None
     if as_of is not None:
         return as_of.engine, None, as_of.now, as_of.stamp
     engine, stale = served_engine(layers)

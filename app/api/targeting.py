@@ -168,9 +168,8 @@ def saved_point(engine, location_id: str, lat: float, lng: float) -> tuple[Point
     limit = current_app.config["SAVED_LOCATION_CACHE"]
     if engine is None or limit <= 0:
         return inside_service_area(engine, lat, lng), None
-    from geo.service.around import (
-        around,
-    )  # the engine's modules: not for the processes that only check points
+    # the engine's modules: not imported by the processes that only check points
+    from geo.service.around import around
     from geo.service.loaded import loaded
 
     table = loaded(engine).derived(_SAVED, _new_table)

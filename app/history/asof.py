@@ -208,9 +208,13 @@ def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: 
         return engine
 
 
+#: the query parameter naming the past instant
+PARAMETER = "asOf"
+
+
 def requested() -> str | None:
     """The raw ``asOf`` parameter (None when absent; 400 when repeated)."""
-    values = request.args.getlist("asOf")
+    values = request.args.getlist(PARAMETER)
     if len(values) > 1:
         raise InvalidRequest(f"asOf is given {len(values)} times; give it once")
     return values[0] if values and values[0] != "" else None
