@@ -8,6 +8,7 @@ and wants every thread's answer equal to a single thread's.
 
 from __future__ import annotations
 
+import copy
 import sys
 import threading
 
@@ -90,9 +91,15 @@ def test_nearest_point_from_many_threads_at_first_use(tiny_switch_interval):
     lat, lng = rng.normal(51.0, 0.3, 120), rng.normal(4.4, 0.5, 120)
     queries = list(zip(rng.normal(51.0, 0.3, 50).tolist(), rng.normal(4.4, 0.5, 50).tolist()))
 
+    built = PointIndex(lat, lng)
+    built.nearest_grid()  # the scalar path reads the grid's candidates and the points' lists
+
     def make():
-        index = PointIndex(lat, lng)
-        index.nearest_grid()  # the scalar path reads the grid's candidates and the points' lists
+        """A fresh index and grid, as built and never used: copies of one build (its arrays shared,
+        read-only), each with its own first-use lists still to make."""
+        index = copy.copy(built)
+        index._nearest_grid = copy.copy(built._nearest_grid)
+        assert index._scalar_lists is None and index._nearest_grid._lists is None
         return index
 
     def use(index):

@@ -194,10 +194,11 @@ def test_one_process_local_workers_and_dask_write_the_same(
     from geo.batch.dask import PLUGIN
 
     src, whole = _parts(tmp_path, sample)
-    kw = dict(data=snapshot_dir, chunk_size=60, progress=False)
+    # the parent's engine given: loaded once (a fresh load and cold workers: test_score_cli)
+    kw = dict(data=snapshot_dir, chunk_size=60, progress=False, engine=engine)
     expected = {}
     for pairs in (False, True):
-        run(whole, tmp_path / f"one-{pairs}.parquet", engine=engine, pairs=pairs, **kw)
+        run(whole, tmp_path / f"one-{pairs}.parquet", pairs=pairs, **kw)
         expected[pairs] = pq.read_table(tmp_path / f"one-{pairs}.parquet")
     run(whole, tmp_path / "w2.parquet", workers=2, pairs=True, **kw)
     assert pq.read_table(tmp_path / "w2.parquet").equals(expected[True])

@@ -40,7 +40,8 @@ def test_workers_write_the_bytes_of_one_process(
     kw = dict(data=snapshot_dir, chunk_size=chunk_size, progress=False)
     one, two = tmp_path / f"one{suffix}", tmp_path / f"two{suffix}"
     a = run(mixed_csv, one, engine=engine, **kw)
-    b = run(mixed_csv, two, workers=2, **kw)
+    # forked from the run's loaded, warm engine (a fresh load and cold workers: test_score_cli)
+    b = run(mixed_csv, two, workers=2, engine=engine, **kw)
     assert b["ran_on"] == "2 local processes"
     assert one.read_bytes() == two.read_bytes()
     assert {k: v for k, v in a.items() if k not in ("seconds", "rows_per_second", "output", "ran_on")} == {
