@@ -4,6 +4,7 @@ its clock, and a deterministic sample of points that exercises every rule."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -86,3 +87,19 @@ def sample_points(engine, seed: int = 8):
     lng = np.concatenate([p[1] for p in parts])
     kind = np.concatenate([[p[2]] * len(p[0]) for p in parts])
     return lat, lng, kind
+
+
+@pytest.fixture
+def loaded_once(monkeypatch, engine, snapshot_dir):
+    """``Engine.load`` of the demo snapshot answers the session's engine (loaded once): for the tests of
+    ``urban-score``'s own checks and messages, where the snapshot's load is not what is tested (every other
+    path loads as usual; test_cli_summary_clock_and_progress runs the command's own load)."""
+    from geo.data.engine import Engine
+
+    load = Engine.load.__func__
+    demo = snapshot_dir.resolve()
+
+    def once(cls, path):
+        return engine if Path(path).resolve() == demo else load(cls, path)
+
+    monkeypatch.setattr(Engine, "load", classmethod(once))

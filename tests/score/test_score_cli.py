@@ -122,7 +122,9 @@ def test_geojson_and_geoparquet_points_without_lat_lng_columns(engine, snapshot_
         ("", "empty file"),
     ],
 )
-def test_bad_csv_names_row_or_column_and_writes_nothing(snapshot_dir, tmp_path, content, message):
+def test_bad_csv_names_row_or_column_and_writes_nothing(
+    snapshot_dir, loaded_once, tmp_path, content, message
+):
     src = tmp_path / "bad.csv"
     src.write_text(content)
     result = CliRunner().invoke(
@@ -132,7 +134,7 @@ def test_bad_csv_names_row_or_column_and_writes_nothing(snapshot_dir, tmp_path, 
     assert not list(tmp_path.glob("out.csv*"))
 
 
-def test_bad_geojson_and_unknown_extension(snapshot_dir, tmp_path):
+def test_bad_geojson_and_unknown_extension(snapshot_dir, loaded_once, tmp_path):
     src = tmp_path / "bad.geojson"
     src.write_text(
         '{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": null, '

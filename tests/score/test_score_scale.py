@@ -125,7 +125,7 @@ def test_pairs_cli_writes_the_long_table(engine, now, snapshot_dir, sample, tmp_
     assert result.exit_code == 1 and "the pair table is written as .csv or .parquet" in result.output
 
 
-def test_bad_row_in_a_later_block_names_its_line(snapshot_dir, tmp_path):
+def test_bad_row_in_a_later_block_names_its_line(snapshot_dir, loaded_once, tmp_path):
     src = tmp_path / "late.csv"
     rows = [f"{i},51.{i:04d},4.4" for i in range(3000)]
     rows[2100] = "2100,51.2"  # line 2102 of the file (data row 2101)
