@@ -206,21 +206,6 @@ def test_dask_local_cluster_gives_the_single_process_result(engine, snapshot_dir
     _same_file(one, two)
 
 
-@pytest.mark.slow
-def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample, dask_cluster):
-    import dask.dataframe as dd
-    from distributed import Client
-
-    from geo.batch.dask import score_dask
-
-    lat, lng, _ = sample
-    frame = pd.DataFrame({"lat": lat, "lng": lng, "k": np.arange(lat.size)})
-    with Client(dask_cluster):
-        got = score_dask(dd.from_pandas(frame, npartitions=5), snapshot_dir).compute()
-    expected = frame.join(score(frame, engine, now))
-    pd.testing.assert_frame_equal(got, expected)
-
-
 @pytest.fixture(scope="module")
 def large_csv(tmp_path_factory, sample):
     """300,000 rows: enough CSV for Arrow's reader threads to be busy when a run fails."""

@@ -217,6 +217,23 @@ def test_one_process_local_workers_and_dask_write_the_same(
         assert all(PLUGIN in names for names in plugins.values()) and len(plugins) == 2
 
 
+@pytest.mark.slow
+def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample, dask_cluster):
+    """score_dask on the module's cluster (the one the test above runs urban-score on)."""
+    import dask.dataframe as dd
+    from distributed import Client
+
+    from geo.batch.dask import score_dask
+    from geo.batch.score import score
+
+    lat, lng, _ = sample
+    frame = pd.DataFrame({"lat": lat, "lng": lng, "k": np.arange(lat.size)})
+    with Client(dask_cluster):
+        got = score_dask(dd.from_pandas(frame, npartitions=5), snapshot_dir).compute()
+    expected = frame.join(score(frame, engine, now))
+    pd.testing.assert_frame_equal(got, expected)
+
+
 def test_stops_table_equals_the_pair_walk(engine):
     """Any stop within 400 m and the OR of those stops' line bits: the stops table against the pair walk,
     on points dense around Antwerp's stops, on the 400 m circles around them and across the service area."""

@@ -189,15 +189,13 @@ def _record_and_replay(fake, reference_dir, tmp_path):
         )
         + f") at {manifest['recordedAt']} into {tmp_path / 'rec'}; serve them with: make serve RECORDING={tmp_path / 'rec'}"
     ]
-    again = subprocess.run(
-        [sys.executable, "-m", "app.sources", "record", str(tmp_path / "rec")],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert again.returncode != 0 and "not empty" in again.stderr
+    # the same command again, in this process (its refusal needs no fresh interpreter)
+    from click.testing import CliRunner
+
+    from app.sources.__main__ import main as sources_cli
+
+    again = CliRunner().invoke(sources_cli, ["record", str(tmp_path / "rec")], env=env)
+    assert again.exit_code != 0 and "not empty" in again.stderr
     rep = subprocess.run(
         [
             sys.executable,
