@@ -46,7 +46,7 @@ def _delijn(reference_dir):
 
 
 @pytest.mark.slow
-def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_path):
+def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_path, capsys):
     example = _delijn(reference_dir)
     files = {
         "--works-json": [
@@ -186,10 +186,11 @@ def test_cli_builds_live_layers_from_upstream_payload_files(reference_dir, tmp_p
         pd.Timestamp("2025-11-16T09:00:00Z"),
     ]
     assert no2["value"].iloc[0] == 27.0 and math.isnan(no2["value"].iloc[1])
-    verify = subprocess.run(
-        [sys.executable, "-m", "geo.data", "verify", str(out)], capture_output=True, text=True, timeout=60
-    )
-    assert verify.returncode == 0 and "works" in verify.stdout and "live" in verify.stdout
+    from geo.data.__main__ import main  # its verify command, in this process
+
+    assert main(["verify", str(out)]) == 0
+    verified = capsys.readouterr().out
+    assert "works" in verified and "live" in verified
 
 
 def test_partial_live_build_falls_back_to_demo_and_says_so(reference_dir, tmp_path):
@@ -209,42 +210,18 @@ def test_partial_live_build_falls_back_to_demo_and_says_so(reference_dir, tmp_pa
 
 
 @pytest.mark.slow
-def test_cli_reports_errors_without_a_traceback(reference_dir, tmp_path):
+def test_cli_reports_errors_without_a_traceback(reference_dir, tmp_path, capsys):
+    """The command's own entry point, in this process (a fresh interpreter adds nothing to these checks:
+    an exception it let through would fail the test here as a traceback would there)."""
+    from geo.data.__main__ import main
+
     bad = _write(tmp_path / "bad.json", {"type": "Feature"})
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "geo.data",
-            "build",
-            "--reference",
-            str(reference_dir),
-            "--out",
-            str(tmp_path / "snap"),
-            "--works-json",
-            bad,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    code = main(
+        ["build", "--reference", str(reference_dir), "--out", str(tmp_path / "snap"), "--works-json", bad]
     )
-    assert run.returncode == 1 and "features" in run.stderr and "Traceback" not in run.stderr
+    err = capsys.readouterr().err
+    assert code == 1 and "features" in err and "Traceback" not in err
     assert not (tmp_path / "snap").exists()
-    missing = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "geo.data",
-            "build",
-            "--reference",
-            str(tmp_path / "nowhere"),
-            "--out",
-            str(tmp_path / "snap"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert (
-        missing.returncode == 1 and "reference file" in missing.stderr and "Traceback" not in missing.stderr
-    )
+    code = main(["build", "--reference", str(tmp_path / "nowhere"), "--out", str(tmp_path / "snap")])
+    err = capsys.readouterr().err
+    assert code == 1 and "reference file" in err and "Traceback" not in err
