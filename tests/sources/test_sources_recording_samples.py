@@ -151,7 +151,7 @@ def assemble(reference_dir, out: Path, *, with_stop_lookup: bool, batch_values: 
     return out
 
 
-def test_the_sample_detours_stop_is_looked_up_or_counted_as_skipped(reference_dir, tmp_path):
+def test_the_sample_detours_stop_is_looked_up_or_counted_as_skipped(reference_dir, tmp_path, capsys):
     with_lookup = replay(
         assemble(reference_dir, tmp_path / "a", with_stop_lookup=True), tmp_path / "sa", reference_dir
     )
@@ -177,16 +177,13 @@ def test_the_sample_detours_stop_is_looked_up_or_counted_as_skipped(reference_di
     assert without["skipped"]["delijn"] == {"stop_not_found": 1}
     assert without["layers"]["detours"]["skipped"] == {"stop_not_found": 1}
     assert without["skipped"]["gipod"] == {"event": 45}  # the real markets: events, not road works
-    verify = subprocess.run(
-        [sys.executable, "-m", "geo.data", "verify", str(tmp_path / "sb")],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert verify.returncode == 0, verify.stderr
-    assert "  delijn    stop_not_found           1" in verify.stdout
-    assert "  gipod     event                   45" in verify.stdout
+    from geo.data.__main__ import main as geo_data  # `python -m geo.data verify`, in this process
+
+    capsys.readouterr()
+    assert geo_data(["verify", str(tmp_path / "sb")]) == 0
+    verified = capsys.readouterr().out
+    assert "  delijn    stop_not_found           1" in verified
+    assert "  gipod     event                   45" in verified
 
 
 @pytest.mark.slow
