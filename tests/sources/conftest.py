@@ -57,3 +57,22 @@ def refused_url():
     port = sock.getsockname()[1]
     sock.close()
     return f"http://127.0.0.1:{port}/gipod/ogc/features/v1/collections/INNAME/items"
+
+
+def create_account_key(env: dict, email: str, plan: str = "enterprise") -> str:
+    """``accounts create`` of the admin commands (``python -m app.admin``, the ``flask accounts`` group) run
+    in this process with the settings ``env``: the key it prints. For the end-to-end tests whose subject is
+    not the account step (the command line itself is tested in tests/app)."""
+    from click.testing import CliRunner
+    from flask.cli import ScriptInfo
+
+    from app.admin import admin, commands_app
+
+    result = CliRunner().invoke(
+        admin,
+        ["accounts", "create", "--email", email, "--plan", plan],
+        env={**env, "URBAN_LOAD_ENGINE": "0"},
+        obj=ScriptInfo(create_app=commands_app),
+    )
+    assert result.exit_code == 0, result.output
+    return result.stdout.strip().splitlines()[-1]

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from .conftest import create_account_key
 from .fakeupstream import FakeUpstream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,9 +75,7 @@ def test_live_mode_end_to_end(tmp_path, reference_dir):
         expired_at = time.monotonic() + 2.1
         assert out.returncode == 0, out.stdout + out.stderr
         assert "published snapshot" in out.stdout
-        created = run(["accounts", "create", "--email", "e2e@antwerpen.example", "--plan", "enterprise"], env)
-        assert created.returncode == 0, created.stderr
-        key = created.stdout.strip().splitlines()[-1]
+        key = create_account_key(env, "e2e@antwerpen.example")
         port = free_port()
         server = subprocess.Popen(
             [

@@ -22,6 +22,7 @@ import requests
 from app.sources.recording import FORMAT, replay
 from geo.data.snapshot import read_snapshot
 
+from .conftest import create_account_key
 from .test_sources_e2e import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -232,28 +233,7 @@ def test_a_recording_of_the_samples_is_built_served_and_queried(reference_dir, t
     assert (
         "asOf 2026-11-24T08:00:00.000Z" in built.stdout and "skipped delijn stop_not_found: 1" in built.stdout
     )
-    created = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "flask",
-            "--app",
-            "wsgi",
-            "accounts",
-            "create",
-            "--email",
-            "rec@antwerpen.example",
-            "--plan",
-            "enterprise",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert created.returncode == 0, created.stderr
-    key = created.stdout.strip().splitlines()[-1]
+    key = create_account_key(env, "rec@antwerpen.example")
     port = free_port()
     server = subprocess.Popen(
         [
