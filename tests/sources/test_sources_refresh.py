@@ -343,12 +343,11 @@ def test_standalone_refresh_needs_no_app_secret_or_snapshot(live_fake, tmp_path,
     assert (tmp_path / "inst" / "http_cache.sqlite").exists()
     fail_everything(live_fake)
     (tmp_path / "inst" / "http_cache.sqlite").unlink()
-    out = subprocess.run(
-        [sys.executable, "-m", "app.sources", "refresh"],
-        cwd=repo,
-        env={**env, "URBAN_HTTP_BACKOFF": "0.01"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 1 and "nothing published" in out.stdout
+    # the same command once more, in this process (the same environment: no URBAN_* but the sources')
+    from click.testing import CliRunner
+
+    from app.sources.__main__ import main as sources_cli
+
+    unset = dict.fromkeys(k for k in os.environ if k.startswith("URBAN_"))
+    out = CliRunner().invoke(sources_cli, ["refresh"], env={**unset, **env, "URBAN_HTTP_BACKOFF": "0.01"})
+    assert out.exit_code == 1 and "nothing published" in out.stdout
