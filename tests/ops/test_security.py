@@ -123,6 +123,12 @@ def test_fuzzed_headers(client_and_key, name, value):
     assert resp.headers["X-Request-Id"] != value or len(value) <= 64
 
 
+@pytest.fixture
+def signup_app(make_app):
+    """One app for every example of the test (they already shared its instance folder and account store)."""
+    return make_app(SIGNUP_LIMIT_PER_IP="100000 per minute")
+
+
 @given(
     body=st.binary(max_size=2000)
     | st.recursive(
@@ -133,9 +139,8 @@ def test_fuzzed_headers(client_and_key, name, value):
     ctype=st.sampled_from(["application/json", "text/plain", "multipart/form-data"]),
 )
 @FUZZ
-def test_fuzzed_signup_bodies(make_app, body, ctype):
-    app = make_app(SIGNUP_LIMIT_PER_IP="100000 per minute")
-    resp = check_answer(app.test_client().post("/api/v1/signup", data=body, content_type=ctype))
+def test_fuzzed_signup_bodies(signup_app, body, ctype):
+    resp = check_answer(signup_app.test_client().post("/api/v1/signup", data=body, content_type=ctype))
     assert resp.status_code in {202, 400, 413}
 
 
