@@ -185,55 +185,6 @@ def test_parquet_directory_equals_the_single_file(engine, snapshot_dir, sample, 
     assert not (tmp_path / "out.partial").exists()
 
 
-@pytest.mark.slow
-def test_one_process_local_workers_and_dask_write_the_same(
-    engine, snapshot_dir, sample, tmp_path, dask_cluster
-):
-    from distributed import Client
-
-    from geo.batch.dask import PLUGIN
-
-    src, whole = _parts(tmp_path, sample)
-    # the parent's engine given: loaded once (a fresh load and cold workers: test_score_cli)
-    kw = dict(data=snapshot_dir, chunk_size=60, progress=False, engine=engine)
-    expected = {}
-    for pairs in (False, True):
-        run(whole, tmp_path / f"one-{pairs}.parquet", pairs=pairs, **kw)
-        expected[pairs] = pq.read_table(tmp_path / f"one-{pairs}.parquet")
-    run(whole, tmp_path / "w2.parquet", workers=2, pairs=True, **kw)
-    assert pq.read_table(tmp_path / "w2.parquet").equals(expected[True])
-    run(src, tmp_path / "w2-dir", workers=2, **kw)
-    assert pq.read_table(tmp_path / "w2-dir").equals(expected[False])
-    cluster = dask_cluster
-    with Client(cluster) as client:
-        for pairs in (False, True):
-            out = tmp_path / f"dask-{pairs}"
-            summary = run(src, out, dask=cluster.scheduler_address, pairs=pairs, **kw)
-            assert summary["ran_on"].startswith("Dask tcp://127.0.0.1")
-            assert pq.read_table(out).equals(expected[pairs])
-        run(whole, tmp_path / "dask-file.parquet", dask=cluster.scheduler_address, pairs=True, **kw)
-        assert pq.read_table(tmp_path / "dask-file.parquet").equals(expected[True])
-        plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
-        assert all(PLUGIN in names for names in plugins.values()) and len(plugins) == 2
-
-
-@pytest.mark.slow
-def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample, dask_cluster):
-    """score_dask on the module's cluster (the one the test above runs urban-score on)."""
-    import dask.dataframe as dd
-    from distributed import Client
-
-    from geo.batch.dask import score_dask
-    from geo.batch.score import score
-
-    lat, lng, _ = sample
-    frame = pd.DataFrame({"lat": lat, "lng": lng, "k": np.arange(lat.size)})
-    with Client(dask_cluster):
-        got = score_dask(dd.from_pandas(frame, npartitions=5), snapshot_dir).compute()
-    expected = frame.join(score(frame, engine, now))
-    pd.testing.assert_frame_equal(got, expected)
-
-
 def test_stops_table_equals_the_pair_walk(engine):
     """Any stop within 400 m and the OR of those stops' line bits: the stops table against the pair walk,
     on points dense around Antwerp's stops, on the 400 m circles around them and across the service area."""
@@ -315,3 +266,53 @@ def test_parquet_statistics_only_on_the_input_keys(engine, snapshot_dir, sample,
                 assert "RLE_DICTIONARY" not in col.encodings  # unique values: never tried
     first = meta.row_group(0).column(0).statistics
     assert first.min == (0 if pairs else "p00000")
+
+
+# the module's Dask cluster last: it is closed as soon as its two tests are done
+@pytest.mark.slow
+def test_one_process_local_workers_and_dask_write_the_same(
+    engine, snapshot_dir, sample, tmp_path, dask_cluster
+):
+    from distributed import Client
+
+    from geo.batch.dask import PLUGIN
+
+    src, whole = _parts(tmp_path, sample)
+    # the parent's engine given: loaded once (a fresh load and cold workers: test_score_cli)
+    kw = dict(data=snapshot_dir, chunk_size=60, progress=False, engine=engine)
+    expected = {}
+    for pairs in (False, True):
+        run(whole, tmp_path / f"one-{pairs}.parquet", pairs=pairs, **kw)
+        expected[pairs] = pq.read_table(tmp_path / f"one-{pairs}.parquet")
+    run(whole, tmp_path / "w2.parquet", workers=2, pairs=True, **kw)
+    assert pq.read_table(tmp_path / "w2.parquet").equals(expected[True])
+    run(src, tmp_path / "w2-dir", workers=2, **kw)
+    assert pq.read_table(tmp_path / "w2-dir").equals(expected[False])
+    cluster = dask_cluster
+    with Client(cluster) as client:
+        for pairs in (False, True):
+            out = tmp_path / f"dask-{pairs}"
+            summary = run(src, out, dask=cluster.scheduler_address, pairs=pairs, **kw)
+            assert summary["ran_on"].startswith("Dask tcp://127.0.0.1")
+            assert pq.read_table(out).equals(expected[pairs])
+        run(whole, tmp_path / "dask-file.parquet", dask=cluster.scheduler_address, pairs=True, **kw)
+        assert pq.read_table(tmp_path / "dask-file.parquet").equals(expected[True])
+        plugins = client.run(lambda dask_worker: sorted(dask_worker.plugins))
+        assert all(PLUGIN in names for names in plugins.values()) and len(plugins) == 2
+
+
+@pytest.mark.slow
+def test_dask_dataframe_scoring(engine, now, snapshot_dir, sample, dask_cluster):
+    """score_dask on the module's cluster (the one the test above runs urban-score on)."""
+    import dask.dataframe as dd
+    from distributed import Client
+
+    from geo.batch.dask import score_dask
+    from geo.batch.score import score
+
+    lat, lng, _ = sample
+    frame = pd.DataFrame({"lat": lat, "lng": lng, "k": np.arange(lat.size)})
+    with Client(dask_cluster):
+        got = score_dask(dd.from_pandas(frame, npartitions=5), snapshot_dir).compute()
+    expected = frame.join(score(frame, engine, now))
+    pd.testing.assert_frame_equal(got, expected)
