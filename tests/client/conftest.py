@@ -22,6 +22,9 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
+#: seconds between a test server's checks for shutdown (``serve_forever``'s default, 0.5 s, is what each
+#: ``shutdown()`` waits)
+SHUTDOWN_POLL = 0.02
 _emails = itertools.count(1)
 
 
@@ -151,7 +154,12 @@ def serve_app(data_dir, instance):
         }
     )
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, name="client-api-server", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": SHUTDOWN_POLL},
+        name="client-api-server",
+        daemon=True,
+    )
     thread.start()
     try:
         yield ApiServer(app, f"http://127.0.0.1:{server.server_port}/api/v1")
@@ -273,10 +281,17 @@ def silent_server():
     thread.start()
     yield f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1"
     stop.set()
+    wake_accept(sock)
     thread.join(5)
     for conn in accepted:
         conn.close()
     sock.close()
+
+
+def wake_accept(sock: socket.socket) -> None:
+    """End a thread's blocking ``accept()`` on ``sock`` now (it raises), not at its next timeout."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class RawServer:
@@ -318,6 +333,7 @@ class RawServer:
 
     def close(self):
         self._stop.set()
+        wake_accept(self.sock)
         self._thread.join(5)
         for conn in self._conns:
             conn.close()
