@@ -241,6 +241,7 @@ def run_urban(client_env):
 
 
 _fork_server = None
+_mcp_server = None
 
 
 def _cli_fork_server():
@@ -251,6 +252,24 @@ def _cli_fork_server():
 
         _fork_server = ForkServer(client_environment(Path(tempfile.gettempdir())), ROOT)
     return _fork_server
+
+
+def mcp_command(env: dict, *options: str) -> list[str]:
+    """The command of `urban mcp OPTIONS` run with ``env`` (plus what an MCP client passes on): forked from a
+    warm process that has imported the MCP server (tests/client/cli_forkserver.py), on the spawned process's
+    own pipes, where Python's start-up is the same; else the console script."""
+    from mcp.client.stdio import get_default_environment
+
+    global _mcp_server
+    if _mcp_server is None:
+        from tests.client.cli_forkserver import ForkServer
+
+        _mcp_server = ForkServer(
+            client_environment(Path(tempfile.gettempdir())), ROOT, preload=("urban_client.mcp_server",)
+        )
+    if _mcp_server.can_run({**get_default_environment(), **env}):
+        return _mcp_server.attach_command(["urban", "mcp", *options])
+    return [*urban_command(), "mcp", *options]
 
 
 def free_port() -> int:
