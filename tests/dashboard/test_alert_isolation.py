@@ -22,8 +22,8 @@ from . import receivers
 from .alerting import Clock, Resolver, events_of, mails_to, recorded_history, subscriber
 from .receivers import Receiver
 
-DEADLINE = 1.0  # ALERT_WEBHOOK_TIMEOUT here: what a hostile receiver may hold a delivery (each silent case
-# waits it out once), and a well-behaved one on loopback, answering in milliseconds, stays far within
+DEADLINE = 2.0  # ALERT_WEBHOOK_TIMEOUT here: what a hostile receiver may hold a delivery, and a well-behaved
+# one on a loaded machine stays far within
 
 
 @pytest.fixture
