@@ -104,6 +104,17 @@ def test_150_concurrent_calls_on_a_100_per_day_key(server):
     assert len(served_by) >= 2, "the calls were not spread over several workers"
 
 
+def _wait_for_access_lines(server, status, count, since=0, timeout=30):
+    """Wait until the log holds ``count`` whole access lines of ``status`` after line ``since`` (a worker
+    writes its line after the response has gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        whole = server["log"].read_text().split("\n")[since:-1]  # the last piece may be half written
+        if sum(line.startswith("{") and json.loads(line)["status"] == status for line in whole) >= count:
+            return
+        time.sleep(0.02)
+
+
 def _pids_for(server, status, since=0):
     pids = set()
     for line in server["log"].read_text().splitlines()[since:]:
@@ -125,7 +136,7 @@ def test_revoked_key_is_refused_by_every_worker(server):
         after = list(pool.map(lambda _: call(server["port"], "/api/v1/locations", key), range(40)))
     assert Counter(s for s, _h, _b in after) == {401: 40}
     assert {b["error"] for _s, _h, b in after} == {"invalid_key"}
-    time.sleep(0.2)  # access log lines are written after the response
+    _wait_for_access_lines(server, 401, 40, since=mark)
     assert len(_pids_for(server, 401, since=mark)) >= 2
 
 
@@ -144,9 +155,11 @@ def test_per_ip_limit_holds_across_workers(server):
 
 def test_no_plaintext_key_in_database_files_or_logs(server):
     _row, key = accounts.create_account(server["db"], "secret@gent.be", "pro")
+    mark = len(server["log"].read_text().splitlines())
     assert call(server["port"], "/api/v1/locations", key)[0] == 200
     assert call(server["port"], "/api/v1/locations", key + "x")[0] == 401
-    time.sleep(0.2)
+    _wait_for_access_lines(server, 200, 1, since=mark)  # both calls' lines are in the log to be searched
+    _wait_for_access_lines(server, 401, 1, since=mark)
     server["db"].execute("PRAGMA wal_checkpoint(TRUNCATE)")
     files = [p for p in server["instance"].iterdir() if p.is_file()]
     assert any(p.name == "urban.sqlite" for p in files)

@@ -71,7 +71,7 @@ def test_the_ready_server_says_where_to_open_the_browser(tmp_path):
         deadline = time.monotonic() + 90
         while f"open {url} in your browser" not in log_path.read_text(errors="replace"):
             assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()
-            time.sleep(0.2)
+            time.sleep(0.05)
         with urllib.request.urlopen(url, timeout=30) as answer:
             assert answer.status == 200
         assert f"dashboard {url}dashboard/" in log_path.read_text()

@@ -22,6 +22,9 @@ import pytest
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
+#: seconds between a test server's checks for shutdown (``serve_forever``'s default, 0.5 s, is what each
+#: ``shutdown()`` waits)
+SHUTDOWN_POLL = 0.02
 _emails = itertools.count(1)
 
 
@@ -151,7 +154,12 @@ def serve_app(data_dir, instance):
         }
     )
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
-    thread = threading.Thread(target=server.serve_forever, name="client-api-server", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever,
+        kwargs={"poll_interval": SHUTDOWN_POLL},
+        name="client-api-server",
+        daemon=True,
+    )
     thread.start()
     try:
         yield ApiServer(app, f"http://127.0.0.1:{server.server_port}/api/v1")
@@ -233,6 +241,7 @@ def run_urban(client_env):
 
 
 _fork_server = None
+_mcp_server = None
 
 
 def _cli_fork_server():
@@ -243,6 +252,24 @@ def _cli_fork_server():
 
         _fork_server = ForkServer(client_environment(Path(tempfile.gettempdir())), ROOT)
     return _fork_server
+
+
+def mcp_command(env: dict, *options: str) -> list[str]:
+    """The command of `urban mcp OPTIONS` run with ``env`` (plus what an MCP client passes on): forked from a
+    warm process that has imported the MCP server (tests/client/cli_forkserver.py), on the spawned process's
+    own pipes, where Python's start-up is the same; else the console script."""
+    from mcp.client.stdio import get_default_environment
+
+    global _mcp_server
+    if _mcp_server is None:
+        from tests.client.cli_forkserver import ForkServer
+
+        _mcp_server = ForkServer(
+            client_environment(Path(tempfile.gettempdir())), ROOT, preload=("urban_client.mcp_server",)
+        )
+    if _mcp_server.can_run({**get_default_environment(), **env}):
+        return _mcp_server.attach_command(["urban", "mcp", *options])
+    return [*urban_command(), "mcp", *options]
 
 
 def free_port() -> int:
@@ -273,10 +300,17 @@ def silent_server():
     thread.start()
     yield f"http://127.0.0.1:{sock.getsockname()[1]}/api/v1"
     stop.set()
+    wake_accept(sock)
     thread.join(5)
     for conn in accepted:
         conn.close()
     sock.close()
+
+
+def wake_accept(sock: socket.socket) -> None:
+    """End a thread's blocking ``accept()`` on ``sock`` now (it raises), not at its next timeout."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class RawServer:
@@ -318,6 +352,7 @@ class RawServer:
 
     def close(self):
         self._stop.set()
+        wake_accept(self.sock)
         self._thread.join(5)
         for conn in self._conns:
             conn.close()

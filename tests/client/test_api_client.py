@@ -14,7 +14,7 @@ from urban_client.api import ApiClient, ApiError, NetworkError, target_params
 from urban_client.cli import ExitCode, exit_code_for
 from urban_client.config import ConfigError, config_path, resolve, write_file
 
-from .conftest import free_port
+from .conftest import SHUTDOWN_POLL, free_port
 
 
 class Scripted(BaseHTTPRequestHandler):
@@ -42,7 +42,9 @@ class Scripted(BaseHTTPRequestHandler):
 def scripted():
     handler = type("Handler", (Scripted,), {"routes": {}, "seen": []})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL}, daemon=True
+    )
     thread.start()
     yield handler, f"http://127.0.0.1:{server.server_port}/api/v1"
     server.shutdown()

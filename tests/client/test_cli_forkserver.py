@@ -65,3 +65,33 @@ def test_a_run_past_its_timeout_is_killed(client_env, silent_server):
             None,
             1,
         )
+
+
+@pytest.mark.parametrize("args", CASES, ids=" ".join)
+def test_an_attached_run_on_its_own_pipes_equals_the_console_script(client_env, args):
+    """What an MCP client spawns (``ForkServer.attach_command``): the forked run on the spawned process's own
+    stdin, stdout and stderr (pipes), its exit code passed on."""
+    server = _cli_fork_server()
+    real = subprocess.run(urban_command() + args, env=client_env, capture_output=True, timeout=60)
+    attached = subprocess.run(
+        server.attach_command(["urban", *args]), env=client_env, capture_output=True, timeout=60
+    )
+    assert (attached.returncode, attached.stdout, attached.stderr) == (
+        real.returncode,
+        real.stdout,
+        real.stderr,
+    )
+
+
+def test_an_attached_run_reads_its_own_stdin(client_env, tmp_path, api_server, account):
+    server = _cli_fork_server()
+    env = dict(client_env, URBAN_CONFIG=str(tmp_path / "other.ini"))
+    done = subprocess.run(
+        server.attach_command(["urban", "configure", "--base-url", api_server.base_url]),
+        env=env,
+        input=account.key.encode() + b"\n",
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert account.key in (tmp_path / "other.ini").read_text()

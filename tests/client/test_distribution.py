@@ -71,6 +71,7 @@ def client_venv(tmp_path_factory):
             "install",
             "-q",
             "--disable-pip-version-check",
+            "--no-compile",  # bytecode of what the tests import is written as they import it
             str(wheel),
         ],
         capture_output=True,

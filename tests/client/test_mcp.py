@@ -11,7 +11,7 @@ import pytest
 import requests
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from .conftest import NGINX_502, client_environment, free_port, http_answer, urban_command
+from .conftest import NGINX_502, client_environment, free_port, http_answer, mcp_command
 
 pytestmark = pytest.mark.slow
 
@@ -33,10 +33,9 @@ HISTORY_INPUT = {"locationId", "lat", "lng", "from", "to", "limit", "cursor"}
 def session_run(client_env, env, scenario, *options):
     """Spawn `urban mcp [options]` with ``env``, open a ClientSession, run ``scenario(session)``, return its
     value."""
-    command = urban_command()
-    params = StdioServerParameters(
-        command=command[0], args=command[1:] + ["mcp", *options], env={**client_env, **env}
-    )
+    env = {**client_env, **env}
+    command = mcp_command(env, *options)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
 
     async def main():
         async with stdio_client(params) as (read, write):
@@ -53,8 +52,8 @@ class SharedSession:
     no state between tool calls, so these tests need no fresh process each."""
 
     def __init__(self, env):
-        command = urban_command()
-        self.params = StdioServerParameters(command=command[0], args=command[1:] + ["mcp"], env=env)
+        command = mcp_command(env)
+        self.params = StdioServerParameters(command=command[0], args=command[1:], env=env)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="mcp-session", daemon=True)
         self.thread.start()
@@ -309,7 +308,7 @@ def test_streamable_http_transport_on_loopback(api_server, account, client_env):
     port = free_port()
     env = {**client_env, "URBAN_BASE_URL": api_server.base_url, "URBAN_API_KEY": account.key}
     proc = subprocess.Popen(
-        urban_command() + ["mcp", "--http", "--port", str(port)],
+        mcp_command(env, "--http", "--port", str(port)),
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -337,6 +336,8 @@ def test_streamable_http_transport_on_loopback(api_server, account, client_env):
     finally:
         proc.terminate()
         proc.wait(30)
+    with pytest.raises(ConnectionRefusedError):  # the server went with the process the client terminated
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
     assert {t.name for t in tools} == set(TOOLS)
     rest = api_server.get("air-quality", account.key, locationId="loc_groenplaats")
     assert not result.is_error

@@ -18,13 +18,12 @@ from tests.portal.test_portal_browser import (  # noqa: F401
     click_and_wait,
     shoot,
     visible_texts,
+    waiting,
 )
 
 
 def wait_ready(driver, timeout=20):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, timeout).until(
+    waiting(driver, timeout).until(
         lambda d: d.execute_script("var m = document.getElementById('map'); return m && m.dataset.ready;")
     )
     assert driver.execute_script("return document.getElementById('map').dataset.ready") == "1"

@@ -16,7 +16,7 @@ import requests
 from app.store.saved_locations import add_location
 
 from tests.dashboard.test_dashboard_browser import wait_ready
-from tests.portal.test_portal_browser import SHOTS, browser, check_accessible, shoot  # noqa: F401
+from tests.portal.test_portal_browser import SHOTS, browser, check_accessible, shoot, waiting  # noqa: F401
 
 GEO = "application/geo+json"
 ANTWERP = {"lat": 51.2194, "lng": 4.4025}
@@ -34,20 +34,21 @@ def api(base, key, resource, accept):
 
 
 def sign_in_browser(driver, app, client, base):
-    """Hand the test client's live portal session cookie to the browser."""
+    """Hand the test client's live portal session cookie to the browser (set for ``base`` through the
+    DevTools protocol: no page of the site has to load first)."""
     cookie = client.get_cookie(app.config.get("SESSION_COOKIE_NAME", "session"))
-    driver.get(f"{base}/portal/")
-    driver.add_cookie({"name": cookie.key, "value": cookie.value, "path": "/"})
+    driver.execute_cdp_cmd(
+        "Network.setCookie", {"name": cookie.key, "value": cookie.value, "url": f"{base}/", "path": "/"}
+    )
 
 
 def open_file(driver, path):
     """Choose ``path`` in the file input and wait for the page's verdict (status text)."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.execute_script("document.getElementById('geojson-status').textContent = '';")
     driver.find_element(By.ID, "geojson-file").send_keys(str(path))
-    WebDriverWait(driver, 15).until(lambda d: d.find_element(By.ID, "geojson-status").text)
+    waiting(driver, 15).until(lambda d: d.find_element(By.ID, "geojson-status").text)
     return driver.find_element(By.ID, "geojson-status").text
 
 
@@ -76,10 +77,9 @@ def positions(doc):
 def in_view(driver, points):
     """Whether the map shows every [lng, lat] of ``points`` once its (animated) fit has ended."""
     from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        return WebDriverWait(driver, 5).until(
+        return waiting(driver, 5).until(
             lambda d: d.execute_script(
                 "var b = document.getElementById('map').urbanMap.getBounds();"
                 "return arguments[0].every(function (p) { return b.contains([p[1], p[0]]); });",
@@ -92,7 +92,6 @@ def in_view(driver, points):
 
 def popup_text(driver, expected):
     """The text of the open popup once it shows ``expected`` (a closing popup fades out for 200 ms)."""
-    from selenium.webdriver.support.ui import WebDriverWait
 
     def shown(d):  # read in one script: a fading popup may leave the DOM between two WebDriver calls
         texts = d.execute_script(
@@ -101,7 +100,7 @@ def popup_text(driver, expected):
         )
         return next((t for t in texts if expected in t), None)
 
-    return WebDriverWait(driver, 10).until(shown)
+    return waiting(driver, 10).until(shown)
 
 
 def num(text):

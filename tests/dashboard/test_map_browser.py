@@ -18,6 +18,7 @@ from tests.portal.test_portal_browser import (  # noqa: F401
     module_chromium,
     shared_browser,
     visible_texts,
+    waiting,
 )
 
 #: every kind of thing the map page draws, as the legend names it (legend.html's data-legend)
@@ -89,9 +90,7 @@ def selected_rows(driver):
 
 def popup_text(driver):
     """The text of the open popup, once the one it replaced has faded out (Leaflet keeps it 200 ms)."""
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, 5).until(lambda d: len(d.find_elements("css selector", ".leaflet-popup")) == 1)
+    waiting(driver, 5).until(lambda d: len(d.find_elements("css selector", ".leaflet-popup")) == 1)
     return driver.execute_script("return document.querySelector('.leaflet-popup-content').textContent")
 
 

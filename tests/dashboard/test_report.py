@@ -12,6 +12,8 @@ import pytest
 
 from app.dashboard.i18n import local_span, local_time
 
+from tests.portal.helpers import SHUTDOWN_POLL
+
 from .conftest import CSRF
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "reports"
@@ -176,7 +178,9 @@ def recorder():
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Record)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL}, daemon=True
+    )
     thread.start()
     yield server.server_address[1], hits, png
     server.shutdown()

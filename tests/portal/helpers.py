@@ -85,11 +85,18 @@ def build_app(config):
     return app
 
 
+#: seconds between a test server's checks for shutdown (``serve_forever``'s default, 0.5 s, is what each
+#: ``shutdown()`` waits)
+SHUTDOWN_POLL = 0.02
+
+
 class LiveServer:
     def __init__(self, app):
         self.server = make_server("127.0.0.1", 0, app, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL}, daemon=True
+        )
 
     def __enter__(self):
         self.thread.start()

@@ -15,7 +15,7 @@ from app.store import accounts
 from app.store.db import open_store
 
 from .helpers import LiveServer, build_app
-from .test_portal_browser import browser, click_and_wait, shoot  # noqa: F401  (fixture and helpers)
+from .test_portal_browser import browser, click_and_wait, shoot, waiting  # noqa: F401  (fixture and helpers)
 
 pytestmark = pytest.mark.slow
 
@@ -33,9 +33,8 @@ def served(portal_config, engine):
 def wait_for(driver, css, timeout=30):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
+    return waiting(driver, timeout).until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
 
 
 def block_of(operation_id):
@@ -50,13 +49,12 @@ def block_of(operation_id):
 def shown_answer_example(driver, operation):
     """The text of an operation's documented responses once its first recorded example shows."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
     block = block_of(operation)
     first = next(iter(load_examples()["operations"][operation].values()))["value"]
     expected = json.dumps(first, ensure_ascii=False, indent=2).splitlines()[1].strip()  # its first member
     driver.find_element(By.CSS_SELECTOR, f"{block} .opblock-summary-control").click()
-    text = WebDriverWait(driver, 30).until(
+    text = waiting(driver, 30).until(
         lambda d: (
             (t := d.find_element(By.CSS_SELECTOR, f"{block} .responses-wrapper").text) and expected in t and t
         )
@@ -69,7 +67,7 @@ def try_call(driver, operation, params, media_type=None):
     """Expand ``operation``, fill ``params``, pick the response media type, Execute; return the live
     response's (status, body text, headers text)."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import Select
 
     block = block_of(operation)
     driver.find_element(By.CSS_SELECTOR, f"{block} .opblock-summary-control").click()
@@ -80,7 +78,7 @@ def try_call(driver, operation, params, media_type=None):
     # not clear it): "Clear" it first, so the wait below can only end on this call's answer.
     for clear in driver.find_elements(By.CSS_SELECTOR, f"{block} .btn-clear"):
         clear.click()
-    WebDriverWait(driver, 30).until(
+    waiting(driver, 30).until(
         lambda d: not d.find_elements(By.CSS_SELECTOR, f"{block} .live-responses-table")
     )
     for name, value in params.items():
@@ -93,7 +91,7 @@ def try_call(driver, operation, params, media_type=None):
         ).select_by_value(media_type)
     driver.find_element(By.CSS_SELECTOR, f"{block} .execute").click()
     status = f"{block} .live-responses-table .response .response-col_status"
-    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, status).text.strip())
+    waiting(driver, 30).until(lambda d: d.find_element(By.CSS_SELECTOR, status).text.strip())
     live = driver.find_element(
         By.CSS_SELECTOR, f"{block} .live-responses-table .response .response-col_description"
     )

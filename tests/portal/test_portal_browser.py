@@ -20,6 +20,17 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 
+#: seconds between a browser wait's checks: WebDriverWait's default (0.5 s) adds ~0.25 s to every wait
+POLL = 0.1
+
+
+def waiting(driver, timeout, **kwargs):
+    """``WebDriverWait(driver, timeout, **kwargs)`` checking every :data:`POLL` seconds (same deadline)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=POLL, **kwargs)
+
+
 def click_and_wait(driver, element, timeout=15):
     """Click a link/submit button and wait until the next page has replaced this one.
 
@@ -27,11 +38,10 @@ def click_and_wait(driver, element, timeout=15):
     may answer a query on the old node with a generic error instead of a stale-element one, so none is used.)
     """
     from selenium.common.exceptions import WebDriverException
-    from selenium.webdriver.support.ui import WebDriverWait
 
     driver.execute_script("window.__beforeClick = true;")
     element.click()
-    WebDriverWait(driver, timeout, ignored_exceptions=(WebDriverException,)).until(
+    waiting(driver, timeout, ignored_exceptions=(WebDriverException,)).until(
         lambda d: d.execute_script(
             "return window.__beforeClick === undefined && document.readyState === 'complete';"
         )
