@@ -19,7 +19,8 @@ case would reach if only the WSGI call cost CPU; gunicorn, the kernel and the ac
 for both apps under ``make loadtest``, make the real share higher). Needs Debian's ``valgrind``.
 
 ``--base REF`` runs every case also on ``REF`` (``git archive`` into a temporary folder; its children run
-this harness with that tree's ``app`` and ``geo``), in the same run, and prints each case's ``head / base``.
+this harness with that tree's ``app`` and ``geo``), in the same run, and prints each case's ``head / base``;
+``--head REF`` runs ``REF`` as the head instead of the work tree (so editing the tree cannot touch a run).
 
 ``--clock`` measures CPU time instead of instructions, without valgrind: one long-lived process per tree
 and case (this tree, and ``REF`` with ``--base``), each warmed as above, then ``--rounds`` rounds in which
@@ -263,9 +264,9 @@ def per_request(case: str, n: int, out_dir: Path, root: Path = ROOT) -> float:
     return (instructions(case, 2 * n, out_dir, root) - instructions(case, n, out_dir, root)) / n
 
 
-def export(ref: str, into: Path) -> Path:
-    """``ref``'s tree extracted into ``into/base``, with this harness in place of its own."""
-    root = into / "base"
+def export(ref: str, into: Path, name: str) -> Path:
+    """``ref``'s tree extracted into ``into/name``, with this harness in place of its own."""
+    root = into / name
     root.mkdir()
     archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
@@ -352,6 +353,7 @@ def main(argv=None) -> int:
         "--cases", nargs="+", default=["bare", "ping", "mixed"], choices=["bare", "ping", "mixed", "load"]
     )
     p.add_argument("--base", metavar="REF", help="also run every case on this commit, in the same run")
+    p.add_argument("--head", metavar="REF", help="run this commit as the head instead of the work tree")
     p.add_argument("--clock", action="store_true", help="CPU time per request instead of instructions")
     p.add_argument("--rounds", type=int, default=6, help="with --clock: rounds of n calls per process")
     p.add_argument("--child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
@@ -374,9 +376,9 @@ def main(argv=None) -> int:
             reference = os.environ.get("URBAN_REFERENCE_DIR", str(ROOT.parent / "shared" / "data"))
             os.environ["URBAN_DATA_DIR"] = str(Path(tmp) / "snapshot")
             build_snapshot(Path(tmp) / "snapshot", Path(reference), as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
-        trees = {"head": ROOT}
+        trees = {"head": export(args.head, Path(tmp), "head") if args.head else ROOT}
         if args.base:
-            trees["base"] = export(args.base, Path(tmp))
+            trees["base"] = export(args.base, Path(tmp), "base")
         if args.clock:
             return clock(cases, args.n, args.rounds, trees)
         counts = {
