@@ -57,6 +57,10 @@ SETTINGS: dict[str, tuple[object, str]] = {
         4096,
         "saved locations whose clock-free answer parts each worker keeps per snapshot (0: none)",
     ),
+    "POINT_CACHE": (
+        4096,
+        "points asked by lat/lng again whose clock-free answer parts each worker keeps per snapshot (0: none)",
+    ),
     "MAX_CONTENT_LENGTH": (16384, "largest accepted request body in bytes (413 payload_too_large)"),
     "CACHE_MAX_AGE": (60, "seconds in Cache-Control: private, max-age=N on data responses"),
     "CORS_ALLOW_ORIGIN": ("*", "Access-Control-Allow-Origin on API responses"),

@@ -17,6 +17,17 @@ free of start-up and imports. Cases, in the same run:
 Prints instructions per request and the bare app's share of each (``bare / case``: the throughput share the
 case would reach if only the WSGI call cost CPU; gunicorn, the kernel and the access log, the same or nearly
 for both apps under ``make loadtest``, make the real share higher). Needs Debian's ``valgrind``.
+
+``--base REF`` runs every case also on ``REF`` (``git archive`` into a temporary folder; its children run
+this harness with that tree's ``app`` and ``geo``), in the same run, and prints each case's ``head / base``;
+``--head REF`` runs ``REF`` as the head instead of the work tree (so editing the tree cannot touch a run).
+
+``--clock`` measures CPU time instead of instructions, without valgrind: one long-lived process per tree
+and case (this tree, and ``REF`` with ``--base``), each warmed as above, then ``--rounds`` rounds in which
+every process makes the same ``n`` WSGI calls in turn (the order reversed every other round, so a load
+change hits both trees alike) and reports the process CPU time they took. Prints CPU µs per request per
+round, each case's median, the rounds' ``head / base`` ratios (worst, median, best) and the load average
+before and after: on a shared machine the µs scatter with the load, the same-round ratio far less.
 """
 
 from __future__ import annotations
@@ -26,8 +37,10 @@ import os
 import re
 import shutil
 import subprocess
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,8 +49,10 @@ WARM = 30
 #: queries (the nearest-station grid after ``geo.index.point_index.FEW_QUERIES`` look-ups) are built before
 #: the count starts, in the ``n`` run as in the ``2n`` one
 WARM_MIXED = 100
-#: requests of the ``load`` mix made before the count starts (past the nearest-station grid's build)
-WARM_LOAD = 1000
+#: requests of the ``load`` mix made before the count starts: past the nearest-station grid's build and
+#: past the second call of nearly every one of its 200 points (their kept parts, ``POINT_CACHE``), as a
+#: worker is a few seconds into ``make loadtest``'s mixed run
+WARM_LOAD = 5000
 
 #: issue 29's targets for ``bare / case`` (set on ``make loadtest``'s requests per second, same run)
 TARGETS = {"ping": 0.75, "mixed": 0.40, "load": 0.40}
@@ -136,8 +151,9 @@ def _data_dir() -> str:
     return os.environ.get("URBAN_DATA_DIR", str(ROOT / "data" / "snapshot"))
 
 
-def child(case: str, n: int) -> None:
-    """Build the app of ``case``, warm it, make ``n`` WSGI calls; exit 1 unless every answer is 200."""
+def _caller(case: str, n: int):
+    """Build the app of ``case`` and its requests, warm it; ``(call, statuses)``: ``call()`` makes the next
+    WSGI call of the rotation (``n`` the requests drawn past the warm-up, for ``load``)."""
     from werkzeug.test import EnvironBuilder
 
     instance = Path(tempfile.mkdtemp(prefix="cpu-per-request-"))
@@ -167,24 +183,56 @@ def child(case: str, n: int) -> None:
     warm = {"mixed": WARM_MIXED * len(templates), "load": WARM_LOAD}.get(case, WARM * len(templates))
     for _ in range(warm):
         call()
+    return call, statuses
+
+
+def _all_ok(case: str, statuses: list[str]) -> None:
+    if any(not s.startswith("200") for s in statuses):
+        raise SystemExit(f"{case}: {sorted(set(statuses))}")
+
+
+def child(case: str, n: int) -> None:
+    """Build the app of ``case``, warm it, make ``n`` WSGI calls; exit 1 unless every answer is 200."""
+    call, statuses = _caller(case, n)
     # instrument from here on: start-up and warm-up run uninstrumented (several times faster)
     subprocess.run(
         ["callgrind_control", "--instr=on", str(os.getpid())], check=True, stdout=subprocess.DEVNULL
     )
     for _ in range(n):
         call()
-    if any(not s.startswith("200") for s in statuses):
-        raise SystemExit(f"{case}: {sorted(set(statuses))}")
+    _all_ok(case, statuses)
 
 
-def instructions(case: str, n: int, out_dir: Path) -> int:
-    """Total instructions (``Ir``) of one child process under callgrind."""
-    out = out_dir / f"callgrind.{case}.{n}"
-    env = {
+def serve(case: str, n: int) -> None:
+    """The ``--clock`` child: build and warm as :func:`child`, print ``ready``, then for each line ``k`` on
+    stdin make ``k`` calls and print the process CPU seconds they took (answers on the original stdout;
+    anything the app prints goes to stderr)."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    call, statuses = _caller(case, n)
+    _all_ok(case, statuses)
+    print("ready", file=out)
+    for line in sys.stdin:
+        k = int(line)
+        start = time.process_time()
+        for _ in range(k):
+            call()
+        spent = time.process_time() - start
+        _all_ok(case, statuses)
+        print(f"{spent!r}", file=out)
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "PYTHONHASHSEED": "0",
-        "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
     }
+
+
+def instructions(case: str, n: int, out_dir: Path, root: Path = ROOT) -> int:
+    """Total instructions (``Ir``) of one child process under callgrind, with the tree at ``root``."""
+    out = out_dir / f"callgrind.{root.name}.{case}.{n}"
     subprocess.run(
         [
             "valgrind",
@@ -200,8 +248,8 @@ def instructions(case: str, n: int, out_dir: Path) -> int:
             str(n),
         ],
         check=True,
-        env=env,
-        cwd=ROOT,
+        env=_env(root),
+        cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -211,23 +259,113 @@ def instructions(case: str, n: int, out_dir: Path) -> int:
     return int(match.group(1))
 
 
-def per_request(case: str, n: int, out_dir: Path) -> float:
+def per_request(case: str, n: int, out_dir: Path, root: Path = ROOT) -> float:
     """Instructions of one request of ``case``: (total at 2n − total at n) / n."""
-    return (instructions(case, 2 * n, out_dir) - instructions(case, n, out_dir)) / n
+    return (instructions(case, 2 * n, out_dir, root) - instructions(case, n, out_dir, root)) / n
+
+
+def export(ref: str, into: Path, name: str) -> Path:
+    """``ref``'s tree extracted into ``into/name``, with this harness in place of its own."""
+    root = into / name
+    root.mkdir()
+    archive = subprocess.run(["git", "archive", ref], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    shutil.copyfile(Path(__file__), root / "bench" / "cpu_per_request.py")
+    return root
+
+
+class _Server:
+    """One ``--clock`` child: a tree's app for one case, warmed, making calls on request."""
+
+    def __init__(self, case: str, n: int, root: Path):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bench.cpu_per_request", "--serve", case, str(n)],
+            env=_env(root),
+            cwd=root,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._expect("ready")
+
+    def _expect(self, what: str | None = None) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        if not line or (what is not None and line != what):
+            raise SystemExit(f"a --clock child failed (exit {self.proc.wait()}): {line!r}")
+        return line
+
+    def cpu_us(self, k: int) -> float:
+        """CPU µs per request of the next ``k`` calls."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{k}\n")
+        self.proc.stdin.flush()
+        return float(self._expect()) / k * 1e6
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def clock(cases: list[str], n: int, rounds: int, trees: dict[str, Path]) -> int:
+    """The ``--clock`` run: CPU µs per request of every case and tree, rounds alternated."""
+    load_before = os.getloadavg()
+    servers = {(case, tree): _Server(case, n, root) for case in cases for tree, root in trees.items()}
+    got: dict[tuple[str, str], list[float]] = {key: [] for key in servers}
+    try:
+        for r in range(rounds):
+            order = list(servers) if r % 2 == 0 else list(reversed(servers))
+            for key in order:
+                got[key].append(servers[key].cpu_us(n))
+            line = "  ".join(f"{case} {tree} {got[case, tree][-1]:,.0f}" for case, tree in servers)
+            print(f"round {r + 1}: {line}  (load {os.getloadavg()[0]:.1f})", flush=True)
+    finally:
+        for server in servers.values():
+            server.close()
+    print(
+        f"CPU µs per request, median of {rounds} rounds of {n:,} calls; load average "
+        f"{load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after"
+    )
+    for case in cases:
+        medians = {tree: statistics.median(got[case, tree]) for tree in trees}
+        text = "  ".join(f"{tree} {us:,.1f}" for tree, us in medians.items())
+        if "base" in trees:
+            ratios = sorted(h / b for h, b in zip(got[case, "head"], got[case, "base"]))
+            text += (
+                f"  head / base: worst {ratios[-1]:.3f}, median {statistics.median(ratios):.3f}, "
+                f"best {ratios[0]:.3f}"
+            )
+        print(f"  {case:<8}{text}")
+    return 0
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("-n", type=int, default=200, help="requests of the shorter run (the longer makes 2n)")
+    p.add_argument(
+        "-n",
+        type=int,
+        default=200,
+        help="requests of the shorter run (the longer makes 2n); with --clock, the calls of a round",
+    )
     p.add_argument(
         "--cases", nargs="+", default=["bare", "ping", "mixed"], choices=["bare", "ping", "mixed", "load"]
     )
+    p.add_argument("--base", metavar="REF", help="also run every case on this commit, in the same run")
+    p.add_argument("--head", metavar="REF", help="run this commit as the head instead of the work tree")
+    p.add_argument("--clock", action="store_true", help="CPU time per request instead of instructions")
+    p.add_argument("--rounds", type=int, default=6, help="with --clock: rounds of n calls per process")
     p.add_argument("--child", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
+    p.add_argument("--serve", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child(args.child[0], int(args.child[1]))
         return 0
-    if shutil.which("valgrind") is None:
+    if args.serve:
+        serve(args.serve[0], int(args.serve[1]))
+        return 0
+    if not args.clock and shutil.which("valgrind") is None:
         raise SystemExit("valgrind is missing: apt-get install valgrind")
     cases = ["bare", *(case for case in args.cases if case != "bare")]  # the baseline, in every run
     with tempfile.TemporaryDirectory(prefix="cpu-per-request-") as tmp:
@@ -238,14 +376,25 @@ def main(argv=None) -> int:
             reference = os.environ.get("URBAN_REFERENCE_DIR", str(ROOT.parent / "shared" / "data"))
             os.environ["URBAN_DATA_DIR"] = str(Path(tmp) / "snapshot")
             build_snapshot(Path(tmp) / "snapshot", Path(reference), as_of=DEMO_AS_OF, seed=DEFAULT_SEED)
-        counts = {case: per_request(case, args.n, Path(tmp)) for case in cases}
-    bare = counts["bare"]
+        trees = {"head": export(args.head, Path(tmp), "head") if args.head else ROOT}
+        if args.base:
+            trees["base"] = export(args.base, Path(tmp), "base")
+        if args.clock:
+            return clock(cases, args.n, args.rounds, trees)
+        counts = {
+            (case, tree): per_request(case, args.n, Path(tmp), root)
+            for case in cases
+            for tree, root in trees.items()
+        }
     print(f"load average: {os.getloadavg()[0]:.2f} (instruction counts do not depend on it)")
-    print(f"{'case':<10}{'instructions/request':>22}{'bare / case':>13}{'target':>9}")
-    for case, count in counts.items():
+    print(f"{'case':<14}{'instructions/request':>22}{'bare / case':>13}{'target':>9}")
+    for (case, tree), count in counts.items():
+        bare = counts["bare", tree]
         target = TARGETS.get(case)
         met = "" if target is None else f"{target:.0%} {'met' if bare / count >= target else 'not met'}"
-        print(f"{case:<10}{count:>22,.0f}{bare / count:>13.1%}  {met}")
+        versus = f"  head / base {count / counts[case, 'base']:.3f}" if tree == "head" and args.base else ""
+        name = case if not args.base else f"{case} ({tree})"
+        print(f"{name:<14}{count:>22,.0f}{bare / count:>13.1%}  {met}{versus}")
     print("recorded (docs/architecture.md):")
     for label, *recorded in RECORDED:
         shares = "  ".join(

@@ -125,10 +125,10 @@ def resolve_target(engine) -> Target:
         if raw_lat is None or raw_lng is None:
             missing = "lat" if raw_lat is None else "lng"
             raise MissingTarget(f"{missing} is missing: lat and lng must be given together")
-        lat, lng = inside_service_area(
+        (lat, lng), kept = asked_point(
             engine, parse_coordinate("lat", raw_lat, 90.0), parse_coordinate("lng", raw_lng, 180.0)
         )
-        target = Target(lat, lng)
+        target = Target(lat, lng, around=kept)
     else:
         prefetched = g.get("saved_location")  # read in the admission statement (app.api.auth)
         if prefetched is not None and prefetched[0] == location_id:
@@ -185,3 +185,46 @@ def saved_point(engine, location_id: str, lat: float, lng: float) -> tuple[Point
 
 def _new_table(_engine) -> dict:
     return {}
+
+
+#: the per-snapshot tables of :func:`asked_point` (``LoadedSnapshot.derived`` key)
+_ASKED = "app.api.targeting.asked"
+
+
+class _AskedPoints:
+    """The points asked by ``lat``/``lng`` of one loaded snapshot: ``once`` those asked once so far (an
+    ordered set), ``kept`` the :class:`~geo.service.around.Around` of those asked again."""
+
+    __slots__ = ("once", "kept")
+
+    def __init__(self, _engine):
+        self.once: dict = {}
+        self.kept: dict = {}
+
+
+def asked_point(engine, lat: float, lng: float) -> tuple[Point, Around | None]:
+    """A point asked by ``lat``/``lng``, checked by :func:`inside_service_area`, and the clock-free parts
+    of its answers once it is asked again: kept per loaded snapshot for ``POINT_CACHE`` points, keyed by
+    the point's exact floats (what the answers are computed from). A point's first call only notes it, so
+    points asked once never cost the parts of all three answers; a full table is emptied and refilled."""
+    point = inside_service_area(engine, lat, lng)
+    limit = current_app.config["POINT_CACHE"]
+    if limit <= 0:
+        return point, None
+    # the engine's modules: not imported by the processes that only check points
+    from geo.service.around import around
+    from geo.service.loaded import loaded
+
+    table = loaded(engine).derived(_ASKED, _AskedPoints)
+    found = table.kept.get(point)
+    if found is not None:
+        return point, found
+    if point not in table.once:
+        if len(table.once) >= limit:
+            table.once.clear()
+        table.once[point] = None
+        return point, None
+    if len(table.kept) >= limit:
+        table.kept.clear()
+    found = table.kept[point] = around(engine, point)
+    return point, found

@@ -38,9 +38,13 @@ def _now_iso() -> str:
     return _stamp.text
 
 
+#: the line's encoder, made once (``json.dumps`` with keyword arguments makes one per call)
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+
+
 def entry(status, method, path, query, remote, nbytes, duration_us, request_id) -> str:
     """One access log line (compact JSON, keys in a fixed order)."""
-    return json.dumps(
+    return _ENCODER.encode(
         {
             "time": _now_iso(),
             "pid": _pid[0],
@@ -52,9 +56,7 @@ def entry(status, method, path, query, remote, nbytes, duration_us, request_id) 
             "bytes": nbytes,
             "duration_us": duration_us,
             "request_id": request_id,
-        },
-        ensure_ascii=True,
-        separators=(",", ":"),
+        }
     )
 
 

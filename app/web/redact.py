@@ -126,7 +126,10 @@ def redact_path(path: str, limit: int = 120) -> str:
     >>> redact_path("/api/v1/locations/Zq81Kd0aLm29Xc7BvN4p")
     '/api/v1/locations/[redacted]'
     """
-    text = _LONG_RUN.sub(REDACTED, _ADDRESS.sub(REDACTED, redact_text(path)))
+    text = redact_text(path)
+    if "@" in text:  # an address has one (the pattern scans every start position for it otherwise)
+        text = _ADDRESS.sub(REDACTED, text)
+    text = _LONG_RUN.sub(REDACTED, text)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -165,10 +168,15 @@ def echo(value: str) -> str:
 _PLAIN_QUERY = re.compile(r"^[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*(?:&[A-Za-z0-9_.~-]+=[A-Za-z0-9_.~-]*)*$")
 
 
+#: a value of such a query that :func:`is_secret_like` holds secret-like: with none of ``%``, ``\\``, ``/`` or
+#: ``@`` in it, no escaped form and no secret path can match, only these plain forms
+_PLAIN_SECRET_VALUE = re.compile(r"uc_live_|[A-Za-z0-9]{16,}|^[A-Za-z0-9_-]{40,}$", re.IGNORECASE)
+
+
 def _plain_query_secret(query: str) -> bool:
     for pair in query.split("&"):
         name, _, value = pair.partition("=")
-        if name.lower() in _SECRET_NAMES or is_secret_like(value):
+        if name.lower() in _SECRET_NAMES or _PLAIN_SECRET_VALUE.search(value):
             return True
     return False
 

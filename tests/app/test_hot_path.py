@@ -1,7 +1,8 @@
 """The hot path's shortcuts give exactly what the general code gives (docs/operations.md → Measured figures).
 
 - ``redact_query`` returns a plain ``name=value&…`` query unchanged when nothing in it is secret-like:
-  the same string ``parse_qsl`` + ``urlencode`` produce;
+  the same string ``parse_qsl`` + ``urlencode`` produce; ``redact_path`` skips the address pattern for a
+  path without ``@``: the same text as with it;
 - authentication and quota admission in one statement (``usage.admit_key``) agree with the separate
   look-up and admission on every account state: live, revoked, unknown, plan without API access,
   quota reached, unlimited;
@@ -20,7 +21,16 @@ from app.store import accounts, apikeys, usage
 from app.store.sqlite import connect
 from app.store.db import migrate
 from app.store.plans import PLANS
-from app.web.redact import _SECRET_NAMES, REDACTED, is_secret_like, redact_query
+from app.web.redact import (
+    _ADDRESS,
+    _LONG_RUN,
+    _SECRET_NAMES,
+    REDACTED,
+    is_secret_like,
+    redact_path,
+    redact_query,
+    redact_text,
+)
 
 
 def _reference(query: str) -> str:
@@ -39,6 +49,23 @@ def _reference(query: str) -> str:
 )
 def test_redact_query_fast_path_equals_parse_and_encode(query):
     assert redact_query(query) == _reference(query)
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from(["uc_live_", "UC_Live_", "loc_", "a" * 16, "A1" * 20, "-_" * 20, "x"])
+    .flatmap(lambda part: st.from_regex(r"\A[A-Za-z0-9_.~-]{0,24}\Z").map(lambda tail: part + tail))
+    .flatmap(lambda value: st.sampled_from([value, value[::-1], "k_" + value]))
+)
+def test_redact_query_fast_path_knows_every_plain_secret_form(value):
+    assert redact_query(f"locationId={value}") == _reference(f"locationId={value}")
+
+
+@settings(max_examples=400)
+@given(st.text(alphabet="abuc_live@/%2F.xyzAB0123456789-=?&", max_size=60))
+def test_redact_path_without_address_pattern_when_no_at_sign(path):
+    reference = _LONG_RUN.sub(REDACTED, _ADDRESS.sub(REDACTED, redact_text(path)))
+    assert redact_path(path, limit=1000) == reference
 
 
 def test_redact_query_plain_queries_unchanged_and_secrets_redacted():

@@ -1,7 +1,11 @@
 """Saved locations keep the clock-free parts of their answers per snapshot (``app.api.targeting.saved_point``,
 ``URBAN_SAVED_LOCATION_CACHE``): the answers by ``locationId`` are those by the same ``lat``/``lng``, in every
 language; only saved locations enter the table (never a request's coordinates); an edited location, a new
-snapshot and a full table each start over; ``0`` keeps nothing."""
+snapshot and a full table each start over; ``0`` keeps nothing.
+
+Points asked by ``lat``/``lng`` again keep theirs in a table of their own (``app.api.targeting.asked_point``,
+``URBAN_POINT_CACHE``): their second call makes the parts, every answer is byte for byte the one made without
+them; a point asked once is only noted; a full table starts over; ``0`` keeps nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import json
 
 import pytest
 
-from app.api.targeting import _SAVED
+from app.api.targeting import _ASKED, _SAVED, _AskedPoints
 from app.store.db import open_store
 from app.store.saved_locations import add_location, remove_location
 from geo.service.loaded import loaded, rebuild
@@ -126,3 +130,95 @@ def test_a_new_snapshot_starts_its_own_table(setup, engine):
     assert by_id == _without_location(client.get(f"/api/v1/disruptions?lat={lat}&lng={lng}", headers=auth))
     assert by_id != before
     assert ("loc_w0", lat, lng) in _table(newer)
+
+
+def _asked(engine) -> _AskedPoints:
+    table = loaded(engine).derived(_ASKED, _AskedPoints)
+    return table
+
+
+def _fresh_asked(engine) -> _AskedPoints:
+    table = _asked(engine)
+    table.once.clear()
+    table.kept.clear()
+    return table
+
+
+def _raw(resp) -> tuple:
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    return resp.get_data(), resp.headers["ETag"], resp.headers.get("Content-Language")
+
+
+def test_a_point_asked_again_keeps_its_parts_and_answers_byte_for_byte_the_same(setup, make_app, engine):
+    _app, client, auth, _ = setup()
+    plain_client = make_app(ENGINE=engine, POINT_CACHE=0).test_client()  # the same store: the same key
+    table = _fresh_asked(engine)
+    for lat, lng in SPOTS:
+        for path in PATHS:
+            for lang in ("nl", "fr", "en"):
+                url = f"{path}?lat={lat}&lng={lng}"
+                headers = {**auth, "Accept-Language": lang}
+                without = _raw(plain_client.get(url, headers=headers))
+                for _ in range(3):  # noted, then made, then kept
+                    assert _raw(client.get(url, headers=headers)) == without
+    assert set(table.kept) == set(SPOTS)
+    assert all(table.kept[p].point == p for p in SPOTS)
+
+
+def test_a_point_asked_once_is_only_noted_and_spellings_of_one_point_share_it(setup, engine):
+    _app, client, auth, _ = setup()
+    table = _fresh_asked(engine)
+    lat, lng = SPOTS[0]
+    assert client.get(f"/api/v1/air-quality?lat={lat}&lng={lng}", headers=auth).status_code == 200
+    assert list(table.once) == [SPOTS[0]] and table.kept == {}
+    assert client.get(f"/api/v1/briefing?lat={lat}0&lng=%2B{lng}", headers=auth).status_code == 200
+    assert list(table.kept) == [SPOTS[0]]
+
+
+def test_a_full_point_table_starts_over_and_zero_keeps_nothing(setup, make_app, engine):
+    app, client, auth, _ = setup(POINT_CACHE=2)
+    table = _fresh_asked(engine)
+    for lat, lng in SPOTS:
+        for _ in "ab":
+            assert client.get(f"/api/v1/disruptions?lat={lat}&lng={lng}", headers=auth).status_code == 200
+    assert 1 <= len(table.kept) <= 2 and SPOTS[2] in table.kept  # the third emptied the full table
+    assert len(table.once) <= 2
+    client = make_app(ENGINE=engine, POINT_CACHE=0).test_client()
+    table = _fresh_asked(engine)
+    for _ in "ab":
+        assert (
+            client.get(f"/api/v1/disruptions?lat={SPOTS[0][0]}&lng={SPOTS[0][1]}", headers=auth).status_code
+            == 200
+        )
+    assert table.once == {} and table.kept == {}
+
+
+def test_a_point_outside_the_service_area_is_refused_every_time_and_kept_nowhere(setup, engine):
+    _app, client, auth, _ = setup()
+    table = _fresh_asked(engine)
+    for _ in range(3):
+        resp = client.get("/api/v1/disruptions?lat=48.8566&lng=2.3522", headers=auth)
+        assert resp.status_code == 422 and resp.get_json()["error"] == "outside_service_area"
+    assert table.once == {} and table.kept == {}
+
+
+def test_a_new_snapshot_starts_its_own_point_table(setup, make_app, engine):
+    app, client, auth, _ = setup()
+    plain = make_app(ENGINE=engine, POINT_CACHE=0)
+    plain_client = plain.test_client()
+    lat, lng = SPOTS[0]
+    url = f"/api/v1/disruptions?lat={lat}&lng={lng}"
+    for _ in "ab":
+        assert client.get(url, headers=auth).status_code == 200
+    assert SPOTS[0] in _asked(engine).kept
+    before = _raw(client.get(url, headers=auth))
+    names = [layer.name for layer in DECLARED]
+    works = engine.works.iloc[::2].copy()
+    newer = rebuild({**{n: getattr(engine, n) for n in names}, "works": works}, engine.manifest, [engine])
+    for each in (app, plain):
+        each.extensions["urban"].swap_engine(newer)
+    without = _raw(plain_client.get(url, headers=auth))
+    assert without[0] != before[0]
+    for _ in range(3):
+        assert _raw(client.get(url, headers=auth)) == without
+    assert SPOTS[0] in _asked(newer).kept
