@@ -6,6 +6,7 @@ import pickle
 import shutil
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -77,46 +78,97 @@ def store_url(request, tmp_path) -> str:
     return pg_schema_url(request.getfixturevalue("postgres_server"))
 
 
-def _year_store(build_once, year_dirs, backend: str, postgres_server=None) -> str:
-    """The URL of a store of ``backend`` holding the whole simulated year, recorded once per run."""
+#: the year's first publishes also kept as stores of their own, copied while the year is recorded
+CHECKPOINTS = (4, 6)
+
+
+def _year_store(build_once, year_dirs, backend: str, postgres_server=None) -> Path:
+    """The directory of the store of ``backend`` holding the whole simulated year, recorded once per run:
+    ``url`` (the store), and ``first<n>`` per ``n`` of ``CHECKPOINTS``: a copy of the store when it held the
+    year's first ``n`` publishes (SQLite: ``first<n>.sqlite``; PostgreSQL: the name of a template database)."""
 
     def record(root):
-        url = str(root / "history.sqlite") if backend == "sqlite" else pg_schema_url(postgres_server)
+        if backend == "sqlite":
+            url = str(root / "history.sqlite")
+        else:
+            name = _new_database(postgres_server, f"hyear_{uuid.uuid4().hex[:8]}")
+            url = postgres_server.url(name)
         store = open_store(url)
-        for _instant, path in year_dirs:
+        for n, (_instant, path) in enumerate(year_dirs, 1):
             assert store.record_dir(path).new
+            if n not in CHECKPOINTS:
+                continue
+            store.close()  # the copy is of a closed store (SQLite: its WAL checkpointed)
+            if backend == "sqlite":
+                shutil.copy2(root / "history.sqlite", root / f"first{n}.sqlite")
+            else:
+                (root / f"first{n}").write_text(_new_database(postgres_server, f"{name}_{n}", template=name))
+            store = open_store(url)
         store.close()
         (root / "url").write_text(url)
 
-    return (build_once(f"year-{backend}", record) / "url").read_text()
+    root = build_once(f"year-{backend}", record)
+    store = open_store((root / "url").read_text())
+    _READ_ONLY.add(store.identity)
+    store.close()
+    return root
+
+
+def _new_database(postgres_server, name: str, template: str | None = None) -> str:
+    """``name``, created empty or as a copy of ``template`` (copied by one CREATE DATABASE at a time)."""
+    import psycopg
+
+    copy = f" TEMPLATE {template}" if template else ""
+    for attempt in range(20):
+        try:
+            with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+                conn.execute(f"CREATE DATABASE {name}{copy}")
+            return name
+        except psycopg.errors.ObjectInUse:
+            if attempt == 19:
+                raise
+            time.sleep(0.2)
+    raise AssertionError("unreachable")
+
+
+#: identities of the read-only year stores, and per ``(identity, seq)`` the frames their rows rebuild
+_READ_ONLY: set[str] = set()
+_REBUILT: dict[tuple[str, int], dict] = {}
+
+
+def stored_layers(store, seq: int) -> dict:
+    """``store.snapshot(seq)``'s layers: the frames rebuilt from the store's rows, the reference the
+    in-memory reads are checked against. Rebuilt once per worker for the read-only year stores (read-only:
+    compare, never change them); every other store rebuilds them on each call."""
+    if store.identity not in _READ_ONLY:
+        return store.snapshot(seq)[0]
+    key = (store.identity, seq)
+    if key not in _REBUILT:
+        _REBUILT[key] = store.snapshot(seq)[0]
+    return _REBUILT[key]
 
 
 @pytest.fixture(scope="session")
 def year_sqlite(year_dirs, build_once) -> str:
     """The SQLite store of the simulated year (read-only: copy it to write)."""
-    return _year_store(build_once, year_dirs, "sqlite")
+    return (_year_store(build_once, year_dirs, "sqlite") / "url").read_text()
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgresql"])
 def year_store_url(request, year_dirs, build_once) -> str:
     """A store of each backend holding the whole simulated year (read-only)."""
     server = request.getfixturevalue("postgres_server") if request.param == "postgresql" else None
-    return _year_store(build_once, year_dirs, request.param, server)
+    return (_year_store(build_once, year_dirs, request.param, server) / "url").read_text()
 
 
 @pytest.fixture(scope="session")
 def first_publishes_sqlite(year_dirs, build_once):
-    """``copy(n, target) -> URL``: a SQLite store of the year's first ``n`` publishes, recorded once per run
-    and copied to ``target`` (the copy is the caller's to write)."""
+    """``copy(n, target) -> URL``: a SQLite store of the year's first ``n`` publishes (``n`` one of
+    ``CHECKPOINTS``), recorded once per run and copied to ``target`` (the copy is the caller's to write)."""
 
     def copy(n: int, target) -> str:
-        def record(root):
-            store = open_store(str(root / "history.sqlite"))
-            for _instant, path in year_dirs[:n]:
-                assert store.record_dir(path).new
-            store.close()
-
-        shutil.copy2(build_once(f"year{n}-sqlite", record) / "history.sqlite", target)
+        assert n in CHECKPOINTS, n
+        shutil.copy2(_year_store(build_once, year_dirs, "sqlite") / f"first{n}.sqlite", target)
         return str(target)
 
     return copy
@@ -124,34 +176,16 @@ def first_publishes_sqlite(year_dirs, build_once):
 
 @pytest.fixture(scope="session")
 def first_publishes_pg(year_dirs, build_once, postgres_server):
-    """``copy(n) -> URL``: a fresh PostgreSQL database holding the year's first ``n`` publishes: recorded
-    once per run into a template database, then copied by the server (``CREATE DATABASE … TEMPLATE``; the
-    copy is the caller's to write)."""
-    import psycopg
+    """``copy(n) -> URL``: a fresh PostgreSQL database holding the year's first ``n`` publishes (``n`` one
+    of ``CHECKPOINTS``): recorded once per run into a template database, then copied by the server
+    (``CREATE DATABASE … TEMPLATE``; the copy is the caller's to write)."""
 
     def copy(n: int) -> str:
-        def record(root):
-            name = f"hyear{n}_{uuid.uuid4().hex[:8]}"
-            with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
-                conn.execute(f"CREATE DATABASE {name}")
-            store = open_store(postgres_server.url(name))
-            for _instant, path in year_dirs[:n]:
-                assert store.record_dir(path).new
-            store.close()
-            (root / "database").write_text(name)
-
-        template = (build_once(f"year{n}-postgresql", record) / "database").read_text()
-        name = "h_" + uuid.uuid4().hex[:12]
-        for attempt in range(20):  # a template is copied by one CREATE DATABASE at a time
-            try:
-                with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
-                    conn.execute(f"CREATE DATABASE {name} TEMPLATE {template}")
-                break
-            except psycopg.errors.ObjectInUse:
-                if attempt == 19:
-                    raise
-                time.sleep(0.2)
-        return postgres_server.url(name)
+        assert n in CHECKPOINTS, n
+        template = (
+            _year_store(build_once, year_dirs, "postgresql", postgres_server) / f"first{n}"
+        ).read_text()
+        return postgres_server.url(_new_database(postgres_server, "h_" + uuid.uuid4().hex[:12], template))
 
     return copy
 

@@ -11,13 +11,14 @@ from pandas.testing import assert_frame_equal
 
 from app.history import versions
 from app.history.store import HistoryError, Publish, open_store
+from .conftest import stored_layers
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.usefixtures("fresh_asof_process")]
 
 
 def _same(store, seq: int) -> None:
     fast, _manifest = store.snapshot(seq, in_memory=True)
-    slow, _manifest = store.snapshot(seq)
+    slow = stored_layers(store, seq)
     for name, frame in slow.items():
         assert_frame_equal(fast[name], frame, check_exact=True)
         assert list(fast[name].dtypes) == list(frame.dtypes), name

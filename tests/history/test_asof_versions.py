@@ -10,6 +10,7 @@ from pandas.testing import assert_frame_equal
 
 from app.history import asof, versions
 from app.history.store import Publish, open_store
+from .conftest import stored_layers
 from geo.data.snapshot import layer_bytes, read_snapshot, snapshot_id
 
 pytestmark = [pytest.mark.timeout(1800), pytest.mark.usefixtures("fresh_asof_process")]
@@ -19,7 +20,7 @@ def _same(store, seq: int) -> dict:
     """The in-memory layers of ``seq``, checked against the store's; returns the sources used."""
     sources: dict = {}
     fast, manifest = store.snapshot(seq, in_memory=True, sources=sources)
-    slow, _manifest = store.snapshot(seq)
+    slow = stored_layers(store, seq)
     for name, frame in slow.items():
         assert_frame_equal(fast[name], frame, check_exact=True)
         assert list(fast[name].dtypes) == list(frame.dtypes) and fast[name].crs == frame.crs, name
@@ -101,7 +102,7 @@ def test_versions_that_disagree_with_the_manifest_are_read_again(year_store_url)
     held = versions._versions[(store.identity, "works")]
     held.rec_to[: len(held.rec_to) // 2] = 0  # as if versions of another store were held under this name
     layers, _manifest = store.snapshot(seq, in_memory=True)
-    slow, _manifest = store.snapshot(seq)
+    slow = stored_layers(store, seq)
     assert_frame_equal(layers["works"], slow["works"], check_exact=True)
     assert (store.identity, "works") not in versions._versions or versions._versions[
         (store.identity, "works")

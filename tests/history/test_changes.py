@@ -232,13 +232,9 @@ def _record(url: str, dirs) -> None:
         store.close()
 
 
-def test_postgresql_store_derives_the_same_events(derived, year_dirs, places, postgres_server):
+def test_postgresql_store_derives_the_same_events(derived, places, first_publishes_pg):
     """The feed on the PostgreSQL backend: the same events, positions and bytes as on SQLite."""
-    from .conftest import pg_schema_url
-
-    url = pg_schema_url(postgres_server)
-    _record(url, year_dirs[:4])
-    store = open_store(url)
+    store = open_store(first_publishes_pg(4))  # a copy of the year's first 4 publishes
     try:
         got = feed.derive(store, places, start=1)
         page = feed.events_after(store, [p[0] for p in places], 0, 10_000)

@@ -184,7 +184,7 @@ def test_a_store_of_the_old_tables_is_converted_reads_the_same_and_records_on(tw
     new.close()
 
 
-@pytest.mark.slow  # 20 s at load 8
+@pytest.mark.slow
 def test_an_old_store_opened_by_two_processes_at_once_is_converted_once(postgres_server, year_dirs):
     """A refresher and an API worker opening an old PostgreSQL store at once: one converts it under the
     write lock, the other finds it converted."""
@@ -194,7 +194,7 @@ def test_an_old_store_opened_by_two_processes_at_once_is_converted_once(postgres
     new = open_store(new_url)
     assert new.record_dir(year_dirs[0][1]).new
     _old_copy(new, old_url)
-    with multiprocessing.get_context("spawn").Pool(2) as pool:
+    with multiprocessing.get_context("fork").Pool(2) as pool:  # two processes; neither opened it before
         read = pool.map(_open_and_read, [old_url, old_url])
     assert read == [new.layer_hashes(1, "works")] * 2
     old = open_store(old_url)
