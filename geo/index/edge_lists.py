@@ -165,10 +165,11 @@ class EdgeLists:
         lists = EdgeLists(extents, rows.take(one), side.take(one), n_kept, bucket, slot, index)
         return lists, of
 
-    def km(self, entry, lat_r, lng_r, cos_lat, rep_km, near: bool = False) -> np.ndarray:
+    def km(self, entry, lat_r, lng_r, cos_lat, rep_km, near: bool = False, halves=None) -> np.ndarray:
         """Distance (km) per pair ``(query i, entry[i])``, the float of :meth:`Extents.km` for the entry's row,
         for queries in the entry's disc (``near``: each within :data:`geo.index.spherical.NEAR_KM` of the
-        row's point and of its vertices, which skips range checks only)."""
+        row's point and of its vertices, which skips range checks only; ``halves``: per pair the sines of
+        :meth:`Extents._plane`, when the caller has them)."""
         ex = self.extents
         rows = self.rows.take(entry)
         side = self.side.take(entry)
@@ -179,12 +180,18 @@ class EdgeLists:
         zero = (side == INSIDE) & maybe  # inside the extent: 0 (Extents.km's crossing count says so)
         measure = np.flatnonzero(~zero) if zero.any() else np.arange(rows.size)
         if measure.size < rows.size:
+            part = None if halves is None else tuple(h.take(measure) for h in halves)
             x, y = ex._plane(
-                rows.take(measure), lat_r.take(measure), lng_r.take(measure), cos_lat.take(measure), near
+                rows.take(measure),
+                lat_r.take(measure),
+                lng_r.take(measure),
+                cos_lat.take(measure),
+                near,
+                part,
             )
             bucket, slot = self.bucket.take(entry.take(measure)), self.slot.take(entry.take(measure))
         else:
-            x, y = ex._plane(rows, lat_r, lng_r, cos_lat, near)
+            x, y = ex._plane(rows, lat_r, lng_r, cos_lat, near, halves)
             bucket, slot = self.bucket.take(entry), self.slot.take(entry)
         for b, records in enumerate(self.index):
             sel = np.flatnonzero(bucket == b) if len(self.index) > 1 else np.arange(measure.size)
@@ -208,14 +215,15 @@ class EdgeLists:
             out[i[ex._inside(rows.take(i), x.take(cross), y.take(cross))]] = 0.0
         return np.minimum(np.maximum(out, rep_km - reach), rep_km)  # Extents._exact's bracket
 
-    def within(self, entry, lat_r, lng_r, cos_lat, rep_km, radius_km: float, near: bool = False):
+    def within(self, entry, lat_r, lng_r, cos_lat, rep_km, radius_km: float, near: bool = False, halves=None):
         """(positions of the pairs within ``radius_km``, ascending; their distances), as
-        :meth:`Extents.within` for the entries' rows (``near``: see :meth:`km`)."""
+        :meth:`Extents.within` for the entries' rows (``near``, ``halves``: see :meth:`km`)."""
         d = np.array(rep_km, dtype=np.float64)
         need = np.flatnonzero(d - self.extents.reach.take(self.rows.take(entry)) <= radius_km)
         if need.size:
+            part = None if halves is None else tuple(h.take(need) for h in halves)
             d[need] = self.km(
-                entry.take(need), lat_r.take(need), lng_r.take(need), cos_lat.take(need), d[need], near
+                entry.take(need), lat_r.take(need), lng_r.take(need), cos_lat.take(need), d[need], near, part
             )
         keep = np.flatnonzero(d <= radius_km)
         return keep, d.take(keep)

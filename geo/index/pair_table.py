@@ -37,7 +37,7 @@ import numpy as np
 from .cell_grid import KM_PER_DEG, CellGrid
 from .count_table import EXTENT_SLACK_KM
 from .edge_lists import EdgeLists
-from .spherical import EARTH_RADIUS_KM, NEAR_KM, haversine_rad
+from .spherical import EARTH_RADIUS_KM, NEAR_KM, haversine_rad, haversine_sines
 
 CELLS_PER_RADIUS = 8
 SUBCELLS = 4  # per side of a cell, for the vertex certificates of the entries without one
@@ -193,9 +193,15 @@ class PairTable:
         self.fine_base = np.zeros(0, dtype=np.int32)  # per sub-cell: its first fine code, -1 if not cut
         listed = np.full(point.size, -1, dtype=np.int64)
         self.listed_point = np.zeros(0, dtype=np.int64)
+        self._sines = False
         if self.extents is None:
             return point, listed
         ex = self.extents
+        # the extents' points are the table's (the same floats): the plane may reuse the distance's sines
+        self._sines = bool(
+            np.array_equal(ex.lat_r.take(self.k), self.lat_r)
+            and np.array_equal(ex.lng_r.take(self.k), self.lng_r)
+        )
         iy, ix = np.divmod(cell, grid.nx)
         c_lat = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
         c_lng = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
@@ -511,7 +517,7 @@ class PairTable:
                 np.repeat(lng_r[a:b], n),
                 np.repeat(cos_lat[a:b], n),
             )
-            km = haversine_rad(
+            km, s_lat, s_lng = haversine_sines(
                 q_lat,
                 q_lng,
                 q_cos,
@@ -521,12 +527,24 @@ class PairTable:
                 self.near,
             )
             if edged.size:  # measured once per chunk below: fewer, larger array operations
-                q = (q_lat.take(edged), q_lng.take(edged), q_cos.take(edged))
-                listed_pairs.append((km, edged, listed, *q, km.take(edged)))
+                pairs: tuple = (
+                    km,
+                    edged,
+                    listed,
+                    q_lat.take(edged),
+                    q_lng.take(edged),
+                    q_cos.take(edged),
+                    km.take(edged),
+                )
+                if self._sines:  # the plane's, from the point to the query: these negated (sin_small is odd)
+                    pairs += (np.subtract(0.0, s_lat.take(edged)), np.subtract(0.0, s_lng.take(edged)))
+                listed_pairs.append(pairs)
             blocks.append((a, b, n, packed, km))
         if listed_pairs:
-            listed, *q_listed, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
-            near, d = self.lists.within(listed, *q_listed, rep, self.radius, self.near)
+            columns = list(zip(*listed_pairs))
+            listed, *q_listed, rep = (np.concatenate(c) for c in columns[2:7])
+            halves = tuple(np.concatenate(c) for c in columns[7:]) if self._sines else None
+            near, d = self.lists.within(listed, *q_listed, rep, self.radius, self.near, halves)
             measured = np.full(listed.size, np.inf)
             measured[near] = d
             done = 0

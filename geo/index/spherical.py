@@ -41,10 +41,16 @@ def haversine_rad(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2, near: bool = False
     >>> round(float(haversine_rad(a[0], a[1], np.cos(a[0]), b[0], b[1], np.cos(b[0]))), 3)
     69.977
     """
+    return haversine_sines(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2, near)[0]
+
+
+def haversine_sines(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2, near: bool = False):
+    """(:func:`haversine_rad`, and its sines of the half differences ``sin((lat2 - lat1) / 2)`` and
+    ``sin((lng2 - lng1) / 2)``, as :func:`sin_small` gives them)."""
     s_lat = sin_small(np.subtract(lat2, lat1) * 0.5, near)
     s_lng = sin_small(np.subtract(lng2, lng1) * 0.5, near)
     a = s_lat * s_lat + cos_lat1 * cos_lat2 * (s_lng * s_lng)
-    return (2.0 * EARTH_RADIUS_KM) * np.arcsin(np.sqrt(a if near else np.minimum(a, 1.0)))
+    return (2.0 * EARTH_RADIUS_KM) * np.arcsin(np.sqrt(a if near else np.minimum(a, 1.0))), s_lat, s_lng
 
 
 def sin_small(x, small: bool = False):
