@@ -165,9 +165,11 @@ class EdgeLists:
         lists = EdgeLists(extents, rows.take(one), side.take(one), n_kept, bucket, slot, index)
         return lists, of
 
-    def km(self, entry, lat_r, lng_r, cos_lat, rep_km) -> np.ndarray:
+    def km(self, entry, lat_r, lng_r, cos_lat, rep_km, near: bool = False, halves=None) -> np.ndarray:
         """Distance (km) per pair ``(query i, entry[i])``, the float of :meth:`Extents.km` for the entry's row,
-        for queries in the entry's disc."""
+        for queries in the entry's disc (``near``: each within :data:`geo.index.spherical.NEAR_KM` of the
+        row's point and of its vertices, which skips range checks only; ``halves``: per pair the sines of
+        :meth:`Extents._plane`, when the caller has them)."""
         ex = self.extents
         rows = self.rows.take(entry)
         side = self.side.take(entry)
@@ -178,12 +180,18 @@ class EdgeLists:
         zero = (side == INSIDE) & maybe  # inside the extent: 0 (Extents.km's crossing count says so)
         measure = np.flatnonzero(~zero) if zero.any() else np.arange(rows.size)
         if measure.size < rows.size:
+            part = None if halves is None else tuple(h.take(measure) for h in halves)
             x, y = ex._plane(
-                rows.take(measure), lat_r.take(measure), lng_r.take(measure), cos_lat.take(measure)
+                rows.take(measure),
+                lat_r.take(measure),
+                lng_r.take(measure),
+                cos_lat.take(measure),
+                near,
+                part,
             )
             bucket, slot = self.bucket.take(entry.take(measure)), self.slot.take(entry.take(measure))
         else:
-            x, y = ex._plane(rows, lat_r, lng_r, cos_lat)
+            x, y = ex._plane(rows, lat_r, lng_r, cos_lat, near, halves)
             bucket, slot = self.bucket.take(entry), self.slot.take(entry)
         for b, records in enumerate(self.index):
             sel = np.flatnonzero(bucket == b) if len(self.index) > 1 else np.arange(measure.size)
@@ -198,21 +206,24 @@ class EdgeLists:
         if at.size:
             v = vertex.take(at)
             lat_v, lng_v, cos_v = (c.take(v) for c in ex.vertex)
-            out[at] = haversine_rad(lat_r.take(at), lng_r.take(at), cos_lat.take(at), lat_v, lng_v, cos_v)
+            out[at] = haversine_rad(
+                lat_r.take(at), lng_r.take(at), cos_lat.take(at), lat_v, lng_v, cos_v, near
+            )
         cross = np.flatnonzero(maybe.take(measure) & (side.take(measure) == CROSSING))
         if cross.size:
             i = measure.take(cross)
             out[i[ex._inside(rows.take(i), x.take(cross), y.take(cross))]] = 0.0
         return np.minimum(np.maximum(out, rep_km - reach), rep_km)  # Extents._exact's bracket
 
-    def within(self, entry, lat_r, lng_r, cos_lat, rep_km, radius_km: float):
+    def within(self, entry, lat_r, lng_r, cos_lat, rep_km, radius_km: float, near: bool = False, halves=None):
         """(positions of the pairs within ``radius_km``, ascending; their distances), as
-        :meth:`Extents.within` for the entries' rows."""
+        :meth:`Extents.within` for the entries' rows (``near``, ``halves``: see :meth:`km`)."""
         d = np.array(rep_km, dtype=np.float64)
         need = np.flatnonzero(d - self.extents.reach.take(self.rows.take(entry)) <= radius_km)
         if need.size:
+            part = None if halves is None else tuple(h.take(need) for h in halves)
             d[need] = self.km(
-                entry.take(need), lat_r.take(need), lng_r.take(need), cos_lat.take(need), d[need]
+                entry.take(need), lat_r.take(need), lng_r.take(need), cos_lat.take(need), d[need], near, part
             )
         keep = np.flatnonzero(d <= radius_km)
         return keep, d.take(keep)
@@ -222,7 +233,7 @@ def _nearest_records(x, y, records):
     """:func:`geo.index.extents._nearest` (the same floats and the same first nearest edge) from each query's
     list record (a (queries, 6 w) array, :class:`EdgeLists`), one edge position of every query at a time: a
     branch-free running first minimum (``np.where`` on a strict ``<``; a masked copy mispredicts a branch per
-    element)."""
+    element). ``km`` is 0 where the nearest point is a vertex (the caller takes that vertex's haversine)."""
     w = records.shape[1] // 6
     c = np.ascontiguousarray(records.T)  # (6 w, queries): field f of edge k is row f w + k
     tj, bx, by, best = to_edges(x - c[0], y - c[w], c[2 * w], c[3 * w], c[4 * w])
@@ -234,9 +245,20 @@ def _nearest_records(x, y, records):
         bx, by, vs = np.where(nearer, px, bx), np.where(nearer, py, by), np.where(nearer, c[5 * w + k], vs)
     vj = vs.astype(np.int64)  # the nearest edge's start vertex
     vertex = np.where(tj == 0.0, vj, np.where(tj == 1.0, vj + 1, -1))
-    cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)
-    km = EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))
+    foot = np.flatnonzero(vertex < 0)  # the angle to the foot only there (arctan2 costs 20-70 ns each)
+    if foot.size == x.size:
+        return _foot_km(x, y, bx, by, best), vertex
+    km = np.zeros(x.size)  # at a vertex: its haversine, taken by EdgeLists.km
+    if foot.size:
+        km[foot] = _foot_km(x.take(foot), y.take(foot), bx.take(foot), by.take(foot), best.take(foot))
     return km, vertex
+
+
+def _foot_km(x, y, bx, by, best):
+    """The great-circle km from queries (x, y) to the points (x + bx, y + by) of their plane, ``best`` the
+    squared plane distance ``bx^2 + by^2``."""
+    cross_z = x * by - y * bx  # the angle between (x, y, 1) and (x + px, y + py, 1)
+    return EARTH_RADIUS_KM * np.arctan2(np.sqrt(best + cross_z * cross_z), 1.0 + x * (x + bx) + y * (y + by))
 
 
 def _cull(ex: Extents, rows, s):

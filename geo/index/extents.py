@@ -500,11 +500,16 @@ class Extents:
                 out = 0.0
         return min(max(out, rep_km - reach), rep_km)
 
-    def _plane(self, rows, lat_r, lng_r, cos_lat):
+    def _plane(self, rows, lat_r, lng_r, cos_lat, near: bool = False, halves=None):
         """(x, y): each query in the gnomonic plane of its pair's row, from the angle differences (small-angle
-        sines, no loss of precision for near points)."""
-        half_lng = sin_small((lng_r - self.lng_r.take(rows)) * 0.5)
-        half_lat = sin_small((lat_r - self.lat_r.take(rows)) * 0.5)
+        sines, no loss of precision for near points; ``near``: every query within
+        :data:`geo.index.spherical.NEAR_KM` of its row's point). ``halves``: those sines (of half the
+        latitude, longitude difference from the row's point to the query) when the caller has them."""
+        if halves is None:
+            half_lng = sin_small((lng_r - self.lng_r.take(rows)) * 0.5, near)
+            half_lat = sin_small((lat_r - self.lat_r.take(rows)) * 0.5, near)
+        else:
+            half_lat, half_lng = halves
         vers_lng = 2.0 * half_lng * half_lng  # 1 - cos(dlng)
         cos_r = self.cos_lat.take(rows)
         qc = (1.0 - 2.0 * half_lat * half_lat) - cos_lat * cos_r * vers_lng  # Q . centre

@@ -37,7 +37,7 @@ import numpy as np
 from .cell_grid import KM_PER_DEG, CellGrid
 from .count_table import EXTENT_SLACK_KM
 from .edge_lists import EdgeLists
-from .spherical import EARTH_RADIUS_KM, haversine_rad
+from .spherical import EARTH_RADIUS_KM, NEAR_KM, haversine_rad, haversine_sines
 
 CELLS_PER_RADIUS = 8
 SUBCELLS = 4  # per side of a cell, for the vertex certificates of the entries without one
@@ -48,6 +48,7 @@ MAX_CELLS = 1 << 23
 SLACK_KM = 1e-9
 QUERY_CHUNK = 1 << 16
 PAIR_BLOCK = 1 << 16
+HASH_BINS = 1 << 16  # the dense test's first count (dense_cells), a power of two
 
 
 class PairTable:
@@ -100,12 +101,25 @@ class PairTable:
             return
         groups = np.zeros(ok.size, dtype=np.intp) if group is None else np.asarray(group, dtype=np.intp)
         self._build(lat, lng, np.asarray(rank)[ok], groups[ok], reach, lng_reach)
+        if max(ok.size, self.t_lat_r.size, self.listed_point.size) >= 1 << 31:  # codes and rows: int32s
+            self.usable = False
+            return
         self._fine_built = self._sub_built.copy()
         self.dense = DENSE  # queries of one chunk in a cell that build its fine sub-cells
         self.dense_tables = True  # and, in those cells, a candidate table per sub-cell (build_dense_cells)
         no_slot = np.full(self.start.size - 1, -1, dtype=np.int32)
-        self._cand = _Candidates(self.entries, self.target, no_slot, np.array([self.entries.size]))
-        self._room = (self.entries, self.target)  # the arrays _cand's columns are the start of
+        self._cand = _Candidates(self._cells, no_slot, np.array([self._cells.size]))
+        self._room = self._cells  # the array _cand's candidates are the start of
+
+    @property
+    def entries(self) -> np.ndarray:
+        """Per entry of the cell table, its point (the constructor's row)."""
+        return self._cells >> 32
+
+    @property
+    def target(self) -> np.ndarray:
+        """Per entry of the cell table, its code (:meth:`_targets`)."""
+        return _code(self._cells)
 
     def _build(self, lat, lng, rank, group, reach, lng_reach):
         """Cell lists: for each point the cells whose centre lies within ``r + rho`` (+ its extent's reach)
@@ -116,6 +130,10 @@ class PairTable:
         widest = 0.0 if self.y0 < 0 < top else min(abs(self.y0), abs(top))
         rho = KM_PER_DEG * math.hypot(self.dlat / 2, self.dlng / 2 * math.cos(math.radians(widest)))
         rho = rho * 1.001 + SLACK_KM
+        # every candidate's target (a point, or a vertex of its extent) lies within r + 2 rho + 2 reach of
+        # any query of its cell: the distances skip the checks only far pairs need
+        reach_max = float(self.extents.reach.max()) if self.extents is not None else 0.0
+        self.near = r + 2.0 * rho + 2.0 * reach_max < NEAR_KM
         # no empty ring here: queries outside the grid are dropped, not clipped
         grid = CellGrid(self.y0, self.x0, self.dlat, self.dlng, self.ny, self.nx, rho)
         cells, points = [], []
@@ -149,8 +167,11 @@ class PairTable:
             for g, m in enumerate(self.allowed[:, group[point]])
         ]
         cell = np.concatenate([c for c, _, _, _ in lists])
-        self.entries = self.k.take(np.concatenate([p for _, p, _, _ in lists]))  # the constructor's rows
-        self.target = np.concatenate([t for _, _, t, _ in lists])
+        # per entry its point (the constructor's row) and code, in one int64 (a query reads one array)
+        self._cells = _pack(
+            self.k.take(np.concatenate([p for _, p, _, _ in lists])),
+            np.concatenate([t for _, _, t, _ in lists]),
+        )
         self.listed = np.concatenate([x for _, _, _, x in lists])
         counts = np.bincount(cell, minlength=n_cells * self.allowed.shape[0])
         self.start = np.zeros(counts.size + 1, dtype=np.int64)
@@ -172,9 +193,15 @@ class PairTable:
         self.fine_base = np.zeros(0, dtype=np.int32)  # per sub-cell: its first fine code, -1 if not cut
         listed = np.full(point.size, -1, dtype=np.int64)
         self.listed_point = np.zeros(0, dtype=np.int64)
+        self._sines = False
         if self.extents is None:
             return point, listed
         ex = self.extents
+        # the extents' points are the table's (the same floats): the plane may reuse the distance's sines
+        self._sines = bool(
+            np.array_equal(ex.lat_r.take(self.k), self.lat_r)
+            and np.array_equal(ex.lng_r.take(self.k), self.lng_r)
+        )
         iy, ix = np.divmod(cell, grid.nx)
         c_lat = np.radians(grid.y0 + (iy + 0.5) * grid.hy)
         c_lng = np.radians(grid.x0 + (ix + 0.5) * grid.hx)
@@ -292,14 +319,16 @@ class PairTable:
             s2 = SUBCELLS * SUBCELLS
             lo = self.start.take(todo).astype(np.int64)
             n = np.repeat(self.start.take(todo + 1) - lo, s2)  # per (cell, sub-cell): the cell's entries
-            if todo.size == 0 or cand.entries.size + int(n.sum()) > self.entries.size + DENSE_BUDGET:
-                return
+            over = cand.packed.size + int(n.sum()) > self._cells.size + DENSE_BUDGET
+            if todo.size == 0 or over or self.listed_point.size + self.fine_code.size >= 1 << 31:
+                return  # beyond the budget, or fine codes an int32 cannot hold
             total = int(n.sum())
             owner = np.repeat(np.arange(n.size), n)  # per candidate: its (cell, sub-cell)
             pos = np.repeat(np.repeat(lo, s2) - (np.cumsum(n) - n), n) + np.arange(total)  # its entry
             sub = owner % s2
-            tg = self.target.take(pos)
-            code, at = tg.astype(np.int64), tg.astype(np.int64)  # the resolved code; its haversine target
+            picked = self._cells.take(pos)
+            tg = _code(picked)
+            code, at = tg.copy(), tg.copy()  # the resolved code; its haversine target
             extra = np.zeros(total)  # the bracket's reach, for the entries through a list
             listed = np.flatnonzero(tg < 0)
             if listed.size:
@@ -327,18 +356,16 @@ class PairTable:
             counts = np.bincount(owner.take(keep), minlength=n.size)
             slots = cand.slot.copy()
             slots[todo] = (cand.start.size - 1) // s2 + np.arange(todo.size)
-            have, end = cand.entries.size, cand.entries.size + keep.size
-            entries, target = self._room
-            if entries.size < end:  # grown by half at least: each candidate copied a few times at most
-                size = max(end, have + have // 2)
-                entries, target = np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64)
-                entries[:have], target[:have] = cand.entries, cand.target
-                self._room = entries, target
+            have, end = cand.packed.size, cand.packed.size + keep.size
+            room = self._room
+            if room.size < end:  # grown by half at least: each candidate copied a few times at most
+                room = np.empty(max(end, have + have // 2), dtype=np.int64)
+                room[:have] = cand.packed
+                self._room = room
             # written past every published view's end: a thread holding an earlier _Candidates never reads it
-            entries[have:end] = self.entries.take(pos.take(keep))
-            target[have:end] = code.take(keep)
+            room[have:end] = _pack(picked.take(keep) >> 32, code.take(keep))
             start = np.r_[cand.start, cand.start[-1] + np.cumsum(counts)]
-            self._cand = _Candidates(entries[:end], target[:end], slots, start)
+            self._cand = _Candidates(room[:end], slots, start)
 
     def _centre_km(self, grid, cells, rows, centre_km) -> np.ndarray:
         """The extent distance of ``rows`` from the centres of ``cells`` (``centre_km``: the haversine from the
@@ -412,12 +439,9 @@ class PairTable:
         else:
             group_cell = cell
         if self.extents is not None and self.dense > 0:  # the cells dense in queries: their fine sub-cells
-            n_cells = self.nx * self.ny
-            many = np.flatnonzero(np.bincount(cell, minlength=n_cells) >= self.dense)
+            many, in_many = dense_cells(cell, self.dense)
             if self.dense_tables and many.size:  # and their sub-cell tables (which cut them first)
-                hot = np.zeros(n_cells, dtype=bool)
-                hot[many] = True
-                self.build_dense_cells(group_cell.take(np.flatnonzero(hot.take(cell))))
+                self.build_dense_cells(group_cell.take(in_many))
             many = many[~self._fine_built.take(many)]
             if many.size:
                 self.build_fine_cells(many)
@@ -453,7 +477,8 @@ class PairTable:
             n = lens[a:b]
             size = int(ends[b - 1] - (ends[a - 1] if a else 0))
             e = np.repeat(lo[a:b] - (ends[a:b] - n - (ends[a - 1] if a else 0)), n) + np.arange(size)
-            tg = cand.target.take(e)  # then the targets' own (small, cached) columns
+            packed = cand.packed.take(e)  # then the targets' own (small, cached) columns
+            tg = _code(packed)
             edged = np.flatnonzero(tg < 0)
             if edged.size:  # a vertex certified for the query's sub-cell, else the sub-cell's edge list
                 tg_edged = tg.take(edged)
@@ -485,23 +510,41 @@ class PairTable:
                 rest = np.flatnonzero(code < 0)
                 edged = edged.take(rest)
                 # the point: the bracket's haversine
-                tg[edged] = self._row_t.take(cand.entries.take(e.take(edged)))
+                tg[edged] = self._row_t.take(packed.take(edged) >> 32)
                 listed = -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
                 np.repeat(lng_r[a:b], n),
                 np.repeat(cos_lat[a:b], n),
             )
-            km = haversine_rad(
-                q_lat, q_lng, q_cos, self.t_lat_r.take(tg), self.t_lng_r.take(tg), self.t_cos.take(tg)
+            km, s_lat, s_lng = haversine_sines(
+                q_lat,
+                q_lng,
+                q_cos,
+                self.t_lat_r.take(tg),
+                self.t_lng_r.take(tg),
+                self.t_cos.take(tg),
+                self.near,
             )
             if edged.size:  # measured once per chunk below: fewer, larger array operations
-                q = (q_lat.take(edged), q_lng.take(edged), q_cos.take(edged))
-                listed_pairs.append((km, edged, listed, *q, km.take(edged)))
-            blocks.append((a, b, n, e, km))
+                pairs: tuple = (
+                    km,
+                    edged,
+                    listed,
+                    q_lat.take(edged),
+                    q_lng.take(edged),
+                    q_cos.take(edged),
+                    km.take(edged),
+                )
+                if self._sines:  # the plane's, from the point to the query: these negated (sin_small is odd)
+                    pairs += (np.subtract(0.0, s_lat.take(edged)), np.subtract(0.0, s_lng.take(edged)))
+                listed_pairs.append(pairs)
+            blocks.append((a, b, n, packed, km))
         if listed_pairs:
-            listed, *q_listed, rep = (np.concatenate(c) for c in list(zip(*listed_pairs))[2:])
-            near, d = self.lists.within(listed, *q_listed, rep, self.radius)
+            columns = list(zip(*listed_pairs))
+            listed, *q_listed, rep = (np.concatenate(c) for c in columns[2:7])
+            halves = tuple(np.concatenate(c) for c in columns[7:]) if self._sines else None
+            near, d = self.lists.within(listed, *q_listed, rep, self.radius, self.near, halves)
             measured = np.full(listed.size, np.inf)
             measured[near] = d
             done = 0
@@ -510,26 +553,80 @@ class PairTable:
                 done += edged.size
         q_out, k_out, km_out = out.arrays
         at = out.size
-        for a, b, n, e, km in blocks:
+        for a, b, n, packed, km in blocks:
             hit = np.flatnonzero(km <= self.radius)  # positions, then takes: cheaper than boolean masks
             end = at + hit.size
             # written in place ("clip": valid positions, and no buffered copy of the output)
             np.repeat(rows[a:b] + first, n).take(hit, out=q_out[at:end], mode="clip")
-            cand.entries.take(e.take(hit), out=k_out[at:end], mode="clip")
+            np.right_shift(packed.take(hit), 32, out=k_out[at:end])
             km.take(hit, out=km_out[at:end], mode="clip")
             at = end
         out.size = at
 
 
-class _Candidates(NamedTuple):
-    """The candidates a query reads: per candidate its point (``entries``, the constructor's row) and code
-    (``target``), first the cell table's then the sub-cell tables'; per (cell, query group) its sub-cell
-    tables' first slot (``slot``, -1 for none), per slot its candidates' start in ``start`` (to the next)."""
+def dense_cells(cell, dense: int):
+    """(the cells, ascending, that at least ``dense`` of the queries' ``cell`` numbers name; the positions of
+    the queries in them, ascending), without an array over every cell of the grid: queries are first counted
+    per bin of ``cell mod HASH_BINS`` (a bin holds at least the count of each of its cells), then only those
+    in bins with ``dense`` or more are counted per cell (over their span, or by sorting when it is wide).
 
-    entries: np.ndarray
-    target: np.ndarray
+    Examples
+    --------
+    >>> many, at = dense_cells(np.array([7, 3, 7, 7, 3 + HASH_BINS, 7]), 3)
+    >>> many.tolist(), at.tolist()
+    ([7], [0, 2, 3, 5])
+    """
+    cell = np.asarray(cell, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    if cell.size < dense:
+        return none, none
+    key = cell & (HASH_BINS - 1)
+    maybe = np.flatnonzero(np.bincount(key, minlength=HASH_BINS).take(key) >= dense)
+    if maybe.size == 0:
+        return none, none
+    c = cell.take(maybe)
+    lo = int(c.min())
+    span = int(c.max()) - lo + 1
+    if span <= 4 * c.size + HASH_BINS:  # clustered: one count over their span
+        counts = np.bincount(c - lo, minlength=span)
+        many = np.flatnonzero(counts >= dense) + lo
+        return many, maybe.take(np.flatnonzero(counts.take(c - lo) >= dense))
+    uniq, inverse, counts = np.unique(c, return_inverse=True, return_counts=True)
+    return uniq[counts >= dense], maybe.take(np.flatnonzero(counts.take(inverse) >= dense))
+
+
+class _Candidates(NamedTuple):
+    """The candidates a query reads: per candidate its point (the constructor's row) and code in one int64
+    (``packed``: :func:`_pack`), first the cell table's then the sub-cell tables'; per (cell, query group) its
+    sub-cell tables' first slot (``slot``, -1 for none), per slot its candidates' start in ``start`` (to the
+    next)."""
+
+    packed: np.ndarray
     slot: np.ndarray
     start: np.ndarray
+
+    @property
+    def entries(self) -> np.ndarray:
+        """Per candidate, its point."""
+        return self.packed >> 32
+
+    @property
+    def target(self) -> np.ndarray:
+        """Per candidate, its code."""
+        return _code(self.packed)
+
+
+def _pack(point, code) -> np.ndarray:
+    """One int64 per candidate: its point (a row number, ``>= 0``) in the high 32 bits, its code (an int32,
+    negative for lists) in the low ones."""
+    return (np.asarray(point, dtype=np.int64) << 32) | (np.asarray(code, dtype=np.int64) & 0xFFFFFFFF)
+
+
+def _code(packed) -> np.ndarray:
+    """The codes of :func:`_pack` 's candidates (int64, sign-extended from the low 32 bits)."""
+    code = packed << 32
+    code >>= 32
+    return code
 
 
 class _Found:

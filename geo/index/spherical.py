@@ -22,9 +22,17 @@ CHORD_SLACK = 1e-9
 SMALL_ANGLE = 2.0**-5
 _S3, _S5, _S7 = -1.0 / 6.0, 1.0 / 120.0, -1.0 / 5040.0
 
+# Two points less than NEAR_KM apart, both within 80 degrees of the equator and not across the antimeridian,
+# have half latitude and longitude differences below SMALL_ANGLE (|dlat| <= the angle, and
+# sin(|dlng| / 2) <= sin(angle / 2) / cos(80 deg)), and a haversine term far below 1.
+NEAR_KM = 50.0
 
-def haversine_rad(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2):
+
+def haversine_rad(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2, near: bool = False):
     """Haversine distance in km from radians and precomputed ``cos(lat)`` (broadcasting).
+
+    ``near``: the caller guarantees every pair is a :data:`NEAR_KM` pair; the same floats, without the
+    checks that only pairs farther apart need (the sine's range, the clamp to 1).
 
     Examples
     --------
@@ -33,14 +41,22 @@ def haversine_rad(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2):
     >>> round(float(haversine_rad(a[0], a[1], np.cos(a[0]), b[0], b[1], np.cos(b[0]))), 3)
     69.977
     """
-    s_lat = sin_small(np.subtract(lat2, lat1) * 0.5)
-    s_lng = sin_small(np.subtract(lng2, lng1) * 0.5)
+    return haversine_sines(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2, near)[0]
+
+
+def haversine_sines(lat1, lng1, cos_lat1, lat2, lng2, cos_lat2, near: bool = False):
+    """(:func:`haversine_rad`, and its sines of the half differences ``sin((lat2 - lat1) / 2)`` and
+    ``sin((lng2 - lng1) / 2)``, as :func:`sin_small` gives them)."""
+    s_lat = sin_small(np.subtract(lat2, lat1) * 0.5, near)
+    s_lng = sin_small(np.subtract(lng2, lng1) * 0.5, near)
     a = s_lat * s_lat + cos_lat1 * cos_lat2 * (s_lng * s_lng)
-    return (2.0 * EARTH_RADIUS_KM) * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
+    return (2.0 * EARTH_RADIUS_KM) * np.arcsin(np.sqrt(a if near else np.minimum(a, 1.0))), s_lat, s_lng
 
 
-def sin_small(x):
+def sin_small(x, small: bool = False):
     """``sin`` of an angle in radians (array or scalar), fast where the angle is small (:data:`SMALL_ANGLE`).
+
+    ``small``: the caller guarantees ``|x| <= SMALL_ANGLE`` everywhere (the same floats, no range check).
 
     Examples
     --------
@@ -58,6 +74,8 @@ def sin_small(x):
     s *= x2
     s *= x
     s += x
+    if small:
+        return s
     # fmax/fmin skip NaN (which stays NaN through the polynomial); two reductions cost less than a mask
     if x.size and (np.fmax.reduce(x, axis=None) > SMALL_ANGLE or np.fmin.reduce(x, axis=None) < -SMALL_ANGLE):
         big = np.abs(x) > SMALL_ANGLE

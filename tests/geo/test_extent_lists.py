@@ -490,11 +490,11 @@ def test_sub_cell_tables_built_batch_after_batch_append_in_place_and_give_the_sa
     grew, in_place, lats, lngs = 0, 0, [], []
     for i in range(0, s_lat.size, max(1, s_lat.size // 12)):
         lat, lng = s_lat[i] + rng.normal(0, 0.0005, 300), s_lng[i] + rng.normal(0, 0.0008, 300)
-        room, size = t._room[0], _tabled_candidates(t)
+        room, size = t._room, _tabled_candidates(t)
         earlier = t._cand
         assert _same(t.pairs(lat, lng), plain.pairs(lat, lng))
-        grew += t._room[0] is not room
-        in_place += t._room[0] is room and _tabled_candidates(t) > size
+        grew += t._room is not room
+        in_place += t._room is room and _tabled_candidates(t) > size
         assert earlier.entries.size == t.entries.size + size  # a published view never changes
         lats.append(lat)
         lngs.append(lng)
