@@ -41,6 +41,8 @@ _engines: OrderedDict = OrderedDict()
 _engines_lock = threading.Lock()
 _near: OrderedDict = OrderedDict()
 _near_points: dict = {}
+#: engines built by :func:`engine_at` in this process: from the rows near a point, or not (not provably local)
+built = {"near": 0, "not_local": 0}
 _stores = threading.local()
 
 
@@ -263,7 +265,9 @@ def engine_at(history: HistoryStore, publish: Publish, live=None, near=None, unt
                     engine = engine_near(history, publish, donors, asked[3], asked[4], until_ms)
             except NotLocal:
                 engine = None
+                built["not_local"] += 1
             if engine is not None:
+                built["near"] += 1
                 if len(_near_points) >= 4096:
                     _near_points.clear()
                 _near_points[key] = _near_points.get(key, 0) + 1

@@ -15,8 +15,10 @@ and the caller rebuilds the whole publish.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
+from geo.data.rows import RowSource
 from geo.rules.airrules import WINDOW_MS
 from geo.service import local as near
 from geo.service.air import nearest_no2_station
@@ -72,6 +74,10 @@ def engine_near(
     layers, manifest = history.snapshot(
         publish.seq, taken, in_memory=True, sources=sources, deferred=True, donors=donors
     )
+    for layer, frame in frames.items():  # the engine's indexes of them on first query, as for a history's rows
+        source = RowSource()
+        source.append(frame)
+        sources[layer] = (source, np.arange(len(frame), dtype=np.int64))
     engine = rebuild(layers, manifest, donors, sources)
     if "no2" in frames and not near.hours_measured(engine, hours):
         raise NotLocal("a witnessed NO2 hour is not measured in the rows read")

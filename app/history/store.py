@@ -754,11 +754,11 @@ class HistoryStore:
         (``history_extent``), then their versions by the layer's partial hash index."""
         if layer not in rowcodec.EXTENT_INDEXED:
             raise ValueError(f"{layer} has no extent index")
-        # the layer as a constant: the partial index applies (SQLite is told to use it)
-        hint = "" if self.postgres else f" INDEXED BY history_row_hash_{layer}"
+        # the layer as a constant: the partial index applies; SQLite is told to use it, after the boxes
+        join, hint = ("JOIN", "") if self.postgres else ("CROSS JOIN", f" INDEXED BY history_row_hash_{layer}")
         return self.execute(
             f"SELECT r.key, {self._hex('r.hash')} FROM history_extent e "  # noqa: S608 - constants only
-            f"CROSS JOIN history_row r{hint} ON r.hash = e.hash "
+            f"{join} history_row r{hint} ON r.hash = e.hash "
             f"WHERE r.layer = '{layer}' AND e.max_lat >= ? AND e.min_lat <= ? AND e.max_lng >= ? "
             "AND e.min_lng <= ? AND r.rec_from <= ? AND r.rec_to > ?",
             (box[0], box[2], box[1], box[3], seq, seq),
