@@ -74,7 +74,8 @@ def engine_near(
     layers, manifest = history.snapshot(
         publish.seq, taken, in_memory=True, sources=sources, deferred=True, donors=donors
     )
-    for layer, frame in frames.items():  # the engine's indexes of them on first query, as for a history's rows
+    # as a history's rows: the engine builds their indexes on first query
+    for layer, frame in frames.items():
         source = RowSource()
         source.append(frame)
         sources[layer] = (source, np.arange(len(frame), dtype=np.int64))

@@ -755,7 +755,9 @@ class HistoryStore:
         if layer not in rowcodec.EXTENT_INDEXED:
             raise ValueError(f"{layer} has no extent index")
         # the layer as a constant: the partial index applies; SQLite is told to use it, after the boxes
-        join, hint = ("JOIN", "") if self.postgres else ("CROSS JOIN", f" INDEXED BY history_row_hash_{layer}")
+        join, hint = (
+            ("JOIN", "") if self.postgres else ("CROSS JOIN", f" INDEXED BY history_row_hash_{layer}")
+        )
         return self.execute(
             f"SELECT r.key, {self._hex('r.hash')} FROM history_extent e "  # noqa: S608 - constants only
             f"{join} history_row r{hint} ON r.hash = e.hash "

@@ -39,7 +39,7 @@ def box(lat: float, lng: float, km: float) -> tuple[float, float, float, float]:
     Examples
     --------
     >>> [round(x, 4) for x in box(51.0, 4.0, 1.0)]
-    [50.9909, 3.9855, 51.0091, 4.0145]
+    [50.9909, 3.9856, 51.0091, 4.0144]
     """
     dlat = km / _KM_PER_DEGREE * 1.01 + 1e-9
     cos = math.cos(math.radians(min(89.0, abs(lat) + dlat)))

@@ -34,7 +34,9 @@ def _offset(lat: float, lng: float, km: float, bearing: float) -> tuple[float, f
     d = km / 6371.0088
     la, ln = math.radians(lat), math.radians(lng)
     la2 = math.asin(math.sin(la) * math.cos(d) + math.cos(la) * math.sin(d) * math.cos(bearing))
-    ln2 = ln + math.atan2(math.sin(bearing) * math.sin(d) * math.cos(la), math.cos(d) - math.sin(la) * math.sin(la2))
+    ln2 = ln + math.atan2(
+        math.sin(bearing) * math.sin(d) * math.cos(la), math.cos(d) - math.sin(la) * math.sin(la2)
+    )
     return round(math.degrees(la2), 6), round(math.degrees(ln2), 6)
 
 
