@@ -149,6 +149,7 @@ def test_as_of_is_byte_identical_to_the_live_answer_at_every_instant(
     JSON answer from an engine built from the rows near its point (the whole engines kept are dropped
     first), a GeoJSON one from the whole publish's engine."""
     monkeypatch.setattr(asof, "NEAR_POINTS", 10**6)  # every point of a publish from the rows near it
+    asof._near.clear()
     near_before, json_asked = asof.built["near"], 0
     app, key, _wall = enterprise
     history = app.test_client()

@@ -29,6 +29,16 @@ pytestmark = pytest.mark.timeout(1800)
 CASES = 24
 
 
+@pytest.fixture
+def no_near_engines():
+    """No point-local engines kept before and after the test (``fresh_asof_process`` drops the whole ones)."""
+    asof._near.clear()
+    asof._near_points.clear()
+    yield
+    asof._near.clear()
+    asof._near_points.clear()
+
+
 def _offset(lat: float, lng: float, km: float, bearing: float) -> tuple[float, float]:
     """The point ``km`` from (lat, lng) towards ``bearing`` (radians), on a sphere."""
     d = km / 6371.0088
@@ -78,7 +88,7 @@ def _answers(engine, lat: float, lng: float, now) -> list:
 
 @pytest.mark.slow
 def test_answers_from_the_rows_near_the_point_are_those_of_the_whole_publish(
-    year_store_url, year_dirs, year_engine, fresh_asof_process
+    year_store_url, year_dirs, year_engine, fresh_asof_process, no_near_engines
 ):
     """24 cases per backend, the path taken asserted: most are answered from the rows near
     the point, and those rows are few."""
@@ -108,7 +118,7 @@ def test_answers_from_the_rows_near_the_point_are_those_of_the_whole_publish(
 
 
 def test_a_point_whose_cluster_reaches_beyond_the_rows_read_is_answered_by_the_whole_publish(
-    year_store_url, year_dirs, year_engine, fresh_asof_process, monkeypatch
+    year_store_url, year_dirs, year_engine, fresh_asof_process, no_near_engines, monkeypatch
 ):
     """No round of boxes allowed: a cluster near the point that reaches the edge of the rows read makes the
     answer not local, and :func:`app.history.asof.engine_at` answers from the whole publish's engine."""
