@@ -91,7 +91,7 @@ def _works(history: HistoryStore, seq: int, info: dict, schema_bytes: bytes, lat
     (:func:`geo.service.local.works_to_read`); :class:`NotLocal` after :data:`ROUNDS` rounds or when a round
     asks for more than :data:`BOXES` boxes."""
     read = [near.box(lat, lng, near.FETCH_KM)]
-    picked = dict(history.rows_in_box("works", seq, read[0]))
+    picked = dict(history.rows_in_box("works", seq, read))
     for _round in range(ROUNDS):
         table = rowcodec.decode_table(schema_bytes, ROWS.rows(list(picked.values()), history._blobs))
         more = near.works_to_read(table, lat, lng, read)
@@ -99,8 +99,7 @@ def _works(history: HistoryStore, seq: int, info: dict, schema_bytes: bytes, lat
             return _frame(history, info, schema_bytes, picked.items())
         if len(more) > BOXES:
             break
-        for box in more:
-            picked.update(history.rows_in_box("works", seq, box))
+        picked.update(history.rows_in_box("works", seq, more))
         read += more
     raise NotLocal("the works clusters near the point reach beyond what is read near it")
 

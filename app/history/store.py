@@ -747,23 +747,27 @@ class HistoryStore:
         ).fetchall()
 
     def rows_in_box(
-        self, layer: str, seq: int, box: tuple[float, float, float, float]
+        self, layer: str, seq: int, boxes: list[tuple[float, float, float, float]]
     ) -> list[tuple[str, str]]:
         """``(key, hash)`` of the versions of an :data:`~app.history.rows.EXTENT_INDEXED` layer open at publish
-        ``seq`` whose row's bounding box meets ``box`` (``min_lat, min_lng, max_lat, max_lng``): the boxes
-        (``history_extent``), then their versions by the layer's partial hash index."""
+        ``seq`` whose row's bounding box meets one of ``boxes`` (each ``min_lat, min_lng, max_lat, max_lng``):
+        the boxes (``history_extent``, one scan), then their versions by the layer's partial hash index."""
         if layer not in rowcodec.EXTENT_INDEXED:
             raise ValueError(f"{layer} has no extent index")
+        if not boxes:
+            return []
         # the layer as a constant: the partial index applies; SQLite is told to use it, after the boxes
         join, hint = (
             ("JOIN", "") if self.postgres else ("CROSS JOIN", f" INDEXED BY history_row_hash_{layer}")
         )
+        meets = " OR ".join(
+            ["(e.max_lat >= ? AND e.min_lat <= ? AND e.max_lng >= ? AND e.min_lng <= ?)"] * len(boxes)
+        )
         return self.execute(
-            f"SELECT r.key, {self._hex('r.hash')} FROM history_extent e "  # noqa: S608 - constants only
+            f"SELECT DISTINCT r.key, {self._hex('r.hash')} FROM history_extent e "  # noqa: S608 - constants only
             f"{join} history_row r{hint} ON r.hash = e.hash "
-            f"WHERE r.layer = '{layer}' AND e.max_lat >= ? AND e.min_lat <= ? AND e.max_lng >= ? "
-            "AND e.min_lng <= ? AND r.rec_from <= ? AND r.rec_to > ?",
-            (box[0], box[2], box[1], box[3], seq, seq),
+            f"WHERE r.layer = '{layer}' AND ({meets}) AND r.rec_from <= ? AND r.rec_to > ?",
+            (*(v for b in boxes for v in (b[0], b[2], b[1], b[3])), seq, seq),
         ).fetchall()
 
     def series_rows(
