@@ -47,7 +47,7 @@ from geo.rules.works import hindrance_json
 
 from .auth import require_api_access, settle
 from .negotiation import data_response, data_text_response, negotiate
-from .targeting import resolve_target
+from .targeting import parse_decimal, resolve_target
 
 bp = Blueprint("data", __name__)
 bp.before_request(require_api_access)
@@ -170,15 +170,41 @@ def _unchanged(response):
     return response
 
 
-def _pinned(layers):
+def _pinned(layers, near_ok: bool):
     """The request's ``(engine, stale error or None, data clock, finish(response))``: with ``asOf`` the
-    recorded snapshot and clock of that instant, stamped, with no freshness decision of today; else the
-    served engine, its freshness for ``layers`` and the data clock."""
-    as_of = history_as_of() if AS_OF in request.args else None
+    recorded snapshot and clock of that instant, stamped, with no freshness decision of today (for a JSON
+    answer, an engine built from the rows near the point the request names may answer: :func:`_named_point`);
+    else the served engine, its freshness for ``layers`` and the data clock."""
+    as_of = history_as_of(_named_point() if near_ok else None) if AS_OF in request.args else None
     if as_of is not None:
         return as_of.engine, None, as_of.now, as_of.stamp
     engine, stale = served_engine(layers)
     return engine, stale, data_now(engine), _unchanged
+
+
+def _named_point() -> tuple[float, float] | None:
+    """The point the request names before it is checked: its ``lat``/``lng`` as the target parser reads
+    them, or its saved location's (read at admission), else None."""
+    args = request.args
+    lat, lng, location_id = args.getlist("lat"), args.getlist("lng"), args.getlist("locationId")
+    if not location_id and len(lat) == 1 and len(lng) == 1:
+        la, ln = parse_decimal(lat[0]), parse_decimal(lng[0])
+        return None if la is None or ln is None else (la, ln)
+    prefetched = g.get("saved_location")
+    if len(location_id) == 1 and not lat and not lng and prefetched is not None and prefetched[1] is not None:
+        if prefetched[0] == location_id[0]:
+            return float(prefetched[1]["lat"]), float(prefetched[1]["lng"])
+    return None
+
+
+def _for_target(engine, target):
+    """``(engine, target)``: an ``asOf`` engine built near another point than the target's is replaced by
+    the whole publish's, the target resolved on it."""
+    as_of = g.get("as_of")
+    if as_of is None or as_of.near is None or as_of.near == (target.lat, target.lng):
+        return engine, target
+    engine = as_of.whole().engine
+    return engine, resolve_target(engine)
 
 
 def data_view(endpoint: DataEndpoint):
@@ -190,8 +216,8 @@ def data_view(endpoint: DataEndpoint):
         @wraps(answer)
         def view():
             chosen = negotiate(endpoint.resource, endpoint.translated)
-            engine, stale, now, finish = _pinned(endpoint.layers)
-            target = resolve_target(engine)
+            engine, stale, now, finish = _pinned(endpoint.layers, chosen is None)
+            engine, target = _for_target(engine, resolve_target(engine))
             if stale is not None:
                 raise stale
             body = answer(engine, target, now)

@@ -32,9 +32,17 @@ PLANS = ("enterprise",)
 RFC3339 = re.compile(r"(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})")
 IMMUTABLE = "private, max-age=31536000, immutable"
 ENGINES_KEPT = 4
+#: engines built from the rows near one point (:func:`engine_at`) kept per process
+NEAR_KEPT = 16
+#: points at which one publish is answered from the rows near them before its whole engine is built
+NEAR_POINTS = 4
 
 _engines: OrderedDict = OrderedDict()
 _engines_lock = threading.Lock()
+_near: OrderedDict = OrderedDict()
+_near_points: dict = {}
+#: engines built by :func:`engine_at` in this process: from the rows near a point, or not (not provably local)
+built = {"near": 0, "not_local": 0}
 _stores = threading.local()
 
 
@@ -95,6 +103,23 @@ class AsOf:
     publish: Publish
     engine: object
     now: datetime
+    #: the point the engine was built for from the rows near it (None: the whole publish's engine)
+    near: tuple[float, float] | None = None
+
+    def whole(self) -> AsOf:
+        """This ``asOf`` with the whole publish's engine (a request whose point is not :attr:`near`)."""
+        if self.near is None:
+            return self
+        live = getattr(current_app.extensions.get("urban"), "engine", None)
+        try:
+            engine = engine_of(store(), self.publish, live)
+        except Exception as exc:  # as in pin: the store or the rebuild failed
+            _discard_store()
+            current_app.logger.exception("asOf %s: history store error: %s", iso(self.instant), exc)
+            raise HistoryUnavailable() from None
+        g.urban_engine = engine
+        g.as_of = found = AsOf(self.instant, self.publish, engine, self.now)
+        return found
 
     def stamp(self, response):
         """Headers of an ``asOf`` answer: which instant and snapshot, cacheable for ever."""
@@ -160,6 +185,12 @@ class PublishIndex:
             i = bisect.bisect_right(self.as_of, instant_ms) - 1
             return self.publishes[i] if i >= 0 else None
 
+    def until(self, publish: Publish) -> int | None:
+        """The ``asOf`` (ms) of the publish after ``publish`` (None: none known)."""
+        with self.lock:
+            i = bisect.bisect_right(self.as_of, publish.as_of_ms)
+            return self.as_of[i] if i < len(self.as_of) else None
+
     def forget(self) -> None:
         """Drop what is known (after a prune removed publishes this index still listed)."""
         with self.lock:
@@ -208,6 +239,45 @@ def engine_of(history: HistoryStore, publish: Publish, live=None, *, in_memory: 
         return engine
 
 
+def engine_at(history: HistoryStore, publish: Publish, live=None, near=None, until_ms: int | None = None):
+    """The engine to answer at the point ``near`` (``(lat, lng)``; None: anywhere) from ``publish``: the
+    whole publish's when it is kept, else one built from the rows near the point
+    (:func:`app.history.local.engine_near`, the last :data:`NEAR_KEPT` kept), else, when the answer there is
+    not provably local or the publish was asked at :data:`NEAR_POINTS` points already, the whole publish's
+    (:func:`engine_of`). ``until_ms``: the next publish's ``asOf`` (the instants the engine may answer)."""
+    if near is None:
+        return engine_of(history, publish, live)
+    from .local import NotLocal, engine_near
+
+    key = (history.identity, publish.seq, publish.snapshot_id)
+    asked = (*key, float(near[0]), float(near[1]))
+    with _engines_lock:
+        if key in _engines:
+            _engines.move_to_end(key)
+            return _engines[key]
+        if asked in _near:
+            _near.move_to_end(asked)
+            return _near[asked]
+        if _near_points.get(key, 0) < NEAR_POINTS:
+            donors = [e for e in (live, *reversed(_engines.values())) if e is not None]
+            try:
+                with no_collection(collect_young=True):
+                    engine = engine_near(history, publish, donors, asked[3], asked[4], until_ms)
+            except NotLocal:
+                engine = None
+                built["not_local"] += 1
+            if engine is not None:
+                built["near"] += 1
+                if len(_near_points) >= 4096:
+                    _near_points.clear()
+                _near_points[key] = _near_points.get(key, 0) + 1
+                _near[asked] = engine
+                while len(_near) > NEAR_KEPT:
+                    _near.popitem(last=False)
+                return engine
+    return engine_of(history, publish, live)
+
+
 #: the query parameter naming the past instant
 PARAMETER = "asOf"
 
@@ -229,8 +299,10 @@ def history_clock(instant: datetime, engine) -> datetime:
     return instant
 
 
-def resolve() -> AsOf | None:
-    """The ``asOf`` of this request (None without one); pins its engine for the request.
+def resolve(near=None) -> AsOf | None:
+    """The ``asOf`` of this request (None without one); pins its engine for the request: with ``near``
+    (the ``(lat, lng)`` the request names), an engine built for that point may answer (:func:`engine_at`;
+    a caller whose point turns out another takes :meth:`AsOf.whole`).
 
     Checks in order: 403 ``plan_required`` (not Enterprise), 400 ``invalid_as_of``, 422 ``as_of_in_future``,
     422 ``as_of_out_of_window`` (before the retention window or before the first recorded publish),
@@ -239,10 +311,10 @@ def resolve() -> AsOf | None:
     raw = requested()
     if raw is None:
         return None
-    return pin(raw, g.account["plan"])
+    return pin(raw, g.account["plan"], near)
 
 
-def pin(raw: str, plan: str) -> AsOf:
+def pin(raw: str, plan: str, near=None) -> AsOf:
     """The :class:`AsOf` of the instant ``raw`` for an account of ``plan``, its engine pinned for the request:
     the API's ``asOf`` and the dashboard's "as of" control, with the errors of :func:`resolve`."""
     if plan not in PLANS:
@@ -266,13 +338,13 @@ def pin(raw: str, plan: str) -> AsOf:
             raise AsOfOutOfWindow(f"no snapshot was being served at asOf={iso(instant)}: {since}")
         live = getattr(current_app.extensions.get("urban"), "engine", None)
         try:
-            engine = engine_of(history, publish, live)
+            engine = engine_at(history, publish, live, near, index.until(publish))
         except HistoryError:  # pruned since this process listed it: list the publishes again
             index.forget()
             publish = index.at(history, ms(instant))
             if publish is None:
                 raise AsOfOutOfWindow(f"asOf={iso(instant)} lies before the kept history") from None
-            engine = engine_of(history, publish, live)
+            engine = engine_at(history, publish, live, near, index.until(publish))
     except AsOfOutOfWindow:
         raise
     except Exception as exc:  # the store or a rebuild failed: this instant's answer cannot be given now
@@ -280,5 +352,8 @@ def pin(raw: str, plan: str) -> AsOf:
         current_app.logger.exception("asOf %s: history store error: %s", iso(instant), exc)
         raise HistoryUnavailable() from None
     g.urban_engine = engine
-    g.as_of = found = AsOf(instant, publish, engine, history_clock(instant, engine))
+    with _engines_lock:
+        local = near is not None and any(e is engine for e in _near.values())
+    made_near = (float(near[0]), float(near[1])) if local else None
+    g.as_of = found = AsOf(instant, publish, engine, history_clock(instant, engine), made_near)
     return found

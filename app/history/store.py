@@ -746,6 +746,52 @@ class HistoryStore:
             (layer, last, first, OPEN),
         ).fetchall()
 
+    def rows_in_box(
+        self, layer: str, seq: int, boxes: list[tuple[float, float, float, float]]
+    ) -> list[tuple[str, str]]:
+        """``(key, hash)`` of the versions of an :data:`~app.history.rows.EXTENT_INDEXED` layer open at publish
+        ``seq`` whose row's bounding box meets one of ``boxes`` (each ``min_lat, min_lng, max_lat, max_lng``):
+        the boxes (``history_extent``, one scan), then their versions by the layer's partial hash index."""
+        if layer not in rowcodec.EXTENT_INDEXED:
+            raise ValueError(f"{layer} has no extent index")
+        if not boxes:
+            return []
+        # the layer as a constant: the partial index applies; SQLite is told to use it, after the boxes
+        join, hint = (
+            ("JOIN", "") if self.postgres else ("CROSS JOIN", f" INDEXED BY history_row_hash_{layer}")
+        )
+        meets = " OR ".join(
+            ["(e.max_lat >= ? AND e.min_lat <= ? AND e.max_lng >= ? AND e.min_lng <= ?)"] * len(boxes)
+        )
+        return self.execute(
+            f"SELECT DISTINCT r.key, {self._hex('r.hash')} FROM history_extent e "  # noqa: S608 - constants only
+            f"{join} history_row r{hint} ON r.hash = e.hash "
+            f"WHERE r.layer = '{layer}' AND ({meets}) AND r.rec_from <= ? AND r.rec_to > ?",
+            (*(v for b in boxes for v in (b[0], b[2], b[1], b[3])), seq, seq),
+        ).fetchall()
+
+    def series_rows(
+        self, layer: str, seq: int, series: list[str], after: int, before: int | None
+    ) -> list[tuple[str, str, str, int, bool]]:
+        """``(key, hash, series, t, valued)`` of the versions of a :data:`~app.history.rows.SERIES` layer open
+        at publish ``seq`` whose series is one of ``series`` and whose hour ``t`` lies in ``(after, before)``
+        (``before`` None: no bound); ``valued``: the row has a value (its row's test held). One range of
+        ``history_series_read`` per series, each row's version by the primary key."""
+        out: list[tuple[str, str, str, int, bool]] = []
+        upper = "" if before is None else " AND s.t < ?"
+        bound = [] if before is None else [before]
+        for i in range(0, len(series), 500):
+            part = series[i : i + 500]
+            out += self.execute(
+                f"SELECT s.key, {self._hex('r.hash')}, s.series, s.t, s.value IS NOT NULL "  # noqa: S608
+                "FROM history_series s "
+                "JOIN history_row r ON r.layer = s.layer AND r.key = s.key AND r.rec_from = s.rec_from "
+                f"WHERE s.layer = ? AND s.series IN ({','.join('?' * len(part))}) AND s.t > ?{upper} "
+                "AND s.rec_from <= ? AND r.rec_to > ?",
+                (layer, *part, after, *bound, seq, seq),
+            ).fetchall()
+        return out
+
     def _blobs(self, hashes: list[str]) -> dict[str, bytes]:
         """The blobs ``hashes`` (each must exist), by hash."""
         found = {}

@@ -164,6 +164,24 @@ def _work_rows(frame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 _NO_START = np.iinfo(np.int64).max  # a member without a start: after every start
 
 
+def occurrences_of(value) -> int:
+    """A work's GIPOD occurrences: a whole number above 0, else 1. The same for a row whatever the other rows
+    hold (an integer column with a null elsewhere is read as floats: ``3.0`` is 3).
+
+    Examples
+    --------
+    >>> [occurrences_of(x) for x in (3, np.int64(2), 3.0, float("nan"), 2.5, 0, None, True)]
+    [3, 2, 3, 1, 1, 1, 1, 1]
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return 1
+    if isinstance(value, (int, np.integer)):
+        return int(value) if value > 0 else 1
+    if isinstance(value, (float, np.floating)) and value == value and value > 0 and float(value).is_integer():
+        return int(value)
+    return 1
+
+
 def _work_values(frame) -> tuple:
     """Row-wise parts of the works beyond :func:`_work_rows`: status class; start and end (ms, known); GIPOD
     occurrences; description text; and the item parts a work alone in its cluster has (start and end dates,
@@ -175,10 +193,7 @@ def _work_values(frame) -> tuple:
     end_ms, has_end = column_ms(_times(frame, "end"))
     start_ms = np.where(has_start, start_ms, NO_END_MS)  # unknown start sorts last, never "upcoming"
     end_ms = np.where(has_end, end_ms, NO_END_MS)
-    occ = np.array(
-        [int(x) if isinstance(x, (int, np.integer)) and x > 0 else 1 for x in _col(frame, "occurrences", 1)],
-        dtype=np.int64,
-    )
+    occ = np.array([occurrences_of(x) for x in _col(frame, "occurrences", 1)], dtype=np.int64)
     desc = np.array([d if isinstance(d, str) else "" for d in _col(frame, "description", "")], dtype=object)
     start_day = np.zeros(len(frame), dtype=np.int64)  # meaningful where the start is known
     start_day[has_start] = local_day_numbers(start_ms[has_start])
