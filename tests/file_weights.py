@@ -32,20 +32,6 @@ def read_table(path: Path = TABLE) -> dict[str, float]:
     return {name: float(seconds) for seconds, name in rows}
 
 
-def run_order(files: set[str], weights: dict[str, float]) -> list[str]:
-    """The files longest first (a file not in ``weights`` counts as their median; ties by name, so every
-    worker gets the same order), the second being the longest outside tests/history when the first two are
-    both in it."""
-    median = sorted(weights.values())[len(weights) // 2] if weights else 0.0
-    order = sorted(files, key=lambda f: (-weights.get(f, median), f))
-    in_history = [f.startswith("tests/history/") for f in order]
-    if len(order) > 2 and in_history[0] and in_history[1]:
-        other = next((k for k in range(2, len(order)) if not in_history[k]), None)
-        if other is not None:
-            order.insert(1, order.pop(other))
-    return order
-
-
 def main(logs: list[str]) -> None:
     runs = [file_walls(Path(log)) for log in logs]
     files = sorted({name for run in runs for name in run})
