@@ -66,9 +66,7 @@ def pytest_collection_modifyitems(session, config, items):
     if not weights or not items:
         return
     median = sorted(weights.values())[len(weights) // 2]
-    # every worker must collect the same order: ties broken by name, never by a set's (hash-seeded) order
-    files = {item.nodeid.split("::")[0] for item in items}
-    order = sorted(files, key=lambda f: (-weights.get(f, median), f))
+    order = sorted({item.nodeid.split("::")[0] for item in items}, key=lambda f: -weights.get(f, median))
     shares_the_first = [f.startswith("tests/history/") for f in order]
     if len(order) > 2 and shares_the_first[0] and shares_the_first[1]:
         other = next((k for k in range(2, len(order)) if not shares_the_first[k]), None)
