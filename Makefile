@@ -121,7 +121,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 test: install browser docs-ui services pdf assets lint
-	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -n auto --dist loadfile
 
 bench: install snapshot
 	$(PY) -m bench

@@ -53,29 +53,6 @@ def pytest_configure(config):
         os.environ[SHARED_ENV] = tempfile.mkdtemp(prefix="urban-tests-")
 
 
-# --- the order files run in: the longest first -------------------------------------------------------------------
-# `make test` hands whole files to the workers in collection order (`--dist loadfile --no-loadscope-reorder`) and
-# a worker takes its next file before its last tests have run, so a long file taken late leaves the other worker
-# idle at the end. Files run longest first (file_weights.tsv: summed wall of recent runs; a file not listed
-# counts as the median), except that the second file is the longest outside tests/history: the history files
-# share the simulated year that the first of them builds, which the other worker would wait for.
-def pytest_collection_modifyitems(session, config, items):
-    from file_weights import read_table
-
-    weights = read_table()
-    if not weights or not items:
-        return
-    median = sorted(weights.values())[len(weights) // 2]
-    order = sorted({item.nodeid.split("::")[0] for item in items}, key=lambda f: -weights.get(f, median))
-    shares_the_first = [f.startswith("tests/history/") for f in order]
-    if len(order) > 2 and shares_the_first[0] and shares_the_first[1]:
-        other = next((k for k in range(2, len(order)) if not shares_the_first[k]), None)
-        if other is not None:
-            order.insert(1, order.pop(other))
-    rank = {name: k for k, name in enumerate(order)}
-    items.sort(key=lambda item: rank[item.nodeid.split("::")[0]])
-
-
 def pytest_unconfigure(config):
     if getattr(config, "_urban_shared_owner", False):
         shared = Path(os.environ.pop(SHARED_ENV))
