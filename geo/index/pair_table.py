@@ -114,7 +114,7 @@ class PairTable:
     @property
     def entries(self) -> np.ndarray:
         """Per entry of the cell table, its point (the constructor's row)."""
-        return self._cells >> 32
+        return _point(self._cells)
 
     @property
     def target(self) -> np.ndarray:
@@ -363,7 +363,7 @@ class PairTable:
                 room[:have] = cand.packed
                 self._room = room
             # written past every published view's end: a thread holding an earlier _Candidates never reads it
-            room[have:end] = _pack(picked.take(keep) >> 32, code.take(keep))
+            room[have:end] = _pack(_point(picked.take(keep)), code.take(keep))
             start = np.r_[cand.start, cand.start[-1] + np.cumsum(counts)]
             self._cand = _Candidates(room[:end], slots, start)
 
@@ -510,7 +510,7 @@ class PairTable:
                 rest = np.flatnonzero(code < 0)
                 edged = edged.take(rest)
                 # the point: the bracket's haversine
-                tg[edged] = self._row_t.take(packed.take(edged) >> 32)
+                tg[edged] = self._row_t.take(_point(packed.take(edged)))
                 listed = -1 - code.take(rest)
             q_lat, q_lng, q_cos = (
                 np.repeat(lat_r[a:b], n),
@@ -608,7 +608,7 @@ class _Candidates(NamedTuple):
     @property
     def entries(self) -> np.ndarray:
         """Per candidate, its point."""
-        return self.packed >> 32
+        return _point(self.packed)
 
     @property
     def target(self) -> np.ndarray:
@@ -620,6 +620,11 @@ def _pack(point, code) -> np.ndarray:
     """One int64 per candidate: its point (a row number, ``>= 0``) in the high 32 bits, its code (an int32,
     negative for lists) in the low ones."""
     return (np.asarray(point, dtype=np.int64) << 32) | (np.asarray(code, dtype=np.int64) & 0xFFFFFFFF)
+
+
+def _point(packed) -> np.ndarray:
+    """The points of :func:`_pack` 's candidates."""
+    return packed >> 32
 
 
 def _code(packed) -> np.ndarray:
